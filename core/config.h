@@ -1,0 +1,38 @@
+/* core/config.h — the parsed configuration (see weft/runtime.h). */
+#ifndef WF_CORE_CONFIG_H
+#define WF_CORE_CONFIG_H
+
+#include <weft/runtime.h>
+
+typedef struct wf__strlist {
+  char **items;
+  int n;
+} wf__strlist;
+
+struct wf_config {
+  /* [plugins] */
+  wf__strlist plugin_paths; /* paths = dir1, dir2 (files or directories) */
+  wf__strlist plugin_load;  /* load = name, name: only these (empty: all) */
+  wf__strlist plugin_deny;  /* deny = name, name */
+  int plugin_strict;        /* strict = true */
+  int plugin_env_path;      /* use_env_path = true: honour WEFT_PLUGIN_PATH */
+  int plugin_default_dir;   /* use_default_dir = true */
+  /* [devices] */
+  wf__strlist device_order; /* order = cuda, cpu */
+  /* [threads] */
+  int inter_op;             /* inter_op = N (0: automatic) */
+  int intra_op;             /* intra_op = N (0: automatic) */
+  int pin;                  /* pin = true */
+  /* [passes] */
+  int pass_prune, pass_cse, pass_constant_folding, pass_arithmetic,
+      pass_fusion, pass_dead_nodes, pass_placement;
+  long long constant_folding_max_bytes;
+  /* Files loaded, for messages. */
+  wf__strlist files;
+};
+
+wf_config *wf__config_copy(const wf_config *cfg);
+/* 1 when name is in the list. */
+int wf__strlist_has(const wf__strlist *l, const char *name);
+
+#endif

@@ -1,0 +1,57 @@
+/* core/graph.h — graph and node internals shared by the core's passes,
+ * the kernel contexts and (later) the executor. */
+#ifndef WF_CORE_GRAPH_H
+#define WF_CORE_GRAPH_H
+
+#include <weft/graph.h>
+
+#include "registry.h"
+#include "strmap.h"
+
+typedef struct wf__attr {
+  char *name;
+  wf_attr_value v; /* owned deep copy (core/attr.h) */
+} wf__attr;
+
+struct wf_node {
+  wf_graph *graph;
+  int id;               /* index in graph->nodes */
+  char *name;
+  const wf__op *op;
+  char *device;         /* requested device, "" if none */
+  wf_output *inputs;    /* flattened: list arguments expanded in order */
+  int num_inputs;
+  wf_node **control_inputs;
+  int num_control_inputs;
+  wf_dtype *output_dtypes;
+  wf_shape *output_shapes;
+  int num_outputs;      /* flattened like inputs */
+  wf__attr *attrs;      /* every attribute of the op, defaults filled in */
+  int num_attrs;
+  /* Consumers, maintained as nodes and control edges are added. */
+  wf_node **data_consumers; /* one entry per consuming input slot */
+  int num_data_consumers;
+  wf_node **control_consumers;
+  int num_control_consumers;
+};
+
+struct wf_graph {
+  wf_runtime *rt;
+  wf_node **nodes;
+  int num_nodes, cap_nodes;
+  wf__strmap names;    /* node name -> node; also holds reserved scope names */
+  char **scopes;       /* stack of full scope prefixes ("a", "a/b") */
+  int num_scopes;
+  char **reserved;     /* names reserved by scopes (owned) */
+  int num_reserved;
+};
+
+/* The attribute called name on n (defaults filled in), or NULL. */
+const wf_attr_value *wf__node_attr(const wf_node *n, const char *name);
+
+/* Runs n's op shape inference again with the given input shapes (for
+ * executors that know the actual shapes); out receives num_outputs shapes. */
+int wf__node_infer_shapes(const wf_node *n, const wf_shape *input_shapes,
+                          wf_shape *out, wf_status *st);
+
+#endif

@@ -1,0 +1,40 @@
+# libweft: the core. Everything is compiled once into a convenience library
+# (which the tests link, internal symbols included) and wrapped as libweft.
+noinst_LTLIBRARIES += core/libweftcore.la
+core_libweftcore_la_SOURCES = \
+	core/alloc.c core/alloc.h \
+	core/attr.c core/attr.h \
+	core/config.c core/config.h \
+	core/dl.c core/dl.h \
+	core/dtype.c \
+	core/graph.c core/graph.h \
+	core/host.c core/host.h \
+	core/kernel.c core/kernel.h \
+	core/loader.c \
+	core/registry.c core/registry.h \
+	core/runtime.c core/runtime.h \
+	core/status.c core/status.h \
+	core/strmap.c core/strmap.h \
+	core/tensor.c core/tensor.h
+core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
+	-DWF_PLUGIN_DIR='"$(pkgplugindir)"' \
+	-DWF_SYSCONF_DIR='"$(sysconfdir)"' \
+	-DWF_BUILD_DIR='"$(abs_top_builddir)"' \
+	-DWF_UNINSTALLED_PLUGIN_PATH='"$(UNINSTALLED_PLUGIN_PATH)"'
+core_libweftcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+core_libweftcore_la_LIBADD = $(LTDL_LIBS) $(INIH_LIBS) $(PTHREAD_LIBS) $(LIBM)
+
+lib_LTLIBRARIES += core/libweft.la
+core_libweft_la_SOURCES =
+core_libweft_la_LIBADD = core/libweftcore.la
+core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
+
+weftinclude_HEADERS += \
+	sdk/include/weft/export.h \
+	sdk/include/weft/graph.h \
+	sdk/include/weft/plugin.h \
+	sdk/include/weft/runtime.h \
+	sdk/include/weft/status.h \
+	sdk/include/weft/tensor.h \
+	sdk/include/weft/types.h \
+	sdk/include/weft/weft.h

@@ -1,0 +1,59 @@
+/* core/runtime.h — the runtime's internals: config, registry, plugins and
+ * device instances, shared by the loader, the graph and the CLI's API. */
+#ifndef WF_CORE_RUNTIME_H
+#define WF_CORE_RUNTIME_H
+
+#include <weft/runtime.h>
+
+#include "config.h"
+#include "registry.h"
+
+struct wf__dl;
+
+/* One plugin the loader looked at, loaded or not. */
+typedef struct wf__plugin {
+  char *name;
+  char *path;
+  struct wf__dl *dl;          /* NULL when refused or in-process */
+  const wf_plugin_desc *raw;  /* as the plugin returned it */
+  wf_plugin_desc desc;        /* normalised to the current layout */
+  void *state;                /* from desc.init */
+  int initialised;            /* init ran and fini is owed */
+  int abi_major, abi_minor, abi_capped;
+  wf_plugin_state load_state;
+  char *reason;
+  int num_ops, num_kernels, num_gradients, num_devices, num_readers,
+      num_passes;
+} wf__plugin;
+
+typedef struct wf__device {
+  wf_device_desc desc;
+  const wf__device_type *type;
+  const char *plugin;
+} wf__device;
+
+struct wf_runtime {
+  wf_config *cfg;
+  wf__registry *reg;
+  wf__plugin **plugins;
+  int num_plugins;
+  wf__device *devices;
+  int num_devices;
+};
+
+/* A runtime with no plugins at all (tests build on it). */
+wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st);
+/* Registers an in-process plugin description as if loaded from `path`
+ * (the loader's last step; also used by tests and static builds). The
+ * plugin is recorded either way; on refusal the code is returned and st
+ * says why. */
+int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
+                           const char *path, struct wf__dl *dl, wf_status *st);
+/* Enumerates device instances of every registered device type, in the
+ * config's preference order. Called by wf_runtime_new after loading. */
+int wf__runtime_enumerate_devices(wf_runtime *rt, wf_status *st);
+
+/* Loads every plugin the config allows into rt (core/loader.c). */
+int wf__loader_load_all(wf_runtime *rt, wf_status *st);
+
+#endif

@@ -1,0 +1,1 @@
+# examples: build rules (filled in by its owner)

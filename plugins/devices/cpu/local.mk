@@ -1,0 +1,1 @@
+# plugins/devices/cpu: build rules (filled in by its owner)

@@ -1,0 +1,6 @@
+# Built-in plugins: each family keeps its rules beside its sources.
+include plugins/ops/common/local.mk
+include plugins/ops/math/local.mk
+include plugins/ops/array/local.mk
+include plugins/ops/nn/local.mk
+include plugins/devices/cpu/local.mk

@@ -1,0 +1,1 @@
+# plugins/ops/array: build rules (filled in by its owner)

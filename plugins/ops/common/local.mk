@@ -1,0 +1,1 @@
+# plugins/ops/common: build rules (filled in by its owner)

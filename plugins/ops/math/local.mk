@@ -1,0 +1,1 @@
+# plugins/ops/math: build rules (filled in by its owner)

@@ -1,0 +1,1 @@
+# plugins/ops/nn: build rules (filled in by its owner)

@@ -1,0 +1,13 @@
+/* weft/weft.h — the application API in one include. Plugins include
+ * weft/plugin.h instead. */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <weft/export.h>
+#include <weft/types.h>
+#include <weft/status.h>
+#include <weft/tensor.h>
+#include <weft/runtime.h>
+#include <weft/graph.h>
+
+#endif /* WEFT_WEFT_H */

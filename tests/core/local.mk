@@ -1,0 +1,1 @@
+# tests/core: build rules (filled in by its owner)

@@ -1,0 +1,16 @@
+# Tests: cmocka programs and shell checks, run by `make check`. Each part of
+# the tree keeps its tests' rules in a fragment beside them.
+TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
+	-DTEST_PLUGIN_DIR='"$(abs_top_builddir)/tests/plugins/.libs"' \
+	-DTEST_SRCDIR='"$(abs_top_srcdir)"' \
+	-DTEST_BUILDDIR='"$(abs_top_builddir)"'
+TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+TEST_LDADD = core/libweftcore.la $(CMOCKA_LIBS) $(LTDL_LIBS) $(INIH_LIBS) $(PTHREAD_LIBS) $(LIBM)
+AM_TESTS_ENVIRONMENT = \
+	top_srcdir='$(abs_top_srcdir)'; top_builddir='$(abs_top_builddir)'; \
+	export top_srcdir top_builddir; \
+	unset WEFT_PLUGIN_PATH WEFT_CONFIG;
+
+include tests/core/local.mk
+include tests/plugins/local.mk
+include tests/tools/local.mk

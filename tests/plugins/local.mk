@@ -1,0 +1,1 @@
+# tests/plugins: build rules (filled in by its owner)

@@ -1,0 +1,1 @@
+# tests/tools: build rules (filled in by its owner)

@@ -1,0 +1,1 @@
+# tools: build rules (filled in by its owner)
