@@ -14,6 +14,8 @@ struct wf_config {
   wf__strlist plugin_paths; /* paths = dir1, dir2 (files or directories) */
   wf__strlist plugin_load;  /* load = name, name: only these (empty: all) */
   wf__strlist plugin_deny;  /* deny = name, name */
+  char *plugin_load_from;   /* file that set load (NULL: set by the program) */
+  char *plugin_deny_from;   /* file that set deny (NULL: set by the program) */
   int plugin_strict;        /* strict = true */
   int plugin_env_path;      /* use_env_path = true: honour WEFT_PLUGIN_PATH */
   int plugin_default_dir;   /* use_default_dir = true */
@@ -31,6 +33,7 @@ struct wf_config {
   wf__strlist files;
 };
 
+/* A deep copy of cfg (owned by the caller), or NULL when out of memory. */
 wf_config *wf__config_copy(const wf_config *cfg);
 /* 1 when name is in the list. */
 int wf__strlist_has(const wf__strlist *l, const char *name);

@@ -54,4 +54,24 @@ const wf_attr_value *wf__node_attr(const wf_node *n, const char *name);
 int wf__node_infer_shapes(const wf_node *n, const wf_shape *input_shapes,
                           wf_shape *out, wf_status *st);
 
+/* Shape-inference contexts (struct wf_shape_ctx is private to graph.c): the
+ * host table's shape_* entries. A context lives only during one call of an
+ * op's shape function. Inputs are the node's flattened inputs. */
+int32_t wf__shape_num_inputs(const wf_shape_ctx *ctx);
+int32_t wf__shape_num_outputs(const wf_shape_ctx *ctx);
+/* Input i's dtype and shape; 0, or -1 when i is out of range. */
+int wf__shape_input(const wf_shape_ctx *ctx, int32_t i, int32_t *dtype,
+                    wf_shape *shape);
+/* The "value" tensor attribute when input i is produced by a node of op
+ * "Const", else NULL. Borrowed from the graph. */
+const wf_tensor *wf__shape_input_value(const wf_shape_ctx *ctx, int32_t i);
+/* Attribute name of the node (defaults applied); 0, or -1 when absent. The
+ * value is borrowed from the graph. */
+int wf__shape_attr(const wf_shape_ctx *ctx, const char *name,
+                   wf_attr_value *out);
+/* Sets output i's shape. An index out of range or a malformed shape is
+ * reported as the node's error once the shape function returns. */
+void wf__shape_set_output(wf_shape_ctx *ctx, int32_t i, const wf_shape *s);
+const char *wf__shape_node_name(const wf_shape_ctx *ctx);
+
 #endif

@@ -16,6 +16,13 @@ struct wf_kernel_ctx {
   int num_inputs, num_outputs;
   wf_status *status;              /* completion status of async kernels */
   int done;                       /* set by kernel_done */
+  /* When set, kernel_done calls this (the executor continues the step from
+   * it) instead of signalling a waiting wf__kernel_run. */
+  void (*on_done)(struct wf_kernel_ctx *ctx, const wf_status *st);
+  void *user;                     /* for on_done */
+  /* wf__kernel_run's wait for an async kernel when on_done is NULL
+   * (private to core/kernel.c; NULL in contexts made elsewhere). */
+  struct wf__kernel_wait *wait;
 };
 
 /* Picks the best kernel for n on device_type (dtype from the kernel's type
@@ -30,5 +37,21 @@ const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
 int wf__kernel_run(const wf__kernel *k, const wf_node *n,
                    const wf_tensor *const *inputs, wf_tensor **outputs,
                    wf_status *st);
+
+/* The host table's kernel_* entries (see weft/plugin.h for the contracts).
+ * Contexts made without inputs or outputs (the executor's kernel create
+ * call) answer NULL for inputs and refuse to make outputs. */
+int32_t wf__kernel_num_inputs(const wf_kernel_ctx *ctx);
+int32_t wf__kernel_num_outputs(const wf_kernel_ctx *ctx);
+const wf_tensor *wf__kernel_input(const wf_kernel_ctx *ctx, int32_t i);
+wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
+                                 const wf_shape *shape, wf_status *st);
+int wf__kernel_output_set(wf_kernel_ctx *ctx, int32_t i, wf_tensor *t,
+                          wf_status *st);
+int wf__kernel_attr(const wf_kernel_ctx *ctx, const char *name,
+                    wf_attr_value *out);
+int32_t wf__kernel_output_dtype(const wf_kernel_ctx *ctx, int32_t i);
+const char *wf__kernel_node_name(const wf_kernel_ctx *ctx);
+void wf__kernel_done(wf_kernel_ctx *ctx, const wf_status *st);
 
 #endif

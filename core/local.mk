@@ -7,22 +7,27 @@ core_libweftcore_la_SOURCES = \
 	core/config.c core/config.h \
 	core/dl.c core/dl.h \
 	core/dtype.c \
+	core/executor.c core/executor.h \
 	core/graph.c core/graph.h \
 	core/host.c core/host.h \
 	core/kernel.c core/kernel.h \
 	core/loader.c \
+	core/metadata.c \
+	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \
 	core/runtime.c core/runtime.h \
+	core/session.c core/session_internal.h \
 	core/status.c core/status.h \
 	core/strmap.c core/strmap.h \
-	core/tensor.c core/tensor.h
+	core/tensor.c core/tensor.h \
+	core/threadpool.c core/threadpool.h
 core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
 	-DWF_PLUGIN_DIR='"$(pkgplugindir)"' \
 	-DWF_SYSCONF_DIR='"$(sysconfdir)"' \
 	-DWF_BUILD_DIR='"$(abs_top_builddir)"' \
 	-DWF_UNINSTALLED_PLUGIN_PATH='"$(UNINSTALLED_PLUGIN_PATH)"'
-core_libweftcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
-core_libweftcore_la_LIBADD = $(LTDL_LIBS) $(INIH_LIBS) $(PTHREAD_LIBS) $(LIBM)
+core_libweftcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(HWLOC_CFLAGS)
+core_libweftcore_la_LIBADD = $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 
 lib_LTLIBRARIES += core/libweft.la
 core_libweft_la_SOURCES =
@@ -34,6 +39,7 @@ weftinclude_HEADERS += \
 	sdk/include/weft/graph.h \
 	sdk/include/weft/plugin.h \
 	sdk/include/weft/runtime.h \
+	sdk/include/weft/session.h \
 	sdk/include/weft/status.h \
 	sdk/include/weft/tensor.h \
 	sdk/include/weft/types.h \

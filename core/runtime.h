@@ -46,9 +46,22 @@ wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st);
 /* Registers an in-process plugin description as if loaded from `path`
  * (the loader's last step; also used by tests and static builds). The
  * plugin is recorded either way; on refusal the code is returned and st
- * says why. */
+ * says why ("PATH: reason"). path NULL: "(preloaded)". dl (may be NULL) is
+ * taken over: closed on refusal, else when the runtime is freed. A plugin
+ * whose init fails owes no fini; one refused after init gets its fini at
+ * once. */
 int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
                            const char *path, struct wf__dl *dl, wf_status *st);
+/* Records a plugin that was refused or denied before its description could
+ * be registered (not loadable, shadowed, denied by the config, a missing
+ * dependency). name NULL: made from the file name. abi_major/minor: as
+ * built, -1 if unknown. Returns 0, or RESOURCE_EXHAUSTED with st set. */
+int wf__runtime_record(wf_runtime *rt, const char *name, const char *path,
+                       int abi_major, int abi_minor, wf_plugin_state state,
+                       const char *reason, wf_status *st);
+/* The loaded plugin called name, or NULL. */
+const wf__plugin *wf__runtime_find_loaded(const wf_runtime *rt,
+                                          const char *name);
 /* Enumerates device instances of every registered device type, in the
  * config's preference order. Called by wf_runtime_new after loading. */
 int wf__runtime_enumerate_devices(wf_runtime *rt, wf_status *st);

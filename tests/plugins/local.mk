@@ -1,1 +1,71 @@
-# tests/plugins: build rules (filled in by its owner)
+# tests/plugins: test plugins (each a small module built only for
+# `make check`, never installed) and the tests of the loader, the config and
+# kernel contexts that load them. The plugins link like real ones: no
+# libweft, every symbol resolved ($(PLUGIN_ZDEFS)).
+TEST_PLUGIN_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	$(PLUGIN_ZDEFS)
+
+check_LTLIBRARIES += \
+	tests/plugins/good.la \
+	tests/plugins/abi_major.la \
+	tests/plugins/newer_minor.la \
+	tests/plugins/no_entry.la \
+	tests/plugins/init_fails.la \
+	tests/plugins/conflict_a.la \
+	tests/plugins/conflict_b.la \
+	tests/plugins/needs_good.la \
+	tests/plugins/cycle_a.la \
+	tests/plugins/cycle_b.la
+
+tests_plugins_good_la_SOURCES = tests/plugins/good.c
+tests_plugins_good_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_good_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_good_la_LIBADD = $(PTHREAD_LIBS)
+tests_plugins_abi_major_la_SOURCES = tests/plugins/abi_major.c
+tests_plugins_abi_major_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_abi_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_newer_minor_la_SOURCES = tests/plugins/newer_minor.c
+tests_plugins_newer_minor_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_newer_minor_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_no_entry_la_SOURCES = tests/plugins/no_entry.c
+tests_plugins_no_entry_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_no_entry_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_init_fails_la_SOURCES = tests/plugins/init_fails.c
+tests_plugins_init_fails_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_init_fails_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_conflict_a_la_SOURCES = tests/plugins/conflict_a.c
+tests_plugins_conflict_a_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_conflict_a_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_conflict_b_la_SOURCES = tests/plugins/conflict_b.c
+tests_plugins_conflict_b_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_conflict_b_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_needs_good_la_SOURCES = tests/plugins/needs_good.c
+tests_plugins_needs_good_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_needs_good_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_cycle_a_la_SOURCES = tests/plugins/cycle_a.c
+tests_plugins_cycle_a_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_cycle_a_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_cycle_b_la_SOURCES = tests/plugins/cycle_b.c
+tests_plugins_cycle_b_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_cycle_b_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+
+# cmocka tests of the loader, the config and kernel contexts.
+check_PROGRAMS += tests/core/test_loader tests/core/test_config \
+	tests/core/test_kernel
+TESTS += tests/core/test_loader tests/core/test_config tests/core/test_kernel
+tests_core_test_loader_SOURCES = tests/core/test_loader.c
+tests_core_test_loader_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_loader_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_loader_LDADD = $(TEST_LDADD)
+tests_core_test_config_SOURCES = tests/core/test_config.c
+tests_core_test_config_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_config_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_config_LDADD = $(TEST_LDADD)
+tests_core_test_kernel_SOURCES = tests/core/test_kernel.c
+tests_core_test_kernel_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_kernel_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_kernel_LDADD = $(TEST_LDADD)
+
+# No plugin, in-tree or test, may need libweft (readelf -d).
+TESTS += tests/plugins/test_no_libweft.sh
+EXTRA_DIST += tests/plugins/test_no_libweft.sh

@@ -1,1 +1,3 @@
-# tests/tools: build rules (filled in by its owner)
+# The `weft` program, driven as a user would.
+TESTS += tests/tools/test_cli.sh
+EXTRA_DIST += tests/tools/test_cli.sh

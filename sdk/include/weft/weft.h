@@ -9,5 +9,6 @@
 #include <weft/tensor.h>
 #include <weft/runtime.h>
 #include <weft/graph.h>
+#include <weft/session.h>
 
 #endif /* WEFT_WEFT_H */

@@ -1,0 +1,103 @@
+/* core/executor.h — the plan for one signature and its execution.
+ *
+ * An executor is built once per signature: pruned nodes in topological
+ * order, each with its kernel (and the kernel's per-node state), a flat array
+ * of input slots, and its out-edges. A step copies the initial pending
+ * counts, fills the fed slots, and runs ready nodes: cheap ones inline, the
+ * rest on the thread pool (the thread that finishes a node keeps one of its
+ * expensive successors for itself). Executors are immutable once built and
+ * reference counted; any number of steps may run on one at once. */
+#ifndef WF_CORE_EXECUTOR_H
+#define WF_CORE_EXECUTOR_H
+
+#include <stdatomic.h>
+#include <weft/session.h>
+
+#include "prune.h"
+#include "registry.h"
+#include "threadpool.h"
+
+typedef struct wf__edge {
+  int32_t src_output; /* output slot of the producer */
+  int32_t dst_node;   /* consumer's plan index, or -1 for a fetch */
+  int32_t dst_slot;   /* global input slot, or the fetch index */
+} wf__edge;
+
+typedef struct wf__xnode {
+  const wf_node *node;
+  const wf__kernel *kernel; /* NULL for nodes that need not run (fed sources) */
+  void *kstate;             /* from kernel create */
+  const char *device;       /* device instance name, "cpu:0" */
+  int32_t input_base;       /* first of its num_inputs slots */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  int32_t output_base;      /* first of its num_outputs output slots */
+  int32_t edge_begin, edge_end; /* data out-edges in exec->edges */
+  int32_t ctrl_begin, ctrl_end; /* control successors in exec->ctrl */
+  int32_t pending;          /* initial count: in-edges from planned nodes */
+  int32_t cheap;
+} wf__xnode;
+
+typedef struct wf__feed_target {
+  int32_t slot; /* input slot filled by the feed */
+} wf__feed_target;
+
+typedef struct wf__exec {
+  atomic_int refs;
+  wf_runtime *rt;
+  const wf_graph *graph;
+  wf__xnode *nodes;
+  int num_nodes;
+  wf__edge *edges;
+  int num_edges;
+  int32_t *ctrl;       /* control successor plan indices */
+  int num_ctrl;
+  int num_slots;       /* total input slots */
+  int num_out_slots;   /* total output slots */
+  int32_t *roots;      /* nodes with pending == 0 */
+  int num_roots;
+  /* feeds: for feed i, slots feed_slots[feed_begin[i] .. feed_begin[i+1]) */
+  int nfeeds;
+  int32_t *feed_begin;
+  int32_t *feed_slots;
+  wf_dtype *feed_dtypes;
+  wf_shape *feed_shapes;
+  const char **feed_names; /* "node:index" for messages */
+  int nfetches;
+  /* A reusable run state, taken with an atomic exchange (no malloc per step
+   * when steps do not overlap). */
+  _Atomic(void *) spare_run;
+} wf__exec;
+
+/* Builds the executor for sig on g's runtime. Kernels are chosen for the
+ * first device instance (in the config's order) whose type has one. */
+wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
+                       const wf__signature *sig, wf_status *st);
+wf__exec *wf__exec_retain(wf__exec *x);
+void wf__exec_release(wf__exec *x);
+
+/* Cancellation flag shared by a session's steps. */
+typedef struct wf__cancel {
+  atomic_int cancelled; /* session closed */
+} wf__cancel;
+
+/* Runs one step. feed_values/fetch_values as for wf_session_run. pool may be
+ * NULL (everything runs on the calling thread). */
+int wf__exec_run(wf__exec *x, wf__pool *pool, const wf__cancel *session,
+                 const wf_run_options *opt, wf_tensor *const *feed_values,
+                 wf_tensor **fetch_values, wf_run_metadata *md,
+                 wf_status *st);
+
+/* ---- run metadata (core/metadata.c) -------------------------------------- */
+
+struct wf_run_metadata {
+  wf_node_stats *nodes;
+  int num_nodes, cap_nodes;
+  int64_t step_ns;
+};
+
+/* Replaces md's contents with n node records (zeroed). -1 when out of
+ * memory. */
+int wf__metadata_reset(wf_run_metadata *md, int n);
+
+#endif

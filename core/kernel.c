@@ -1,0 +1,377 @@
+/* core/kernel.c — choosing a kernel for a node and running it once through
+ * a kernel context, plus the kernel_* entries of the host table that
+ * plugins call on those contexts.
+ *
+ * It does not schedule, keep per-node state between runs or place nodes on
+ * devices: the executor does that with the same contexts. */
+#include <config.h>
+
+#include "kernel.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "graph.h"
+#include "runtime.h"
+#include "status.h"
+#include "tensor.h"
+
+/* ---- selection ---------------------------------------------------------- */
+
+/* The dtype the node gives the kernel's type attribute, or
+ * WF_DTYPE_INVALID when the node has no such dtype attribute. */
+static wf_dtype node_type_attr(const wf_node *n, const char *attr) {
+  const wf_attr_value *v = wf__node_attr(n, attr);
+  if (!v || v->type != WF_ATTR_DTYPE)
+    return WF_DTYPE_INVALID;
+  return (wf_dtype)v->u.dtype;
+}
+
+/* Appends the dtype names of mask to buf ("float32|int32"). */
+static void mask_str(uint32_t mask, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int d = 1; d < WF_DTYPE_COUNT; d++) {
+    int w;
+    if (!(mask & WF_DTYPE_BIT(d)))
+      continue;
+    w = snprintf(buf + used, len - used, "%s%s", used ? "|" : "",
+                 wf_dtype_name((wf_dtype)d));
+    if (w < 0 || (size_t)w >= len - used)
+      return;
+    used += (size_t)w;
+  }
+}
+
+/* Index of the first kernel of op on device_type in the registry's sorted
+ * list (or where it would be). */
+static int first_kernel(const wf__registry *r, const char *op,
+                        const char *device_type) {
+  int lo = 0, hi = wf__registry_kernel_count(r);
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    const wf__kernel *k = wf__registry_kernel_at(r, mid);
+    int c = strcmp(k->def.op, op);
+    if (c == 0)
+      c = strcmp(k->def.device_type, device_type);
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
+                                    const char *device_type, wf_status *st) {
+  const wf__registry *r = rt->reg;
+  const char *op = n->op->def.name;
+  int count = wf__registry_kernel_count(r), i;
+  char have[512];
+  size_t used = 0;
+
+  assert(rt && n && device_type);
+  for (i = first_kernel(r, op, device_type); i < count; i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    wf_dtype dt;
+    if (strcmp(k->def.op, op) != 0 ||
+        strcmp(k->def.device_type, device_type) != 0)
+      break;
+    if (!k->def.type_attr)
+      return k;
+    dt = node_type_attr(n, k->def.type_attr);
+    if (dt != WF_DTYPE_INVALID && (k->def.dtypes & WF_DTYPE_BIT(dt)))
+      return k;
+  }
+
+  /* None: say what there is for this op on this device type. */
+  have[0] = '\0';
+  for (i = first_kernel(r, op, device_type); i < count; i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    char types[160];
+    int w;
+    if (strcmp(k->def.op, op) != 0 ||
+        strcmp(k->def.device_type, device_type) != 0)
+      break;
+    mask_str(k->def.dtypes, types, sizeof types);
+    w = snprintf(have + used, sizeof have - used, "%s%s=%s (node has %s)",
+                 used ? "; " : "", k->def.type_attr, types,
+                 wf_dtype_name(node_type_attr(n, k->def.type_attr))
+                     ? wf_dtype_name(node_type_attr(n, k->def.type_attr))
+                     : "no dtype");
+    if (w < 0 || (size_t)w >= sizeof have - used)
+      break;
+    used += (size_t)w;
+  }
+  if (used)
+    wf_status_set(st, WF_NOT_FOUND,
+                  "node '%s' (op '%s'): no kernel on device type '%s' for "
+                  "its dtypes; kernels there take %s",
+                  n->name, op, device_type, have);
+  else
+    wf_status_set(st, WF_NOT_FOUND,
+                  "node '%s' (op '%s'): no kernel registered for device "
+                  "type '%s'",
+                  n->name, op, device_type);
+  return NULL;
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+/* How wf__kernel_run waits for an asynchronous kernel. */
+struct wf__kernel_wait {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+};
+
+/* Checks the inputs handed to wf__kernel_run against the node. */
+static int check_inputs(const wf_node *n, const wf_tensor *const *inputs,
+                        wf_status *st) {
+  for (int i = 0; i < n->num_inputs; i++) {
+    const wf_node *src = n->inputs[i].node;
+    wf_dtype want = src->output_dtypes[n->inputs[i].index];
+    if (!inputs[i])
+      return wf_status_set(st, WF_INVALID_ARGUMENT, "input %d is missing", i);
+    if (wf_tensor_dtype(inputs[i]) != want)
+      return wf_status_set(
+          st, WF_INVALID_ARGUMENT, "input %d is a %s tensor, the node takes %s",
+          i, wf_dtype_name(wf_tensor_dtype(inputs[i])), wf_dtype_name(want));
+  }
+  return WF_OK;
+}
+
+/* Checks that every output is set and agrees with the node's inferred
+ * dtype and shape. */
+static int check_outputs(const wf_node *n, wf_tensor *const *outputs,
+                         wf_status *st) {
+  for (int i = 0; i < n->num_outputs; i++) {
+    wf_shape got;
+    char a[128], b[128];
+    if (!outputs[i])
+      return wf_status_set(st, WF_INTERNAL,
+                           "the kernel did not produce output %d", i);
+    wf_tensor_shape(outputs[i], &got);
+    if (!wf_shape_compatible(&n->output_shapes[i], &got))
+      return wf_status_set(
+          st, WF_INTERNAL,
+          "output %d has shape %s, but shape inference said %s", i,
+          wf_shape_str(&got, a, sizeof a),
+          wf_shape_str(&n->output_shapes[i], b, sizeof b));
+  }
+  return WF_OK;
+}
+
+/* The code and message of a kernel's failure, when it returned rc with ks. */
+static int kernel_failure(int rc, wf_status *ks) {
+  if (ks->code == WF_OK)
+    return wf_status_set(ks, WF_INTERNAL,
+                         "the kernel failed (returned %d) without a message",
+                         rc);
+  return ks->code;
+}
+
+int wf__kernel_run(const wf__kernel *k, const wf_node *n,
+                   const wf_tensor *const *inputs, wf_tensor **outputs,
+                   wf_status *st) {
+  struct wf_kernel_ctx ctx;
+  struct wf__kernel_wait wait;
+  wf_status ks = {WF_OK, NULL};   /* the kernel's own status */
+  wf_status done = {WF_OK, NULL}; /* what an async kernel reported */
+  wf_tensor **outs = NULL;
+  void *state = NULL;
+  int created = 0, async, rc, i;
+  const char *phase = "";
+
+  assert(k && n && (inputs || n->num_inputs == 0) &&
+         (outputs || n->num_outputs == 0));
+  for (i = 0; i < n->num_outputs; i++)
+    outputs[i] = NULL;
+  if (check_inputs(n, inputs, &ks))
+    goto fail;
+  outs = wf__calloc(n->num_outputs ? (size_t)n->num_outputs : 1, sizeof *outs);
+  if (!outs) {
+    wf_status_set(&ks, WF_RESOURCE_EXHAUSTED, "out of memory for %d outputs",
+                  n->num_outputs);
+    goto fail;
+  }
+  memset(&ctx, 0, sizeof ctx);
+  ctx.node = n;
+  ctx.kernel = k;
+  ctx.inputs = inputs;
+  ctx.outputs = outs;
+  ctx.num_inputs = n->num_inputs;
+  ctx.num_outputs = n->num_outputs;
+  ctx.status = &done;
+
+  if (k->def.create) {
+    phase = "kernel setup: ";
+    rc = k->def.create(&ctx, &state, &ks);
+    if (rc) {
+      kernel_failure(rc, &ks);
+      goto fail;
+    }
+    created = 1;
+    phase = "";
+  }
+
+  async = (k->def.flags & WF_KERNEL_ASYNC) != 0;
+  if (async) {
+    pthread_mutex_init(&wait.lock, NULL);
+    pthread_cond_init(&wait.cond, NULL);
+    ctx.wait = &wait;
+  }
+  rc = k->def.compute(&ctx, state, &ks);
+  if (async) {
+    /* A kernel that failed to start reports nothing later; one that
+     * started may already have finished on another thread. */
+    pthread_mutex_lock(&wait.lock);
+    while (!rc && !ctx.done)
+      pthread_cond_wait(&wait.cond, &wait.lock);
+    pthread_mutex_unlock(&wait.lock);
+    pthread_cond_destroy(&wait.cond);
+    pthread_mutex_destroy(&wait.lock);
+    ctx.wait = NULL;
+  }
+  if (rc) {
+    kernel_failure(rc, &ks);
+    goto fail;
+  }
+  if (async && done.code != WF_OK) {
+    wf_status_set(&ks, done.code, "%s", wf_status_message(&done));
+    goto fail;
+  }
+  if (check_outputs(n, outs, &ks))
+    goto fail;
+
+  if (created && k->def.destroy)
+    k->def.destroy(state);
+  for (i = 0; i < n->num_outputs; i++)
+    outputs[i] = outs[i];
+  wf__free(outs);
+  wf_status_reset(&done);
+  return WF_OK;
+
+fail:
+  if (created && k->def.destroy)
+    k->def.destroy(state);
+  if (outs)
+    for (i = 0; i < n->num_outputs; i++)
+      wf_tensor_release(outs[i]);
+  wf__free(outs);
+  rc = wf_status_set(st, ks.code,
+                     "node '%s' (op '%s') on device type '%s', kernel '%s' "
+                     "of plugin '%s': %s%s",
+                     n->name, n->op->def.name, k->def.device_type,
+                     k->def.label ? k->def.label : "(unlabelled)", k->plugin,
+                     phase, wf_status_message(&ks));
+  wf_status_reset(&ks);
+  wf_status_reset(&done);
+  return rc;
+}
+
+/* ---- the host table's kernel_* entries ---------------------------------- */
+
+int32_t wf__kernel_num_inputs(const wf_kernel_ctx *ctx) {
+  return ctx->num_inputs;
+}
+
+int32_t wf__kernel_num_outputs(const wf_kernel_ctx *ctx) {
+  return ctx->num_outputs;
+}
+
+const wf_tensor *wf__kernel_input(const wf_kernel_ctx *ctx, int32_t i) {
+  if (!ctx->inputs || i < 0 || i >= ctx->num_inputs)
+    return NULL;
+  return ctx->inputs[i];
+}
+
+/* Checks that output i can be set now. */
+static int check_output_slot(const wf_kernel_ctx *ctx, int32_t i,
+                             wf_status *st) {
+  if (!ctx->outputs)
+    return wf_status_set(st, WF_FAILED_PRECONDITION,
+                         "node '%s': outputs can only be made during "
+                         "compute",
+                         ctx->node->name);
+  if (i < 0 || i >= ctx->num_outputs)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "node '%s': output %d out of range (the node has "
+                         "%d)",
+                         ctx->node->name, (int)i, ctx->num_outputs);
+  return WF_OK;
+}
+
+wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
+                                 const wf_shape *shape, wf_status *st) {
+  wf_tensor *t;
+  if (check_output_slot(ctx, i, st))
+    return NULL;
+  t = wf__tensor_new_shape(ctx->node->output_dtypes[i], shape, st);
+  if (!t) {
+    wf_status_prefix(st, "node '%s': output %d", ctx->node->name, (int)i);
+    return NULL;
+  }
+  wf_tensor_release(ctx->outputs[i]);
+  ctx->outputs[i] = t;
+  return t;
+}
+
+int wf__kernel_output_set(wf_kernel_ctx *ctx, int32_t i, wf_tensor *t,
+                          wf_status *st) {
+  int rc = check_output_slot(ctx, i, st);
+  if (rc)
+    return rc;
+  if (!t)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "node '%s': output %d set to no tensor",
+                         ctx->node->name, (int)i);
+  if (wf_tensor_dtype(t) != ctx->node->output_dtypes[i])
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "node '%s': output %d is %s, given a %s tensor",
+                         ctx->node->name, (int)i,
+                         wf_dtype_name(ctx->node->output_dtypes[i]),
+                         wf_dtype_name(wf_tensor_dtype(t)));
+  wf_tensor_retain(t);
+  wf_tensor_release(ctx->outputs[i]);
+  ctx->outputs[i] = t;
+  return WF_OK;
+}
+
+int wf__kernel_attr(const wf_kernel_ctx *ctx, const char *name,
+                    wf_attr_value *out) {
+  const wf_attr_value *v = name ? wf__node_attr(ctx->node, name) : NULL;
+  if (!v)
+    return -1;
+  *out = *v;
+  return 0;
+}
+
+int32_t wf__kernel_output_dtype(const wf_kernel_ctx *ctx, int32_t i) {
+  if (i < 0 || i >= ctx->num_outputs)
+    return WF_DTYPE_INVALID;
+  return ctx->node->output_dtypes[i];
+}
+
+const char *wf__kernel_node_name(const wf_kernel_ctx *ctx) {
+  return ctx->node->name;
+}
+
+void wf__kernel_done(wf_kernel_ctx *ctx, const wf_status *st) {
+  struct wf__kernel_wait *w;
+  if (ctx->on_done) {
+    ctx->done = 1;
+    ctx->on_done(ctx, st);
+    return;
+  }
+  w = ctx->wait;
+  assert(w && "kernel_done on a context that is not running an async kernel");
+  pthread_mutex_lock(&w->lock);
+  if (st && wf_status_code(st) != WF_OK && ctx->status)
+    wf_status_set(ctx->status, wf_status_code(st), "%s", wf_status_message(st));
+  ctx->done = 1;
+  pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,98 @@
+/* core/metadata.c — run metadata: per-node timings of a step, and their
+ * export as Chrome trace-event JSON. Filling it is the executor's job. */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "executor.h"
+#include "status.h"
+
+wf_run_metadata *wf_run_metadata_new(void) {
+  return wf__calloc(1, sizeof(wf_run_metadata));
+}
+
+void wf_run_metadata_free(wf_run_metadata *md) {
+  if (!md)
+    return;
+  wf__free(md->nodes);
+  wf__free(md);
+}
+
+int wf__metadata_reset(wf_run_metadata *md, int n) {
+  if (n > md->cap_nodes) {
+    wf_node_stats *nodes = wf__calloc((size_t)n, sizeof *nodes);
+    if (!nodes)
+      return -1;
+    wf__free(md->nodes);
+    md->nodes = nodes;
+    md->cap_nodes = n;
+  } else if (n > 0) {
+    memset(md->nodes, 0, (size_t)n * sizeof *md->nodes);
+  }
+  md->num_nodes = n;
+  md->step_ns = 0;
+  return 0;
+}
+
+int wf_run_metadata_num_nodes(const wf_run_metadata *md) {
+  return md->num_nodes;
+}
+
+void wf_run_metadata_node(const wf_run_metadata *md, int i,
+                          wf_node_stats *out) {
+  *out = md->nodes[i];
+}
+
+int64_t wf_run_metadata_step_ns(const wf_run_metadata *md) {
+  return md->step_ns;
+}
+
+/* Writes s as a JSON string body (quotes and control characters escaped). */
+static void json_escape(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+}
+
+int wf_run_metadata_write_trace(const wf_run_metadata *md, const char *path,
+                                wf_status *st) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return wf_status_set(st, WF_PERMISSION_DENIED,
+                         "trace file '%s': cannot open for writing: %s", path,
+                         strerror(errno));
+  /* Complete events ("ph":"X") in microseconds; one track per thread. */
+  fprintf(f, "{\"traceEvents\":[\n");
+  for (int i = 0; i < md->num_nodes; i++) {
+    const wf_node_stats *n = &md->nodes[i];
+    fprintf(f, "%s{\"name\":\"", i ? ",\n" : "");
+    json_escape(f, n->node);
+    fprintf(f, "\",\"cat\":\"");
+    json_escape(f, n->op);
+    fprintf(f,
+            "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+            "\"args\":{\"op\":\"",
+            n->thread + 1, (double)n->start_ns / 1000.0,
+            (double)(n->end_ns - n->start_ns) / 1000.0);
+    json_escape(f, n->op);
+    fprintf(f, "\",\"device\":\"");
+    json_escape(f, n->device);
+    fprintf(f, "\",\"output_bytes\":%lld}}", (long long)n->output_bytes);
+  }
+  fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"step_ns\":%lld}}\n",
+          (long long)md->step_ns);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    return wf_status_set(st, WF_DATA_LOSS, "trace file '%s': write failed: %s",
+                         path, strerror(errno));
+  return 0;
+}

@@ -1,0 +1,31 @@
+/* core/tensor.h — the tensor object behind weft/tensor.h. */
+#ifndef WF_CORE_TENSOR_H
+#define WF_CORE_TENSOR_H
+
+#include <stdatomic.h>
+#include <weft/status.h>
+#include <weft/tensor.h>
+
+struct wf_tensor {
+  wf_dtype dtype;
+  wf_shape shape; /* always fully known */
+  atomic_long refs;
+  void *data; /* 64-byte aligned for host tensors we allocate */
+  size_t nbytes;
+  /* Wrapped buffers: called once with (data, nbytes, dealloc_arg) when the
+   * last reference goes; NULL for buffers allocated with the tensor. */
+  wf_dealloc_fn *dealloc;
+  void *dealloc_arg;
+};
+
+/* wf_tensor_new taking a wf_shape (the host table's form); the shape must be
+ * fully known. */
+wf_tensor *wf__tensor_new_shape(wf_dtype dtype, const wf_shape *shape,
+                                wf_status *st);
+
+/* Byte size of a tensor of dtype and shape, checking dtype, rank and every
+ * dim; INVALID_ARGUMENT naming the problem otherwise. */
+int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
+                     size_t *nbytes, wf_status *st);
+
+#endif

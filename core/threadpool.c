@@ -1,0 +1,193 @@
+/* core/threadpool.c — worker threads pinned through hwloc, and a FIFO task
+ * queue under one mutex. Chunked ring storage keeps submission free of
+ * allocation in the steady state. */
+#include <config.h>
+
+#include <hwloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "alloc.h"
+#include "status.h"
+#include "threadpool.h"
+
+typedef struct task {
+  wf__task_fn *fn;
+  void *arg;
+} task;
+
+struct wf__pool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  task *ring; /* capacity cap (power of two) */
+  size_t cap, head, count;
+  int stopping;
+  int n;
+  pthread_t *threads;
+  hwloc_topology_t topo; /* NULL when not pinning */
+};
+
+typedef struct worker_arg {
+  wf__pool *pool;
+  int index;
+} worker_arg;
+
+static _Thread_local int current_worker = -1;
+
+int wf__pool_current_worker(void) { return current_worker; }
+
+int wf__num_cores(void) {
+  static int cached;
+  if (cached > 0)
+    return cached;
+  hwloc_topology_t t;
+  int n = 1;
+  if (hwloc_topology_init(&t) == 0) {
+    if (hwloc_topology_load(t) == 0) {
+      int c = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+      if (c < 1)
+        c = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+      if (c >= 1)
+        n = c;
+    }
+    hwloc_topology_destroy(t);
+  }
+  cached = n;
+  return n;
+}
+
+static void pin_self(wf__pool *p, int index) {
+  if (!p->topo)
+    return;
+  int ncores = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_CORE);
+  if (ncores < 1)
+    return;
+  hwloc_obj_t core =
+      hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE, (unsigned)(index % ncores));
+  if (!core || !core->cpuset)
+    return;
+  hwloc_cpuset_t set = hwloc_bitmap_dup(core->cpuset);
+  if (!set)
+    return;
+  /* One PU of the core: threads should not wander between hyperthreads. */
+  hwloc_bitmap_singlify(set);
+  (void)hwloc_set_cpubind(p->topo, set, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(set);
+}
+
+static void *worker_main(void *varg) {
+  worker_arg a = *(worker_arg *)varg;
+  wf__free(varg);
+  wf__pool *p = a.pool;
+  current_worker = a.index;
+  pin_self(p, a.index);
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->count == 0 && !p->stopping)
+      pthread_cond_wait(&p->cv, &p->mu);
+    if (p->count == 0 && p->stopping)
+      break;
+    task t = p->ring[p->head];
+    p->head = (p->head + 1) & (p->cap - 1);
+    p->count--;
+    pthread_mutex_unlock(&p->mu);
+    t.fn(t.arg);
+    pthread_mutex_lock(&p->mu);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
+  wf__pool *p = wf__calloc(1, sizeof *p);
+  if (!p)
+    goto oom;
+  p->cap = 256;
+  p->ring = wf__calloc(p->cap, sizeof *p->ring);
+  p->threads = wf__calloc((size_t)(n > 0 ? n : 1), sizeof *p->threads);
+  if (!p->ring || !p->threads)
+    goto oom;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  if (pin) {
+    if (hwloc_topology_init(&p->topo) != 0) {
+      p->topo = NULL;
+    } else if (hwloc_topology_load(p->topo) != 0) {
+      hwloc_topology_destroy(p->topo);
+      p->topo = NULL;
+    }
+  }
+  for (int i = 0; i < (n > 0 ? n : 1); i++) {
+    worker_arg *a = wf__calloc(1, sizeof *a);
+    if (!a) {
+      wf__pool_free(p);
+      goto oom_freed;
+    }
+    a->pool = p;
+    a->index = i;
+    int rc = pthread_create(&p->threads[i], NULL, worker_main, a);
+    if (rc != 0) {
+      wf__free(a);
+      wf__pool_free(p);
+      wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                    "thread pool: cannot start worker %d of %d (error %d)", i,
+                    n, rc);
+      return NULL;
+    }
+    p->n = i + 1;
+  }
+  return p;
+oom:
+  if (p) {
+    wf__free(p->ring);
+    wf__free(p->threads);
+    wf__free(p);
+  }
+oom_freed:
+  wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                "thread pool: out of memory starting %d workers", n);
+  return NULL;
+}
+
+void wf__pool_free(wf__pool *p) {
+  if (!p)
+    return;
+  pthread_mutex_lock(&p->mu);
+  p->stopping = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->n; i++)
+    pthread_join(p->threads[i], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  if (p->topo)
+    hwloc_topology_destroy(p->topo);
+  wf__free(p->ring);
+  wf__free(p->threads);
+  wf__free(p);
+}
+
+int wf__pool_submit(wf__pool *p, wf__task_fn *fn, void *arg) {
+  pthread_mutex_lock(&p->mu);
+  if (p->count == p->cap) {
+    /* Grow by doubling, unrolling the ring into the new storage. */
+    task *ring = wf__calloc(p->cap * 2, sizeof *ring);
+    if (!ring) {
+      pthread_mutex_unlock(&p->mu);
+      return -1;
+    }
+    for (size_t i = 0; i < p->count; i++)
+      ring[i] = p->ring[(p->head + i) & (p->cap - 1)];
+    wf__free(p->ring);
+    p->ring = ring;
+    p->head = 0;
+    p->cap *= 2;
+  }
+  p->ring[(p->head + p->count) & (p->cap - 1)] = (task){fn, arg};
+  p->count++;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  return 0;
+}
+
+int wf__pool_size(const wf__pool *p) { return p->n; }

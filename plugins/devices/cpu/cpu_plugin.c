@@ -1,0 +1,253 @@
+/* plugins/devices/cpu/cpu_plugin.c — the "device-cpu" plugin: registers the
+ * "cpu" device type, loads the hwloc topology and cuts it into devices
+ * (one by default, N with WEFT_CPU_DEVICES=N).
+ *
+ * It does not describe devices (cpu_describe.c), allocate their memory
+ * (cpu_alloc.c), run kernels or pin threads. */
+#include <config.h>
+
+#include "cpu_device.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLUGIN_NAME "device-cpu"
+
+/* Reads WEFT_CPU_DEVICES: *n is 1 when it is unset or empty. Anything but a
+ * whole number from 1 to the number of cores is refused. */
+static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
+  const char *env = getenv(WF_CPU_DEVICES_ENV);
+  const char *unit = p->unit_type == HWLOC_OBJ_CORE ? "cores"
+                                                    : "processing units";
+  char *end;
+  long v;
+
+  *n = 1;
+  if (!env || !*env)
+    return 0;
+  errno = 0;
+  v = strtol(env, &end, 10);
+  if (end == env || *end || v < 1) {
+    p->host->status_set(st, WF_INVALID_ARGUMENT,
+                        "%s: %s=\"%s\" is not a number of CPU devices: "
+                        "use a whole number from 1 to %d (this machine's "
+                        "%s)",
+                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, env, p->num_units,
+                        unit);
+    return WF_INVALID_ARGUMENT;
+  }
+  if (errno == ERANGE || v > p->num_units) {
+    p->host->status_set(st, WF_INVALID_ARGUMENT,
+                        "%s: %s=%s asks for more CPU devices than this "
+                        "machine has %s (%d): each device needs at least "
+                        "one; use 1 to %d",
+                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, env, unit,
+                        p->num_units, p->num_units);
+    return WF_INVALID_ARGUMENT;
+  }
+  *n = (int)v;
+  return 0;
+}
+
+static void set_free(wf__cpudev_set *set, const wf_host *host) {
+  for (int i = 0; i < set->num_devices; i++) {
+    hwloc_bitmap_free(set->devices[i].cpuset);
+    hwloc_bitmap_free(set->devices[i].nodeset);
+  }
+  host->free(set);
+}
+
+/* Device i of n gets units [i*U/n, (i+1)*U/n): sizes differ by at most one
+ * and every unit belongs to exactly one device. Assumes 1 <= n <= U. */
+static int set_new(wf__cpudev_plugin *p, int n, wf__cpudev_set **out,
+                   wf_status *st) {
+  wf__cpudev_set *set;
+  size_t bytes = sizeof(*set) + (size_t)n * sizeof(set->devices[0]);
+
+  assert(n >= 1 && n <= p->num_units);
+  set = p->host->alloc(bytes, 0);
+  if (!set)
+    goto nomem;
+  memset(set, 0, bytes);
+  for (int i = 0; i < n; i++) {
+    wf__cpudev *d = &set->devices[i];
+    int end = (int)((long long)(i + 1) * p->num_units / n);
+
+    d->plugin = p;
+    d->index = i;
+    d->first_unit = (int)((long long)i * p->num_units / n);
+    d->num_units = end - d->first_unit;
+    d->cpuset = hwloc_bitmap_alloc();
+    d->nodeset = hwloc_bitmap_alloc();
+    set->num_devices = i + 1; /* set_free releases this device's bitmaps */
+    if (!d->cpuset || !d->nodeset)
+      goto nomem;
+    for (int u = d->first_unit; u < end; u++) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(p->topo, p->unit_type,
+                                              (unsigned)u);
+      assert(obj && obj->cpuset);
+      if (hwloc_bitmap_or(d->cpuset, d->cpuset, obj->cpuset) < 0)
+        goto nomem;
+    }
+    if (hwloc_cpuset_to_nodeset(p->topo, d->cpuset, d->nodeset) < 0)
+      goto nomem;
+    atomic_init(&d->bind, p->can_bind);
+    atomic_init(&d->bind_warned, 0);
+  }
+  *out = set;
+  return 0;
+
+nomem:
+  if (set)
+    set_free(set, p->host);
+  p->host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                      "%s: out of memory while setting up %d CPU device%s",
+                      PLUGIN_NAME, n, n == 1 ? "" : "s");
+  return WF_RESOURCE_EXHAUSTED;
+}
+
+static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
+                         wf_status *st) {
+  wf__cpudev_plugin *p = plugin_state;
+  wf__cpudev_set *set;
+  int n;
+
+  if (devices_wanted(p, &n, st))
+    return -1;
+  if (n > max) {
+    p->host->status_set(st, WF_INVALID_ARGUMENT,
+                        "%s: %s=%d asks for more CPU devices than the core "
+                        "takes from one device type (%d)",
+                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, n, max);
+    return -1;
+  }
+  /* The same cut as last time reuses its devices: states stay stable. */
+  set = p->sets;
+  if (!set || set->num_devices != n) {
+    if (set_new(p, n, &set, st))
+      return -1;
+    set->next = p->sets;
+    p->sets = set;
+  }
+  for (int i = 0; i < n; i++) {
+    wf_device_desc *d = &out[i];
+    snprintf(d->name, sizeof(d->name), "cpu:%d", i);
+    wf__cpudev_describe(&set->devices[i], d->description,
+                        sizeof(d->description));
+    d->available = 1;
+    d->reason[0] = '\0';
+    d->state = &set->devices[i];
+  }
+  return n;
+}
+
+/* 1 when memory can be bound to NUMA nodes here: only worth it (and only
+ * meaningful) with more than one node, on the running system. */
+static int can_bind(hwloc_topology_t topo, int num_numa) {
+  const struct hwloc_topology_support *s = hwloc_topology_get_support(topo);
+
+  return num_numa > 1 && hwloc_topology_is_thissystem(topo) && s &&
+         s->membind && s->membind->alloc_membind && s->membind->bind_membind;
+}
+
+static void cpu_fini(void *state) {
+  wf__cpudev_plugin *p = state;
+
+  if (!p)
+    return;
+  while (p->sets) {
+    wf__cpudev_set *next = p->sets->next;
+    set_free(p->sets, p->host);
+    p->sets = next;
+  }
+  if (p->topo)
+    hwloc_topology_destroy(p->topo);
+  p->host->free(p);
+}
+
+static int cpu_init(const wf_host *host, void **state, wf_status *st) {
+  wf__cpudev_plugin *p;
+  int n, code;
+
+  /* Entries of ABI 1.0: every host of this major has them. */
+  assert(WF_HOST_HAS(host, log) && WF_HOST_HAS(host, free));
+  p = host->alloc(sizeof(*p), 0);
+  if (!p) {
+    host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                     "%s: out of memory for the plugin's state", PLUGIN_NAME);
+    return WF_RESOURCE_EXHAUSTED;
+  }
+  memset(p, 0, sizeof(*p));
+  p->host = host;
+  if (hwloc_topology_init(&p->topo) < 0) {
+    code = WF_INTERNAL;
+    host->status_set(st, code, "%s: hwloc_topology_init failed: %s",
+                     PLUGIN_NAME, strerror(errno));
+    p->topo = NULL;
+    goto fail;
+  }
+  if (hwloc_topology_load(p->topo) < 0) {
+    code = WF_INTERNAL;
+    host->status_set(st, code,
+                     "%s: hwloc could not read this machine's topology "
+                     "(hwloc_topology_load: %s)",
+                     PLUGIN_NAME, strerror(errno));
+    goto fail;
+  }
+  p->unit_type = HWLOC_OBJ_CORE;
+  n = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_CORE);
+  if (n <= 0) {
+    p->unit_type = HWLOC_OBJ_PU;
+    n = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_PU);
+  }
+  if (n <= 0) {
+    code = WF_FAILED_PRECONDITION;
+    host->status_set(st, code,
+                     "%s: hwloc found no cores and no processing units "
+                     "this process may run on",
+                     PLUGIN_NAME);
+    goto fail;
+  }
+  p->num_units = n;
+  p->num_numa = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_NUMANODE);
+  p->can_bind = can_bind(p->topo, p->num_numa);
+  *state = p;
+  return 0;
+
+fail:
+  cpu_fini(p);
+  return code;
+}
+
+static const wf_device_def cpu_device = {
+    WF_STRUCT_INIT(wf_device_def),
+    .type = "cpu",
+    .doc = "The host CPU. One device, cpu:0, owns every core by default; "
+           "with " WF_CPU_DEVICES_ENV "=N in the environment the cores are "
+           "split in hwloc order into N devices cpu:0 .. cpu:N-1 of "
+           "neighbouring cores (N from 1 to the number of cores). Memory "
+           "is host memory aligned to 64 bytes (or more when asked), bound "
+           "to the device's NUMA nodes on machines with more than one.",
+    .enumerate = cpu_enumerate,
+    .alloc = wf__cpudev_alloc,
+    .free = wf__cpudev_free,
+};
+
+static const wf_device_def *const cpu_devices[] = {&cpu_device, NULL};
+
+static const wf_plugin_desc cpu_plugin = {
+    WF_STRUCT_INIT(wf_plugin_desc),
+    .name = PLUGIN_NAME,
+    .version = PACKAGE_VERSION,
+    .license = "MIT",
+    .description = "CPU device: hwloc topology (cores, NUMA nodes, caches), "
+                   "NUMA-aware aligned host memory",
+    .devices = cpu_devices,
+    .init = cpu_init,
+    .fini = cpu_fini,
+};
+
+WF_PLUGIN(device_cpu, cpu_plugin)

@@ -1,0 +1,437 @@
+/* plugins/ops/array/reshape.c — ops that rearrange a tensor without changing
+ * its elements: Reshape, Squeeze, ExpandDims and Transpose. The reference
+ * kernels copy (the host table has no way to hand out a re-shaped view of
+ * an input). */
+#include <config.h>
+
+#include "array.h"
+
+#include <inttypes.h>
+
+/* *s = rank `rank` with every dimension unknown. */
+static void shape_of_rank(wf_shape *s, int rank) {
+  opc_shape_set_unknown(s);
+  s->rank = rank;
+  for (int i = 0; i < rank; i++)
+    s->dims[i] = WF_UNKNOWN_DIM;
+}
+
+/* ---- Reshape ----------------------------------------------------------------
+ */
+
+/* Resolves the requested shape req[0..n-1] (one entry may be -1) for an
+ * input of `count` elements (-1: unknown, which leaves the -1 unknown) into
+ * out. INVALID_ARGUMENT when the request is malformed or does
+ * not match count. */
+static int reshape_resolve(const int64_t *req, int64_t n, int64_t count,
+                           wf_shape *out, wf_status *st) {
+  int64_t known = 1;
+  int infer = -1;
+
+  if (n > WF_MAX_RANK)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "the requested shape has %" PRId64
+                    " dimensions, at most %d are allowed",
+                    n, WF_MAX_RANK);
+  for (int i = 0; i < (int)n; i++) {
+    if (req[i] == -1) {
+      if (infer >= 0)
+        return opc_fail(st, WF_INVALID_ARGUMENT,
+                        "only one dimension of the requested shape may "
+                        "be -1 (dimensions %d and %d are)",
+                        infer, i);
+      infer = i;
+    } else if (req[i] < 0) {
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dimension %d of the requested shape is %" PRId64
+                      " (must be >= 0, or -1 to infer it)",
+                      i, req[i]);
+    } else if (__builtin_mul_overflow(known, req[i], &known)) {
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "the requested shape has more than 2^63 elements");
+    }
+  }
+  opc_shape_make(out, (int)n, req);
+  if (count < 0)
+    return 0;
+  if (infer < 0) {
+    if (known != count)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "cannot reshape %" PRId64 " elements into a shape "
+                      "of %" PRId64 " elements",
+                      count, known);
+    return 0;
+  }
+  if (known == 0 || count % known != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "cannot infer dimension %d: %" PRId64 " elements are "
+                    "not a multiple of the other dimensions' product %" PRId64,
+                    infer, count, known);
+  out->dims[infer] = count / known;
+  return 0;
+}
+
+static int reshape_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t req[ARY_MAX_INDEX], n;
+  wf_shape xs, out;
+  int known;
+
+  if (opc_shape_input(ctx, 0, NULL, &xs, st))
+    return h->status_code(st);
+  known = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, req, &n, "shape", st);
+  if (known < 0)
+    return h->status_code(st);
+  if (known) {
+    if (reshape_resolve(req, n, opc_shape_count(&xs), &out, st))
+      return h->status_code(st);
+  } else {
+    n = ary_shape_vector_length(ctx, 1, "shape", st);
+    if (n == -2)
+      return h->status_code(st);
+    if (n > WF_MAX_RANK)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "the requested shape has %" PRId64
+                      " dimensions, at most %d are allowed",
+                      n, WF_MAX_RANK);
+    if (n >= 0)
+      shape_of_rank(&out, (int)n);
+    else
+      opc_shape_set_unknown(&out);
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int reshape_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x, *shape;
+  int64_t req[ARY_MAX_INDEX], n;
+  wf_shape out;
+
+  if (opc_kernel_input(ctx, 0, &x, NULL, st) ||
+      opc_kernel_input(ctx, 1, &shape, NULL, st) ||
+      ary_read_index(shape, 1, ARY_MAX_INDEX, req, &n, "shape", st) ||
+      reshape_resolve(req, n, h->tensor_count(x), &out, st))
+    return h->status_code(st);
+  return ary_copy_reshaped(ctx, &out, st);
+}
+
+static const wf_arg_def reshape_inputs[] = {
+    WF_ARG_T("tensor", "T", "any shape with C elements"),
+    WF_ARG_T("shape", "Tshape",
+             "(R,) the new dimensions; one may be -1 (inferred)"),
+    WF_ARG_END};
+static const wf_arg_def reshape_outputs[] = {
+    WF_ARG_T("output", "T", "(shape[0], ..., shape[R-1]), C elements"),
+    WF_ARG_END};
+static const wf_attr_def reshape_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'shape'"),
+    WF_ATTR_END};
+
+const wf_op_def ary_reshape_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "Reshape",
+    .inputs = reshape_inputs,
+    .outputs = reshape_outputs,
+    .attrs = reshape_attrs,
+    .shape_fn = reshape_shape,
+    .doc = "The elements of tensor in row-major order with the dimensions of "
+           "'shape', e.g. (N, H, W, C) -> (N, H*W*C) with shape [N, -1]. At "
+           "most one entry may be -1. The shape is known while building when "
+           "'shape' is a Const."};
+
+const wf_kernel_def ary_reshape_kernel =
+    ARY_KERNEL("Reshape", "T", WF_DTYPES_ALL, 0, reshape_compute);
+
+/* ---- Squeeze ----------------------------------------------------------------
+ */
+
+/* The shape of squeezing s (rank known) by the axes in `axes` (empty: every
+ * dimension of size 1). An unknown dimension named in axes is assumed to be
+ * 1; an empty axes list meeting an unknown dimension gives an unknown rank.
+ * Kernels pass fully known shapes, so neither case arises there. */
+static int squeeze_dims(const wf_shape *s, const int64_t *axes, int64_t naxes,
+                        wf_shape *out, wf_status *st) {
+  uint32_t mask = 0;
+  wf_shape r;
+
+  opc_shape_set_scalar(&r);
+  if (naxes > 0) {
+    if (opc_axes_mask(axes, naxes, s->rank, &mask, NULL, st))
+      return opc_host()->status_code(st);
+  }
+  for (int i = 0; i < s->rank; i++) {
+    if (naxes == 0) {
+      if (s->dims[i] < 0) {
+        /* Whether it goes depends on its value. */
+        opc_shape_set_unknown(out);
+        return 0;
+      }
+      if (s->dims[i] == 1)
+        continue;
+    } else if (mask & (UINT32_C(1) << i)) {
+      if (s->dims[i] >= 0 && s->dims[i] != 1)
+        return opc_fail(st, WF_INVALID_ARGUMENT,
+                        "cannot squeeze dimension %d of size %" PRId64
+                        " (only size-1 dimensions can be squeezed)",
+                        i, s->dims[i]);
+      continue;
+    }
+    r.dims[r.rank++] = s->dims[i];
+  }
+  *out = r;
+  return 0;
+}
+
+static int squeeze_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  const int64_t *axes;
+  int64_t naxes;
+  wf_shape xs, out;
+
+  if (opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      opc_shape_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st))
+    return h->status_code(st);
+  if (xs.rank < 0)
+    opc_shape_set_unknown(&out);
+  else if (squeeze_dims(&xs, axes, naxes, &out, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int squeeze_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  const int64_t *axes;
+  int64_t naxes;
+  wf_shape xs, out;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st) ||
+      squeeze_dims(&xs, axes, naxes, &out, st))
+    return h->status_code(st);
+  return ary_copy_reshaped(ctx, &out, st);
+}
+
+static const wf_arg_def squeeze_inputs[] = {
+    WF_ARG_T("input", "T", "e.g. (N, 1, D)"), WF_ARG_END};
+static const wf_arg_def squeeze_outputs[] = {
+    WF_ARG_T("output", "T", "input without the squeezed dims, e.g. (N, D)"),
+    WF_ARG_END};
+static const wf_attr_def squeeze_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INTS_EMPTY("squeeze_dims",
+                        "axes to remove (negative count from the end); each "
+                        "must have size 1. Empty: every size-1 axis"),
+    WF_ATTR_END};
+
+const wf_op_def ary_squeeze_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "Squeeze",
+    .inputs = squeeze_inputs,
+    .outputs = squeeze_outputs,
+    .attrs = squeeze_attrs,
+    .shape_fn = squeeze_shape,
+    .doc = "Removes size-1 dimensions: (N, 1, D) -> (N, D). With an empty "
+           "'squeeze_dims' every size-1 dimension goes (and the output rank "
+           "is unknown while any input dimension is)."};
+
+const wf_kernel_def ary_squeeze_kernel =
+    ARY_KERNEL("Squeeze", "T", WF_DTYPES_ALL, 0, squeeze_compute);
+
+/* ---- ExpandDims -------------------------------------------------------------
+ */
+
+/* s (rank known) with a size-1 dimension inserted at axis. */
+static int expand_dims(const wf_shape *s, int64_t axis, wf_shape *out,
+                       wf_status *st) {
+  int a;
+
+  if (s->rank >= WF_MAX_RANK)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "the input already has rank %d, the most allowed",
+                    (int)s->rank);
+  if (opc_axis_normalize(axis, s->rank + 1, &a, NULL, st))
+    return opc_host()->status_code(st);
+  opc_shape_set_scalar(out);
+  out->rank = s->rank + 1;
+  for (int i = 0, j = 0; i < out->rank; i++)
+    out->dims[i] = i == a ? 1 : s->dims[j++];
+  return 0;
+}
+
+static int expand_dims_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t axis;
+  wf_shape xs, out;
+
+  if (opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      opc_shape_attr_int(ctx, "axis", &axis, st))
+    return h->status_code(st);
+  if (xs.rank < 0)
+    opc_shape_set_unknown(&out);
+  else if (expand_dims(&xs, axis, &out, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int expand_dims_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  int64_t axis;
+  wf_shape xs, out;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_attr_int(ctx, "axis", &axis, st) ||
+      expand_dims(&xs, axis, &out, st))
+    return h->status_code(st);
+  return ary_copy_reshaped(ctx, &out, st);
+}
+
+static const wf_arg_def expand_dims_inputs[] = {
+    WF_ARG_T("input", "T", "e.g. (N, D)"), WF_ARG_END};
+static const wf_arg_def expand_dims_outputs[] = {
+    WF_ARG_T("output", "T", "input with a size-1 axis, e.g. (N, 1, D)"),
+    WF_ARG_END};
+static const wf_attr_def expand_dims_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "axis", .type = WF_ATTR_INT,
+     .doc = "position of the new axis in the output, -R-1 <= axis <= R "
+            "(negative counts from the end)"},
+    WF_ATTR_END};
+
+const wf_op_def ary_expand_dims_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "ExpandDims",
+    .inputs = expand_dims_inputs,
+    .outputs = expand_dims_outputs,
+    .attrs = expand_dims_attrs,
+    .shape_fn = expand_dims_shape,
+    .doc = "Inserts a size-1 dimension at 'axis': (N, D) with axis 1 -> "
+           "(N, 1, D). Unlike TensorFlow the axis is an attribute, not an "
+           "input."};
+
+const wf_kernel_def ary_expand_dims_kernel =
+    ARY_KERNEL("ExpandDims", "T", WF_DTYPES_ALL, 0, expand_dims_compute);
+
+/* ---- Transpose --------------------------------------------------------------
+ */
+
+/* Checks perm[0..n-1] is a permutation of 0..n-1 for an input of rank
+ * `rank` (-1: unknown). */
+static int check_perm(const int64_t *perm, int64_t n, int rank, wf_status *st) {
+  uint32_t seen = 0;
+
+  if (rank >= 0 && n != rank)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "'perm' has %" PRId64 " entries for an input of rank "
+                    "%d",
+                    n, rank);
+  if (n > WF_MAX_RANK)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "'perm' has %" PRId64 " entries, at most %d are "
+                    "allowed",
+                    n, WF_MAX_RANK);
+  for (int64_t i = 0; i < n; i++) {
+    if (perm[i] < 0 || perm[i] >= n || (seen & (UINT32_C(1) << perm[i])))
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "'perm' is not a permutation of 0..%" PRId64
+                      ": entry %" PRId64 " is %" PRId64,
+                      n - 1, i, perm[i]);
+    seen |= UINT32_C(1) << perm[i];
+  }
+  return 0;
+}
+
+static int transpose_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t perm[ARY_MAX_INDEX], n;
+  wf_shape xs, out;
+  int known;
+
+  if (opc_shape_input(ctx, 0, NULL, &xs, st))
+    return h->status_code(st);
+  known = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, perm, &n, "perm", st);
+  if (known < 0 || (known && check_perm(perm, n, xs.rank, st)))
+    return h->status_code(st);
+  if (known) {
+    shape_of_rank(&out, (int)n);
+    if (xs.rank >= 0)
+      for (int i = 0; i < (int)n; i++)
+        out.dims[i] = xs.dims[perm[i]];
+  } else {
+    n = ary_shape_vector_length(ctx, 1, "perm", st);
+    if (n == -2)
+      return h->status_code(st);
+    if (xs.rank >= 0 && n >= 0 && n != xs.rank)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "'perm' has %" PRId64 " entries for an input of "
+                      "rank %d",
+                      n, (int)xs.rank);
+    if (xs.rank >= 0)
+      shape_of_rank(&out, xs.rank);
+    else if (n >= 0 && n <= WF_MAX_RANK)
+      shape_of_rank(&out, (int)n);
+    else
+      opc_shape_set_unknown(&out);
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int transpose_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x, *pt;
+  wf_tensor *y;
+  int64_t perm[ARY_MAX_INDEX], n, xstr[WF_MAX_RANK], ystr[WF_MAX_RANK],
+      sstr[WF_MAX_RANK];
+  wf_shape xs, out;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_input(ctx, 1, &pt, NULL, st) ||
+      ary_read_index(pt, 1, ARY_MAX_INDEX, perm, &n, "perm", st) ||
+      check_perm(perm, n, xs.rank, st))
+    return h->status_code(st);
+  opc_shape_set_scalar(&out);
+  out.rank = xs.rank;
+  for (int i = 0; i < xs.rank; i++)
+    out.dims[i] = xs.dims[perm[i]];
+  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
+    return h->status_code(st);
+  opc_shape_strides(&xs, xstr);
+  opc_shape_strides(&out, ystr);
+  for (int i = 0; i < xs.rank; i++)
+    sstr[i] = xstr[perm[i]];
+  ary_strided_copy(h->tensor_data(y), ystr, h->tensor_data(x), sstr, out.dims,
+                   out.rank, opc_dtype_size(h->tensor_dtype(x)));
+  return 0;
+}
+
+static const wf_arg_def transpose_inputs[] = {
+    WF_ARG_T("x", "T", "(D0, ..., DR-1)"),
+    WF_ARG_T("perm", "Tperm", "(R,) a permutation of 0..R-1"), WF_ARG_END};
+static const wf_arg_def transpose_outputs[] = {
+    WF_ARG_T("y", "T", "(D[perm[0]], ..., D[perm[R-1]])"), WF_ARG_END};
+static const wf_attr_def transpose_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INDEX("Tperm", "int32 or int64: the type of 'perm'"), WF_ATTR_END};
+
+const wf_op_def ary_transpose_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "Transpose",
+    .inputs = transpose_inputs,
+    .outputs = transpose_outputs,
+    .attrs = transpose_attrs,
+    .shape_fn = transpose_shape,
+    .doc = "Permutes dimensions: y[i0, ..., iR-1] = x indexed so that "
+           "dimension perm[k] of x takes index ik, e.g. (N, H, W, C) with "
+           "perm [0, 3, 1, 2] -> (N, C, H, W). 'perm' is an input, as in "
+           "TensorFlow; the shape is known while building when it is a "
+           "Const."};
+
+const wf_kernel_def ary_transpose_kernel =
+    ARY_KERNEL("Transpose", "T", WF_DTYPES_ALL, 0, transpose_compute);

@@ -1,0 +1,352 @@
+/* plugins/ops/math/reduce.c — shape inference and reference CPU kernels of
+ * the reductions (Sum, Mean, Max, Min, Prod over a set of axes) and ArgMax.
+ * Semantics are documented in plugin.c. Floats accumulate in double with
+ * Neumaier's compensation for Sum and Mean; integers wrap. */
+#include <config.h>
+
+#include "math_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The axes a reduction node names, as a mask over a known rank; an empty
+ * list means every axis. */
+static int reduce_mask(const int64_t *axes, int64_t n, int rank,
+                       uint32_t *mask, wf_status *st) {
+  if (n == 0) {
+    *mask = rank >= 32 ? UINT32_MAX : (UINT32_C(1) << rank) - 1;
+    return 0;
+  }
+  return opc_axes_mask(axes, n, rank, mask, NULL, st);
+}
+
+/* out = s without the masked axes (keep_dims: with them as 1). */
+static void reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
+                          wf_shape *out) {
+  opc_shape_set_scalar(out);
+  for (int i = 0; i < s->rank; i++) {
+    if (mask & (UINT32_C(1) << i)) {
+      if (keep_dims)
+        out->dims[out->rank++] = 1;
+    } else {
+      out->dims[out->rank++] = s->dims[i];
+    }
+  }
+}
+
+int math_shape_reduce(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  const int64_t *axes;
+  int64_t n;
+  int keep_dims;
+  uint32_t mask;
+  wf_shape s, out;
+
+  if (opc_shape_input(ctx, 0, NULL, &s, st) ||
+      opc_shape_attr_ints(ctx, "axes", &axes, &n, st) ||
+      opc_shape_attr_bool(ctx, "keep_dims", &keep_dims, st))
+    return h->status_code(st);
+  if (s.rank < 0) {
+    /* Only "everything, no kept dims" has a shape without the rank. */
+    if (n == 0 && !keep_dims)
+      opc_shape_set_scalar(&out);
+    else
+      opc_shape_set_unknown(&out);
+    h->shape_set_output(ctx, 0, &out);
+    return 0;
+  }
+  if (reduce_mask(axes, n, s.rank, &mask, st))
+    return h->status_code(st);
+  reduced_shape(&s, mask, keep_dims, &out);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD };
+
+/* Reduces x (walked by b: the input as output, the keep-dims result as its
+ * one operand) into out[nout]; per = input elements per output element.
+ * scratch holds 2 * nout doubles or uint64s. */
+typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
+                       int64_t nout, int64_t per, void *scratch);
+
+#define FREDUCE(T, sfx, dt, u)                                                 \
+  static void reduce_##sfx(int kind, const void *x_, opc_bcast *b,             \
+                           void *out_, int64_t nout, int64_t per,              \
+                           void *scratch) {                                    \
+    const T *x = x_;                                                           \
+    T *out = out_;                                                             \
+    double *acc = scratch, *comp = acc + nout;                                 \
+    if (kind == RED_MAX || kind == RED_MIN) {                                  \
+      for (int64_t i = 0; i < nout; i++)                                       \
+        out[i] = kind == RED_MAX ? (T)-INFINITY : (T)INFINITY;                 \
+      for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {              \
+        const T *xr = x + r * b->inner;                                        \
+        T *o = out + b->off[0];                                                \
+        for (int64_t j = 0; j < b->inner; j++) {                               \
+          T v = xr[j], *a = &o[j * b->step[0]];                                \
+          /* NaN wins and then stays */                                        \
+          if (kind == RED_MAX ? (v > *a || isnan(v)) : (v < *a || isnan(v)))   \
+            if (!isnan(*a))                                                    \
+              *a = v;                                                          \
+        }                                                                      \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    for (int64_t i = 0; i < nout; i++) {                                       \
+      acc[i] = kind == RED_PROD ? 1.0 : 0.0;                                   \
+      comp[i] = 0.0;                                                           \
+    }                                                                          \
+    for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {                \
+      const T *xr = x + r * b->inner;                                          \
+      double *ar = acc + b->off[0], *cr = comp + b->off[0];                    \
+      int64_t s = b->step[0];                                                  \
+      if (kind == RED_PROD) {                                                  \
+        for (int64_t j = 0; j < b->inner; j++)                                 \
+          ar[j * s] *= (double)xr[j];                                          \
+        continue;                                                              \
+      }                                                                        \
+      for (int64_t j = 0; j < b->inner; j++) {                                 \
+        double v = (double)xr[j], a = ar[j * s], t = a + v;                    \
+        cr[j * s] += fabs(a) >= fabs(v) ? (a - t) + v : (v - t) + a;           \
+        ar[j * s] = t;                                                         \
+      }                                                                        \
+    }                                                                          \
+    for (int64_t i = 0; i < nout; i++) {                                       \
+      /* an infinite sum leaves NaN in the compensation: ignore it */          \
+      double v = isfinite(acc[i]) ? acc[i] + comp[i] : acc[i];                 \
+      if (kind == RED_MEAN)                                                    \
+        v = per > 0 ? v / (double)per : NAN;                                   \
+      out[i] = (T)v;                                                           \
+    }                                                                          \
+  }
+
+#define IREDUCE(T, sfx, dt, u)                                                 \
+  static void reduce_##sfx(int kind, const void *x_, opc_bcast *b,             \
+                           void *out_, int64_t nout, int64_t per,              \
+                           void *scratch) {                                    \
+    const T *x = x_;                                                           \
+    T *out = out_;                                                             \
+    uint64_t *acc = scratch;                                                   \
+    if (kind == RED_MAX || kind == RED_MIN) {                                  \
+      for (int64_t i = 0; i < nout; i++)                                       \
+        out[i] = kind == RED_MAX ? (T)MATH_LO(sfx) : (T)MATH_HI(sfx);          \
+      for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {              \
+        const T *xr = x + r * b->inner;                                        \
+        T *o = out + b->off[0];                                                \
+        for (int64_t j = 0; j < b->inner; j++) {                               \
+          T v = xr[j], *a = &o[j * b->step[0]];                                \
+          if (kind == RED_MAX ? v > *a : v < *a)                               \
+            *a = v;                                                            \
+        }                                                                      \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    for (int64_t i = 0; i < nout; i++)                                         \
+      acc[i] = kind == RED_PROD ? 1 : 0;                                       \
+    for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {                \
+      const T *xr = x + r * b->inner;                                          \
+      uint64_t *ar = acc + b->off[0];                                          \
+      int64_t s = b->step[0];                                                  \
+      for (int64_t j = 0; j < b->inner; j++) {                                 \
+        /* via int64 so that negative values sign-extend */                    \
+        uint64_t v = (uint64_t)(int64_t)xr[j];                                 \
+        if (kind == RED_PROD)                                                  \
+          ar[j * s] *= v;                                                      \
+        else                                                                   \
+          ar[j * s] += v;                                                      \
+      }                                                                        \
+    }                                                                          \
+    for (int64_t i = 0; i < nout; i++) {                                       \
+      if (kind == RED_MEAN) {                                                  \
+        int64_t sum = (int64_t)acc[i];                                         \
+        out[i] = per > 0 ? (T)(sum / per) : (T)0;                              \
+      } else {                                                                 \
+        out[i] = (T)acc[i];                                                    \
+      }                                                                        \
+    }                                                                          \
+  }
+
+OPC_TYPES_FLOAT(FREDUCE, _)
+OPC_TYPES_INT(IREDUCE, _)
+static reduce_fn *const reduce_table[WF_DTYPE_COUNT] = {
+    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, reduce)};
+
+static int reduce_run(wf_kernel_ctx *ctx, int kind, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  wf_tensor *out;
+  wf_shape s, kept, os;
+  const int64_t *axes;
+  int64_t n, nout, nin;
+  int keep_dims;
+  uint32_t mask;
+  int32_t dt;
+  opc_bcast b;
+  void *scratch = NULL;
+
+  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
+      opc_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
+      opc_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
+      reduce_mask(axes, n, s.rank, &mask, st))
+    return h->status_code(st);
+  dt = h->tensor_dtype(x);
+  if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
+    return math_unsupported_dtype(dt, st);
+  reduced_shape(&s, mask, 1, &kept);
+  reduced_shape(&s, mask, keep_dims, &os);
+  out = h->kernel_output_new(ctx, 0, &os, st);
+  if (!out)
+    return h->status_code(st);
+  nout = opc_shape_count(&kept);
+  nin = opc_shape_count(&s);
+  if (nout == 0)
+    return 0;
+  scratch = h->alloc((size_t)nout * 2 * sizeof(double), 0);
+  if (!scratch)
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %lld accumulators", (long long)nout);
+  opc_bcast_init(&b, &s, 1, &kept);
+  reduce_table[dt](kind, h->tensor_data(x), &b, h->tensor_data(out), nout,
+                   nin / nout, scratch);
+  h->free(scratch);
+  return 0;
+}
+
+#define REDUCE_KERNEL(fn, kind)                                                \
+  int fn(wf_kernel_ctx *ctx, void *state, wf_status *st) {                     \
+    return reduce_run(ctx, kind, st);                                          \
+  }
+REDUCE_KERNEL(math_sum, RED_SUM)
+REDUCE_KERNEL(math_mean, RED_MEAN)
+REDUCE_KERNEL(math_max, RED_MAX)
+REDUCE_KERNEL(math_min, RED_MIN)
+REDUCE_KERNEL(math_prod, RED_PROD)
+
+/* ---- ArgMax ------------------------------------------------------------ */
+
+/* Checks axis against s (known rank) and refuses an empty axis. */
+static int argmax_axis(const wf_shape *s, int64_t axis, int *out,
+                       wf_status *st) {
+  char buf[OPC_SHAPE_STR_MAX];
+
+  if (opc_axis_normalize(axis, s->rank, out, NULL, st))
+    return opc_host()->status_code(st);
+  if (s->dims[*out] == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "axis %lld of input shape %s is empty: there is no "
+                    "maximum to index",
+                    (long long)axis, opc_shape_str(s, buf, sizeof buf));
+  return 0;
+}
+
+int math_shape_argmax(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape s, out;
+  int64_t axis;
+  int a;
+
+  if (opc_shape_input(ctx, 0, NULL, &s, st) ||
+      opc_shape_attr_int(ctx, "axis", &axis, st))
+    return h->status_code(st);
+  if (s.rank < 0) {
+    opc_shape_set_unknown(&out);
+  } else {
+    if (argmax_axis(&s, axis, &a, st))
+      return h->status_code(st);
+    reduced_shape(&s, UINT32_C(1) << a, 0, &out);
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+/* best[inner] and idx[inner] are scratch; the first of equal maxima wins,
+ * and the first NaN beats any number. */
+typedef void argmax_fn(const void *x, int64_t outer, int64_t n, int64_t inner,
+                       void *best, int64_t *idx, int32_t out_dtype,
+                       void *out);
+
+/* Float and integer bodies differ only in the comparison. */
+#define BETTER_FLOAT(v, b) ((v) > (b) || (isnan(v) && !isnan(b)))
+#define BETTER_INT(v, b) ((v) > (b))
+#define ARGMAX(T, sfx, BETTER)                                                 \
+  static void argmax_##sfx(const void *x_, int64_t outer, int64_t n,           \
+                           int64_t inner, void *best_, int64_t *idx,           \
+                           int32_t out_dtype, void *out) {                     \
+    const T *x = x_;                                                           \
+    T *best = best_;                                                           \
+    for (int64_t o = 0; o < outer; o++) {                                      \
+      const T *base = x + o * n * inner;                                       \
+      for (int64_t i = 0; i < inner; i++) {                                    \
+        best[i] = base[i];                                                     \
+        idx[i] = 0;                                                            \
+      }                                                                        \
+      for (int64_t k = 1; k < n; k++) {                                        \
+        const T *row = base + k * inner;                                       \
+        for (int64_t i = 0; i < inner; i++)                                    \
+          if (BETTER(row[i], best[i])) {                                       \
+            best[i] = row[i];                                                  \
+            idx[i] = k;                                                        \
+          }                                                                    \
+      }                                                                        \
+      for (int64_t i = 0; i < inner; i++) {                                    \
+        if (out_dtype == WF_INT32)                                             \
+          ((int32_t *)out)[o * inner + i] = (int32_t)idx[i];                   \
+        else                                                                   \
+          ((int64_t *)out)[o * inner + i] = idx[i];                            \
+      }                                                                        \
+    }                                                                          \
+  }
+#define FARGMAX(T, sfx, dt, u) ARGMAX(T, sfx, BETTER_FLOAT)
+#define IARGMAX(T, sfx, dt, u) ARGMAX(T, sfx, BETTER_INT)
+OPC_TYPES_FLOAT(FARGMAX, _)
+OPC_TYPES_INT(IARGMAX, _)
+static argmax_fn *const argmax_table[WF_DTYPE_COUNT] = {
+    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, argmax)};
+
+int math_argmax(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  wf_tensor *out;
+  wf_shape s, os;
+  int64_t axis, outer = 1, inner = 1, n;
+  int a;
+  int32_t dt, odt;
+  char *scratch;
+
+  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
+      opc_kernel_attr_int(ctx, "axis", &axis, st) ||
+      argmax_axis(&s, axis, &a, st))
+    return h->status_code(st);
+  dt = h->tensor_dtype(x);
+  if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !argmax_table[dt])
+    return math_unsupported_dtype(dt, st);
+  odt = h->kernel_output_dtype(ctx, 0);
+  if (odt != WF_INT32 && odt != WF_INT64)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "output_type is %s; it must be int32 or int64",
+                    opc_dtype_name(odt));
+  reduced_shape(&s, UINT32_C(1) << a, 0, &os);
+  out = h->kernel_output_new(ctx, 0, &os, st);
+  if (!out)
+    return h->status_code(st);
+  for (int i = 0; i < a; i++)
+    outer *= s.dims[i];
+  for (int i = a + 1; i < s.rank; i++)
+    inner *= s.dims[i];
+  n = s.dims[a];
+  if (outer == 0 || inner == 0)
+    return 0;
+  scratch = h->alloc((size_t)inner * (opc_dtype_size(dt) + sizeof(int64_t)),
+                     0);
+  if (!scratch)
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %lld scratch elements",
+                    (long long)inner);
+  /* idx first: int64 alignment for any element size */
+  argmax_table[dt](h->tensor_data(x), outer, n, inner,
+                   scratch + (size_t)inner * sizeof(int64_t),
+                   (int64_t *)(void *)scratch, odt, h->tensor_data(out));
+  h->free(scratch);
+  return 0;
+}

@@ -1,0 +1,138 @@
+/* plugins/ops/nn/bias.c — BiasAdd: adds a per-channel bias (NHWC: the last
+ * dimension; NCHW: dimension 1). Integer types wrap around on overflow. No
+ * broadcasting beyond the channel dimension (math's Add does that). */
+#include <config.h>
+
+#include "nn.h"
+
+#include <inttypes.h>
+
+/* Checks value (rank >= 2) and bias ((C,)) and returns the channel axis. */
+static int bias_check(const wf_shape *vs, const wf_shape *bs, int nchw,
+                      int *axis, wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  int64_t c;
+
+  *axis = -1;
+  if (vs->rank >= 0 && vs->rank < 2)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "value must have rank 2 or more, got shape %s",
+                    opc_shape_str(vs, a, sizeof a));
+  if (bs->rank >= 0 && bs->rank != 1)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must be a vector (C,), got shape %s",
+                    opc_shape_str(bs, a, sizeof a));
+  if (vs->rank < 0)
+    return 0;
+  *axis = nn_channel_axis(nchw, vs->rank);
+  c = vs->dims[*axis];
+  if (bs->rank == 1 && c >= 0 && bs->dims[0] >= 0 && bs->dims[0] != c)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias %s does not match the %" PRId64 " channels "
+                    "(dimension %d) of value %s",
+                    opc_shape_str(bs, a, sizeof a), c, *axis,
+                    opc_shape_str(vs, b, sizeof b));
+  return 0;
+}
+
+static int bias_add_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  wf_shape vs, bs;
+  int nchw, axis;
+
+  if (nn_data_format(&a, &nchw, st) || opc_shape_input(ctx, 0, NULL, &vs, st) ||
+      opc_shape_input(ctx, 1, NULL, &bs, st) ||
+      bias_check(&vs, &bs, nchw, &axis, st))
+    return h->status_code(st);
+  if (axis >= 0 && vs.dims[axis] < 0 && bs.rank == 1)
+    vs.dims[axis] = bs.dims[0];
+  h->shape_set_output(ctx, 0, &vs);
+  return 0;
+}
+
+/* y[o, c, i] = x[o, c, i] + b[c] over a (outer, C, inner) view. */
+#define DEF_BIAS_FLOAT(T, sfx, dt, u)                                          \
+  static void bias_add_##sfx(void *yv, const void *xv, const void *bv,         \
+                             int64_t outer, int64_t c, int64_t inner) {        \
+    T *y = yv;                                                                 \
+    const T *x = xv, *b = bv;                                                  \
+    for (int64_t o = 0; o < outer; o++)                                        \
+      for (int64_t k = 0; k < c; k++)                                          \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          int64_t j = (o * c + k) * inner + i;                                 \
+          y[j] = x[j] + b[k];                                                  \
+        }                                                                      \
+  }
+/* Integers add in uint64_t so that overflow wraps instead of being
+ * undefined; the conversion back keeps the low bits. */
+#define DEF_BIAS_INT(T, sfx, dt, u)                                            \
+  static void bias_add_##sfx(void *yv, const void *xv, const void *bv,         \
+                             int64_t outer, int64_t c, int64_t inner) {        \
+    T *y = yv;                                                                 \
+    const T *x = xv, *b = bv;                                                  \
+    for (int64_t o = 0; o < outer; o++)                                        \
+      for (int64_t k = 0; k < c; k++)                                          \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          int64_t j = (o * c + k) * inner + i;                                 \
+          y[j] = (T)((uint64_t)x[j] + (uint64_t)b[k]);                         \
+        }                                                                      \
+  }
+OPC_TYPES_FLOAT(DEF_BIAS_FLOAT, _)
+OPC_TYPES_INT(DEF_BIAS_INT, _)
+
+typedef void bias_fn(void *y, const void *x, const void *b, int64_t outer,
+                     int64_t c, int64_t inner);
+static bias_fn *const bias_table[WF_DTYPE_COUNT] = {
+    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, bias_add)};
+
+static int bias_add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  const wf_tensor *x, *b;
+  wf_tensor *y;
+  wf_shape vs, bs;
+  int nchw, axis;
+  int64_t outer = 1, inner = 1;
+  bias_fn *fn;
+
+  if (nn_data_format(&a, &nchw, st) || opc_kernel_input(ctx, 0, &x, &vs, st) ||
+      opc_kernel_input(ctx, 1, &b, &bs, st) ||
+      bias_check(&vs, &bs, nchw, &axis, st))
+    return h->status_code(st);
+  if (!(fn = bias_table[h->tensor_dtype(x)]))
+    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    opc_dtype_name(h->tensor_dtype(x)));
+  if (!(y = h->kernel_output_new(ctx, 0, &vs, st)))
+    return h->status_code(st);
+  for (int i = 0; i < axis; i++)
+    outer *= vs.dims[i];
+  for (int i = axis + 1; i < vs.rank; i++)
+    inner *= vs.dims[i];
+  fn(h->tensor_data(y), h->tensor_data(x), h->tensor_data(b), outer,
+     vs.dims[axis], inner);
+  return 0;
+}
+
+static const wf_arg_def bias_add_inputs[] = {
+    WF_ARG_T("value", "T", "(N, ..., C) for NHWC or (N, C, ...) for NCHW"),
+    WF_ARG_T("bias", "T", "(C,)"), WF_ARG_END};
+static const wf_arg_def bias_add_outputs[] = {
+    WF_ARG_T("output", "T", "the shape of value"), WF_ARG_END};
+static const wf_attr_def bias_add_attrs[] = {
+    NN_ATTR_TYPE("T", OPC_DTYPES_NUMBER, "a float or integer type"),
+    NN_ATTR_DATA_FORMAT, WF_ATTR_END};
+
+const wf_op_def nn_bias_add_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "BiasAdd",
+    .inputs = bias_add_inputs,
+    .outputs = bias_add_outputs,
+    .attrs = bias_add_attrs,
+    .shape_fn = bias_add_shape,
+    .doc = "Adds bias (C,) along the channel dimension of value: the last "
+           "for NHWC, e.g. (N, D) or (N, H, W, C); dimension 1 for NCHW, "
+           "e.g. (N, C, H, W). Integers wrap around."};
+
+const wf_kernel_def nn_bias_add_kernel =
+    NN_KERNEL("BiasAdd", OPC_DTYPES_NUMBER, bias_add_compute);

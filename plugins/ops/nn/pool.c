@@ -1,0 +1,230 @@
+/* plugins/ops/nn/pool.c — MaxPool and AvgPool over the (H, W) dimensions of
+ * 4-D tensors (NHWC or NCHW; SAME or VALID padding): op definitions, shape
+ * inference and reference CPU kernels. Padding never contributes a value:
+ * MaxPool takes the maximum of the window's elements inside the input,
+ * AvgPool divides by their count (as TensorFlow). No pooling across the
+ * batch or channel dimensions. */
+#include <config.h>
+
+#include "nn.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct pool_geom {
+  int64_t n, h, w, c, oh, ow, pad_top, pad_left;
+  const nn_window *win;
+  int64_t xs[4], ys[4]; /* element strides of N, H, W, C in x and y */
+} pool_geom;
+
+static int pool_dims(const wf_shape *xs, const nn_window *w, wf_shape *out,
+                     pool_geom *g, wf_status *st) {
+  int ix[4];
+  int64_t x[4], oh, ow, pt, pl;
+  char a[OPC_SHAPE_STR_MAX];
+
+  if (xs->rank >= 0 && xs->rank != 4)
+    return opc_fail(
+        st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
+        w->nchw ? "N, C, H, W" : "N, H, W, C", opc_shape_str(xs, a, sizeof a));
+  nn_nhwc_index(w->nchw, ix);
+  for (int i = 0; i < 4; i++)
+    x[i] = xs->rank == 4 ? xs->dims[ix[i]] : WF_UNKNOWN_DIM;
+  if (nn_window_dim(w, 0, x[1], w->ksize[0], &oh, &pt, st) ||
+      nn_window_dim(w, 1, x[2], w->ksize[1], &ow, &pl, st))
+    return opc_host()->status_code(st);
+  opc_shape_set_scalar(out);
+  out->rank = 4;
+  out->dims[ix[0]] = x[0];
+  out->dims[ix[1]] = oh;
+  out->dims[ix[2]] = ow;
+  out->dims[ix[3]] = x[3];
+  if (g) {
+    int64_t xst[4], yst[4];
+
+    memset(g, 0, sizeof *g);
+    g->n = x[0], g->h = x[1], g->w = x[2], g->c = x[3];
+    g->oh = oh, g->ow = ow, g->pad_top = pt, g->pad_left = pl;
+    g->win = w;
+    opc_shape_strides(xs, xst);
+    opc_shape_strides(out, yst);
+    for (int i = 0; i < 4; i++) {
+      g->xs[i] = xst[ix[i]];
+      g->ys[i] = yst[ix[i]];
+    }
+  }
+  return 0;
+}
+
+static int pool_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  nn_window w;
+  wf_shape xs, out;
+
+  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+      opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      pool_dims(&xs, &w, &out, NULL, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+/* The window of output (oh, ow) clipped to the input: rows [*h0, *h1),
+ * columns [*w0, *w1). */
+static void pool_window(const pool_geom *g, int64_t oh, int64_t ow, int64_t *h0,
+                        int64_t *h1, int64_t *w0, int64_t *w1) {
+  const nn_window *w = g->win;
+  int64_t hs = oh * w->stride[0] - g->pad_top;
+  int64_t ws = ow * w->stride[1] - g->pad_left;
+
+  *h0 = hs < 0 ? 0 : hs;
+  *h1 = hs + w->ksize[0] < g->h ? hs + w->ksize[0] : g->h;
+  *w0 = ws < 0 ? 0 : ws;
+  *w1 = ws + w->ksize[1] < g->w ? ws + w->ksize[1] : g->w;
+}
+
+static int is_nan(double v) { return v != v; }
+
+/* u: 1 for float types, whose NaNs propagate (once m is NaN no comparison
+ * replaces it). A window always holds at least one input element (SAME
+ * pads less than a window, VALID not at all). */
+#define DEF_MAX_POOL(T, sfx, dt, u)                                            \
+  static void max_pool_##sfx(void *yv, const void *xv, const pool_geom *g) {   \
+    T *y = yv;                                                                 \
+    const T *x = xv;                                                           \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          int64_t h0, h1, w0, w1;                                              \
+          pool_window(g, oh, ow, &h0, &h1, &w0, &w1);                          \
+          for (int64_t c = 0; c < g->c; c++) {                                 \
+            const T *xp = x + n * g->xs[0] + c * g->xs[3];                     \
+            T m = 0;                                                           \
+            int first = 1;                                                     \
+            for (int64_t ih = h0; ih < h1; ih++)                               \
+              for (int64_t iw = w0; iw < w1; iw++) {                           \
+                T v = xp[ih * g->xs[1] + iw * g->xs[2]];                       \
+                if (first || v > m || (u && is_nan((double)v)))                \
+                  m = v;                                                       \
+                first = 0;                                                     \
+              }                                                                \
+            y[n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2] + c * g->ys[3]] =   \
+                m;                                                             \
+          }                                                                    \
+        }                                                                      \
+  }
+OPC_TYPES_FLOAT(DEF_MAX_POOL, 1)
+OPC_TYPES_INT(DEF_MAX_POOL, 0)
+
+#define DEF_AVG_POOL(T, sfx, dt, u)                                            \
+  static void avg_pool_##sfx(void *yv, const void *xv, const pool_geom *g) {   \
+    T *y = yv;                                                                 \
+    const T *x = xv;                                                           \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          int64_t h0, h1, w0, w1, count;                                       \
+          pool_window(g, oh, ow, &h0, &h1, &w0, &w1);                          \
+          count = (h1 - h0) * (w1 - w0);                                       \
+          for (int64_t c = 0; c < g->c; c++) {                                 \
+            const T *xp = x + n * g->xs[0] + c * g->xs[3];                     \
+            double s = 0;                                                      \
+            for (int64_t ih = h0; ih < h1; ih++)                               \
+              for (int64_t iw = w0; iw < w1; iw++)                             \
+                s += xp[ih * g->xs[1] + iw * g->xs[2]];                        \
+            y[n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2] + c * g->ys[3]] =   \
+                (T)(count > 0 ? s / (double)count : 0);                        \
+          }                                                                    \
+        }                                                                      \
+  }
+OPC_TYPES_FLOAT(DEF_AVG_POOL, _)
+
+typedef void pool_fn(void *y, const void *x, const pool_geom *g);
+
+static pool_fn *const max_pool_table[WF_DTYPE_COUNT] = {
+    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, max_pool)};
+static pool_fn *const avg_pool_table[WF_DTYPE_COUNT] = {
+    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, avg_pool)};
+
+static int pool_compute(wf_kernel_ctx *ctx, pool_fn *const *table,
+                        wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  const wf_tensor *x;
+  wf_tensor *y;
+  nn_window w;
+  pool_geom g;
+  wf_shape xs, out;
+  pool_fn *fn;
+
+  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+      opc_kernel_input(ctx, 0, &x, &xs, st) || pool_dims(&xs, &w, &out, &g, st))
+    return h->status_code(st);
+  fn = table[h->tensor_dtype(x)];
+  if (!fn)
+    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    opc_dtype_name(h->tensor_dtype(x)));
+  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
+    return h->status_code(st);
+  fn(h->tensor_data(y), h->tensor_data(x), &g);
+  return 0;
+}
+
+static int max_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return pool_compute(ctx, max_pool_table, st);
+}
+
+static int avg_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return pool_compute(ctx, avg_pool_table, st);
+}
+
+static const wf_arg_def pool_inputs[] = {
+    WF_ARG_T("input", "T", "(N, H, W, C) or (N, C, H, W) by data_format"),
+    WF_ARG_END};
+static const wf_arg_def pool_outputs[] = {
+    WF_ARG_T("output", "T", "(N, OH, OW, C) or (N, C, OH, OW)"), WF_ARG_END};
+#define POOL_ATTRS(types, tdoc)                                                \
+  {                                                                            \
+    NN_ATTR_TYPE("T", types, tdoc),                                            \
+        NN_ATTR_INTS_REQUIRED("ksize", 4,                                      \
+                              "window, 4 entries in data_format order; 1 "     \
+                              "for N and C"),                                  \
+        NN_ATTR_INTS_REQUIRED("strides", 4,                                    \
+                              "4 entries in data_format order; 1 for N and "   \
+                              "C"),                                            \
+        NN_ATTR_STRING_REQUIRED("padding", "\"SAME\" or \"VALID\""),           \
+        NN_ATTR_DATA_FORMAT, WF_ATTR_END                                       \
+  }
+static const wf_attr_def max_pool_attrs[] =
+    POOL_ATTRS(OPC_DTYPES_NUMBER, "a float or integer type");
+static const wf_attr_def avg_pool_attrs[] =
+    POOL_ATTRS(OPC_DTYPES_FLOAT, "float32 or float64");
+
+const wf_op_def nn_max_pool_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "MaxPool",
+    .inputs = pool_inputs,
+    .outputs = pool_outputs,
+    .attrs = max_pool_attrs,
+    .shape_fn = pool_shape,
+    .doc = "Maximum over KH x KW windows moved by (SH, SW): (N, H, W, C) -> "
+           "(N, OH, OW, C); SAME: OH = ceil(H / SH), VALID: OH = (H - KH) / "
+           "SH + 1. Padded positions are ignored; NaN propagates."};
+
+const wf_kernel_def nn_max_pool_kernel =
+    NN_KERNEL("MaxPool", OPC_DTYPES_NUMBER, max_pool_compute);
+
+const wf_op_def nn_avg_pool_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "AvgPool",
+    .inputs = pool_inputs,
+    .outputs = pool_outputs,
+    .attrs = avg_pool_attrs,
+    .shape_fn = pool_shape,
+    .doc = "Mean over KH x KW windows moved by (SH, SW): (N, H, W, C) -> (N, "
+           "OH, OW, C), sizes as MaxPool. With SAME padding the mean is over "
+           "the window's elements inside the input only (as TensorFlow)."};
+
+const wf_kernel_def nn_avg_pool_kernel =
+    NN_KERNEL("AvgPool", OPC_DTYPES_FLOAT, avg_pool_compute);

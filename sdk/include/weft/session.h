@@ -1,0 +1,114 @@
+/* weft/session.h — sessions: running a graph.
+ *
+ * A session runs a graph that outlives it. Each run names feeds (tensors
+ * that replace graph outputs), fetches (outputs to return) and targets (nodes
+ * to run for their effects); the session prunes the graph to what those need,
+ * builds an executor for that signature once and caches it (bounded, least
+ * recently used out). A callable is such a signature prepared up front: its
+ * runs do no name or graph work at all. Runs may be made from many threads at
+ * once on one session. */
+#ifndef WEFT_SESSION_H
+#define WEFT_SESSION_H
+
+#include <weft/export.h>
+#include <weft/graph.h>
+#include <weft/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wf_session wf_session;
+typedef struct wf_callable wf_callable;
+typedef struct wf_run_metadata wf_run_metadata;
+
+/* Trace levels for wf_run_options.trace_level. */
+#define WF_TRACE_NONE 0
+#define WF_TRACE_NODES 1 /* per-node start/end times, device, output bytes */
+
+typedef struct wf_run_options {
+  uint32_t struct_size; /* sizeof(wf_run_options) */
+  int32_t trace_level;  /* WF_TRACE_* */
+  int64_t timeout_ms;   /* 0: none; past it the step is cancelled and the
+                           run returns DEADLINE_EXCEEDED */
+} wf_run_options;
+
+#define WF_RUN_OPTIONS_INIT                                                    \
+  { (uint32_t)sizeof(wf_run_options), WF_TRACE_NONE, 0 }
+
+/* Creates a session on g (which must outlive it), with the runtime's config.
+ * Graph nodes added later are visible to later signatures. Owned by the
+ * caller: wf_session_free. */
+WF_API wf_session *wf_session_new(wf_graph *g, wf_status *st);
+/* Cancels running steps, waits for them to return, and makes every later
+ * call fail with FAILED_PRECONDITION. Idempotent. */
+WF_API void wf_session_close(wf_session *s);
+/* Closes (if needed) and frees the session. Callables must be freed first. */
+WF_API void wf_session_free(wf_session *s);
+
+/* Runs one step. feeds[i] is replaced by feed_values[i] (borrowed for the
+ * call; a tensor made with wf_tensor_wrap feeds the caller's memory without
+ * a copy). fetch_values receives nfetches new references (release them).
+ * targets are run for their effects. options and metadata may be NULL.
+ * Errors: INVALID_ARGUMENT (a fed or fetched output that does not exist, a
+ * tensor fed twice or both fed and fetched, a feed of the wrong dtype or
+ * shape, an unfed placeholder the fetches need — each named), NOT_FOUND (no
+ * kernel), DEADLINE_EXCEEDED, CANCELLED, FAILED_PRECONDITION (closed), or
+ * the error of the first failing node, naming the node, op and device. */
+WF_API int wf_session_run(wf_session *s, const wf_run_options *options,
+                          const wf_output *feeds,
+                          wf_tensor *const *feed_values, int nfeeds,
+                          const wf_output *fetches, wf_tensor **fetch_values,
+                          int nfetches, wf_node *const *targets, int ntargets,
+                          wf_run_metadata *metadata, wf_status *st);
+
+/* Parses "node" or "node:slot" into an output of g. INVALID_ARGUMENT naming
+ * the string when the node does not exist or has no such output. */
+WF_API int wf_graph_parse_output(const wf_graph *g, const char *name,
+                                 wf_output *out, wf_status *st);
+
+/* Prepares a signature: validation, pruning and executor construction
+ * happen here, once. Owned by the caller; free before the session. */
+WF_API wf_callable *wf_session_prepare(wf_session *s, const wf_output *feeds,
+                                       int nfeeds, const wf_output *fetches,
+                                       int nfetches, wf_node *const *targets,
+                                       int ntargets, wf_status *st);
+/* Runs a prepared signature; arguments as for wf_session_run. Thread-safe. */
+WF_API int wf_callable_run(wf_callable *c, const wf_run_options *options,
+                           wf_tensor *const *feed_values,
+                           wf_tensor **fetch_values,
+                           wf_run_metadata *metadata, wf_status *st);
+WF_API void wf_callable_free(wf_callable *c);
+
+/* ---- run metadata -------------------------------------------------------- */
+
+typedef struct wf_node_stats {
+  const char *node;   /* borrowed from the graph */
+  const char *op;
+  const char *device; /* "cpu:0" */
+  int64_t start_ns;   /* from the start of the step */
+  int64_t end_ns;
+  int32_t thread;     /* executor thread index, -1 for the caller's */
+  int32_t reserved_;
+  int64_t output_bytes;
+} wf_node_stats;
+
+/* Empty metadata, filled by runs that receive it (each run replaces the
+ * contents). Owned by the caller. */
+WF_API wf_run_metadata *wf_run_metadata_new(void);
+WF_API void wf_run_metadata_free(wf_run_metadata *md);
+WF_API int wf_run_metadata_num_nodes(const wf_run_metadata *md);
+/* Node i's statistics; strings borrowed until the next run or free. */
+WF_API void wf_run_metadata_node(const wf_run_metadata *md, int i,
+                                 wf_node_stats *out);
+/* Wall time of the step in nanoseconds. */
+WF_API int64_t wf_run_metadata_step_ns(const wf_run_metadata *md);
+/* Writes the node timings as Chrome trace-event JSON (chrome://tracing,
+ * Perfetto). Errors name the file. */
+WF_API int wf_run_metadata_write_trace(const wf_run_metadata *md,
+                                       const char *path, wf_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_SESSION_H */

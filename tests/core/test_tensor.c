@@ -1,0 +1,269 @@
+/* tests/core/test_tensor.c — tensors: allocation and alignment, wrapped
+ * buffers and their dealloc, reference counting, refused shapes
+ * (core/tensor.c). */
+#include <config.h>
+
+/* cmocka needs these first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "status.h"
+#include "tensor.h"
+
+typedef struct dealloc_record {
+  atomic_int calls;
+  void *data;
+  size_t len;
+} dealloc_record;
+
+static void record_dealloc(void *data, size_t len, void *arg) {
+  dealloc_record *r = arg;
+  atomic_fetch_add(&r->calls, 1);
+  r->data = data;
+  r->len = len;
+}
+
+static void test_tensor_new_is_64_byte_aligned(void **state) {
+  wf_status *st = wf_status_new();
+  (void)state;
+  for (int t = 1; t < WF_DTYPE_COUNT; t++)
+    for (int64_t n = 0; n < 70; n += 13) {
+      wf_tensor *x = wf_tensor_new((wf_dtype)t, &n, 1, st);
+      assert_non_null(x);
+      assert_int_equal((uintptr_t)wf_tensor_data(x) % WF_TENSOR_ALIGN, 0);
+      memset(wf_tensor_data(x), 0x5a, wf_tensor_nbytes(x));
+      wf_tensor_release(x);
+    }
+  wf_status_free(st);
+}
+
+static void test_tensor_new_reports_dtype_shape_and_size(void **state) {
+  int64_t dims[] = {2, 3, 5};
+  wf_status *st = wf_status_new();
+  wf_tensor *x = wf_tensor_new(WF_FLOAT64, dims, 3, st);
+  wf_shape s;
+  (void)state;
+  assert_non_null(x);
+  assert_int_equal(wf_status_code(st), WF_OK);
+  assert_int_equal(wf_tensor_dtype(x), WF_FLOAT64);
+  assert_int_equal(wf_tensor_rank(x), 3);
+  assert_int_equal(wf_tensor_dim(x, 0), 2);
+  assert_int_equal(wf_tensor_dim(x, 2), 5);
+  assert_int_equal(wf_tensor_count(x), 30);
+  assert_int_equal(wf_tensor_nbytes(x), 240);
+  wf_tensor_shape(x, &s);
+  assert_int_equal(s.rank, 3);
+  assert_int_equal(s.dims[1], 3);
+  wf_tensor_release(x);
+  wf_status_free(st);
+}
+
+static void test_tensor_new_scalar_and_empty(void **state) {
+  int64_t zero = 0;
+  wf_status *st = wf_status_new();
+  wf_tensor *s = wf_tensor_new(WF_INT32, NULL, 0, st);
+  wf_tensor *e = wf_tensor_new(WF_INT32, &zero, 1, st);
+  (void)state;
+  assert_non_null(s);
+  assert_int_equal(wf_tensor_rank(s), 0);
+  assert_int_equal(wf_tensor_count(s), 1);
+  assert_int_equal(wf_tensor_nbytes(s), 4);
+  assert_non_null(e);
+  assert_int_equal(wf_tensor_count(e), 0);
+  assert_int_equal(wf_tensor_nbytes(e), 0);
+  wf_tensor_release(s);
+  wf_tensor_release(e);
+  wf_status_free(st);
+}
+
+static void test_tensor_new_refuses_bad_dims(void **state) {
+  int64_t neg[] = {2, -1}, big[] = {INT64_MAX, INT64_MAX},
+          many[WF_MAX_RANK + 1] = {0};
+  wf_status *st = wf_status_new();
+  (void)state;
+  assert_null(wf_tensor_new(WF_FLOAT32, neg, 2, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "dim 1 is -1"));
+  assert_null(wf_tensor_new(WF_FLOAT32, big, 2, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "too large"));
+  assert_null(wf_tensor_new(WF_FLOAT32, many, WF_MAX_RANK + 1, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "rank 9"));
+  assert_null(wf_tensor_new(WF_FLOAT32, neg, -1, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_null(wf_tensor_new(WF_FLOAT32, NULL, 2, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  wf_status_free(st);
+}
+
+static void test_tensor_new_refuses_invalid_dtype(void **state) {
+  int64_t d = 3;
+  wf_status *st = wf_status_new();
+  (void)state;
+  assert_null(wf_tensor_new(WF_DTYPE_INVALID, &d, 1, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_null(wf_tensor_new((wf_dtype)42, &d, 1, st));
+  assert_non_null(strstr(wf_status_message(st), "42"));
+  wf_status_free(st);
+}
+
+static void test_tensor_new_reports_allocation_failure(void **state) {
+  int64_t d = 16;
+  wf_status *st = wf_status_new();
+  wf_tensor *x;
+  (void)state;
+  wf__alloc_fail_after(1, 0);
+  x = wf_tensor_new(WF_FLOAT32, &d, 1, st);
+  wf__alloc_fail_after(0, 0);
+  assert_null(x);
+  assert_int_equal(wf_status_code(st), WF_RESOURCE_EXHAUSTED);
+  assert_non_null(strstr(wf_status_message(st), "64 bytes"));
+  wf_status_free(st);
+}
+
+static void test_tensor_new_shape_refuses_unknown_dims(void **state) {
+  int64_t dims[] = {2, -1};
+  wf_status *st = wf_status_new();
+  wf_shape s;
+  wf_tensor *x;
+  (void)state;
+  wf_shape_init(&s, dims, 2);
+  assert_null(wf__tensor_new_shape(WF_FLOAT32, &s, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "(2, ?)"));
+  dims[1] = 4;
+  wf_shape_init(&s, dims, 2);
+  x = wf__tensor_new_shape(WF_FLOAT32, &s, st);
+  assert_non_null(x);
+  assert_int_equal(wf_tensor_count(x), 8);
+  wf_tensor_release(x);
+  wf_status_free(st);
+}
+
+static void test_tensor_wrap_calls_dealloc_once_on_last_release(void **state) {
+  float buf[6] = {1, 2, 3, 4, 5, 6};
+  int64_t dims[] = {2, 3};
+  dealloc_record r = {0};
+  wf_status *st = wf_status_new();
+  wf_tensor *x = wf_tensor_wrap(WF_FLOAT32, dims, 2, buf, sizeof buf,
+                                record_dealloc, &r, st);
+  (void)state;
+  assert_non_null(x);
+  assert_ptr_equal(wf_tensor_data(x), buf); /* no copy */
+  wf_tensor_retain(x);
+  wf_tensor_release(x);
+  assert_int_equal(atomic_load(&r.calls), 0);
+  wf_tensor_release(x);
+  assert_int_equal(atomic_load(&r.calls), 1);
+  assert_ptr_equal(r.data, buf);
+  assert_int_equal(r.len, sizeof buf);
+  wf_status_free(st);
+}
+
+static void test_tensor_wrap_without_dealloc_leaves_buffer(void **state) {
+  int32_t buf[2] = {7, 8};
+  int64_t d = 2;
+  wf_status *st = wf_status_new();
+  wf_tensor *x =
+      wf_tensor_wrap(WF_INT32, &d, 1, buf, sizeof buf, NULL, NULL, st);
+  (void)state;
+  assert_non_null(x);
+  wf_tensor_release(x);
+  assert_int_equal(buf[1], 8);
+  wf_status_free(st);
+}
+
+static void test_tensor_wrap_calls_dealloc_when_it_fails(void **state) {
+  float buf[4];
+  int64_t d = 4, neg = -4;
+  dealloc_record r = {0};
+  wf_status *st = wf_status_new();
+  (void)state;
+  /* Length that does not match the shape. */
+  assert_null(
+      wf_tensor_wrap(WF_FLOAT32, &d, 1, buf, 12, record_dealloc, &r, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "12 bytes"));
+  assert_int_equal(atomic_load(&r.calls), 1);
+  assert_int_equal(r.len, 12);
+  /* A bad dim. */
+  assert_null(wf_tensor_wrap(WF_FLOAT32, &neg, 1, buf, sizeof buf,
+                             record_dealloc, &r, st));
+  assert_int_equal(atomic_load(&r.calls), 2);
+  /* Out of memory for the tensor itself. */
+  wf__alloc_fail_after(1, 0);
+  assert_null(wf_tensor_wrap(WF_FLOAT32, &d, 1, buf, sizeof buf, record_dealloc,
+                             &r, st));
+  wf__alloc_fail_after(0, 0);
+  assert_int_equal(wf_status_code(st), WF_RESOURCE_EXHAUSTED);
+  assert_int_equal(atomic_load(&r.calls), 3);
+  wf_status_free(st);
+}
+
+static void test_tensor_release_null_is_ignored(void **state) {
+  (void)state;
+  wf_tensor_release(NULL);
+}
+
+enum { THREADS = 4, ROUNDS = 20000 };
+
+static void *retain_release_many(void *arg) {
+  wf_tensor *x = arg;
+  for (int i = 0; i < ROUNDS; i++) {
+    wf_tensor_retain(x);
+    wf_tensor_release(x);
+  }
+  wf_tensor_release(x); /* the reference the thread was given */
+  return NULL;
+}
+
+static void test_tensor_refcount_is_thread_safe(void **state) {
+  static float buf[1];
+  int64_t d = 1;
+  dealloc_record r = {0};
+  pthread_t th[THREADS];
+  wf_status *st = wf_status_new();
+  wf_tensor *x = wf_tensor_wrap(WF_FLOAT32, &d, 1, buf, sizeof buf,
+                                record_dealloc, &r, st);
+  (void)state;
+  assert_non_null(x);
+  for (int i = 0; i < THREADS; i++) {
+    wf_tensor_retain(x);
+    assert_int_equal(pthread_create(&th[i], NULL, retain_release_many, x), 0);
+  }
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&r.calls), 0);
+  wf_tensor_release(x);
+  assert_int_equal(atomic_load(&r.calls), 1);
+  wf_status_free(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tensor_new_is_64_byte_aligned),
+      cmocka_unit_test(test_tensor_new_reports_dtype_shape_and_size),
+      cmocka_unit_test(test_tensor_new_scalar_and_empty),
+      cmocka_unit_test(test_tensor_new_refuses_bad_dims),
+      cmocka_unit_test(test_tensor_new_refuses_invalid_dtype),
+      cmocka_unit_test(test_tensor_new_reports_allocation_failure),
+      cmocka_unit_test(test_tensor_new_shape_refuses_unknown_dims),
+      cmocka_unit_test(test_tensor_wrap_calls_dealloc_once_on_last_release),
+      cmocka_unit_test(test_tensor_wrap_without_dealloc_leaves_buffer),
+      cmocka_unit_test(test_tensor_wrap_calls_dealloc_when_it_fails),
+      cmocka_unit_test(test_tensor_release_null_is_ignored),
+      cmocka_unit_test(test_tensor_refcount_is_thread_safe),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,13 @@
+# Sessions and the executor, against the ops of a test plugin.
+check_LTLIBRARIES += tests/session/test_session_ops.la
+tests_session_test_session_ops_la_SOURCES = tests/session/session_ops.c
+tests_session_test_session_ops_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_session_test_session_ops_la_LDFLAGS = $(PLUGIN_LDFLAGS) -rpath /nowhere
+tests_session_test_session_ops_la_LIBADD = $(PTHREAD_LIBS)
+
+check_PROGRAMS += tests/session/test_session
+TESTS += tests/session/test_session
+tests_session_test_session_SOURCES = tests/session/test_session.c
+tests_session_test_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_session_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_session_LDADD = $(TEST_LDADD)
