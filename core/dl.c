@@ -9,6 +9,7 @@
 #include "dl.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <ltdl.h>
 #include <pthread.h>
 #include <string.h>
@@ -22,11 +23,35 @@ struct wf__dl {
 static pthread_mutex_t dl_lock = PTHREAD_MUTEX_INITIALIZER;
 static long dl_users; /* open handles (and calls in progress) holding libltdl */
 
-/* libltdl's last error as a new string; "unknown error" when it has none.
+/* libltdl's last error as a new string (fallback when it has none).
  * Assumes dl_lock is held. */
 static char *take_error(const char *fallback) {
   const char *e = lt_dlerror();
   return wf__strdup(e ? e : fallback);
+}
+
+/* Why path could not be opened. libltdl reports only its last loader's
+ * complaint ("file not found" for a file that is there but is no shared
+ * object); the system loader says what is wrong with the file, so its
+ * reason is asked for and put first. Assumes dl_lock is held. */
+static char *open_error(const char *path) {
+  char *lt = take_error("cannot open module"), *msg;
+  const char *sys = NULL;
+  void *h;
+
+  if (!lt)
+    return NULL;
+  dlerror(); /* forget any earlier error */
+  h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+  if (h)
+    dlclose(h); /* libltdl's own reason stands */
+  else
+    sys = dlerror();
+  if (!sys)
+    return lt;
+  msg = wf__asprintf("%s (libltdl: %s)", sys, lt);
+  wf__free(lt);
+  return msg;
 }
 
 /* Takes one reference on libltdl, initialising it for the first user.
@@ -61,7 +86,7 @@ wf__dl *wf__dl_open(const char *path, char **err) {
     goto fail;
   h = lt_dlopenext(path);
   if (!h) {
-    *err = take_error("cannot open module");
+    *err = open_error(path);
     users_drop();
     goto fail;
   }
