@@ -6,6 +6,8 @@
  * devices: the executor does that with the same contexts. */
 #include <config.h>
 
+#include <stdarg.h>
+
 #include "kernel.h"
 
 #include <assert.h>
@@ -359,11 +361,22 @@ const char *wf__kernel_node_name(const wf_kernel_ctx *ctx) {
   return ctx->node->name;
 }
 
-void wf__kernel_done(wf_kernel_ctx *ctx, const wf_status *st) {
+void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt,
+                     ...) {
   struct wf__kernel_wait *w;
+  wf_status local = {WF_OK, NULL};
+  const wf_status *st = NULL;
+  if (code != WF_OK) {
+    va_list ap;
+    va_start(ap, fmt);
+    wf__status_vset(&local, (wf_code)code, fmt ? fmt : "kernel failed", ap);
+    va_end(ap);
+    st = &local;
+  }
   if (ctx->on_done) {
     ctx->done = 1;
     ctx->on_done(ctx, st);
+    wf_status_reset(&local);
     return;
   }
   w = ctx->wait;
@@ -374,4 +387,5 @@ void wf__kernel_done(wf_kernel_ctx *ctx, const wf_status *st) {
   ctx->done = 1;
   pthread_cond_signal(&w->cond);
   pthread_mutex_unlock(&w->lock);
+  wf_status_reset(&local);
 }

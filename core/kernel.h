@@ -52,6 +52,7 @@ int wf__kernel_attr(const wf_kernel_ctx *ctx, const char *name,
                     wf_attr_value *out);
 int32_t wf__kernel_output_dtype(const wf_kernel_ctx *ctx, int32_t i);
 const char *wf__kernel_node_name(const wf_kernel_ctx *ctx);
-void wf__kernel_done(wf_kernel_ctx *ctx, const wf_status *st);
+void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

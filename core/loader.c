@@ -251,9 +251,14 @@ static int probe(loader *L, const char *path, const char *dir) {
     why = wf__asprintf("shadowed by %s",
                        c ? c->path
                          : wf__runtime_find_loaded(L->rt, desc->name)->path);
-    code = why ? refuse(L, desc->name, path, desc->abi_major, desc->abi_minor,
-                        WF_PLUGIN_REFUSED, why)
-               : oom(L, path);
+    /* Recorded, but not a failure even when strict: the plugin of that name
+     * is loaded (from the earlier path). */
+    char *reason = why ? wf__asprintf("%s: %s", path, why) : NULL;
+    code = reason ? wf__runtime_record(L->rt, desc->name, path,
+                                       desc->abi_major, desc->abi_minor,
+                                       WF_PLUGIN_REFUSED, reason, L->st)
+                  : oom(L, path);
+    wf__free(reason);
     goto out;
   }
 

@@ -36,7 +36,7 @@
 #define MATH_DIR TEST_BUILDDIR "/plugins/ops/math/.libs"
 #define ARRAY_DIR TEST_BUILDDIR "/plugins/ops/array/.libs"
 
-/* ---- fixture types (filled by math_cases.h) ------------------------------- */
+/* ---- fixture types (filled by math_cases.h) ---------------------------- */
 
 typedef struct mt_tensor {
   int32_t dtype;
@@ -70,7 +70,7 @@ typedef struct mt_case {
 
 #define NUM_CASES ((int)(sizeof math_cases / sizeof math_cases[0]))
 
-/* ---- the runtime ------------------------------------------------------------ */
+/* ---- the runtime ------------------------------------------------------- */
 
 static wf_runtime *rt;
 
@@ -106,7 +106,7 @@ static int runtime_teardown(void **state) {
   return 0;
 }
 
-/* ---- building nodes ------------------------------------------------------------ */
+/* ---- building nodes ---------------------------------------------------- */
 
 /* A Placeholder of that dtype and shape (rank -1: unknown; dims may be
  * -1). */
@@ -126,9 +126,11 @@ static wf_output placeholder(wf_graph *g, wf_dtype dt, const int64_t *dims,
 }
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define RANK(...) ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+#define RANK(...)                                                              \
+  ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 /* placeholder(g, dt, dims..., ) for a known shape of rank >= 1 */
-#define PH(g, dt, ...) placeholder((g), (dt), SHAPE(__VA_ARGS__), RANK(__VA_ARGS__))
+#define PH(g, dt, ...)                                                         \
+  placeholder((g), (dt), SHAPE(__VA_ARGS__), RANK(__VA_ARGS__))
 #define PH_SCALAR(g, dt) placeholder((g), (dt), NULL, 0)
 #define PH_UNKNOWN(g, dt) placeholder((g), (dt), NULL, -1)
 
@@ -168,7 +170,7 @@ static void expect_message(const wf_status *st, const char *part) {
              part);
 }
 
-/* ---- running kernels ------------------------------------------------------------- */
+/* ---- running kernels --------------------------------------------------- */
 
 static wf_tensor *tensor_from(const mt_tensor *t, wf_status *st) {
   wf_tensor *x = wf_tensor_new(t->dtype, t->dims, t->rank, st);
@@ -316,7 +318,7 @@ static void test_fixture_case(void **state) {
   wf_status_free(st);
 }
 
-/* ---- shape inference -------------------------------------------------------------- */
+/* ---- shape inference --------------------------------------------------- */
 
 static void test_add_refuses_incompatible_shapes_at_build(void **state) {
   wf_status *st = wf_status_new();
@@ -637,7 +639,7 @@ static void test_integer_div_by_zero_gives_zero(void **state) {
   wf_status_free(st);
 }
 
-/* ---- registration ----------------------------------------------------------- */
+/* ---- registration ------------------------------------------------------ */
 
 static const char *const math_ops[] = {
     "Add",     "Sub",     "Mul",      "Div",      "Maximum",   "Minimum",

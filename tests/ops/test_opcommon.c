@@ -30,8 +30,9 @@ static wf_shape shp(int rank, const int64_t *dims) {
     opc_shape_make(&s, rank, dims);
   return s;
 }
-#define S(...) shp((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                   (const int64_t[]){__VA_ARGS__})
+#define S(...)                                                                 \
+  shp((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),        \
+      (const int64_t[]){__VA_ARGS__})
 #define SCALAR shp(0, NULL)
 #define UNKNOWN shp(-1, NULL)
 
@@ -53,7 +54,7 @@ static void assert_shape(wf_shape got, wf_shape want) {
 
 static int64_t count_of(wf_shape s) { return opc_shape_count(&s); }
 
-/* ---- broadcasting ----------------------------------------------------------- */
+/* ---- broadcasting ------------------------------------------------------ */
 
 static void test_broadcast_follows_numpy_rules(void **state) {
   struct {
@@ -154,7 +155,7 @@ static void test_shape_merge_fills_unknowns_and_refuses_conflicts(
   wf_status_free(st);
 }
 
-/* ---- the broadcast walker ----------------------------------------------------- */
+/* ---- the broadcast walker ---------------------------------------------- */
 
 /* Offset of output element `flat` in operand `in` by the textbook rule. */
 static int64_t naive_offset(const wf_shape *out, const wf_shape *in,
@@ -245,7 +246,7 @@ static void test_bcast_of_empty_output_has_no_rows(void **state) {
   assert_int_equal(w.rows, 0);
 }
 
-/* ---- axes, text, dtypes --------------------------------------------------------- */
+/* ---- axes, text, dtypes ------------------------------------------------ */
 
 static void test_axes_normalise_and_refuse_out_of_range(void **state) {
   wf_status *st = wf_status_new();
@@ -330,7 +331,7 @@ static void test_dtype_lists_agree_with_masks_and_sizes(void **state) {
   assert_false(opc_dtype_is_float(WF_INT64));
 }
 
-/* ---- attributes through real contexts --------------------------------------------- */
+/* ---- attributes through real contexts ---------------------------------- */
 
 /* What the probe op's shape function read. */
 static struct {

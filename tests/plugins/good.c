@@ -147,7 +147,7 @@ static void *scale_thread(void *arg) {
   wf_kernel_ctx *ctx = job->ctx;
   scale_work(ctx, job->scale, NULL);
   host->free(job);
-  host->kernel_done(ctx, NULL);
+  host->kernel_done(ctx, WF_OK, NULL);
   return NULL;
 }
 

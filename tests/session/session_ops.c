@@ -2,6 +2,8 @@
  * executor's behaviour observable: a value source, increments, a two-input
  * sum, a placeholder, a slow op, a failing op, an asynchronous op and a
  * counter. Float32 only; not a model of real kernels. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -142,10 +144,16 @@ static void *async_main(void *arg) {
   wf_status *st = NULL;
   wf_tensor *o = out_like(job.ctx, in, st);
   const float *x = host->tensor_data(in);
+  if (host->tensor_count(in) > 0 && x[0] < 0) {
+    /* Failures are reported from the worker thread too. */
+    host->kernel_done(job.ctx, WF_OUT_OF_RANGE,
+                      "AsyncInc refuses negative input %g", (double)x[0]);
+    return NULL;
+  }
   float *y = host->tensor_data(o);
   for (int64_t i = 0, n = host->tensor_count(in); i < n; i++)
     y[i] = x[i] + 1.0f;
-  host->kernel_done(job.ctx, NULL);
+  host->kernel_done(job.ctx, WF_OK, NULL);
   return NULL;
 }
 
@@ -207,7 +215,8 @@ OP(TSleep, x_in, sleep_attrs, 0, same_shape, "x, after sleeping `ms`");
 OP(TFail, x_in, NULL, 0, same_shape, "always fails");
 OP(TCount, NULL, NULL, WF_OP_STATEFUL, scalar_shape,
    "() how many times any TCount ran in this process");
-OP(TAsyncInc, x_in, NULL, 0, same_shape, "x + 1, completed asynchronously");
+OP(TAsyncInc, x_in, NULL, 0, same_shape,
+   "x + 1, completed asynchronously; fails when x[0] < 0");
 
 #define KERNEL(nm, fn, fl)                                                     \
   static const wf_kernel_def k_##nm = {WF_STRUCT_INIT(wf_kernel_def),          \

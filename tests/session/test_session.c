@@ -485,6 +485,24 @@ static void test_eight_threads_share_a_session(void **state) {
   wf_graph_free(g);
 }
 
+static void test_async_kernel_failure_reaches_the_caller(void **state) {
+  (void)state;
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *a = add(g, "TAsyncInc", "async_node", 1, src(g, "neg", -5.0));
+  wf_node *b = add(g, "TInc", "b", 1, a);
+  wf_session *s = wf_session_new(g, st);
+  wf_output out = {b, 0};
+  wf_tensor *v = NULL;
+  assert_int_equal(
+      wf_session_run(s, NULL, NULL, NULL, 0, &out, &v, 1, NULL, 0, NULL, st),
+      WF_OUT_OF_RANGE);
+  assert_non_null(strstr(wf_status_message(st), "async_node"));
+  assert_non_null(strstr(wf_status_message(st), "negative input -5"));
+  assert_null(v);
+  wf_session_free(s);
+  wf_graph_free(g);
+}
+
 static void test_callable_prepare_reports_errors(void **state) {
   (void)state;
   wf_graph *g = wf_graph_new(rt);
@@ -573,6 +591,7 @@ int main(void) {
       cmocka_unit_test(test_timeout_cancels_the_step),
       cmocka_unit_test(test_close_cancels_running_steps),
       cmocka_unit_test(test_eight_threads_share_a_session),
+      cmocka_unit_test(test_async_kernel_failure_reaches_the_caller),
       cmocka_unit_test(test_callable_prepare_reports_errors),
       cmocka_unit_test(test_executor_cache_is_bounded),
       cmocka_unit_test(test_trace_records_every_node),

@@ -223,7 +223,7 @@ void opc_shape_strides(const wf_shape *s, int64_t *strides) {
   }
 }
 
-/* ---- broadcast walker ---------------------------------------------------- */
+/* ---- broadcast walker -------------------------------------------------- */
 
 void opc_bcast_init(opc_bcast *b, const wf_shape *out, int n,
                     const wf_shape *in) {
@@ -306,7 +306,7 @@ void opc_bcast_next(opc_bcast *b) {
   }
 }
 
-/* ---- axes ------------------------------------------------------------ */
+/* ---- axes -------------------------------------------------------------- */
 
 int opc_axis_normalize(int64_t axis, int rank, int *out, const char *what,
                        wf_status *st) {
@@ -347,7 +347,7 @@ int opc_axes_mask(const int64_t *axes, int64_t n, int rank, uint32_t *mask,
   return 0;
 }
 
-/* ---- attributes ---------------------------------------------------------- */
+/* ---- attributes -------------------------------------------------------- */
 
 static const char *attr_type_name(int32_t type) {
   static const char *const names[] = {"none",  "int",   "float",
@@ -479,7 +479,7 @@ int opc_kernel_attr_ints(const wf_kernel_ctx *ctx, const char *name,
   return rc;
 }
 
-/* ---- inputs and names ---------------------------------------------------- */
+/* ---- inputs and names -------------------------------------------------- */
 
 int opc_shape_input(const wf_shape_ctx *ctx, int32_t i, int32_t *dtype,
                     wf_shape *shape, wf_status *st) {

@@ -10,8 +10,9 @@
  * through the host table and returns the code (0 on success). Messages name
  * the attribute, input, axis or shapes involved but not the node: the core
  * prefixes every status a shape function or kernel returns with the node's
- * name and op, so inside those pass what = NULL to the helpers below. After opc_set_host every helper is safe to call
- * from several threads at once (they only read shared state). */
+ * name and op, so inside those pass what = NULL to the helpers below.
+ * After opc_set_host every helper is safe to call from several threads at
+ * once (they only read shared state). */
 #ifndef WF_OPS_OPCOMMON_H
 #define WF_OPS_OPCOMMON_H
 

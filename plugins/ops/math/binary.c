@@ -17,7 +17,7 @@ int math_unsupported_dtype(int32_t dtype, wf_status *st) {
                   opc_dtype_name(dtype));
 }
 
-/* ---- shape functions ---------------------------------------------------- */
+/* ---- shape functions --------------------------------------------------- */
 
 int math_shape_broadcast(wf_shape_ctx *ctx, wf_status *st) {
   const wf_host *h = opc_host();
@@ -62,7 +62,7 @@ int math_shape_all_same(wf_shape_ctx *ctx, wf_status *st) {
   return 0;
 }
 
-/* ---- elementwise rows --------------------------------------------------- */
+/* ---- elementwise rows -------------------------------------------------- */
 
 /* One row of a broadcast walk: o[j] = f(x[j * sx], y[j * sy]), j < n.
  * Returns 0, or -1 when an element has no defined result (row_err). */
@@ -84,12 +84,17 @@ typedef int binary_row_fn(void *o, const void *x, int64_t sx, const void *y,
 /* Integer arithmetic goes through the unsigned type so that overflow wraps
  * (two's complement) instead of being undefined; floats are unchanged. */
 #define U_(sfx) MATH_UT(sfx)
-#define ADD_ROW(T, sfx, dt, u) BINARY_ROW(add, T, sfx, T, (U_(sfx))a + (U_(sfx))b)
-#define SUB_ROW(T, sfx, dt, u) BINARY_ROW(sub, T, sfx, T, (U_(sfx))a - (U_(sfx))b)
-#define MUL_ROW(T, sfx, dt, u) BINARY_ROW(mul, T, sfx, T, (U_(sfx))a * (U_(sfx))b)
+#define ADD_ROW(T, sfx, dt, u)                                                 \
+  BINARY_ROW(add, T, sfx, T, (U_(sfx))a + (U_(sfx))b)
+#define SUB_ROW(T, sfx, dt, u)                                                 \
+  BINARY_ROW(sub, T, sfx, T, (U_(sfx))a - (U_(sfx))b)
+#define MUL_ROW(T, sfx, dt, u)                                                 \
+  BINARY_ROW(mul, T, sfx, T, (U_(sfx))a * (U_(sfx))b)
 /* Floats: NaN in either operand gives NaN, as NumPy's maximum/minimum. */
-#define FMAX_ROW(T, sfx, dt, u) BINARY_ROW(maximum, T, sfx, T, (a > b || isnan(a)) ? a : b)
-#define FMIN_ROW(T, sfx, dt, u) BINARY_ROW(minimum, T, sfx, T, (a < b || isnan(a)) ? a : b)
+#define FMAX_ROW(T, sfx, dt, u)                                                \
+  BINARY_ROW(maximum, T, sfx, T, (a > b || isnan(a)) ? a : b)
+#define FMIN_ROW(T, sfx, dt, u)                                                \
+  BINARY_ROW(minimum, T, sfx, T, (a < b || isnan(a)) ? a : b)
 #define IMAX_ROW(T, sfx, dt, u) BINARY_ROW(maximum, T, sfx, T, a > b ? a : b)
 #define IMIN_ROW(T, sfx, dt, u) BINARY_ROW(minimum, T, sfx, T, a < b ? a : b)
 #define FDIV_ROW(T, sfx, dt, u) BINARY_ROW(div, T, sfx, T, a / b)
@@ -226,7 +231,7 @@ BINARY_KERNEL(equal, NULL)
 BINARY_KERNEL(less, NULL)
 BINARY_KERNEL(greater, NULL)
 
-/* ---- Select -------------------------------------------------------------- */
+/* ---- Select ------------------------------------------------------------ */
 
 typedef void select_row_fn(void *o, const opc_bool *c, int64_t sc,
                            const void *x, int64_t sx, const void *y,
@@ -287,7 +292,7 @@ int math_select(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return 0;
 }
 
-/* ---- AddN ------------------------------------------------------------- */
+/* ---- AddN -------------------------------------------------------------- */
 
 /* Accumulators: floats in double (one rounding at the end), integers in
  * the unsigned type (wrapping). */

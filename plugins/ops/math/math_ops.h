@@ -12,7 +12,7 @@
 /* Messages here never name the node or op: the core prefixes every status
  * a shape function or kernel returns with both. */
 
-/* ---- shape functions ------------------------------------------------- */
+/* ---- shape functions --------------------------------------------------- */
 
 /* Two inputs broadcast together into output 0. */
 wf_shape_fn math_shape_broadcast;
@@ -29,7 +29,7 @@ wf_shape_fn math_shape_argmax;
 wf_shape_fn math_shape_matmul;
 wf_shape_fn math_shape_batch_matmul;
 
-/* ---- reference CPU kernels -------------------------------------------- */
+/* ---- reference CPU kernels --------------------------------------------- */
 
 /* binary.c */
 wf_kernel_compute_fn math_add, math_sub, math_mul, math_div, math_maximum,

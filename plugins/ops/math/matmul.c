@@ -114,7 +114,7 @@ int math_shape_batch_matmul(wf_shape_ctx *ctx, wf_status *st) {
   return 0;
 }
 
-/* ---- kernels --------------------------------------------------------- */
+/* ---- kernels ----------------------------------------------------------- */
 
 /* Accumulators: float32 and float64 in double; integers in the unsigned
  * type, so that overflow wraps. */

@@ -14,7 +14,7 @@
 
 #include "math_ops.h"
 
-/* ---- attribute definitions ---------------------------------------------- */
+/* ---- attribute definitions --------------------------------------------- */
 
 #define T_ATTR(mask)                                                           \
   {                                                                            \
@@ -152,7 +152,7 @@ static const wf_arg_def out_select[] = {
     WF_ARG_T("z", "T", "(...) condition, x and y's shapes broadcast"),
     WF_ARG_END};
 
-/* ---- op definitions ----------------------------------------------------- */
+/* ---- op definitions ---------------------------------------------------- */
 
 #define OP(var, nm, in, out, at, fl, shape, dc)                                \
   static const wf_op_def var = {WF_STRUCT_INIT(wf_op_def),                     \
@@ -177,9 +177,11 @@ OP(op_div, "Div", in_xy, out_z, attrs_number, 0, math_shape_broadcast,
    "is +-inf, 0 / 0 is NaN). Integers: truncated toward zero as in C "
    "(-7 / 2 = -3), x / 0 = 0 without any error, and the most negative "
    "value / -1 wraps to itself.");
-OP(op_maximum, "Maximum", in_xy, out_z, attrs_number, COMM, math_shape_broadcast,
+OP(op_maximum, "Maximum", in_xy, out_z, attrs_number, COMM,
+   math_shape_broadcast,
    "z = max(x, y) elementwise with broadcasting; NaN in either gives NaN.");
-OP(op_minimum, "Minimum", in_xy, out_z, attrs_number, COMM, math_shape_broadcast,
+OP(op_minimum, "Minimum", in_xy, out_z, attrs_number, COMM,
+   math_shape_broadcast,
    "z = min(x, y) elementwise with broadcasting; NaN in either gives NaN.");
 OP(op_pow, "Pow", in_xy, out_z, attrs_number, 0, math_shape_broadcast,
    "z = x ** y elementwise with broadcasting. Floats: C's pow. Integers: "
@@ -190,7 +192,8 @@ OP(op_equal, "Equal", in_xy, out_z_bool, attrs_all, COMM, math_shape_broadcast,
    "nothing.");
 OP(op_less, "Less", in_xy, out_z_bool, attrs_number, 0, math_shape_broadcast,
    "z = (x < y) elementwise with broadcasting, as bool.");
-OP(op_greater, "Greater", in_xy, out_z_bool, attrs_number, 0, math_shape_broadcast,
+OP(op_greater, "Greater", in_xy, out_z_bool, attrs_number, 0,
+   math_shape_broadcast,
    "z = (x > y) elementwise with broadcasting, as bool.");
 OP(op_select, "Select", in_select, out_select, attrs_all, 0, math_shape_select,
    "z = condition ? x : y elementwise; the three shapes broadcast together "
@@ -222,7 +225,8 @@ OP(op_tanh, "Tanh", in_x, out_y, attrs_float, 0, math_shape_same,
 OP(op_sigmoid, "Sigmoid", in_x, out_y, attrs_float, 0, math_shape_same,
    "y = 1 / (1 + e ** -x) elementwise, computed without overflow and with "
    "full relative precision in both tails.");
-OP(op_leaky_relu, "LeakyRelu", in_x, out_y, attrs_leaky_relu, 0, math_shape_same,
+OP(op_leaky_relu, "LeakyRelu", in_x, out_y, attrs_leaky_relu, 0,
+   math_shape_same,
    "y = x for x >= 0, alpha * x for x < 0 (alpha: attr, default 0.2).");
 OP(op_elu, "Elu", in_x, out_y, attrs_float, 0, math_shape_same,
    "y = x for x >= 0, e ** x - 1 for x < 0 (computed with expm1).");
@@ -284,7 +288,7 @@ static const wf_op_def *const ops[] = {
     &op_mean,    &op_max,        &op_min,       &op_prod,
     &op_argmax,  &op_matmul,     &op_batch_matmul, NULL};
 
-/* ---- reference kernels --------------------------------------------------- */
+/* ---- reference kernels ------------------------------------------------- */
 
 /* Elementwise kernels are not marked WF_KERNEL_CHEAP: their cost grows with
  * the tensor, and the executor cannot know the size in advance. */
@@ -346,7 +350,7 @@ static const wf_kernel_def *const kernels[] = {
     &k_min,     &k_prod,     &k_argmax,      &k_matmul,  &k_batch_matmul,
     NULL};
 
-/* ---- the plugin ----------------------------------------------------------- */
+/* ---- the plugin -------------------------------------------------------- */
 
 static int math_init(const wf_host *host, void **state, wf_status *st) {
   /* Every entry used here exists since ABI 1.0; refuse a truncated table. */

@@ -90,7 +90,8 @@ OPC_TYPES_FLOAT(SIGMOID_FN, _)
 /* log(1 + e^a) = max(a, 0) + log1p(e^-|a|): no overflow, exact tails. */
 #define SOFTPLUS_ROW(T, sfx, dt, u)                                            \
   UNARY_ROW(softplus, T, sfx,                                                  \
-            (a > 0 ? a : (T)0) + F_(sfx, log1p)(F_(sfx, exp)(-F_(sfx, fabs)(a))))
+            (a > 0 ? a : (T)0) +                                               \
+                F_(sfx, log1p)(F_(sfx, exp)(-F_(sfx, fabs)(a))))
 
 /* Exact: x/2 * erfc(-x/sqrt 2) (erfc keeps precision where 1 + erf would
  * cancel). Tanh form: x/2 * (1 + tanh(u)) = x * sigmoid(2u) with
@@ -205,7 +206,7 @@ int math_gelu(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return unary_run(ctx, gelu_table, &p, st);
 }
 
-/* ---- Cast ------------------------------------------------------------ */
+/* ---- Cast -------------------------------------------------------------- */
 
 /* Float to integer: truncation toward zero, saturating at the type's
  * limits; NaN gives 0. (C leaves out-of-range conversions undefined.) */
@@ -251,7 +252,7 @@ typedef void cast_fn(void *o, const void *x, int64_t n);
       if (KIND_(dsfx) == 3 || KIND_(ssfx) == 3)                                \
         o[j] = (DT)(x[j] != 0);                                                \
       else if (KIND_(ssfx) == 1 && KIND_(dsfx) == 2)                           \
-        o[j] = (DT)saturate((double)x[j], MATH_LO(dsfx), MATH_HI(dsfx));               \
+        o[j] = (DT)saturate((double)x[j], MATH_LO(dsfx), MATH_HI(dsfx));       \
       else                                                                     \
         o[j] = (DT)x[j];                                                       \
     }                                                                          \

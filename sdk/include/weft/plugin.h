@@ -299,8 +299,10 @@ typedef struct wf_host {
                      wf_attr_value *out);
   int32_t (*kernel_output_dtype)(const wf_kernel_ctx *ctx, int32_t i);
   const char *(*kernel_node_name)(const wf_kernel_ctx *ctx);
-  /* Asynchronous kernels: report completion (st NULL or OK for success). */
-  void (*kernel_done)(wf_kernel_ctx *ctx, const wf_status *st);
+  /* Asynchronous kernels: report completion, from any thread, exactly once.
+   * code 0 (WF_OK) is success; otherwise fmt... says what went wrong. */
+  void (*kernel_done)(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
+      WF_PRINTF_LIKE(3, 4);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
