@@ -16,3 +16,4 @@ include tests/plugins/local.mk
 include tests/tools/local.mk
 include tests/session/local.mk
 include tests/devices/cpu.mk
+include tests/ops/math.mk
