@@ -19,7 +19,7 @@ static const struct {
     [WF_FLOAT16] = {"float16", 2}, [WF_BFLOAT16] = {"bfloat16", 2},
     [WF_INT8] = {"int8", 1},       [WF_UINT8] = {"uint8", 1},
     [WF_INT32] = {"int32", 4},     [WF_INT64] = {"int64", 8},
-    [WF_BOOL] = {"bool", 1},
+    [WF_BOOL] = {"bool", 1},       [WF_RESOURCE] = {"resource", sizeof(void *)},
 };
 
 /* Short and C-like spellings accepted by wf_dtype_from_name. */

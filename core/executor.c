@@ -290,7 +290,8 @@ typedef struct task_arg {
 struct run {
   wf__exec *x;
   wf__pool *pool;
-  const wf__cancel *session;
+  const wf__session_state *session;
+  wf__step_ctx step_ctx;
   wf_tensor **slots;           /* num_slots */
   wf_tensor **outs;            /* num_out_slots */
   atomic_int *pending;         /* num_nodes */
@@ -349,6 +350,7 @@ static run *run_new(wf__exec *x) {
     c->num_inputs = xn->num_inputs;
     c->num_outputs = xn->num_outputs;
     c->status = &r->node_status[i];
+    c->step_ctx = &r->step_ctx;
     r->tasks[i] = (task_arg){r, i};
   }
   return r;
@@ -629,7 +631,7 @@ static int check_feed(const wf__exec *x, int f, const wf_tensor *t,
   return 0;
 }
 
-int wf__exec_run(wf__exec *x, wf__pool *pool, const wf__cancel *session,
+int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
                  const wf_run_options *opt, wf_tensor *const *feed_values,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st) {
@@ -652,6 +654,8 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, const wf__cancel *session,
                          "step: out of memory for %d nodes", x->num_nodes);
   r->pool = pool;
   r->session = session;
+  r->step_ctx.vars = session ? session->vars : NULL;
+  r->step_ctx.step = session ? atomic_fetch_add(&session->step, 1) : 0;
   r->fetch_values = fetch_values;
   r->md = trace ? md : NULL;
   r->finished = 0;

@@ -76,14 +76,18 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
 wf__exec *wf__exec_retain(wf__exec *x);
 void wf__exec_release(wf__exec *x);
 
-/* Cancellation flag shared by a session's steps. */
-typedef struct wf__cancel {
-  atomic_int cancelled; /* session closed */
-} wf__cancel;
+struct wf__varstore;
+
+/* What a session shares with its steps. */
+typedef struct wf__session_state {
+  atomic_int cancelled;       /* the session was closed */
+  struct wf__varstore *vars;  /* its variables */
+  atomic_llong step;          /* steps started so far */
+} wf__session_state;
 
 /* Runs one step. feed_values/fetch_values as for wf_session_run. pool may be
  * NULL (everything runs on the calling thread). */
-int wf__exec_run(wf__exec *x, wf__pool *pool, const wf__cancel *session,
+int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
                  const wf_run_options *opt, wf_tensor *const *feed_values,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st);

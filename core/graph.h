@@ -74,4 +74,32 @@ int wf__shape_attr(const wf_shape_ctx *ctx, const char *name,
 void wf__shape_set_output(wf_shape_ctx *ctx, int32_t i, const wf_shape *s);
 const char *wf__shape_node_name(const wf_shape_ctx *ctx);
 
+/* Adds a node of op from a flat input list: an op's list argument takes as
+ * many inputs as its number attribute in attrs says, or (when it is the
+ * only list) all that the fixed arguments leave. NULL with st set when the
+ * node is refused (core/gradients.c). */
+wf_node *wf__node_add_flat(wf_graph *g, const char *op, const char *name,
+                           const wf_output *inputs, int ninputs,
+                           const wf_attr_item *attrs, int nattrs,
+                           wf_status *st);
+
+/* The host table's grad_* entries (core/gradients.c). */
+int32_t wf__grad_num_inputs(const wf_grad_ctx *c);
+int32_t wf__grad_num_outputs(const wf_grad_ctx *c);
+wf_output wf__grad_input(const wf_grad_ctx *c, int32_t i);
+wf_output wf__grad_output(const wf_grad_ctx *c, int32_t i);
+wf_output wf__grad_output_grad(const wf_grad_ctx *c, int32_t i);
+int wf__grad_attr(const wf_grad_ctx *c, const char *name, wf_attr_value *out);
+int wf__grad_tensor_info(const wf_grad_ctx *c, wf_output t, int32_t *dtype,
+                         wf_shape *shape);
+wf_node *wf__grad_add_node(wf_grad_ctx *c, const char *op,
+                           const wf_output *inputs, int32_t ninputs,
+                           const wf_attr_item *attrs, int32_t nattrs,
+                           wf_status *st);
+void wf__grad_set_input_grad(wf_grad_ctx *c, int32_t i, wf_output g);
+void wf__grad_set_input_grad_sparse(wf_grad_ctx *c, int32_t i,
+                                    wf_output indices, wf_output values,
+                                    wf_output dense_shape);
+const char *wf__grad_node_name(const wf_grad_ctx *c);
+
 #endif

@@ -19,6 +19,7 @@
 #include "kernel.h"
 #include "status.h"
 #include "tensor.h"
+#include "variables.h"
 
 /* ---- log ---------------------------------------------------------------- */
 
@@ -136,6 +137,25 @@ static const wf_host host = {
     .kernel_output_dtype = wf__kernel_output_dtype,
     .kernel_node_name = wf__kernel_node_name,
     .kernel_done = wf__kernel_done,
+    .kernel_step = wf__kernel_step,
+    .grad_num_inputs = wf__grad_num_inputs,
+    .grad_num_outputs = wf__grad_num_outputs,
+    .grad_input = wf__grad_input,
+    .grad_output = wf__grad_output,
+    .grad_output_grad = wf__grad_output_grad,
+    .grad_attr = wf__grad_attr,
+    .grad_tensor_info = wf__grad_tensor_info,
+    .grad_add_node = wf__grad_add_node,
+    .grad_set_input_grad = wf__grad_set_input_grad,
+    .grad_set_input_grad_sparse = wf__grad_set_input_grad_sparse,
+    .grad_node_name = wf__grad_node_name,
+    .kernel_variable = wf__kernel_variable,
+    .var_read = wf__var_read,
+    .var_assign = wf__var_assign,
+    .var_lock = wf__var_lock,
+    .var_unlock = wf__var_unlock,
+    .var_order = wf__var_order,
+    .var_name = wf__var_name,
 };
 
 const wf_host *wf__host(void) { return &host; }

@@ -389,3 +389,7 @@ void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt,
   pthread_mutex_unlock(&w->lock);
   wf_status_reset(&local);
 }
+
+int64_t wf__kernel_step(const wf_kernel_ctx *ctx) {
+  return ctx->step_ctx ? ctx->step_ctx->step : 0;
+}

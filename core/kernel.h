@@ -8,6 +8,14 @@
 
 #include "registry.h"
 
+struct wf__varstore;
+
+/* What a kernel may know of the step it runs in. */
+typedef struct wf__step_ctx {
+  struct wf__varstore *vars; /* the session's variables; NULL outside one */
+  int64_t step;              /* the session's step counter for this run */
+} wf__step_ctx;
+
 struct wf_kernel_ctx {
   const wf_node *node;
   const wf__kernel *kernel;
@@ -23,6 +31,7 @@ struct wf_kernel_ctx {
   /* wf__kernel_run's wait for an async kernel when on_done is NULL
    * (private to core/kernel.c; NULL in contexts made elsewhere). */
   struct wf__kernel_wait *wait;
+  const wf__step_ctx *step_ctx; /* NULL outside a session step */
 };
 
 /* Picks the best kernel for n on device_type (dtype from the kernel's type
@@ -54,5 +63,6 @@ int32_t wf__kernel_output_dtype(const wf_kernel_ctx *ctx, int32_t i);
 const char *wf__kernel_node_name(const wf_kernel_ctx *ctx);
 void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+int64_t wf__kernel_step(const wf_kernel_ctx *ctx);
 
 #endif

@@ -8,6 +8,7 @@ core_libweftcore_la_SOURCES = \
 	core/dl.c core/dl.h \
 	core/dtype.c \
 	core/executor.c core/executor.h \
+	core/gradients.c \
 	core/graph.c core/graph.h \
 	core/host.c core/host.h \
 	core/kernel.c core/kernel.h \
@@ -20,7 +21,8 @@ core_libweftcore_la_SOURCES = \
 	core/status.c core/status.h \
 	core/strmap.c core/strmap.h \
 	core/tensor.c core/tensor.h \
-	core/threadpool.c core/threadpool.h
+	core/threadpool.c core/threadpool.h \
+	core/variables.c core/variables.h
 core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
 	-DWF_PLUGIN_DIR='"$(pkgplugindir)"' \
 	-DWF_SYSCONF_DIR='"$(sysconfdir)"' \
@@ -36,6 +38,7 @@ core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
 
 weftinclude_HEADERS += \
 	sdk/include/weft/export.h \
+	sdk/include/weft/gradients.h \
 	sdk/include/weft/graph.h \
 	sdk/include/weft/plugin.h \
 	sdk/include/weft/runtime.h \

@@ -15,6 +15,7 @@
 #include "runtime.h"
 #include "session_internal.h"
 #include "status.h"
+#include "variables.h"
 
 #define CACHE_SIZE 64
 
@@ -30,7 +31,7 @@ struct wf_session {
   wf_graph *graph;
   wf_runtime *rt;
   wf__pool *pool;
-  wf__cancel cancel;
+  wf__session_state state;
   pthread_mutex_t mu; /* cache, active, closed */
   pthread_cond_t idle;
   cache_entry cache[CACHE_SIZE];
@@ -176,7 +177,14 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   }
   s->graph = g;
   s->rt = g->rt;
-  atomic_init(&s->cancel.cancelled, 0);
+  atomic_init(&s->state.cancelled, 0);
+  atomic_init(&s->state.step, 0);
+  s->state.vars = wf__varstore_new();
+  if (!s->state.vars) {
+    wf__free(s);
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
+    return NULL;
+  }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->idle, NULL);
   int inter = s->rt->cfg->inter_op;
@@ -188,6 +196,7 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   if (inter > 1) {
     s->pool = wf__pool_new(inter - 1, s->rt->cfg->pin, st);
     if (!s->pool) {
+      wf__varstore_free(s->state.vars);
       pthread_mutex_destroy(&s->mu);
       pthread_cond_destroy(&s->idle);
       wf__free(s);
@@ -200,7 +209,7 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
 void wf_session_close(wf_session *s) {
   pthread_mutex_lock(&s->mu);
   s->closed = 1;
-  atomic_store(&s->cancel.cancelled, 1);
+  atomic_store(&s->state.cancelled, 1);
   while (s->active > 0)
     pthread_cond_wait(&s->idle, &s->mu);
   pthread_mutex_unlock(&s->mu);
@@ -215,6 +224,7 @@ void wf_session_free(wf_session *s) {
     wf__free(s->cache[i].key);
   }
   wf__pool_free(s->pool);
+  wf__varstore_free(s->state.vars);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->idle);
   wf__free(s);
@@ -256,7 +266,7 @@ int wf_session_run(wf_session *s, const wf_run_options *options,
   if (!x) {
     rc = wf_status_code(st) ? (int)wf_status_code(st) : WF_INTERNAL;
   } else {
-    rc = wf__exec_run(x, s->pool, &s->cancel, options, feed_values,
+    rc = wf__exec_run(x, s->pool, &s->state, options, feed_values,
                       fetch_values, metadata, st);
     wf__exec_release(x);
   }
@@ -298,7 +308,7 @@ int wf_callable_run(wf_callable *c, const wf_run_options *options,
   wf_session *s = c->s;
   if (step_begin(s, st))
     return WF_FAILED_PRECONDITION;
-  int rc = wf__exec_run(c->x, s->pool, &s->cancel, options, feed_values,
+  int rc = wf__exec_run(c->x, s->pool, &s->state, options, feed_values,
                         fetch_values, metadata, st);
   step_end(s);
   return rc;

@@ -55,7 +55,9 @@ typedef struct fx_attr {
 
 /* One run of an op: its inputs (as Placeholders, or those flagged in
  * value_inputs also as Consts), attributes and reference outputs. With
- * list_input the inputs form the op's one list argument. */
+ * list_input the inputs form the op's one list argument; with
+ * unknown_shapes the Placeholders leave their shape unknown, so that only
+ * the kernel sees the inputs' shapes. */
 typedef struct fx_case {
   const char *name;
   const char *op;
@@ -67,6 +69,7 @@ typedef struct fx_case {
   fx_attr attrs[FX_MAX_ATTRS];
   int num_outputs;
   fx_tensor outputs[FX_MAX_IO];
+  int unknown_shapes;
 } fx_case;
 
 static size_t fx_dtype_size(int32_t dt) {
@@ -135,9 +138,10 @@ static void fx_set_attr(wf_node_desc *d, const fx_attr *a) {
 }
 
 /* A source node for input t: a Const holding it (as_const) or a
- * Placeholder of its dtype and shape. */
+ * Placeholder of its dtype and shape (of unknown shape with
+ * unknown_shape). */
 static wf_node *fx_source(wf_graph *g, const fx_tensor *t, int as_const,
-                          int i) {
+                          int unknown_shape, int i) {
   wf_status *st = wf_status_new();
   char name[32];
   wf_node_desc *d;
@@ -150,7 +154,7 @@ static wf_node *fx_source(wf_graph *g, const fx_tensor *t, int as_const,
     wf_tensor *x = fx_tensor_new(t);
     wf_node_desc_set_attr_tensor(d, "value", x);
     wf_tensor_release(x);
-  } else {
+  } else if (!unknown_shape) {
     wf_node_desc_set_attr_shape(d, "shape", t->dims, t->rank);
   }
   n = wf_node_desc_finish(d, st);
@@ -169,7 +173,7 @@ static wf_node *fx_build(wf_graph *g, const fx_case *c, int as_const,
 
   for (int i = 0; i < c->num_inputs; i++) {
     int k = as_const && (c->value_inputs >> i & 1);
-    in[i].node = fx_source(g, &c->inputs[i], k, i);
+    in[i].node = fx_source(g, &c->inputs[i], k, c->unknown_shapes, i);
     in[i].index = 0;
   }
   d = wf_node_desc_new(g, c->op, "op");
@@ -204,23 +208,6 @@ static int fx_run_node(wf_runtime *rt, const wf_node *n, const fx_case *c,
   return rc;
 }
 
-/* Builds c in a fresh graph and runs it; returns the code with st set on
- * failure (at build or run time), outs as fx_run_node. */
-static int fx_try(wf_runtime *rt, const fx_case *c, int as_const,
-                  wf_tensor **outs, wf_status *st) {
-  wf_graph *g = wf_graph_new(rt);
-  wf_node *n;
-  int rc;
-
-  assert_non_null(g);
-  for (int i = 0; i < FX_MAX_IO; i++)
-    outs[i] = NULL;
-  n = fx_build(g, c, as_const, st);
-  rc = n ? fx_run_node(rt, n, c, outs, st) : wf_status_code(st);
-  wf_graph_free(g);
-  return rc;
-}
-
 static double fx_load(const void *data, int32_t dt, int64_t i) {
   switch (dt) {
   case WF_FLOAT32: return ((const float *)data)[i];
@@ -239,9 +226,11 @@ static void fx_expect(const char *cname, int out, const fx_tensor *want,
 
   wf_tensor_shape(got, &gs);
   wf_shape_init(&ws, want->dims, want->rank);
-  if (wf_tensor_dtype(got) != want->dtype || !wf_shape_equal(&gs, &ws))
+  if ((int32_t)wf_tensor_dtype(got) != want->dtype ||
+      !wf_shape_equal(&gs, &ws))
     fail_msg("%s: output %d is %s %s, want %s %s", cname, out,
-             wf_dtype_name(wf_tensor_dtype(got)), wf_shape_str(&gs, a, sizeof a),
+             wf_dtype_name(wf_tensor_dtype(got)),
+             wf_shape_str(&gs, a, sizeof a),
              wf_dtype_name((wf_dtype)want->dtype),
              wf_shape_str(&ws, b, sizeof b));
   if (n == 0)
@@ -352,7 +341,7 @@ static void fx_expect_error(wf_runtime *rt, const fx_case *c, int at_build,
     for (int i = 0; i < FX_MAX_IO; i++)
       assert_null(outs[i]);
   }
-  if (wf_status_code(st) != code)
+  if ((int)wf_status_code(st) != code)
     fail_msg("%s: code %s, want %s: %s", c->name,
              wf_code_name(wf_status_code(st)), wf_code_name((wf_code)code),
              wf_status_message(st));

@@ -12,7 +12,7 @@
 
 #include "opcommon.h"
 
-/* ---- attribute definitions ---------------------------------------------- */
+/* ---- attribute definitions ----------------------------------------------- */
 
 /* A dtype attribute restricted to `allowed`, without a default. */
 #define ARY_ATTR_TYPE(nm, allowed, dc)                                         \
@@ -104,8 +104,7 @@ int ary_shape_index_value(const wf_shape_ctx *ctx, int32_t i, int rank_req,
 int64_t ary_shape_vector_length(const wf_shape_ctx *ctx, int32_t i,
                                 const char *input, wf_status *st);
 
-/* ---- byte movers -----------------------------------------------------------
- */
+/* ---- byte movers --------------------------------------------------------- */
 
 /* Most dimensions ary_strided_copy walks (Tile doubles the rank). */
 #define ARY_COPY_MAX_RANK (2 * WF_MAX_RANK)
@@ -128,8 +127,7 @@ void ary_fill_bytes(void *dst, const void *value, int64_t count, size_t es);
  * changes a shape (Reshape, Squeeze, ExpandDims). */
 int ary_copy_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st);
 
-/* ---- what plugin.c lists --------------------------------------------------
- */
+/* ---- what plugin.c lists ------------------------------------------------- */
 
 extern const wf_op_def ary_const_op, ary_placeholder_op, ary_identity_op,
     ary_stop_gradient_op, ary_noop_op, ary_fill_op, ary_zeros_like_op,

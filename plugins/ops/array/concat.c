@@ -26,8 +26,7 @@ static int64_t dims_product(const int64_t *dims, int from, int to) {
   return p;
 }
 
-/* ---- Concat -----------------------------------------------------------------
- */
+/* ---- Concat -------------------------------------------------------------- */
 
 static int concat_shape(wf_shape_ctx *ctx, wf_status *st) {
   const wf_host *h = opc_host();
@@ -48,8 +47,7 @@ static int concat_shape(wf_shape_ctx *ctx, wf_status *st) {
       rank = s.rank;
       if (rank == 0)
         return opc_fail(st, WF_INVALID_ARGUMENT,
-                        "cannot concatenate scalars (input %d has rank "
-                        "0)",
+                        "cannot concatenate scalars (input %d has rank 0)",
                         (int)i);
       if (opc_axis_normalize(axis_attr, rank, &axis, NULL, st))
         return h->status_code(st);
@@ -178,8 +176,7 @@ const wf_op_def ary_concat_op = {
 const wf_kernel_def ary_concat_kernel =
     ARY_KERNEL("Concat", "T", WF_DTYPES_ALL, 0, concat_compute);
 
-/* ---- Split ------------------------------------------------------------------
- */
+/* ---- Split --------------------------------------------------------------- */
 
 /* The shape of each of num_split pieces of s (rank known) along axis. */
 static int split_piece(const wf_shape *s, int64_t axis_attr, int64_t num_split,
@@ -283,8 +280,7 @@ const wf_op_def ary_split_op = {
 const wf_kernel_def ary_split_kernel =
     ARY_KERNEL("Split", "T", WF_DTYPES_ALL, 0, split_compute);
 
-/* ---- Tile -------------------------------------------------------------------
- */
+/* ---- Tile ---------------------------------------------------------------- */
 
 static int check_multiples(const int64_t *mult, int64_t n, int rank,
                            wf_status *st) {
@@ -416,8 +412,7 @@ const wf_op_def ary_tile_op = {
 const wf_kernel_def ary_tile_kernel =
     ARY_KERNEL("Tile", "T", WF_DTYPES_ALL, 0, tile_compute);
 
-/* ---- Pad --------------------------------------------------------------------
- */
+/* ---- Pad ----------------------------------------------------------------- */
 
 /* Reads paddings t, which must be (rank, 2) int32/int64 with entries >= 0,
  * into pads[2 * rank]. */
@@ -477,7 +472,7 @@ static int check_constant(int32_t dt, double v, wf_status *st) {
   }
   if (v != floor(v) || v < lo || v > hi || (dt == WF_INT64 && v == hi))
     return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "constant_values %g is not a %s value", v,
+                    "constant_values %g is not representable in %s", v,
                     opc_dtype_name(dt));
   return 0;
 }

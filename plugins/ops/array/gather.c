@@ -53,8 +53,7 @@ static int64_t dims_product(const int64_t *dims, int from, int to) {
   return p;
 }
 
-/* ---- Gather -----------------------------------------------------------------
- */
+/* ---- Gather -------------------------------------------------------------- */
 
 /* The output shape params[:axis] + indices + params[axis+1:] (ranks known),
  * with *axis normalised. */
@@ -176,8 +175,7 @@ const wf_op_def ary_gather_op = {
 const wf_kernel_def ary_gather_kernel =
     ARY_KERNEL("Gather", "T", WF_DTYPES_ALL, 0, gather_compute);
 
-/* ---- OneHot -----------------------------------------------------------------
- */
+/* ---- OneHot -------------------------------------------------------------- */
 
 /* The output shape: indices with a dimension of size depth (-1: unknown)
  * inserted at axis (-1: last), with *axis normalised. */

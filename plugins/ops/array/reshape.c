@@ -16,8 +16,7 @@ static void shape_of_rank(wf_shape *s, int rank) {
     s->dims[i] = WF_UNKNOWN_DIM;
 }
 
-/* ---- Reshape ----------------------------------------------------------------
- */
+/* ---- Reshape ------------------------------------------------------------- */
 
 /* Resolves the requested shape req[0..n-1] (one entry may be -1) for an
  * input of `count` elements (-1: unknown, which leaves the -1 unknown) into
@@ -145,8 +144,7 @@ const wf_op_def ary_reshape_op = {
 const wf_kernel_def ary_reshape_kernel =
     ARY_KERNEL("Reshape", "T", WF_DTYPES_ALL, 0, reshape_compute);
 
-/* ---- Squeeze ----------------------------------------------------------------
- */
+/* ---- Squeeze ------------------------------------------------------------- */
 
 /* The shape of squeezing s (rank known) by the axes in `axes` (empty: every
  * dimension of size 1). An unknown dimension named in axes is assumed to be
@@ -242,8 +240,7 @@ const wf_op_def ary_squeeze_op = {
 const wf_kernel_def ary_squeeze_kernel =
     ARY_KERNEL("Squeeze", "T", WF_DTYPES_ALL, 0, squeeze_compute);
 
-/* ---- ExpandDims -------------------------------------------------------------
- */
+/* ---- ExpandDims ---------------------------------------------------------- */
 
 /* s (rank known) with a size-1 dimension inserted at axis. */
 static int expand_dims(const wf_shape *s, int64_t axis, wf_shape *out,
@@ -318,8 +315,7 @@ const wf_op_def ary_expand_dims_op = {
 const wf_kernel_def ary_expand_dims_kernel =
     ARY_KERNEL("ExpandDims", "T", WF_DTYPES_ALL, 0, expand_dims_compute);
 
-/* ---- Transpose --------------------------------------------------------------
- */
+/* ---- Transpose ----------------------------------------------------------- */
 
 /* Checks perm[0..n-1] is a permutation of 0..n-1 for an input of rank
  * `rank` (-1: unknown). */

@@ -17,8 +17,7 @@ static void shape_of_rank(wf_shape *s, int rank) {
     s->dims[i] = WF_UNKNOWN_DIM;
 }
 
-/* ---- Slice ------------------------------------------------------------------
- */
+/* ---- Slice --------------------------------------------------------------- */
 
 /* The output of slicing s (rank known) with begin and size (rank entries
  * each; either may be NULL when unknown). Unknown input dims give unknown
@@ -168,8 +167,7 @@ const wf_op_def ary_slice_op = {
 const wf_kernel_def ary_slice_kernel =
     ARY_KERNEL("Slice", "T", WF_DTYPES_ALL, 0, slice_compute);
 
-/* ---- StridedSlice -----------------------------------------------------------
- */
+/* ---- StridedSlice -------------------------------------------------------- */
 
 #define GATHER_NEW (-1)    /* final dimension is a new axis of size 1 */
 #define GATHER_SHRINK (-2) /* dense dimension that the output drops */

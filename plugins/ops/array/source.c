@@ -10,8 +10,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* ---- Const ------------------------------------------------------------------
- */
+/* ---- Const --------------------------------------------------------------- */
 
 static int const_shape(wf_shape_ctx *ctx, wf_status *st) {
   const wf_host *h = opc_host();
@@ -71,8 +70,7 @@ const wf_op_def ary_const_op = {
 const wf_kernel_def ary_const_kernel =
     ARY_KERNEL("Const", "dtype", WF_DTYPES_ALL, WF_KERNEL_CHEAP, const_compute);
 
-/* ---- Placeholder ------------------------------------------------------------
- */
+/* ---- Placeholder --------------------------------------------------------- */
 
 static int placeholder_shape(wf_shape_ctx *ctx, wf_status *st) {
   const wf_host *h = opc_host();
@@ -392,8 +390,7 @@ const wf_op_def ary_ones_like_op = {
 const wf_kernel_def ary_ones_like_kernel =
     ARY_KERNEL("OnesLike", "T", WF_DTYPES_ALL, 0, ones_like_compute);
 
-/* ---- Shape, Size ------------------------------------------------------------
- */
+/* ---- Shape, Size --------------------------------------------------------- */
 
 static int shape_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s, out;

@@ -48,6 +48,7 @@ size_t opc_dtype_size(int32_t dtype) {
   case WF_INT32: return 4;
   case WF_INT64: return 8;
   case WF_BOOL: return 1;
+  case WF_RESOURCE: return sizeof(void *);
   default: return 0;
   }
 }
@@ -63,6 +64,7 @@ const char *opc_dtype_name(int32_t dtype) {
   case WF_INT32: return "int32";
   case WF_INT64: return "int64";
   case WF_BOOL: return "bool";
+  case WF_RESOURCE: return "resource";
   default: return "invalid";
   }
 }

@@ -12,7 +12,7 @@
 
 #include "opcommon.h"
 
-/* ---- attribute definitions ---------------------------------------------- */
+/* ---- attribute definitions ----------------------------------------------- */
 
 #define NN_ATTR_TYPE(nm, allowed, dc)                                          \
   {                                                                            \
@@ -92,7 +92,7 @@
         .compute = (fn)                                                        \
   }
 
-/* ---- attributes in either context --------------------------------------- */
+/* ---- attributes in either context ---------------------------------------- */
 
 /* Messages of this plugin do not name the node: the core puts "node 'x'
  * (op 'Y')" in front of every error of a shape function or kernel. */
@@ -115,7 +115,7 @@ int nn_attr_ints(const nn_attrs *a, const char *name, const int64_t **out,
 int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
                    wf_status *st);
 
-/* ---- data formats and windows ------------------------------------------- */
+/* ---- data formats and windows -------------------------------------------- */
 
 /* Attribute data_format: 0 for "NHWC", 1 for "NCHW"; anything else is
  * INVALID_ARGUMENT. */
@@ -165,8 +165,7 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
 int nn_window_dim(const nn_window *w, int d, int64_t in, int64_t k,
                   int64_t *out, int64_t *pad_before, wf_status *st);
 
-/* ---- what plugin.c lists ----------------------------------------------------
- */
+/* ---- what plugin.c lists ------------------------------------------------- */
 
 extern const wf_op_def nn_bias_add_op, nn_conv2d_op, nn_max_pool_op,
     nn_avg_pool_op, nn_softmax_op, nn_log_softmax_op, nn_softmax_xent_op,

@@ -17,12 +17,6 @@
 extern "C" {
 #endif
 
-/* An output of a node: (node, output slot). */
-typedef struct wf_output {
-  wf_node *node;
-  int32_t index;
-} wf_output;
-
 typedef struct wf_node_desc wf_node_desc;
 
 /* A new empty graph whose ops come from rt. Owned by the caller; free it

@@ -303,6 +303,66 @@ typedef struct wf_host {
    * code 0 (WF_OK) is success; otherwise fmt... says what went wrong. */
   void (*kernel_done)(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
       WF_PRINTF_LIKE(3, 4);
+  /* The step counter of the run (0, 1, 2, ... per session): with the node
+   * name it keys random streams, so values never depend on scheduling. */
+  int64_t (*kernel_step)(const wf_kernel_ctx *ctx);
+
+  /* Gradient contexts (valid during a wf_grad_fn call). The function reads
+   * the forward node's inputs, outputs and the gradients arriving at its
+   * outputs, adds nodes, and sets the gradient of each input it has one
+   * for. Unset inputs get no gradient. */
+  int32_t (*grad_num_inputs)(const wf_grad_ctx *ctx);
+  int32_t (*grad_num_outputs)(const wf_grad_ctx *ctx);
+  wf_output (*grad_input)(const wf_grad_ctx *ctx, int32_t i);
+  wf_output (*grad_output)(const wf_grad_ctx *ctx, int32_t i);
+  /* The gradient arriving at forward output i; node NULL when none does
+   * (it is zero). At least one output has a gradient. */
+  wf_output (*grad_output_grad)(const wf_grad_ctx *ctx, int32_t i);
+  int (*grad_attr)(const wf_grad_ctx *ctx, const char *name,
+                   wf_attr_value *out);
+  /* Static dtype and shape of any tensor of the graph. */
+  int (*grad_tensor_info)(const wf_grad_ctx *ctx, wf_output t, int32_t *dtype,
+                          wf_shape *shape);
+  /* Adds a node of op with inputs in order (an op's list argument takes as
+   * many as its number attribute says, or all that the other arguments
+   * leave) and attrs. Named under the gradient's scope. NULL with st set
+   * when the node is refused. */
+  wf_node *(*grad_add_node)(wf_grad_ctx *ctx, const char *op,
+                            const wf_output *inputs, int32_t ninputs,
+                            const wf_attr_item *attrs, int32_t nattrs,
+                            wf_status *st);
+  void (*grad_set_input_grad)(wf_grad_ctx *ctx, int32_t i, wf_output g);
+  /* A sparse gradient: rows `indices` (int32/int64, (K,)) of a tensor of
+   * shape `dense_shape` ((R,) int64) hold `values` ((K, ...)); repeated
+   * indices add up. */
+  void (*grad_set_input_grad_sparse)(wf_grad_ctx *ctx, int32_t i,
+                                     wf_output indices, wf_output values,
+                                     wf_output dense_shape);
+  const char *(*grad_node_name)(const wf_grad_ctx *ctx);
+
+  /* Variables: state owned by the session, reached through WF_RESOURCE
+   * handle tensors. A read returns a snapshot: the value before or after
+   * any one update, never a mix (an update made while readers hold the old
+   * value writes into a copy). */
+  /* The handle of the variable a VarHandle-like node names (attr
+   * "shared_name", else the node name; "dtype" and "shape" attrs), created
+   * uninitialised on first use. Output 0 is set to it. */
+  int (*kernel_variable)(wf_kernel_ctx *ctx, wf_status *st);
+  /* A new reference to the current value; FAILED_PRECONDITION naming the
+   * variable when it was never assigned. */
+  wf_tensor *(*var_read)(const wf_tensor *handle, wf_status *st);
+  /* Makes value (retained) the variable's value; dtype and shape must
+   * match the variable's. */
+  int (*var_assign)(const wf_tensor *handle, wf_tensor *value,
+                    wf_status *st);
+  /* Locks the variable for an in-place update and returns its value to
+   * write (borrowed until var_unlock). Lock several in increasing handle
+   * order (var_order) to avoid deadlock. */
+  wf_tensor *(*var_lock)(const wf_tensor *handle, wf_status *st);
+  void (*var_unlock)(const wf_tensor *handle);
+  /* A total order of variables for locking several. */
+  int (*var_order)(const wf_tensor *a, const wf_tensor *b);
+  const char *(*var_name)(const wf_tensor *handle);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

@@ -46,7 +46,10 @@ typedef enum wf_dtype {
   WF_INT32 = 7,
   WF_INT64 = 8,
   WF_BOOL = 9,
-  WF_DTYPE_COUNT = 10
+  /* A handle to state owned by a session (a variable): a scalar whose
+   * element is opaque to everyone but the core. Never in WF_DTYPES_ALL. */
+  WF_RESOURCE = 10,
+  WF_DTYPE_COUNT = 11
 } wf_dtype;
 
 /* Sets of dtypes as bit masks, for op type constraints and kernel keys. */
@@ -94,6 +97,12 @@ typedef struct wf_tensor wf_tensor;
 typedef struct wf_graph wf_graph;
 typedef struct wf_node wf_node;
 
+/* An output of a node: (node, output slot). */
+typedef struct wf_output {
+  wf_node *node;
+  int32_t index;
+} wf_output;
+
 /* An attribute value as it crosses the API and the plugin boundary. Every
  * pointer in it is borrowed from whoever produced the value (the graph, a
  * static op definition) and lives as long as that producer says. */
@@ -118,6 +127,12 @@ typedef struct wf_attr_value {
     const wf_tensor *const *tensors;
   } u;
 } wf_attr_value;
+
+/* A named attribute value (for adding nodes through the host table). */
+typedef struct wf_attr_item {
+  const char *name;
+  wf_attr_value value;
+} wf_attr_item;
 
 #ifdef __cplusplus
 }

@@ -10,5 +10,6 @@
 #include <weft/runtime.h>
 #include <weft/graph.h>
 #include <weft/session.h>
+#include <weft/gradients.h>
 
 #endif /* WEFT_WEFT_H */
