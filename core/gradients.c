@@ -155,31 +155,20 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
       return 0;
     }
     /* Concatenate indices and values: repeated rows add up downstream. */
-    wf_output *idx = wf__calloc((size_t)l->n + 1, sizeof *idx);
-    wf_output *val = wf__calloc((size_t)l->n + 1, sizeof *val);
+    wf_output *idx = wf__calloc((size_t)l->n, sizeof *idx);
+    wf_output *val = wf__calloc((size_t)l->n, sizeof *val);
     int rc = -1;
     if (!idx || !val) {
       wf_status_set(ad->st, WF_RESOURCE_EXHAUSTED, "gradients: out of memory");
       goto done_sparse;
     }
-    wf_tensor *axis = wf_tensor_new(WF_INT32, NULL, 0, ad->st);
-    if (!axis)
-      goto done_sparse;
-    *(int32_t *)wf_tensor_data(axis) = 0;
-    wf_attr_item ca[2] = {
-        {"value", {.type = WF_ATTR_TENSOR, .count = 1, .u.tensor = axis}},
-        {"dtype", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = WF_INT32}}};
-    wf_node *ax = add_node(ad, "Const", NULL, 0, ca, 2);
-    wf_tensor_release(axis);
-    if (!ax)
-      goto done_sparse;
     for (int i = 0; i < l->n; i++) {
       idx[i] = l->items[i].indices;
       val[i] = l->items[i].values;
     }
-    idx[l->n] = val[l->n] = (wf_output){ax, 0};
-    wf_node *ci = add_node(ad, "Concat", idx, l->n + 1, NULL, 0);
-    wf_node *cv = ci ? add_node(ad, "Concat", val, l->n + 1, NULL, 0) : NULL;
+    wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
+    wf_node *ci = add_node(ad, "Concat", idx, l->n, &axis, 1);
+    wf_node *cv = ci ? add_node(ad, "Concat", val, l->n, &axis, 1) : NULL;
     if (!cv)
       goto done_sparse;
     out->indices = (wf_output){ci, 0};

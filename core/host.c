@@ -156,6 +156,7 @@ static const wf_host host = {
     .var_unlock = wf__var_unlock,
     .var_order = wf__var_order,
     .var_name = wf__var_name,
+    .tensor_reshape = wf__tensor_reshape,
 };
 
 const wf_host *wf__host(void) { return &host; }

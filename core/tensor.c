@@ -160,3 +160,25 @@ int64_t wf_tensor_count(const wf_tensor *t) {
 }
 size_t wf_tensor_nbytes(const wf_tensor *t) { return t->nbytes; }
 void *wf_tensor_data(const wf_tensor *t) { return t->data; }
+
+/* Views keep their parent alive through the wrapped buffer's deallocator. */
+static void release_parent(void *data, size_t len, void *arg) {
+  (void)data;
+  (void)len;
+  wf_tensor_release(arg);
+}
+
+wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
+                              wf_status *st) {
+  char a[128], b[128];
+  if (!wf_shape_is_known(shape) || wf_shape_count(shape) != wf_tensor_count(t)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "cannot view a tensor of shape %s as %s",
+                  wf_shape_str(&t->shape, a, sizeof a),
+                  wf_shape_str(shape, b, sizeof b));
+    return NULL;
+  }
+  wf_tensor_retain(t);
+  return wf_tensor_wrap(t->dtype, shape->dims, shape->rank, t->data, t->nbytes,
+                        release_parent, t, st);
+}

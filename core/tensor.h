@@ -23,6 +23,11 @@ struct wf_tensor {
 wf_tensor *wf__tensor_new_shape(wf_dtype dtype, const wf_shape *shape,
                                 wf_status *st);
 
+/* A tensor sharing t's buffer under another shape of the same element
+ * count (the host table's tensor_reshape). */
+wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
+                              wf_status *st);
+
 /* Byte size of a tensor of dtype and shape, checking dtype, rank and every
  * dim; INVALID_ARGUMENT naming the problem otherwise. */
 int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,

@@ -17,3 +17,4 @@ include tests/tools/local.mk
 include tests/session/local.mk
 include tests/devices/cpu.mk
 include tests/ops/math.mk
+include tests/ops/array_nn.mk

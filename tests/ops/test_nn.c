@@ -146,13 +146,16 @@ static void conv_error(const int64_t *fdims, const int64_t *strides,
 
 static void test_conv2d_refuses_bad_geometry_and_attributes(void **state) {
   static const int64_t f_ok[] = {2, 2, 2, 3}, f_c[] = {2, 2, 3, 3},
-                       f_big[] = {5, 2, 2, 3}, f_c1[] = {1, 1, 1, 1};
+                       f_big[] = {5, 2, 2, 3}, f_c1[] = {1, 1, 1, 1},
+                       f_empty[] = {2, 0, 2, 3};
   static const int64_t s_batch[] = {2, 1, 1, 1}, s_zero[] = {1, 0, 1, 1};
   static const int64_t ex6[] = {0, 0, 1, 1, 1, 1};
   static const int64_t ex_c[] = {0, 0, 1, 1, 1, 1, 1, 0};
 
   conv_error(f_c, NULL, "SAME", NULL, 0, "NHWC", WF_INVALID_ARGUMENT,
              "2 channels");
+  conv_error(f_empty, NULL, "SAME", NULL, 0, "NHWC", WF_INVALID_ARGUMENT,
+             "empty window");
   conv_error(f_big, NULL, "VALID", NULL, 0, "NHWC", WF_INVALID_ARGUMENT,
              "larger than the input height 4");
   conv_error(f_ok, s_batch, "SAME", NULL, 0, "NHWC", WF_UNIMPLEMENTED,

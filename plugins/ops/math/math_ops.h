@@ -1,9 +1,12 @@
 /* plugins/ops/math/math_ops.h — what the math plugin's source files share:
- * the shape functions and reference CPU kernels that plugin.c lists in its
- * tables. Op semantics are documented with the op definitions in plugin.c.
- * Nothing here is visible outside the plugin. */
+ * the shape functions, reference CPU kernels and gradient functions that
+ * plugin.c lists in its tables, and a few scalar helpers. Op semantics are
+ * documented with the op definitions in plugin.c. Nothing here is visible
+ * outside the plugin. */
 #ifndef WF_OPS_MATH_OPS_H
 #define WF_OPS_MATH_OPS_H
+
+#include <math.h>
 
 #include <weft/plugin.h>
 
@@ -28,6 +31,11 @@ wf_shape_fn math_shape_reduce;
 wf_shape_fn math_shape_argmax;
 wf_shape_fn math_shape_matmul;
 wf_shape_fn math_shape_batch_matmul;
+/* SumToLike(x, like): like's shape, which must broadcast to x's. */
+wf_shape_fn math_shape_sum_to_like;
+/* SumGrad, MeanGrad, ProdGrad (dy, x) and MaxMinGrad (dy, x, y): x's
+ * shape; dy (and y) must have the reduced shape of the axes attrs. */
+wf_shape_fn math_shape_reduce_grad;
 
 /* ---- reference CPU kernels --------------------------------------------- */
 
@@ -44,10 +52,61 @@ wf_kernel_compute_fn math_sum, math_mean, math_max, math_min, math_prod,
     math_argmax;
 /* matmul.c */
 wf_kernel_compute_fn math_matmul, math_batch_matmul;
+/* unary_grad.c: the fused backward ops of the activations */
+wf_kernel_compute_fn math_relu_grad, math_leaky_relu_grad, math_elu_grad,
+    math_sigmoid_grad, math_tanh_grad, math_sqrt_grad, math_rsqrt_grad,
+    math_softplus_grad, math_gelu_grad, math_abs_grad;
+/* reduce.c */
+wf_kernel_compute_fn math_sum_to_like;
+/* reduce_grad.c */
+wf_kernel_compute_fn math_sum_grad, math_mean_grad, math_max_min_grad,
+    math_prod_grad;
+
+/* ---- gradient functions (grad.c) ---------------------------------------- */
+
+wf_grad_fn math_grad_add, math_grad_sub, math_grad_mul, math_grad_div,
+    math_grad_maximum, math_grad_minimum, math_grad_pow, math_grad_select,
+    math_grad_add_n, math_grad_neg, math_grad_abs, math_grad_exp,
+    math_grad_log, math_grad_sqrt, math_grad_rsqrt, math_grad_square,
+    math_grad_tanh, math_grad_sigmoid, math_grad_relu, math_grad_leaky_relu,
+    math_grad_elu, math_grad_gelu, math_grad_softplus, math_grad_cast,
+    math_grad_sum, math_grad_mean, math_grad_max_min, math_grad_prod,
+    math_grad_matmul, math_grad_batch_matmul, math_grad_sum_to_like,
+    math_grad_sum_grad, math_grad_mean_grad, math_grad_relu_grad,
+    math_grad_leaky_relu_grad, math_grad_abs_grad;
+
+/* ---- helpers shared by the kernels --------------------------------------- */
 
 /* Reports that a kernel has no implementation for dtype (UNIMPLEMENTED,
  * naming the dtype); returns the code. */
 int math_unsupported_dtype(int32_t dtype, wf_status *st);
+
+/* The axes a reduction names (attr "axes"; empty = all) as a bit mask over
+ * a known rank; INVALID_ARGUMENT for an axis out of range or repeated. */
+int math_reduce_mask(const int64_t *axes, int64_t n, int rank, uint32_t *mask,
+                     wf_status *st);
+/* out = s without the masked axes (keep_dims: with them as 1). */
+void math_reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
+                        wf_shape *out);
+
+/* 1 / (1 + e^-a) without overflow and with full relative precision in both
+ * tails (e^x is only ever taken of x <= 0). */
+static inline double math_sigmoid_f64(double a) {
+  double e;
+
+  if (a >= 0)
+    return 1.0 / (1.0 + exp(-a));
+  e = exp(a);
+  return e / (1.0 + e);
+}
+static inline float math_sigmoid_f32(float a) {
+  float e;
+
+  if (a >= 0)
+    return 1.0f / (1.0f + expf(-a));
+  e = expf(a);
+  return e / (1.0f + e);
+}
 
 /* Unsigned counterparts (wrapping arithmetic without undefined behaviour)
  * per dtype suffix of opcommon.h's type lists; floats map to themselves. */

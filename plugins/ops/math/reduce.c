@@ -1,7 +1,9 @@
 /* plugins/ops/math/reduce.c — shape inference and reference CPU kernels of
- * the reductions (Sum, Mean, Max, Min, Prod over a set of axes) and ArgMax.
- * Semantics are documented in plugin.c. Floats accumulate in double with
- * Neumaier's compensation for Sum and Mean; integers wrap. */
+ * the reductions (Sum, Mean, Max, Min, Prod over a set of axes), ArgMax and
+ * SumToLike (the sum that undoes a broadcast). Semantics are documented in
+ * plugin.c. Floats accumulate in double with Neumaier's compensation for
+ * Sum, Mean and SumToLike; integers wrap. Their gradients' kernels are in
+ * reduce_grad.c. */
 #include <config.h>
 
 #include "math_ops.h"
@@ -9,10 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-/* The axes a reduction node names, as a mask over a known rank; an empty
- * list means every axis. */
-static int reduce_mask(const int64_t *axes, int64_t n, int rank,
-                       uint32_t *mask, wf_status *st) {
+int math_reduce_mask(const int64_t *axes, int64_t n, int rank,
+                     uint32_t *mask, wf_status *st) {
   if (n == 0) {
     *mask = rank >= 32 ? UINT32_MAX : (UINT32_C(1) << rank) - 1;
     return 0;
@@ -20,9 +20,8 @@ static int reduce_mask(const int64_t *axes, int64_t n, int rank,
   return opc_axes_mask(axes, n, rank, mask, NULL, st);
 }
 
-/* out = s without the masked axes (keep_dims: with them as 1). */
-static void reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
-                          wf_shape *out) {
+void math_reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
+                        wf_shape *out) {
   opc_shape_set_scalar(out);
   for (int i = 0; i < s->rank; i++) {
     if (mask & (UINT32_C(1) << i)) {
@@ -55,9 +54,9 @@ int math_shape_reduce(wf_shape_ctx *ctx, wf_status *st) {
     h->shape_set_output(ctx, 0, &out);
     return 0;
   }
-  if (reduce_mask(axes, n, s.rank, &mask, st))
+  if (math_reduce_mask(axes, n, s.rank, &mask, st))
     return h->status_code(st);
-  reduced_shape(&s, mask, keep_dims, &out);
+  math_reduced_shape(&s, mask, keep_dims, &out);
   h->shape_set_output(ctx, 0, &out);
   return 0;
 }
@@ -188,13 +187,13 @@ static int reduce_run(wf_kernel_ctx *ctx, int kind, wf_status *st) {
   if (opc_kernel_input(ctx, 0, &x, &s, st) ||
       opc_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
       opc_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
-      reduce_mask(axes, n, s.rank, &mask, st))
+      math_reduce_mask(axes, n, s.rank, &mask, st))
     return h->status_code(st);
   dt = h->tensor_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
     return math_unsupported_dtype(dt, st);
-  reduced_shape(&s, mask, 1, &kept);
-  reduced_shape(&s, mask, keep_dims, &os);
+  math_reduced_shape(&s, mask, 1, &kept);
+  math_reduced_shape(&s, mask, keep_dims, &os);
   out = h->kernel_output_new(ctx, 0, &os, st);
   if (!out)
     return h->status_code(st);
@@ -222,6 +221,82 @@ REDUCE_KERNEL(math_mean, RED_MEAN)
 REDUCE_KERNEL(math_max, RED_MAX)
 REDUCE_KERNEL(math_min, RED_MIN)
 REDUCE_KERNEL(math_prod, RED_PROD)
+
+/* ---- SumToLike --------------------------------------------------------- */
+
+/* Checks that `like` broadcasts to x without changing x's shape: rank at
+ * most x's, each of its dims (aligned at the end) 1 or x's. Unknown dims
+ * pass. */
+static int check_sum_to(const wf_shape *x, const wf_shape *like,
+                        wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  int ok = 1;
+
+  if (x->rank < 0 || like->rank < 0)
+    return 0;
+  if (like->rank > x->rank)
+    ok = 0;
+  for (int i = 0; ok && i < like->rank; i++) {
+    int64_t dl = like->dims[like->rank - 1 - i];
+    int64_t dx = x->dims[x->rank - 1 - i];
+    ok = dl == 1 || dl == dx || dl < 0 || dx < 0;
+  }
+  if (!ok)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "like's shape %s does not broadcast to x's shape %s, so "
+                    "x cannot be summed back to it",
+                    opc_shape_str(like, a, sizeof a),
+                    opc_shape_str(x, b, sizeof b));
+  return 0;
+}
+
+int math_shape_sum_to_like(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape x, like;
+
+  if (opc_shape_input(ctx, 0, NULL, &x, st) ||
+      opc_shape_input(ctx, 1, NULL, &like, st) ||
+      check_sum_to(&x, &like, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &like);
+  return 0;
+}
+
+int math_sum_to_like(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x, *like;
+  wf_tensor *out;
+  wf_shape xs, ls;
+  int64_t nout, nin;
+  int32_t dt;
+  opc_bcast b;
+  void *scratch;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_input(ctx, 1, &like, &ls, st) ||
+      check_sum_to(&xs, &ls, st))
+    return h->status_code(st);
+  dt = h->tensor_dtype(x);
+  if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
+    return math_unsupported_dtype(dt, st);
+  out = h->kernel_output_new(ctx, 0, &ls, st);
+  if (!out)
+    return h->status_code(st);
+  nout = opc_shape_count(&ls);
+  nin = opc_shape_count(&xs);
+  if (nout == 0)
+    return 0;
+  scratch = h->alloc((size_t)nout * 2 * sizeof(double), 0);
+  if (!scratch)
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %lld accumulators", (long long)nout);
+  /* the walk of x with `like` as its operand gives each element's sum */
+  opc_bcast_init(&b, &xs, 1, &ls);
+  reduce_table[dt](RED_SUM, h->tensor_data(x), &b, h->tensor_data(out), nout,
+                   nin / nout, scratch);
+  h->free(scratch);
+  return 0;
+}
 
 /* ---- ArgMax ------------------------------------------------------------ */
 
@@ -254,7 +329,7 @@ int math_shape_argmax(wf_shape_ctx *ctx, wf_status *st) {
   } else {
     if (argmax_axis(&s, axis, &a, st))
       return h->status_code(st);
-    reduced_shape(&s, UINT32_C(1) << a, 0, &out);
+    math_reduced_shape(&s, UINT32_C(1) << a, 0, &out);
   }
   h->shape_set_output(ctx, 0, &out);
   return 0;
@@ -326,7 +401,7 @@ int math_argmax(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "output_type is %s; it must be int32 or int64",
                     opc_dtype_name(odt));
-  reduced_shape(&s, UINT32_C(1) << a, 0, &os);
+  math_reduced_shape(&s, UINT32_C(1) << a, 0, &os);
   out = h->kernel_output_new(ctx, 0, &os, st);
   if (!out)
     return h->status_code(st);

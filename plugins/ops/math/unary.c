@@ -74,18 +74,8 @@ static int is_negative(int64_t v) { return v < 0; }
 #define ELU_ROW(T, sfx, dt, u)                                                 \
   UNARY_ROW(elu, T, sfx, a < 0 ? F_(sfx, expm1)(a) : a)
 
-/* 1 / (1 + e^-a), with e^x only ever taken of x <= 0 so that nothing
- * overflows and tiny results keep their relative precision. */
-#define SIGMOID_FN(T, sfx, dt, u)                                              \
-  static T sigmoid1_##sfx(T a) {                                               \
-    T e;                                                                       \
-    if (a >= 0)                                                                \
-      return (T)1 / ((T)1 + F_(sfx, exp)(-a));                                 \
-    e = F_(sfx, exp)(a);                                                       \
-    return e / ((T)1 + e);                                                     \
-  }
-OPC_TYPES_FLOAT(SIGMOID_FN, _)
-#define SIGMOID_ROW(T, sfx, dt, u) UNARY_ROW(sigmoid, T, sfx, sigmoid1_##sfx(a))
+#define SIGMOID_ROW(T, sfx, dt, u)                                             \
+  UNARY_ROW(sigmoid, T, sfx, math_sigmoid_##sfx(a))
 
 /* log(1 + e^a) = max(a, 0) + log1p(e^-|a|): no overflow, exact tails. */
 #define SOFTPLUS_ROW(T, sfx, dt, u)                                            \
@@ -103,7 +93,7 @@ OPC_TYPES_FLOAT(SIGMOID_FN, _)
       return a < 0 ? (T)0 : a;                                                 \
     if (approximate) {                                                         \
       T v = (T)0.7978845608028654 * (a + (T)0.044715 * a * a * a);             \
-      return a * sigmoid1_##sfx((T)2 * v);                                     \
+      return a * math_sigmoid_##sfx((T)2 * v);                                 \
     }                                                                          \
     return (T)0.5 * a * F_(sfx, erfc)(-a * (T)0.7071067811865476);            \
   }

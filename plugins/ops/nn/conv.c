@@ -41,6 +41,10 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs, const nn_window *w,
     x[i] = xs->rank == 4 ? xs->dims[ix[i]] : WF_UNKNOWN_DIM;
     f[i] = fs->rank == 4 ? fs->dims[i] : WF_UNKNOWN_DIM;
   }
+  if (f[0] == 0 || f[1] == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "filter %s has an empty window (KH and KW must be >= 1)",
+                    opc_shape_str(fs, a, sizeof a));
   if (x[3] >= 0 && f[2] >= 0 && x[3] != f[2])
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "input %s has %" PRId64 " channels but filter %s "

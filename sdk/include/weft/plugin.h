@@ -363,6 +363,12 @@ typedef struct wf_host {
   /* A total order of variables for locking several. */
   int (*var_order)(const wf_tensor *a, const wf_tensor *b);
   const char *(*var_name)(const wf_tensor *handle);
+
+  /* A new tensor of the same dtype and element count as t, with another
+   * shape, sharing t's buffer (t stays alive as long as the view). For
+   * Reshape-like kernels, with kernel_output_set. */
+  wf_tensor *(*tensor_reshape)(wf_tensor *t, const wf_shape *shape,
+                               wf_status *st);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
