@@ -163,8 +163,9 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
 
   /* Fill edges, control successors and feed slots. */
   memset(edge_fill, 0, (size_t)(kept + 1) * sizeof *edge_fill);
-  int32_t *feed_fill = ctrl_fill; /* reuse as per-feed fill counters */
-  memset(feed_fill, 0, (size_t)(kept + 1) * sizeof *feed_fill);
+  int32_t *feed_fill = wf__calloc((size_t)sig->nfeeds + 1, sizeof *feed_fill);
+  if (!feed_fill)
+    goto oom;
   for (int i = 0; i < kept; i++) {
     const wf_node *nd = x->nodes[i].node;
     for (int k = 0; k < nd->num_inputs; k++) {
@@ -191,6 +192,7 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
       x->ctrl[src->ctrl_end++] = i;
     }
   }
+  wf__free(feed_fill);
   for (int f = 0; f < sig->nfeeds; f++) {
     const wf_node *fn = sig->feeds[f].node;
     x->feed_dtypes[f] = fn->output_dtypes[sig->feeds[f].index];

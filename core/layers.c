@@ -100,8 +100,10 @@ static void clear_counters(wf_model *m) {
 void wf_model_free(wf_model *m) {
   if (!m)
     return;
-  for (int i = 0; i < m->num_vars; i++)
-    wf__free(m->vars[i].name);
+  for (int i = 0; i < m->num_vars; i++) {
+    wf__free(m->vars[i]->name);
+    wf__free(m->vars[i]);
+  }
   wf__free(m->vars);
   wf__free(m->updates);
   clear_counters(m);
@@ -118,15 +120,15 @@ void wf_model_begin(wf_model *m, int training) {
 }
 
 /* The pass-local unique form of base: base, base_1, base_2, ... in order of
- * request, the same in every pass. Written into buf. */
+ * request, the same in every pass. Written into buf. The map stores how
+ * many times base was asked for, plus one (so that absent reads as 0). */
 static int unique_in_pass(wf_model *m, const char *base, char *buf,
                           size_t len, wf_status *st) {
   intptr_t k = (intptr_t)wf__strmap_get(&m->counters, base);
   if (k == 0)
     snprintf(buf, len, "%s", base);
   else
-    snprintf(buf, len, "%s_%ld", base, (long)k);
-  /* Counters are stored as count + 1 so that 0 means absent. */
+    snprintf(buf, len, "%s_%ld", base, (long)(k - 1));
   if (k == 0) {
     char *key = wf__strdup(base);
     char **grown = key ? wf__realloc(m->counter_keys,
@@ -144,15 +146,6 @@ static int unique_in_pass(wf_model *m, const char *base, char *buf,
   } else if (wf__strmap_put(&m->counters, base, (void *)(k + 1))) {
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
   }
-  return 0;
-}
-
-/* Fixes the map value convention: stored value = next suffix + 1... kept
- * simple: the first request stores 2 ("next is _1"), later ones add one. */
-static int layer_name(wf_model *m, const char *kind, char *buf, size_t len,
-                      wf_status *st) {
-  if (unique_in_pass(m, kind, buf, len, st))
-    return -1;
   return 0;
 }
 
@@ -263,27 +256,23 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
   }
   if (m->num_vars == m->cap_vars) {
     int cap = m->cap_vars ? 2 * m->cap_vars : 16;
-    wf__mvar *grown = wf__realloc(m->vars, (size_t)cap * sizeof *grown);
+    wf__mvar **grown = wf__realloc(m->vars, (size_t)cap * sizeof *grown);
     if (!grown) {
       wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
       return NULL;
     }
-    /* The index holds pointers into the array: rebuild it. */
     m->vars = grown;
     m->cap_vars = cap;
-    for (int i = 0; i < m->num_vars; i++)
-      wf__strmap_put(&m->var_index, m->vars[i].name, &m->vars[i]);
   }
-  v = &m->vars[m->num_vars];
-  memset(v, 0, sizeof *v);
-  v->name = wf__strdup(full);
-  v->dtype = dtype;
-  v->shape = shape;
-  v->trainable = trainable;
-  if (!v->name) {
+  v = wf__calloc(1, sizeof *v);
+  if (!v || !(v->name = wf__strdup(full))) {
+    wf__free(v);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
     return NULL;
   }
+  v->dtype = dtype;
+  v->shape = shape;
+  v->trainable = trainable;
   wf_attr_item a[3] = {
       {"dtype", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = dtype}},
       {"shape", {.type = WF_ATTR_SHAPE, .count = 1, .u.shape = shape}},
@@ -292,14 +281,16 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
   if (!h || (v->handle = (wf_output){h, 0},
              build_initializer(m, v, init, init_value, st))) {
     wf__free(v->name);
+    wf__free(v);
     return NULL;
   }
   if (wf__strmap_put(&m->var_index, v->name, v)) {
     wf__free(v->name);
+    wf__free(v);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
     return NULL;
   }
-  m->num_vars++;
+  m->vars[m->num_vars++] = v;
   return v;
 }
 
@@ -319,7 +310,7 @@ wf_output wf_model_variable(wf_model *m, const char *name, wf_dtype dtype,
 wf_node *wf_model_init_op(wf_model *m, wf_status *st) {
   wf_node_desc *d = wf_node_desc_new(m->g, "NoOp", "init");
   for (int i = 0; i < m->num_vars; i++)
-    wf_node_desc_add_control_input(d, m->vars[i].assign);
+    wf_node_desc_add_control_input(d, m->vars[i]->assign);
   return wf_node_desc_finish(d, st);
 }
 
@@ -330,10 +321,10 @@ const char *wf_model_variable_name(const wf_model *m, int i,
   if (i < 0 || i >= m->num_vars)
     return NULL;
   if (handle)
-    *handle = m->vars[i].handle;
+    *handle = m->vars[i]->handle;
   if (trainable)
-    *trainable = m->vars[i].trainable;
-  return m->vars[i].name;
+    *trainable = m->vars[i]->trainable;
+  return m->vars[i]->name;
 }
 
 /* ---- layers ---------------------------------------------------------------- */
@@ -341,7 +332,7 @@ const char *wf_model_variable_name(const wf_model *m, int i,
 /* Pushes a graph scope named after the layer; pops in layer_end. */
 static int layer_begin(wf_model *m, const char *kind, char *name, size_t len,
                        wf_status *st) {
-  if (layer_name(m, kind, name, len, st))
+  if (unique_in_pass(m, kind, name, len, st))
     return -1;
   return wf_graph_push_scope(m->g, name, st);
 }
@@ -661,7 +652,7 @@ wf_output wf_loss_l2(wf_model *m, double scale, wf_status *st) {
   int n = 0;
   wf_attr_item a[1] = {int_list("axes", NULL, 0)};
   for (int i = 0; i < m->num_vars && n < 256; i++) {
-    wf__mvar *v = &m->vars[i];
+    wf__mvar *v = m->vars[i];
     if (!v->is_kernel || !v->trainable || !v->read_train.node)
       continue;
     wf_output sq = op1(m, "Square", v->read_train, st);

@@ -12,8 +12,10 @@ core_libweftcore_la_SOURCES = \
 	core/graph.c core/graph.h \
 	core/host.c core/host.h \
 	core/kernel.c core/kernel.h \
+	core/layers.c core/layers_internal.h \
 	core/loader.c \
 	core/metadata.c \
+	core/optimizer.c \
 	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \
 	core/runtime.c core/runtime.h \
@@ -40,6 +42,7 @@ weftinclude_HEADERS += \
 	sdk/include/weft/export.h \
 	sdk/include/weft/gradients.h \
 	sdk/include/weft/graph.h \
+	sdk/include/weft/layers.h \
 	sdk/include/weft/plugin.h \
 	sdk/include/weft/runtime.h \
 	sdk/include/weft/session.h \

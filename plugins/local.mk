@@ -4,3 +4,6 @@ include plugins/ops/math/local.mk
 include plugins/ops/array/local.mk
 include plugins/ops/nn/local.mk
 include plugins/devices/cpu/local.mk
+include plugins/ops/state/local.mk
+include plugins/ops/random/local.mk
+include plugins/ops/train/local.mk

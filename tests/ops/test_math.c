@@ -9,8 +9,9 @@
  *   float32: |got - want| <= 1e-5  * max(|want|, floor)
  *   float64: |got - want| <= 1e-12 * max(|want|, floor)
  *   integers and bool: exact.
- * floor is 0 (purely relative) for elementwise ops and 1 for reductions and
- * matrix products, whose results may cancel to near zero. NaN must match
+ * floor is 0 (purely relative) for elementwise ops and 1 for reductions,
+ * matrix products and the backward ops (whose results may cancel to near
+ * zero, e.g. 1 - y * y in TanhGrad). NaN must match
  * NaN, infinities must match exactly, and a reference 0 with floor 0 must
  * be exactly 0. */
 #include <config.h>
@@ -639,15 +640,108 @@ static void test_integer_div_by_zero_gives_zero(void **state) {
   wf_status_free(st);
 }
 
+static void test_sum_to_like_refuses_like_that_does_not_broadcast_to_x(
+    void **state) {
+  wf_status *st = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = PH(g, WF_FLOAT32, 2, 3, 4);
+  wf_tensor *in[2], *out = NULL;
+  wf_node *n;
+
+  /* larger rank, a dim that is neither 1 nor x's */
+  assert_null(op2(g, "SumToLike", x, PH(g, WF_FLOAT32, 1, 2, 3, 4), st));
+  expect_message(st, "does not broadcast to x's shape (2, 3, 4)");
+  assert_null(op2(g, "SumToLike", x, PH(g, WF_FLOAT32, 2, 4), st));
+  expect_message(st, "(2, 4)");
+  n = op2(g, "SumToLike", x, PH(g, WF_INT64, -1, 1), st);
+  assert_non_null(n);
+  expect_shape(n, SHAPE(-1, 1), 2);
+  assert_int_equal(wf_node_output_dtype(n, 0), WF_FLOAT32);
+
+  /* and at run time, with shapes only known then */
+  n = op2(g, "SumToLike", PH(g, WF_FLOAT32, -1, 3),
+          PH(g, WF_FLOAT32, -1, 1), st);
+  assert_non_null(n);
+  in[0] = wf_tensor_new(WF_FLOAT32, SHAPE(2, 3), 2, st);
+  in[1] = wf_tensor_new(WF_FLOAT32, SHAPE(3, 1), 2, st);
+  memset(wf_tensor_data(in[0]), 0, wf_tensor_nbytes(in[0]));
+  memset(wf_tensor_data(in[1]), 0, wf_tensor_nbytes(in[1]));
+  assert_int_equal(run_node(n, in, &out, st), WF_INVALID_ARGUMENT);
+  assert_null(out);
+  expect_message(st, "(3, 1)");
+  wf_tensor_release(in[0]);
+  wf_tensor_release(in[1]);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
+/* The reductions' backward ops check dy (and y) against x reduced. */
+static void test_reduce_grad_ops_check_dy_against_reduced_x(void **state) {
+  wf_status *st = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = PH(g, WF_FLOAT64, 2, 3, 4);
+  wf_node_desc *d;
+  wf_node *n;
+  wf_tensor *in[2], *out = NULL;
+
+  d = wf_node_desc_new(g, "SumGrad", NULL);
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, 2, 3));
+  wf_node_desc_add_input(d, x);
+  wf_node_desc_set_attr_int_list(d, "axes", SHAPE(1), 1);
+  assert_null(wf_node_desc_finish(d, st));
+  expect_message(st, "dy against the reduced shape of x");
+  expect_message(st, "(2, 4)");
+
+  d = wf_node_desc_new(g, "MaxMinGrad", NULL);
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, 2, 1, 4));
+  wf_node_desc_add_input(d, x);
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, 2, 4));
+  wf_node_desc_set_attr_int_list(d, "axes", SHAPE(-2), 1);
+  wf_node_desc_set_attr_bool(d, "keep_dims", 1);
+  assert_null(wf_node_desc_finish(d, st));
+  expect_message(st, "y against the reduced shape of x");
+
+  d = wf_node_desc_new(g, "ProdGrad", NULL);
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, 2, 4));
+  wf_node_desc_add_input(d, x);
+  wf_node_desc_set_attr_int_list(d, "axes", SHAPE(3), 1);
+  assert_null(wf_node_desc_finish(d, st));
+  expect_message(st, "axis 3 is out of range");
+
+  /* unknown dims pass at build and are checked at run time */
+  d = wf_node_desc_new(g, "MeanGrad", NULL);
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, -1));
+  wf_node_desc_add_input(d, PH(g, WF_FLOAT64, 2, -1));
+  wf_node_desc_set_attr_int_list(d, "axes", SHAPE(0), 1);
+  n = wf_node_desc_finish(d, st);
+  assert_non_null(n);
+  expect_shape(n, SHAPE(2, -1), 2);
+  in[0] = wf_tensor_new(WF_FLOAT64, SHAPE(4), 1, st);
+  in[1] = wf_tensor_new(WF_FLOAT64, SHAPE(2, 3), 2, st);
+  memset(wf_tensor_data(in[0]), 0, wf_tensor_nbytes(in[0]));
+  memset(wf_tensor_data(in[1]), 0, wf_tensor_nbytes(in[1]));
+  assert_int_equal(run_node(n, in, &out, st), WF_INVALID_ARGUMENT);
+  assert_null(out);
+  expect_message(st, "dy has shape (4), but x (2, 3) reduced has shape (3)");
+  wf_tensor_release(in[0]);
+  wf_tensor_release(in[1]);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 static const char *const math_ops[] = {
-    "Add",     "Sub",     "Mul",      "Div",      "Maximum",   "Minimum",
-    "Pow",     "Equal",   "Less",     "Greater",  "Select",    "AddN",
-    "Neg",     "Abs",     "Square",   "Relu",     "Exp",       "Log",
-    "Sqrt",    "Rsqrt",   "Tanh",     "Sigmoid",  "LeakyRelu", "Elu",
-    "Gelu",    "Softplus", "Cast",    "Sum",      "Mean",      "Max",
-    "Min",     "Prod",    "ArgMax",   "MatMul",   "BatchMatMul"};
+    "Add",      "Sub",       "Mul",         "Div",        "Maximum",
+    "Minimum",  "Pow",       "Equal",       "Less",       "Greater",
+    "Select",   "AddN",      "Neg",         "Abs",        "Square",
+    "Relu",     "Exp",       "Log",         "Sqrt",       "Rsqrt",
+    "Tanh",     "Sigmoid",   "LeakyRelu",   "Elu",        "Gelu",
+    "Softplus", "Cast",      "Sum",         "Mean",       "Max",
+    "Min",      "Prod",      "ArgMax",      "MatMul",     "BatchMatMul",
+    "SumToLike", "ReluGrad", "LeakyReluGrad", "AbsGrad",  "EluGrad",
+    "SigmoidGrad", "TanhGrad", "SqrtGrad",  "RsqrtGrad",  "SoftplusGrad",
+    "GeluGrad", "SumGrad",   "MeanGrad",    "MaxMinGrad", "ProdGrad"};
 
 static void test_every_op_has_doc_shape_fn_and_reference_cpu_kernel(
     void **state) {
@@ -710,6 +804,9 @@ int main(void) {
       cmocka_unit_test(test_ops_refuse_dtypes_outside_their_type_sets),
       cmocka_unit_test(test_integer_pow_refuses_negative_exponent_at_run),
       cmocka_unit_test(test_integer_div_by_zero_gives_zero),
+      cmocka_unit_test(
+          test_sum_to_like_refuses_like_that_does_not_broadcast_to_x),
+      cmocka_unit_test(test_reduce_grad_ops_check_dy_against_reduced_x),
       cmocka_unit_test(
           test_every_op_has_doc_shape_fn_and_reference_cpu_kernel),
       cmocka_unit_test(test_commutative_flags),

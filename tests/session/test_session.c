@@ -176,6 +176,29 @@ static void test_fed_intermediate_skips_its_producer(void **state) {
   wf_graph_free(g);
 }
 
+static void test_more_feeds_than_nodes(void **state) {
+  (void)state;
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *p[4];
+  for (int i = 0; i < 4; i++)
+    p[i] = placeholder(g, NULL, 0, NULL);
+  wf_node *sum = add(g, "TSum2", "sum", 2, p[0], p[1]);
+  wf_session *s = wf_session_new(g, st);
+  wf_output feeds[4] = {{p[0], 0}, {p[1], 0}, {p[2], 0}, {p[3], 0}};
+  wf_tensor *vals[4] = {scalar(1), scalar(2), scalar(3), scalar(4)};
+  wf_output fetch = {sum, 0};
+  wf_tensor *v = NULL;
+  assert_int_equal(wf_session_run(s, NULL, feeds, vals, 4, &fetch, &v, 1,
+                                  NULL, 0, NULL, st),
+                   0);
+  assert_true(*(float *)wf_tensor_data(v) == 3.0f);
+  wf_tensor_release(v);
+  for (int i = 0; i < 4; i++)
+    wf_tensor_release(vals[i]);
+  wf_session_free(s);
+  wf_graph_free(g);
+}
+
 static void test_target_only_run_executes_target(void **state) {
   (void)state;
   wf_graph *g = wf_graph_new(rt);
@@ -583,6 +606,7 @@ int main(void) {
       cmocka_unit_test(test_prune_ignores_unrelated_unfed_placeholder),
       cmocka_unit_test(test_prune_refuses_needed_unfed_placeholder),
       cmocka_unit_test(test_fed_intermediate_skips_its_producer),
+      cmocka_unit_test(test_more_feeds_than_nodes),
       cmocka_unit_test(test_target_only_run_executes_target),
       cmocka_unit_test(test_control_edges_order_and_prune),
       cmocka_unit_test(test_feed_of_callers_memory_is_not_copied),

@@ -104,6 +104,18 @@ int ary_shape_index_value(const wf_shape_ctx *ctx, int32_t i, int rank_req,
 int64_t ary_shape_vector_length(const wf_shape_ctx *ctx, int32_t i,
                                 const char *input, wf_status *st);
 
+/* Reads the shape vector t (the op's input called `input`: int32/int64,
+ * (R,) with R <= WF_MAX_RANK, entries >= 0) into *s. INVALID_ARGUMENT
+ * naming input otherwise. */
+int ary_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+                   wf_status *st);
+
+/* During shape inference of an op whose input i holds its output's shape:
+ * that shape when the input is known (a Const), else the input's length as
+ * the rank with unknown dims, else rank_hint (-1: unknown rank). */
+int ary_shape_from_input(wf_shape_ctx *ctx, int32_t i, const char *input,
+                         int rank_hint, wf_shape *out, wf_status *st);
+
 /* ---- byte movers --------------------------------------------------------- */
 
 /* Most dimensions ary_strided_copy walks (Tile doubles the rank). */
@@ -122,10 +134,12 @@ void ary_strided_copy(void *dst, const int64_t *dstr, const void *src,
 /* Fills count elements of es bytes at dst with the element at value. */
 void ary_fill_bytes(void *dst, const void *value, int64_t count, size_t es);
 
-/* Allocates output 0 with the shape `out` and copies all of input 0's bytes
- * into it (the element count must match): the kernel of every op that only
- * changes a shape (Reshape, Squeeze, ExpandDims). */
-int ary_copy_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st);
+/* Makes output 0 a view of input 0 with the shape `out` (the element count
+ * must match), sharing its buffer through the host's tensor_reshape: the
+ * kernel of every op that only changes a shape (Reshape, Squeeze,
+ * ExpandDims). Nothing is copied. */
+int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out,
+                        wf_status *st);
 
 /* ---- what plugin.c lists ------------------------------------------------- */
 
@@ -151,5 +165,18 @@ extern const wf_kernel_def ary_slice_kernel, ary_strided_slice_kernel;
 
 extern const wf_op_def ary_gather_op, ary_one_hot_op;
 extern const wf_kernel_def ary_gather_kernel, ary_one_hot_kernel;
+
+/* The backward ops of the gradients (grad.c builds them). */
+extern const wf_op_def ary_invert_permutation_op, ary_concat_offset_op,
+    ary_tile_grad_op, ary_pad_grad_op, ary_slice_grad_op,
+    ary_strided_slice_grad_op, ary_gather_grad_op,
+    ary_unsorted_segment_sum_op;
+extern const wf_kernel_def ary_invert_permutation_kernel,
+    ary_concat_offset_kernel, ary_tile_grad_kernel, ary_pad_grad_kernel,
+    ary_slice_grad_kernel, ary_strided_slice_grad_kernel,
+    ary_gather_grad_kernel, ary_unsorted_segment_sum_kernel;
+
+/* grad.c: every gradient definition of the plugin, NULL-terminated. */
+extern const wf_gradient_def *const ary_gradients[];
 
 #endif /* WF_OPS_ARRAY_H */

@@ -1,6 +1,7 @@
 /* plugins/ops/array/concat.c — ops that join, cut, repeat or surround
  * tensors along axes: Concat, Split, Tile and Pad (constant mode only; no
- * REFLECT/SYMMETRIC). */
+ * REFLECT/SYMMETRIC), and the backward ops of their gradients: ConcatOffset,
+ * TileGrad and PadGrad. Gradient functions are in grad.c. */
 #include <config.h>
 
 #include "array.h"
@@ -619,3 +620,352 @@ const wf_op_def ary_pad_op = {
 
 const wf_kernel_def ary_pad_kernel =
     ARY_KERNEL("Pad", "T", OPC_DTYPES_ALL, 0, pad_compute);
+
+/* ---- ConcatOffset -------------------------------------------------------- */
+
+static int concat_offset_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int32_t n = h->shape_num_inputs(ctx);
+  int64_t len = -1;
+
+  for (int32_t i = 0; i < n; i++) {
+    int64_t k = ary_shape_vector_length(ctx, i, "shapes", st);
+
+    if (k == -2)
+      return h->status_code(st);
+    if (k >= 0 && len >= 0 && k != len)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "shape %d has %" PRId64 " entries, an earlier one "
+                      "%" PRId64 " (all must have the same rank)",
+                      (int)i, k, len);
+    if (k >= 0)
+      len = k;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    wf_shape out;
+
+    opc_shape_make(&out, 1, &len);
+    h->shape_set_output(ctx, i, &out);
+  }
+  return 0;
+}
+
+static int concat_offset_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  const wf_host *h = opc_host();
+  int32_t n = h->kernel_num_inputs(ctx);
+  int64_t axis_attr, s0[ARY_MAX_INDEX], s[ARY_MAX_INDEX], r0, r, at = 0;
+  const wf_tensor *t;
+  int axis;
+
+  if (opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      opc_kernel_input(ctx, 0, &t, NULL, st) ||
+      ary_read_index(t, 1, WF_MAX_RANK, s0, &r0, "shapes", st))
+    return h->status_code(st);
+  if (r0 == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "cannot concatenate scalars (shape 0 is empty)");
+  if (opc_axis_normalize(axis_attr, (int)r0, &axis, NULL, st))
+    return h->status_code(st);
+  for (int32_t i = 0; i < n; i++) {
+    wf_tensor *y;
+    wf_shape out;
+
+    if (opc_kernel_input(ctx, i, &t, NULL, st) ||
+        ary_read_index(t, 1, WF_MAX_RANK, s, &r, "shapes", st))
+      return h->status_code(st);
+    if (r != r0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "shape %d has %" PRId64 " entries but shape 0 has "
+                      "%" PRId64,
+                      (int)i, r, r0);
+    for (int d = 0; d < (int)r; d++)
+      if (d != axis && s[d] != s0[d])
+        return opc_fail(st, WF_INVALID_ARGUMENT,
+                        "shape %d differs from shape 0 in dimension %d "
+                        "(%" PRId64 " vs %" PRId64 "); only dimension %d, "
+                        "the axis, may differ",
+                        (int)i, d, s[d], s0[d], axis);
+    opc_shape_make(&out, 1, &r);
+    if (!(y = h->kernel_output_new(ctx, i, &out, st)))
+      return h->status_code(st);
+    for (int d = 0; d < (int)r; d++) {
+      int64_t v = d == axis ? at : 0;
+      if (h->tensor_dtype(y) == WF_INT32)
+        ((int32_t *)h->tensor_data(y))[d] = (int32_t)v;
+      else
+        ((int64_t *)h->tensor_data(y))[d] = v;
+    }
+    at += s[axis];
+  }
+  return 0;
+}
+
+static const wf_arg_def concat_offset_inputs[] = {
+    WF_ARG_LIST("shapes", "T", "N",
+                "N shapes (R,) of Concat's inputs, equal but for 'axis'"),
+    WF_ARG_END};
+static const wf_arg_def concat_offset_outputs[] = {
+    WF_ARG_LIST("offsets", "T", "N",
+                "N vectors (R,): where input i starts in the output, 0 "
+                "but along 'axis'"),
+    WF_ARG_END};
+static const wf_attr_def concat_offset_attrs[] = {
+    ARY_ATTR_INDEX("T", "int32 or int64: the type of shapes and offsets"),
+    ARY_ATTR_INT_MIN("N", 1, "number of shapes"),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "axis", .type = WF_ATTR_INT,
+     .doc = "Concat's axis, -R <= axis < R"},
+    WF_ATTR_END};
+
+const wf_op_def ary_concat_offset_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "ConcatOffset",
+    .inputs = concat_offset_inputs,
+    .outputs = concat_offset_outputs,
+    .attrs = concat_offset_attrs,
+    .shape_fn = concat_offset_shape,
+    .doc = "The offsets at which Concat along 'axis' places each of N "
+           "inputs of the given shapes: offset i is 0 everywhere but at "
+           "'axis', where it is the sum of the earlier shapes' sizes there. "
+           "With Slice it cuts Concat's gradient into the inputs' parts."};
+
+const wf_kernel_def ary_concat_offset_kernel =
+    ARY_KERNEL("ConcatOffset", "T", ARY_DTYPES_INDEX, WF_KERNEL_CHEAP,
+               concat_offset_compute);
+
+/* ---- TileGrad ------------------------------------------------------------ */
+
+static int tile_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape dy, out;
+
+  if (opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      ary_shape_from_input(ctx, 0, "shape", dy.rank, &out, st))
+    return h->status_code(st);
+  if (out.rank >= 0 && dy.rank >= 0 && out.rank != dy.rank) {
+    char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dy %s and shape %s differ in rank",
+                    opc_shape_str(&dy, a, sizeof a),
+                    opc_shape_str(&out, b, sizeof b));
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+/* dx[j] = sum of dy over the copies of element j: dy seen as (m0, d0, m1,
+ * d1, ...), summed over the m axes. Accumulates in double into acc (count
+ * of x's elements, zeroed by the caller). */
+#define DEF_TILE_GRAD(T, sfx, dt, u)                                           \
+  static void tile_grad_##sfx(void *dxv, const void *dyv, double *acc,         \
+                              const wf_shape *xs, const int64_t *mult) {       \
+    T *dx = dxv;                                                               \
+    const T *dy = dyv;                                                         \
+    int64_t xstr[WF_MAX_RANK], pos[WF_MAX_RANK] = {0}, n = 1, off = 0;         \
+    int r = xs->rank;                                                          \
+    for (int i = 0; i < r; i++)                                                \
+      n *= xs->dims[i] * mult[i];                                              \
+    opc_shape_strides(xs, xstr);                                               \
+    for (int64_t k = 0; k < n; k++) {                                          \
+      acc[off] += dy[k];                                                       \
+      /* Advance the dy index (pos) and the x offset it maps to. */            \
+      for (int d = r - 1; d >= 0; d--) {                                       \
+        int64_t full = xs->dims[d] * mult[d];                                  \
+        pos[d]++;                                                              \
+        off += xstr[d];                                                        \
+        if (pos[d] % xs->dims[d] == 0)                                         \
+          off -= xstr[d] * xs->dims[d];                                        \
+        if (pos[d] < full)                                                     \
+          break;                                                               \
+        pos[d] = 0;                                                            \
+      }                                                                        \
+    }                                                                          \
+    n = opc_shape_count(xs);                                                   \
+    for (int64_t j = 0; j < n; j++)                                            \
+      dx[j] = (T)acc[j];                                                       \
+  }
+OPC_TYPES_FLOAT(DEF_TILE_GRAD, _)
+
+static int tile_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *shape, *mt, *dy;
+  wf_tensor *dx;
+  int64_t mult[ARY_MAX_INDEX], n;
+  wf_shape xs, dys, want;
+  double *acc = NULL;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
+      opc_kernel_input(ctx, 1, &mt, NULL, st) ||
+      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
+      ary_read_shape(shape, "shape", &xs, st) ||
+      ary_read_index(mt, 1, ARY_MAX_INDEX, mult, &n, "multiples", st) ||
+      check_multiples(mult, n, xs.rank, st) || tile_dims(&xs, mult, &want, st))
+    return h->status_code(st);
+  if (dys.rank != want.rank ||
+      opc_shape_count(&dys) != opc_shape_count(&want) ||
+      memcmp(dys.dims, want.dims, sizeof(int64_t) * (size_t)want.rank) != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dy has shape %s; tiling shape %s by multiples gives %s",
+                    opc_shape_str(&dys, a, sizeof a),
+                    opc_shape_str(&xs, b, sizeof b),
+                    opc_shape_str(&want, c, sizeof c));
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
+    return h->status_code(st);
+  if (h->tensor_count(dx) == 0)
+    return 0;
+  if (h->tensor_count(dy) == 0) {
+    memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
+    return 0;
+  }
+  if (!(acc = h->alloc((size_t)h->tensor_count(dx) * sizeof *acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %" PRId64 " accumulators",
+                    h->tensor_count(dx));
+  memset(acc, 0, (size_t)h->tensor_count(dx) * sizeof *acc);
+  if (h->tensor_dtype(dy) == WF_FLOAT32)
+    tile_grad_f32(h->tensor_data(dx), h->tensor_data(dy), acc, &xs, mult);
+  else
+    tile_grad_f64(h->tensor_data(dx), h->tensor_data(dy), acc, &xs, mult);
+  h->free(acc);
+  return 0;
+}
+
+static const wf_arg_def tile_grad_inputs[] = {
+    WF_ARG_T("shape", "Tshape", "(R,) the shape of Tile's input"),
+    WF_ARG_T("multiples", "Tmultiples", "(R,) Tile's multiples"),
+    WF_ARG_T("dy", "T", "(D0 * multiples[0], ..., DR-1 * multiples[R-1])"),
+    WF_ARG_END};
+static const wf_arg_def tile_grad_outputs[] = {
+    WF_ARG_T("dx", "T", "(D0, ..., DR-1): dy summed over the copies"),
+    WF_ARG_END};
+static const wf_attr_def tile_grad_attrs[] = {
+    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'shape'"),
+    ARY_ATTR_INDEX("Tmultiples", "int32 or int64: the type of 'multiples'"),
+    WF_ATTR_END};
+
+const wf_op_def ary_tile_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "TileGrad",
+    .inputs = tile_grad_inputs,
+    .outputs = tile_grad_outputs,
+    .attrs = tile_grad_attrs,
+    .shape_fn = tile_grad_shape,
+    .doc = "The gradient of Tile: each element of dx (shape) is the sum of "
+           "dy over the multiples[0] * ... * multiples[R-1] copies of it, "
+           "accumulated in double. The shape is known while building when "
+           "'shape' is a Const."};
+
+const wf_kernel_def ary_tile_grad_kernel =
+    ARY_KERNEL("TileGrad", "T", OPC_DTYPES_FLOAT, 0, tile_grad_compute);
+
+/* ---- PadGrad ------------------------------------------------------------- */
+
+/* out = dy (rank known) with the paddings (checked) cut off; INVALID_ARGUMENT
+ * when a dimension would be negative. Unknown dims stay unknown. */
+static int pad_grad_dims(const wf_shape *dy, const int64_t *pads,
+                         wf_shape *out, wf_status *st) {
+  char buf[OPC_SHAPE_STR_MAX];
+
+  *out = *dy;
+  for (int i = 0; i < dy->rank; i++) {
+    if (dy->dims[i] < 0)
+      continue;
+    out->dims[i] = dy->dims[i] - pads[2 * i] - pads[2 * i + 1];
+    if (out->dims[i] < 0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dimension %d of dy %s (%" PRId64 ") is smaller than "
+                      "its paddings %" PRId64 " + %" PRId64,
+                      i, opc_shape_str(dy, buf, sizeof buf), dy->dims[i],
+                      pads[2 * i], pads[2 * i + 1]);
+  }
+  return 0;
+}
+
+static int pad_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *pt;
+  int64_t pads[2 * WF_MAX_RANK];
+  wf_shape dy, ps, out;
+  char buf[OPC_SHAPE_STR_MAX];
+
+  if (opc_shape_input(ctx, 0, NULL, &dy, st) ||
+      opc_shape_input(ctx, 1, NULL, &ps, st))
+    return h->status_code(st);
+  if (ps.rank >= 0 &&
+      (ps.rank != 2 || (ps.dims[1] >= 0 && ps.dims[1] != 2) ||
+       (dy.rank >= 0 && ps.dims[0] >= 0 && ps.dims[0] != dy.rank)))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input 'paddings' must have shape (R, 2) for a dy of "
+                    "rank R, got %s",
+                    opc_shape_str(&ps, buf, sizeof buf));
+  if (dy.rank < 0) {
+    if (ps.rank == 2 && ps.dims[0] >= 0 && ps.dims[0] <= WF_MAX_RANK)
+      shape_of_rank(&out, (int)ps.dims[0]);
+    else
+      opc_shape_set_unknown(&out);
+  } else if ((pt = h->shape_input_value(ctx, 1)) != NULL) {
+    if (read_paddings(pt, dy.rank, pads, st) ||
+        pad_grad_dims(&dy, pads, &out, st))
+      return h->status_code(st);
+  } else {
+    shape_of_rank(&out, dy.rank);
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int pad_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *dy, *pt;
+  wf_tensor *dx;
+  int64_t pads[2 * WF_MAX_RANK], ystr[WF_MAX_RANK], xstr[WF_MAX_RANK],
+      base = 0;
+  size_t es;
+  wf_shape dys, out;
+
+  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+      opc_kernel_input(ctx, 1, &pt, NULL, st) ||
+      read_paddings(pt, dys.rank, pads, st) ||
+      pad_grad_dims(&dys, pads, &out, st))
+    return h->status_code(st);
+  if (!(dx = h->kernel_output_new(ctx, 0, &out, st)))
+    return h->status_code(st);
+  if (h->tensor_count(dx) == 0)
+    return 0;
+  es = opc_dtype_size(h->tensor_dtype(dy));
+  opc_shape_strides(&dys, ystr);
+  opc_shape_strides(&out, xstr);
+  for (int i = 0; i < dys.rank; i++)
+    base += pads[2 * i] * ystr[i];
+  ary_strided_copy(h->tensor_data(dx), xstr,
+                   (const char *)h->tensor_data(dy) + base * (int64_t)es, ystr,
+                   out.dims, out.rank, es);
+  return 0;
+}
+
+static const wf_arg_def pad_grad_inputs[] = {
+    WF_ARG_T("dy", "T", "(D0 + paddings[0, 0] + paddings[0, 1], ...)"),
+    WF_ARG_T("paddings", "Tpaddings", "(R, 2) Pad's paddings"), WF_ARG_END};
+static const wf_arg_def pad_grad_outputs[] = {
+    WF_ARG_T("dx", "T", "(D0, ..., DR-1): the unpadded block of dy"),
+    WF_ARG_END};
+static const wf_attr_def pad_grad_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INDEX("Tpaddings", "int32 or int64: the type of 'paddings'"),
+    WF_ATTR_END};
+
+const wf_op_def ary_pad_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "PadGrad",
+    .inputs = pad_grad_inputs,
+    .outputs = pad_grad_outputs,
+    .attrs = pad_grad_attrs,
+    .shape_fn = pad_grad_shape,
+    .doc = "The gradient of Pad: the block of dy that Pad filled from its "
+           "input, i.e. dy with paddings[i, 0] elements cut before and "
+           "paddings[i, 1] after each dimension i."};
+
+const wf_kernel_def ary_pad_grad_kernel =
+    ARY_KERNEL("PadGrad", "T", WF_DTYPES_ALL, 0, pad_grad_compute);

@@ -1,7 +1,10 @@
 /* plugins/ops/array/gather.c — ops driven by integer indices: Gather (along
- * one axis, no batch_dims) and OneHot. An index out of range is an error
- * naming the index's position and its value, in both ops (unlike
- * TensorFlow's OneHot, which writes off_value for such indices). */
+ * one axis, no batch_dims) and OneHot, and the ones that scatter-add back:
+ * GatherGrad (Gather's dense gradient) and UnsortedSegmentSumToShape (what
+ * turns a sparse gradient dense). An index out of range is an error naming
+ * the index's position and its value, in every op (unlike TensorFlow's
+ * OneHot, which writes off_value for such indices). Gradient functions are
+ * in grad.c. */
 #include <config.h>
 
 #include "array.h"
@@ -321,3 +324,288 @@ const wf_op_def ary_one_hot_op = {
 
 const wf_kernel_def ary_one_hot_kernel =
     ARY_KERNEL("OneHot", "T", WF_DTYPES_ALL, 0, one_hot_compute);
+
+/* ---- scatter-adding ------------------------------------------------------ */
+
+/* Adds rows of src into dst: for o < outer and j < nidx, the row of `inner`
+ * elements at src (o * nidx + j) goes to dst row (o * n + index j). Indices
+ * are checked by the caller. Accumulates in double (acc: outer * n * inner,
+ * zeroed by the caller), then stores into dst. */
+#define DEF_SCATTER_ADD(T, sfx, dt, u)                                         \
+  static void scatter_add_##sfx(void *dstv, const void *srcv, double *acc,     \
+                                const void *idx, int32_t idt, int64_t nidx,    \
+                                int64_t outer, int64_t n, int64_t inner) {     \
+    T *dst = dstv;                                                             \
+    const T *src = srcv;                                                       \
+    for (int64_t o = 0; o < outer; o++)                                        \
+      for (int64_t j = 0; j < nidx; j++) {                                     \
+        double *a = acc + (o * n + int_at(idx, idt, j)) * inner;               \
+        const T *r = src + (o * nidx + j) * inner;                             \
+        for (int64_t k = 0; k < inner; k++)                                    \
+          a[k] += r[k];                                                        \
+      }                                                                        \
+    for (int64_t k = 0; k < outer * n * inner; k++)                            \
+      dst[k] = (T)acc[k];                                                      \
+  }
+OPC_TYPES_FLOAT(DEF_SCATTER_ADD, _)
+
+/* Checks every index of `indices` (shape is) is in [0, n); the message
+ * names `what` (the dimension indexed). */
+static int check_indices(const wf_tensor *indices, const wf_shape *is,
+                         int64_t n, const char *what, wf_status *st) {
+  const wf_host *h = opc_host();
+  int32_t idt = h->tensor_dtype(indices);
+  const void *idx = h->tensor_data(indices);
+  int64_t count = h->tensor_count(indices);
+  char pos[OPC_SHAPE_STR_MAX];
+
+  for (int64_t j = 0; j < count; j++) {
+    int64_t v = int_at(idx, idt, j);
+
+    if (v < 0 || v >= n)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "indices%s = %" PRId64 " is out of range [0, %" PRId64
+                      ") for %s",
+                      position_str(j, is, pos, sizeof pos), v, n, what);
+  }
+  return 0;
+}
+
+/* Allocates output 0 of shape out and scatter-adds dy into it (see
+ * DEF_SCATTER_ADD; indices checked). */
+static int scatter_output(wf_kernel_ctx *ctx, const wf_shape *out,
+                          const wf_tensor *dy, const wf_tensor *indices,
+                          int64_t outer, int64_t n, int64_t inner,
+                          wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_tensor *y;
+  double *acc;
+  int64_t count;
+
+  if (!(y = h->kernel_output_new(ctx, 0, out, st)))
+    return h->status_code(st);
+  count = h->tensor_count(y);
+  if (count == 0)
+    return 0;
+  if (!(acc = h->alloc((size_t)count * sizeof *acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %" PRId64 " accumulators", count);
+  memset(acc, 0, (size_t)count * sizeof *acc);
+  if (h->tensor_dtype(dy) == WF_FLOAT32)
+    scatter_add_f32(h->tensor_data(y), h->tensor_data(dy), acc,
+                    h->tensor_data(indices), h->tensor_dtype(indices),
+                    h->tensor_count(indices), outer, n, inner);
+  else
+    scatter_add_f64(h->tensor_data(y), h->tensor_data(dy), acc,
+                    h->tensor_data(indices), h->tensor_dtype(indices),
+                    h->tensor_count(indices), outer, n, inner);
+  h->free(acc);
+  return 0;
+}
+
+/* 1 when a and b have the same rank and dims (all known). */
+static int same_dims(const wf_shape *a, const wf_shape *b) {
+  if (a->rank != b->rank)
+    return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i])
+      return 0;
+  return 1;
+}
+
+/* ---- GatherGrad ---------------------------------------------------------- */
+
+static int gather_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t axis_attr;
+  wf_shape ps, is, dy, want;
+  int axis;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (opc_shape_input(ctx, 1, NULL, &is, st) ||
+      opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      opc_shape_attr_int(ctx, "axis", &axis_attr, st) ||
+      ary_shape_from_input(ctx, 0, "params_shape", -1, &ps, st))
+    return h->status_code(st);
+  if (ps.rank >= 0 && is.rank >= 0) {
+    if (gather_dims(&ps, &is, axis_attr, &axis, &want, st))
+      return h->status_code(st);
+    if (dy.rank >= 0 && dy.rank != want.rank)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dy %s does not have the rank of Gather's output %s",
+                      opc_shape_str(&dy, a, sizeof a),
+                      opc_shape_str(&want, b, sizeof b));
+  }
+  h->shape_set_output(ctx, 0, &ps);
+  return 0;
+}
+
+static int gather_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *pt, *indices, *dy;
+  int64_t axis_attr;
+  wf_shape ps, is, dys, want;
+  int axis;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &pt, NULL, st) ||
+      opc_kernel_input(ctx, 1, &indices, &is, st) ||
+      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
+      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      ary_read_shape(pt, "params_shape", &ps, st) ||
+      gather_dims(&ps, &is, axis_attr, &axis, &want, st))
+    return h->status_code(st);
+  if (!same_dims(&dys, &want))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dy has shape %s; Gather's output has %s",
+                    opc_shape_str(&dys, a, sizeof a),
+                    opc_shape_str(&want, b, sizeof b));
+  snprintf(a, sizeof a, "axis %d of params %s", axis,
+           opc_shape_str(&ps, b, sizeof b));
+  if (check_indices(indices, &is, ps.dims[axis], a, st))
+    return h->status_code(st);
+  return scatter_output(ctx, &ps, dy, indices, dims_product(ps.dims, 0, axis),
+                        ps.dims[axis],
+                        dims_product(ps.dims, axis + 1, ps.rank), st);
+}
+
+static const wf_arg_def gather_grad_inputs[] = {
+    WF_ARG_T("params_shape", "Tshape", "(R,) the shape of Gather's params"),
+    WF_ARG_T("indices", "Tindices", "(I0, ..., IK-1) Gather's indices"),
+    WF_ARG_T("dy", "T",
+             "(P0, ..., Paxis-1, I0, ..., IK-1, Paxis+1, ..., PR-1)"),
+    WF_ARG_END};
+static const wf_arg_def gather_grad_outputs[] = {
+    WF_ARG_T("dparams", "T", "(P0, ..., PR-1)"), WF_ARG_END};
+static const wf_attr_def gather_grad_attrs[] = {
+    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'params_shape'"),
+    ARY_ATTR_INDEX("Tindices", "int32 or int64: the type of 'indices'"),
+    ARY_ATTR_INT("axis", 0, "Gather's axis"), WF_ATTR_END};
+
+const wf_op_def ary_gather_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "GatherGrad",
+    .inputs = gather_grad_inputs,
+    .outputs = gather_grad_outputs,
+    .attrs = gather_grad_attrs,
+    .shape_fn = gather_grad_shape,
+    .doc = "The dense gradient of Gather along 'axis': zeros of "
+           "params_shape, with each slice of dy added at the index that "
+           "picked it (repeated indices add up; accumulated in double). "
+           "Gather's gradient function uses it for axes other than 0; along "
+           "axis 0 the gradient stays sparse."};
+
+const wf_kernel_def ary_gather_grad_kernel =
+    ARY_KERNEL("GatherGrad", "T", OPC_DTYPES_FLOAT, 0, gather_grad_compute);
+
+/* ---- UnsortedSegmentSumToShape ------------------------------------------- */
+
+/* Checks values (rank >= 1), indices ((K,)) and the output shape (rank
+ * known or not) against each other; unknown dims pass. */
+static int segment_check(const wf_shape *vs, const wf_shape *is,
+                         const wf_shape *out, wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (vs->rank == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "values must have rank 1 or more (K, ...), got a scalar");
+  if (is->rank >= 0 && is->rank != 1)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "indices must be a vector (K,), got shape %s",
+                    opc_shape_str(is, a, sizeof a));
+  if (vs->rank > 0 && is->rank == 1 && vs->dims[0] >= 0 && is->dims[0] >= 0 &&
+      vs->dims[0] != is->dims[0])
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "values %s and indices %s differ in their first "
+                    "dimension (K)",
+                    opc_shape_str(vs, a, sizeof a),
+                    opc_shape_str(is, b, sizeof b));
+  if (vs->rank < 0 || out->rank < 0)
+    return 0;
+  if (out->rank != vs->rank)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dense_shape %s does not have the rank of values %s",
+                    opc_shape_str(out, a, sizeof a),
+                    opc_shape_str(vs, b, sizeof b));
+  for (int i = 1; i < vs->rank; i++)
+    if (out->dims[i] >= 0 && vs->dims[i] >= 0 && out->dims[i] != vs->dims[i])
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dense_shape %s and values %s differ in dimension %d "
+                      "(only the first may)",
+                      opc_shape_str(out, a, sizeof a),
+                      opc_shape_str(vs, b, sizeof b), i);
+  return 0;
+}
+
+static int segment_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape vs, is, out;
+
+  if (opc_shape_input(ctx, 0, NULL, &vs, st) ||
+      opc_shape_input(ctx, 1, NULL, &is, st) ||
+      ary_shape_from_input(ctx, 2, "dense_shape", vs.rank, &out, st) ||
+      segment_check(&vs, &is, &out, st))
+    return h->status_code(st);
+  /* Without the value of dense_shape the inner dims are values'. */
+  if (out.rank >= 0 && vs.rank == out.rank)
+    for (int i = 1; i < out.rank; i++)
+      if (out.dims[i] < 0)
+        out.dims[i] = vs.dims[i];
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int segment_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *values, *indices, *dt;
+  wf_shape vs, is, out;
+  char a[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &values, &vs, st) ||
+      opc_kernel_input(ctx, 1, &indices, &is, st) ||
+      opc_kernel_input(ctx, 2, &dt, NULL, st) ||
+      ary_read_shape(dt, "dense_shape", &out, st) ||
+      segment_check(&vs, &is, &out, st))
+    return h->status_code(st);
+  if (out.rank == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dense_shape must have rank 1 or more, got ()");
+  snprintf(a, sizeof a, "the first dimension of dense_shape (%" PRId64 ")",
+           out.dims[0]);
+  if (check_indices(indices, &is, out.dims[0], a, st))
+    return h->status_code(st);
+  return scatter_output(ctx, &out, values, indices, 1, out.dims[0],
+                        dims_product(out.dims, 1, out.rank), st);
+}
+
+static const wf_arg_def segment_inputs[] = {
+    WF_ARG_T("values", "T", "(K, D1, ..., DR-1) rows"),
+    WF_ARG_T("indices", "Tindices", "(K,) row of the output of each value row"),
+    WF_ARG_FIXED("dense_shape", WF_INT64, "(R,) the output's shape"),
+    WF_ARG_END};
+static const wf_arg_def segment_outputs[] = {
+    WF_ARG_T("output", "T", "(dense_shape[0], D1, ..., DR-1)"), WF_ARG_END};
+static const wf_attr_def segment_attrs[] = {
+    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_INDEX("Tindices", "int32 or int64: the type of 'indices'"),
+    WF_ATTR_END};
+
+const wf_op_def ary_unsorted_segment_sum_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "UnsortedSegmentSumToShape",
+    .inputs = segment_inputs,
+    .outputs = segment_outputs,
+    .attrs = segment_attrs,
+    .shape_fn = segment_shape,
+    .doc = "A sparse tensor made dense: zeros of dense_shape with row k of "
+           "values added at row indices[k] (repeated indices add up, in any "
+           "order; accumulated in double). An index outside [0, "
+           "dense_shape[0]) is an error naming it. The core's autodiff uses "
+           "it to densify sparse gradients (values, indices, dense_shape). "
+           "The shape is known while building when dense_shape is a Const; "
+           "otherwise its inner dimensions are values'."};
+
+const wf_kernel_def ary_unsorted_segment_sum_kernel =
+    ARY_KERNEL("UnsortedSegmentSumToShape", "T", OPC_DTYPES_FLOAT, 0,
+               segment_compute);

@@ -1,8 +1,7 @@
 /* plugins/ops/array/plugin.c — the array op plugin (module ops_array): its
  * description and the static tables of what it registers. The ops, their
  * shape functions and reference CPU kernels live in the files beside this
- * one; gradients of differentiable ops are not defined yet (only the ops
- * through which no gradient flows are registered as such). */
+ * one, the gradient functions in grad.c. */
 #include <config.h>
 
 #include "array.h"
@@ -29,46 +28,56 @@ static const wf_op_def *const ops[] = {&ary_const_op,
                                        &ary_strided_slice_op,
                                        &ary_gather_op,
                                        &ary_one_hot_op,
+                                       &ary_invert_permutation_op,
+                                       &ary_concat_offset_op,
+                                       &ary_tile_grad_op,
+                                       &ary_pad_grad_op,
+                                       &ary_slice_grad_op,
+                                       &ary_strided_slice_grad_op,
+                                       &ary_gather_grad_op,
+                                       &ary_unsorted_segment_sum_op,
                                        NULL};
 
 static const wf_kernel_def *const kernels[] = {
-    &ary_const_kernel,         &ary_identity_kernel,
-    &ary_stop_gradient_kernel, &ary_noop_kernel,
-    &ary_fill_kernel,          &ary_zeros_like_kernel,
-    &ary_ones_like_kernel,     &ary_shape_kernel,
-    &ary_size_kernel,          &ary_reshape_kernel,
-    &ary_squeeze_kernel,       &ary_expand_dims_kernel,
-    &ary_transpose_kernel,     &ary_concat_kernel,
-    &ary_split_kernel,         &ary_tile_kernel,
-    &ary_pad_kernel,           &ary_slice_kernel,
-    &ary_strided_slice_kernel, &ary_gather_kernel,
-    &ary_one_hot_kernel,       NULL};
-
-/* Ops whose outputs do not depend differentiably on their inputs. */
-#define NOT_DIFFERENTIABLE(opname)                                             \
-  {                                                                            \
-    WF_STRUCT_INIT(wf_gradient_def), .op = (opname),                           \
-                                     .flags = WF_GRAD_NOT_DIFFERENTIABLE       \
-  }
-static const wf_gradient_def no_gradients[] = {
-    NOT_DIFFERENTIABLE("StopGradient"), NOT_DIFFERENTIABLE("Shape"),
-    NOT_DIFFERENTIABLE("Size"),         NOT_DIFFERENTIABLE("ZerosLike"),
-    NOT_DIFFERENTIABLE("OnesLike"),     NOT_DIFFERENTIABLE("OneHot")};
-static const wf_gradient_def *const gradients[] = {&no_gradients[0],
-                                                   &no_gradients[1],
-                                                   &no_gradients[2],
-                                                   &no_gradients[3],
-                                                   &no_gradients[4],
-                                                   &no_gradients[5],
-                                                   NULL};
+    &ary_const_kernel,
+    &ary_identity_kernel,
+    &ary_stop_gradient_kernel,
+    &ary_noop_kernel,
+    &ary_fill_kernel,
+    &ary_zeros_like_kernel,
+    &ary_ones_like_kernel,
+    &ary_shape_kernel,
+    &ary_size_kernel,
+    &ary_reshape_kernel,
+    &ary_squeeze_kernel,
+    &ary_expand_dims_kernel,
+    &ary_transpose_kernel,
+    &ary_concat_kernel,
+    &ary_split_kernel,
+    &ary_tile_kernel,
+    &ary_pad_kernel,
+    &ary_slice_kernel,
+    &ary_strided_slice_kernel,
+    &ary_gather_kernel,
+    &ary_one_hot_kernel,
+    &ary_invert_permutation_kernel,
+    &ary_concat_offset_kernel,
+    &ary_tile_grad_kernel,
+    &ary_pad_grad_kernel,
+    &ary_slice_grad_kernel,
+    &ary_strided_slice_grad_kernel,
+    &ary_gather_grad_kernel,
+    &ary_unsorted_segment_sum_kernel,
+    NULL};
 
 static int init(const wf_host *host, void **state, wf_status *st) {
-  /* Every entry used here exists since ABI 1.0; refuse a truncated table. */
-  if (!WF_HOST_HAS(host, kernel_output_dtype)) {
+  /* The views of Reshape and the gradient contexts need the table up to
+   * tensor_reshape, its last entry; refuse a shorter one. */
+  if (!WF_HOST_HAS(host, tensor_reshape)) {
     if (WF_HOST_HAS(host, status_set))
       host->status_set(st, WF_FAILED_PRECONDITION,
                        "ops-array: the host table (%u bytes) lacks the "
-                       "kernel entries of ABI 1.0",
+                       "tensor_reshape entry this plugin needs",
                        (unsigned)host->struct_size);
     return WF_FAILED_PRECONDITION;
   }
@@ -84,10 +93,10 @@ static const wf_plugin_desc desc = {
     .license = "MIT",
     .description = "Array ops (Const, Placeholder, Reshape, Transpose, "
                    "Concat, Split, Slice, StridedSlice, Pad, Gather, OneHot, "
-                   "Fill, Tile, ...) with reference CPU kernels",
+                   "Fill, Tile, ...) with reference CPU kernels and gradients",
     .ops = ops,
     .kernels = kernels,
-    .gradients = gradients,
+    .gradients = ary_gradients,
     .init = init,
 };
 

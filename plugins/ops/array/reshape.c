@@ -1,7 +1,8 @@
 /* plugins/ops/array/reshape.c — ops that rearrange a tensor without changing
- * its elements: Reshape, Squeeze, ExpandDims and Transpose. The reference
- * kernels copy (the host table has no way to hand out a re-shaped view of
- * an input). */
+ * its elements: Reshape, Squeeze, ExpandDims and Transpose, and
+ * InvertPermutation (for Transpose's gradient). Reshape, Squeeze and
+ * ExpandDims hand out views of their input (no copy); Transpose copies.
+ * Gradients are in grad.c. */
 #include <config.h>
 
 #include "array.h"
@@ -113,7 +114,7 @@ static int reshape_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       ary_read_index(shape, 1, ARY_MAX_INDEX, req, &n, "shape", st) ||
       reshape_resolve(req, n, h->tensor_count(x), &out, st))
     return h->status_code(st);
-  return ary_copy_reshaped(ctx, &out, st);
+  return ary_output_reshaped(ctx, &out, st);
 }
 
 static const wf_arg_def reshape_inputs[] = {
@@ -142,7 +143,7 @@ const wf_op_def ary_reshape_op = {
            "'shape' is a Const."};
 
 const wf_kernel_def ary_reshape_kernel =
-    ARY_KERNEL("Reshape", "T", WF_DTYPES_ALL, 0, reshape_compute);
+    ARY_KERNEL("Reshape", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, reshape_compute);
 
 /* ---- Squeeze ------------------------------------------------------------- */
 
@@ -211,7 +212,7 @@ static int squeeze_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       opc_kernel_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st) ||
       squeeze_dims(&xs, axes, naxes, &out, st))
     return h->status_code(st);
-  return ary_copy_reshaped(ctx, &out, st);
+  return ary_output_reshaped(ctx, &out, st);
 }
 
 static const wf_arg_def squeeze_inputs[] = {
@@ -238,7 +239,7 @@ const wf_op_def ary_squeeze_op = {
            "is unknown while any input dimension is)."};
 
 const wf_kernel_def ary_squeeze_kernel =
-    ARY_KERNEL("Squeeze", "T", WF_DTYPES_ALL, 0, squeeze_compute);
+    ARY_KERNEL("Squeeze", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, squeeze_compute);
 
 /* ---- ExpandDims ---------------------------------------------------------- */
 
@@ -286,7 +287,7 @@ static int expand_dims_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       opc_kernel_attr_int(ctx, "axis", &axis, st) ||
       expand_dims(&xs, axis, &out, st))
     return h->status_code(st);
-  return ary_copy_reshaped(ctx, &out, st);
+  return ary_output_reshaped(ctx, &out, st);
 }
 
 static const wf_arg_def expand_dims_inputs[] = {
@@ -313,7 +314,8 @@ const wf_op_def ary_expand_dims_op = {
            "input."};
 
 const wf_kernel_def ary_expand_dims_kernel =
-    ARY_KERNEL("ExpandDims", "T", WF_DTYPES_ALL, 0, expand_dims_compute);
+    ARY_KERNEL("ExpandDims", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP,
+               expand_dims_compute);
 
 /* ---- Transpose ----------------------------------------------------------- */
 
@@ -431,3 +433,63 @@ const wf_op_def ary_transpose_op = {
 
 const wf_kernel_def ary_transpose_kernel =
     ARY_KERNEL("Transpose", "T", WF_DTYPES_ALL, 0, transpose_compute);
+
+/* ---- InvertPermutation --------------------------------------------------- */
+
+static int invert_permutation_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t n = ary_shape_vector_length(ctx, 0, "x", st);
+  wf_shape out;
+
+  if (n == -2)
+    return h->status_code(st);
+  opc_shape_make(&out, 1, &n);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int invert_permutation_compute(wf_kernel_ctx *ctx, void *state,
+                                      wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  wf_tensor *y;
+  int64_t perm[ARY_MAX_INDEX], n;
+  wf_shape out;
+
+  if (opc_kernel_input(ctx, 0, &x, NULL, st) ||
+      ary_read_index(x, 1, WF_MAX_RANK, perm, &n, "x", st) ||
+      check_perm(perm, n, -1, st))
+    return h->status_code(st);
+  opc_shape_make(&out, 1, &n);
+  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
+    return h->status_code(st);
+  for (int64_t i = 0; i < n; i++) {
+    if (h->tensor_dtype(y) == WF_INT32)
+      ((int32_t *)h->tensor_data(y))[perm[i]] = (int32_t)i;
+    else
+      ((int64_t *)h->tensor_data(y))[perm[i]] = i;
+  }
+  return 0;
+}
+
+static const wf_arg_def invert_permutation_inputs[] = {
+    WF_ARG_T("x", "T", "(R,) a permutation of 0..R-1, R <= 8"), WF_ARG_END};
+static const wf_arg_def invert_permutation_outputs[] = {
+    WF_ARG_T("y", "T", "(R,) the inverse: y[x[i]] = i"), WF_ARG_END};
+static const wf_attr_def invert_permutation_attrs[] = {
+    ARY_ATTR_INDEX("T", "int32 or int64"), WF_ATTR_END};
+
+const wf_op_def ary_invert_permutation_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "InvertPermutation",
+    .inputs = invert_permutation_inputs,
+    .outputs = invert_permutation_outputs,
+    .attrs = invert_permutation_attrs,
+    .shape_fn = invert_permutation_shape,
+    .doc = "The inverse of a permutation (R,): y[x[i]] = i, so that "
+           "Transpose by x then by y is the identity. Used by Transpose's "
+           "gradient; perms are at most 8 long (WF_MAX_RANK)."};
+
+const wf_kernel_def ary_invert_permutation_kernel =
+    ARY_KERNEL("InvertPermutation", "T", ARY_DTYPES_INDEX, WF_KERNEL_CHEAP,
+               invert_permutation_compute);

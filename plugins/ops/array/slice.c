@@ -1,13 +1,16 @@
-/* plugins/ops/array/slice.c — Slice and StridedSlice. StridedSlice follows
+/* plugins/ops/array/slice.c — Slice and StridedSlice, and the backward ops
+ * of their gradients, SliceGrad and StridedSliceGrad. StridedSlice follows
  * TensorFlow's semantics: begin/end/strides with begin_mask, end_mask,
  * ellipsis_mask, new_axis_mask and shrink_axis_mask, negative indices and
  * strides, clamping of out-of-range bounds. One exception, documented on the
- * op: a shrunk axis takes element begin whatever the sign of its stride. */
+ * op: a shrunk axis takes element begin whatever the sign of its stride.
+ * Gradient functions are in grad.c. */
 #include <config.h>
 
 #include "array.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* *s = rank `rank` with every dimension unknown. */
 static void shape_of_rank(wf_shape *s, int rank) {
@@ -480,3 +483,263 @@ const wf_op_def ary_strided_slice_op = {
 
 const wf_kernel_def ary_strided_slice_kernel =
     ARY_KERNEL("StridedSlice", "T", WF_DTYPES_ALL, 0, strided_slice_compute);
+
+/* ---- SliceGrad ----------------------------------------------------------- */
+
+/* 1 when a and b (ranks known) have the same rank and no known dim of one
+ * differs from a known dim of the other. */
+static int shapes_compatible(const wf_shape *a, const wf_shape *b) {
+  if (a->rank != b->rank)
+    return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] >= 0 && b->dims[i] >= 0 && a->dims[i] != b->dims[i])
+      return 0;
+  return 1;
+}
+
+/* Checks that a block of shape dy at begin (rank entries) fits in x (rank
+ * known; dims of either may be unknown where nothing can be said). */
+static int slice_grad_check(const wf_shape *x, const int64_t *begin,
+                            const wf_shape *dy, wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (dy->rank >= 0 && dy->rank != x->rank)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dy %s and shape %s differ in rank",
+                    opc_shape_str(dy, a, sizeof a),
+                    opc_shape_str(x, b, sizeof b));
+  for (int i = 0; i < x->rank && begin; i++) {
+    int64_t size = dy->rank >= 0 ? dy->dims[i] : WF_UNKNOWN_DIM;
+
+    if (begin[i] < 0 ||
+        (x->dims[i] >= 0 && size >= 0 && begin[i] + size > x->dims[i]))
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "a block of shape %s at begin[%d] = %" PRId64
+                      " does not fit dimension %d of shape %s",
+                      opc_shape_str(dy, a, sizeof a), i, begin[i], i,
+                      opc_shape_str(x, b, sizeof b));
+  }
+  return 0;
+}
+
+static int slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t begin[ARY_MAX_INDEX], nb;
+  wf_shape dy, out;
+  int kb;
+
+  if (opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      ary_shape_from_input(ctx, 0, "shape", dy.rank, &out, st))
+    return h->status_code(st);
+  kb = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, begin, &nb, "begin", st);
+  if (kb < 0 || (kb && out.rank >= 0 &&
+                 slice_check_len(nb, out.rank, "begin", st)))
+    return h->status_code(st);
+  if (out.rank >= 0 && slice_grad_check(&out, kb ? begin : NULL, &dy, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int slice_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *shape, *bt, *dy;
+  wf_tensor *dx;
+  int64_t begin[ARY_MAX_INDEX], nb, xstr[WF_MAX_RANK], ystr[WF_MAX_RANK],
+      base = 0;
+  size_t es;
+  wf_shape xs, dys;
+
+  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
+      opc_kernel_input(ctx, 1, &bt, NULL, st) ||
+      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
+      ary_read_shape(shape, "shape", &xs, st) ||
+      ary_read_index(bt, 1, ARY_MAX_INDEX, begin, &nb, "begin", st) ||
+      slice_check_len(nb, xs.rank, "begin", st) ||
+      slice_grad_check(&xs, begin, &dys, st))
+    return h->status_code(st);
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
+    return h->status_code(st);
+  memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
+  if (h->tensor_count(dy) == 0)
+    return 0;
+  es = opc_dtype_size(h->tensor_dtype(dy));
+  opc_shape_strides(&xs, xstr);
+  opc_shape_strides(&dys, ystr);
+  for (int i = 0; i < xs.rank; i++)
+    base += begin[i] * xstr[i];
+  ary_strided_copy((char *)h->tensor_data(dx) + base * (int64_t)es, xstr,
+                   h->tensor_data(dy), ystr, dys.dims, dys.rank, es);
+  return 0;
+}
+
+static const wf_arg_def slice_grad_inputs[] = {
+    WF_ARG_T("shape", "Tshape", "(R,) the shape of Slice's input"),
+    WF_ARG_T("begin", "Index", "(R,) Slice's begin"),
+    WF_ARG_T("dy", "T", "(S0, ..., SR-1) the gradient of Slice's output"),
+    WF_ARG_END};
+static const wf_arg_def slice_grad_outputs[] = {
+    WF_ARG_T("dx", "T", "(shape[0], ..., shape[R-1])"), WF_ARG_END};
+static const wf_attr_def slice_grad_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'shape'"),
+    ARY_ATTR_INDEX("Index", "int32 or int64: the type of 'begin'"),
+    WF_ATTR_END};
+
+const wf_op_def ary_slice_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "SliceGrad",
+    .inputs = slice_grad_inputs,
+    .outputs = slice_grad_outputs,
+    .attrs = slice_grad_attrs,
+    .shape_fn = slice_grad_shape,
+    .doc = "The gradient of Slice: zeros of 'shape' with dy written at "
+           "'begin' (the block Slice read). The block must fit. The shape is "
+           "known while building when 'shape' is a Const."};
+
+const wf_kernel_def ary_slice_grad_kernel =
+    ARY_KERNEL("SliceGrad", "T", WF_DTYPES_ALL, 0, slice_grad_compute);
+
+/* ---- StridedSliceGrad ---------------------------------------------------- */
+
+static int strided_slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  static const char *const inputs[] = {"begin", "end", "strides"};
+  const wf_host *h = opc_host();
+  int64_t vals[3][ARY_MAX_INDEX], len[3], n = -1;
+  int known[3];
+  ss_masks m;
+  ss_plan p;
+  wf_shape dy, out;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+
+  if (opc_shape_input(ctx, 4, NULL, &dy, st) ||
+      ary_shape_from_input(ctx, 0, "shape", -1, &out, st) ||
+      ss_masks_get(ctx, NULL, &m, st))
+    return h->status_code(st);
+  for (int k = 0; k < 3; k++) {
+    known[k] = ary_shape_index_value(ctx, k + 1, 1, ARY_MAX_INDEX, vals[k],
+                                     &len[k], inputs[k], st);
+    if (known[k] < 0)
+      return h->status_code(st);
+    if (!known[k] &&
+        (len[k] = ary_shape_vector_length(ctx, k + 1, inputs[k], st)) == -2)
+      return h->status_code(st);
+    if (len[k] < 0)
+      continue;
+    if (n >= 0 && len[k] != n)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "'begin', 'end' and 'strides' must have the same "
+                      "length; '%s' has %" PRId64 ", an earlier one %" PRId64,
+                      inputs[k], len[k], n);
+    n = len[k];
+  }
+  /* With the whole spec known, dy must be what StridedSlice makes. */
+  if (out.rank >= 0 && n >= 0 && dy.rank >= 0) {
+    if (ss_resolve(&out, n, known[0] ? vals[0] : NULL,
+                   known[1] ? vals[1] : NULL, known[2] ? vals[2] : NULL, &m,
+                   &p, st))
+      return h->status_code(st);
+    if (!shapes_compatible(&p.out, &dy))
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dy has shape %s but the slice of shape %s has %s",
+                      opc_shape_str(&dy, a, sizeof a),
+                      opc_shape_str(&out, b, sizeof b),
+                      opc_shape_str(&p.out, c, sizeof c));
+  }
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+static int strided_slice_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                      wf_status *st) {
+  static const char *const inputs[] = {"begin", "end", "strides"};
+  const wf_host *h = opc_host();
+  const wf_tensor *shape, *dy, *t;
+  wf_tensor *dx;
+  int64_t vals[3][ARY_MAX_INDEX], len[3], xstr[WF_MAX_RANK], dstr[WF_MAX_RANK],
+      sstr[WF_MAX_RANK], base = 0;
+  ss_masks m;
+  ss_plan p;
+  size_t es;
+  wf_shape xs, dys, proc;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
+      opc_kernel_input(ctx, 4, &dy, &dys, st) ||
+      ary_read_shape(shape, "shape", &xs, st) ||
+      ss_masks_get(NULL, ctx, &m, st))
+    return h->status_code(st);
+  for (int k = 0; k < 3; k++) {
+    if (opc_kernel_input(ctx, k + 1, &t, NULL, st) ||
+        ary_read_index(t, 1, ARY_MAX_INDEX, vals[k], &len[k], inputs[k], st))
+      return h->status_code(st);
+    if (len[k] != len[0])
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "'begin', 'end' and 'strides' must have the same "
+                      "length; '%s' has %" PRId64 ", 'begin' %" PRId64,
+                      inputs[k], len[k], len[0]);
+  }
+  if (ss_resolve(&xs, len[0], vals[0], vals[1], vals[2], &m, &p, st))
+    return h->status_code(st);
+  if (!shapes_compatible(&p.out, &dys))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "dy has shape %s but the slice of shape %s has %s",
+                    opc_shape_str(&dys, a, sizeof a),
+                    opc_shape_str(&xs, b, sizeof b),
+                    opc_shape_str(&p.out, c, sizeof c));
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
+    return h->status_code(st);
+  memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
+  if (h->tensor_count(dy) == 0)
+    return 0;
+  /* StridedSlice's copy run backwards: dy, walked in the input-rank
+   * "processing" shape (new and shrunk axes have size 1 and do not change
+   * its row-major order), lands on the sliced elements of dx. */
+  opc_shape_make(&proc, p.rank, p.size);
+  opc_shape_strides(&xs, xstr);
+  opc_shape_strides(&proc, sstr);
+  for (int i = 0; i < p.rank; i++) {
+    base += p.begin[i] * xstr[i];
+    dstr[i] = p.stride[i] * xstr[i];
+  }
+  es = opc_dtype_size(h->tensor_dtype(dy));
+  ary_strided_copy((char *)h->tensor_data(dx) + base * (int64_t)es, dstr,
+                   h->tensor_data(dy), sstr, proc.dims, proc.rank, es);
+  return 0;
+}
+
+static const wf_arg_def strided_slice_grad_inputs[] = {
+    WF_ARG_T("shape", "Tshape", "(R,) the shape of StridedSlice's input"),
+    WF_ARG_T("begin", "Index", "(K,) StridedSlice's begin"),
+    WF_ARG_T("end", "Index", "(K,) StridedSlice's end"),
+    WF_ARG_T("strides", "Index", "(K,) StridedSlice's strides"),
+    WF_ARG_T("dy", "T", "the shape of StridedSlice's output"), WF_ARG_END};
+static const wf_arg_def strided_slice_grad_outputs[] = {
+    WF_ARG_T("dx", "T", "(shape[0], ..., shape[R-1])"), WF_ARG_END};
+static const wf_attr_def strided_slice_grad_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"),
+    ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'shape'"),
+    ARY_ATTR_INDEX("Index", "int32 or int64: type of begin, end, strides"),
+    ARY_ATTR_INT("begin_mask", 0, "as StridedSlice's"),
+    ARY_ATTR_INT("end_mask", 0, "as StridedSlice's"),
+    ARY_ATTR_INT("ellipsis_mask", 0, "as StridedSlice's"),
+    ARY_ATTR_INT("new_axis_mask", 0, "as StridedSlice's"),
+    ARY_ATTR_INT("shrink_axis_mask", 0, "as StridedSlice's"),
+    WF_ATTR_END};
+
+const wf_op_def ary_strided_slice_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "StridedSliceGrad",
+    .inputs = strided_slice_grad_inputs,
+    .outputs = strided_slice_grad_outputs,
+    .attrs = strided_slice_grad_attrs,
+    .shape_fn = strided_slice_grad_shape,
+    .doc = "The gradient of StridedSlice: zeros of 'shape' with each element "
+           "of dy written where StridedSlice (same begin, end, strides and "
+           "masks) read it. The slice's elements are distinct, so nothing "
+           "adds up. The shape is known while building when 'shape' is a "
+           "Const."};
+
+const wf_kernel_def ary_strided_slice_grad_kernel =
+    ARY_KERNEL("StridedSliceGrad", "T", WF_DTYPES_ALL, 0,
+               strided_slice_grad_compute);

@@ -1,6 +1,6 @@
 /* plugins/ops/array/util.c — helpers of the array kernels: reading
- * index-valued tensors (shapes, perms, begins) and moving bytes by strides.
- * No op is defined here. */
+ * index-valued tensors (shapes, perms, begins), moving bytes by strides and
+ * handing out re-shaped views. No op is defined here. */
 #include <config.h>
 
 #include "array.h"
@@ -71,6 +71,48 @@ int64_t ary_shape_vector_length(const wf_shape_ctx *ctx, int32_t i,
     return -2;
   }
   return s.dims[0];
+}
+
+int ary_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+                            wf_status *st) {
+  int64_t dims[ARY_MAX_INDEX], n;
+
+  if (ary_read_index(t, 1, WF_MAX_RANK, dims, &n, input, st))
+    return opc_host()->status_code(st);
+  for (int64_t i = 0; i < n; i++)
+    if (dims[i] < 0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input,
+                      i, dims[i]);
+  opc_shape_make(s, (int)n, dims);
+  return 0;
+}
+
+int ary_shape_from_input(wf_shape_ctx *ctx, int32_t i, const char *input,
+                            int rank_hint, wf_shape *out, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *t = h->shape_input_value(ctx, i);
+  int64_t n;
+
+  if (t)
+    return ary_read_shape(t, input, out, st);
+  n = ary_shape_vector_length(ctx, i, input, st);
+  if (n == -2)
+    return h->status_code(st);
+  if (n > WF_MAX_RANK)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input '%s' has %" PRId64 " entries, at most %d are "
+                    "allowed",
+                    input, n, WF_MAX_RANK);
+  if (n < 0)
+    n = rank_hint;
+  opc_shape_set_unknown(out);
+  if (n >= 0) {
+    out->rank = (int32_t)n;
+    for (int d = 0; d < out->rank; d++)
+      out->dims[d] = WF_UNKNOWN_DIM;
+  }
+  return 0;
 }
 
 /* Copies one row of n elements of es bytes with element strides ds, ss. */
@@ -147,11 +189,13 @@ void ary_fill_bytes(void *dst, const void *value, int64_t count, size_t es) {
     memcpy((char *)dst + done, dst, done <= total - done ? done : total - done);
 }
 
-int ary_copy_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st) {
+int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out,
+                        wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *x;
-  wf_tensor *y;
+  wf_tensor *view;
   wf_shape xs;
+  int rc;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st))
@@ -162,9 +206,12 @@ int ary_copy_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st) {
                     "counts differ)",
                     opc_shape_str(&xs, a, sizeof a),
                     opc_shape_str(out, b, sizeof b));
-  if (!(y = h->kernel_output_new(ctx, 0, out, st)))
+  /* A view, not a copy. Casting away const is safe: the view shares a
+   * buffer that, like any tensor with more than one reference, is never
+   * written (weft/tensor.h). */
+  if (!(view = h->tensor_reshape((wf_tensor *)x, out, st)))
     return h->status_code(st);
-  if (h->tensor_nbytes(x) > 0)
-    memcpy(h->tensor_data(y), h->tensor_data(x), h->tensor_nbytes(x));
-  return 0;
+  rc = h->kernel_output_set(ctx, 0, view, st);
+  h->tensor_release(view);
+  return rc;
 }

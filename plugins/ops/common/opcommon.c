@@ -1,6 +1,7 @@
 /* plugins/ops/common/opcommon.c — the shared op-plugin helpers declared in
- * opcommon.h: broadcasting, the broadcast walker, axes, attribute reads.
- * Everything goes through the host table; nothing here calls libweft. */
+ * opcommon.h: broadcasting, the broadcast walker, axes, attribute reads and
+ * the node builders of gradient functions. Everything goes through the
+ * host table; nothing here calls libweft. */
 #include <config.h>
 
 #include "opcommon.h"
@@ -534,4 +535,92 @@ char *opc_what_shape(const wf_shape_ctx *ctx, const char *op, char *buf,
 char *opc_what_kernel(const wf_kernel_ctx *ctx, const char *op, char *buf,
                       size_t len) {
   return what_str(opc_host()->kernel_node_name(ctx), op, buf, len);
+}
+
+/* ---- gradient functions ------------------------------------------------ */
+
+wf_output opc_grad_node(wf_grad_ctx *ctx, const char *op, const wf_output *in,
+                        int n, const wf_attr_item *attrs, int nattrs,
+                        wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_output out = {NULL, 0};
+
+  for (int i = 0; i < n; i++)
+    if (!in[i].node) {
+      /* an earlier builder failed and st says why; else a caller bug */
+      if (h->status_code(st) == WF_OK)
+        opc_fail(st, WF_INTERNAL,
+                 "gradient of node '%s': input %d of the %s node to add is "
+                 "missing",
+                 h->grad_node_name(ctx), i, op);
+      return out;
+    }
+  out.node = h->grad_add_node(ctx, op, in, n, attrs, nattrs, st);
+  return out;
+}
+
+wf_output opc_grad_op1(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_status *st) {
+  return opc_grad_node(ctx, op, &a, 1, NULL, 0, st);
+}
+
+wf_output opc_grad_op2(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_output b, wf_status *st) {
+  wf_output in[2] = {a, b};
+
+  return opc_grad_node(ctx, op, in, 2, NULL, 0, st);
+}
+
+wf_output opc_grad_op3(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_output b, wf_output c, wf_status *st) {
+  wf_output in[3] = {a, b, c};
+
+  return opc_grad_node(ctx, op, in, 3, NULL, 0, st);
+}
+
+int opc_grad_same_known_shape(const wf_grad_ctx *ctx, wf_output a,
+                              wf_output b) {
+  const wf_host *h = opc_host();
+  wf_shape sa, sb;
+  int32_t dt;
+
+  if (!a.node || !b.node || h->grad_tensor_info(ctx, a, &dt, &sa) != 0 ||
+      h->grad_tensor_info(ctx, b, &dt, &sb) != 0 || !opc_shape_is_known(&sa) ||
+      !opc_shape_is_known(&sb) || sa.rank != sb.rank)
+    return 0;
+  for (int i = 0; i < sa.rank; i++)
+    if (sa.dims[i] != sb.dims[i])
+      return 0;
+  return 1;
+}
+
+wf_output opc_grad_sum_to(wf_grad_ctx *ctx, wf_output g, wf_output like,
+                          wf_status *st) {
+  if (g.node && opc_grad_same_known_shape(ctx, g, like))
+    return g;
+  return opc_grad_op2(ctx, "SumToLike", g, like, st);
+}
+
+void opc_grad_set(wf_grad_ctx *ctx, int32_t i, wf_output g) {
+  if (g.node)
+    opc_host()->grad_set_input_grad(ctx, i, g);
+}
+
+int opc_grad_done(wf_status *st) { return opc_host()->status_code(st); }
+
+int opc_grad_attr(const wf_grad_ctx *ctx, const char *name, int32_t type,
+                  wf_attr_value *out, wf_status *st) {
+  const wf_host *h = opc_host();
+
+  if (h->grad_attr(ctx, name, out) != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "gradient of node '%s': attribute '%s' (%s) is missing",
+                    h->grad_node_name(ctx), name, attr_type_name(type));
+  if (out->type != type)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "gradient of node '%s': attribute '%s' has type %s; "
+                    "expected %s",
+                    h->grad_node_name(ctx), name, attr_type_name(out->type),
+                    attr_type_name(type));
+  return 0;
 }

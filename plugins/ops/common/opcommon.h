@@ -1,6 +1,7 @@
 /* plugins/ops/common/opcommon.h — helpers shared by the op plugins: shapes
  * and NumPy broadcasting, a broadcast iterator for kernels, dtype dispatch
- * macros, axis normalisation, and typed attribute reads with clear errors.
+ * macros, axis normalisation, typed attribute reads with clear errors, and
+ * node-building helpers for gradient functions.
  *
  * Linked statically into each op plugin (libopcommon.la); it reaches the
  * core only through the host table the plugin hands to opc_set_host, never
@@ -238,5 +239,79 @@ char *opc_what_kernel(const wf_kernel_ctx *ctx, const char *op, char *buf,
  * NULL). INTERNAL when input i is missing. */
 int opc_kernel_input(const wf_kernel_ctx *ctx, int32_t i,
                      const wf_tensor **t, wf_shape *shape, wf_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Gradient functions                                                       */
+
+/* Helpers for the body of a wf_grad_fn. The node builders take outputs made
+ * by earlier calls and pass failure along: when an input's node is NULL
+ * they add nothing and return a NULL output (st keeps the first error, or
+ * gets INTERNAL naming the op when the NULL came from elsewhere). A
+ * gradient function can therefore build its whole expression and check
+ * once, at the end:
+ *
+ *   static int grad_mul(wf_grad_ctx *ctx, wf_status *st) {
+ *     const wf_host *h = opc_host();
+ *     wf_output x = h->grad_input(ctx, 0), y = h->grad_input(ctx, 1);
+ *     wf_output dz = h->grad_output_grad(ctx, 0);
+ *     opc_grad_set(ctx, 0,
+ *                  opc_grad_sum_to(ctx, opc_grad_op2(ctx, "Mul", dz, y, st),
+ *                                  x, st));
+ *     ...
+ *     return opc_grad_done(st);
+ *   }
+ *
+ * Nodes are added with the host's grad_add_node (named under the
+ * gradient's scope); op names are those of the loaded plugins, e.g. "Mul"
+ * and "SumToLike" from ops-math, "ZerosLike" and "Reshape" from ops-array.
+ * Every helper is only valid during the wf_grad_fn call. */
+
+/* A node of op on inputs in[0..n-1] with attrs[0..nattrs-1] (copied by the
+ * core; may be NULL when nattrs is 0); returns its output 0. */
+wf_output opc_grad_node(wf_grad_ctx *ctx, const char *op, const wf_output *in,
+                        int n, const wf_attr_item *attrs, int nattrs,
+                        wf_status *st);
+/* The same with one, two or three inputs and no attributes. */
+wf_output opc_grad_op1(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_status *st);
+wf_output opc_grad_op2(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_output b, wf_status *st);
+wf_output opc_grad_op3(wf_grad_ctx *ctx, const char *op, wf_output a,
+                       wf_output b, wf_output c, wf_status *st);
+
+/* g summed back to the shape of `like` over the dimensions along which
+ * like was broadcast to g's shape (ops-math's SumToLike): the gradient of
+ * an input of a broadcasting op. Returns g itself when both static shapes
+ * are fully known and equal. */
+wf_output opc_grad_sum_to(wf_grad_ctx *ctx, wf_output g, wf_output like,
+                          wf_status *st);
+
+/* 1 when the static shapes of a and b are fully known and equal. */
+int opc_grad_same_known_shape(const wf_grad_ctx *ctx, wf_output a,
+                              wf_output b);
+
+/* Sets input i's gradient to g; does nothing when g's node is NULL (a
+ * failed build, reported by opc_grad_done). */
+void opc_grad_set(wf_grad_ctx *ctx, int32_t i, wf_output g);
+
+/* What a gradient function returns at its end: 0, or st's code. */
+int opc_grad_done(wf_status *st);
+
+/* Attribute `name` of the forward node into *out, checked to be of type
+ * `type` (WF_ATTR_*); INVALID_ARGUMENT naming it otherwise. Values are
+ * borrowed from the graph for the call; pass them on unchanged in a
+ * wf_attr_item to copy a forward attribute onto a gradient node. */
+int opc_grad_attr(const wf_grad_ctx *ctx, const char *name, int32_t type,
+                  wf_attr_value *out, wf_status *st);
+
+/* Attribute items for opc_grad_node. */
+#define OPC_ATTR_BOOL(nm, v)                                                   \
+  ((wf_attr_item){.name = (nm),                                                \
+                  .value = {.type = WF_ATTR_BOOL, .count = 1, .u.b = (v)}})
+#define OPC_ATTR_DTYPE(nm, v)                                                  \
+  ((wf_attr_item){.name = (nm),                                                \
+                  .value = {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = (v)}})
+/* A forward attribute value (from opc_grad_attr) under a name. */
+#define OPC_ATTR_VALUE(nm, v) ((wf_attr_item){.name = (nm), .value = (v)})
 
 #endif /* WF_OPS_OPCOMMON_H */

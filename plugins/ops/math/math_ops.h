@@ -73,7 +73,9 @@ wf_grad_fn math_grad_add, math_grad_sub, math_grad_mul, math_grad_div,
     math_grad_sum, math_grad_mean, math_grad_max_min, math_grad_prod,
     math_grad_matmul, math_grad_batch_matmul, math_grad_sum_to_like,
     math_grad_sum_grad, math_grad_mean_grad, math_grad_relu_grad,
-    math_grad_leaky_relu_grad, math_grad_abs_grad;
+    math_grad_leaky_relu_grad, math_grad_abs_grad, math_grad_sigmoid_grad,
+    math_grad_tanh_grad, math_grad_sqrt_grad, math_grad_elu_grad,
+    math_grad_softplus_grad;
 
 /* ---- helpers shared by the kernels --------------------------------------- */
 

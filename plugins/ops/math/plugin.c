@@ -1,8 +1,9 @@
 /* plugins/ops/math/plugin.c — the ops_math plugin: definitions of the math
- * ops (inputs, outputs, attributes, flags, documentation), their reference
- * CPU kernels' keys, and the plugin description. Shape inference and the
- * kernels live in binary.c, unary.c, reduce.c and matmul.c; gradients are
- * not registered here.
+ * ops (inputs, outputs, attributes, flags, documentation) and of the fused
+ * backward ops their gradients use, the keys of their reference CPU
+ * kernels, the gradient registrations, and the plugin description. Shape
+ * inference and the kernels live in binary.c, unary.c, reduce.c, matmul.c,
+ * unary_grad.c and reduce_grad.c; the gradient functions in grad.c.
  *
  * Semantics shared by all kernels here:
  *  - broadcasting is NumPy's: shapes align at the last dimension, each pair
@@ -68,6 +69,22 @@ static const wf_attr_def attrs_reduce[] = {
             "most once; empty (the default): all axes"},
     BOOL_ATTR("keep_dims", 0,
               "true: reduced axes stay as dimensions of size 1"),
+    WF_ATTR_END};
+
+static const wf_attr_def attrs_reduce_grad[] = {
+    T_ATTR(OPC_DTYPES_FLOAT),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "axes",
+     .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},
+     .doc = "the forward reduction's axes (empty: all)"},
+    BOOL_ATTR("keep_dims", 0, "the forward reduction's keep_dims"),
+    WF_ATTR_END};
+
+static const wf_attr_def attrs_sum_to_like[] = {
+    T_ATTR(OPC_DTYPES_NUMBER),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "Tlike", .type = WF_ATTR_DTYPE,
+     .allowed_dtypes = OPC_DTYPES_ALL,
+     .doc = "element type of like (only its shape is read)"},
     WF_ATTR_END};
 
 static const wf_attr_def attrs_argmax[] = {
@@ -151,6 +168,36 @@ static const wf_arg_def in_select[] = {
 static const wf_arg_def out_select[] = {
     WF_ARG_T("z", "T", "(...) condition, x and y's shapes broadcast"),
     WF_ARG_END};
+
+static const wf_arg_def in_sum_to_like[] = {
+    WF_ARG_T("x", "T", "(...) a tensor that like's shape broadcasts to"),
+    WF_ARG_T("like", "Tlike",
+             "(...) rank at most x's; each dim (aligned at the end) 1 or "
+             "x's"),
+    WF_ARG_END};
+static const wf_arg_def out_sum_to_like[] = {
+    WF_ARG_T("y", "T", "(...) like's shape"), WF_ARG_END};
+/* The fused backward ops of the activations: (dy, x) or (dy, y). */
+static const wf_arg_def in_dy_x[] = {
+    WF_ARG_T("dy", "T", "(...) gradient arriving at the forward output"),
+    WF_ARG_T("x", "T", "(...) the forward input; dy's shape"), WF_ARG_END};
+static const wf_arg_def in_dy_y[] = {
+    WF_ARG_T("dy", "T", "(...) gradient arriving at the forward output"),
+    WF_ARG_T("y", "T", "(...) the forward output; dy's shape"), WF_ARG_END};
+static const wf_arg_def out_dx[] = {
+    WF_ARG_T("dx", "T", "(...) gradient of the forward input; dy's shape"),
+    WF_ARG_END};
+static const wf_arg_def in_reduce_grad[] = {
+    WF_ARG_T("dy", "T", "gradient arriving at the reduction's output: x's "
+                        "reduced shape"),
+    WF_ARG_T("x", "T", "(...) the reduction's input"), WF_ARG_END};
+static const wf_arg_def in_max_min_grad[] = {
+    WF_ARG_T("dy", "T", "gradient arriving at the reduction's output: x's "
+                        "reduced shape"),
+    WF_ARG_T("x", "T", "(...) the reduction's input"),
+    WF_ARG_T("y", "T", "the reduction's output: dy's shape"), WF_ARG_END};
+static const wf_arg_def out_reduce_grad[] = {
+    WF_ARG_T("dx", "T", "(...) gradient of x: x's shape"), WF_ARG_END};
 
 /* ---- op definitions ---------------------------------------------------- */
 
@@ -277,6 +324,69 @@ OP(op_batch_matmul, "BatchMatMul", in_batch_matmul, out_batch_matmul,
    "batch; the batch dims (...) of x and y broadcast as in NumPy's matmul. "
    "adj_x / adj_y: that operand's matrices are stored transposed.");
 
+OP(op_sum_to_like, "SumToLike", in_sum_to_like, out_sum_to_like,
+   attrs_sum_to_like, 0, math_shape_sum_to_like,
+   "y = x summed over the dimensions along which like's shape was "
+   "broadcast to x's (the leading dims like lacks, and those where like has "
+   "1), giving like's shape: the gradient of an input of a broadcasting op. "
+   "x (2, 3, 4) with like (3, 1) gives (3, 1). Floats accumulate in double "
+   "with compensation; integers wrap.");
+
+OP(op_relu_grad, "ReluGrad", in_dy_x, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = dy where x > 0, else 0 (0 at the kink x = 0): the gradient of "
+   "Relu.");
+OP(op_leaky_relu_grad, "LeakyReluGrad", in_dy_x, out_dx, attrs_leaky_relu, 0,
+   math_shape_all_same,
+   "dx = dy where x > 0, else alpha * dy: the gradient of LeakyRelu with "
+   "the same alpha.");
+OP(op_abs_grad, "AbsGrad", in_dy_x, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = sign(x) * dy (0 at x = 0; NaN for NaN x): the gradient of Abs.");
+OP(op_elu_grad, "EluGrad", in_dy_y, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = dy where y > 0, else dy * (y + 1) (= dy * e^x), from Elu's output "
+   "y.");
+OP(op_sigmoid_grad, "SigmoidGrad", in_dy_y, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = dy * y * (1 - y), from Sigmoid's output y.");
+OP(op_tanh_grad, "TanhGrad", in_dy_y, out_dx, attrs_float, 0,
+   math_shape_all_same, "dx = dy * (1 - y * y), from Tanh's output y.");
+OP(op_sqrt_grad, "SqrtGrad", in_dy_y, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = dy / (2 y), from Sqrt's output y (+-inf where y = 0).");
+OP(op_rsqrt_grad, "RsqrtGrad", in_dy_y, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = -dy * y^3 / 2, from Rsqrt's output y.");
+OP(op_softplus_grad, "SoftplusGrad", in_dy_x, out_dx, attrs_float, 0,
+   math_shape_all_same,
+   "dx = dy * sigmoid(x), computed without overflow: the gradient of "
+   "Softplus.");
+OP(op_gelu_grad, "GeluGrad", in_dy_x, out_dx, attrs_gelu, 0,
+   math_shape_all_same,
+   "dx = dy * Gelu'(x) for the same form as the forward op: Phi(x) + x "
+   "phi(x) exactly (phi the standard normal density), or the derivative "
+   "of the tanh approximation with approximate.");
+
+OP(op_sum_grad, "SumGrad", in_reduce_grad, out_reduce_grad,
+   attrs_reduce_grad, 0, math_shape_reduce_grad,
+   "dx = dy repeated over the axes a Sum with these axes and keep_dims "
+   "reduced: the gradient of Sum.");
+OP(op_mean_grad, "MeanGrad", in_reduce_grad, out_reduce_grad,
+   attrs_reduce_grad, 0, math_shape_reduce_grad,
+   "dx = dy repeated over the reduced axes and divided by the number of "
+   "elements each output averaged: the gradient of Mean.");
+OP(op_max_min_grad, "MaxMinGrad", in_max_min_grad, out_reduce_grad,
+   attrs_reduce_grad, 0, math_shape_reduce_grad,
+   "dx = dy / k at the elements of x equal to their group's result y, 0 "
+   "elsewhere, k the number of such ties in the group (TensorFlow's rule); "
+   "a NaN result routes nothing: the gradient of Max and of Min.");
+OP(op_prod_grad, "ProdGrad", in_reduce_grad, out_reduce_grad,
+   attrs_reduce_grad, 0, math_shape_reduce_grad,
+   "dx_i = dy * the product of the other elements of i's group, computed "
+   "from products before and after i (no division, exact where x has "
+   "zeros): the gradient of Prod.");
+
 static const wf_op_def *const ops[] = {
     &op_add,     &op_sub,        &op_mul,       &op_div,
     &op_maximum, &op_minimum,    &op_pow,       &op_equal,
@@ -286,7 +396,11 @@ static const wf_op_def *const ops[] = {
     &op_tanh,    &op_sigmoid,    &op_leaky_relu, &op_elu,
     &op_gelu,    &op_softplus,   &op_cast,      &op_sum,
     &op_mean,    &op_max,        &op_min,       &op_prod,
-    &op_argmax,  &op_matmul,     &op_batch_matmul, NULL};
+    &op_argmax,  &op_matmul,     &op_batch_matmul,
+    &op_sum_to_like, &op_relu_grad, &op_leaky_relu_grad, &op_abs_grad,
+    &op_elu_grad, &op_sigmoid_grad, &op_tanh_grad, &op_sqrt_grad,
+    &op_rsqrt_grad, &op_softplus_grad, &op_gelu_grad, &op_sum_grad,
+    &op_mean_grad, &op_max_min_grad, &op_prod_grad, NULL};
 
 /* ---- reference kernels ------------------------------------------------- */
 
@@ -339,6 +453,21 @@ KERNEL(k_prod, "Prod", "T", NUM, math_prod);
 KERNEL(k_argmax, "ArgMax", "T", NUM, math_argmax);
 KERNEL(k_matmul, "MatMul", "T", NUM, math_matmul);
 KERNEL(k_batch_matmul, "BatchMatMul", "T", NUM, math_batch_matmul);
+KERNEL(k_sum_to_like, "SumToLike", "T", NUM, math_sum_to_like);
+KERNEL(k_relu_grad, "ReluGrad", "T", FLT, math_relu_grad);
+KERNEL(k_leaky_relu_grad, "LeakyReluGrad", "T", FLT, math_leaky_relu_grad);
+KERNEL(k_abs_grad, "AbsGrad", "T", FLT, math_abs_grad);
+KERNEL(k_elu_grad, "EluGrad", "T", FLT, math_elu_grad);
+KERNEL(k_sigmoid_grad, "SigmoidGrad", "T", FLT, math_sigmoid_grad);
+KERNEL(k_tanh_grad, "TanhGrad", "T", FLT, math_tanh_grad);
+KERNEL(k_sqrt_grad, "SqrtGrad", "T", FLT, math_sqrt_grad);
+KERNEL(k_rsqrt_grad, "RsqrtGrad", "T", FLT, math_rsqrt_grad);
+KERNEL(k_softplus_grad, "SoftplusGrad", "T", FLT, math_softplus_grad);
+KERNEL(k_gelu_grad, "GeluGrad", "T", FLT, math_gelu_grad);
+KERNEL(k_sum_grad, "SumGrad", "T", FLT, math_sum_grad);
+KERNEL(k_mean_grad, "MeanGrad", "T", FLT, math_mean_grad);
+KERNEL(k_max_min_grad, "MaxMinGrad", "T", FLT, math_max_min_grad);
+KERNEL(k_prod_grad, "ProdGrad", "T", FLT, math_prod_grad);
 
 static const wf_kernel_def *const kernels[] = {
     &k_add,     &k_sub,      &k_mul,         &k_div,     &k_maximum,
@@ -348,17 +477,99 @@ static const wf_kernel_def *const kernels[] = {
     &k_tanh,    &k_sigmoid,  &k_leaky_relu,  &k_elu,     &k_gelu,
     &k_softplus, &k_cast,    &k_sum,         &k_mean,    &k_max,
     &k_min,     &k_prod,     &k_argmax,      &k_matmul,  &k_batch_matmul,
-    NULL};
+    &k_sum_to_like, &k_relu_grad, &k_leaky_relu_grad, &k_abs_grad,
+    &k_elu_grad, &k_sigmoid_grad, &k_tanh_grad, &k_sqrt_grad, &k_rsqrt_grad,
+    &k_softplus_grad, &k_gelu_grad, &k_sum_grad, &k_mean_grad,
+    &k_max_min_grad, &k_prod_grad, NULL};
+
+/* ---- gradients --------------------------------------------------------- */
+
+/* The gradients of Maximum, Minimum, Pow, Select and SumToLike build
+ * ZerosLike or OnesLike nodes from ops-array. ops-array is not listed in
+ * `requires`: the forward ops work without it, and building one of those
+ * gradients without it fails naming the missing op. */
+
+#define GRAD(var, nm, f)                                                       \
+  static const wf_gradient_def var = {WF_STRUCT_INIT(wf_gradient_def),         \
+                                      .op = (nm), .fn = (f)}
+/* Outputs that do not depend differentiably on the inputs (indices, bools):
+ * registered so that autodiff stops there instead of reporting a missing
+ * gradient. */
+#define NO_GRAD(var, nm)                                                       \
+  static const wf_gradient_def var = {WF_STRUCT_INIT(wf_gradient_def),         \
+                                      .op = (nm),                              \
+                                      .flags = WF_GRAD_NOT_DIFFERENTIABLE}
+
+GRAD(g_add, "Add", math_grad_add);
+GRAD(g_sub, "Sub", math_grad_sub);
+GRAD(g_mul, "Mul", math_grad_mul);
+GRAD(g_div, "Div", math_grad_div);
+GRAD(g_maximum, "Maximum", math_grad_maximum);
+GRAD(g_minimum, "Minimum", math_grad_minimum);
+GRAD(g_pow, "Pow", math_grad_pow);
+GRAD(g_select, "Select", math_grad_select);
+GRAD(g_add_n, "AddN", math_grad_add_n);
+GRAD(g_neg, "Neg", math_grad_neg);
+GRAD(g_abs, "Abs", math_grad_abs);
+GRAD(g_square, "Square", math_grad_square);
+GRAD(g_relu, "Relu", math_grad_relu);
+GRAD(g_exp, "Exp", math_grad_exp);
+GRAD(g_log, "Log", math_grad_log);
+GRAD(g_sqrt, "Sqrt", math_grad_sqrt);
+GRAD(g_rsqrt, "Rsqrt", math_grad_rsqrt);
+GRAD(g_tanh, "Tanh", math_grad_tanh);
+GRAD(g_sigmoid, "Sigmoid", math_grad_sigmoid);
+GRAD(g_leaky_relu, "LeakyRelu", math_grad_leaky_relu);
+GRAD(g_elu, "Elu", math_grad_elu);
+GRAD(g_gelu, "Gelu", math_grad_gelu);
+GRAD(g_softplus, "Softplus", math_grad_softplus);
+GRAD(g_cast, "Cast", math_grad_cast);
+GRAD(g_sum, "Sum", math_grad_sum);
+GRAD(g_mean, "Mean", math_grad_mean);
+GRAD(g_max, "Max", math_grad_max_min);
+GRAD(g_min, "Min", math_grad_max_min);
+GRAD(g_prod, "Prod", math_grad_prod);
+GRAD(g_matmul, "MatMul", math_grad_matmul);
+GRAD(g_batch_matmul, "BatchMatMul", math_grad_batch_matmul);
+GRAD(g_sum_to_like, "SumToLike", math_grad_sum_to_like);
+GRAD(g_sum_grad, "SumGrad", math_grad_sum_grad);
+GRAD(g_mean_grad, "MeanGrad", math_grad_mean_grad);
+GRAD(g_relu_grad, "ReluGrad", math_grad_relu_grad);
+GRAD(g_leaky_relu_grad, "LeakyReluGrad", math_grad_leaky_relu_grad);
+GRAD(g_abs_grad, "AbsGrad", math_grad_abs_grad);
+GRAD(g_sigmoid_grad, "SigmoidGrad", math_grad_sigmoid_grad);
+GRAD(g_tanh_grad, "TanhGrad", math_grad_tanh_grad);
+GRAD(g_sqrt_grad, "SqrtGrad", math_grad_sqrt_grad);
+GRAD(g_elu_grad, "EluGrad", math_grad_elu_grad);
+GRAD(g_softplus_grad, "SoftplusGrad", math_grad_softplus_grad);
+NO_GRAD(g_argmax, "ArgMax");
+NO_GRAD(g_equal, "Equal");
+NO_GRAD(g_less, "Less");
+NO_GRAD(g_greater, "Greater");
+
+static const wf_gradient_def *const gradients[] = {
+    &g_add,       &g_sub,          &g_mul,        &g_div,
+    &g_maximum,   &g_minimum,      &g_pow,        &g_select,
+    &g_add_n,     &g_neg,          &g_abs,        &g_square,
+    &g_relu,      &g_exp,          &g_log,        &g_sqrt,
+    &g_rsqrt,     &g_tanh,         &g_sigmoid,    &g_leaky_relu,
+    &g_elu,       &g_gelu,         &g_softplus,   &g_cast,
+    &g_sum,       &g_mean,         &g_max,        &g_min,
+    &g_prod,      &g_matmul,       &g_batch_matmul, &g_sum_to_like,
+    &g_sum_grad,  &g_mean_grad,    &g_relu_grad,  &g_leaky_relu_grad,
+    &g_abs_grad,  &g_sigmoid_grad, &g_tanh_grad,  &g_sqrt_grad,
+    &g_elu_grad,  &g_softplus_grad, &g_argmax,    &g_equal,
+    &g_less,      &g_greater,      NULL};
 
 /* ---- the plugin -------------------------------------------------------- */
 
 static int math_init(const wf_host *host, void **state, wf_status *st) {
   /* Every entry used here exists since ABI 1.0; refuse a truncated table. */
-  if (!WF_HOST_HAS(host, kernel_output_dtype)) {
+  if (!WF_HOST_HAS(host, grad_node_name)) {
     if (WF_HOST_HAS(host, status_set))
       host->status_set(st, WF_FAILED_PRECONDITION,
                        "ops-math: the host table (%u bytes) lacks the kernel "
-                       "entries of ABI 1.0",
+                       "and gradient entries of ABI 1.0",
                        (unsigned)host->struct_size);
     return WF_FAILED_PRECONDITION;
   }
@@ -374,9 +585,11 @@ static const wf_plugin_desc desc = {
     .license = "MIT",
     .description = "math ops: elementwise arithmetic with broadcasting, "
                    "activations, Cast, reductions, ArgMax, MatMul and "
-                   "BatchMatMul, with reference CPU kernels",
+                   "BatchMatMul, with reference CPU kernels and gradients "
+                   "(fused backward ops included)",
     .ops = ops,
     .kernels = kernels,
+    .gradients = gradients,
     .init = math_init,
 };
 

@@ -74,7 +74,7 @@ typedef void grad_row_fn(void *o, const void *dy, const void *v, int64_t n,
       T s = math_sigmoid_##sfx((T)2 * c * (a + k * a * a * a));                \
       return s + (T)2 * a * s * ((T)1 - s) * c * ((T)1 + (T)3 * k * a * a);    \
     }                                                                          \
-    return (T)0.5 * F_(sfx, erfc)(-a * (T)0.7071067811865476) +               \
+    return (T)0.5 * F_(sfx, erfc)(-a * (T)0.7071067811865476) +                \
            a * (T)0.3989422804014327 * F_(sfx, exp)((T)-0.5 * a * a);          \
   }
 OPC_TYPES_FLOAT(GELU_D, _)
@@ -93,7 +93,7 @@ OPC_TYPES_FLOAT(SOFTPLUS_G, _)
 OPC_TYPES_FLOAT(GELU_G, _)
 
 #define TABLE(name)                                                            \
-  static grad_row_fn *const name##_table[WF_DTYPE_COUNT] = {                  \
+  static grad_row_fn *const name##_table[WF_DTYPE_COUNT] = {                   \
       OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, name)}
 TABLE(relu_grad);
 TABLE(leaky_relu_grad);

@@ -1,9 +1,10 @@
 /* plugins/ops/nn/batchnorm.c — BatchNorm, one op in the manner of
  * TensorFlow's FusedBatchNorm: normalises per channel with the batch's
- * statistics (is_training) or with given ones (inference). Statistics are
- * accumulated in double, two passes. No running-average update (callers
- * combine batch_mean/batch_variance with their variables) and no reserve
- * space outputs. */
+ * statistics (is_training) or with given ones (inference); and its backward
+ * op BatchNormGrad. Statistics are accumulated in double, two passes. No
+ * running-average update (callers combine batch_mean/batch_variance with
+ * their variables) and no reserve space outputs. The gradient function is
+ * in grad.c. */
 #include <config.h>
 
 #include "nn.h"
@@ -212,3 +213,197 @@ const wf_op_def nn_batch_norm_op = {
 
 const wf_kernel_def nn_batch_norm_kernel =
     NN_KERNEL("BatchNorm", OPC_DTYPES_FLOAT, batch_norm_compute);
+
+/* ---- BatchNormGrad ------------------------------------------------------- */
+
+static const char *const bng_vectors[] = {"scale", "mean", "variance",
+                                          "mean_backprop",
+                                          "variance_backprop"};
+
+/* Checks y_backprop and x (one shape, rank >= 2) and the five (C,) vectors
+ * (inputs 2..6); *c gets the channel count when known. */
+static int bng_check(const wf_shape *dy, const wf_shape *x, const wf_shape *vs,
+                     int nchw, int64_t *c, wf_shape *xs, wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX];
+
+  if (opc_shape_merge(dy, x, xs, "y_backprop against x", st))
+    return opc_host()->status_code(st);
+  if (xs->rank >= 0 && xs->rank < 2)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "x must have rank 2 or more, got shape %s",
+                    opc_shape_str(xs, a, sizeof a));
+  *c = xs->rank >= 0 ? xs->dims[nn_channel_axis(nchw, xs->rank)]
+                     : WF_UNKNOWN_DIM;
+  for (int i = 0; i < 5; i++) {
+    int64_t d = vs[i].rank == 1 ? vs[i].dims[0] : WF_UNKNOWN_DIM;
+
+    if (vs[i].rank >= 0 && vs[i].rank != 1)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "%s must be a vector (C,), got shape %s", bng_vectors[i],
+                      opc_shape_str(&vs[i], a, sizeof a));
+    if (d < 0)
+      continue;
+    if (*c >= 0 && d != *c)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "%s has %" PRId64 " entries but x has %" PRId64
+                      " channels",
+                      bng_vectors[i], d, *c);
+    *c = d;
+  }
+  return 0;
+}
+
+static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  wf_shape dy, x, xs, vs[5], cs;
+  int nchw, training;
+  double eps;
+  int64_t c;
+
+  if (bn_attrs(&a, &nchw, &training, &eps, st) ||
+      opc_shape_input(ctx, 0, NULL, &dy, st) ||
+      opc_shape_input(ctx, 1, NULL, &x, st))
+    return h->status_code(st);
+  for (int i = 0; i < 5; i++)
+    if (opc_shape_input(ctx, i + 2, NULL, &vs[i], st))
+      return h->status_code(st);
+  if (bng_check(&dy, &x, vs, nchw, &c, &xs, st))
+    return h->status_code(st);
+  if (xs.rank >= 0)
+    xs.dims[nn_channel_axis(nchw, xs.rank)] = c;
+  opc_shape_make(&cs, 1, &c);
+  h->shape_set_output(ctx, 0, &xs);
+  h->shape_set_output(ctx, 1, &cs);
+  h->shape_set_output(ctx, 2, &cs);
+  return 0;
+}
+
+/* x viewed as (outer, C, inner), M = outer * inner per channel, r =
+ * 1 / sqrt(variance + eps), xhat = (x - mean) r. Both modes:
+ *   scale_backprop = sum(dy xhat), offset_backprop = sum(dy);
+ * inference: x_backprop = dy scale r; training (mean, variance the batch's,
+ * which depend on x):
+ *   x_backprop = scale r (dy - sum(dy) / M - xhat sum(dy xhat) / M)
+ *                + mean_backprop / M + variance_backprop 2 (x - mean) / M.
+ * Sums in double. */
+#define DEF_BN_GRAD(T, sfx, dt, u)                                             \
+  static void bn_grad_##sfx(void *dxv, void *dsv, void *dov, const void *dyv, \
+                            const void *xv, const void *scv, const void *mv,   \
+                            const void *vv, const void *dmv, const void *dvv,  \
+                            int64_t outer, int64_t c, int64_t inner,           \
+                            int training, double eps) {                        \
+    T *dx = dxv, *ds = dsv, *doff = dov;                                       \
+    const T *dy = dyv, *x = xv, *scale = scv, *mean = mv, *var = vv;           \
+    const T *dmean = dmv, *dvar = dvv;                                         \
+    double cnt = (double)(outer * inner);                                      \
+    for (int64_t k = 0; k < c; k++) {                                          \
+      double m = mean[k], r = 1.0 / sqrt((double)var[k] + eps);               \
+      double sdy = 0, sdyx = 0;                                                \
+      for (int64_t o = 0; o < outer; o++)                                      \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          int64_t j = (o * c + k) * inner + i;                                 \
+          sdy += dy[j];                                                        \
+          sdyx += dy[j] * (x[j] - m) * r;                                      \
+        }                                                                      \
+      ds[k] = (T)sdyx;                                                         \
+      doff[k] = (T)sdy;                                                        \
+      for (int64_t o = 0; o < outer; o++)                                      \
+        for (int64_t i = 0; i < inner; i++) {                                  \
+          int64_t j = (o * c + k) * inner + i;                                 \
+          double xhat = (x[j] - m) * r, g;                                     \
+          if (training)                                                        \
+            g = scale[k] * r * (dy[j] - sdy / cnt - xhat * sdyx / cnt) +      \
+                dmean[k] / cnt + dvar[k] * 2.0 * (x[j] - m) / cnt;             \
+          else                                                                 \
+            g = dy[j] * scale[k] * r;                                          \
+          dx[j] = (T)g;                                                        \
+        }                                                                      \
+    }                                                                          \
+  }
+OPC_TYPES_FLOAT(DEF_BN_GRAD, _)
+
+static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                   wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  const wf_tensor *dy, *x, *v[5];
+  wf_tensor *dx, *ds, *doff;
+  wf_shape dys, xs0, xs, vs[5], cs;
+  int nchw, training, axis;
+  double eps;
+  int64_t c, outer = 1, inner = 1;
+
+  if (bn_attrs(&a, &nchw, &training, &eps, st) ||
+      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+      opc_kernel_input(ctx, 1, &x, &xs0, st))
+    return h->status_code(st);
+  for (int i = 0; i < 5; i++)
+    if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+      return h->status_code(st);
+  if (bng_check(&dys, &xs0, vs, nchw, &c, &xs, st))
+    return h->status_code(st);
+  axis = nn_channel_axis(nchw, xs.rank);
+  for (int i = 0; i < axis; i++)
+    outer *= xs.dims[i];
+  for (int i = axis + 1; i < xs.rank; i++)
+    inner *= xs.dims[i];
+  opc_shape_make(&cs, 1, &c);
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(doff = h->kernel_output_new(ctx, 2, &cs, st)))
+    return h->status_code(st);
+  if (h->tensor_dtype(x) == WF_FLOAT32)
+    bn_grad_f32(h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
+                h->tensor_data(dy), h->tensor_data(x), h->tensor_data(v[0]),
+                h->tensor_data(v[1]), h->tensor_data(v[2]),
+                h->tensor_data(v[3]), h->tensor_data(v[4]), outer, c, inner,
+                training, eps);
+  else
+    bn_grad_f64(h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
+                h->tensor_data(dy), h->tensor_data(x), h->tensor_data(v[0]),
+                h->tensor_data(v[1]), h->tensor_data(v[2]),
+                h->tensor_data(v[3]), h->tensor_data(v[4]), outer, c, inner,
+                training, eps);
+  return 0;
+}
+
+static const wf_arg_def bng_inputs[] = {
+    WF_ARG_T("y_backprop", "T", "the gradient of y, x's shape"),
+    WF_ARG_T("x", "T", "BatchNorm's x: (N, H, W, C) or (N, C, H, W)"),
+    WF_ARG_T("scale", "T", "(C,) BatchNorm's scale"),
+    WF_ARG_T("mean", "T",
+             "(C,) the mean BatchNorm used: its batch_mean output"),
+    WF_ARG_T("variance", "T",
+             "(C,) the variance BatchNorm used: its batch_variance output"),
+    WF_ARG_T("mean_backprop", "T",
+             "(C,) the gradient of batch_mean (zeros when none); read in "
+             "training only"),
+    WF_ARG_T("variance_backprop", "T",
+             "(C,) the gradient of batch_variance (zeros when none); read in "
+             "training only"),
+    WF_ARG_END};
+static const wf_arg_def bng_outputs[] = {
+    WF_ARG_T("x_backprop", "T", "x's shape"),
+    WF_ARG_T("scale_backprop", "T", "(C,)"),
+    WF_ARG_T("offset_backprop", "T", "(C,)"), WF_ARG_END};
+
+const wf_op_def nn_batch_norm_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "BatchNormGrad",
+    .inputs = bng_inputs,
+    .outputs = bng_outputs,
+    .attrs = bn_attrs_def,
+    .shape_fn = batch_norm_grad_shape,
+    .doc = "The gradient of BatchNorm (same attributes) with respect to x, "
+           "scale and offset, per channel with r = 1 / sqrt(variance + "
+           "epsilon), xhat = (x - mean) r and M the elements per channel: "
+           "scale_backprop = sum(dy xhat), offset_backprop = sum(dy); in "
+           "training x_backprop = scale r (dy - mean(dy) - xhat mean(dy "
+           "xhat)) + mean_backprop / M + variance_backprop 2 (x - mean) / M "
+           "(the batch statistics depend on x); in inference x_backprop = "
+           "dy scale r (mean and variance are constants and get no "
+           "gradient)."};
+
+const wf_kernel_def nn_batch_norm_grad_kernel =
+    NN_KERNEL("BatchNormGrad", OPC_DTYPES_FLOAT, batch_norm_grad_compute);

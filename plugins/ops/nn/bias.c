@@ -1,6 +1,7 @@
 /* plugins/ops/nn/bias.c — BiasAdd: adds a per-channel bias (NHWC: the last
- * dimension; NCHW: dimension 1). Integer types wrap around on overflow. No
- * broadcasting beyond the channel dimension (math's Add does that). */
+ * dimension; NCHW: dimension 1), and BiasAddGrad, the bias's gradient.
+ * Integer types wrap around on overflow. No broadcasting beyond the channel
+ * dimension (math's Add does that). Gradient functions are in grad.c. */
 #include <config.h>
 
 #include "nn.h"
@@ -136,3 +137,93 @@ const wf_op_def nn_bias_add_op = {
 
 const wf_kernel_def nn_bias_add_kernel =
     NN_KERNEL("BiasAdd", OPC_DTYPES_NUMBER, bias_add_compute);
+
+/* ---- BiasAddGrad --------------------------------------------------------- */
+
+static int bias_add_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  wf_shape dy, out, none;
+  int nchw, axis;
+  int64_t c;
+
+  opc_shape_set_unknown(&none);
+  if (nn_data_format(&a, &nchw, st) || opc_shape_input(ctx, 0, NULL, &dy, st) ||
+      bias_check(&dy, &none, nchw, &axis, st))
+    return h->status_code(st);
+  c = axis >= 0 ? dy.dims[axis] : WF_UNKNOWN_DIM;
+  opc_shape_make(&out, 1, &c);
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+/* db[k] = sum of dy over the (outer, C, inner) view's outer and inner
+ * positions, in double. */
+#define DEF_BIAS_GRAD(T, sfx, dt, u)                                           \
+  static void bias_add_grad_##sfx(void *dbv, const void *dyv, int64_t outer,  \
+                                  int64_t c, int64_t inner) {                  \
+    T *db = dbv;                                                               \
+    const T *dy = dyv;                                                         \
+    for (int64_t k = 0; k < c; k++) {                                          \
+      double s = 0;                                                            \
+      for (int64_t o = 0; o < outer; o++)                                      \
+        for (int64_t i = 0; i < inner; i++)                                    \
+          s += dy[(o * c + k) * inner + i];                                    \
+      db[k] = (T)s;                                                            \
+    }                                                                          \
+  }
+OPC_TYPES_FLOAT(DEF_BIAS_GRAD, _)
+
+static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  const wf_tensor *dy;
+  wf_tensor *db;
+  wf_shape dys, none, out;
+  int nchw, axis;
+  int64_t outer = 1, inner = 1;
+
+  opc_shape_set_unknown(&none);
+  if (nn_data_format(&a, &nchw, st) || opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+      bias_check(&dys, &none, nchw, &axis, st))
+    return h->status_code(st);
+  opc_shape_make(&out, 1, &dys.dims[axis]);
+  if (!(db = h->kernel_output_new(ctx, 0, &out, st)))
+    return h->status_code(st);
+  for (int i = 0; i < axis; i++)
+    outer *= dys.dims[i];
+  for (int i = axis + 1; i < dys.rank; i++)
+    inner *= dys.dims[i];
+  if (h->tensor_dtype(dy) == WF_FLOAT32)
+    bias_add_grad_f32(h->tensor_data(db), h->tensor_data(dy), outer,
+                      dys.dims[axis], inner);
+  else
+    bias_add_grad_f64(h->tensor_data(db), h->tensor_data(dy), outer,
+                      dys.dims[axis], inner);
+  return 0;
+}
+
+static const wf_arg_def bias_add_grad_inputs[] = {
+    WF_ARG_T("out_backprop", "T",
+             "the gradient of BiasAdd's output: (N, ..., C) or (N, C, ...)"),
+    WF_ARG_END};
+static const wf_arg_def bias_add_grad_outputs[] = {
+    WF_ARG_T("output", "T", "(C,) the gradient of the bias"), WF_ARG_END};
+static const wf_attr_def bias_add_grad_attrs[] = {
+    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_DATA_FORMAT, WF_ATTR_END};
+
+const wf_op_def nn_bias_add_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "BiasAddGrad",
+    .inputs = bias_add_grad_inputs,
+    .outputs = bias_add_grad_outputs,
+    .attrs = bias_add_grad_attrs,
+    .shape_fn = bias_add_grad_shape,
+    .doc = "The gradient of BiasAdd's bias: out_backprop summed over every "
+           "dimension but the channel one (the last for NHWC, 1 for NCHW), "
+           "accumulated in double: (N, H, W, C) -> (C,)."};
+
+const wf_kernel_def nn_bias_add_grad_kernel =
+    NN_KERNEL("BiasAddGrad", OPC_DTYPES_FLOAT, bias_add_grad_compute);

@@ -1,8 +1,10 @@
-/* plugins/ops/nn/conv.c — Conv2D: op definition, shape inference and the
- * reference CPU kernel (direct loops, accumulating in double; NHWC and
- * NCHW; strides, dilations, SAME/VALID/EXPLICIT padding). No grouped or
- * depthwise convolution: the filter's C_in must equal the input's C. The
- * fast oneDNN kernel belongs to the CPU device plugin. */
+/* plugins/ops/nn/conv.c — Conv2D and its two backward ops,
+ * Conv2DBackpropInput and Conv2DBackpropFilter: op definitions, shape
+ * inference and the reference CPU kernels (direct loops, accumulating in
+ * double; NHWC and NCHW; strides, dilations, SAME/VALID/EXPLICIT padding).
+ * No grouped or depthwise convolution: the filter's C_in must equal the
+ * input's C. The fast oneDNN kernels belong to the CPU device plugin; the
+ * gradient function is in grad.c. */
 #include <config.h>
 
 #include "nn.h"
@@ -200,3 +202,312 @@ const wf_op_def nn_conv2d_op = {
 
 const wf_kernel_def nn_conv2d_kernel =
     NN_KERNEL("Conv2D", OPC_DTYPES_FLOAT, conv2d_compute);
+
+/* ---- the backward ops ---------------------------------------------------- */
+
+/* Window sums of the adjoint convolutions, in double into acc (zeroed here):
+ *   input:  acc[x of (n, ih, iw, ci)] += dy[n, oh, ow, co] * f[kh, kw, ci, co]
+ *   filter: acc[kh, kw, ci, co]       += x[n, ih, iw, ci] * dy[n, oh, ow, co]
+ * over every tap (kh, kw) whose input position lies inside the input. */
+#define DEF_CONV_BACKPROP(T, sfx, dt, u)                                       \
+  static void conv_bp_input_##sfx(T *dx, const T *f, const T *dy,             \
+                                  const conv_geom *g, double *acc) {           \
+    const nn_window *w = g->win;                                               \
+    int64_t nx = g->n * g->h * g->w * g->c;                                    \
+    memset(acc, 0, (size_t)nx * sizeof *acc);                                  \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          const T *dyp = dy + n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2];    \
+          for (int64_t kh = 0; kh < g->kh; kh++) {                             \
+            int64_t ih = oh * w->stride[0] - g->pad_top + kh * w->dilation[0]; \
+            if (ih < 0 || ih >= g->h)                                          \
+              continue;                                                        \
+            for (int64_t kw = 0; kw < g->kw; kw++) {                           \
+              int64_t iw =                                                     \
+                  ow * w->stride[1] - g->pad_left + kw * w->dilation[1];       \
+              double *ap;                                                      \
+              const T *fp;                                                     \
+              if (iw < 0 || iw >= g->w)                                        \
+                continue;                                                      \
+              ap = acc + n * g->xs[0] + ih * g->xs[1] + iw * g->xs[2];         \
+              fp = f + (kh * g->kw + kw) * g->c * g->co;                       \
+              for (int64_t ci = 0; ci < g->c; ci++) {                          \
+                const T *fr = fp + ci * g->co;                                 \
+                double sum = 0;                                                \
+                for (int64_t co = 0; co < g->co; co++)                         \
+                  sum += (double)dyp[co * g->ys[3]] * fr[co];                  \
+                ap[ci * g->xs[3]] += sum;                                      \
+              }                                                                \
+            }                                                                  \
+          }                                                                    \
+        }                                                                      \
+    for (int64_t i = 0; i < nx; i++)                                           \
+      dx[i] = (T)acc[i];                                                       \
+  }                                                                            \
+  static void conv_bp_filter_##sfx(T *df, const T *x, const T *dy,            \
+                                   const conv_geom *g, double *acc) {          \
+    const nn_window *w = g->win;                                               \
+    int64_t nf = g->kh * g->kw * g->c * g->co;                                 \
+    memset(acc, 0, (size_t)nf * sizeof *acc);                                  \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          const T *dyp = dy + n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2];    \
+          for (int64_t kh = 0; kh < g->kh; kh++) {                             \
+            int64_t ih = oh * w->stride[0] - g->pad_top + kh * w->dilation[0]; \
+            if (ih < 0 || ih >= g->h)                                          \
+              continue;                                                        \
+            for (int64_t kw = 0; kw < g->kw; kw++) {                           \
+              int64_t iw =                                                     \
+                  ow * w->stride[1] - g->pad_left + kw * w->dilation[1];       \
+              const T *xp;                                                     \
+              double *ap;                                                      \
+              if (iw < 0 || iw >= g->w)                                        \
+                continue;                                                      \
+              xp = x + n * g->xs[0] + ih * g->xs[1] + iw * g->xs[2];           \
+              ap = acc + (kh * g->kw + kw) * g->c * g->co;                     \
+              for (int64_t ci = 0; ci < g->c; ci++) {                          \
+                double xv = xp[ci * g->xs[3]];                                 \
+                double *ar = ap + ci * g->co;                                  \
+                for (int64_t co = 0; co < g->co; co++)                         \
+                  ar[co] += xv * dyp[co * g->ys[3]];                           \
+              }                                                                \
+            }                                                                  \
+          }                                                                    \
+        }                                                                      \
+    for (int64_t i = 0; i < nf; i++)                                           \
+      df[i] = (T)acc[i];                                                       \
+  }
+OPC_TYPES_FLOAT(DEF_CONV_BACKPROP, _)
+
+/* 1 when a and b have the same rank and dims. */
+static int same_dims(const wf_shape *a, const wf_shape *b) {
+  if (a->rank != b->rank)
+    return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i])
+      return 0;
+  return 1;
+}
+
+/* Checks that dy has the shape the convolution of xs by fs gives (want;
+ * either may have unknown dims). */
+static int check_dy(const wf_shape *want, const wf_shape *dy, wf_status *st) {
+  wf_shape merged;
+
+  if (dy->rank < 0 || want->rank < 0)
+    return 0;
+  return opc_shape_merge(want, dy, &merged,
+                         "out_backprop against the convolution's output", st);
+}
+
+static int conv_bp_input_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  nn_window w;
+  wf_shape xs, fs, dy, out;
+  int ix[4];
+
+  if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
+      opc_shape_input(ctx, 1, NULL, &fs, st) ||
+      opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      nn_shape_input_value(ctx, 0, "input_sizes", 4, &xs, st))
+    return h->status_code(st);
+  nn_nhwc_index(w.nchw, ix);
+  /* What input_sizes leaves open, the batch of dy and the filter's C_in
+   * say. */
+  if (xs.rank == 4 && xs.dims[ix[0]] < 0 && dy.rank == 4)
+    xs.dims[ix[0]] = dy.dims[ix[0]];
+  if (xs.rank == 4 && xs.dims[ix[3]] < 0 && fs.rank == 4)
+    xs.dims[ix[3]] = fs.dims[2];
+  if (conv_dims(&xs, &fs, &w, &out, NULL, st) || check_dy(&out, &dy, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &xs);
+  return 0;
+}
+
+static int conv_bp_filter_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  nn_window w;
+  wf_shape xs, fs, dy, out;
+  int ix[4];
+
+  if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
+      opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      nn_shape_input_value(ctx, 1, "filter_sizes", 4, &fs, st))
+    return h->status_code(st);
+  nn_nhwc_index(w.nchw, ix);
+  if (fs.rank == 4 && fs.dims[2] < 0 && xs.rank == 4)
+    fs.dims[2] = xs.dims[ix[3]];
+  if (fs.rank == 4 && fs.dims[3] < 0 && dy.rank == 4)
+    fs.dims[3] = dy.dims[ix[3]];
+  if (conv_dims(&xs, &fs, &w, &out, NULL, st) || check_dy(&out, &dy, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &fs);
+  return 0;
+}
+
+/* Reads the attributes and the three inputs of a backward op, whose input
+ * `sizes_at` (0 or 1) is a shape vector named sizes_name: *xs and *fs get
+ * the input and filter shapes (one of them from the vector), *g the
+ * geometry; dy must have the convolution's output shape. */
+static int conv_bp_begin(wf_kernel_ctx *ctx, int sizes_at,
+                         const char *sizes_name, nn_window *w,
+                         const wf_tensor **in, wf_shape *xs, wf_shape *fs,
+                         conv_geom *g, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  wf_shape dys, out;
+  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+
+  if (nn_window_parse(&a, NULL, 1, 1, w, st) ||
+      opc_kernel_input(ctx, 0, &in[0], xs, st) ||
+      opc_kernel_input(ctx, 1, &in[1], fs, st) ||
+      opc_kernel_input(ctx, 2, &in[2], &dys, st) ||
+      nn_read_shape(in[sizes_at], sizes_name, sizes_at == 0 ? xs : fs, st))
+    return h->status_code(st);
+  if (conv_dims(xs, fs, w, &out, g, st))
+    return h->status_code(st);
+  if (!same_dims(&out, &dys))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "out_backprop has shape %s but the convolution's "
+                    "output has %s",
+                    opc_shape_str(&dys, s1, sizeof s1),
+                    opc_shape_str(&out, s2, sizeof s2));
+  return 0;
+}
+
+static int conv_bp_input_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *in[3];
+  wf_tensor *dx;
+  nn_window w;
+  conv_geom g;
+  wf_shape xs, fs;
+  double *acc;
+  int64_t n;
+
+  if (conv_bp_begin(ctx, 0, "input_sizes", &w, in, &xs, &fs, &g, st))
+    return h->status_code(st);
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
+    return h->status_code(st);
+  if ((n = h->tensor_count(dx)) == 0)
+    return 0;
+  if (!(acc = h->alloc((size_t)n * sizeof *acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %" PRId64 " accumulators", n);
+  if (h->tensor_dtype(dx) == WF_FLOAT32)
+    conv_bp_input_f32(h->tensor_data(dx), h->tensor_data(in[1]),
+                      h->tensor_data(in[2]), &g, acc);
+  else
+    conv_bp_input_f64(h->tensor_data(dx), h->tensor_data(in[1]),
+                      h->tensor_data(in[2]), &g, acc);
+  h->free(acc);
+  return 0;
+}
+
+static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
+                                  wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *in[3];
+  wf_tensor *df;
+  nn_window w;
+  conv_geom g;
+  wf_shape xs, fs;
+  double *acc;
+  int64_t n;
+
+  if (conv_bp_begin(ctx, 1, "filter_sizes", &w, in, &xs, &fs, &g, st))
+    return h->status_code(st);
+  if (!(df = h->kernel_output_new(ctx, 0, &fs, st)))
+    return h->status_code(st);
+  if ((n = h->tensor_count(df)) == 0)
+    return 0;
+  if (!(acc = h->alloc((size_t)n * sizeof *acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %" PRId64 " accumulators", n);
+  if (h->tensor_dtype(df) == WF_FLOAT32)
+    conv_bp_filter_f32(h->tensor_data(df), h->tensor_data(in[0]),
+                       h->tensor_data(in[2]), &g, acc);
+  else
+    conv_bp_filter_f64(h->tensor_data(df), h->tensor_data(in[0]),
+                       h->tensor_data(in[2]), &g, acc);
+  h->free(acc);
+  return 0;
+}
+
+static const wf_arg_def conv_bp_input_inputs[] = {
+    WF_ARG_T("input_sizes", "Tsizes",
+             "(4,) the shape of Conv2D's input, in data_format order"),
+    WF_ARG_T("filter", "T", "(KH, KW, C, C_out)"),
+    WF_ARG_T("out_backprop", "T",
+             "the gradient of Conv2D's output: (N, OH, OW, C_out) or (N, "
+             "C_out, OH, OW)"),
+    WF_ARG_END};
+static const wf_arg_def conv_bp_input_outputs[] = {
+    WF_ARG_T("output", "T", "(input_sizes): the gradient of the input"),
+    WF_ARG_END};
+static const wf_arg_def conv_bp_filter_inputs[] = {
+    WF_ARG_T("input", "T", "(N, H, W, C) or (N, C, H, W) by data_format"),
+    WF_ARG_T("filter_sizes", "Tsizes", "(4,) the filter's shape"),
+    WF_ARG_T("out_backprop", "T",
+             "the gradient of Conv2D's output: (N, OH, OW, C_out) or (N, "
+             "C_out, OH, OW)"),
+    WF_ARG_END};
+static const wf_arg_def conv_bp_filter_outputs[] = {
+    WF_ARG_T("output", "T", "(KH, KW, C, C_out): the gradient of the filter"),
+    WF_ARG_END};
+#define CONV_BP_ATTRS                                                          \
+  {                                                                            \
+    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),                 \
+        NN_ATTR_TYPE_DEFAULT("Tsizes",                                         \
+                             WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),  \
+                             WF_INT32, "int32 or int64: the type of the "      \
+                                       "sizes"),                               \
+        NN_ATTR_INTS_REQUIRED("strides", 4, "Conv2D's strides"),               \
+        NN_ATTR_STRING_REQUIRED("padding", "Conv2D's padding"),                \
+        {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",             \
+         .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,                 \
+         .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},    \
+         .doc = "Conv2D's explicit_paddings"},                                 \
+        NN_ATTR_INTS("dilations", ones4, 4, "Conv2D's dilations"),             \
+        NN_ATTR_DATA_FORMAT, WF_ATTR_END                                       \
+  }
+static const wf_attr_def conv_bp_input_attrs[] = CONV_BP_ATTRS;
+static const wf_attr_def conv_bp_filter_attrs[] = CONV_BP_ATTRS;
+
+const wf_op_def nn_conv2d_backprop_input_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "Conv2DBackpropInput",
+    .inputs = conv_bp_input_inputs,
+    .outputs = conv_bp_input_outputs,
+    .attrs = conv_bp_input_attrs,
+    .shape_fn = conv_bp_input_shape,
+    .doc = "The gradient of Conv2D with respect to its input: input[n, ih, "
+           "iw, c] = sum of out_backprop[n, oh, ow, co] * filter[kh, kw, c, "
+           "co] over the taps (oh, ow, kh, kw) that read (ih, iw) (Conv2D's "
+           "adjoint). Attributes are Conv2D's; out_backprop must have "
+           "Conv2D's output shape for an input of input_sizes."};
+
+const wf_kernel_def nn_conv2d_backprop_input_kernel = NN_KERNEL(
+    "Conv2DBackpropInput", OPC_DTYPES_FLOAT, conv_bp_input_compute);
+
+const wf_op_def nn_conv2d_backprop_filter_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "Conv2DBackpropFilter",
+    .inputs = conv_bp_filter_inputs,
+    .outputs = conv_bp_filter_outputs,
+    .attrs = conv_bp_filter_attrs,
+    .shape_fn = conv_bp_filter_shape,
+    .doc = "The gradient of Conv2D with respect to its filter: filter[kh, "
+           "kw, c, co] = sum over n, oh, ow of input[n, oh*SH + kh*DH - PT, "
+           "ow*SW + kw*DW - PL, c] * out_backprop[n, oh, ow, co], taps "
+           "outside the input contributing nothing. Attributes are "
+           "Conv2D's."};
+
+const wf_kernel_def nn_conv2d_backprop_filter_kernel = NN_KERNEL(
+    "Conv2DBackpropFilter", OPC_DTYPES_FLOAT, conv_bp_filter_compute);

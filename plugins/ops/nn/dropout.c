@@ -1,42 +1,52 @@
-/* plugins/ops/nn/dropout.c — Dropout with a documented counter-based hash,
- * so that the mask depends only on (seed, seed2, element index): never on
- * threads, scheduling or who implements it. Not yet keyed by node and step
- * (the core's Philox streams will replace the hash): every run of a node
- * draws the same mask. */
+/* plugins/ops/nn/dropout.c — Dropout over a counter-based Philox stream
+ * (plugins/ops/random/philox.h) keyed by the seeds or a node name and by
+ * the session's step: the mask depends only on (key, step, element index),
+ * never on threads or scheduling, and changes from step to step. Its
+ * gradient is another Dropout node naming the forward node's stream, so
+ * that it draws the very same mask (grad.c). No noise_shape (masks shared
+ * along dimensions). */
 #include <config.h>
 
 #include "nn.h"
+#include "philox.h"
 
 #include <inttypes.h>
+#include <string.h>
 
-/* SplitMix64's output function (Stafford's Mix13) after adding the golden
- * gamma: a bijection of 64-bit words with full avalanche. */
-static uint64_t mix64(uint64_t z) {
-  z += UINT64_C(0x9E3779B97F4A7C15);
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
+/* What decides the mask. */
+typedef struct dropout_cfg {
+  double rate;
+  rnd_stream stream;
+} dropout_cfg;
 
-/* The uniform number of element i in [0, 1) with 53 random bits:
- *   key = mix64(mix64(seed) ^ seed2)   (seeds as two's-complement uint64)
- *   u_i = (mix64(key ^ i) >> 11) * 2^-53
- * Element i is kept when u_i >= rate. */
-static double uniform_at(uint64_t key, uint64_t i) {
-  return (double)(mix64(key ^ i) >> 11) * 0x1p-53;
-}
-
-static int dropout_attrs(const nn_attrs *a, double *rate, uint64_t *key,
-                         wf_status *st) {
-  int64_t seed, seed2;
-
-  if (nn_attr_float(a, "rate", rate, st) || nn_attr_int(a, "seed", &seed, st) ||
-      nn_attr_int(a, "seed2", &seed2, st))
+static int dropout_rate(const nn_attrs *a, double *rate, wf_status *st) {
+  if (nn_attr_float(a, "rate", rate, st))
     return opc_host()->status_code(st);
   if (!(*rate >= 0 && *rate < 1))
     return opc_fail(st, WF_INVALID_ARGUMENT, "rate is %g (must be in [0, 1))",
                     *rate);
-  *key = mix64(mix64((uint64_t)seed) ^ (uint64_t)seed2);
+  return 0;
+}
+
+/* The rate and the stream of a running kernel: key from (seed, seed2) when
+ * either is non-zero, else from the name in stream_name (the node's own
+ * name when empty); step from the session. */
+static int dropout_config(wf_kernel_ctx *ctx, dropout_cfg *c, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  int64_t seed, seed2;
+  const char *name;
+  uint64_t key;
+
+  if (dropout_rate(&a, &c->rate, st) || nn_attr_int(&a, "seed", &seed, st) ||
+      nn_attr_int(&a, "seed2", &seed2, st) ||
+      nn_attr_string(&a, "stream_name", &name, st))
+    return h->status_code(st);
+  if (seed || seed2)
+    key = rnd_key_from_seeds(seed, seed2);
+  else
+    key = rnd_key_from_name(name[0] ? name : h->kernel_node_name(ctx));
+  rnd_stream_init(&c->stream, key, h->kernel_step(ctx));
   return 0;
 }
 
@@ -44,51 +54,60 @@ static int dropout_shape(wf_shape_ctx *ctx, wf_status *st) {
   const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   double rate;
-  uint64_t key;
   wf_shape s;
 
-  if (dropout_attrs(&a, &rate, &key, st) ||
-      opc_shape_input(ctx, 0, NULL, &s, st))
+  if (dropout_rate(&a, &rate, st) || opc_shape_input(ctx, 0, NULL, &s, st))
     return h->status_code(st);
   h->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
+/* Element i is kept when the stream's float64 uniform of element i, u =
+ * u53(w[2j], w[2j+1]) of block i/2 (j = i % 2), is >= rate; the kept ones
+ * are scaled by 1 / (1 - rate). The same mask for float32 and float64. */
 #define DEF_DROPOUT(T, sfx, dt, u)                                             \
-  static void dropout_##sfx(void *yv, const void *xv, int64_t n, double rate,  \
-                            uint64_t key) {                                    \
+  static void dropout_##sfx(void *yv, const void *xv, int64_t n,               \
+                            const dropout_cfg *c) {                            \
     T *y = yv;                                                                 \
     const T *x = xv;                                                           \
-    const T scale = (T)(1.0 / (1.0 - rate));                                   \
-    for (int64_t i = 0; i < n; i++)                                            \
-      y[i] = uniform_at(key, (uint64_t)i) >= rate ? x[i] * scale : (T)0;       \
+    const T scale = (T)(1.0 / (1.0 - c->rate));                                \
+    uint32_t w[4];                                                             \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      int j = (int)(i % 2);                                                    \
+      if (j == 0)                                                              \
+        rnd_stream_block(&c->stream, (uint64_t)(i / 2), 0, w);                 \
+      y[i] = rnd_u53(w[2 * j], w[2 * j + 1]) >= c->rate ? x[i] * scale         \
+                                                         : (T)0;               \
+    }                                                                          \
   }
 OPC_TYPES_FLOAT(DEF_DROPOUT, _)
 
-typedef void dropout_fn(void *y, const void *x, int64_t n, double rate,
-                        uint64_t key);
+typedef void dropout_fn(void *y, const void *x, int64_t n,
+                        const dropout_cfg *c);
 static dropout_fn *const dropout_table[WF_DTYPE_COUNT] = {
     OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, dropout)};
 
 static int dropout_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_host *h = opc_host();
-  nn_attrs a = {.kernel = ctx};
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s;
-  double rate;
-  uint64_t key;
+  dropout_cfg c;
   dropout_fn *fn;
 
-  if (dropout_attrs(&a, &rate, &key, st) ||
-      opc_kernel_input(ctx, 0, &x, &s, st))
+  if (dropout_config(ctx, &c, st) || opc_kernel_input(ctx, 0, &x, &s, st))
     return h->status_code(st);
   if (!(fn = dropout_table[h->tensor_dtype(x)]))
     return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
                     opc_dtype_name(h->tensor_dtype(x)));
+  if ((uint64_t)h->tensor_count(x) / 2 >= RND_MAX_BLOCKS)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "x has %" PRId64 " elements, more than one stream "
+                    "holds (2^49)",
+                    h->tensor_count(x));
   if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
     return h->status_code(st);
-  fn(h->tensor_data(y), h->tensor_data(x), h->tensor_count(x), rate, key);
+  fn(h->tensor_data(y), h->tensor_data(x), h->tensor_count(x), &c);
   return 0;
 }
 
@@ -99,8 +118,13 @@ static const wf_arg_def dropout_outputs[] = {
 static const wf_attr_def dropout_attrs_def[] = {
     NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_FLOAT("rate", 0.5, "probability of dropping an element, [0, 1)"),
-    NN_ATTR_INT("seed", 0, "first seed of the mask"),
-    NN_ATTR_INT("seed2", 0, "second seed of the mask"), WF_ATTR_END};
+    NN_ATTR_INT("seed", 0, "first seed of the mask (0 with seed2 0: none)"),
+    NN_ATTR_INT("seed2", 0, "second seed of the mask"),
+    NN_ATTR_STRING("stream_name", "",
+                   "without seeds, the node name that keys the stream; "
+                   "empty: this node's own (gradients name their forward "
+                   "node here to draw its mask)"),
+    WF_ATTR_END};
 
 const wf_op_def nn_dropout_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -111,13 +135,14 @@ const wf_op_def nn_dropout_op = {
     .flags = WF_OP_RANDOM,
     .shape_fn = dropout_shape,
     .doc = "Zeroes each element of x (N, D) with probability rate and "
-           "scales the others by 1 / (1 - rate). Element i (row-major) is "
-           "kept when u_i >= rate, where with mix64 = SplitMix64's "
-           "finaliser applied to z + 0x9E3779B97F4A7C15, key = "
-           "mix64(mix64(seed) ^ seed2) and u_i = (mix64(key ^ i) >> 11) * "
-           "2^-53: the same mask for the same seeds whatever the threads. "
-           "Every run currently draws the same mask; per-step streams come "
-           "with the core's Philox generator."};
+           "scales the others by 1 / (1 - rate). The mask comes from the "
+           "Philox stream of philox.h keyed by (seed, seed2) when either is "
+           "non-zero, else by the node name (stream_name, or the node's own "
+           "when that is empty), and by the session's step: element i "
+           "(row-major) is kept when the float64 uniform of element i, "
+           "u53(w[2j], w[2j+1]) of block i/2 with j = i % 2, is >= rate, "
+           "whatever the dtype. The same key and step give the same mask; "
+           "each step draws a new one."};
 
 const wf_kernel_def nn_dropout_kernel =
     NN_KERNEL("Dropout", OPC_DTYPES_FLOAT, dropout_compute);

@@ -115,6 +115,20 @@ int nn_attr_ints(const nn_attrs *a, const char *name, const int64_t **out,
 int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
                    wf_status *st);
 
+/* ---- shape-valued inputs ------------------------------------------------- */
+
+/* Reads the shape vector t (the op's input called `input`: int32/int64,
+ * (R,) with R <= WF_MAX_RANK and entries >= 0) into *s; INVALID_ARGUMENT
+ * naming input otherwise. */
+int nn_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+                  wf_status *st);
+
+/* During shape inference of an op whose input i holds a shape: that shape
+ * when the input is a Const (checked as nn_read_shape does), else rank
+ * `rank` with unknown dims. */
+int nn_shape_input_value(wf_shape_ctx *ctx, int32_t i, const char *input,
+                         int rank, wf_shape *out, wf_status *st);
+
 /* ---- data formats and windows -------------------------------------------- */
 
 /* Attribute data_format: 0 for "NHWC", 1 for "NCHW"; anything else is
@@ -174,5 +188,17 @@ extern const wf_kernel_def nn_bias_add_kernel, nn_conv2d_kernel,
     nn_max_pool_kernel, nn_avg_pool_kernel, nn_softmax_kernel,
     nn_log_softmax_kernel, nn_softmax_xent_kernel,
     nn_sparse_softmax_xent_kernel, nn_batch_norm_kernel, nn_dropout_kernel;
+
+/* The backward ops of the gradients (grad.c builds them). */
+extern const wf_op_def nn_bias_add_grad_op, nn_conv2d_backprop_input_op,
+    nn_conv2d_backprop_filter_op, nn_max_pool_grad_op, nn_avg_pool_grad_op,
+    nn_softmax_grad_op, nn_log_softmax_grad_op, nn_batch_norm_grad_op;
+extern const wf_kernel_def nn_bias_add_grad_kernel,
+    nn_conv2d_backprop_input_kernel, nn_conv2d_backprop_filter_kernel,
+    nn_max_pool_grad_kernel, nn_avg_pool_grad_kernel, nn_softmax_grad_kernel,
+    nn_log_softmax_grad_kernel, nn_batch_norm_grad_kernel;
+
+/* grad.c: every gradient definition of the plugin, NULL-terminated. */
+extern const wf_gradient_def *const nn_gradients[];
 
 #endif /* WF_OPS_NN_H */

@@ -1,9 +1,10 @@
 /* plugins/ops/nn/pool.c — MaxPool and AvgPool over the (H, W) dimensions of
- * 4-D tensors (NHWC or NCHW; SAME or VALID padding): op definitions, shape
- * inference and reference CPU kernels. Padding never contributes a value:
- * MaxPool takes the maximum of the window's elements inside the input,
- * AvgPool divides by their count (as TensorFlow). No pooling across the
- * batch or channel dimensions. */
+ * 4-D tensors (NHWC or NCHW; SAME or VALID padding) and their backward ops
+ * MaxPoolGrad and AvgPoolGrad: op definitions, shape inference and
+ * reference CPU kernels. Padding never contributes a value: MaxPool takes
+ * the maximum of the window's elements inside the input, AvgPool divides by
+ * their count (as TensorFlow). No pooling across the batch or channel
+ * dimensions. The gradient functions are in grad.c. */
 #include <config.h>
 
 #include "nn.h"
@@ -228,3 +229,266 @@ const wf_op_def nn_avg_pool_op = {
 
 const wf_kernel_def nn_avg_pool_kernel =
     NN_KERNEL("AvgPool", OPC_DTYPES_FLOAT, avg_pool_compute);
+
+/* ---- the backward ops ---------------------------------------------------- */
+
+/* MaxPoolGrad: each window's gradient goes to the element MaxPool picked,
+ * found by the forward scan (row-major over the clipped window; a later
+ * element replaces the pick only when strictly greater, or NaN): the first
+ * of tied maxima, the last NaN. Windows overlap, so dx accumulates (in
+ * double, acc: x's count, zeroed by the caller). */
+#define DEF_MAX_POOL_GRAD(T, sfx, dt, u)                                       \
+  static void max_pool_grad_##sfx(void *dxv, const void *xv, const void *gv,  \
+                                  const pool_geom *g, double *acc) {           \
+    T *dx = dxv;                                                               \
+    const T *x = xv, *gr = gv;                                                 \
+    int64_t nx = g->n * g->h * g->w * g->c;                                    \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          int64_t h0, h1, w0, w1;                                              \
+          pool_window(g, oh, ow, &h0, &h1, &w0, &w1);                          \
+          for (int64_t c = 0; c < g->c; c++) {                                 \
+            int64_t base = n * g->xs[0] + c * g->xs[3], best = -1;             \
+            T m = 0;                                                           \
+            for (int64_t ih = h0; ih < h1; ih++)                               \
+              for (int64_t iw = w0; iw < w1; iw++) {                           \
+                int64_t at = base + ih * g->xs[1] + iw * g->xs[2];             \
+                T v = x[at];                                                   \
+                if (best < 0 || v > m || is_nan((double)v)) {                  \
+                  m = v;                                                       \
+                  best = at;                                                   \
+                }                                                              \
+              }                                                                \
+            if (best >= 0)                                                     \
+              acc[best] += gr[n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2] +   \
+                              c * g->ys[3]];                                   \
+          }                                                                    \
+        }                                                                      \
+    for (int64_t i = 0; i < nx; i++)                                           \
+      dx[i] = (T)acc[i];                                                       \
+  }
+OPC_TYPES_FLOAT(DEF_MAX_POOL_GRAD, _)
+
+/* AvgPoolGrad: each window's gradient is shared equally by the window's
+ * elements inside the input (the count AvgPool divided by). */
+#define DEF_AVG_POOL_GRAD(T, sfx, dt, u)                                       \
+  static void avg_pool_grad_##sfx(void *dxv, const void *gv,                  \
+                                  const pool_geom *g, double *acc) {           \
+    T *dx = dxv;                                                               \
+    const T *gr = gv;                                                          \
+    int64_t nx = g->n * g->h * g->w * g->c;                                    \
+    for (int64_t n = 0; n < g->n; n++)                                         \
+      for (int64_t oh = 0; oh < g->oh; oh++)                                   \
+        for (int64_t ow = 0; ow < g->ow; ow++) {                               \
+          int64_t h0, h1, w0, w1, count;                                       \
+          pool_window(g, oh, ow, &h0, &h1, &w0, &w1);                          \
+          count = (h1 - h0) * (w1 - w0);                                       \
+          if (count <= 0)                                                      \
+            continue;                                                          \
+          for (int64_t c = 0; c < g->c; c++) {                                 \
+            double share = gr[n * g->ys[0] + oh * g->ys[1] + ow * g->ys[2] +   \
+                              c * g->ys[3]] /                                  \
+                           (double)count;                                      \
+            double *ap = acc + n * g->xs[0] + c * g->xs[3];                    \
+            for (int64_t ih = h0; ih < h1; ih++)                               \
+              for (int64_t iw = w0; iw < w1; iw++)                             \
+                ap[ih * g->xs[1] + iw * g->xs[2]] += share;                    \
+          }                                                                    \
+        }                                                                      \
+    for (int64_t i = 0; i < nx; i++)                                           \
+      dx[i] = (T)acc[i];                                                       \
+  }
+OPC_TYPES_FLOAT(DEF_AVG_POOL_GRAD, _)
+
+/* Shape of a backward op: x (rank 4 or unknown) is the output; grad must
+ * have the pool's output shape. */
+static int pool_grad_check(const wf_shape *xs, const nn_window *w,
+                           const wf_shape *gs, wf_status *st) {
+  wf_shape out, merged;
+
+  if (pool_dims(xs, w, &out, NULL, st))
+    return opc_host()->status_code(st);
+  if (gs->rank < 0)
+    return 0;
+  return opc_shape_merge(&out, gs, &merged,
+                         "grad against the pool's output", st);
+}
+
+static int max_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  nn_window w;
+  wf_shape xs, gs;
+
+  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+      opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      opc_shape_input(ctx, 1, NULL, &gs, st) ||
+      pool_grad_check(&xs, &w, &gs, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &xs);
+  return 0;
+}
+
+static int avg_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.shape = ctx};
+  nn_window w;
+  wf_shape xs, gs;
+  int ix[4];
+
+  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+      opc_shape_input(ctx, 1, NULL, &gs, st) ||
+      nn_shape_input_value(ctx, 0, "orig_input_shape", 4, &xs, st))
+    return h->status_code(st);
+  /* The batch and channels are grad's when the vector is not known. */
+  nn_nhwc_index(w.nchw, ix);
+  if (xs.rank == 4 && gs.rank == 4) {
+    if (xs.dims[ix[0]] < 0)
+      xs.dims[ix[0]] = gs.dims[ix[0]];
+    if (xs.dims[ix[3]] < 0)
+      xs.dims[ix[3]] = gs.dims[ix[3]];
+  }
+  if (pool_grad_check(&xs, &w, &gs, st))
+    return h->status_code(st);
+  h->shape_set_output(ctx, 0, &xs);
+  return 0;
+}
+
+/* Reads the window and grad, checks grad against the pool of xs, and
+ * allocates dx (xs) and its accumulators. *acc stays NULL when dx is
+ * empty. */
+static int pool_grad_begin(wf_kernel_ctx *ctx, const wf_shape *xs,
+                           const wf_tensor *grad, nn_window *w, pool_geom *g,
+                           wf_tensor **dx, double **acc, wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  wf_shape gs, out;
+  int64_t n;
+  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+
+  *acc = NULL;
+  if (nn_window_parse(&a, "ksize", 0, 0, w, st) ||
+      pool_dims(xs, w, &out, g, st))
+    return h->status_code(st);
+  h->tensor_shape(grad, &gs);
+  if (gs.rank != out.rank || opc_shape_count(&gs) != opc_shape_count(&out) ||
+      memcmp(gs.dims, out.dims, (size_t)out.rank * sizeof out.dims[0]) != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "grad has shape %s but the pool's output has %s",
+                    opc_shape_str(&gs, s1, sizeof s1),
+                    opc_shape_str(&out, s2, sizeof s2));
+  if (!(*dx = h->kernel_output_new(ctx, 0, xs, st)))
+    return h->status_code(st);
+  if ((n = h->tensor_count(*dx)) == 0)
+    return 0;
+  if (!(*acc = h->alloc((size_t)n * sizeof **acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %lld accumulators", (long long)n);
+  memset(*acc, 0, (size_t)n * sizeof **acc);
+  return 0;
+}
+
+static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x, *grad;
+  wf_tensor *dx;
+  nn_window w;
+  pool_geom g;
+  wf_shape xs;
+  double *acc;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_input(ctx, 1, &grad, NULL, st) ||
+      pool_grad_begin(ctx, &xs, grad, &w, &g, &dx, &acc, st))
+    return h->status_code(st);
+  if (!acc)
+    return 0;
+  if (h->tensor_dtype(x) == WF_FLOAT32)
+    max_pool_grad_f32(h->tensor_data(dx), h->tensor_data(x),
+                      h->tensor_data(grad), &g, acc);
+  else
+    max_pool_grad_f64(h->tensor_data(dx), h->tensor_data(x),
+                      h->tensor_data(grad), &g, acc);
+  h->free(acc);
+  return 0;
+}
+
+static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *sizes, *grad;
+  wf_tensor *dx;
+  nn_window w;
+  pool_geom g;
+  wf_shape xs;
+  double *acc;
+
+  if (opc_kernel_input(ctx, 0, &sizes, NULL, st) ||
+      opc_kernel_input(ctx, 1, &grad, NULL, st) ||
+      nn_read_shape(sizes, "orig_input_shape", &xs, st) ||
+      pool_grad_begin(ctx, &xs, grad, &w, &g, &dx, &acc, st))
+    return h->status_code(st);
+  if (!acc)
+    return 0;
+  if (h->tensor_dtype(grad) == WF_FLOAT32)
+    avg_pool_grad_f32(h->tensor_data(dx), h->tensor_data(grad), &g, acc);
+  else
+    avg_pool_grad_f64(h->tensor_data(dx), h->tensor_data(grad), &g, acc);
+  h->free(acc);
+  return 0;
+}
+
+static const wf_arg_def max_pool_grad_inputs[] = {
+    WF_ARG_T("orig_input", "T", "MaxPool's input (N, H, W, C) or (N, C, H, W)"),
+    WF_ARG_T("grad", "T", "the gradient of MaxPool's output"), WF_ARG_END};
+static const wf_arg_def avg_pool_grad_inputs[] = {
+    WF_ARG_T("orig_input_shape", "Tsizes",
+             "(4,) the shape of AvgPool's input, in data_format order"),
+    WF_ARG_T("grad", "T", "the gradient of AvgPool's output"), WF_ARG_END};
+static const wf_arg_def pool_grad_outputs[] = {
+    WF_ARG_T("output", "T", "the gradient of the pool's input, its shape"),
+    WF_ARG_END};
+static const wf_attr_def max_pool_grad_attrs[] =
+    POOL_ATTRS(OPC_DTYPES_FLOAT, "float32 or float64");
+static const wf_attr_def avg_pool_grad_attrs[] = {
+    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE_DEFAULT("Tsizes",
+                         WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),
+                         WF_INT32, "int32 or int64: the type of the shape"),
+    NN_ATTR_INTS_REQUIRED("ksize", 4, "AvgPool's ksize"),
+    NN_ATTR_INTS_REQUIRED("strides", 4, "AvgPool's strides"),
+    NN_ATTR_STRING_REQUIRED("padding", "AvgPool's padding"),
+    NN_ATTR_DATA_FORMAT, WF_ATTR_END};
+
+const wf_op_def nn_max_pool_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "MaxPoolGrad",
+    .inputs = max_pool_grad_inputs,
+    .outputs = pool_grad_outputs,
+    .attrs = max_pool_grad_attrs,
+    .shape_fn = max_pool_grad_shape,
+    .doc = "The gradient of MaxPool: each window's grad goes to the element "
+           "MaxPool picked from orig_input (attributes are MaxPool's), and "
+           "overlapping windows add up. Ties go to the first maximum in "
+           "row-major order of the window; with NaNs, to the last NaN. Unlike TensorFlow's MaxPoolGrad it does "
+           "not take MaxPool's output: the pick is recomputed."};
+
+const wf_kernel_def nn_max_pool_grad_kernel =
+    NN_KERNEL("MaxPoolGrad", OPC_DTYPES_FLOAT, max_pool_grad_compute);
+
+const wf_op_def nn_avg_pool_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "AvgPoolGrad",
+    .inputs = avg_pool_grad_inputs,
+    .outputs = pool_grad_outputs,
+    .attrs = avg_pool_grad_attrs,
+    .shape_fn = avg_pool_grad_shape,
+    .doc = "The gradient of AvgPool: each window's grad is divided equally "
+           "among the window's elements inside the input (the count AvgPool "
+           "divided by), overlapping windows adding up. Attributes are "
+           "AvgPool's."};
+
+const wf_kernel_def nn_avg_pool_grad_kernel =
+    NN_KERNEL("AvgPoolGrad", OPC_DTYPES_FLOAT, avg_pool_grad_compute);

@@ -1,13 +1,15 @@
-/* plugins/ops/nn/softmax.c — Softmax and LogSoftmax over the last axis, and
- * the fused softmax cross-entropy losses (dense and sparse labels). All
- * subtract the row maximum before exponentiating and accumulate in double.
- * No other axis than the last, no broadcasting of labels. */
+/* plugins/ops/nn/softmax.c — Softmax and LogSoftmax over the last axis, the
+ * fused softmax cross-entropy losses (dense and sparse labels), and the
+ * backward ops SoftmaxGrad and LogSoftmaxGrad. All subtract the row maximum
+ * before exponentiating and accumulate in double. No other axis than the
+ * last, no broadcasting of labels. Gradient functions are in grad.c. */
 #include <config.h>
 
 #include "nn.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 /* ---- Softmax, LogSoftmax
  * ------------------------------------------------------- */
@@ -329,3 +331,120 @@ const wf_op_def nn_sparse_softmax_xent_op = {
 const wf_kernel_def nn_sparse_softmax_xent_kernel =
     NN_KERNEL("SparseSoftmaxCrossEntropyWithLogits", OPC_DTYPES_FLOAT,
               sparse_xent_compute);
+
+/* ---- SoftmaxGrad, LogSoftmaxGrad ----------------------------------------- */
+
+static int softmax_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape y, dy, out;
+
+  if (opc_shape_input(ctx, 0, NULL, &y, st) ||
+      opc_shape_input(ctx, 1, NULL, &dy, st) ||
+      opc_shape_merge(&y, &dy, &out, "dy against the forward output", st))
+    return h->status_code(st);
+  if (out.rank == 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "the forward output must have rank 1 or more, got ()");
+  h->shape_set_output(ctx, 0, &out);
+  return 0;
+}
+
+/* Per row of c: softmax (want_log 0), with y = softmax(x):
+ *   dx = y * (dy - sum(dy * y));
+ * log-softmax (1), with y = log_softmax(x):
+ *   dx = dy - exp(y) * sum(dy). */
+#define DEF_SOFTMAX_GRAD(T, sfx, dt, u)                                        \
+  static void softmax_grad_##sfx(void *dxv, const void *yv, const void *dyv,  \
+                                 int64_t rows, int64_t c, int want_log) {      \
+    T *dx = dxv;                                                               \
+    const T *y = yv, *dy = dyv;                                                \
+    for (int64_t r = 0; r < rows; r++, y += c, dy += c, dx += c) {             \
+      double s = 0;                                                            \
+      for (int64_t j = 0; j < c; j++)                                          \
+        s += want_log ? (double)dy[j] : (double)dy[j] * y[j];                  \
+      for (int64_t j = 0; j < c; j++)                                          \
+        dx[j] = (T)(want_log ? dy[j] - exp((double)y[j]) * s                   \
+                             : y[j] * ((double)dy[j] - s));                    \
+    }                                                                          \
+  }
+OPC_TYPES_FLOAT(DEF_SOFTMAX_GRAD, _)
+
+static int softmax_grad_run(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *y, *dy;
+  wf_tensor *dx;
+  wf_shape ys, dys;
+  int64_t c;
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &y, &ys, st) ||
+      opc_kernel_input(ctx, 1, &dy, &dys, st))
+    return h->status_code(st);
+  if (ys.rank == 0 || ys.rank != dys.rank ||
+      memcmp(ys.dims, dys.dims, (size_t)ys.rank * sizeof ys.dims[0]) != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "the forward output %s and dy %s must have one shape of "
+                    "rank 1 or more",
+                    opc_shape_str(&ys, a, sizeof a),
+                    opc_shape_str(&dys, b, sizeof b));
+  if (!(dx = h->kernel_output_new(ctx, 0, &ys, st)))
+    return h->status_code(st);
+  c = ys.dims[ys.rank - 1];
+  if (c == 0 || h->tensor_count(y) == 0)
+    return 0;
+  if (h->tensor_dtype(y) == WF_FLOAT32)
+    softmax_grad_f32(h->tensor_data(dx), h->tensor_data(y),
+                     h->tensor_data(dy), h->tensor_count(y) / c, c, want_log);
+  else
+    softmax_grad_f64(h->tensor_data(dx), h->tensor_data(y),
+                     h->tensor_data(dy), h->tensor_count(y) / c, c, want_log);
+  return 0;
+}
+
+static int softmax_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                wf_status *st) {
+  return softmax_grad_run(ctx, 0, st);
+}
+
+static int log_softmax_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                    wf_status *st) {
+  return softmax_grad_run(ctx, 1, st);
+}
+
+static const wf_arg_def softmax_grad_inputs[] = {
+    WF_ARG_T("softmax", "T", "(..., C) Softmax's output"),
+    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"),
+    WF_ARG_END};
+static const wf_arg_def log_softmax_grad_inputs[] = {
+    WF_ARG_T("log_softmax", "T", "(..., C) LogSoftmax's output"),
+    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"),
+    WF_ARG_END};
+static const wf_arg_def softmax_grad_outputs[] = {
+    WF_ARG_T("output", "T", "(..., C) the gradient of the logits"),
+    WF_ARG_END};
+
+const wf_op_def nn_softmax_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "SoftmaxGrad",
+    .inputs = softmax_grad_inputs,
+    .outputs = softmax_grad_outputs,
+    .attrs = float_attrs,
+    .shape_fn = softmax_grad_shape,
+    .doc = "The gradient of Softmax from its output y: dx = y * (grad - "
+           "sum(grad * y)) along the last axis, the sum in double."};
+
+const wf_kernel_def nn_softmax_grad_kernel =
+    NN_KERNEL("SoftmaxGrad", OPC_DTYPES_FLOAT, softmax_grad_compute);
+
+const wf_op_def nn_log_softmax_grad_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "LogSoftmaxGrad",
+    .inputs = log_softmax_grad_inputs,
+    .outputs = softmax_grad_outputs,
+    .attrs = float_attrs,
+    .shape_fn = softmax_grad_shape,
+    .doc = "The gradient of LogSoftmax from its output y: dx = grad - exp(y) "
+           "* sum(grad) along the last axis, the sum in double."};
+
+const wf_kernel_def nn_log_softmax_grad_kernel =
+    NN_KERNEL("LogSoftmaxGrad", OPC_DTYPES_FLOAT, log_softmax_grad_compute);

@@ -47,6 +47,49 @@ int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
   return 0;
 }
 
+int nn_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+                  wf_status *st) {
+  const wf_host *h = opc_host();
+  int32_t dt = h->tensor_dtype(t);
+  wf_shape ts;
+  int64_t dims[WF_MAX_RANK];
+  char buf[OPC_SHAPE_STR_MAX];
+
+  h->tensor_shape(t, &ts);
+  if (dt != WF_INT32 && dt != WF_INT64)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input '%s' must be int32 or int64, not %s", input,
+                    opc_dtype_name(dt));
+  if (ts.rank != 1 || ts.dims[0] > WF_MAX_RANK)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input '%s' must be a vector of at most %d entries, got "
+                    "shape %s",
+                    input, WF_MAX_RANK, opc_shape_str(&ts, buf, sizeof buf));
+  for (int64_t i = 0; i < ts.dims[0]; i++) {
+    dims[i] = dt == WF_INT32 ? ((const int32_t *)h->tensor_data(t))[i]
+                             : ((const int64_t *)h->tensor_data(t))[i];
+    if (dims[i] < 0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input,
+                      i, dims[i]);
+  }
+  opc_shape_make(s, (int)ts.dims[0], dims);
+  return 0;
+}
+
+int nn_shape_input_value(wf_shape_ctx *ctx, int32_t i, const char *input,
+                         int rank, wf_shape *out, wf_status *st) {
+  const wf_tensor *t = opc_host()->shape_input_value(ctx, i);
+
+  if (t)
+    return nn_read_shape(t, input, out, st);
+  opc_shape_set_unknown(out);
+  out->rank = rank;
+  for (int d = 0; d < rank; d++)
+    out->dims[d] = WF_UNKNOWN_DIM;
+  return 0;
+}
+
 int nn_data_format(const nn_attrs *a, int *nchw, wf_status *st) {
   const char *f;
 

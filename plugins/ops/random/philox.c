@@ -107,7 +107,7 @@ void rnd_normal_pair(const uint32_t w[4], double *z0, double *z1) {
 
 /* Rounds lo + (hi - lo) u to the element type, kept inside [lo, hi). */
 #define DEF_UNIFORM(T, sfx, NEXT, PER_BLOCK, UNIT)                             \
-  void rnd_uniform_##sfx(T *out, int64_t n, const rnd_stream *s, double lo,   \
+  void rnd_uniform_##sfx(T *out, int64_t n, const rnd_stream *s, double lo,    \
                          double hi) {                                          \
     const T tlo = (T)lo, thi = (T)hi;                                          \
     uint32_t w[4];                                                             \
@@ -115,7 +115,7 @@ void rnd_normal_pair(const uint32_t w[4], double *z0, double *z1) {
     for (int64_t i = 0; i < n; i++) {                                          \
       int k = (int)(i % PER_BLOCK);                                            \
       T x;                                                                     \
-      if (k == 0)                                                               \
+      if (k == 0)                                                              \
         rnd_stream_block(s, (uint64_t)(i / PER_BLOCK), 0, w);                  \
       x = (T)(lo + (hi - lo) * (UNIT));                                        \
       if (x >= thi && thi > tlo)                                               \
@@ -129,7 +129,7 @@ DEF_UNIFORM(float, f32, nextafterf, 4, rnd_u24(w[k]))
 DEF_UNIFORM(double, f64, nextafter, 2, rnd_u53(w[2 * k], w[2 * k + 1]))
 
 #define DEF_NORMAL(T, sfx)                                                     \
-  void rnd_normal_##sfx(T *out, int64_t n, const rnd_stream *s, double mean,  \
+  void rnd_normal_##sfx(T *out, int64_t n, const rnd_stream *s, double mean,   \
                         double stddev) {                                       \
     uint32_t w[4];                                                             \
     double z[2];                                                               \
@@ -162,7 +162,7 @@ static double truncated_z(const rnd_stream *s, uint64_t i) {
 }
 
 #define DEF_TRUNCATED(T, sfx)                                                  \
-  void rnd_truncated_##sfx(T *out, int64_t n, const rnd_stream *s,            \
+  void rnd_truncated_##sfx(T *out, int64_t n, const rnd_stream *s,             \
                            double mean, double stddev) {                       \
     assert(n >= 0);                                                            \
     for (int64_t i = 0; i < n; i++)                                            \

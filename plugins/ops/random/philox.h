@@ -79,9 +79,9 @@ void rnd_normal_f32(float *out, int64_t n, const rnd_stream *s, double mean,
                     double stddev);
 void rnd_normal_f64(double *out, int64_t n, const rnd_stream *s, double mean,
                     double stddev);
-void rnd_truncated_f32(float *out, int64_t n, const rnd_stream *s,
-                       double mean, double stddev);
-void rnd_truncated_f64(double *out, int64_t n, const rnd_stream *s,
-                       double mean, double stddev);
+void rnd_truncated_f32(float *out, int64_t n, const rnd_stream *s, double mean,
+                       double stddev);
+void rnd_truncated_f64(double *out, int64_t n, const rnd_stream *s, double mean,
+                       double stddev);
 
 #endif /* WF_OPS_RANDOM_PHILOX_H */

@@ -11,5 +11,6 @@
 #include <weft/graph.h>
 #include <weft/session.h>
 #include <weft/gradients.h>
+#include <weft/layers.h>
 
 #endif /* WEFT_WEFT_H */

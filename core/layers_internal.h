@@ -1,0 +1,50 @@
+/* core/layers_internal.h — the model behind weft/layers.h, shared by the
+ * layers (core/layers.c) and the optimizer step (core/optimizer.c). */
+#ifndef WF_CORE_LAYERS_INTERNAL_H
+#define WF_CORE_LAYERS_INTERNAL_H
+
+#include <weft/layers.h>
+
+#include "strmap.h"
+
+typedef struct wf__mvar {
+  char *name;           /* the session variable's name (shared_name) */
+  wf_dtype dtype;
+  wf_shape shape;
+  wf_output handle;     /* VarHandle */
+  wf_node *assign;      /* its initializer's AssignVariable */
+  wf_output read_train; /* its value as read in the last training pass */
+  int trainable;
+  int is_kernel;        /* a layer's weight matrix or filter (L2 applies) */
+} wf__mvar;
+
+struct wf_model {
+  wf_graph *g;
+  uint64_t seed;
+  int training;
+  wf__mvar **vars;       /* each allocated on its own: pointers stay valid */
+  int num_vars, cap_vars;
+  wf__strmap var_index;  /* name -> wf__mvar */
+  wf__strmap counters;   /* pass-local name counters */
+  char **counter_keys;   /* their keys (owned) */
+  int num_counter_keys;
+  wf_node **updates;     /* batch-norm moving-average assignments */
+  int num_updates;
+  int num_updates_pass;
+  int num_random;        /* op seeds handed out to dropout */
+  wf__mvar *global_step; /* created by wf_model_global_step / minimize */
+};
+
+wf_output wf__m_op(wf_model *m, const char *op, const wf_output *in, int n,
+                   const wf_attr_item *attrs, int nattrs, wf_status *st);
+/* A Const holding t (t's reference is taken over). */
+wf_output wf__m_const_tensor(wf_model *m, wf_tensor *t, wf_status *st);
+wf_output wf__m_scalar(wf_model *m, wf_dtype dt, double v, wf_status *st);
+/* The model variable called name in this pass (made or reused). */
+wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
+                         const int64_t *dims, int rank, wf_init init,
+                         double init_value, int trainable, wf_status *st);
+wf_output wf__m_read(wf_model *m, const wf__mvar *v, wf_status *st);
+int wf__m_add_update(wf_model *m, wf_node *n, wf_status *st);
+
+#endif
