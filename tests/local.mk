@@ -18,3 +18,4 @@ include tests/session/local.mk
 include tests/devices/cpu.mk
 include tests/ops/math.mk
 include tests/ops/array_nn.mk
+include tests/core/gradients.mk

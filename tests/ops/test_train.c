@@ -300,8 +300,12 @@ static void check_dense(const opt_case *c, wf_dtype dt, double tol) {
   wf_graph_free(g);
 }
 
-static const opt_case gd_case = {
-    "ApplyGradientDescent", 1, {0}, 1, 0, {0.1}, 0, NULL, 0, ref_sgd};
+static const opt_case gd_case = {.op = "ApplyGradientDescent",
+                                 .nres = 1,
+                                 .slot_init = {0},
+                                 .nbefore = 1,
+                                 .scalars = {0.1},
+                                 .ref = ref_sgd};
 
 static void test_gradient_descent_matches_reference(void **state) {
   check_dense(&gd_case, WF_FLOAT64, 1e-12);
@@ -309,8 +313,13 @@ static void test_gradient_descent_matches_reference(void **state) {
 }
 
 static void test_momentum_matches_reference(void **state) {
-  opt_case c = {"ApplyMomentum", 2, {0, 0.2}, 1, 1,
-                {0.1, 0.9},      0, NULL,     0, ref_momentum};
+  opt_case c = {.op = "ApplyMomentum",
+                .nres = 2,
+                .slot_init = {0, 0.2},
+                .nbefore = 1,
+                .nafter = 1,
+                .scalars = {0.1, 0.9},
+                .ref = ref_momentum};
   check_dense(&c, WF_FLOAT64, 1e-12);
   c.battr = "use_nesterov";
   c.bval = 1;
@@ -318,8 +327,13 @@ static void test_momentum_matches_reference(void **state) {
 }
 
 static void test_adam_matches_reference(void **state) {
-  opt_case c = {"ApplyAdam", 4, {0, 0, 0, 0}, 4, 0, {0.01, 0.9, 0.999, 1e-7}, 1,
-                NULL,        0, ref_adam};
+  opt_case c = {.op = "ApplyAdam",
+                .nres = 4,
+                .slot_init = {0, 0, 0, 0},
+                .nbefore = 4,
+                .scalars = {0.01, 0.9, 0.999, 1e-7},
+                .has_step = 1,
+                .ref = ref_adam};
   check_dense(&c, WF_FLOAT64, 1e-12);
   check_dense(&c, WF_FLOAT32, 2e-6);
   /* AMSGrad; vhat starts above some v so the maximum matters. */
@@ -330,16 +344,13 @@ static void test_adam_matches_reference(void **state) {
 }
 
 static void test_adamw_matches_reference(void **state) {
-  opt_case c = {"ApplyAdamW",
-                4,
-                {0, 0.05, 0.01, 0},
-                5,
-                0,
-                {0.01, 0.9, 0.999, 1e-7, 0.1},
-                1,
-                NULL,
-                0,
-                ref_adamw};
+  opt_case c = {.op = "ApplyAdamW",
+                .nres = 4,
+                .slot_init = {0, 0.05, 0.01, 0},
+                .nbefore = 5,
+                .scalars = {0.01, 0.9, 0.999, 1e-7, 0.1},
+                .has_step = 1,
+                .ref = ref_adamw};
   check_dense(&c, WF_FLOAT64, 1e-12);
   c.battr = "amsgrad";
   c.bval = 1;
@@ -347,21 +358,32 @@ static void test_adamw_matches_reference(void **state) {
 }
 
 static void test_rmsprop_matches_reference(void **state) {
-  opt_case c = {"ApplyRMSProp",         3, {0, 0.1, 0}, 4, 0,
-                {0.01, 0.9, 0.5, 1e-7}, 0, NULL,        0, ref_rmsprop};
+  opt_case c = {.op = "ApplyRMSProp",
+                .nres = 3,
+                .slot_init = {0, 0.1, 0},
+                .nbefore = 4,
+                .scalars = {0.01, 0.9, 0.5, 1e-7},
+                .ref = ref_rmsprop};
   check_dense(&c, WF_FLOAT64, 1e-12);
 }
 
 static void test_centered_rmsprop_matches_reference(void **state) {
-  opt_case c = {
-      "ApplyCenteredRMSProp", 4, {0, 0, 0.1, 0}, 4, 0,
-      {0.01, 0.9, 0.5, 1e-7}, 0, NULL,           0, ref_centered_rmsprop};
+  opt_case c = {.op = "ApplyCenteredRMSProp",
+                .nres = 4,
+                .slot_init = {0, 0, 0.1, 0},
+                .nbefore = 4,
+                .scalars = {0.01, 0.9, 0.5, 1e-7},
+                .ref = ref_centered_rmsprop};
   check_dense(&c, WF_FLOAT64, 1e-12);
 }
 
 static void test_adagrad_matches_reference(void **state) {
-  opt_case c = {"ApplyAdagrad", 2, {0, 0.1}, 1, 0,
-                {0.5},          0, NULL,     0, ref_adagrad};
+  opt_case c = {.op = "ApplyAdagrad",
+                .nres = 2,
+                .slot_init = {0, 0.1},
+                .nbefore = 2,
+                .scalars = {0.5, 0.01},
+                .ref = ref_adagrad};
   check_dense(&c, WF_FLOAT64, 1e-12);
   check_dense(&c, WF_FLOAT32, 2e-6);
 }
@@ -477,9 +499,13 @@ static void test_sparse_gradient_descent_updates_named_rows(void **state) {
 }
 
 static void test_sparse_momentum_updates_named_rows(void **state) {
-  opt_case c = {
-      "SparseApplyMomentum", 2, {0, 0.2}, 1, 1, {0.1, 0.9}, 0, NULL, 0,
-      ref_momentum};
+  opt_case c = {.op = "SparseApplyMomentum",
+                .nres = 2,
+                .slot_init = {0, 0.2},
+                .nbefore = 1,
+                .nafter = 1,
+                .scalars = {0.1, 0.9},
+                .ref = ref_momentum};
   check_sparse(&c, WF_INT64);
   c.battr = "use_nesterov";
   c.bval = 1;
@@ -489,16 +515,13 @@ static void test_sparse_momentum_updates_named_rows(void **state) {
 static void test_sparse_adam_is_lazy(void **state) {
   /* Slots start non-zero, so dense Adam would decay untouched rows' m and
    * v: check_sparse requires them unchanged. */
-  opt_case c = {"SparseApplyAdam",
-                4,
-                {0, 0.05, 0.02, 0},
-                4,
-                0,
-                {0.01, 0.9, 0.999, 1e-7},
-                1,
-                NULL,
-                0,
-                ref_adam};
+  opt_case c = {.op = "SparseApplyAdam",
+                .nres = 4,
+                .slot_init = {0, 0.05, 0.02, 0},
+                .nbefore = 4,
+                .scalars = {0.01, 0.9, 0.999, 1e-7},
+                .has_step = 1,
+                .ref = ref_adam};
   check_sparse(&c, WF_INT64);
   c.battr = "amsgrad";
   c.bval = 1;
@@ -507,14 +530,22 @@ static void test_sparse_adam_is_lazy(void **state) {
 }
 
 static void test_sparse_adagrad_updates_named_rows(void **state) {
-  opt_case c = {"SparseApplyAdagrad", 2, {0, 0.1}, 1, 0, {0.5}, 0, NULL, 0,
-                ref_adagrad};
+  opt_case c = {.op = "SparseApplyAdagrad",
+                .nres = 2,
+                .slot_init = {0, 0.1},
+                .nbefore = 2,
+                .scalars = {0.5, 0.01},
+                .ref = ref_adagrad};
   check_sparse(&c, WF_INT64);
 }
 
 static void test_sparse_rmsprop_updates_named_rows(void **state) {
-  opt_case c = {"SparseApplyRMSProp",   3, {0, 0.1, 0.02}, 4, 0,
-                {0.01, 0.9, 0.5, 1e-7}, 0, NULL,           0, ref_rmsprop};
+  opt_case c = {.op = "SparseApplyRMSProp",
+                .nres = 3,
+                .slot_init = {0, 0.1, 0.02},
+                .nbefore = 4,
+                .scalars = {0.01, 0.9, 0.5, 1e-7},
+                .ref = ref_rmsprop};
   check_sparse(&c, WF_INT32);
 }
 

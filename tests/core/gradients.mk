@@ -1,0 +1,12 @@
+# The autodiff core, with the math and array plugins and a test plugin.
+check_LTLIBRARIES += tests/core/test_grad_ops.la
+tests_core_test_grad_ops_la_SOURCES = tests/core/grad_test_ops.c
+tests_core_test_grad_ops_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_core_test_grad_ops_la_LDFLAGS = $(PLUGIN_LDFLAGS) -rpath /nowhere
+
+check_PROGRAMS += tests/core/test_gradients
+TESTS += tests/core/test_gradients
+tests_core_test_gradients_SOURCES = tests/core/test_gradients.c
+tests_core_test_gradients_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_gradients_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_gradients_LDADD = $(TEST_LDADD)
