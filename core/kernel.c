@@ -254,6 +254,7 @@ int wf__kernel_run(const wf__kernel *k, const wf_node *n,
     outputs[i] = outs[i];
   wf__free(outs);
   wf_status_reset(&done);
+  wf_status_reset(&ks); /* a kernel may leave a message and still succeed */
   return WF_OK;
 
 fail:

@@ -21,6 +21,7 @@
 #include "dl.h"
 #include "host.h"
 #include "runtime.h"
+#include "uninstalled.h"
 #include "status.h"
 
 /* Same bound as core/runtime.c: a description holds at least its header

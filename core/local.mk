@@ -28,10 +28,19 @@ core_libweftcore_la_SOURCES = \
 core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
 	-DWF_PLUGIN_DIR='"$(pkgplugindir)"' \
 	-DWF_SYSCONF_DIR='"$(sysconfdir)"' \
-	-DWF_BUILD_DIR='"$(abs_top_builddir)"' \
-	-DWF_UNINSTALLED_PLUGIN_PATH='"$(UNINSTALLED_PLUGIN_PATH)"'
+	-DWF_BUILD_DIR='"$(abs_top_builddir)"'
 core_libweftcore_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(HWLOC_CFLAGS)
 core_libweftcore_la_LIBADD = $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+
+# The in-tree plugin directories, regenerated when the plugin list (the
+# Makefile) changes, so a new plugin is found without a clean build.
+BUILT_SOURCES = core/uninstalled.h
+nodist_core_libweftcore_la_SOURCES = core/uninstalled.h
+CLEANFILES += core/uninstalled.h
+core/uninstalled.h: Makefile
+	$(AM_V_GEN)$(MKDIR_P) core && \
+	echo '#define WF_UNINSTALLED_PLUGIN_PATH "$(UNINSTALLED_PLUGIN_PATH)"' > $@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 lib_LTLIBRARIES += core/libweft.la
 core_libweft_la_SOURCES =

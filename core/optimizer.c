@@ -178,6 +178,14 @@ static wf_node *apply_one(wf_model *m, const wf_optimizer *o,
   wf_attr_item attrs[2];
   int na = 0;
   const char *op = NULL;
+  if (v->dtype != WF_FLOAT32) {
+    /* The schedule computes in float32; the update wants the var's type. */
+    wf_attr_item c = {"DstT", {.type = WF_ATTR_DTYPE, .count = 1,
+                               .u.dtype = v->dtype}};
+    lr = wf__m_op(m, "Cast", &lr, 1, &c, 1, st);
+    if (!lr.node)
+      return NULL;
+  }
   in[n++] = (named){"var", v->handle};
   in[n++] = (named){"lr", lr};
   if (sparse) {
@@ -211,10 +219,12 @@ static wf_node *apply_one(wf_model *m, const wf_optimizer *o,
       return NULL;
     }
     in[n++] = (named){"m", slot(m, v, "Adam/m", WF_INIT_ZEROS, 0, st)};
-    in[n++] = (named){"v", slot(m, v, "Adam/v", WF_INIT_ZEROS, 0, st)};
+    wf_output vslot = slot(m, v, "Adam/v", WF_INIT_ZEROS, 0, st);
+    in[n++] = (named){"v", vslot};
+    /* vhat is read only with amsgrad; without it v's handle stands in. */
     in[n++] = (named){"vhat", o->amsgrad ? slot(m, v, "Adam/vhat",
                                                 WF_INIT_ZEROS, 0, st)
-                                         : in[n - 1].value};
+                                         : vslot};
     SCALAR("beta1", o->beta1);
     SCALAR("beta2", o->beta2);
     SCALAR("epsilon", o->epsilon);

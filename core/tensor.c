@@ -55,6 +55,7 @@ static void tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
   t->nbytes = nbytes;
   t->dealloc = NULL;
   t->dealloc_arg = NULL;
+  t->wrapped = 0;
 }
 
 wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,
@@ -117,6 +118,7 @@ wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
   tensor_fill(t, dtype, dims, rank, data, nbytes);
   t->dealloc = dealloc;
   t->dealloc_arg = arg;
+  t->wrapped = 1;
   return t;
 
 fail:

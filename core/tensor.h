@@ -16,6 +16,7 @@ struct wf_tensor {
    * last reference goes; NULL for buffers allocated with the tensor. */
   wf_dealloc_fn *dealloc;
   void *dealloc_arg;
+  int wrapped;          /* the buffer is not the core's (wf_tensor_wrap) */
 };
 
 /* wf_tensor_new taking a wf_shape (the host table's form); the shape must be

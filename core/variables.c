@@ -190,7 +190,20 @@ int wf__var_assign(const wf_tensor *handle, wf_tensor *value, wf_status *st) {
                          wf_shape_str(&v->shape, want, sizeof want),
                          wf_dtype_name(value->dtype),
                          wf_shape_str(&value->shape, got, sizeof got));
-  wf_tensor_retain(value);
+  /* A buffer the caller wrapped stays the caller's: the variable keeps a
+   * copy, so reusing that buffer later cannot change the variable (and
+   * in-place updates cannot write into it). */
+  if (value->wrapped) {
+    wf_tensor *copy = wf__tensor_new_shape(value->dtype, &value->shape, st);
+    if (!copy) {
+      wf_status_prefix(st, "variable '%s'", v->name);
+      return wf_status_code(st);
+    }
+    memcpy(copy->data, value->data, value->nbytes);
+    value = copy;
+  } else {
+    wf_tensor_retain(value);
+  }
   pthread_mutex_lock(&v->mu);
   wf_tensor *old = v->value;
   v->value = value;

@@ -19,3 +19,4 @@ include tests/devices/cpu.mk
 include tests/ops/math.mk
 include tests/ops/array_nn.mk
 include tests/core/gradients.mk
+include tests/ops/train.mk

@@ -19,3 +19,28 @@ tests_ops_test_nn_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_nn_LDADD = $(TEST_LDADD)
 
 EXTRA_DIST += tests/ops/fixtures/gen_array_nn.py
+
+# Gradients against central finite differences (array_nn_gradcheck.h),
+# through the core's autodiff and sessions (so the CPU device plugin); they
+# use ops_math's Sum, AddN, Mul, Neg and Cast too.
+check_PROGRAMS += tests/ops/test_array_grad tests/ops/test_nn_grad
+TESTS += tests/ops/test_array_grad tests/ops/test_nn_grad
+
+tests_ops_test_array_grad_SOURCES = tests/ops/test_array_grad.c \
+	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h
+tests_ops_test_array_grad_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_ops_test_array_grad_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_array_grad_LDADD = $(TEST_LDADD)
+EXTRA_tests_ops_test_array_grad_DEPENDENCIES = \
+	plugins/ops/array/ops_array.la plugins/ops/math/ops_math.la \
+	plugins/devices/cpu/device_cpu.la
+
+tests_ops_test_nn_grad_SOURCES = tests/ops/test_nn_grad.c \
+	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h
+tests_ops_test_nn_grad_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/ops/random
+tests_ops_test_nn_grad_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_nn_grad_LDADD = $(TEST_LDADD)
+EXTRA_tests_ops_test_nn_grad_DEPENDENCIES = plugins/ops/array/ops_array.la \
+	plugins/ops/math/ops_math.la plugins/ops/nn/ops_nn.la \
+	plugins/devices/cpu/device_cpu.la

@@ -73,7 +73,7 @@ typedef struct gc_result {
   double max_err; /* largest |analytic - numeric| / max(|numeric|, floor) */
 } gc_result;
 
-static void gc_result_free(gc_result *r) {
+static inline void gc_result_free(gc_result *r) {
   for (int i = 0; i < GC_MAX_ARGS; i++) {
     for (int k = 0; k < 3; k++)
       wf_tensor_release(r->sparse[i][k]);
@@ -84,10 +84,10 @@ static void gc_result_free(gc_result *r) {
 
 /* A deterministic generator: xorshift64*, uniform in [-1, 1). */
 static uint64_t gc_rng_state = 0x9E3779B97F4A7C15ull;
-static void gc_seed(uint64_t seed) {
+static inline void gc_seed(uint64_t seed) {
   gc_rng_state = seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull;
 }
-static double gc_uniform(void) {
+static inline double gc_uniform(void) {
   gc_rng_state ^= gc_rng_state >> 12;
   gc_rng_state ^= gc_rng_state << 25;
   gc_rng_state ^= gc_rng_state >> 27;
@@ -96,7 +96,7 @@ static double gc_uniform(void) {
 }
 
 /* A float64 tensor of the given dims with uniform values in [lo, hi). */
-static wf_tensor *gc_random(int rank, const int64_t *dims, double lo,
+static inline wf_tensor *gc_random(int rank, const int64_t *dims, double lo,
                             double hi) {
   wf_status *st = wf_status_new();
   wf_tensor *t = wf_tensor_new(WF_FLOAT64, dims, rank, st);
@@ -113,7 +113,7 @@ static wf_tensor *gc_random(int rank, const int64_t *dims, double lo,
 
 /* A tensor of dtype dt and the given dims holding vals (count elements,
  * converted from int64 or double as the dtype needs). */
-static wf_tensor *gc_tensor_i64(int32_t dt, int rank, const int64_t *dims,
+static inline wf_tensor *gc_tensor_i64(int32_t dt, int rank, const int64_t *dims,
                                 const int64_t *vals) {
   wf_status *st = wf_status_new();
   wf_tensor *t = wf_tensor_new((wf_dtype)dt, dims, rank, st);
@@ -131,7 +131,7 @@ static wf_tensor *gc_tensor_i64(int32_t dt, int rank, const int64_t *dims,
   wf_status_free(st);
   return t;
 }
-static wf_tensor *gc_tensor_f64(int rank, const int64_t *dims,
+static inline wf_tensor *gc_tensor_f64(int rank, const int64_t *dims,
                                 const double *vals) {
   wf_status *st = wf_status_new();
   wf_tensor *t = wf_tensor_new(WF_FLOAT64, dims, rank, st);
@@ -144,7 +144,7 @@ static wf_tensor *gc_tensor_f64(int rank, const int64_t *dims,
   return t;
 }
 
-static wf_tensor *gc_copy(const wf_tensor *t) {
+static inline wf_tensor *gc_copy(const wf_tensor *t) {
   wf_status *st = wf_status_new();
   wf_shape s;
   wf_tensor *c;
@@ -160,7 +160,7 @@ static wf_tensor *gc_copy(const wf_tensor *t) {
 }
 
 /* Adds a node, failing the test with the message when it is refused. */
-static wf_node *gc_node(wf_node_desc *d, const char *what) {
+static inline wf_node *gc_node(wf_node_desc *d, const char *what) {
   wf_status *st = wf_status_new();
   wf_node *n = wf_node_desc_finish(d, st);
 
@@ -170,15 +170,16 @@ static wf_node *gc_node(wf_node_desc *d, const char *what) {
   return n;
 }
 
-static wf_output gc_const(wf_graph *g, const wf_tensor *t) {
+static inline wf_output gc_const(wf_graph *g, const wf_tensor *t) {
   wf_node_desc *d = wf_node_desc_new(g, "Const", NULL);
 
   wf_node_desc_set_attr_dtype(d, "dtype", wf_tensor_dtype(t));
-  wf_node_desc_set_attr_tensor(d, "value", t);
+  /* The graph takes its own reference; t itself is not written. */
+  wf_node_desc_set_attr_tensor(d, "value", (wf_tensor *)t);
   return (wf_output){gc_node(d, "a Const"), 0};
 }
 
-static wf_output gc_placeholder(wf_graph *g, const wf_tensor *t, int known) {
+static inline wf_output gc_placeholder(wf_graph *g, const wf_tensor *t, int known) {
   wf_node_desc *d = wf_node_desc_new(g, "Placeholder", NULL);
   wf_shape s;
 
@@ -195,7 +196,7 @@ typedef struct gc_op_call {
   int nargs;
 } gc_op_call;
 
-static int gc_build_op(wf_graph *g, const wf_output *in, void *arg,
+static inline int gc_build_op(wf_graph *g, const wf_output *in, void *arg,
                        wf_output *ys) {
   const gc_op_call *call = arg;
   const gc_op *spec = call->spec;
@@ -218,7 +219,7 @@ static int gc_build_op(wf_graph *g, const wf_output *in, void *arg,
 }
 
 /* L = sum_k sum(ys_k * w_k) from fetched ys. */
-static double gc_loss(wf_tensor *const *ys, wf_tensor *const *w, int ny) {
+static inline double gc_loss(wf_tensor *const *ys, wf_tensor *const *w, int ny) {
   double l = 0;
 
   for (int k = 0; k < ny; k++) {
@@ -229,7 +230,7 @@ static double gc_loss(wf_tensor *const *ys, wf_tensor *const *w, int ny) {
   return l;
 }
 
-static int64_t gc_int_at(const wf_tensor *t, int64_t i) {
+static inline int64_t gc_int_at(const wf_tensor *t, int64_t i) {
   return wf_tensor_dtype(t) == WF_INT32
              ? ((const int32_t *)wf_tensor_data(t))[i]
              : ((const int64_t *)wf_tensor_data(t))[i];
@@ -237,7 +238,7 @@ static int64_t gc_int_at(const wf_tensor *t, int64_t i) {
 
 /* Adds the rows of a sparse gradient (indices (K,), values (K, ...),
  * dense_shape (R,)) into a new dense float64 tensor, checking its pieces. */
-static wf_tensor *gc_densify(const char *name, int arg, wf_tensor *const *sp,
+static inline wf_tensor *gc_densify(const char *name, int arg, wf_tensor *const *sp,
                              const wf_tensor *x) {
   wf_status *st = wf_status_new();
   wf_shape xs, vs, is;
@@ -284,7 +285,7 @@ static wf_tensor *gc_densify(const char *name, int arg, wf_tensor *const *sp,
 /* Builds the graph, adds the gradients and checks every GC_CHECK argument
  * against finite differences (and GC_NONE ones for having none). res may
  * be NULL; otherwise it receives what the gradients were. */
-static void gc_check(wf_runtime *rt, const char *name, const gc_arg *args,
+static inline void gc_check(wf_runtime *rt, const char *name, const gc_arg *args,
                      int nargs, gc_build_fn *build, void *barg,
                      gc_result *res) {
   wf_status *st = wf_status_new();
@@ -427,6 +428,14 @@ static void gc_check(wf_runtime *rt, const char *name, const gc_arg *args,
     }
   }
 
+  {
+    int64_t checked = 0;
+    for (int j = 0; j < nx; j++)
+      if (args[x_arg[j]].wrt == GC_CHECK)
+        checked += wf_tensor_count(args[x_arg[j]].value);
+    printf("  gradcheck %-44s %5lld elements, max relative error %.1e\n",
+           name, (long long)checked, res->max_err);
+  }
   wf_callable_free(fwd);
   wf_callable_free(bwd);
   wf_session_free(s);
@@ -441,7 +450,7 @@ static void gc_check(wf_runtime *rt, const char *name, const gc_arg *args,
 }
 
 /* gc_check of one op node (spec) on the arguments. */
-static void gc_check_op(wf_runtime *rt, const char *name, const gc_op *spec,
+static inline void gc_check_op(wf_runtime *rt, const char *name, const gc_op *spec,
                         const gc_arg *args, int nargs, gc_result *res) {
   gc_op_call call = {spec, nargs};
 
