@@ -10,3 +10,10 @@ tests_core_test_gradients_SOURCES = tests/core/test_gradients.c
 tests_core_test_gradients_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_gradients_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_gradients_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/core/test_layers
+TESTS += tests/core/test_layers
+tests_core_test_layers_SOURCES = tests/core/test_layers.c
+tests_core_test_layers_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_layers_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_layers_LDADD = $(TEST_LDADD)

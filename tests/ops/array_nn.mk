@@ -36,7 +36,8 @@ EXTRA_tests_ops_test_array_grad_DEPENDENCIES = \
 	plugins/devices/cpu/device_cpu.la
 
 tests_ops_test_nn_grad_SOURCES = tests/ops/test_nn_grad.c \
-	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h
+	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h \
+	plugins/ops/random/philox.c
 tests_ops_test_nn_grad_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/random
 tests_ops_test_nn_grad_CFLAGS = $(TEST_CFLAGS)

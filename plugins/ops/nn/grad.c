@@ -165,7 +165,8 @@ static int grad_log_softmax(wf_grad_ctx *ctx, wf_status *st) {
 }
 
 /* The softmax cross-entropies. With dloss (N,) the loss's gradient, e =
- * ExpandDims(dloss, -1) (N, 1):
+ * ExpandDims(dloss, -1) (N, 1) (backprop is the loss's gradient for label
+ * rows that sum to 1, the op's contract):
  *   features += backprop * e          (backprop = softmax - labels)
  *   labels   += -LogSoftmax(features) * e          (dense labels only)
  * and with dbp the gradient of the backprop output itself:
