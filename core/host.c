@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "graph.h"
+#include "runtime.h"
 #include "kernel.h"
 #include "status.h"
 #include "tensor.h"
@@ -157,6 +158,7 @@ static const wf_host host = {
     .var_order = wf__var_order,
     .var_name = wf__var_name,
     .tensor_reshape = wf__tensor_reshape,
+    .threads = wf__host_threads,
 };
 
 const wf_host *wf__host(void) { return &host; }

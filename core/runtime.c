@@ -7,6 +7,8 @@
 #include <config.h>
 
 #include "runtime.h"
+#include "threadpool.h"
+#include <stdatomic.h>
 
 #include <assert.h>
 #include <stdio.h>
@@ -303,10 +305,13 @@ oom:
   return NULL;
 }
 
+static void publish_threads(const wf_config *cfg);
+
 wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
   wf_runtime *rt = wf__runtime_new_empty(cfg, st);
   if (!rt)
     return NULL;
+  publish_threads(rt->cfg); /* plugins may ask during init */
   if (wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st)) {
     wf_runtime_free(rt);
     return NULL;
@@ -524,4 +529,35 @@ void wf_runtime_device_get(const wf_runtime *rt, int i, wf_device_info *out) {
   out->description = d->desc.description;
   out->available = d->desc.available != 0;
   out->reason = d->desc.available ? NULL : d->desc.reason;
+}
+
+/* The split plugins see through the host table: set by the last runtime
+ * created (plugins keep one process-wide library configuration). */
+static _Atomic int32_t host_inter, host_intra;
+
+void wf__threads(const wf_config *cfg, int32_t *inter_op, int32_t *intra_op) {
+  int32_t cores = wf__num_cores();
+  int32_t intra = cfg && cfg->intra_op > 0 ? cfg->intra_op : 0;
+  int32_t inter = cfg && cfg->inter_op > 0 ? cfg->inter_op : 0;
+  if (!intra)
+    intra = inter ? (cores / inter > 0 ? cores / inter : 1) : cores;
+  if (!inter)
+    inter = cores / intra > 0 ? cores / intra : 1;
+  *inter_op = inter;
+  *intra_op = intra;
+}
+
+void wf__host_threads(int32_t *inter_op, int32_t *intra_op) {
+  int32_t inter = atomic_load(&host_inter), intra = atomic_load(&host_intra);
+  if (!inter || !intra)
+    wf__threads(NULL, &inter, &intra);
+  *inter_op = inter;
+  *intra_op = intra;
+}
+
+static void publish_threads(const wf_config *cfg) {
+  int32_t inter, intra;
+  wf__threads(cfg, &inter, &intra);
+  atomic_store(&host_inter, inter);
+  atomic_store(&host_intra, intra);
 }

@@ -66,6 +66,13 @@ const wf__plugin *wf__runtime_find_loaded(const wf_runtime *rt,
  * config's preference order. Called by wf_runtime_new after loading. */
 int wf__runtime_enumerate_devices(wf_runtime *rt, wf_status *st);
 
+/* The thread split: [threads] inter_op and intra_op, each 0 meaning "from
+ * the topology": intra_op = the cores, inter_op = cores / intra_op (at
+ * least 1). Valid before any runtime exists (defaults). */
+void wf__threads(const wf_config *cfg, int32_t *inter_op, int32_t *intra_op);
+/* The host table's entry: the split of the most recently created runtime. */
+void wf__host_threads(int32_t *inter_op, int32_t *intra_op);
+
 /* Loads every plugin the config allows into rt (core/loader.c). */
 int wf__loader_load_all(wf_runtime *rt, wf_status *st);
 

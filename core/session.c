@@ -187,9 +187,8 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->idle, NULL);
-  int inter = s->rt->cfg->inter_op;
-  if (inter <= 0)
-    inter = wf__num_cores();
+  int32_t inter, intra;
+  wf__threads(s->rt->cfg, &inter, &intra);
   /* The thread that calls run takes part in every step, so a pool of
    * inter - 1 workers uses exactly `inter` threads; with one core there is
    * no pool at all. */

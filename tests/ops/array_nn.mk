@@ -20,14 +20,15 @@ tests_ops_test_nn_LDADD = $(TEST_LDADD)
 
 EXTRA_DIST += tests/ops/fixtures/gen_array_nn.py
 
-# Gradients against central finite differences (array_nn_gradcheck.h),
-# through the core's autodiff and sessions (so the CPU device plugin); they
-# use ops_math's Sum, AddN, Mul, Neg and Cast too.
+# Gradients against central finite differences through the shared checker
+# tests/ops/gradcheck.{h,c} (array_nn_grad.h adapts it to one op node with
+# Const inputs), with the core's autodiff and sessions (so the CPU device
+# plugin); the checker's loss and some gradients use ops_math.
 check_PROGRAMS += tests/ops/test_array_grad tests/ops/test_nn_grad
 TESTS += tests/ops/test_array_grad tests/ops/test_nn_grad
 
 tests_ops_test_array_grad_SOURCES = tests/ops/test_array_grad.c \
-	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h
+	tests/ops/array_nn_grad.h tests/ops/gradcheck.c tests/ops/gradcheck.h
 tests_ops_test_array_grad_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_ops_test_array_grad_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_array_grad_LDADD = $(TEST_LDADD)
@@ -36,8 +37,8 @@ EXTRA_tests_ops_test_array_grad_DEPENDENCIES = \
 	plugins/devices/cpu/device_cpu.la
 
 tests_ops_test_nn_grad_SOURCES = tests/ops/test_nn_grad.c \
-	tests/ops/array_nn_gradcheck.h tests/ops/array_nn_harness.h \
-	plugins/ops/random/philox.c
+	tests/ops/array_nn_grad.h tests/ops/gradcheck.c tests/ops/gradcheck.h \
+	plugins/ops/random/philox.c plugins/ops/random/philox.h
 tests_ops_test_nn_grad_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/random
 tests_ops_test_nn_grad_CFLAGS = $(TEST_CFLAGS)

@@ -30,7 +30,7 @@
 #define FX_TOL_FLOAT64 1e-12
 #define FX_TOL_FLOOR 1e-3
 
-#define FX_MAX_IO 6
+#define FX_MAX_IO 8
 #define FX_MAX_ATTRS 10
 
 /* A tensor of the fixtures: data NULL when it has no elements. */

@@ -1,8 +1,10 @@
 /* tests/ops/test_array.c — the ops_array plugin: every op's reference CPU
- * kernel against NumPy references (fixtures/array_cases.h, tolerances in
- * array_nn_harness.h: float32 1e-5 and float64 1e-12 relative, everything
- * else exact), shape inference with fed and with Const shape-valued inputs,
- * and the errors of bad attributes, shapes and indices. */
+ * kernel, the backward ops of the gradients included, against NumPy
+ * references (fixtures/array_cases.h, tolerances in array_nn_harness.h:
+ * float32 1e-5 and float64 1e-12 relative, everything else exact), the
+ * copy-free views of the reshaping ops, shape inference with fed and with
+ * Const shape-valued inputs, and the errors of bad attributes, shapes and
+ * indices. The gradients themselves are checked in test_array_grad.c. */
 #include <config.h>
 
 #include "array_nn_harness.h"
@@ -47,6 +49,15 @@ MATCHES(test_slice_matches_numpy, "Slice")
 MATCHES(test_strided_slice_matches_numpy_indexing, "StridedSlice")
 MATCHES(test_gather_matches_numpy, "Gather")
 MATCHES(test_one_hot_matches_numpy, "OneHot")
+MATCHES(test_unsorted_segment_sum_matches_numpy_add_at,
+        "UnsortedSegmentSumToShape")
+MATCHES(test_invert_permutation_matches_numpy_argsort, "InvertPermutation")
+MATCHES(test_concat_offset_matches_numpy_cumsum, "ConcatOffset")
+MATCHES(test_slice_grad_matches_numpy, "SliceGrad")
+MATCHES(test_strided_slice_grad_matches_numpy_indexing, "StridedSliceGrad")
+MATCHES(test_pad_grad_matches_numpy, "PadGrad")
+MATCHES(test_tile_grad_matches_numpy, "TileGrad")
+MATCHES(test_gather_grad_matches_numpy_add_at, "GatherGrad")
 
 /* ---- sources and forwarding ---------------------------------------------- */
 
@@ -169,6 +180,53 @@ static void test_identity_forwards_the_input_tensor(void **state) {
   wf_tensor_release(x);
   wf_graph_free(g);
   wf_status_free(st);
+}
+
+/* Reshape, Squeeze and ExpandDims hand out a view: a new tensor of the new
+ * shape on the input's very buffer, which outlives the input's release. */
+static void test_reshape_ops_output_views_of_their_input(void **state) {
+  static const int32_t shape_3_2[] = {3, 2};
+  static const int64_t axis1[] = {1};
+  fx_case cases[] = {
+      {.name = "Reshape", .op = "Reshape", .num_inputs = 2,
+       .inputs = {{WF_FLOAT32, 1, {6}, f6}, {WF_INT32, 1, {2}, shape_3_2}}},
+      {.name = "Squeeze", .op = "Squeeze", .num_inputs = 1,
+       .inputs = {{WF_FLOAT32, 3, {2, 1, 3}, f6}},
+       .num_attrs = 1,
+       .attrs = {{"squeeze_dims", 'I', 0, 0, NULL, axis1, 1}}},
+      {.name = "ExpandDims", .op = "ExpandDims", .num_inputs = 1,
+       .inputs = {{WF_FLOAT32, 2, {2, 3}, f6}},
+       .num_attrs = 1,
+       .attrs = {{"axis", 'i', 0, 0, NULL, NULL, 0}}}};
+  static const int ranks[] = {2, 2, 3};
+
+  for (int i = 0; i < 3; i++) {
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    wf_node *n = fx_build(g, &cases[i], 0, st);
+    const wf__kernel *k = wf__kernel_select(rt, n, "cpu", st);
+    wf_tensor *in[2] = {fx_tensor_new(&cases[i].inputs[0]),
+                        cases[i].num_inputs > 1
+                            ? fx_tensor_new(&cases[i].inputs[1])
+                            : NULL};
+    wf_tensor *y = NULL;
+    void *data = wf_tensor_data(in[0]);
+
+    assert_non_null(k);
+    assert_true(k->def.flags & WF_KERNEL_CHEAP);
+    assert_int_equal(
+        wf__kernel_run(k, n, (const wf_tensor *const *)in, &y, st), 0);
+    assert_true(y != in[0]);
+    assert_ptr_equal(wf_tensor_data(y), data);
+    assert_int_equal(wf_tensor_rank(y), ranks[i]);
+    wf_tensor_release(in[0]);
+    wf_tensor_release(in[1]);
+    /* The view keeps the buffer alive: reading it is fine (ASan). */
+    assert_true(((const float *)wf_tensor_data(y))[5] == f6[5]);
+    wf_tensor_release(y);
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
 }
 
 static void test_noop_runs_with_nothing(void **state) {
@@ -309,6 +367,88 @@ static void test_gather_refuses_out_of_range_index_naming_it(void **state) {
   fx_expect_error(rt, &c2, 0, WF_INVALID_ARGUMENT,
                   (const char *const[]){"node 'op'", "indices[0] = -1",
                                         "[0, 3)", NULL});
+}
+
+static void test_unsorted_segment_sum_refuses_out_of_range_index_naming_it(
+    void **state) {
+  static const int64_t idx[] = {0, 5, 1, 2};
+  static const int64_t dense[] = {5, 3}, bad_inner[] = {5, 2};
+  fx_case c = {.name = "UnsortedSegmentSumToShape",
+               .op = "UnsortedSegmentSumToShape",
+               .num_inputs = 3,
+               .inputs = {{WF_FLOAT32, 2, {4, 3}, f12},
+                          {WF_INT64, 1, {4}, idx},
+                          {WF_INT64, 1, {2}, dense}}};
+
+  fx_expect_error(rt, &c, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"node 'op'", "indices[1] = 5",
+                                        "[0, 5)", "dense_shape", NULL});
+  /* Rows of values must have the inner shape of dense_shape. */
+  c.inputs[2].data = bad_inner;
+  c.value_inputs = 0x4;
+  fx_expect_error(rt, &c, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"dense_shape (5, 2)", "values (4, 3)",
+                                        "dimension 1", NULL});
+  fx_expect_error(rt, &c, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"dense_shape (5, 2)", NULL});
+}
+
+/* With dense_shape a Const the output shape is it; otherwise the inner
+ * dims come from values and the first is unknown. */
+static void test_unsorted_segment_sum_infers_shape_from_dense_shape(
+    void **state) {
+  static const int64_t idx[] = {0, 1, 1, 2}, dense[] = {7, 3};
+  fx_case c = {.name = "UnsortedSegmentSumToShape",
+               .op = "UnsortedSegmentSumToShape",
+               .num_inputs = 3,
+               .inputs = {{WF_FLOAT64, 2, {4, 3}, NULL},
+                          {WF_INT64, 1, {4}, idx},
+                          {WF_INT64, 1, {2}, dense}},
+               .value_inputs = 0x4};
+
+  for (int as_const = 0; as_const <= 1; as_const++) {
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    wf_node *n = fx_build(g, &c, as_const, st);
+    wf_shape s;
+
+    assert_non_null(n);
+    wf_node_output_shape(n, 0, &s);
+    assert_int_equal(s.rank, 2);
+    assert_int_equal(s.dims[0], as_const ? 7 : -1);
+    assert_int_equal(s.dims[1], 3);
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
+}
+
+static void test_backward_array_ops_refuse_mismatched_gradients(
+    void **state) {
+  static const int64_t shape45[] = {4, 5}, begin[] = {3, 1};
+  static const int64_t mult[] = {2, 2}, perm_bad[] = {0, 0, 1};
+  /* A (2, 3) block at [3, 1] does not fit (4, 5). */
+  fx_case sg = {.name = "SliceGrad", .op = "SliceGrad", .num_inputs = 3,
+                .inputs = {{WF_INT64, 1, {2}, shape45},
+                           {WF_INT64, 1, {2}, begin},
+                           {WF_FLOAT32, 2, {2, 3}, f12}},
+                .value_inputs = 0x3};
+  /* Tiling (4, 5) by (2, 2) gives (8, 10), not (2, 3). */
+  fx_case tg = {.name = "TileGrad", .op = "TileGrad", .num_inputs = 3,
+                .inputs = {{WF_INT64, 1, {2}, shape45},
+                           {WF_INT64, 1, {2}, mult},
+                           {WF_FLOAT32, 2, {2, 3}, f12}}};
+  fx_case ip = {.name = "InvertPermutation", .op = "InvertPermutation",
+                .num_inputs = 1, .inputs = {{WF_INT64, 1, {3}, perm_bad}}};
+
+  fx_expect_error(rt, &sg, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"begin[0] = 3", "(4, 5)", NULL});
+  fx_expect_error(rt, &sg, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"begin[0] = 3", NULL});
+  fx_expect_error(rt, &tg, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"dy has shape (2, 3)", "(8, 10)",
+                                        NULL});
+  fx_expect_error(rt, &ip, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"not a permutation", NULL});
 }
 
 static void test_gather_refuses_axis_out_of_range(void **state) {
@@ -550,16 +690,29 @@ int main(void) {
       cmocka_unit_test(test_strided_slice_matches_numpy_indexing),
       cmocka_unit_test(test_gather_matches_numpy),
       cmocka_unit_test(test_one_hot_matches_numpy),
+      cmocka_unit_test(test_unsorted_segment_sum_matches_numpy_add_at),
+      cmocka_unit_test(test_invert_permutation_matches_numpy_argsort),
+      cmocka_unit_test(test_concat_offset_matches_numpy_cumsum),
+      cmocka_unit_test(test_slice_grad_matches_numpy),
+      cmocka_unit_test(test_strided_slice_grad_matches_numpy_indexing),
+      cmocka_unit_test(test_pad_grad_matches_numpy),
+      cmocka_unit_test(test_tile_grad_matches_numpy),
+      cmocka_unit_test(test_gather_grad_matches_numpy_add_at),
       cmocka_unit_test(test_const_outputs_its_value_tensor_without_copy),
       cmocka_unit_test(test_const_refuses_dtype_other_than_its_value),
       cmocka_unit_test(test_ones_like_writes_one_in_half_types),
       cmocka_unit_test(test_placeholder_is_fed_and_has_no_kernel),
       cmocka_unit_test(test_identity_forwards_the_input_tensor),
+      cmocka_unit_test(test_reshape_ops_output_views_of_their_input),
       cmocka_unit_test(test_noop_runs_with_nothing),
       cmocka_unit_test(test_array_ops_are_registered_with_docs_and_kernels),
       cmocka_unit_test(test_reshape_infers_minus_one_only_when_count_is_known),
       cmocka_unit_test(test_tile_and_pad_know_their_shape_from_consts),
       cmocka_unit_test(test_gather_refuses_out_of_range_index_naming_it),
+      cmocka_unit_test(
+          test_unsorted_segment_sum_refuses_out_of_range_index_naming_it),
+      cmocka_unit_test(test_unsorted_segment_sum_infers_shape_from_dense_shape),
+      cmocka_unit_test(test_backward_array_ops_refuse_mismatched_gradients),
       cmocka_unit_test(test_gather_refuses_axis_out_of_range),
       cmocka_unit_test(test_one_hot_refuses_out_of_range_index_naming_it),
       cmocka_unit_test(test_reshape_refuses_wrong_count_at_build_and_run),

@@ -1,8 +1,10 @@
-/* tests/ops/test_nn.c — the ops_nn plugin: every op's reference CPU kernel
- * against NumPy references (fixtures/nn_cases.h, tolerances in
- * array_nn_harness.h: float32 1e-5 and float64 1e-12 relative, integers
- * exact), shape inference, and the errors of bad attributes, shapes and
- * labels. Loads ops_array too, for Placeholder and Const. */
+/* tests/ops/test_nn.c — the ops_nn plugin: every op's reference CPU kernel,
+ * the backward ops of the gradients included, against NumPy references
+ * (fixtures/nn_cases.h, tolerances in array_nn_harness.h: float32 1e-5 and
+ * float64 1e-12 relative, integers exact), shape inference, and the errors
+ * of bad attributes, shapes and labels. The gradients themselves are
+ * checked in test_nn_grad.c. Loads ops_array too, for Placeholder and
+ * Const. */
 #include <config.h>
 
 #include "array_nn_harness.h"
@@ -39,7 +41,19 @@ MATCHES(test_softmax_xent_matches_numpy, "SoftmaxCrossEntropyWithLogits")
 MATCHES(test_sparse_softmax_xent_matches_numpy,
         "SparseSoftmaxCrossEntropyWithLogits")
 MATCHES(test_batch_norm_matches_numpy, "BatchNorm")
-MATCHES(test_dropout_matches_the_documented_hash, "Dropout")
+MATCHES(test_dropout_matches_the_philox_stream, "Dropout")
+MATCHES(test_bias_add_grad_matches_numpy, "BiasAddGrad")
+MATCHES(test_conv2d_backprop_input_matches_numpy_adjoint,
+        "Conv2DBackpropInput")
+MATCHES(test_conv2d_backprop_filter_matches_numpy_adjoint,
+        "Conv2DBackpropFilter")
+MATCHES(test_max_pool_grad_matches_numpy_argmax_with_ties_to_the_first,
+        "MaxPoolGrad")
+MATCHES(test_avg_pool_grad_matches_numpy, "AvgPoolGrad")
+MATCHES(test_softmax_grad_matches_the_jacobian, "SoftmaxGrad")
+MATCHES(test_log_softmax_grad_matches_the_jacobian, "LogSoftmaxGrad")
+MATCHES(test_batch_norm_grad_matches_complex_step_derivatives,
+        "BatchNormGrad")
 
 /* ---- shape inference ----------------------------------------------------- */
 
@@ -302,7 +316,7 @@ static int dropout_ones(int64_t seed, int64_t seed2, float *y) {
   return kept;
 }
 
-static void test_dropout_mask_depends_only_on_the_seeds(void **state) {
+static void test_dropout_mask_is_the_same_for_the_same_seeds_and_step(void **state) {
   static float a[1000], b[1000], c[1000];
   int ka = dropout_ones(5, 6, a), kb = dropout_ones(5, 6, b);
   int kc = dropout_ones(5, 7, c);
@@ -313,6 +327,102 @@ static void test_dropout_mask_depends_only_on_the_seeds(void **state) {
   /* 700 expected of 1000; 6 standard deviations (~87) either way. */
   assert_in_range(ka, 613, 787);
   assert_in_range(kc, 613, 787);
+}
+
+/* ---- backward ops ---------------------------------------------------------- */
+
+static void test_backward_ops_refuse_gradients_of_the_wrong_shape(
+    void **state) {
+  static const int32_t xsize[] = {1, 4, 5, 2};
+  static const int64_t ones4[] = {1, 1, 1, 1}, k22[] = {1, 2, 2, 1};
+  /* Conv2D of (1, 4, 5, 2) by (3, 3, 2, 3), VALID: (1, 2, 3, 3), not
+   * (1, 2, 2, 3). */
+  fx_case conv = {.name = "Conv2DBackpropInput",
+                  .op = "Conv2DBackpropInput",
+                  .num_inputs = 3,
+                  .inputs = {{WF_INT32, 1, {4}, xsize},
+                             {WF_FLOAT32, 4, {3, 3, 2, 3}, zeros},
+                             {WF_FLOAT32, 4, {1, 2, 2, 3}, zeros}},
+                  .value_inputs = 1,
+                  .num_attrs = 2,
+                  .attrs = {{"strides", 'I', 0, 0, NULL, ones4, 4},
+                            {"padding", 's', 0, 0, "VALID", NULL, 0}}};
+  /* MaxPool 2x2 stride 2 of (1, 4, 5, 2): (1, 2, 2, 2), not (1, 2, 3, 2). */
+  fx_case pool = {.name = "MaxPoolGrad",
+                  .op = "MaxPoolGrad",
+                  .num_inputs = 2,
+                  .inputs = {{WF_FLOAT32, 4, {1, 4, 5, 2}, zeros},
+                             {WF_FLOAT32, 4, {1, 2, 3, 2}, zeros}},
+                  .num_attrs = 3,
+                  .attrs = {{"ksize", 'I', 0, 0, NULL, k22, 4},
+                            {"strides", 'I', 0, 0, NULL, k22, 4},
+                            {"padding", 's', 0, 0, "VALID", NULL, 0}}};
+
+  fx_expect_error(rt, &conv, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"out_backprop", "(1, 2, 3, 3)",
+                                        NULL});
+  fx_expect_error(rt, &conv, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"out_backprop has shape (1, 2, 2, 3)",
+                                        "(1, 2, 3, 3)", NULL});
+  fx_expect_error(rt, &pool, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"grad", "(1, 2, 2, 2)", NULL});
+  pool.unknown_shapes = 1;
+  fx_expect_error(rt, &pool, 0, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"grad has shape (1, 2, 3, 2)",
+                                        "(1, 2, 2, 2)", NULL});
+}
+
+/* The shape inferred for output 0 of c, its value inputs Consts when
+ * as_const. */
+static void inferred_shape(const fx_case *c, int as_const, wf_shape *s) {
+  wf_status *st = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *n = fx_build(g, c, as_const, st);
+
+  if (!n)
+    fail_msg("%s: building: %s", c->name, wf_status_message(st));
+  wf_node_output_shape(n, 0, s);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
+/* The backward ops know their output shapes while building: from a Const
+ * sizes vector, or else from the other inputs where those say it. */
+static void test_backward_ops_infer_their_output_shapes(void **state) {
+  static const int32_t xsize[] = {2, 6, 5, 3};
+  static const int64_t ones4[] = {1, 1, 1, 1};
+  fx_case c = {.name = "Conv2DBackpropInput",
+               .op = "Conv2DBackpropInput",
+               .num_inputs = 3,
+               .inputs = {{WF_INT32, 1, {4}, xsize},
+                          {WF_FLOAT32, 4, {3, 3, 3, 4}, zeros},
+                          {WF_FLOAT32, 4, {2, 6, 5, 4}, zeros}},
+               .value_inputs = 1,
+               .num_attrs = 2,
+               .attrs = {{"strides", 'I', 0, 0, NULL, ones4, 4},
+                         {"padding", 's', 0, 0, "SAME", NULL, 0}}};
+  fx_case b = {.name = "BiasAddGrad",
+               .op = "BiasAddGrad",
+               .num_inputs = 1,
+               .inputs = {{WF_FLOAT64, 4, {2, 7, 3, 3}, NULL}},
+               .num_attrs = 1,
+               .attrs = {{"data_format", 's', 0, 0, "NCHW", NULL, 0}}};
+  wf_shape s;
+
+  /* A Const input_sizes: exactly it. */
+  inferred_shape(&c, 1, &s);
+  assert_int_equal(s.rank, 4);
+  assert_int_equal(s.dims[1], 6);
+  assert_int_equal(s.dims[2], 5);
+  /* Fed: the batch from dy and the channels from the filter. */
+  inferred_shape(&c, 0, &s);
+  assert_int_equal(s.rank, 4);
+  assert_int_equal(s.dims[0], 2);
+  assert_int_equal(s.dims[1], -1);
+  assert_int_equal(s.dims[3], 3);
+  inferred_shape(&b, 0, &s);
+  assert_int_equal(s.rank, 1);
+  assert_int_equal(s.dims[0], 7);
 }
 
 int main(void) {
@@ -326,7 +436,16 @@ int main(void) {
       cmocka_unit_test(test_softmax_xent_matches_numpy),
       cmocka_unit_test(test_sparse_softmax_xent_matches_numpy),
       cmocka_unit_test(test_batch_norm_matches_numpy),
-      cmocka_unit_test(test_dropout_matches_the_documented_hash),
+      cmocka_unit_test(test_dropout_matches_the_philox_stream),
+      cmocka_unit_test(test_bias_add_grad_matches_numpy),
+      cmocka_unit_test(test_conv2d_backprop_input_matches_numpy_adjoint),
+      cmocka_unit_test(test_conv2d_backprop_filter_matches_numpy_adjoint),
+      cmocka_unit_test(
+          test_max_pool_grad_matches_numpy_argmax_with_ties_to_the_first),
+      cmocka_unit_test(test_avg_pool_grad_matches_numpy),
+      cmocka_unit_test(test_softmax_grad_matches_the_jacobian),
+      cmocka_unit_test(test_log_softmax_grad_matches_the_jacobian),
+      cmocka_unit_test(test_batch_norm_grad_matches_complex_step_derivatives),
       cmocka_unit_test(test_conv2d_infers_shape_with_unknown_dims),
       cmocka_unit_test(test_sparse_xent_refuses_out_of_range_label_naming_it),
       cmocka_unit_test(test_conv2d_refuses_bad_geometry_and_attributes),
@@ -335,7 +454,9 @@ int main(void) {
       cmocka_unit_test(test_bias_add_refuses_bias_of_other_length),
       cmocka_unit_test(test_batch_norm_needs_full_stats_for_inference),
       cmocka_unit_test(test_dropout_refuses_rate_outside_0_1),
-      cmocka_unit_test(test_dropout_mask_depends_only_on_the_seeds),
+      cmocka_unit_test(test_dropout_mask_is_the_same_for_the_same_seeds_and_step),
+      cmocka_unit_test(test_backward_ops_refuse_gradients_of_the_wrong_shape),
+      cmocka_unit_test(test_backward_ops_infer_their_output_shapes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -215,13 +215,51 @@ typedef struct wf_device_def {
 /* ------------------------------------------------------------------------ */
 /* Readers and graph passes                                                 */
 
-typedef struct wf_reader wf_reader;
+/* A data reader turns one file into records. The core's input pipeline
+ * (weft/data.h) expands globs, shards, shuffles, batches and prefetches;
+ * a reader only opens one file, describes its fields, and yields records
+ * one at a time, each field a new tensor. */
+
+/* One field of a reader's records. */
+typedef struct wf_reader_field {
+  WF_STRUCT_HEADER;
+  char name[64];
+  int32_t dtype;  /* wf_dtype */
+  int32_t reserved_;
+  wf_shape shape; /* per record; unknown dims for variable-length fields */
+} wf_reader_field;
+
+/* next's results besides a status code. */
+#define WF_READER_RECORD 1 /* a record was produced */
+#define WF_READER_END 0    /* no more records */
+/* A negative return is -code with st set. -WF_DATA_LOSS means this record
+ * was bad and skipped (st says where: file and offset or line); reading may
+ * go on with the next one. Any other negative is fatal for the file. */
 
 typedef struct wf_reader_def {
   WF_STRUCT_HEADER;
-  const char *name;
-  const char *formats; /* comma-separated: "idx,idx.gz" */
-  const char *doc;
+  const char *name;    /* "idx" */
+  const char *formats; /* comma-separated file suffixes: "idx,idx.gz,ubyte.gz" */
+  const char *doc;     /* what it reads and its options */
+  /* Opens path with reader options (typed name/value pairs, documented in
+   * doc; unknown names are INVALID_ARGUMENT). *rd is the reader's state. */
+  int (*open)(const char *path, const wf_attr_item *options, int32_t nopts,
+              void **rd, wf_status *st);
+  /* The record schema (valid after open). */
+  int32_t (*num_fields)(void *rd);
+  void (*field)(void *rd, int32_t i, wf_reader_field *out);
+  /* Produces the next record: fields[i] receives a new reference for each
+   * field (made with host->tensor_new). Returns WF_READER_RECORD,
+   * WF_READER_END, or a negative code (see above). */
+  int (*next)(void *rd, wf_tensor **fields, wf_status *st);
+  /* The position after the last record returned, as an opaque token that
+   * seek accepts (a record number or a byte offset); 0 is the start. */
+  uint64_t (*tell)(void *rd);
+  int (*seek)(void *rd, uint64_t pos, wf_status *st);
+  void (*close)(void *rd);
+  /* Optional: the number of records without decoding them (-1 if unknown
+   * cheaply), for `weft data count`. */
+  int64_t (*count)(void *rd, wf_status *st);
 } wf_reader_def;
 
 typedef struct wf_pass_ctx wf_pass_ctx;
@@ -369,6 +407,11 @@ typedef struct wf_host {
    * Reshape-like kernels, with kernel_output_set. */
   wf_tensor *(*tensor_reshape)(wf_tensor *t, const wf_shape *shape,
                                wf_status *st);
+
+  /* The thread split of the runtime: executor (inter-op) threads, and the
+   * threads a kernel library may use inside one op (intra-op). Together
+   * they never exceed the cores unless the config says so. */
+  void (*threads)(int32_t *inter_op, int32_t *intra_op);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
