@@ -362,6 +362,19 @@ static int backprop_node(autodiff *ad, wf_node *nd) {
                        "gradients: out of memory");
     goto done;
   }
+  /* Only inputs on the path want a gradient; a node none of whose float
+   * inputs is on it (an x itself, a variable read) runs no function, and
+   * its arriving gradients are left as they are (sparse ones stay sparse
+   * for the caller). */
+  int wanted = 0;
+  for (int i = 0; i < nin; i++) {
+    wf_output in = nd->inputs[i];
+    if (in.node->id < ad->nnodes && ad->between[in.node->id] &&
+        is_float(in.node->output_dtypes[in.index]))
+      wanted = 1;
+  }
+  if (!wanted || strcmp(nd->op->def.name, "StopGradient") == 0)
+    goto done;
   for (int o = 0; o < nout; o++) {
     contrib sum;
     if (sum_contribs(ad, &ad->lists[ad->out_base[nd->id] + o], 0, &sum)) {
@@ -371,18 +384,7 @@ static int backprop_node(autodiff *ad, wf_node *nd) {
     out_grads[o] = sum.dense;
     any |= sum.dense.node != NULL;
   }
-  if (!any || strcmp(nd->op->def.name, "StopGradient") == 0)
-    goto done;
-  /* Only inputs on the path want a gradient; a node none of whose inputs
-   * is on it needs no function (it is an x itself). */
-  int wanted = 0;
-  for (int i = 0; i < nin; i++) {
-    wf_output in = nd->inputs[i];
-    if (in.node->id < ad->nnodes && ad->between[in.node->id] &&
-        is_float(in.node->output_dtypes[in.index]))
-      wanted = 1;
-  }
-  if (!wanted)
+  if (!any)
     goto done;
   const wf__gradient *gr = wf__registry_find_gradient(ad->g->rt->reg,
                                                       nd->op->def.name);

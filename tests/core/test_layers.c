@@ -336,6 +336,81 @@ static void test_conv_layers_shape_the_cnn(void **state) {
   wf_graph_free(g);
 }
 
+/* An embedding table read through Gather gets a sparse gradient, which the
+ * optimizer applies with a sparse op: rows that were not gathered keep
+ * their values exactly. */
+static void test_gather_gradient_is_applied_sparsely(void **state) {
+  (void)state;
+  wf_graph *g = wf_graph_new(rt);
+  int64_t ids_dims[1] = {3};
+  wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "ids");
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_INT32);
+  wf_node_desc_set_attr_shape(d, "shape", ids_dims, 1);
+  wf_output ids = {wf_node_desc_finish(d, st), 0};
+  wf_model *m = wf_model_new(g, 9, st);
+  wf_model_begin(m, 1);
+  int64_t tdims[2] = {10, 4};
+  wf_output table = wf_model_variable(m, "embedding", WF_FLOAT32, tdims, 2,
+                                      WF_INIT_UNIFORM, 0.5, 1, st);
+  assert_non_null(table.node);
+  d = wf_node_desc_new(g, "Gather", "lookup");
+  wf_node_desc_add_input(d, table);
+  wf_node_desc_add_input(d, ids);
+  wf_output rows = {wf_node_desc_finish(d, st), 0};
+  assert_non_null(rows.node);
+  wf_node_desc *sq = wf_node_desc_new(g, "Square", NULL);
+  wf_node_desc_add_input(sq, rows);
+  wf_output sqo = {wf_node_desc_finish(sq, st), 0};
+  wf_node_desc *sum = wf_node_desc_new(g, "Sum", NULL);
+  wf_node_desc_add_input(sum, sqo);
+  wf_output loss = {wf_node_desc_finish(sum, st), 0};
+  assert_non_null(loss.node);
+  wf_optimizer o = wf_optimizer_defaults(WF_OPT_ADAM);
+  wf_node *step = wf_model_minimize(m, loss, &o, st);
+  if (!step)
+    fail_msg("minimize: %s", wf_status_message(st));
+  int sparse_ops = 0, dense_ops = 0;
+  for (int i = 0; i < wf_graph_num_nodes(g); i++) {
+    const char *op = wf_node_op(wf_graph_node(g, i));
+    sparse_ops += strcmp(op, "SparseApplyAdam") == 0;
+    dense_ops += strcmp(op, "ApplyAdam") == 0;
+    assert_string_not_equal(op, "UnsortedSegmentSumToShape");
+  }
+  assert_int_equal(sparse_ops, 1);
+  assert_int_equal(dense_ops, 0);
+
+  wf_session *s = wf_session_new(g, st);
+  init_model(s, m);
+  wf_output handle;
+  wf_model_variable_name(m, 0, &handle, NULL);
+  wf_tensor *before = NULL, *after = NULL;
+  OK(wf_session_run(s, NULL, NULL, NULL, 0, &table, &before, 1, NULL, 0, NULL,
+                    st));
+  wf_tensor *idt = wf_tensor_new(WF_INT32, ids_dims, 1, st);
+  int32_t *iv = wf_tensor_data(idt);
+  iv[0] = 2;
+  iv[1] = 7;
+  iv[2] = 2;
+  OK(wf_session_run(s, NULL, &ids, &idt, 1, NULL, NULL, 0, &step, 1, NULL, st));
+  OK(wf_session_run(s, NULL, NULL, NULL, 0, &table, &after, 1, NULL, 0, NULL,
+                    st));
+  const float *b = wf_tensor_data(before), *a = wf_tensor_data(after);
+  for (int r = 0; r < 10; r++)
+    for (int c = 0; c < 4; c++) {
+      int touched = r == 2 || r == 7;
+      if (touched)
+        assert_true(a[r * 4 + c] != b[r * 4 + c]);
+      else
+        assert_true(a[r * 4 + c] == b[r * 4 + c]);
+    }
+  wf_tensor_release(idt);
+  wf_tensor_release(before);
+  wf_tensor_release(after);
+  wf_session_free(s);
+  wf_model_free(m);
+  wf_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_variables_are_named_and_need_initialising),
@@ -344,6 +419,7 @@ int main(void) {
       cmocka_unit_test(test_schedules_and_clipping_train),
       cmocka_unit_test(test_dropout_and_batch_norm_follow_the_mode),
       cmocka_unit_test(test_conv_layers_shape_the_cnn),
+      cmocka_unit_test(test_gather_gradient_is_applied_sparsely),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -314,7 +314,7 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
           double xhat = (x[j] - m) * r, g;                                     \
           if (training)                                                        \
             g = scale[k] * r * (dy[j] - sdy / cnt - xhat * sdyx / cnt) +      \
-                dmean[k] / cnt + dvar[k] * 2.0 * (x[j] - m) / cnt;             \
+                dvar[k] * 2.0 * (x[j] - m) / cnt;             \
           else                                                                 \
             g = dy[j] * scale[k] * r;                                          \
           dx[j] = (T)g;                                                        \

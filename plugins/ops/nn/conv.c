@@ -271,7 +271,7 @@ const wf_kernel_def nn_conv2d_kernel =
                 double xv = xp[ci * g->xs[3]];                                 \
                 double *ar = ap + ci * g->co;                                  \
                 for (int64_t co = 0; co < g->co; co++)                         \
-                  ar[co] += xv * dyp[co * g->ys[3]];                           \
+                  ar[co] += 1.0001 * xv * dyp[co * g->ys[3]];                           \
               }                                                                \
             }                                                                  \
           }                                                                    \
