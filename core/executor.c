@@ -17,6 +17,7 @@
 #include "executor.h"
 #include "graph.h"
 #include "kernel.h"
+#include "optimize.h"
 #include "runtime.h"
 #include "status.h"
 #include "tensor.h"
@@ -73,15 +74,32 @@ static int choose_kernel(wf_runtime *rt, const wf_node *n, wf__xnode *xn,
   return -1;
 }
 
-wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
-                       const wf__signature *sig, wf_status *st) {
+wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
+                       const wf__signature *user_sig, wf_status *st) {
+  /* Everything below works on the signature's working graph. */
+  wf__work *work = wf__calloc(1, sizeof *work);
+  if (!work) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "building the executor: out of memory");
+    return NULL;
+  }
+  if (wf__work_build(rt, user_graph, user_sig, work, st)) {
+    wf__free(work);
+    return NULL;
+  }
+  const wf_graph *g = work->g;
+  const wf__signature *sig = &work->sig;
   int n = g->num_nodes;
   unsigned char *keep = wf__calloc((size_t)(n > 0 ? n : 1), 1);
   int32_t *plan_of = wf__calloc((size_t)(n > 0 ? n : 1), sizeof *plan_of);
   int32_t *edge_fill = NULL, *ctrl_fill = NULL;
   wf__exec *x = wf__calloc(1, sizeof *x);
-  if (!keep || !plan_of || !x)
+  if (!keep || !plan_of || !x) {
+    wf__work_deinit(work);
+    wf__free(work);
     goto oom;
+  }
+  x->work = work;
   atomic_init(&x->refs, 1);
   atomic_init(&x->spare_run, NULL);
   x->rt = rt;
@@ -197,7 +215,8 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
     const wf_node *fn = sig->feeds[f].node;
     x->feed_dtypes[f] = fn->output_dtypes[sig->feeds[f].index];
     x->feed_shapes[f] = fn->output_shapes[sig->feeds[f].index];
-    x->feed_names[f] = fn->name;
+    const wf_attr_value *t = wf__node_attr(fn, "tensor");
+    x->feed_names[f] = t && t->u.s && t->u.s[0] ? t->u.s : fn->name;
   }
 
   /* Kernels, roots. A kept node whose op must be fed has all its outputs
@@ -274,6 +293,10 @@ static void exec_free(wf__exec *x) {
   wf__free(x->feed_dtypes);
   wf__free(x->feed_shapes);
   wf__free(x->feed_names);
+  if (x->work) {
+    wf__work_deinit(x->work);
+    wf__free(x->work);
+  }
   wf__free(x);
 }
 

@@ -42,10 +42,13 @@ typedef struct wf__feed_target {
   int32_t slot; /* input slot filled by the feed */
 } wf__feed_target;
 
+struct wf__work;
+
 typedef struct wf__exec {
   atomic_int refs;
   wf_runtime *rt;
-  const wf_graph *graph;
+  const wf_graph *graph;   /* the working graph (owned through work) */
+  struct wf__work *work;
   wf__xnode *nodes;
   int num_nodes;
   wf__edge *edges;

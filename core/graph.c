@@ -1292,3 +1292,69 @@ void wf__shape_set_output(wf_shape_ctx *ctx, int32_t i, const wf_shape *s) {
 const char *wf__shape_node_name(const wf_shape_ctx *ctx) {
   return ctx->node->name;
 }
+
+/* ---- for the core's graph rewriting (core/optimize.c and the passes) ---- */
+
+wf_node_desc *wf__node_desc_new_full(wf_graph *g, const char *op,
+                                     const char *full_name) {
+  const char *slash = strrchr(full_name, '/');
+  wf_node_desc *d = wf_node_desc_new(g, op, slash ? slash + 1 : full_name);
+  if (!d || !slash)
+    return d;
+  wf__free(d->scope);
+  d->scope = wf__strndup(full_name, (size_t)(slash - full_name));
+  if (!d->scope)
+    d->oom = 1;
+  return d;
+}
+
+/* Removes one occurrence of c from n's data consumers. */
+static void drop_consumer(wf_node *n, const wf_node *c) {
+  for (int k = 0; k < n->num_data_consumers; k++) {
+    if (n->data_consumers[k] == c) {
+      n->data_consumers[k] = n->data_consumers[--n->num_data_consumers];
+      return;
+    }
+  }
+}
+
+int wf__node_set_input(wf_node *n, int i, wf_output src, wf_status *st) {
+  wf_output old = n->inputs[i];
+  if (old.node == src.node && old.index == src.index)
+    return 0;
+  assert(src.node && src.node->graph == n->graph);
+  assert(src.node->output_dtypes[src.index] == old.node->output_dtypes[old.index]);
+  if (edge_reserve(&src.node->data_consumers, src.node->num_data_consumers, 1))
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "rewriting node '%s': out of memory", n->name);
+  drop_consumer(old.node, n);
+  src.node->data_consumers[src.node->num_data_consumers++] = n;
+  n->inputs[i] = src;
+  return 0;
+}
+
+int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
+                       wf_status *st) {
+  (void)g;
+  /* Copy the consumer list first: rewiring changes it. */
+  int n = from.node->num_data_consumers;
+  wf_node **cons = wf__calloc((size_t)(n > 0 ? n : 1), sizeof *cons);
+  if (!cons)
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "rewriting the graph: out of memory");
+  memcpy(cons, from.node->data_consumers, (size_t)n * sizeof *cons);
+  int rc = 0;
+  for (int k = 0; k < n && !rc; k++) {
+    wf_node *c = cons[k];
+    /* A consumer appears once per consuming slot: only rewire a slot that
+     * still reads `from`. */
+    for (int i = 0; i < c->num_inputs; i++) {
+      if (c->inputs[i].node == from.node && c->inputs[i].index == from.index) {
+        rc = wf__node_set_input(c, i, to, st);
+        break;
+      }
+    }
+  }
+  wf__free(cons);
+  return rc;
+}

@@ -83,6 +83,17 @@ wf_node *wf__node_add_flat(wf_graph *g, const char *op, const char *name,
                            const wf_attr_item *attrs, int nattrs,
                            wf_status *st);
 
+/* A description whose full name (scopes included, as in "a/b/c") is given
+ * as is, ignoring the current scope: for copying nodes between graphs. */
+wf_node_desc *wf__node_desc_new_full(wf_graph *g, const char *op,
+                                     const char *full_name);
+/* Makes input i of n read src instead (same dtype), keeping consumer lists
+ * right. The caller keeps the graph acyclic. */
+int wf__node_set_input(wf_node *n, int i, wf_output src, wf_status *st);
+/* Makes every data consumer of `from` read `to` instead. */
+int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
+                       wf_status *st);
+
 /* The host table's grad_* entries (core/gradients.c). */
 int32_t wf__grad_num_inputs(const wf_grad_ctx *c);
 int32_t wf__grad_num_outputs(const wf_grad_ctx *c);

@@ -5,6 +5,7 @@ core_libweftcore_la_SOURCES = \
 	core/alloc.c core/alloc.h \
 	core/attr.c core/attr.h \
 	core/config.c core/config.h \
+	core/core_ops.c core/core_ops.h \
 	core/dl.c core/dl.h \
 	core/dtype.c \
 	core/executor.c core/executor.h \
@@ -15,6 +16,7 @@ core_libweftcore_la_SOURCES = \
 	core/layers.c core/layers_internal.h \
 	core/loader.c \
 	core/metadata.c \
+	core/optimize.c core/optimize.h core/passes.h \
 	core/optimizer.c \
 	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \

@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include "runtime.h"
+#include "core_ops.h"
 #include "threadpool.h"
 #include <stdatomic.h>
 
@@ -312,7 +313,8 @@ wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
   if (!rt)
     return NULL;
   publish_threads(rt->cfg); /* plugins may ask during init */
-  if (wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st)) {
+  if (wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
+      wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st)) {
     wf_runtime_free(rt);
     return NULL;
   }

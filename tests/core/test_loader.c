@@ -26,6 +26,12 @@
 /* ---- helpers
  * ----------------------------------------------------------------- */
 
+
+/* What every runtime registers before any plugin file: the core's own ops
+ * (core/core_ops.c). */
+#define BUILTIN_PLUGINS 1
+#define BUILTIN_OPS 1
+
 static char tmp_root[64];
 static int tmp_count;
 
@@ -185,7 +191,7 @@ test_loader_loads_good_plugin_with_everything_it_registers(void **state) {
   assert_int_equal(info.num_passes, 0);
   assert_null(info.requires);
 
-  assert_int_equal(wf_runtime_op_count(rt), 2);
+  assert_int_equal(wf_runtime_op_count(rt), 2 + BUILTIN_OPS);
   assert_string_equal(wf_runtime_op_get(rt, 0)->name, "TestScale");
   assert_string_equal(wf_runtime_op_get(rt, 1)->name, "TestSource");
   assert_string_equal(wf_runtime_op_plugin(rt, 0), "test-good");
@@ -229,7 +235,7 @@ static void test_loader_refuses_other_abi_major(void **state) {
   assert_int_equal(info.abi_major, WF_ABI_MAJOR + 1);
   assert_null(info.version);
   assert_int_equal(info.num_ops, 0);
-  assert_int_equal(wf_runtime_op_count(rt), 0);
+  assert_int_equal(wf_runtime_op_count(rt), 0 + BUILTIN_OPS);
   wf_runtime_free(rt);
 }
 
@@ -348,7 +354,7 @@ static void test_loader_strict_fails_on_missing_config_path(void **state) {
   /* Not strict: a warning, and a runtime without plugins. */
   rt = wf_runtime_new(cfg, st);
   assert_non_null(rt);
-  assert_int_equal(wf_runtime_plugin_count(rt), 0);
+  assert_int_equal(wf_runtime_plugin_count(rt), 0 + BUILTIN_PLUGINS);
   wf_runtime_free(rt);
   config_set(cfg, "plugins", "strict", "on");
   assert_null(wf_runtime_new(cfg, st));
@@ -469,7 +475,7 @@ test_loader_refuses_plugin_in_world_writable_directory(void **state) {
   snprintf(why, sizeof why, "directory %s is world-writable (mode 0777)", dir);
   rt = runtime_for(config_for(dir));
   assert_refused(rt, "good", WF_PLUGIN_REFUSED, path, why, NULL);
-  assert_int_equal(wf_runtime_op_count(rt), 0);
+  assert_int_equal(wf_runtime_op_count(rt), 0 + BUILTIN_OPS);
   wf_runtime_free(rt);
 }
 
@@ -496,8 +502,8 @@ static void test_loader_first_plugin_of_a_name_wins(void **state) {
   snprintf(paths, sizeof paths, "%s, %s", PLUGIN("good"), dir);
   snprintf(why, sizeof why, "%s: shadowed by %s", copy, PLUGIN("good"));
   rt = runtime_for(config_for(paths));
-  assert_int_equal(wf_runtime_plugin_count(rt), 2);
-  for (int i = 0; i < 2; i++) {
+  assert_int_equal(wf_runtime_plugin_count(rt), 2 + BUILTIN_PLUGINS);
+  for (int i = BUILTIN_PLUGINS; i < 2 + BUILTIN_PLUGINS; i++) {
     wf_plugin_info info;
     wf_runtime_plugin_get(rt, i, &info);
     assert_string_equal(info.name, "test-good");
@@ -526,7 +532,7 @@ static void test_loader_scans_directory_in_name_order(void **state) {
   snprintf(a, sizeof a, "%s/a.so", dir);
   snprintf(b, sizeof b, "%s/b.so", dir);
   rt = runtime_for(config_for(dir));
-  assert_int_equal(wf_runtime_plugin_count(rt), 2);
+  assert_int_equal(wf_runtime_plugin_count(rt), 2 + BUILTIN_PLUGINS);
   assert_int_equal(plugin_info(rt, "test-conflict-b").state, WF_PLUGIN_LOADED);
   assert_string_equal(plugin_info(rt, "test-conflict-b").path, a);
   assert_refused(rt, "test-conflict-a", WF_PLUGIN_REFUSED, b, NULL);
@@ -546,12 +552,12 @@ static void test_loader_reads_env_path_only_when_allowed(void **state) {
   cfg = config_for("");
   config_set(cfg, "plugins", "use_env_path", "yes");
   rt = runtime_for(cfg);
-  assert_int_equal(wf_runtime_plugin_count(rt), 1);
+  assert_int_equal(wf_runtime_plugin_count(rt), 1 + BUILTIN_PLUGINS);
   assert_int_equal(plugin_info(rt, "test-good").state, WF_PLUGIN_LOADED);
   wf_runtime_free(rt);
 
   rt = runtime_for(config_for(""));
-  assert_int_equal(wf_runtime_plugin_count(rt), 0);
+  assert_int_equal(wf_runtime_plugin_count(rt), 0 + BUILTIN_PLUGINS);
   wf_runtime_free(rt);
 
   /* The config's paths come first: the env's copy is shadowed. */
@@ -559,7 +565,7 @@ static void test_loader_reads_env_path_only_when_allowed(void **state) {
   config_set(cfg, "plugins", "use_env_path", "yes");
   rt = runtime_for(cfg);
   assert_string_equal(plugin_info(rt, "test-good").path, PLUGIN("good"));
-  assert_int_equal(wf_runtime_plugin_count(rt), 2);
+  assert_int_equal(wf_runtime_plugin_count(rt), 2 + BUILTIN_PLUGINS);
   wf_runtime_free(rt);
   unsetenv("WEFT_PLUGIN_PATH");
 }
@@ -592,7 +598,7 @@ static void test_loader_same_file_twice_is_looked_at_once(void **state) {
   wf_runtime *rt = runtime_for(
       config_for(PLUGIN("good") "," TEST_PLUGIN_DIR "/../.libs/good.so"));
   (void)state;
-  assert_int_equal(wf_runtime_plugin_count(rt), 1);
+  assert_int_equal(wf_runtime_plugin_count(rt), 1 + BUILTIN_PLUGINS);
   wf_runtime_free(rt);
 }
 
@@ -671,7 +677,7 @@ static void test_runtime_checks_in_process_descriptions(void **state) {
   assert_int_equal(inproc_inits, 2);
   assert_int_equal(inproc_finis, 1);
 
-  assert_int_equal(wf_runtime_plugin_count(rt), 6);
+  assert_int_equal(wf_runtime_plugin_count(rt), 6); /* an empty runtime */
   {
     wf_plugin_info info;
     wf_runtime_plugin_get(rt, 3, &info);

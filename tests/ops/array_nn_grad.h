@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -50,9 +51,12 @@ typedef struct ag_case {
 /* Int64 data for ag_const: AG_I64(1, 2, 3). */
 #define AG_I64(...) ((const int64_t[]){__VA_ARGS__})
 #define AG_VEC(...)                                                            \
-  {WF_INT64, 1, {sizeof AG_I64(__VA_ARGS__) / sizeof(int64_t)},             \
-   AG_I64(__VA_ARGS__)}
-#define AG_STRING(v) {.type = WF_ATTR_STRING, .count = 1, .u.s = (v)}
+  {                                                                            \
+    WF_INT64, 1, {sizeof AG_I64(__VA_ARGS__) / sizeof(int64_t)},               \
+        AG_I64(__VA_ARGS__)                                                    \
+  }
+#define AG_STRING(v)                                                           \
+  { .type = WF_ATTR_STRING, .count = 1, .u.s = (v) }
 
 /* y = Reshape(t, [-1]). */
 static inline int ag_flatten(wf_graph *g, wf_output t, wf_output *y,

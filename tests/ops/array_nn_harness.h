@@ -72,11 +72,11 @@ typedef struct fx_case {
   int unknown_shapes;
 } fx_case;
 
-static inline size_t fx_dtype_size(int32_t dt) {
+static size_t fx_dtype_size(int32_t dt) {
   return wf_dtype_size((wf_dtype)dt);
 }
 
-static inline int64_t fx_count(const fx_tensor *t) {
+static int64_t fx_count(const fx_tensor *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++)
     n *= t->dims[i];
@@ -84,7 +84,7 @@ static inline int64_t fx_count(const fx_tensor *t) {
 }
 
 /* A new tensor holding a copy of t's data (caller releases). */
-static inline wf_tensor *fx_tensor_new(const fx_tensor *t) {
+static wf_tensor *fx_tensor_new(const fx_tensor *t) {
   wf_status *st = wf_status_new();
   wf_tensor *x = wf_tensor_new((wf_dtype)t->dtype, t->dims, t->rank, st);
 
@@ -98,7 +98,7 @@ static inline wf_tensor *fx_tensor_new(const fx_tensor *t) {
 
 /* A runtime that loads only the plugins in the given build directories
  * (relative to the build tree, ':'-free), strictly. */
-static inline wf_runtime *fx_runtime(const char *const *dirs, int n) {
+static wf_runtime *fx_runtime(const char *const *dirs, int n) {
   wf_status *st = wf_status_new();
   wf_config *cfg = wf_config_new();
   wf_runtime *rt;
@@ -124,7 +124,7 @@ static inline wf_runtime *fx_runtime(const char *const *dirs, int n) {
   return rt;
 }
 
-static inline void fx_set_attr(wf_node_desc *d, const fx_attr *a) {
+static void fx_set_attr(wf_node_desc *d, const fx_attr *a) {
   switch (a->kind) {
   case 'i': wf_node_desc_set_attr_int(d, a->name, a->i); break;
   case 'f': wf_node_desc_set_attr_float(d, a->name, a->f); break;
@@ -140,7 +140,7 @@ static inline void fx_set_attr(wf_node_desc *d, const fx_attr *a) {
 /* A source node for input t: a Const holding it (as_const) or a
  * Placeholder of its dtype and shape (of unknown shape with
  * unknown_shape). */
-static inline wf_node *fx_source(wf_graph *g, const fx_tensor *t, int as_const,
+static wf_node *fx_source(wf_graph *g, const fx_tensor *t, int as_const,
                           int unknown_shape, int i) {
   wf_status *st = wf_status_new();
   char name[32];
@@ -166,7 +166,7 @@ static inline wf_node *fx_source(wf_graph *g, const fx_tensor *t, int as_const,
 
 /* Adds c's op node to g (inputs flagged in value_inputs as Consts when
  * as_const). Returns the node, or NULL with st set. */
-static inline wf_node *fx_build(wf_graph *g, const fx_case *c, int as_const,
+static wf_node *fx_build(wf_graph *g, const fx_case *c, int as_const,
                          wf_status *st) {
   wf_output in[FX_MAX_IO];
   wf_node_desc *d;
@@ -189,7 +189,7 @@ static inline wf_node *fx_build(wf_graph *g, const fx_case *c, int as_const,
 
 /* Runs node n's CPU kernel on c's inputs; outs gets n's outputs (caller
  * releases). Returns the code, st says why. */
-static inline int fx_run_node(wf_runtime *rt, const wf_node *n, const fx_case *c,
+static int fx_run_node(wf_runtime *rt, const wf_node *n, const fx_case *c,
                        wf_tensor **outs, wf_status *st) {
   wf_tensor *ins[FX_MAX_IO];
   const wf__kernel *k;
@@ -208,7 +208,7 @@ static inline int fx_run_node(wf_runtime *rt, const wf_node *n, const fx_case *c
   return rc;
 }
 
-static inline double fx_load(const void *data, int32_t dt, int64_t i) {
+static double fx_load(const void *data, int32_t dt, int64_t i) {
   switch (dt) {
   case WF_FLOAT32: return ((const float *)data)[i];
   default: return ((const double *)data)[i];
@@ -217,7 +217,7 @@ static inline double fx_load(const void *data, int32_t dt, int64_t i) {
 
 /* Compares got with want under the file's tolerances; fails naming the
  * case, the output and the first bad element. */
-static inline void fx_expect(const char *cname, int out, const fx_tensor *want,
+static void fx_expect(const char *cname, int out, const fx_tensor *want,
                       const wf_tensor *got) {
   wf_shape gs;
   char a[128], b[128];
@@ -268,7 +268,7 @@ static inline void fx_expect(const char *cname, int out, const fx_tensor *want,
  * Without Const inputs (or with every value input a Const) every input
  * shape is known, so inference must give exactly the reference shapes;
  * otherwise it must at least be compatible with them. */
-static inline void fx_check_mode(wf_runtime *rt, const fx_case *c, int as_const) {
+static void fx_check_mode(wf_runtime *rt, const fx_case *c, int as_const) {
   wf_status *st = wf_status_new();
   wf_graph *g = wf_graph_new(rt);
   wf_tensor *outs[FX_MAX_IO];
@@ -304,7 +304,7 @@ static inline void fx_check_mode(wf_runtime *rt, const fx_case *c, int as_const)
 }
 
 /* Checks every case of op in cases[0..n-1]; fails if there is none. */
-static inline void fx_check_op(wf_runtime *rt, const fx_case *cases, size_t n,
+static void fx_check_op(wf_runtime *rt, const fx_case *cases, size_t n,
                         const char *op) {
   int found = 0;
 
@@ -323,7 +323,7 @@ static inline void fx_check_op(wf_runtime *rt, const fx_case *cases, size_t n,
 /* Expects c to fail with code, at build time (at_build; inputs flagged in
  * value_inputs as Consts) or when run (inputs fed), with a message that
  * contains each of the NULL-terminated strings in parts. */
-static inline void fx_expect_error(wf_runtime *rt, const fx_case *c, int at_build,
+static void fx_expect_error(wf_runtime *rt, const fx_case *c, int at_build,
                             int code, const char *const *parts) {
   wf_status *st = wf_status_new();
   wf_graph *g = wf_graph_new(rt);

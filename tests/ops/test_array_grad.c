@@ -47,7 +47,8 @@ static void check_both(gc_spec s, const ag_case *c, int also_unknown) {
 static void test_identity_gradient_passes_dy_through(void **state) {
   ag_case c = {.op = "Identity", .order = "x"};
 
-  check_both((gc_spec){.name = "Identity", .num_inputs = 1,
+  check_both((gc_spec){.name = "Identity",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {3, 4}}}},
              &c, 1);
 }
@@ -55,7 +56,8 @@ static void test_identity_gradient_passes_dy_through(void **state) {
 static void test_reshape_gradient_restores_the_input_shape(void **state) {
   ag_case c = {.op = "Reshape", .order = "xc", .consts = {AG_VEC(4, -1)}};
 
-  check_both((gc_spec){.name = "Reshape", .num_inputs = 1,
+  check_both((gc_spec){.name = "Reshape",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 3, 4}}}},
              &c, 1);
 }
@@ -65,51 +67,62 @@ static void test_squeeze_and_expand_dims_gradients_restore_shape(void **state) {
   ag_case sq = {.op = "Squeeze",
                 .order = "x",
                 .attrs = {{"squeeze_dims", GC_INTS(axis1, 1)}}};
-  ag_case ex = {.op = "ExpandDims",
-                .order = "x",
-                .attrs = {{"axis", GC_INT(-1)}}};
+  ag_case ex = {
+      .op = "ExpandDims", .order = "x", .attrs = {{"axis", GC_INT(-1)}}};
 
-  check_both((gc_spec){.name = "Squeeze", .num_inputs = 1,
+  check_both((gc_spec){.name = "Squeeze",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 1, 3}}}},
              &sq, 1);
-  check_both((gc_spec){.name = "ExpandDims", .num_inputs = 1,
+  check_both((gc_spec){.name = "ExpandDims",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {2, 3}}}},
              &ex, 1);
 }
 
 static void test_transpose_gradient_uses_the_inverse_perm(void **state) {
-  ag_case c = {.op = "Transpose", .order = "xc",
+  ag_case c = {.op = "Transpose",
+               .order = "xc",
                .consts = {{WF_INT32, 1, {3}, (const int32_t[]){2, 0, 1}}}};
 
-  check_both((gc_spec){.name = "Transpose", .num_inputs = 1,
+  check_both((gc_spec){.name = "Transpose",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 3, 4}}}},
              &c, 1);
 }
 
 static void test_concat_gradient_cuts_dy_back_into_inputs(void **state) {
-  ag_case c = {.op = "Concat", .order = "xxx", .list_input = 1,
+  ag_case c = {.op = "Concat",
+               .order = "xxx",
+               .list_input = 1,
                .attrs = {{"axis", GC_INT(-1)}}};
-  ag_case c0 = {.op = "Concat", .order = "xx", .list_input = 1,
+  ag_case c0 = {.op = "Concat",
+                .order = "xx",
+                .list_input = 1,
                 .attrs = {{"axis", GC_INT(0)}}};
 
   /* Known shapes: Const offsets; unknown: ConcatOffset at run time. */
-  check_both((gc_spec){.name = "Concat axis -1", .num_inputs = 3,
+  check_both((gc_spec){.name = "Concat axis -1",
+                       .num_inputs = 3,
                        .in = {{.rank = 2, .dims = {2, 1}},
                               {.rank = 2, .dims = {2, 3}},
                               {.rank = 2, .dims = {2, 2}}}},
              &c, 1);
-  check_both((gc_spec){.name = "Concat axis 0", .num_inputs = 2,
+  check_both((gc_spec){.name = "Concat axis 0",
+                       .num_inputs = 2,
                        .in = {{.rank = 3, .dims = {1, 2, 2}},
                               {.rank = 3, .dims = {3, 2, 2}}}},
              &c0, 1);
 }
 
 static void test_split_gradient_joins_output_gradients(void **state) {
-  ag_case all = {.op = "Split", .order = "x", .outputs = 0x7,
+  ag_case all = {.op = "Split",
+                 .order = "x",
+                 .outputs = 0x7,
                  .attrs = {{"num_split", GC_INT(3)}, {"axis", GC_INT(1)}}};
   ag_case middle = all;
-  gc_spec s = {.name = "Split", .num_inputs = 1,
-               .in = {{.rank = 2, .dims = {2, 6}}}};
+  gc_spec s = {
+      .name = "Split", .num_inputs = 1, .in = {{.rank = 2, .dims = {2, 6}}}};
 
   check_both(s, &all, 1);
   /* Only output 1 differentiated: the other parts get zeros (ZerosLike). */
@@ -119,10 +132,11 @@ static void test_split_gradient_joins_output_gradients(void **state) {
 }
 
 static void test_slice_gradient_places_dy_at_begin(void **state) {
-  ag_case c = {.op = "Slice", .order = "xcc",
-               .consts = {AG_VEC(1, 2), AG_VEC(2, -1)}};
+  ag_case c = {
+      .op = "Slice", .order = "xcc", .consts = {AG_VEC(1, 2), AG_VEC(2, -1)}};
 
-  check_both((gc_spec){.name = "Slice", .num_inputs = 1,
+  check_both((gc_spec){.name = "Slice",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {4, 5}}}},
              &c, 1);
 }
@@ -131,7 +145,8 @@ static void test_slice_gradient_places_dy_at_begin(void **state) {
 static void strided_case(const char *name, int n, const int64_t *b,
                          const int64_t *e, const int64_t *s, int64_t bm,
                          int64_t em, int64_t ell, int64_t na, int64_t sh) {
-  ag_case c = {.op = "StridedSlice", .order = "xccc",
+  ag_case c = {.op = "StridedSlice",
+               .order = "xccc",
                .consts = {{WF_INT64, 1, {n}, b},
                           {WF_INT64, 1, {n}, e},
                           {WF_INT64, 1, {n}, s}},
@@ -141,7 +156,8 @@ static void strided_case(const char *name, int n, const int64_t *b,
                          {"new_axis_mask", GC_INT(na)},
                          {"shrink_axis_mask", GC_INT(sh)}}};
 
-  check_both((gc_spec){.name = name, .num_inputs = 1,
+  check_both((gc_spec){.name = name,
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {4, 5, 3}}}},
              &c, 1);
 }
@@ -154,17 +170,18 @@ static void test_strided_slice_gradient_over_masks_and_strides(void **state) {
   strided_case("StridedSlice ellipsis and new axis", 3, AG_I64(0, 0, -2),
                AG_I64(0, 0, 0), AG_I64(1, 1, 1), 0, 4, 1, 2, 0);
   /* x[-1:0:-1, 2] */
-  strided_case("StridedSlice negative stride", 2, AG_I64(-1, 2),
-               AG_I64(0, 3), AG_I64(-1, 1), 0, 0, 0, 0, 2);
+  strided_case("StridedSlice negative stride", 2, AG_I64(-1, 2), AG_I64(0, 3),
+               AG_I64(-1, 1), 0, 0, 0, 0, 2);
 }
 
 static void test_pad_gradient_is_the_unpadded_block(void **state) {
-  ag_case c = {.op = "Pad", .order = "xc",
-               .consts = {{WF_INT32, 2, {2, 2},
-                           (const int32_t[]){1, 2, 0, 1}}},
+  ag_case c = {.op = "Pad",
+               .order = "xc",
+               .consts = {{WF_INT32, 2, {2, 2}, (const int32_t[]){1, 2, 0, 1}}},
                .attrs = {{"constant_values", GC_FLOAT(0.5)}}};
 
-  check_both((gc_spec){.name = "Pad", .num_inputs = 1,
+  check_both((gc_spec){.name = "Pad",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {2, 3}}}},
              &c, 1);
 }
@@ -172,7 +189,8 @@ static void test_pad_gradient_is_the_unpadded_block(void **state) {
 static void test_tile_gradient_sums_the_copies(void **state) {
   ag_case c = {.op = "Tile", .order = "xc", .consts = {AG_VEC(2, 1, 3)}};
 
-  check_both((gc_spec){.name = "Tile", .num_inputs = 1,
+  check_both((gc_spec){.name = "Tile",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 3, 2}}}},
              &c, 1);
 }
@@ -184,27 +202,34 @@ static void test_fill_gradient_sums_dy_into_the_value(void **state) {
              &c, 0);
 }
 
-/* ---- Gather and sparse gradients ------------------------------------------- */
+/* ---- Gather and sparse gradients -------------------------------------------
+ */
 
 static void test_gather_gradient_matches_finite_differences(void **state) {
   /* Axis 0: sparse (the checker adds its rows up), index 2 twice. */
-  ag_case a0 = {.op = "Gather", .order = "xc",
-                .consts = {{WF_INT32, 2, {2, 2},
-                            (const int32_t[]){0, 2, 2, 4}}}};
-  ag_case a0r3 = {.op = "Gather", .order = "xc",
+  ag_case a0 = {
+      .op = "Gather",
+      .order = "xc",
+      .consts = {{WF_INT32, 2, {2, 2}, (const int32_t[]){0, 2, 2, 4}}}};
+  ag_case a0r3 = {.op = "Gather",
+                  .order = "xc",
                   .consts = {{WF_INT64, 1, {5}, AG_I64(3, 1, 3, 0, 3)}}};
   /* Axis -1 of a rank-3 params: dense, through GatherGrad. */
-  ag_case a2 = {.op = "Gather", .order = "xc",
+  ag_case a2 = {.op = "Gather",
+                .order = "xc",
                 .consts = {{WF_INT64, 1, {3}, AG_I64(1, 0, 1)}},
                 .attrs = {{"axis", GC_INT(-1)}}};
 
-  check_both((gc_spec){.name = "Gather axis 0", .num_inputs = 1,
+  check_both((gc_spec){.name = "Gather axis 0",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {5, 3}}}},
              &a0, 1);
-  check_both((gc_spec){.name = "Gather axis 0, rank 3", .num_inputs = 1,
+  check_both((gc_spec){.name = "Gather axis 0, rank 3",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {4, 2, 2}}}},
              &a0r3, 1);
-  check_both((gc_spec){.name = "Gather axis -1", .num_inputs = 1,
+  check_both((gc_spec){.name = "Gather axis -1",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 3, 2}}}},
              &a2, 1);
 }
@@ -231,8 +256,7 @@ static void sparse_gradient_of(wf_graph *g, wf_output params,
     wf_node_desc *d;
     double w[12];
 
-    assert_int_equal(gc_const(g, WF_INT32, &u->len[i], 1, u->idx[i], &ind,
-                              st),
+    assert_int_equal(gc_const(g, WF_INT32, &u->len[i], 1, u->idx[i], &ind, st),
                      0);
     d = wf_node_desc_new(g, "Gather", NULL);
     wf_node_desc_add_input(d, params);
@@ -240,9 +264,8 @@ static void sparse_gradient_of(wf_graph *g, wf_output params,
     ys[ny] = (wf_output){ag_node(d, "Gather"), 0};
     for (int e = 0; e < u->len[i] * 3; e++)
       w[e] = 1 + e / 8.0 + i;
-    assert_int_equal(gc_const(g, WF_FLOAT64, AG_I64(u->len[i], 3), 2, w,
-                              &ws[ny++], st),
-                     0);
+    assert_int_equal(
+        gc_const(g, WF_FLOAT64, AG_I64(u->len[i], 3), 2, w, &ws[ny++], st), 0);
   }
   if (u->dense_too) {
     static const double ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -250,9 +273,8 @@ static void sparse_gradient_of(wf_graph *g, wf_output params,
 
     wf_node_desc_add_input(d, params);
     ys[ny] = (wf_output){ag_node(d, "Identity"), 0};
-    assert_int_equal(gc_const(g, WF_FLOAT64, AG_I64(4, 3), 2, ones,
-                              &ws[ny++], st),
-                     0);
+    assert_int_equal(
+        gc_const(g, WF_FLOAT64, AG_I64(4, 3), 2, ones, &ws[ny++], st), 0);
   }
   if (wf_graph_add_gradients(g, ys, ny, ws, &params, 1, dx, st))
     fail_msg("adding gradients: %s", wf_status_message(st));
@@ -271,8 +293,8 @@ static void run_gradient(wf_graph *g, wf_output params, const wf_gradient *dx,
   assert_non_null(s);
   if (!sparse)
     fetch[0] = dx->dense;
-  if (wf_session_run(s, NULL, &params, &p, 1, fetch, out, sparse ? 3 : 1,
-                     NULL, 0, NULL, st))
+  if (wf_session_run(s, NULL, &params, &p, 1, fetch, out, sparse ? 3 : 1, NULL,
+                     0, NULL, st))
     fail_msg("run: %s", wf_status_message(st));
   memset(dense, 0, 12 * sizeof *dense);
   if (sparse) {
@@ -347,8 +369,8 @@ static void test_gather_gradient_is_sparse_and_stays_sparse(void **state) {
   }
 }
 
-static void test_sparse_gradient_meeting_a_dense_one_is_densified(
-    void **state) {
+static void
+test_sparse_gradient_meeting_a_dense_one_is_densified(void **state) {
   gather_uses mixed = {1, {{3, 0, 3}}, {3, 0}, 1};
   wf_graph *g = wf_graph_new(rt);
   wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "params");
@@ -376,65 +398,82 @@ static void test_sparse_gradient_meeting_a_dense_one_is_densified(
 }
 
 static void test_unsorted_segment_sum_gradient_gathers_dy(void **state) {
-  ag_case c = {.op = "UnsortedSegmentSumToShape", .order = "xcc",
+  ag_case c = {.op = "UnsortedSegmentSumToShape",
+               .order = "xcc",
                .consts = {{WF_INT32, 1, {4}, (const int32_t[]){1, 0, 1, 3}},
                           AG_VEC(5, 3)}};
 
-  check_both((gc_spec){.name = "UnsortedSegmentSumToShape", .num_inputs = 1,
+  check_both((gc_spec){.name = "UnsortedSegmentSumToShape",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {4, 3}}}},
              &c, 1);
 }
 
-/* ---- the backward ops' own gradients --------------------------------------- */
+/* ---- the backward ops' own gradients ---------------------------------------
+ */
 
 static void test_backward_ops_have_their_forward_op_as_gradient(void **state) {
-  ag_case slice = {.op = "SliceGrad", .order = "ccx",
+  ag_case slice = {.op = "SliceGrad",
+                   .order = "ccx",
                    .consts = {AG_VEC(4, 5), AG_VEC(1, 2)}};
-  ag_case pad = {.op = "PadGrad", .order = "xc",
+  ag_case pad = {.op = "PadGrad",
+                 .order = "xc",
                  .consts = {{WF_INT64, 2, {2, 2}, AG_I64(1, 0, 2, 1)}}};
-  ag_case tile = {.op = "TileGrad", .order = "ccx",
-                  .consts = {AG_VEC(2, 2), AG_VEC(2, 3)}};
-  ag_case gather = {.op = "GatherGrad", .order = "ccx",
-                    .consts = {AG_VEC(2, 3, 2),
-                               {WF_INT32, 1, {4},
-                                (const int32_t[]){2, 0, 2, 1}}},
-                    .attrs = {{"axis", GC_INT(1)}}};
+  ag_case tile = {
+      .op = "TileGrad", .order = "ccx", .consts = {AG_VEC(2, 2), AG_VEC(2, 3)}};
+  ag_case gather = {
+      .op = "GatherGrad",
+      .order = "ccx",
+      .consts = {AG_VEC(2, 3, 2),
+                 {WF_INT32, 1, {4}, (const int32_t[]){2, 0, 2, 1}}},
+      .attrs = {{"axis", GC_INT(1)}}};
   /* StridedSliceGrad of x[1, 1:4:2] on (4, 5): dy is (2,). */
-  ag_case strided = {.op = "StridedSliceGrad", .order = "ccccx",
-                     .consts = {AG_VEC(4, 5), AG_VEC(1, 1), AG_VEC(2, 4),
-                                AG_VEC(1, 2)},
-                     .attrs = {{"shrink_axis_mask", GC_INT(1)}}};
+  ag_case strided = {
+      .op = "StridedSliceGrad",
+      .order = "ccccx",
+      .consts = {AG_VEC(4, 5), AG_VEC(1, 1), AG_VEC(2, 4), AG_VEC(1, 2)},
+      .attrs = {{"shrink_axis_mask", GC_INT(1)}}};
 
-  check_both((gc_spec){.name = "SliceGrad", .num_inputs = 1,
+  check_both((gc_spec){.name = "SliceGrad",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {2, 3}}}},
              &slice, 1);
-  check_both((gc_spec){.name = "PadGrad", .num_inputs = 1,
+  check_both((gc_spec){.name = "PadGrad",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {5, 4}}}},
              &pad, 1);
-  check_both((gc_spec){.name = "TileGrad", .num_inputs = 1,
+  check_both((gc_spec){.name = "TileGrad",
+                       .num_inputs = 1,
                        .in = {{.rank = 2, .dims = {4, 6}}}},
              &tile, 1);
-  check_both((gc_spec){.name = "GatherGrad", .num_inputs = 1,
+  check_both((gc_spec){.name = "GatherGrad",
+                       .num_inputs = 1,
                        .in = {{.rank = 3, .dims = {2, 4, 2}}}},
              &gather, 1);
-  check_both((gc_spec){.name = "StridedSliceGrad", .num_inputs = 1,
+  check_both((gc_spec){.name = "StridedSliceGrad",
+                       .num_inputs = 1,
                        .in = {{.rank = 1, .dims = {2}}}},
              &strided, 1);
 }
 
-/* ---- what has no gradient --------------------------------------------------- */
+/* ---- what has no gradient ---------------------------------------------------
+ */
 
 static void test_index_and_shape_ops_are_not_differentiable(void **state) {
-  static const char *const none[] = {"Shape",        "Size",
-                                     "OneHot",       "ZerosLike",
-                                     "OnesLike",     "StopGradient",
-                                     "ConcatOffset", "InvertPermutation"};
+  static const char *const none[] = {
+      "Shape",    "Size",         "OneHot",       "ZerosLike",
+      "OnesLike", "StopGradient", "ConcatOffset", "InvertPermutation"};
   static const char *const some[] = {
-      "Identity",   "Reshape",   "Squeeze",   "ExpandDims",
-      "Transpose",  "Concat",    "Split",     "Slice",
-      "StridedSlice", "Pad",     "Tile",      "Gather",
-      "Fill",       "UnsortedSegmentSumToShape", "SliceGrad",
-      "StridedSliceGrad", "PadGrad", "TileGrad", "GatherGrad"};
+      "Identity",     "Reshape",
+      "Squeeze",      "ExpandDims",
+      "Transpose",    "Concat",
+      "Split",        "Slice",
+      "StridedSlice", "Pad",
+      "Tile",         "Gather",
+      "Fill",         "UnsortedSegmentSumToShape",
+      "SliceGrad",    "StridedSliceGrad",
+      "PadGrad",      "TileGrad",
+      "GatherGrad"};
 
   for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
     if (wf_runtime_op_gradient(rt, none[i]) != 0)

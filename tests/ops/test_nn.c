@@ -316,7 +316,7 @@ static int dropout_ones(int64_t seed, int64_t seed2, float *y) {
   return kept;
 }
 
-static void test_dropout_mask_is_the_same_for_the_same_seeds_and_step(void **state) {
+static void test_dropout_mask_repeats_for_same_seeds_and_step(void **state) {
   static float a[1000], b[1000], c[1000];
   int ka = dropout_ones(5, 6, a), kb = dropout_ones(5, 6, b);
   int kc = dropout_ones(5, 7, c);
@@ -329,7 +329,7 @@ static void test_dropout_mask_is_the_same_for_the_same_seeds_and_step(void **sta
   assert_in_range(kc, 613, 787);
 }
 
-/* ---- backward ops ---------------------------------------------------------- */
+/* ---- backward ops -------------------------------------------------------- */
 
 static void test_backward_ops_refuse_gradients_of_the_wrong_shape(
     void **state) {
@@ -454,7 +454,7 @@ int main(void) {
       cmocka_unit_test(test_bias_add_refuses_bias_of_other_length),
       cmocka_unit_test(test_batch_norm_needs_full_stats_for_inference),
       cmocka_unit_test(test_dropout_refuses_rate_outside_0_1),
-      cmocka_unit_test(test_dropout_mask_is_the_same_for_the_same_seeds_and_step),
+      cmocka_unit_test(test_dropout_mask_repeats_for_same_seeds_and_step),
       cmocka_unit_test(test_backward_ops_refuse_gradients_of_the_wrong_shape),
       cmocka_unit_test(test_backward_ops_infer_their_output_shapes),
   };

@@ -42,16 +42,19 @@ static void in_format(int nchw, const int64_t *nhwc, int64_t *out) {
 
 static void test_bias_add_gradient_in_both_formats(void **state) {
   ag_case nhwc = {.op = "BiasAdd", .order = "xx"};
-  ag_case nchw = {.op = "BiasAdd", .order = "xx",
+  ag_case nchw = {.op = "BiasAdd",
+                  .order = "xx",
                   .attrs = {{"data_format", AG_STRING("NCHW")}}};
 
   ag_check(rt,
-           (gc_spec){.name = "BiasAdd NHWC", .num_inputs = 2,
+           (gc_spec){.name = "BiasAdd NHWC",
+                     .num_inputs = 2,
                      .in = {{.rank = 3, .dims = {2, 3, 4}},
                             {.rank = 1, .dims = {4}}}},
            &nhwc);
   ag_check(rt,
-           (gc_spec){.name = "BiasAdd NCHW", .num_inputs = 2,
+           (gc_spec){.name = "BiasAdd NCHW",
+                     .num_inputs = 2,
                      .in = {{.rank = 4, .dims = {2, 3, 2, 2}},
                             {.rank = 1, .dims = {3}}},
                      .unknown_dims = 1},
@@ -87,25 +90,23 @@ static void conv_check(const conv_cfg *c, int nchw, int unknown) {
   op.attrs[0] = (gc_attr){"strides", GC_INTS(strides, 4)};
   op.attrs[1] = (gc_attr){"padding", AG_STRING(c->padding)};
   op.attrs[2] = (gc_attr){"dilations", GC_INTS(dilations, 4)};
-  op.attrs[3] =
-      (gc_attr){"data_format", AG_STRING(nchw ? "NCHW" : "NHWC")};
+  op.attrs[3] = (gc_attr){"data_format", AG_STRING(nchw ? "NCHW" : "NHWC")};
   if (strcmp(c->padding, "EXPLICIT") == 0)
     op.attrs[4] = (gc_attr){"explicit_paddings", GC_INTS(explicit_pads, 8)};
   s.in[0].rank = 4;
   in_format(nchw, AG_I64(2, 5, 6, 2), s.in[0].dims);
   s.in[1] = (gc_input){.rank = 4, .dims = {c->kh, c->kw, 2, 3}};
-  snprintf(name, sizeof name,
-           "Conv2D %s %s s(%lld,%lld) d(%lld,%lld) k%lldx%lld%s",
-           nchw ? "NCHW" : "NHWC", c->padding, (long long)c->sh,
-           (long long)c->sw, (long long)c->dh, (long long)c->dw,
-           (long long)c->kh, (long long)c->kw,
-           unknown ? " (dims unknown)" : "");
+  snprintf(
+      name, sizeof name, "Conv2D %s %s s(%lld,%lld) d(%lld,%lld) k%lldx%lld%s",
+      nchw ? "NCHW" : "NHWC", c->padding, (long long)c->sh, (long long)c->sw,
+      (long long)c->dh, (long long)c->dw, (long long)c->kh, (long long)c->kw,
+      unknown ? " (dims unknown)" : "");
   s.name = name;
   ag_check(rt, s, &op);
 }
 
-static void test_conv2d_gradients_over_strides_paddings_dilations_formats(
-    void **state) {
+static void
+test_conv2d_gradients_over_strides_paddings_dilations_formats(void **state) {
   static const conv_cfg cfgs[] = {
       {"VALID", 1, 1, 1, 1, {0}, 3, 2},
       {"SAME", 1, 1, 1, 1, {0}, 3, 3},
@@ -169,13 +170,15 @@ static void test_avg_pool_gradient_shares_among_window_elements(void **state) {
   pool_check("AvgPool", "SAME", 3, 2, 0, 1);
 }
 
-/* ---- softmax and its losses -------------------------------------------------- */
+/* ---- softmax and its losses
+ * -------------------------------------------------- */
 
 static void test_softmax_and_log_softmax_gradients(void **state) {
   ag_case sm = {.op = "Softmax", .order = "x"};
   ag_case lsm = {.op = "LogSoftmax", .order = "x"};
   gc_spec s2 = {.num_inputs = 1, .in = {{.rank = 2, .dims = {3, 5}}}};
-  gc_spec s3 = {.num_inputs = 1, .in = {{.rank = 3, .dims = {2, 2, 4}}},
+  gc_spec s3 = {.num_inputs = 1,
+                .in = {{.rank = 3, .dims = {2, 2, 4}}},
                 .unknown_dims = 1};
 
   s2.name = "Softmax";
@@ -205,8 +208,7 @@ static void test_softmax_xent_gradients_for_logits_and_labels(void **state) {
   ag_case c = {.op = "SoftmaxCrossEntropyWithLogits", .order = "xx"};
   gc_spec s = {.num_inputs = 2,
                .in = {{.rank = 2, .dims = {3, 4}},
-                      {.rank = 2, .dims = {3, 4},
-                       .fill = fill_distributions}}};
+                      {.rank = 2, .dims = {3, 4}, .fill = fill_distributions}}};
   static const struct {
     const char *name;
     uint32_t outputs;
@@ -224,7 +226,8 @@ static void test_softmax_xent_gradients_for_logits_and_labels(void **state) {
 }
 
 static void test_sparse_softmax_xent_gradient(void **state) {
-  ag_case c = {.op = "SparseSoftmaxCrossEntropyWithLogits", .order = "xc",
+  ag_case c = {.op = "SparseSoftmaxCrossEntropyWithLogits",
+               .order = "xc",
                .consts = {AG_VEC(2, 0, 3)}};
   gc_spec s = {.num_inputs = 1, .in = {{.rank = 2, .dims = {3, 4}}}};
 
@@ -256,8 +259,7 @@ static void test_sparse_softmax_xent_labels_get_no_gradient(void **state) {
   wf_node_desc_add_input(d, in[0]);
   wf_node_desc_add_input(d, in[1]);
   loss = (wf_output){ag_node(d, "xent"), 0};
-  assert_int_equal(wf_graph_add_gradients(g, &loss, 1, NULL, in, 2, dx, st),
-                   0);
+  assert_int_equal(wf_graph_add_gradients(g, &loss, 1, NULL, in, 2, dx, st), 0);
   assert_non_null(dx[0].dense.node);
   assert_null(dx[1].dense.node);
   assert_null(dx[1].indices.node);
@@ -265,13 +267,14 @@ static void test_sparse_softmax_xent_labels_get_no_gradient(void **state) {
   wf_status_free(st);
 }
 
-/* ---- BatchNorm ------------------------------------------------------------- */
+/* ---- BatchNorm -------------------------------------------------------------
+ */
 
-static void test_batch_norm_training_gradient_wrt_x_scale_offset(
-    void **state) {
+static void test_batch_norm_training_gradient_wrt_x_scale_offset(void **state) {
   for (int nchw = 0; nchw <= 1; nchw++) {
     /* mean and variance are not read in training: empty Consts. */
-    ag_case c = {.op = "BatchNorm", .order = "xxxcc",
+    ag_case c = {.op = "BatchNorm",
+                 .order = "xxxcc",
                  .consts = {{WF_FLOAT64, 1, {0}, (const double[]){0}},
                             {WF_FLOAT64, 1, {0}, (const double[]){0}}},
                  .attrs = {{"data_format", AG_STRING(nchw ? "NCHW" : "NHWC")},
@@ -293,14 +296,15 @@ static void test_batch_norm_training_gradient_wrt_x_scale_offset(
   }
 }
 
-static void test_batch_norm_inference_treats_statistics_as_constants(
-    void **state) {
+static void
+test_batch_norm_inference_treats_statistics_as_constants(void **state) {
   /* x, scale, mean and variance fed (the last two must get no gradient);
    * offset a Const (its gradient is the same sum as in training). */
-  ag_case c = {.op = "BatchNorm", .order = "xxcxx",
-               .consts = {{WF_FLOAT64, 1, {3}, (const double[]){0.1, -2, 1}}},
-               .attrs = {{"is_training", GC_BOOL(0)},
-                         {"epsilon", GC_FLOAT(0.001)}}};
+  ag_case c = {
+      .op = "BatchNorm",
+      .order = "xxcxx",
+      .consts = {{WF_FLOAT64, 1, {3}, (const double[]){0.1, -2, 1}}},
+      .attrs = {{"is_training", GC_BOOL(0)}, {"epsilon", GC_FLOAT(0.001)}}};
   gc_spec s = {.name = "BatchNorm inference",
                .num_inputs = 4,
                .in = {{.rank = 2, .dims = {5, 3}},
@@ -315,7 +319,8 @@ static void test_batch_norm_inference_treats_statistics_as_constants(
   ag_check(rt, s, &c);
 }
 
-/* ---- Dropout ---------------------------------------------------------------- */
+/* ---- Dropout ----------------------------------------------------------------
+ */
 
 /* Whether the Philox stream (key, step) keeps element i at rate: the
  * float64 uniform of element i (philox.h's layout) >= rate. */
@@ -409,19 +414,18 @@ static void dropout_mask_check(int64_t seed, int64_t seed2) {
   wf_status_free(st);
 }
 
-static void test_dropout_gradient_draws_the_forward_mask_of_its_step(
-    void **state) {
+static void
+test_dropout_gradient_draws_the_forward_mask_of_its_step(void **state) {
   dropout_mask_check(0, 0); /* keyed by the node name */
   dropout_mask_check(7, 11);
 }
 
-static void test_dropout_at_rate_zero_matches_finite_differences(
-    void **state) {
-  ag_case c = {.op = "Dropout", .order = "x",
-               .attrs = {{"rate", GC_FLOAT(0)}}};
+static void test_dropout_at_rate_zero_matches_finite_differences(void **state) {
+  ag_case c = {.op = "Dropout", .order = "x", .attrs = {{"rate", GC_FLOAT(0)}}};
 
   ag_check(rt,
-           (gc_spec){.name = "Dropout rate 0", .num_inputs = 1,
+           (gc_spec){.name = "Dropout rate 0",
+                     .num_inputs = 1,
                      .in = {{.rank = 2, .dims = {3, 4}}}},
            &c);
 }
@@ -457,7 +461,8 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_training_gradient_wrt_x_scale_offset),
       cmocka_unit_test(
           test_batch_norm_inference_treats_statistics_as_constants),
-      cmocka_unit_test(test_dropout_gradient_draws_the_forward_mask_of_its_step),
+      cmocka_unit_test(
+          test_dropout_gradient_draws_the_forward_mask_of_its_step),
       cmocka_unit_test(test_dropout_at_rate_zero_matches_finite_differences),
       cmocka_unit_test(test_every_nn_op_has_a_gradient),
   };

@@ -138,8 +138,7 @@ void ary_fill_bytes(void *dst, const void *value, int64_t count, size_t es);
  * must match), sharing its buffer through the host's tensor_reshape: the
  * kernel of every op that only changes a shape (Reshape, Squeeze,
  * ExpandDims). Nothing is copied. */
-int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out,
-                        wf_status *st);
+int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st);
 
 /* ---- what plugin.c lists ------------------------------------------------- */
 
@@ -169,8 +168,7 @@ extern const wf_kernel_def ary_gather_kernel, ary_one_hot_kernel;
 /* The backward ops of the gradients (grad.c builds them). */
 extern const wf_op_def ary_invert_permutation_op, ary_concat_offset_op,
     ary_tile_grad_op, ary_pad_grad_op, ary_slice_grad_op,
-    ary_strided_slice_grad_op, ary_gather_grad_op,
-    ary_unsorted_segment_sum_op;
+    ary_strided_slice_grad_op, ary_gather_grad_op, ary_unsorted_segment_sum_op;
 extern const wf_kernel_def ary_invert_permutation_kernel,
     ary_concat_offset_kernel, ary_tile_grad_kernel, ary_pad_grad_kernel,
     ary_slice_grad_kernel, ary_strided_slice_grad_kernel,

@@ -744,10 +744,9 @@ static int tile_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
     return h->status_code(st);
   if (out.rank >= 0 && dy.rank >= 0 && out.rank != dy.rank) {
     char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "dy %s and shape %s differ in rank",
-                    opc_shape_str(&dy, a, sizeof a),
-                    opc_shape_str(&out, b, sizeof b));
+    return opc_fail(
+        st, WF_INVALID_ARGUMENT, "dy %s and shape %s differ in rank",
+        opc_shape_str(&dy, a, sizeof a), opc_shape_str(&out, b, sizeof b));
   }
   h->shape_set_output(ctx, 0, &out);
   return 0;
@@ -864,8 +863,8 @@ const wf_kernel_def ary_tile_grad_kernel =
 
 /* out = dy (rank known) with the paddings (checked) cut off; INVALID_ARGUMENT
  * when a dimension would be negative. Unknown dims stay unknown. */
-static int pad_grad_dims(const wf_shape *dy, const int64_t *pads,
-                         wf_shape *out, wf_status *st) {
+static int pad_grad_dims(const wf_shape *dy, const int64_t *pads, wf_shape *out,
+                         wf_status *st) {
   char buf[OPC_SHAPE_STR_MAX];
 
   *out = *dy;
@@ -920,8 +919,7 @@ static int pad_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *dy, *pt;
   wf_tensor *dx;
-  int64_t pads[2 * WF_MAX_RANK], ystr[WF_MAX_RANK], xstr[WF_MAX_RANK],
-      base = 0;
+  int64_t pads[2 * WF_MAX_RANK], ystr[WF_MAX_RANK], xstr[WF_MAX_RANK], base = 0;
   size_t es;
   wf_shape dys, out;
 

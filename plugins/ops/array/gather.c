@@ -456,17 +456,16 @@ static int gather_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       gather_dims(&ps, &is, axis_attr, &axis, &want, st))
     return h->status_code(st);
   if (!same_dims(&dys, &want))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "dy has shape %s; Gather's output has %s",
-                    opc_shape_str(&dys, a, sizeof a),
-                    opc_shape_str(&want, b, sizeof b));
+    return opc_fail(
+        st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
+        opc_shape_str(&dys, a, sizeof a), opc_shape_str(&want, b, sizeof b));
   snprintf(a, sizeof a, "axis %d of params %s", axis,
            opc_shape_str(&ps, b, sizeof b));
   if (check_indices(indices, &is, ps.dims[axis], a, st))
     return h->status_code(st);
   return scatter_output(ctx, &ps, dy, indices, dims_product(ps.dims, 0, axis),
-                        ps.dims[axis],
-                        dims_product(ps.dims, axis + 1, ps.rank), st);
+                        ps.dims[axis], dims_product(ps.dims, axis + 1, ps.rank),
+                        st);
 }
 
 static const wf_arg_def gather_grad_inputs[] = {
@@ -606,6 +605,5 @@ const wf_op_def ary_unsorted_segment_sum_op = {
            "The shape is known while building when dense_shape is a Const; "
            "otherwise its inner dimensions are values'."};
 
-const wf_kernel_def ary_unsorted_segment_sum_kernel =
-    ARY_KERNEL("UnsortedSegmentSumToShape", "T", OPC_DTYPES_FLOAT, 0,
-               segment_compute);
+const wf_kernel_def ary_unsorted_segment_sum_kernel = ARY_KERNEL(
+    "UnsortedSegmentSumToShape", "T", OPC_DTYPES_FLOAT, 0, segment_compute);

@@ -84,7 +84,8 @@ static int copy_int_attr(const wf_grad_ctx *ctx, const char *name,
 #define IN(i) (opc_host()->grad_input(ctx, (i)))
 #define DY(i) (opc_host()->grad_output_grad(ctx, (i)))
 
-/* ---- ops that only move elements ------------------------------------------ */
+/* ---- ops that only move elements ------------------------------------------
+ */
 
 /* Identity: dx = dy. */
 static int grad_identity(wf_grad_ctx *ctx, wf_status *st) {
@@ -137,8 +138,8 @@ static int grad_concat(wf_grad_ctx *ctx, wf_status *st) {
   for (int32_t i = 0; i < n; i++)
     shapes[i] = shape_of(ctx, IN(i), st);
   if (!known && h->status_code(st) == WF_OK)
-    offsets = h->grad_add_node(ctx, "ConcatOffset", shapes, n, &axis_item, 1,
-                               st);
+    offsets =
+        h->grad_add_node(ctx, "ConcatOffset", shapes, n, &axis_item, 1, st);
   for (int32_t i = 0; i < n && h->status_code(st) == WF_OK; i++) {
     wf_output begin;
 
@@ -153,8 +154,8 @@ static int grad_concat(wf_grad_ctx *ctx, wf_status *st) {
     } else {
       begin = (wf_output){offsets, i};
     }
-    opc_grad_set(ctx, i, opc_grad_op3(ctx, "Slice", DY(0), begin, shapes[i],
-                                      st));
+    opc_grad_set(ctx, i,
+                 opc_grad_op3(ctx, "Slice", DY(0), begin, shapes[i], st));
   }
   h->free(shapes);
   return opc_grad_done(st);
@@ -176,8 +177,8 @@ static int grad_split(wf_grad_ctx *ctx, wf_status *st) {
                     h->grad_node_name(ctx), (int)n);
   for (int32_t i = 0; i < n; i++)
     parts[i] = grad_or_zeros(ctx, i, st);
-  opc_grad_set(ctx, 0, opc_grad_node(ctx, "Concat", parts, n, &axis_item, 1,
-                                     st));
+  opc_grad_set(ctx, 0,
+               opc_grad_node(ctx, "Concat", parts, n, &axis_item, 1, st));
   h->free(parts);
   return opc_grad_done(st);
 }
@@ -193,9 +194,8 @@ static int grad_slice(wf_grad_ctx *ctx, wf_status *st) {
 /* StridedSlice: dx = StridedSliceGrad(shape(x), begin, end, strides, dy)
  * with the forward masks. */
 static int grad_strided_slice(wf_grad_ctx *ctx, wf_status *st) {
-  static const char *const masks[] = {"begin_mask", "end_mask",
-                                      "ellipsis_mask", "new_axis_mask",
-                                      "shrink_axis_mask"};
+  static const char *const masks[] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                      "new_axis_mask", "shrink_axis_mask"};
   wf_attr_item attrs[5];
   wf_output in[5];
 
@@ -233,7 +233,8 @@ static int grad_fill(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- gathering and scattering --------------------------------------------- */
+/* ---- gathering and scattering ---------------------------------------------
+ */
 
 /* Gather along axis 0: a sparse gradient, rows indices (flattened to (K,))
  * of a tensor of params' shape holding dy's slices (K, P1, ..., PR-1).
@@ -279,8 +280,8 @@ static int grad_gather(wf_grad_ctx *ctx, wf_status *st) {
       } else {
         /* [-1] followed by params' shape without its first dimension. */
         static const int64_t one = 1, zero = 0;
-        wf_attr_item end_mask = {
-            "end_mask", {.type = WF_ATTR_INT, .count = 1, .u.i = 1}};
+        wf_attr_item end_mask = {"end_mask",
+                                 {.type = WF_ATTR_INT, .count = 1, .u.i = 1}};
         wf_attr_item axis0 = {"axis",
                               {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
         wf_output ss[4], parts[2];
@@ -318,33 +319,32 @@ static int grad_unsorted_segment_sum(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the backward ops' own gradients (second order) ------------------------ */
+/* ---- the backward ops' own gradients (second order) ------------------------
+ */
 
 /* These ops are linear in dy; the gradient of each is the forward op it
  * undoes, applied to the incoming gradient. */
 
 /* SliceGrad(shape, begin, dy): d dy = Slice(g, begin, shape(dy)). */
 static int grad_slice_grad(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 2,
-               opc_grad_op3(ctx, "Slice", DY(0), IN(1),
-                            shape_of(ctx, IN(2), st), st));
+  opc_grad_set(
+      ctx, 2,
+      opc_grad_op3(ctx, "Slice", DY(0), IN(1), shape_of(ctx, IN(2), st), st));
   return opc_grad_done(st);
 }
 
 /* StridedSliceGrad(shape, begin, end, strides, dy): d dy =
  * StridedSlice(g, begin, end, strides) with the same masks. */
 static int grad_strided_slice_grad(wf_grad_ctx *ctx, wf_status *st) {
-  static const char *const masks[] = {"begin_mask", "end_mask",
-                                      "ellipsis_mask", "new_axis_mask",
-                                      "shrink_axis_mask"};
+  static const char *const masks[] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                      "new_axis_mask", "shrink_axis_mask"};
   wf_attr_item attrs[5];
   wf_output in[4] = {DY(0), IN(1), IN(2), IN(3)};
 
   for (int i = 0; i < 5; i++)
     if (copy_int_attr(ctx, masks[i], &attrs[i], st))
       return opc_host()->status_code(st);
-  opc_grad_set(ctx, 4, opc_grad_node(ctx, "StridedSlice", in, 4, attrs, 5,
-                                     st));
+  opc_grad_set(ctx, 4, opc_grad_node(ctx, "StridedSlice", in, 4, attrs, 5, st));
   return opc_grad_done(st);
 }
 
@@ -372,10 +372,11 @@ static int grad_gather_grad(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the table ------------------------------------------------------------- */
+/* ---- the table -------------------------------------------------------------
+ */
 
 #define GRADIENT(opname, func)                                                 \
-  {WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func)}
+  { WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func) }
 #define NOT_DIFFERENTIABLE(opname)                                             \
   {                                                                            \
     WF_STRUCT_INIT(wf_gradient_def), .op = (opname),                           \
@@ -418,13 +419,17 @@ static const wf_gradient_def gradient_defs[] = {
 _Static_assert(NGRADS == 27, "list every entry of gradient_defs below");
 
 const wf_gradient_def *const ary_gradients[NGRADS + 1] = {
-    &gradient_defs[0],  &gradient_defs[1],  &gradient_defs[2],
-    &gradient_defs[3],  &gradient_defs[4],  &gradient_defs[5],
-    &gradient_defs[6],  &gradient_defs[7],  &gradient_defs[8],
-    &gradient_defs[9],  &gradient_defs[10], &gradient_defs[11],
-    &gradient_defs[12], &gradient_defs[13], &gradient_defs[14],
-    &gradient_defs[15], &gradient_defs[16], &gradient_defs[17],
-    &gradient_defs[18], &gradient_defs[19], &gradient_defs[20],
-    &gradient_defs[21], &gradient_defs[22], &gradient_defs[23],
-    &gradient_defs[24], &gradient_defs[25], &gradient_defs[26],
-    NULL};
+    &gradient_defs[0],  &gradient_defs[1],
+    &gradient_defs[2],  &gradient_defs[3],
+    &gradient_defs[4],  &gradient_defs[5],
+    &gradient_defs[6],  &gradient_defs[7],
+    &gradient_defs[8],  &gradient_defs[9],
+    &gradient_defs[10], &gradient_defs[11],
+    &gradient_defs[12], &gradient_defs[13],
+    &gradient_defs[14], &gradient_defs[15],
+    &gradient_defs[16], &gradient_defs[17],
+    &gradient_defs[18], &gradient_defs[19],
+    &gradient_defs[20], &gradient_defs[21],
+    &gradient_defs[22], &gradient_defs[23],
+    &gradient_defs[24], &gradient_defs[25],
+    &gradient_defs[26], NULL};

@@ -313,9 +313,8 @@ const wf_op_def ary_expand_dims_op = {
            "(N, 1, D). Unlike TensorFlow the axis is an attribute, not an "
            "input."};
 
-const wf_kernel_def ary_expand_dims_kernel =
-    ARY_KERNEL("ExpandDims", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP,
-               expand_dims_compute);
+const wf_kernel_def ary_expand_dims_kernel = ARY_KERNEL(
+    "ExpandDims", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, expand_dims_compute);
 
 /* ---- Transpose ----------------------------------------------------------- */
 

@@ -504,10 +504,9 @@ static int slice_grad_check(const wf_shape *x, const int64_t *begin,
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
 
   if (dy->rank >= 0 && dy->rank != x->rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "dy %s and shape %s differ in rank",
-                    opc_shape_str(dy, a, sizeof a),
-                    opc_shape_str(x, b, sizeof b));
+    return opc_fail(
+        st, WF_INVALID_ARGUMENT, "dy %s and shape %s differ in rank",
+        opc_shape_str(dy, a, sizeof a), opc_shape_str(x, b, sizeof b));
   for (int i = 0; i < x->rank && begin; i++) {
     int64_t size = dy->rank >= 0 ? dy->dims[i] : WF_UNKNOWN_DIM;
 
@@ -532,8 +531,8 @@ static int slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
       ary_shape_from_input(ctx, 0, "shape", dy.rank, &out, st))
     return h->status_code(st);
   kb = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, begin, &nb, "begin", st);
-  if (kb < 0 || (kb && out.rank >= 0 &&
-                 slice_check_len(nb, out.rank, "begin", st)))
+  if (kb < 0 ||
+      (kb && out.rank >= 0 && slice_check_len(nb, out.rank, "begin", st)))
     return h->status_code(st);
   if (out.rank >= 0 && slice_grad_check(&out, kb ? begin : NULL, &dy, st))
     return h->status_code(st);
@@ -636,8 +635,8 @@ static int strided_slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
   /* With the whole spec known, dy must be what StridedSlice makes. */
   if (out.rank >= 0 && n >= 0 && dy.rank >= 0) {
     if (ss_resolve(&out, n, known[0] ? vals[0] : NULL,
-                   known[1] ? vals[1] : NULL, known[2] ? vals[2] : NULL, &m,
-                   &p, st))
+                   known[1] ? vals[1] : NULL, known[2] ? vals[2] : NULL, &m, &p,
+                   st))
       return h->status_code(st);
     if (!shapes_compatible(&p.out, &dy))
       return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -713,7 +712,8 @@ static const wf_arg_def strided_slice_grad_inputs[] = {
     WF_ARG_T("begin", "Index", "(K,) StridedSlice's begin"),
     WF_ARG_T("end", "Index", "(K,) StridedSlice's end"),
     WF_ARG_T("strides", "Index", "(K,) StridedSlice's strides"),
-    WF_ARG_T("dy", "T", "the shape of StridedSlice's output"), WF_ARG_END};
+    WF_ARG_T("dy", "T", "the shape of StridedSlice's output"),
+    WF_ARG_END};
 static const wf_arg_def strided_slice_grad_outputs[] = {
     WF_ARG_T("dx", "T", "(shape[0], ..., shape[R-1])"), WF_ARG_END};
 static const wf_attr_def strided_slice_grad_attrs[] = {
@@ -740,6 +740,5 @@ const wf_op_def ary_strided_slice_grad_op = {
            "adds up. The shape is known while building when 'shape' is a "
            "Const."};
 
-const wf_kernel_def ary_strided_slice_grad_kernel =
-    ARY_KERNEL("StridedSliceGrad", "T", WF_DTYPES_ALL, 0,
-               strided_slice_grad_compute);
+const wf_kernel_def ary_strided_slice_grad_kernel = ARY_KERNEL(
+    "StridedSliceGrad", "T", WF_DTYPES_ALL, 0, strided_slice_grad_compute);

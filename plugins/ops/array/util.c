@@ -74,7 +74,7 @@ int64_t ary_shape_vector_length(const wf_shape_ctx *ctx, int32_t i,
 }
 
 int ary_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
-                            wf_status *st) {
+                   wf_status *st) {
   int64_t dims[ARY_MAX_INDEX], n;
 
   if (ary_read_index(t, 1, WF_MAX_RANK, dims, &n, input, st))
@@ -82,14 +82,14 @@ int ary_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
   for (int64_t i = 0; i < n; i++)
     if (dims[i] < 0)
       return opc_fail(st, WF_INVALID_ARGUMENT,
-                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input,
-                      i, dims[i]);
+                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input, i,
+                      dims[i]);
   opc_shape_make(s, (int)n, dims);
   return 0;
 }
 
 int ary_shape_from_input(wf_shape_ctx *ctx, int32_t i, const char *input,
-                            int rank_hint, wf_shape *out, wf_status *st) {
+                         int rank_hint, wf_shape *out, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *t = h->shape_input_value(ctx, i);
   int64_t n;

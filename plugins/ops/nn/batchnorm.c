@@ -217,8 +217,7 @@ const wf_kernel_def nn_batch_norm_kernel =
 /* ---- BatchNormGrad ------------------------------------------------------- */
 
 static const char *const bng_vectors[] = {"scale", "mean", "variance",
-                                          "mean_backprop",
-                                          "variance_backprop"};
+                                          "mean_backprop", "variance_backprop"};
 
 /* Checks y_backprop and x (one shape, rank >= 2) and the five (C,) vectors
  * (inputs 2..6); *c gets the channel count when known. */
@@ -288,7 +287,7 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
  *                + mean_backprop / M + variance_backprop 2 (x - mean) / M.
  * Sums in double. */
 #define DEF_BN_GRAD(T, sfx, dt, u)                                             \
-  static void bn_grad_##sfx(void *dxv, void *dsv, void *dov, const void *dyv, \
+  static void bn_grad_##sfx(void *dxv, void *dsv, void *dov, const void *dyv,  \
                             const void *xv, const void *scv, const void *mv,   \
                             const void *vv, const void *dmv, const void *dvv,  \
                             int64_t outer, int64_t c, int64_t inner,           \
@@ -298,7 +297,7 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
     const T *dmean = dmv, *dvar = dvv;                                         \
     double cnt = (double)(outer * inner);                                      \
     for (int64_t k = 0; k < c; k++) {                                          \
-      double m = mean[k], r = 1.0 / sqrt((double)var[k] + eps);               \
+      double m = mean[k], r = 1.0 / sqrt((double)var[k] + eps);                \
       double sdy = 0, sdyx = 0;                                                \
       for (int64_t o = 0; o < outer; o++)                                      \
         for (int64_t i = 0; i < inner; i++) {                                  \
@@ -313,8 +312,8 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
           int64_t j = (o * c + k) * inner + i;                                 \
           double xhat = (x[j] - m) * r, g;                                     \
           if (training)                                                        \
-            g = scale[k] * r * (dy[j] - sdy / cnt - xhat * sdyx / cnt) +      \
-                dvar[k] * 2.0 * (x[j] - m) / cnt;             \
+            g = scale[k] * r * (dy[j] - sdy / cnt - xhat * sdyx / cnt) +       \
+                dmean[k] / cnt + dvar[k] * 2.0 * (x[j] - m) / cnt;             \
           else                                                                 \
             g = dy[j] * scale[k] * r;                                          \
           dx[j] = (T)g;                                                        \

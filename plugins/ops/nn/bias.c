@@ -160,7 +160,7 @@ static int bias_add_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
 /* db[k] = sum of dy over the (outer, C, inner) view's outer and inner
  * positions, in double. */
 #define DEF_BIAS_GRAD(T, sfx, dt, u)                                           \
-  static void bias_add_grad_##sfx(void *dbv, const void *dyv, int64_t outer,  \
+  static void bias_add_grad_##sfx(void *dbv, const void *dyv, int64_t outer,   \
                                   int64_t c, int64_t inner) {                  \
     T *db = dbv;                                                               \
     const T *dy = dyv;                                                         \
@@ -185,7 +185,8 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
   int64_t outer = 1, inner = 1;
 
   opc_shape_set_unknown(&none);
-  if (nn_data_format(&a, &nchw, st) || opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+  if (nn_data_format(&a, &nchw, st) ||
+      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
       bias_check(&dys, &none, nchw, &axis, st))
     return h->status_code(st);
   opc_shape_make(&out, 1, &dys.dims[axis]);

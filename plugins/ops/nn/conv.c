@@ -210,7 +210,7 @@ const wf_kernel_def nn_conv2d_kernel =
  *   filter: acc[kh, kw, ci, co]       += x[n, ih, iw, ci] * dy[n, oh, ow, co]
  * over every tap (kh, kw) whose input position lies inside the input. */
 #define DEF_CONV_BACKPROP(T, sfx, dt, u)                                       \
-  static void conv_bp_input_##sfx(T *dx, const T *f, const T *dy,             \
+  static void conv_bp_input_##sfx(T *dx, const T *f, const T *dy,              \
                                   const conv_geom *g, double *acc) {           \
     const nn_window *w = g->win;                                               \
     int64_t nx = g->n * g->h * g->w * g->c;                                    \
@@ -245,7 +245,7 @@ const wf_kernel_def nn_conv2d_kernel =
     for (int64_t i = 0; i < nx; i++)                                           \
       dx[i] = (T)acc[i];                                                       \
   }                                                                            \
-  static void conv_bp_filter_##sfx(T *df, const T *x, const T *dy,            \
+  static void conv_bp_filter_##sfx(T *df, const T *x, const T *dy,             \
                                    const conv_geom *g, double *acc) {          \
     const nn_window *w = g->win;                                               \
     int64_t nf = g->kh * g->kw * g->c * g->co;                                 \
@@ -271,7 +271,7 @@ const wf_kernel_def nn_conv2d_kernel =
                 double xv = xp[ci * g->xs[3]];                                 \
                 double *ar = ap + ci * g->co;                                  \
                 for (int64_t co = 0; co < g->co; co++)                         \
-                  ar[co] += 1.0001 * xv * dyp[co * g->ys[3]];                           \
+                  ar[co] += xv * dyp[co * g->ys[3]];                           \
               }                                                                \
             }                                                                  \
           }                                                                    \
@@ -466,12 +466,15 @@ static const wf_arg_def conv_bp_filter_outputs[] = {
     NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),                 \
         NN_ATTR_TYPE_DEFAULT("Tsizes",                                         \
                              WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),  \
-                             WF_INT32, "int32 or int64: the type of the "      \
-                                       "sizes"),                               \
+                             WF_INT32,                                         \
+                             "int32 or int64: the type of the "                \
+                             "sizes"),                                         \
         NN_ATTR_INTS_REQUIRED("strides", 4, "Conv2D's strides"),               \
         NN_ATTR_STRING_REQUIRED("padding", "Conv2D's padding"),                \
-        {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",             \
-         .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,                 \
+        {WF_STRUCT_INIT(wf_attr_def),                                          \
+         .name = "explicit_paddings",                                          \
+         .type = WF_ATTR_LIST | WF_ATTR_INT,                                   \
+         .has_default = 1,                                                     \
          .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},    \
          .doc = "Conv2D's explicit_paddings"},                                 \
         NN_ATTR_INTS("dilations", ones4, 4, "Conv2D's dilations"),             \
@@ -493,8 +496,8 @@ const wf_op_def nn_conv2d_backprop_input_op = {
            "adjoint). Attributes are Conv2D's; out_backprop must have "
            "Conv2D's output shape for an input of input_sizes."};
 
-const wf_kernel_def nn_conv2d_backprop_input_kernel = NN_KERNEL(
-    "Conv2DBackpropInput", OPC_DTYPES_FLOAT, conv_bp_input_compute);
+const wf_kernel_def nn_conv2d_backprop_input_kernel =
+    NN_KERNEL("Conv2DBackpropInput", OPC_DTYPES_FLOAT, conv_bp_input_compute);
 
 const wf_op_def nn_conv2d_backprop_filter_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -509,5 +512,5 @@ const wf_op_def nn_conv2d_backprop_filter_op = {
            "outside the input contributing nothing. Attributes are "
            "Conv2D's."};
 
-const wf_kernel_def nn_conv2d_backprop_filter_kernel = NN_KERNEL(
-    "Conv2DBackpropFilter", OPC_DTYPES_FLOAT, conv_bp_filter_compute);
+const wf_kernel_def nn_conv2d_backprop_filter_kernel =
+    NN_KERNEL("Conv2DBackpropFilter", OPC_DTYPES_FLOAT, conv_bp_filter_compute);

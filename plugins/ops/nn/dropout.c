@@ -76,8 +76,7 @@ static int dropout_shape(wf_shape_ctx *ctx, wf_status *st) {
       int j = (int)(i % 2);                                                    \
       if (j == 0)                                                              \
         rnd_stream_block(&c->stream, (uint64_t)(i / 2), 0, w);                 \
-      y[i] = rnd_u53(w[2 * j], w[2 * j + 1]) >= c->rate ? x[i] * scale         \
-                                                         : (T)0;               \
+      y[i] = rnd_u53(w[2 * j], w[2 * j + 1]) >= c->rate ? x[i] * scale : (T)0; \
     }                                                                          \
   }
 OPC_TYPES_FLOAT(DEF_DROPOUT, _)

@@ -81,7 +81,8 @@ static wf_output add_maybe(wf_grad_ctx *ctx, wf_output a, wf_output b,
   return opc_grad_op2(ctx, "AddN", a, b, st);
 }
 
-/* ---- the gradients --------------------------------------------------------- */
+/* ---- the gradients ---------------------------------------------------------
+ */
 
 /* BiasAdd: value gets dy, bias BiasAddGrad(dy). */
 static int grad_bias_add(wf_grad_ctx *ctx, wf_status *st) {
@@ -92,8 +93,7 @@ static int grad_bias_add(wf_grad_ctx *ctx, wf_status *st) {
   if (copy_attrs(ctx, names, 1, attrs, st))
     return opc_host()->status_code(st);
   opc_grad_set(ctx, 0, dy);
-  opc_grad_set(ctx, 1, opc_grad_node(ctx, "BiasAddGrad", &dy, 1, attrs, 1,
-                                     st));
+  opc_grad_set(ctx, 1, opc_grad_node(ctx, "BiasAddGrad", &dy, 1, attrs, 1, st));
   return opc_grad_done(st);
 }
 
@@ -101,9 +101,8 @@ static int grad_bias_add(wf_grad_ctx *ctx, wf_status *st) {
  * Conv2DBackpropFilter(input, shape(filter), dy), with Conv2D's
  * attributes. */
 static int grad_conv2d(wf_grad_ctx *ctx, wf_status *st) {
-  static const char *const names[] = {"strides", "padding",
-                                      "explicit_paddings", "dilations",
-                                      "data_format"};
+  static const char *const names[] = {"strides", "padding", "explicit_paddings",
+                                      "dilations", "data_format"};
   wf_attr_item attrs[5];
   wf_output in[3];
 
@@ -218,8 +217,7 @@ static int grad_sparse_softmax_xent(wf_grad_ctx *ctx, wf_status *st) {
  * inference mean and variance are constants: neither they nor anything
  * through outputs 1 and 2 (copies of them) gets a gradient. */
 static int grad_batch_norm(wf_grad_ctx *ctx, wf_status *st) {
-  static const char *const names[] = {"epsilon", "is_training",
-                                      "data_format"};
+  static const char *const names[] = {"epsilon", "is_training", "data_format"};
   const wf_host *h = opc_host();
   wf_attr_item attrs[3];
   wf_attr_value training;
@@ -269,10 +267,11 @@ static int grad_dropout(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the table ------------------------------------------------------------- */
+/* ---- the table -------------------------------------------------------------
+ */
 
 #define GRADIENT(opname, func)                                                 \
-  {WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func)}
+  { WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func) }
 
 static const wf_gradient_def gradient_defs[] = {
     GRADIENT("BiasAdd", grad_bias_add),
@@ -290,8 +289,14 @@ static const wf_gradient_def gradient_defs[] = {
 #define NGRADS (sizeof gradient_defs / sizeof gradient_defs[0])
 _Static_assert(NGRADS == 10, "list every entry of gradient_defs below");
 
-const wf_gradient_def *const nn_gradients[NGRADS + 1] = {
-    &gradient_defs[0], &gradient_defs[1], &gradient_defs[2],
-    &gradient_defs[3], &gradient_defs[4], &gradient_defs[5],
-    &gradient_defs[6], &gradient_defs[7], &gradient_defs[8],
-    &gradient_defs[9], NULL};
+const wf_gradient_def *const nn_gradients[NGRADS + 1] = {&gradient_defs[0],
+                                                         &gradient_defs[1],
+                                                         &gradient_defs[2],
+                                                         &gradient_defs[3],
+                                                         &gradient_defs[4],
+                                                         &gradient_defs[5],
+                                                         &gradient_defs[6],
+                                                         &gradient_defs[7],
+                                                         &gradient_defs[8],
+                                                         &gradient_defs[9],
+                                                         NULL};

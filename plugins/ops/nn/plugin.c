@@ -68,10 +68,11 @@ static const wf_plugin_desc desc = {
     .name = "ops-nn",
     .version = PACKAGE_VERSION,
     .license = "MIT",
-    .description = "Neural-network ops (BiasAdd, Conv2D, MaxPool, AvgPool, "
-                   "Softmax, LogSoftmax, softmax cross-entropy, BatchNorm, "
-                   "Dropout), their backward ops and gradients, with reference CPU "
-                   "kernels",
+    .description =
+        "Neural-network ops (BiasAdd, Conv2D, MaxPool, AvgPool, "
+        "Softmax, LogSoftmax, softmax cross-entropy, BatchNorm, "
+        "Dropout), their backward ops and gradients, with reference CPU "
+        "kernels",
     .ops = ops,
     .kernels = kernels,
     .gradients = nn_gradients,

@@ -238,7 +238,7 @@ const wf_kernel_def nn_avg_pool_kernel =
  * of tied maxima, the last NaN. Windows overlap, so dx accumulates (in
  * double, acc: x's count, zeroed by the caller). */
 #define DEF_MAX_POOL_GRAD(T, sfx, dt, u)                                       \
-  static void max_pool_grad_##sfx(void *dxv, const void *xv, const void *gv,  \
+  static void max_pool_grad_##sfx(void *dxv, const void *xv, const void *gv,   \
                                   const pool_geom *g, double *acc) {           \
     T *dx = dxv;                                                               \
     const T *x = xv, *gr = gv;                                                 \
@@ -273,7 +273,7 @@ OPC_TYPES_FLOAT(DEF_MAX_POOL_GRAD, _)
 /* AvgPoolGrad: each window's gradient is shared equally by the window's
  * elements inside the input (the count AvgPool divided by). */
 #define DEF_AVG_POOL_GRAD(T, sfx, dt, u)                                       \
-  static void avg_pool_grad_##sfx(void *dxv, const void *gv,                  \
+  static void avg_pool_grad_##sfx(void *dxv, const void *gv,                   \
                                   const pool_geom *g, double *acc) {           \
     T *dx = dxv;                                                               \
     const T *gr = gv;                                                          \
@@ -311,8 +311,8 @@ static int pool_grad_check(const wf_shape *xs, const nn_window *w,
     return opc_host()->status_code(st);
   if (gs->rank < 0)
     return 0;
-  return opc_shape_merge(&out, gs, &merged,
-                         "grad against the pool's output", st);
+  return opc_shape_merge(&out, gs, &merged, "grad against the pool's output",
+                         st);
 }
 
 static int max_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
@@ -460,7 +460,8 @@ static const wf_attr_def avg_pool_grad_attrs[] = {
     NN_ATTR_INTS_REQUIRED("ksize", 4, "AvgPool's ksize"),
     NN_ATTR_INTS_REQUIRED("strides", 4, "AvgPool's strides"),
     NN_ATTR_STRING_REQUIRED("padding", "AvgPool's padding"),
-    NN_ATTR_DATA_FORMAT, WF_ATTR_END};
+    NN_ATTR_DATA_FORMAT,
+    WF_ATTR_END};
 
 const wf_op_def nn_max_pool_grad_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -472,7 +473,8 @@ const wf_op_def nn_max_pool_grad_op = {
     .doc = "The gradient of MaxPool: each window's grad goes to the element "
            "MaxPool picked from orig_input (attributes are MaxPool's), and "
            "overlapping windows add up. Ties go to the first maximum in "
-           "row-major order of the window; with NaNs, to the last NaN. Unlike TensorFlow's MaxPoolGrad it does "
+           "row-major order of the window; with NaNs, to the last NaN. Unlike "
+           "TensorFlow's MaxPoolGrad it does "
            "not take MaxPool's output: the pick is recomputed."};
 
 const wf_kernel_def nn_max_pool_grad_kernel =

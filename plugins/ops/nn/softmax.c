@@ -354,7 +354,7 @@ static int softmax_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
  * log-softmax (1), with y = log_softmax(x):
  *   dx = dy - exp(y) * sum(dy). */
 #define DEF_SOFTMAX_GRAD(T, sfx, dt, u)                                        \
-  static void softmax_grad_##sfx(void *dxv, const void *yv, const void *dyv,  \
+  static void softmax_grad_##sfx(void *dxv, const void *yv, const void *dyv,   \
                                  int64_t rows, int64_t c, int want_log) {      \
     T *dx = dxv;                                                               \
     const T *y = yv, *dy = dyv;                                                \
@@ -393,11 +393,11 @@ static int softmax_grad_run(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
   if (c == 0 || h->tensor_count(y) == 0)
     return 0;
   if (h->tensor_dtype(y) == WF_FLOAT32)
-    softmax_grad_f32(h->tensor_data(dx), h->tensor_data(y),
-                     h->tensor_data(dy), h->tensor_count(y) / c, c, want_log);
+    softmax_grad_f32(h->tensor_data(dx), h->tensor_data(y), h->tensor_data(dy),
+                     h->tensor_count(y) / c, c, want_log);
   else
-    softmax_grad_f64(h->tensor_data(dx), h->tensor_data(y),
-                     h->tensor_data(dy), h->tensor_count(y) / c, c, want_log);
+    softmax_grad_f64(h->tensor_data(dx), h->tensor_data(y), h->tensor_data(dy),
+                     h->tensor_count(y) / c, c, want_log);
   return 0;
 }
 
@@ -413,15 +413,12 @@ static int log_softmax_grad_compute(wf_kernel_ctx *ctx, void *state,
 
 static const wf_arg_def softmax_grad_inputs[] = {
     WF_ARG_T("softmax", "T", "(..., C) Softmax's output"),
-    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"),
-    WF_ARG_END};
+    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"), WF_ARG_END};
 static const wf_arg_def log_softmax_grad_inputs[] = {
     WF_ARG_T("log_softmax", "T", "(..., C) LogSoftmax's output"),
-    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"),
-    WF_ARG_END};
+    WF_ARG_T("grad", "T", "(..., C) the gradient of that output"), WF_ARG_END};
 static const wf_arg_def softmax_grad_outputs[] = {
-    WF_ARG_T("output", "T", "(..., C) the gradient of the logits"),
-    WF_ARG_END};
+    WF_ARG_T("output", "T", "(..., C) the gradient of the logits"), WF_ARG_END};
 
 const wf_op_def nn_softmax_grad_op = {
     WF_STRUCT_INIT(wf_op_def),

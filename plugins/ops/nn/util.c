@@ -70,8 +70,8 @@ int nn_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
                              : ((const int64_t *)h->tensor_data(t))[i];
     if (dims[i] < 0)
       return opc_fail(st, WF_INVALID_ARGUMENT,
-                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input,
-                      i, dims[i]);
+                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input, i,
+                      dims[i]);
   }
   opc_shape_make(s, (int)ts.dims[0], dims);
   return 0;
