@@ -18,6 +18,7 @@
 #include "graph.h"
 #include "kernel.h"
 #include "optimize.h"
+#include "placement.h"
 #include "runtime.h"
 #include "status.h"
 #include "tensor.h"
@@ -25,54 +26,6 @@
 /* ---- building --------------------------------------------------------------- */
 
 static void exec_free(wf__exec *x);
-
-/* Picks the device and kernel for n: the first available device instance in
- * the runtime's order whose type has a kernel. */
-static int choose_kernel(wf_runtime *rt, const wf_node *n, wf__xnode *xn,
-                         wf_status *st) {
-  wf_status scratch = {WF_OK, NULL};
-  for (int d = 0; d < rt->num_devices; d++) {
-    const wf__device *dev = &rt->devices[d];
-    if (!dev->desc.available)
-      continue;
-    const wf__kernel *k =
-        wf__kernel_select(rt, n, dev->type->def.type, &scratch);
-    wf_status_reset(&scratch);
-    if (k) {
-      xn->kernel = k;
-      xn->device = dev->desc.name;
-      return 0;
-    }
-  }
-  /* Say which device types do have kernels for the op, if any. */
-  char have[256] = "";
-  size_t used = 0;
-  const char *last = NULL;
-  for (int i = 0; i < wf__registry_kernel_count(rt->reg); i++) {
-    const wf__kernel *k = wf__registry_kernel_at(rt->reg, i);
-    if (strcmp(k->def.op, n->op->def.name) != 0)
-      continue;
-    if (last && strcmp(last, k->def.device_type) == 0)
-      continue;
-    last = k->def.device_type;
-    int w = snprintf(have + used, sizeof have - used, "%s%s",
-                     used ? ", " : "", k->def.device_type);
-    if (w < 0 || (size_t)w >= sizeof have - used)
-      break;
-    used += (size_t)w;
-  }
-  if (rt->num_devices == 0)
-    wf_status_set(st, WF_NOT_FOUND,
-                  "node '%s' (op '%s'): no device is available (no device "
-                  "plugin loaded; see `weft plugins`)",
-                  n->name, n->op->def.name);
-  else
-    wf_status_set(st, WF_NOT_FOUND,
-                  "node '%s' (op '%s'): no available device has a kernel for "
-                  "it with these types (kernels exist for: %s)",
-                  n->name, n->op->def.name, used ? have : "no device");
-  return -1;
-}
 
 wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
                        const wf__signature *user_sig, wf_status *st) {
@@ -219,13 +172,16 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
     x->feed_names[f] = t && t->u.s && t->u.s[0] ? t->u.s : fn->name;
   }
 
-  /* Kernels, roots. A kept node whose op must be fed has all its outputs
-   * fed (prune checked): it has nothing to run. */
+  /* Devices and kernels, then roots. A kept node whose op must be fed has
+   * all its outputs fed (prune checked): it has nothing to run. */
+  if (wf__place(rt, g, keep, &x->placement, st))
+    goto fail;
   for (int i = 0; i < kept; i++) {
     wf__xnode *xn = &x->nodes[i];
     if (!(xn->node->op->def.flags & WF_OP_SOURCE_FED)) {
-      if (choose_kernel(rt, xn->node, xn, st))
-        goto fail;
+      int id = xn->node->id;
+      xn->kernel = x->placement.kernel[id];
+      xn->device = rt->devices[x->placement.device[id]].desc.name;
       xn->cheap = (xn->kernel->def.flags & WF_KERNEL_CHEAP) != 0;
       if (xn->kernel->def.create) {
         struct wf_kernel_ctx kc = {0};
@@ -293,6 +249,7 @@ static void exec_free(wf__exec *x) {
   wf__free(x->feed_dtypes);
   wf__free(x->feed_shapes);
   wf__free(x->feed_names);
+  wf__placement_deinit(&x->placement);
   if (x->work) {
     wf__work_deinit(x->work);
     wf__free(x->work);
@@ -669,7 +626,8 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
               opt->trace_level >= WF_TRACE_NODES && md;
   int64_t timeout_ms =
       opt && opt->struct_size >= sizeof(wf_run_options) ? opt->timeout_ms : 0;
-  if (md && wf__metadata_reset(md, trace ? x->num_nodes : 0))
+  if (md && (wf__metadata_reset(md, trace ? x->num_nodes : 0) ||
+             wf__metadata_set_placements(md, x)))
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "run metadata: out of memory");
 

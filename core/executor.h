@@ -42,6 +42,8 @@ typedef struct wf__feed_target {
   int32_t slot; /* input slot filled by the feed */
 } wf__feed_target;
 
+#include "placement.h"
+
 struct wf__work;
 
 typedef struct wf__exec {
@@ -49,6 +51,7 @@ typedef struct wf__exec {
   wf_runtime *rt;
   const wf_graph *graph;   /* the working graph (owned through work) */
   struct wf__work *work;
+  wf__placement placement; /* of the working graph's nodes */
   wf__xnode *nodes;
   int num_nodes;
   wf__edge *edges;
@@ -101,7 +104,12 @@ struct wf_run_metadata {
   wf_node_stats *nodes;
   int num_nodes, cap_nodes;
   int64_t step_ns;
+  wf_placement_info *placements; /* strings owned: copies */
+  int num_placements;
 };
+
+/* Replaces md's placement records with copies of the executor's notes. */
+int wf__metadata_set_placements(wf_run_metadata *md, const wf__exec *x);
 
 /* Replaces md's contents with n node records (zeroed). -1 when out of
  * memory. */

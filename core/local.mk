@@ -18,6 +18,7 @@ core_libweftcore_la_SOURCES = \
 	core/metadata.c \
 	core/optimize.c core/optimize.h core/passes.h \
 	core/optimizer.c \
+	core/placement.c core/placement.h \
 	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \
 	core/runtime.c core/runtime.h \

@@ -8,17 +8,62 @@
 
 #include "alloc.h"
 #include "executor.h"
+#include "graph.h"
+#include "runtime.h"
 #include "status.h"
 
 wf_run_metadata *wf_run_metadata_new(void) {
   return wf__calloc(1, sizeof(wf_run_metadata));
 }
 
+static void clear_placements(wf_run_metadata *md) {
+  for (int i = 0; i < md->num_placements; i++) {
+    wf__free((char *)md->placements[i].node);
+    wf__free((char *)md->placements[i].requested);
+    wf__free((char *)md->placements[i].device);
+    wf__free((char *)md->placements[i].reason);
+  }
+  wf__free(md->placements);
+  md->placements = NULL;
+  md->num_placements = 0;
+}
+
 void wf_run_metadata_free(wf_run_metadata *md) {
   if (!md)
     return;
+  clear_placements(md);
   wf__free(md->nodes);
   wf__free(md);
+}
+
+int wf__metadata_set_placements(wf_run_metadata *md, const wf__exec *x) {
+  clear_placements(md);
+  const wf__placement *p = &x->placement;
+  if (p->num_notes == 0)
+    return 0;
+  md->placements = wf__calloc((size_t)p->num_notes, sizeof *md->placements);
+  if (!md->placements)
+    return -1;
+  for (int i = 0; i < p->num_notes; i++) {
+    const wf__placement_note *n = &p->notes[i];
+    wf_placement_info *o = &md->placements[md->num_placements++];
+    o->node = wf__strdup(n->node->name);
+    o->requested = wf__strdup(n->requested);
+    o->device = wf__strdup(x->rt->devices[n->device].desc.name);
+    o->reason = wf__strdup(n->reason);
+    if (!o->node || !o->requested || !o->device || !o->reason)
+      return -1;
+  }
+  return 0;
+}
+
+int wf_run_metadata_num_placements(const wf_run_metadata *md) {
+  return md->num_placements;
+}
+
+void wf_run_metadata_placement(const wf_run_metadata *md, int i,
+                               wf_placement_info *out) {
+  *out = md->placements[i];
 }
 
 int wf__metadata_reset(wf_run_metadata *md, int n) {

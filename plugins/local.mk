@@ -7,3 +7,4 @@ include plugins/devices/cpu/local.mk
 include plugins/ops/state/local.mk
 include plugins/ops/random/local.mk
 include plugins/ops/train/local.mk
+include plugins/readers/idx/local.mk

@@ -202,8 +202,7 @@ static void test_fill_gradient_sums_dy_into_the_value(void **state) {
              &c, 0);
 }
 
-/* ---- Gather and sparse gradients -------------------------------------------
- */
+/* ---- Gather and sparse gradients ----------------------------------------- */
 
 static void test_gather_gradient_matches_finite_differences(void **state) {
   /* Axis 0: sparse (the checker adds its rows up), index 2 twice. */
@@ -409,8 +408,7 @@ static void test_unsorted_segment_sum_gradient_gathers_dy(void **state) {
              &c, 1);
 }
 
-/* ---- the backward ops' own gradients ---------------------------------------
- */
+/* ---- the backward ops' own gradients ------------------------------------- */
 
 static void test_backward_ops_have_their_forward_op_as_gradient(void **state) {
   ag_case slice = {.op = "SliceGrad",
@@ -456,8 +454,7 @@ static void test_backward_ops_have_their_forward_op_as_gradient(void **state) {
              &strided, 1);
 }
 
-/* ---- what has no gradient ---------------------------------------------------
- */
+/* ---- what has no gradient ------------------------------------------------ */
 
 static void test_index_and_shape_ops_are_not_differentiable(void **state) {
   static const char *const none[] = {

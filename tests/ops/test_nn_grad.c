@@ -267,8 +267,7 @@ static void test_sparse_softmax_xent_labels_get_no_gradient(void **state) {
   wf_status_free(st);
 }
 
-/* ---- BatchNorm -------------------------------------------------------------
- */
+/* ---- BatchNorm ----------------------------------------------------------- */
 
 static void test_batch_norm_training_gradient_wrt_x_scale_offset(void **state) {
   for (int nchw = 0; nchw <= 1; nchw++) {
@@ -319,8 +318,7 @@ test_batch_norm_inference_treats_statistics_as_constants(void **state) {
   ag_check(rt, s, &c);
 }
 
-/* ---- Dropout ----------------------------------------------------------------
- */
+/* ---- Dropout ------------------------------------------------------------- */
 
 /* Whether the Philox stream (key, step) keeps element i at rate: the
  * float64 uniform of element i (philox.h's layout) >= rate. */

@@ -11,3 +11,10 @@ tests_session_test_session_SOURCES = tests/session/test_session.c
 tests_session_test_session_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_session_test_session_CFLAGS = $(TEST_CFLAGS)
 tests_session_test_session_LDADD = $(TEST_LDADD)
+
+check_PROGRAMS += tests/session/test_placement
+TESTS += tests/session/test_placement
+tests_session_test_placement_SOURCES = tests/session/test_placement.c
+tests_session_test_placement_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_placement_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_placement_LDADD = $(TEST_LDADD)

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,6 +216,8 @@ OP(TSleep, x_in, sleep_attrs, 0, same_shape, "x, after sleeping `ms`");
 OP(TFail, x_in, NULL, 0, same_shape, "always fails");
 OP(TCount, NULL, NULL, WF_OP_STATEFUL, scalar_shape,
    "() how many times any TCount ran in this process");
+OP(TGhost, x_in, NULL, 0, same_shape,
+   "x; its only kernel is for a device type nobody provides");
 OP(TAsyncInc, x_in, NULL, 0, same_shape,
    "x + 1, completed asynchronously; fails when x[0] < 0");
 
@@ -230,13 +233,20 @@ KERNEL(TSleep, sleep_compute, 0);
 KERNEL(TFail, fail_compute, 0);
 KERNEL(TCount, count_compute, 0);
 KERNEL(TAsyncInc, async_compute, WF_KERNEL_ASYNC);
+/* TInc also runs on the "accel" test device; TGhost only on "ghost". */
+static const wf_kernel_def k_TInc_accel = {
+    WF_STRUCT_INIT(wf_kernel_def), .op = "TInc", .device_type = "accel",
+    .label = "test", .compute = inc_compute};
+static const wf_kernel_def k_TGhost = {
+    WF_STRUCT_INIT(wf_kernel_def), .op = "TGhost", .device_type = "ghost",
+    .label = "test", .compute = inc_compute};
 
 static const wf_op_def *const ops[] = {
     &op_TSrc, &op_TInc,  &op_TSum2,  &op_TPlaceholder,
-    &op_TSleep, &op_TFail, &op_TCount, &op_TAsyncInc, NULL};
+    &op_TSleep, &op_TFail, &op_TCount, &op_TAsyncInc, &op_TGhost, NULL};
 static const wf_kernel_def *const kernels[] = {
-    &k_TSrc, &k_TInc, &k_TSum2, &k_TSleep, &k_TFail, &k_TCount, &k_TAsyncInc,
-    NULL};
+    &k_TSrc,   &k_TInc,      &k_TSum2,     &k_TSleep, &k_TFail,
+    &k_TCount, &k_TAsyncInc, &k_TInc_accel, &k_TGhost, NULL};
 
 /* A CPU device, so the executor can run without the real CPU plugin. */
 static int enumerate(void *state, wf_device_desc *out, int max,
@@ -257,7 +267,29 @@ static int enumerate(void *state, wf_device_desc *out, int max,
 static const wf_device_def cpu = {WF_STRUCT_INIT(wf_device_def),
                                   .type = "cpu", .doc = "test cpu",
                                   .enumerate = enumerate};
-static const wf_device_def *const devices[] = {&cpu, NULL};
+/* "accel": two instances, the second unavailable, to test placement. */
+static int enumerate_accel(void *state, wf_device_desc *out, int max,
+                           wf_status *st) {
+  (void)state;
+  (void)st;
+  int n = max < 2 ? max : 2;
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].struct_size = sizeof out[i];
+    out[i].abi_major = WF_ABI_MAJOR;
+    out[i].abi_minor = WF_ABI_MINOR;
+    snprintf(out[i].name, sizeof out[i].name, "accel:%d", i);
+    strcpy(out[i].description, "test accelerator");
+    out[i].available = i == 0;
+    if (i == 1)
+      strcpy(out[i].reason, "no driver");
+  }
+  return n;
+}
+static const wf_device_def accel = {WF_STRUCT_INIT(wf_device_def),
+                                    .type = "accel", .doc = "test accel",
+                                    .enumerate = enumerate_accel};
+static const wf_device_def *const devices[] = {&cpu, &accel, NULL};
 
 static const wf_plugin_desc desc = {
     WF_STRUCT_INIT(wf_plugin_desc),

@@ -173,7 +173,10 @@ const wf_op_def ary_gather_op = {
     .shape_fn = gather_shape,
     .doc = "Picks slices of params along 'axis' by index: an embedding table "
            "(V, D) with indices (N, T) -> (N, T, D). An index outside [0, "
-           "Paxis) is an error naming its position."};
+           "Paxis) is an error naming its position. The gradient of params "
+           "is sparse along axis 0 (rows indices, flattened, holding dy's "
+           "slices), dense (GatherGrad) along other axes; indices get "
+           "none."};
 
 const wf_kernel_def ary_gather_kernel =
     ARY_KERNEL("Gather", "T", WF_DTYPES_ALL, 0, gather_compute);

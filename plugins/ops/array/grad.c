@@ -84,8 +84,7 @@ static int copy_int_attr(const wf_grad_ctx *ctx, const char *name,
 #define IN(i) (opc_host()->grad_input(ctx, (i)))
 #define DY(i) (opc_host()->grad_output_grad(ctx, (i)))
 
-/* ---- ops that only move elements ------------------------------------------
- */
+/* ---- ops that only move elements ----------------------------------------- */
 
 /* Identity: dx = dy. */
 static int grad_identity(wf_grad_ctx *ctx, wf_status *st) {
@@ -233,8 +232,7 @@ static int grad_fill(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- gathering and scattering ---------------------------------------------
- */
+/* ---- gathering and scattering -------------------------------------------- */
 
 /* Gather along axis 0: a sparse gradient, rows indices (flattened to (K,))
  * of a tensor of params' shape holding dy's slices (K, P1, ..., PR-1).
@@ -319,8 +317,7 @@ static int grad_unsorted_segment_sum(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the backward ops' own gradients (second order) ------------------------
- */
+/* ---- the backward ops' own gradients (second order) ---------------------- */
 
 /* These ops are linear in dy; the gradient of each is the forward op it
  * undoes, applied to the incoming gradient. */
@@ -372,8 +369,7 @@ static int grad_gather_grad(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the table -------------------------------------------------------------
- */
+/* ---- the table ----------------------------------------------------------- */
 
 #define GRADIENT(opname, func)                                                 \
   { WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func) }

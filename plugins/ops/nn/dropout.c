@@ -141,7 +141,8 @@ const wf_op_def nn_dropout_op = {
            "(row-major) is kept when the float64 uniform of element i, "
            "u53(w[2j], w[2j+1]) of block i/2 with j = i % 2, is >= rate, "
            "whatever the dtype. The same key and step give the same mask; "
-           "each step draws a new one."};
+           "each step draws a new one. The gradient is a Dropout of dy "
+           "naming this node's stream, so it applies this step's mask."};
 
 const wf_kernel_def nn_dropout_kernel =
     NN_KERNEL("Dropout", OPC_DTYPES_FLOAT, dropout_compute);

@@ -81,8 +81,7 @@ static wf_output add_maybe(wf_grad_ctx *ctx, wf_output a, wf_output b,
   return opc_grad_op2(ctx, "AddN", a, b, st);
 }
 
-/* ---- the gradients ---------------------------------------------------------
- */
+/* ---- the gradients ------------------------------------------------------- */
 
 /* BiasAdd: value gets dy, bias BiasAddGrad(dy). */
 static int grad_bias_add(wf_grad_ctx *ctx, wf_status *st) {
@@ -267,8 +266,7 @@ static int grad_dropout(wf_grad_ctx *ctx, wf_status *st) {
   return opc_grad_done(st);
 }
 
-/* ---- the table -------------------------------------------------------------
- */
+/* ---- the table ----------------------------------------------------------- */
 
 #define GRADIENT(opname, func)                                                 \
   { WF_STRUCT_INIT(wf_gradient_def), .op = (opname), .fn = (func) }

@@ -103,6 +103,21 @@ WF_API void wf_run_metadata_node(const wf_run_metadata *md, int i,
                                  wf_node_stats *out);
 /* Wall time of the step in nanoseconds. */
 WF_API int64_t wf_run_metadata_step_ns(const wf_run_metadata *md);
+/* A device request that could not be met (soft placement): the node runs
+ * on `device` instead of `requested`, for `reason`. Every run that is given
+ * metadata lists these, whatever its trace level. Strings are borrowed
+ * until the next run or free. */
+typedef struct wf_placement_info {
+  const char *node;
+  const char *requested;
+  const char *device;
+  const char *reason;
+} wf_placement_info;
+
+WF_API int wf_run_metadata_num_placements(const wf_run_metadata *md);
+WF_API void wf_run_metadata_placement(const wf_run_metadata *md, int i,
+                                      wf_placement_info *out);
+
 /* Writes the node timings as Chrome trace-event JSON (chrome://tracing,
  * Perfetto). Errors name the file. */
 WF_API int wf_run_metadata_write_trace(const wf_run_metadata *md,
