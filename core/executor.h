@@ -38,20 +38,15 @@ typedef struct wf__xnode {
   int32_t cheap;
 } wf__xnode;
 
-typedef struct wf__feed_target {
-  int32_t slot; /* input slot filled by the feed */
-} wf__feed_target;
-
 #include "placement.h"
 
 struct wf__work;
 
-typedef struct wf__exec {
-  atomic_int refs;
-  wf_runtime *rt;
-  const wf_graph *graph;   /* the working graph (owned through work) */
-  struct wf__work *work;
-  wf__placement placement; /* of the working graph's nodes */
+/* One device's share of a signature: its nodes, their input slots and
+ * out-edges, in plan-index space of its own. Fetches produced here are
+ * edges with dst_node -1. */
+typedef struct wf__part {
+  int device;          /* runtime device index */
   wf__xnode *nodes;
   int num_nodes;
   wf__edge *edges;
@@ -63,20 +58,32 @@ typedef struct wf__exec {
   int32_t *roots;      /* nodes with pending == 0 */
   int num_roots;
   /* feeds: for feed i, slots feed_slots[feed_begin[i] .. feed_begin[i+1]) */
-  int nfeeds;
   int32_t *feed_begin;
   int32_t *feed_slots;
+} wf__part;
+
+typedef struct wf__exec {
+  atomic_int refs;
+  wf_runtime *rt;
+  const wf_graph *graph;   /* the working graph (owned through work) */
+  struct wf__work *work;
+  wf__placement placement; /* of the working graph's nodes */
+  wf__part *parts;         /* one per device used */
+  int num_parts;
+  int num_nodes;           /* over all parts */
+  int num_transfers;       /* rendezvous slots */
+  int nfeeds;
   wf_dtype *feed_dtypes;
   wf_shape *feed_shapes;
   const char **feed_names; /* "node:index" for messages */
   int nfetches;
-  /* A reusable run state, taken with an atomic exchange (no malloc per step
-   * when steps do not overlap). */
-  _Atomic(void *) spare_run;
+  /* A reusable step state, taken with an atomic exchange (no malloc per
+   * step when steps do not overlap). */
+  _Atomic(void *) spare_step;
 } wf__exec;
 
-/* Builds the executor for sig on g's runtime. Kernels are chosen for the
- * first device instance (in the config's order) whose type has one. */
+/* Builds the executor for sig on g's runtime: the working graph (passes),
+ * placement, partitioning, then one plan per device. */
 wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *g,
                        const wf__signature *sig, wf_status *st);
 wf__exec *wf__exec_retain(wf__exec *x);
@@ -106,8 +113,12 @@ struct wf_run_metadata {
   int64_t step_ns;
   wf_placement_info *placements; /* strings owned: copies */
   int num_placements;
+  struct wf__exec *held; /* the node records' strings live in its graph */
 };
 
+/* Keeps x (and so the strings of md's node records) alive until md's next
+ * run or free. */
+void wf__metadata_hold(wf_run_metadata *md, struct wf__exec *x);
 /* Replaces md's placement records with copies of the executor's notes. */
 int wf__metadata_set_placements(wf_run_metadata *md, const wf__exec *x);
 

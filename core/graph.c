@@ -1358,3 +1358,22 @@ int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
   wf__free(cons);
   return rc;
 }
+
+void wf__graph_remove_control_edge(wf_node *from, wf_node *to) {
+  for (int i = 0; i < to->num_control_inputs; i++) {
+    if (to->control_inputs[i] == from) {
+      memmove(&to->control_inputs[i], &to->control_inputs[i + 1],
+              (size_t)(to->num_control_inputs - i - 1) *
+                  sizeof *to->control_inputs);
+      to->num_control_inputs--;
+      break;
+    }
+  }
+  for (int i = 0; i < from->num_control_consumers; i++) {
+    if (from->control_consumers[i] == to) {
+      from->control_consumers[i] =
+          from->control_consumers[--from->num_control_consumers];
+      break;
+    }
+  }
+}

@@ -94,6 +94,9 @@ int wf__node_set_input(wf_node *n, int i, wf_output src, wf_status *st);
 int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
                        wf_status *st);
 
+/* Removes the control edge from -> to if there is one. */
+void wf__graph_remove_control_edge(wf_node *from, wf_node *to);
+
 /* The host table's grad_* entries (core/gradients.c). */
 int32_t wf__grad_num_inputs(const wf_grad_ctx *c);
 int32_t wf__grad_num_outputs(const wf_grad_ctx *c);

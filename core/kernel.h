@@ -11,9 +11,12 @@
 struct wf__varstore;
 
 /* What a kernel may know of the step it runs in. */
+struct wf__rendezvous;
+
 typedef struct wf__step_ctx {
   struct wf__varstore *vars; /* the session's variables; NULL outside one */
   int64_t step;              /* the session's step counter for this run */
+  struct wf__rendezvous *rendezvous; /* the step's, for _Send/_Recv */
 } wf__step_ctx;
 
 struct wf_kernel_ctx {

@@ -18,9 +18,11 @@ core_libweftcore_la_SOURCES = \
 	core/metadata.c \
 	core/optimize.c core/optimize.h core/passes.h \
 	core/optimizer.c \
+	core/partition.c core/partition.h \
 	core/placement.c core/placement.h \
 	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \
+	core/rendezvous.c core/rendezvous.h \
 	core/runtime.c core/runtime.h \
 	core/session.c core/session_internal.h \
 	core/status.c core/status.h \

@@ -28,9 +28,17 @@ static void clear_placements(wf_run_metadata *md) {
   md->num_placements = 0;
 }
 
+void wf__metadata_hold(wf_run_metadata *md, wf__exec *x) {
+  if (x)
+    wf__exec_retain(x);
+  wf__exec_release(md->held);
+  md->held = x;
+}
+
 void wf_run_metadata_free(wf_run_metadata *md) {
   if (!md)
     return;
+  wf__metadata_hold(md, NULL);
   clear_placements(md);
   wf__free(md->nodes);
   wf__free(md);

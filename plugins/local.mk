@@ -8,3 +8,6 @@ include plugins/ops/state/local.mk
 include plugins/ops/random/local.mk
 include plugins/ops/train/local.mk
 include plugins/readers/idx/local.mk
+include plugins/readers/csv/local.mk
+include plugins/readers/tfrecord/local.mk
+include plugins/readers/fixed/local.mk

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -161,6 +162,83 @@ static void test_no_device_with_a_kernel_is_an_error(void **state) {
   wf_runtime_free(rt);
 }
 
+/* A chain hopping between cpu:0 and accel:0 gives what one device gives,
+ * also with a control edge across devices and from 8 threads at once. */
+static void test_partitions_exchange_tensors(void **state) {
+  (void)state;
+  wf_runtime *rt = runtime(NULL);
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *a = node(g, "TSrc", "a", NULL, NULL);
+  wf_node *n = a;
+  for (int i = 0; i < 6; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "hop%d", i);
+    n = node(g, "TInc", name, n, i % 2 ? "cpu:0" : "accel:0");
+  }
+  /* a counter on cpu:0 that must run before the last hop (accel:0) */
+  wf_node_desc *d = wf_node_desc_new(g, "TCount", "side");
+  wf_node_desc_set_device(d, "cpu:0");
+  wf_node *side = wf_node_desc_finish(d, st);
+  assert_non_null(side);
+  d = wf_node_desc_new(g, "TInc", "last");
+  wf_node_desc_add_input(d, (wf_output){n, 0});
+  wf_node_desc_add_control_input(d, side);
+  wf_node_desc_set_device(d, "accel:0");
+  wf_node *last = wf_node_desc_finish(d, st);
+  assert_non_null(last);
+  wf_run_metadata *md = run_traced(g, last);
+  assert_string_equal(device_of(md, "hop0"), "accel:0");
+  assert_string_equal(device_of(md, "hop1"), "cpu:0");
+  assert_string_equal(device_of(md, "side"), "cpu:0");
+  int sends = 0, recvs = 0, ctl = 0;
+  for (int i = 0; i < wf_run_metadata_num_nodes(md); i++) {
+    wf_node_stats ns;
+    wf_run_metadata_node(md, i, &ns);
+    sends += strcmp(ns.op, "_Send") == 0;
+    recvs += strcmp(ns.op, "_Recv") == 0;
+    ctl += strcmp(ns.op, "_RecvControl") == 0;
+  }
+  assert_int_equal(sends, 7); /* a->hop0, five hops, hop5->last */
+  assert_int_equal(recvs, 7);
+  assert_int_equal(ctl, 1);
+  wf_run_metadata_free(md);
+
+  wf_session *s = wf_session_new(g, st);
+  wf_output out = {last, 0};
+  for (int i = 0; i < 50; i++) {
+    wf_tensor *v = NULL;
+    if (wf_session_run(s, NULL, NULL, NULL, 0, &out, &v, 1, NULL, 0, NULL, st))
+      fail_msg("run %d: %s", i, wf_status_message(st));
+    assert_true(*(float *)wf_tensor_data(v) == 8.0f);
+    wf_tensor_release(v);
+  }
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* A failure in one partition ends the step in the other instead of
+ * leaving its _Recv waiting. */
+static void test_failure_in_one_partition_ends_the_step(void **state) {
+  (void)state;
+  wf_runtime *rt = runtime(NULL);
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *a = node(g, "TSrc", "a", NULL, NULL);
+  wf_node *bad = node(g, "TFail", "bad", a, "cpu:0");
+  wf_node *c = node(g, "TInc", "c", bad, "accel:0");
+  wf_session *s = wf_session_new(g, st);
+  wf_output out = {c, 0};
+  wf_tensor *v = NULL;
+  assert_int_equal(
+      wf_session_run(s, NULL, NULL, NULL, 0, &out, &v, 1, NULL, 0, NULL, st),
+      WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "'bad'"));
+  assert_null(v);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
 int main(void) {
   st = wf_status_new();
   const struct CMUnitTest tests[] = {
@@ -168,6 +246,8 @@ int main(void) {
       cmocka_unit_test(test_explicit_request_is_honoured),
       cmocka_unit_test(test_unmet_requests_fall_back_and_are_recorded),
       cmocka_unit_test(test_no_device_with_a_kernel_is_an_error),
+      cmocka_unit_test(test_partitions_exchange_tensors),
+      cmocka_unit_test(test_failure_in_one_partition_ends_the_step),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   wf_status_free(st);

@@ -1,0 +1,178 @@
+/* plugins/devices/cpu/cpu_kernels.c — the CPU plugin's table of fast
+ * kernels and the process-wide library setup behind them: the thread
+ * counts given to OpenBLAS and to oneDNN's OpenMP runtime, the oneDNN
+ * engine, and the libraries' line of the device description.
+ *
+ * It runs no kernel itself (cpu_gemm.c, cpu_conv.c, cpu_pool.c,
+ * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c and cpu_rnn.c do) and does not
+ * pin threads (the core's pool does; OpenMP's and OpenBLAS's own threads
+ * are left where the system puts them). */
+#include <config.h>
+
+#include "cpu_kernels.h"
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HAVE_DNNL
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <omp.h>
+#endif
+#ifdef HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+const wf_kernel_def *const wf__cpu_kernels[] = {
+#ifdef WF_CPU_HAVE_GEMM
+    &wf__cpu_k_matmul,
+    &wf__cpu_k_batch_matmul,
+#endif
+#ifdef HAVE_DNNL
+    &wf__cpu_k_conv2d,
+    &wf__cpu_k_conv2d_backprop_input,
+    &wf__cpu_k_conv2d_backprop_filter,
+    &wf__cpu_k_max_pool,
+    &wf__cpu_k_avg_pool,
+    &wf__cpu_k_max_pool_grad,
+    &wf__cpu_k_avg_pool_grad,
+    &wf__cpu_k_softmax,
+    &wf__cpu_k_log_softmax,
+    &wf__cpu_k_softmax_grad,
+    &wf__cpu_k_log_softmax_grad,
+    &wf__cpu_k_batch_norm,
+    &wf__cpu_k_batch_norm_grad,
+    WF_CPU_ELTWISE_KERNELS,
+    &wf__cpu_k_lstm,
+    &wf__cpu_k_lstm_grad,
+    &wf__cpu_k_gru,
+    &wf__cpu_k_gru_grad,
+#endif
+    NULL};
+
+/* ---- threads and the engine --------------------------------------------- */
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lib_users; /* plugin instances between init and fini */
+static _Atomic int32_t inter_threads = 1, intra_threads = 1;
+#ifdef HAVE_DNNL
+static dnnl_engine_t engine;
+/* The intra-op count this thread last gave OpenMP (0: never). */
+static _Thread_local int32_t omp_set_here;
+#endif
+
+int wf__cpu_kernels_init(const wf_host *host, wf_status *st) {
+  int32_t inter = 1, intra = 1;
+
+  opc_set_host(host);
+  if (WF_HOST_HAS(host, threads) && host->threads)
+    host->threads(&inter, &intra);
+  if (inter < 1)
+    inter = 1;
+  if (intra < 1)
+    intra = 1;
+  pthread_mutex_lock(&lib_lock);
+#ifdef HAVE_DNNL
+  if (lib_users == 0) {
+    dnnl_status_t s = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    if (s != dnnl_success) {
+      pthread_mutex_unlock(&lib_lock);
+      host->status_set(st, WF_INTERNAL,
+                       "device-cpu: oneDNN could not create its CPU engine "
+                       "(%s)",
+                       dnnl_status2str(s));
+      return WF_INTERNAL;
+    }
+  }
+#endif
+  lib_users++;
+  /* The split of the runtime created last wins: the libraries keep one
+   * process-wide setting. */
+  atomic_store(&inter_threads, inter);
+  atomic_store(&intra_threads, intra);
+#ifdef HAVE_OPENBLAS
+  openblas_set_num_threads(intra);
+#endif
+  pthread_mutex_unlock(&lib_lock);
+#ifdef HAVE_DNNL
+  wf__cpu_omp_threads();
+#endif
+  return 0;
+}
+
+void wf__cpu_kernels_fini(void) {
+  pthread_mutex_lock(&lib_lock);
+  assert(lib_users > 0);
+#ifdef HAVE_DNNL
+  if (lib_users == 1) {
+    dnnl_engine_destroy(engine);
+    engine = NULL;
+  }
+#endif
+  lib_users--;
+  pthread_mutex_unlock(&lib_lock);
+}
+
+void wf__cpu_threads(int32_t *inter_op, int32_t *intra_op) {
+  *inter_op = atomic_load(&inter_threads);
+  *intra_op = atomic_load(&intra_threads);
+}
+
+void wf__cpu_omp_threads(void) {
+#ifdef HAVE_DNNL
+  int32_t intra = atomic_load(&intra_threads);
+
+  if (omp_set_here != intra) {
+    omp_set_num_threads(intra);
+    omp_set_here = intra;
+  }
+#endif
+}
+
+void wf__cpu_kernels_describe(char *out, size_t size) {
+  int32_t inter, intra;
+  int n = 0;
+
+  if (size == 0)
+    return;
+  wf__cpu_threads(&inter, &intra);
+  n = snprintf(out, size,
+               "threads: %d inter-op x %d intra-op (each kernel library "
+               "gets %d)",
+               (int)inter, (int)intra, (int)intra);
+#ifdef HAVE_DNNL
+  if (n >= 0 && (size_t)n < size) {
+    const dnnl_version_t *v = dnnl_version();
+    n += snprintf(out + n, size - (size_t)n,
+                  "; oneDNN %d.%d.%d (OpenMP, %s)", v->major, v->minor,
+                  v->patch, dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()));
+  }
+#endif
+#ifdef HAVE_OPENBLAS
+  if (n >= 0 && (size_t)n < size)
+    n += snprintf(out + n, size - (size_t)n, "; OpenBLAS (%s kernels)",
+                  openblas_get_corename());
+#endif
+  (void)n;
+}
+
+#ifdef HAVE_DNNL
+dnnl_engine_t wf__dnnl_engine(void) {
+  assert(engine);
+  return engine;
+}
+#endif
+
+/* ---- shape keys ----------------------------------------------------------- */
+
+void wf__cpu_key_word(wf__cpu_key *k, int64_t v) {
+  assert(k->n < WF_CPU_KEY_MAX);
+  k->w[k->n++] = v;
+}
+
+void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s) {
+  wf__cpu_key_word(k, s->rank);
+  for (int i = 0; i < s->rank; i++)
+    wf__cpu_key_word(k, s->dims[i]);
+}

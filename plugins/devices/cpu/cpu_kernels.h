@@ -1,0 +1,271 @@
+/* plugins/devices/cpu/cpu_kernels.h — what the CPU plugin's fast kernels
+ * share: the kernel table, the library thread setup, and (with oneDNN) the
+ * per-node plan cache that keeps primitives, their memories, reordered
+ * weights and scratchpads from one run to the next.
+ *
+ * Internal to the plugin. The kernels reach the core only through the host
+ * table (opc_host(), set by wf__cpu_kernels_init). */
+#ifndef WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
+#define WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
+
+#include <weft/plugin.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opcommon.h"
+
+#ifdef HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+/* Priority of every fast kernel: above the reference kernels (0). */
+#define WF_CPU_FAST_PRIORITY 10
+
+/* ---- the plugin's side ---------------------------------------------------- */
+
+/* The fast kernels, NULL-terminated: what the libraries found by configure
+ * allow (none without oneDNN and OpenBLAS). */
+extern const wf_kernel_def *const wf__cpu_kernels[];
+
+/* What each kernel file defines (listed in wf__cpu_kernels). */
+#if defined(HAVE_DNNL) || defined(HAVE_OPENBLAS)
+#define WF_CPU_HAVE_GEMM 1
+extern const wf_kernel_def wf__cpu_k_matmul, wf__cpu_k_batch_matmul;
+#endif
+#ifdef HAVE_DNNL
+extern const wf_kernel_def wf__cpu_k_conv2d, wf__cpu_k_conv2d_backprop_input,
+    wf__cpu_k_conv2d_backprop_filter, wf__cpu_k_max_pool, wf__cpu_k_avg_pool,
+    wf__cpu_k_max_pool_grad, wf__cpu_k_avg_pool_grad, wf__cpu_k_softmax,
+    wf__cpu_k_log_softmax, wf__cpu_k_softmax_grad, wf__cpu_k_log_softmax_grad,
+    wf__cpu_k_batch_norm, wf__cpu_k_batch_norm_grad, wf__cpu_k_lstm,
+    wf__cpu_k_lstm_grad, wf__cpu_k_gru, wf__cpu_k_gru_grad;
+/* cpu_eltwise.c: activations and their backward ops. */
+extern const wf_kernel_def wf__cpu_k_relu, wf__cpu_k_leaky_relu,
+    wf__cpu_k_elu, wf__cpu_k_sigmoid, wf__cpu_k_tanh, wf__cpu_k_gelu,
+    wf__cpu_k_softplus, wf__cpu_k_exp, wf__cpu_k_sqrt, wf__cpu_k_square,
+    wf__cpu_k_relu_grad, wf__cpu_k_leaky_relu_grad, wf__cpu_k_elu_grad,
+    wf__cpu_k_sigmoid_grad, wf__cpu_k_tanh_grad, wf__cpu_k_gelu_grad,
+    wf__cpu_k_softplus_grad, wf__cpu_k_sqrt_grad;
+#define WF_CPU_ELTWISE_KERNELS                                                 \
+  &wf__cpu_k_relu, &wf__cpu_k_leaky_relu, &wf__cpu_k_elu, &wf__cpu_k_sigmoid,  \
+      &wf__cpu_k_tanh, &wf__cpu_k_gelu, &wf__cpu_k_softplus, &wf__cpu_k_exp,   \
+      &wf__cpu_k_sqrt, &wf__cpu_k_square, &wf__cpu_k_relu_grad,                \
+      &wf__cpu_k_leaky_relu_grad, &wf__cpu_k_elu_grad,                         \
+      &wf__cpu_k_sigmoid_grad, &wf__cpu_k_tanh_grad, &wf__cpu_k_gelu_grad,     \
+      &wf__cpu_k_softplus_grad, &wf__cpu_k_sqrt_grad
+#endif
+
+/* Sets up the libraries for a runtime's plugin instance: keeps host, reads
+ * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
+ * OpenMP `intra` threads each, and (first instance only) creates the
+ * oneDNN engine. Balanced by wf__cpu_kernels_fini. */
+int wf__cpu_kernels_init(const wf_host *host, wf_status *st);
+void wf__cpu_kernels_fini(void);
+
+/* The thread split last given to the libraries. */
+void wf__cpu_threads(int32_t *inter_op, int32_t *intra_op);
+
+/* Appends the libraries' line of the device description: "threads: ..."
+ * with inter-op and intra-op counts, oneDNN's version and ISA, OpenBLAS's
+ * core type. At most size bytes, always terminated. */
+void wf__cpu_kernels_describe(char *out, size_t size);
+
+/* Makes the calling thread's OpenMP team size the intra-op count (OpenMP
+ * keeps it per thread; executor threads start with the library default).
+ * Cheap after the first call on a thread. */
+void wf__cpu_omp_threads(void);
+
+/* ---- shape keys ------------------------------------------------------------ */
+
+/* Longest key a kernel builds: every input's rank and dims, plus a few
+ * kernel-chosen words. */
+#define WF_CPU_KEY_MAX 112
+
+typedef struct wf__cpu_key {
+  int n;
+  int64_t w[WF_CPU_KEY_MAX];
+} wf__cpu_key;
+
+/* Appends s's rank and dims (asserts room). */
+void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s);
+/* Appends one word. */
+void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
+
+#ifdef HAVE_DNNL
+
+/* ---- oneDNN --------------------------------------------------------------- */
+
+/* The CPU engine (valid between init and fini). */
+dnnl_engine_t wf__dnnl_engine(void);
+
+/* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented) naming what
+ * failed and oneDNN's status; returns the code. */
+int wf__dnnl_fail(dnnl_status_t s, const char *what, wf_status *st);
+
+/* A plain memory descriptor of f32 dims with row-major strides; dims
+ * permuted by perm are laid out in that order (perm NULL: identity). For
+ * user tensors in any order without a named format tag. */
+int wf__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                const int *perm, wf_status *st);
+/* The same with a format tag. */
+int wf__dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                    dnnl_format_tag_t tag, wf_status *st);
+
+/* The primitive attributes every kernel uses: user-mode scratchpad (the
+ * plan allocates it through the host allocator). Caller destroys. */
+int wf__dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st);
+
+/* A primitive descriptor for op_desc (hint: the forward one of a backward
+ * primitive, or NULL) with wf__dnnl_attr's attributes. *pd is NULL with
+ * st UNIMPLEMENTED when oneDNN has no implementation. */
+int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
+                const_dnnl_primitive_desc_t hint, const char *what,
+                wf_status *st);
+
+/* 1 when oneDNN picked its reference (unoptimised) implementation. */
+int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
+
+/* ---- plans ---------------------------------------------------------------- */
+
+/* A plan runs one or a few primitives (its steps) on one input shape. Its
+ * memories are either bound to a tensor at each run (user memories, in the
+ * tensor's plain layout) or internal. When a step wants a user tensor in
+ * another layout (oneDNN's blocked formats), the plan keeps an internal
+ * copy in that layout and reorders at the border: inputs before the steps,
+ * outputs after them. Scratchpads and internal buffers come from the host
+ * allocator once, when the plan is built.
+ *
+ * A plan is used by one thread at a time (the cache hands it out
+ * exclusively), so binding data handles per run is safe. */
+
+#define WF_DNNL_MAX_MEMS 16
+#define WF_DNNL_MAX_STEPS 3
+#define WF_DNNL_MAX_ARGS 12
+
+/* Memory flags. */
+#define WF_DNNL_IN 0x1      /* a user tensor the steps read */
+#define WF_DNNL_OUT 0x2     /* a user tensor the steps write */
+#define WF_DNNL_WEIGHTS 0x4 /* IN, reordered once: the reordered copy is
+                               kept while the tensor's address and bytes stay
+                               the same (checked by one comparison against a
+                               saved copy, which is cheaper than the reorder's
+                               scattered writes) */
+
+typedef struct wf__dnnl_mem {
+  int flags;
+  dnnl_memory_t user;   /* bound to the tensor per run; NULL if internal */
+  dnnl_memory_t inner;  /* what the steps use (== user without reorder) */
+  dnnl_primitive_t reorder; /* user -> inner (IN) or inner -> user (OUT) */
+  void *buf;            /* inner's storage when it is the plan's own */
+  /* WF_DNNL_WEIGHTS: the source last reordered (address and bytes). */
+  const void *src;
+  void *copy;
+  size_t bytes;
+} wf__dnnl_mem;
+
+typedef struct wf__dnnl_step {
+  dnnl_primitive_t prim;
+  dnnl_memory_t scratch; /* NULL when the step needs none */
+  int nargs;
+  int mem_of[WF_DNNL_MAX_ARGS]; /* plan memory index per argument */
+  dnnl_exec_arg_t args[WF_DNNL_MAX_ARGS + 1];
+} wf__dnnl_step;
+
+typedef struct wf__dnnl_plan {
+  dnnl_stream_t stream;
+  int nmems, nsteps;
+  wf__dnnl_mem mems[WF_DNNL_MAX_MEMS];
+  wf__dnnl_step steps[WF_DNNL_MAX_STEPS];
+  void *scratch;       /* one buffer for every step (they run in turn) */
+  size_t scratch_bytes;
+  /* Set when oneDNN cannot run this shape: the kernel does it another way
+   * (the reference computation) every time this shape comes back. */
+  int fallback;
+  /* Kernel-specific data of the shape (sizes the kernel needs each run). */
+  int64_t extra[8];
+} wf__dnnl_plan;
+
+/* A new empty plan with its own stream. */
+int wf__dnnl_plan_new(wf__dnnl_plan **out, wf_status *st);
+void wf__dnnl_plan_free(wf__dnnl_plan *p);
+
+/* Declares memory index i (0 <= i < WF_DNNL_MAX_MEMS; indices are the
+ * kernel's own numbering). user_md: the tensor's plain layout (NULL for an
+ * internal memory); want_md: the layout the steps use (NULL: user_md).
+ * flags: WF_DNNL_IN/OUT/WEIGHTS, 0 for internal. */
+int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
+                      const dnnl_memory_desc_t *user_md,
+                      const dnnl_memory_desc_t *want_md, int flags,
+                      wf_status *st);
+
+/* Adds a step: a primitive made from pd (borrowed; the caller destroys it)
+ * with arguments arg_ids[j] bound to plan memory mem_of[j]. Steps run in
+ * the order added. */
+int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
+                       const int *arg_ids, const int *mem_of, int nargs,
+                       wf_status *st);
+
+/* Allocates the scratchpad for the steps added (call once, after the last
+ * step). */
+int wf__dnnl_plan_finish(wf__dnnl_plan *p, wf_status *st);
+
+/* Runs the plan: data[i] is the tensor data of user memory i (ignored for
+ * internal ones). what names the operation in errors. */
+int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
+                      wf_status *st);
+
+/* ---- the per-node cache ---------------------------------------------------- */
+
+/* Plans of one node, keyed by shape (and whatever else the kernel puts in
+ * the key), at most WF_DNNL_CACHE_MAX of them, least recently used out.
+ * A plan is handed to one caller at a time; a caller that finds every
+ * plan of its key busy gets a new one (added when there is room, else
+ * freed after use), so concurrent steps never wait on each other's
+ * primitives. */
+#define WF_DNNL_CACHE_MAX 8
+
+typedef int wf__dnnl_build_fn(void *arg, wf__dnnl_plan *p, wf_status *st);
+
+typedef struct wf__dnnl_cache_entry {
+  wf__cpu_key key;
+  wf__dnnl_plan *plan;
+  uint64_t used; /* tick of the last get */
+  int busy;
+} wf__dnnl_cache_entry;
+
+typedef struct wf__dnnl_cache {
+  pthread_mutex_t lock;
+  uint64_t tick;
+  int n;
+  wf__dnnl_cache_entry e[WF_DNNL_CACHE_MAX];
+} wf__dnnl_cache;
+
+void wf__dnnl_cache_init(wf__dnnl_cache *c);
+void wf__dnnl_cache_deinit(wf__dnnl_cache *c);
+
+/* A plan for key, built by build(arg, plan, st) when no idle one exists.
+ * Return it with wf__dnnl_cache_put. NULL with st set when building
+ * failed. A build that returns UNIMPLEMENTED gives a plan with fallback set
+ * instead (st cleared). */
+wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
+                                  wf__dnnl_build_fn *build, void *arg,
+                                  wf_status *st);
+void wf__dnnl_cache_put(wf__dnnl_cache *c, wf__dnnl_plan *p);
+
+/* A kernel's per-node state for the simple oneDNN kernels: the cache and
+ * a few parsed attributes. Made by wf__dnnl_state_new (create callbacks)
+ * and freed by wf__dnnl_state_free (destroy callbacks). */
+typedef struct wf__dnnl_state {
+  wf__dnnl_cache cache;
+  int64_t attr[16]; /* what the kernel parsed at create */
+  double fattr[2];
+} wf__dnnl_state;
+
+int wf__dnnl_state_new(wf__dnnl_state **out, wf_status *st);
+void wf__dnnl_state_free(void *state);
+
+#endif /* HAVE_DNNL */
+
+#endif /* WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H */
