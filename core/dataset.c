@@ -294,36 +294,47 @@ static int match_one(const char *sfx, size_t n, void *arg) {
   return 0;
 }
 
+typedef struct fmt_buf {
+  char *buf;
+  size_t len, used;
+  int first;
+} fmt_buf;
+
 static int append_format(const char *sfx, size_t n, void *arg) {
-  char **buf = arg;
-  char *grown = wf__asprintf("%s%s%.*s", *buf, (*buf)[0] && (*buf)[strlen(*buf) - 1] != '(' ? ", " : "", (int)n, sfx);
-  if (!grown)
+  fmt_buf *b = arg;
+  int w = snprintf(b->buf + b->used, b->len - b->used, "%s%.*s",
+                   b->first ? "" : ", ", (int)n, sfx);
+  b->first = 0;
+  if (w < 0 || (size_t)w >= b->len - b->used) {
+    b->used = b->len - 1;
     return 1;
-  wf__free(*buf);
-  *buf = grown;
+  }
+  b->used += (size_t)w;
   return 0;
 }
 
-/* "idx (idx, idx.gz), csv (csv)" for messages; a new string or NULL. */
-static char *known_formats(const wf_runtime *rt) {
-  char *buf = wf__strdup("");
+/* "idx (idx, idx.gz), csv (csv)" into buf, for messages; returns buf. */
+static const char *known_formats(const wf_runtime *rt, char *buf,
+                                 size_t len) {
+  fmt_buf b = {buf, len, 0, 1};
   int n = wf__registry_reader_count(rt->reg);
-  for (int i = 0; buf && i < n; i++) {
+  buf[0] = '\0';
+  for (int i = 0; i < n && b.used + 1 < len; i++) {
     const wf__reader *r = wf__registry_reader_at(rt->reg, i);
-    char *grown = wf__asprintf("%s%s%s (", buf, i ? ", " : "", r->def.name);
-    wf__free(buf);
-    buf = grown;
-    if (buf && each_format(r, append_format, &buf)) {
-      wf__free(buf);
-      buf = NULL;
-    }
-    if (buf) {
-      grown = wf__asprintf("%s)", buf);
-      wf__free(buf);
-      buf = grown;
-    }
+    int w = snprintf(buf + b.used, len - b.used, "%s%s (", i ? ", " : "",
+                     r->def.name);
+    if (w < 0 || (size_t)w >= len - b.used)
+      break;
+    b.used += (size_t)w;
+    b.first = 1;
+    if (each_format(r, append_format, &b))
+      break;
+    w = snprintf(buf + b.used, len - b.used, ")");
+    if (w < 0 || (size_t)w >= len - b.used)
+      break;
+    b.used += (size_t)w;
   }
-  return buf;
+  return buf[0] ? buf : "none loaded";
 }
 
 const wf__reader *wf__reader_for(const wf_runtime *rt, const char *path,
@@ -331,7 +342,7 @@ const wf__reader *wf__reader_for(const wf_runtime *rt, const char *path,
   int n = wf__registry_reader_count(rt->reg);
   const wf__reader *best = NULL, *tie = NULL;
   size_t best_len = 0;
-  char *known;
+  char known[512];
 
   if (format) {
     for (int i = 0; i < n; i++) {
@@ -356,12 +367,10 @@ const wf__reader *wf__reader_for(const wf_runtime *rt, const char *path,
     }
     if (best)
       return best;
-    known = known_formats(rt);
     wf_status_set(st, WF_NOT_FOUND,
                   "%s: no reader is named '%s' or declares it as a format "
                   "(readers: %s)",
-                  path, format, known && *known ? known : "none loaded");
-    wf__free(known);
+                  path, format, known_formats(rt, known, sizeof known));
     return NULL;
   }
 
@@ -391,12 +400,10 @@ const wf__reader *wf__reader_for(const wf_runtime *rt, const char *path,
   }
   if (best)
     return best;
-  known = known_formats(rt);
   wf_status_set(st, WF_NOT_FOUND,
                 "%s: no reader handles this file name (readers: %s); name a "
                 "format",
-                path, known && *known ? known : "none loaded");
-  wf__free(known);
+                path, known_formats(rt, known, sizeof known));
   return NULL;
 }
 
@@ -875,31 +882,30 @@ wf_dataset *wf_dataset_map_one_hot(wf_dataset *in, const char *field,
   if (!in)
     return NULL;
   int f = need_field(in, field, "map one_hot", st);
-  if (f >= 0) {
-    const wf__field *x = &in->fields[f];
-    if (!is_int_dtype(x->dtype))
-      wf_status_set(st, WF_INVALID_ARGUMENT,
-                    "dataset map one_hot: field '%s' is %s, not an integer "
-                    "type",
-                    field, wf_dtype_name(x->dtype));
-    else if (depth < 1)
-      wf_status_set(st, WF_INVALID_ARGUMENT,
-                    "dataset map one_hot: depth %lld (must be at least 1)",
-                    (long long)depth);
-    else if (x->shape.rank >= WF_MAX_RANK)
-      wf_status_set(st, WF_INVALID_ARGUMENT,
-                    "dataset map one_hot: field '%s' has rank %d; one more "
-                    "dimension would exceed %d",
-                    field, (int)x->shape.rank, WF_MAX_RANK);
-    else
-      goto ok;
-    f = -1;
+  const wf__field *x = f >= 0 ? &in->fields[f] : NULL;
+  if (x && !is_int_dtype(x->dtype)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "dataset map one_hot: field '%s' is %s, not an integer "
+                  "type",
+                  field, wf_dtype_name(x->dtype));
+    x = NULL;
+  } else if (x && depth < 1) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "dataset map one_hot: depth %lld (must be at least 1)",
+                  (long long)depth);
+    x = NULL;
+  } else if (x && x->shape.rank >= WF_MAX_RANK) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "dataset map one_hot: field '%s' has rank %d; one more "
+                  "dimension would exceed %d",
+                  field, (int)x->shape.rank, WF_MAX_RANK);
+    x = NULL;
   }
-  wf_dataset_release(in);
-  return NULL;
-
-ok:;
-  wf_shape shape = in->fields[f].shape;
+  if (!x) {
+    wf_dataset_release(in);
+    return NULL;
+  }
+  wf_shape shape = x->shape;
   if (shape.rank >= 0)
     shape.dims[shape.rank++] = depth;
   wf_dataset *ds = map_new(in, WF__MAP_ONE_HOT, f, WF_FLOAT32, &shape,
@@ -936,7 +942,6 @@ wf_dataset *wf_dataset_map_graph(wf_dataset *in, wf_graph *g,
     wf_dataset_release(in);
     return NULL;
   }
-  int nin_fields = in->nfields;
   ds = stage_new(in, WF__DS_MAP, "map graph", st);
   if (!ds)
     return NULL;
@@ -1010,7 +1015,7 @@ wf_dataset *wf_dataset_map_graph(wf_dataset *in, wf_graph *g,
       return stage_fail(ds);
     }
     int slot = find_field(in, name);
-    if (slot < 0 || slot >= nin_fields) {
+    if (slot < 0) {
       wf__field *grown =
           wf__realloc(ds->fields, (size_t)(ds->nfields + 1) * sizeof *grown);
       if (!grown) {

@@ -148,6 +148,9 @@ void wf_graph_free(wf_graph *g) {
   wf__strmap_deinit(&g->names);
   for (int i = 0; i < g->num_scopes; i++)
     wf__free(g->scopes[i]);
+  for (int i = 0; i < g->num_devices; i++)
+    wf__free(g->devices[i]);
+  wf__free(g->devices);
   wf__free(g->scopes);
   for (int i = 0; i < g->num_reserved; i++)
     wf__free(g->reserved[i]);
@@ -252,6 +255,25 @@ void wf_graph_pop_scope(wf_graph *g) {
   if (g->num_scopes == 0)
     return;
   wf__free(g->scopes[--g->num_scopes]);
+}
+
+int wf_graph_push_device(wf_graph *g, const char *device, wf_status *st) {
+  char *copy = wf__strdup(device ? device : "");
+  if (!copy ||
+      reserve_pow2(&g->devices, g->num_devices, 1, sizeof *g->devices)) {
+    wf__free(copy);
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "out of memory pushing device scope '%s'", device);
+  }
+  g->devices[g->num_devices++] = copy;
+  return WF_OK;
+}
+
+void wf_graph_pop_device(wf_graph *g) {
+  assert(g->num_devices > 0 && "pop without push");
+  if (g->num_devices == 0)
+    return;
+  wf__free(g->devices[--g->num_devices]);
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -409,7 +431,7 @@ wf_node_desc *wf_node_desc_new(wf_graph *g, const char *op, const char *name) {
   d->op = wf__strdup(op);
   d->name = name ? wf__strdup(name) : NULL;
   d->scope = wf__strdup(current_scope(g));
-  d->device = wf__strdup("");
+  d->device = wf__strdup(g->num_devices ? g->devices[g->num_devices - 1] : "");
   if (!d->op || (name && !d->name) || !d->scope || !d->device)
     d->oom = 1;
   return d;

@@ -42,6 +42,8 @@ struct wf_graph {
   wf__strmap names;    /* node name -> node; also holds reserved scope names */
   char **scopes;       /* stack of full scope prefixes ("a", "a/b") */
   int num_scopes;
+  char **devices;      /* stack of device scopes (requests for new nodes) */
+  int num_devices;
   char **reserved;     /* names reserved by scopes (owned) */
   int num_reserved;
 };

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -411,6 +412,92 @@ static void test_gather_gradient_is_applied_sparsely(void **state) {
   wf_graph_free(g);
 }
 
+/* Five mlp training steps give the same losses on one device and spread
+ * over cpu:0 and cpu:1 (the CPU plugin splits the cores when
+ * WEFT_CPU_DEVICES=2); the second run must really use both devices. */
+static void mlp_losses(wf_runtime *r, int split, double *losses,
+                       int *transfers) {
+  wf_graph *g = wf_graph_new(r);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, 16, 6);
+  int64_t ld[1] = {16};
+  wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "y");
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_INT32);
+  wf_node_desc_set_attr_shape(d, "shape", ld, 1);
+  wf_output y = {wf_node_desc_finish(d, st), 0};
+  wf_model *m = wf_model_new(g, 21, st);
+  wf_model_begin(m, 1);
+  if (split)
+    OK(wf_graph_push_device(g, "cpu:0", st));
+  wf_output h = wf_layer_dense(m, x, 8, WF_ACT_RELU, st);
+  if (split) {
+    wf_graph_pop_device(g);
+    OK(wf_graph_push_device(g, "cpu:1", st));
+  }
+  wf_output logits = wf_layer_dense(m, h, 3, WF_ACT_NONE, st);
+  wf_output loss = wf_loss_sparse_softmax_cross_entropy(m, logits, y, st);
+  if (split)
+    wf_graph_pop_device(g);
+  wf_optimizer o = wf_optimizer_defaults(WF_OPT_ADAM);
+  o.learning_rate = 0.05;
+  wf_node *step = wf_model_minimize(m, loss, &o, st);
+  if (!step)
+    fail_msg("minimize: %s", wf_status_message(st));
+  wf_session *s = wf_session_new(g, st);
+  init_model(s, m);
+  float xv[96];
+  for (int i = 0; i < 96; i++)
+    xv[i] = (float)cos(i * 0.37);
+  wf_tensor *vals[2] = {matrix(16, 6, xv), wf_tensor_new(WF_INT32, ld, 1, st)};
+  for (int i = 0; i < 16; i++)
+    ((int32_t *)wf_tensor_data(vals[1]))[i] = i % 3;
+  wf_output feeds[2] = {x, y};
+  wf_run_options opt = WF_RUN_OPTIONS_INIT;
+  opt.trace_level = WF_TRACE_NODES;
+  wf_run_metadata *md = wf_run_metadata_new();
+  for (int k = 0; k < 5; k++) {
+    wf_tensor *lv = NULL;
+    OK(wf_session_run(s, &opt, feeds, vals, 2, &loss, &lv, 1, &step, 1, md,
+                      st));
+    losses[k] = *(float *)wf_tensor_data(lv);
+    wf_tensor_release(lv);
+  }
+  *transfers = 0;
+  for (int i = 0; i < wf_run_metadata_num_nodes(md); i++) {
+    wf_node_stats ns;
+    wf_run_metadata_node(md, i, &ns);
+    *transfers += strcmp(ns.op, "_Send") == 0;
+  }
+  wf_run_metadata_free(md);
+  wf_tensor_release(vals[0]);
+  wf_tensor_release(vals[1]);
+  wf_session_free(s);
+  wf_model_free(m);
+  wf_graph_free(g);
+}
+
+static void test_mlp_step_is_the_same_on_two_devices(void **state) {
+  (void)state;
+  double one[5], two[5];
+  int t1, t2;
+  mlp_losses(rt, 0, one, &t1);
+  setenv("WEFT_CPU_DEVICES", "2", 1);
+  wf_runtime *r2 = wf_runtime_new(NULL, st);
+  unsetenv("WEFT_CPU_DEVICES");
+  if (!r2)
+    fail_msg("runtime: %s", wf_status_message(st));
+  if (wf_runtime_device_count(r2) < 2) {
+    wf_runtime_free(r2);
+    skip(); /* one core: nothing to split */
+  }
+  mlp_losses(r2, 1, two, &t2);
+  wf_runtime_free(r2);
+  assert_int_equal(t1, 0);
+  assert_true(t2 > 0);
+  for (int k = 0; k < 5; k++)
+    assert_float_equal(one[k], two[k], 1e-6);
+  assert_true(one[4] < one[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_variables_are_named_and_need_initialising),
@@ -420,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_dropout_and_batch_norm_follow_the_mode),
       cmocka_unit_test(test_conv_layers_shape_the_cnn),
       cmocka_unit_test(test_gather_gradient_is_applied_sparsely),
+      cmocka_unit_test(test_mlp_step_is_the_same_on_two_devices),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -88,6 +88,12 @@ WF_API int wf_graph_add_control_edge(wf_graph *g, wf_node *from, wf_node *to,
  * are. Returns the code; INVALID_ARGUMENT for names with '/' or empty. */
 WF_API int wf_graph_push_scope(wf_graph *g, const char *name, wf_status *st);
 WF_API void wf_graph_pop_scope(wf_graph *g);
+/* Device scopes: nodes described after push ask for `device` ("cpu:1",
+ * "cuda") unless they set their own; "" asks for nothing. Placement decides
+ * (see wf_run_metadata_placement for requests it could not meet). */
+WF_API int wf_graph_push_device(wf_graph *g, const char *device,
+                                wf_status *st);
+WF_API void wf_graph_pop_device(wf_graph *g);
 /* A name not used yet in the graph, made from base in the current scope.
  * Written into buf (NUL-terminated); returns buf. */
 WF_API char *wf_graph_unique_name(wf_graph *g, const char *base, char *buf,

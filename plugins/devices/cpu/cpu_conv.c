@@ -1,0 +1,384 @@
+/* plugins/devices/cpu/cpu_conv.c — fast float32 Conv2D, Conv2DBackpropInput
+ * and Conv2DBackpropFilter on oneDNN convolutions (forward, backward data,
+ * backward weights): NHWC and NCHW, strides, dilations, SAME / VALID /
+ * EXPLICIT padding, the nn plugin's attributes and argument orders. Also
+ * the window geometry the pool kernels share (cpu_nn.h).
+ *
+ * Activations stay in the tensor's own layout when oneDNN has an optimised
+ * implementation for it; otherwise the plan reorders into oneDNN's choice
+ * at the kernel's borders. Filters are always handed over in oneDNN's
+ * preferred layout, reordered once and kept while the filter's bytes do
+ * not change. Calls the fast path does not take (bad inputs, whose errors
+ * the reference kernel reports; empty tensors; shapes oneDNN refuses) run
+ * the nn plugin's reference kernels, compiled into this plugin. */
+#include <config.h>
+
+#include "cpu_nn.h"
+
+#include <string.h>
+
+/* ---- window geometry (shared with cpu_pool.c) ------------------------------ */
+
+int wf__cpu_win_init(const nn_window *w, const int64_t in[2],
+                     const int64_t k[2], wf__cpu_win *g, wf_status *st) {
+  memset(g, 0, sizeof *g);
+  for (int d = 0; d < 2; d++) {
+    int64_t out, before, eff, after;
+
+    if (nn_window_dim(w, d, in[d], k[d], &out, &before, st))
+      return opc_host()->status_code(st);
+    eff = (k[d] - 1) * w->dilation[d] + 1;
+    /* What the window needs after the input to make `out` positions;
+     * negative for a tail the windows never reach, which oneDNN takes as
+     * no padding (its output size rounds down the same way). */
+    after = (out - 1) * w->stride[d] + eff - in[d] - before;
+    if (w->padding == NN_PAD_EXPLICIT)
+      after = w->explicit_pad[2 * d + 1];
+    g->in[d] = in[d];
+    g->k[d] = k[d];
+    g->out[d] = out;
+    g->strides[d] = w->stride[d];
+    g->kernel[d] = k[d];
+    g->dilates[d] = w->dilation[d] - 1;
+    g->pad_l[d] = before;
+    g->pad_r[d] = after > 0 ? after : 0;
+  }
+  return 0;
+}
+
+void wf__cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]) {
+  int ix[4];
+
+  nn_nhwc_index(nchw, ix);
+  for (int i = 0; i < 4; i++)
+    d[i] = s->dims[ix[i]];
+}
+
+int wf__cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
+                   int64_t h, int64_t w, wf_status *st) {
+  int64_t dims[4] = {n, c, h, w};
+
+  return wf__dnnl_md_tag(md, 4, dims, nchw ? dnnl_nchw : dnnl_nhwc, st);
+}
+
+void wf__cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
+                       int64_t c) {
+  int64_t d[4] = {n, nchw ? c : h, nchw ? h : w, nchw ? w : c};
+
+  opc_shape_make(s, 4, d);
+}
+
+int wf__cpu_same_shape(const wf_shape *a, const wf_shape *b) {
+  return a->rank == b->rank &&
+         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
+}
+
+/* ---- the kernels ----------------------------------------------------------- */
+
+enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_WEIGHTS };
+
+/* Plan memories, the same for the three kinds: the activation (x or dx),
+ * the filter (or its gradient), the output side (y or dy). */
+enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2 };
+
+typedef struct conv_state {
+  wf__dnnl_cache cache;
+  nn_window win;
+  int ok; /* the attributes parsed: the fast path may run */
+} conv_state;
+
+/* One call's geometry. */
+typedef struct conv_job {
+  int kind, nchw;
+  int64_t n, c, co;
+  wf__cpu_win g;
+} conv_job;
+
+static void conv_destroy(void *state) {
+  conv_state *s = state;
+
+  if (!s)
+    return;
+  wf__dnnl_cache_deinit(&s->cache);
+  opc_host()->free(s);
+}
+
+static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
+  conv_state *s = opc_host()->alloc(sizeof *s, 0);
+  nn_attrs a = {.kernel = ctx};
+
+  *state = NULL;
+  if (!s)
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for a kernel's state");
+  memset(s, 0, sizeof *s);
+  wf__dnnl_cache_init(&s->cache);
+  /* Attributes the shape function accepted parse here too; should they
+   * not, every call goes to the reference kernel, which reports why. */
+  s->ok = nn_window_parse(&a, NULL, 1, 1, &s->win, st) == 0;
+  if (!s->ok)
+    opc_host()->status_set(st, WF_OK, "%s", "");
+  *state = s;
+  return 0;
+}
+
+/* The forward primitive descriptor of the job, activations in the user's
+ * layout (any = 0) or in oneDNN's choice (any = 1); filters always in
+ * oneDNN's. */
+static int conv_fwd_pd(const conv_job *j, int any, dnnl_prop_kind_t prop,
+                       dnnl_primitive_desc_t *pd, wf_status *st) {
+  dnnl_memory_desc_t x, f, y;
+  dnnl_convolution_desc_t desc;
+  int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
+  int64_t xd[4] = {j->n, j->c, j->g.in[0], j->g.in[1]};
+  int64_t yd[4] = {j->n, j->co, j->g.out[0], j->g.out[1]};
+  dnnl_format_tag_t act = any ? dnnl_format_tag_any
+                              : (j->nchw ? dnnl_nchw : dnnl_nhwc);
+  dnnl_status_t s;
+
+  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
+      wf__dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&y, 4, yd, act, st))
+    return opc_host()->status_code(st);
+  s = dnnl_dilated_convolution_forward_desc_init(
+      &desc, prop, dnnl_convolution_direct, &x, &f, NULL, &y, j->g.strides,
+      j->g.dilates, j->g.pad_l, j->g.pad_r);
+  if (s != dnnl_success)
+    return wf__dnnl_fail(s, "convolution setup", st);
+  return wf__dnnl_pd(pd, &desc, NULL, "convolution setup", st);
+}
+
+/* The primitive descriptor of the job's kind (fwd: its hint, backward
+ * kinds only). */
+static int conv_pd(const conv_job *j, int any, dnnl_primitive_desc_t *pd,
+                   dnnl_primitive_desc_t *fwd, wf_status *st) {
+  dnnl_memory_desc_t x, f, y;
+  dnnl_convolution_desc_t desc;
+  int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
+  int64_t xd[4] = {j->n, j->c, j->g.in[0], j->g.in[1]};
+  int64_t yd[4] = {j->n, j->co, j->g.out[0], j->g.out[1]};
+  dnnl_format_tag_t act = any ? dnnl_format_tag_any
+                              : (j->nchw ? dnnl_nchw : dnnl_nhwc);
+  dnnl_status_t s;
+
+  *pd = *fwd = NULL;
+  if (j->kind == CONV_FWD)
+    return conv_fwd_pd(j, any, dnnl_forward_inference, pd, st);
+  if (conv_fwd_pd(j, any, dnnl_forward_training, fwd, st) ||
+      wf__dnnl_md_tag(&x, 4, xd, act, st) ||
+      wf__dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&y, 4, yd, act, st))
+    return opc_host()->status_code(st);
+  if (j->kind == CONV_BWD_DATA)
+    s = dnnl_dilated_convolution_backward_data_desc_init(
+        &desc, dnnl_convolution_direct, &x, &f, &y, j->g.strides, j->g.dilates,
+        j->g.pad_l, j->g.pad_r);
+  else
+    s = dnnl_dilated_convolution_backward_weights_desc_init(
+        &desc, dnnl_convolution_direct, &x, &f, NULL, &y, j->g.strides,
+        j->g.dilates, j->g.pad_l, j->g.pad_r);
+  if (s != dnnl_success)
+    return wf__dnnl_fail(s, "convolution backward setup", st);
+  return wf__dnnl_pd(pd, &desc, *fwd, "convolution backward setup", st);
+}
+
+static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+  const conv_job *j = arg;
+  const wf_host *h = opc_host();
+  dnnl_primitive_desc_t pd = NULL, fwd = NULL;
+  dnnl_memory_desc_t xu, fu, yu;
+  int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
+  int ids[3], mems[3] = {MEM_X, MEM_F, MEM_Y};
+  int xfl, ffl, yfl, rc = 0;
+  dnnl_query_t qx, qf, qy;
+
+  /* The tensors' own layouts first; oneDNN's choice when that would only
+   * get its reference implementation. */
+  if (conv_pd(j, 0, &pd, &fwd, st))
+    goto fail;
+  if (wf__dnnl_pd_is_ref(pd)) {
+    dnnl_primitive_desc_t pd2, fwd2;
+    if (conv_pd(j, 1, &pd2, &fwd2, st) == 0) {
+      dnnl_primitive_desc_destroy(pd);
+      if (fwd)
+        dnnl_primitive_desc_destroy(fwd);
+      pd = pd2, fwd = fwd2;
+    } else {
+      h->status_set(st, WF_OK, "%s", "");
+    }
+  }
+  switch (j->kind) {
+  case CONV_FWD:
+    ids[0] = DNNL_ARG_SRC, ids[1] = DNNL_ARG_WEIGHTS, ids[2] = DNNL_ARG_DST;
+    qx = dnnl_query_src_md, qf = dnnl_query_weights_md, qy = dnnl_query_dst_md;
+    xfl = WF_DNNL_IN, ffl = WF_DNNL_WEIGHTS, yfl = WF_DNNL_OUT;
+    break;
+  case CONV_BWD_DATA:
+    ids[0] = DNNL_ARG_DIFF_SRC, ids[1] = DNNL_ARG_WEIGHTS;
+    ids[2] = DNNL_ARG_DIFF_DST;
+    qx = dnnl_query_diff_src_md, qf = dnnl_query_weights_md;
+    qy = dnnl_query_diff_dst_md;
+    xfl = WF_DNNL_OUT, ffl = WF_DNNL_WEIGHTS, yfl = WF_DNNL_IN;
+    break;
+  default:
+    ids[0] = DNNL_ARG_SRC, ids[1] = DNNL_ARG_DIFF_WEIGHTS;
+    ids[2] = DNNL_ARG_DIFF_DST;
+    qx = dnnl_query_src_md, qf = dnnl_query_diff_weights_md;
+    qy = dnnl_query_diff_dst_md;
+    xfl = WF_DNNL_IN, ffl = WF_DNNL_OUT, yfl = WF_DNNL_IN;
+    break;
+  }
+  if (wf__cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
+      wf__dnnl_md_tag(&fu, 4, fd, dnnl_hwio, st) ||
+      wf__cpu_act_md(&yu, j->nchw, j->n, j->co, j->g.out[0], j->g.out[1],
+                     st) ||
+      wf__dnnl_plan_mem(p, MEM_X, &xu, dnnl_primitive_desc_query_md(pd, qx, 0),
+                        xfl, st) ||
+      wf__dnnl_plan_mem(p, MEM_F, &fu, dnnl_primitive_desc_query_md(pd, qf, 0),
+                        ffl, st) ||
+      wf__dnnl_plan_mem(p, MEM_Y, &yu, dnnl_primitive_desc_query_md(pd, qy, 0),
+                        yfl, st) ||
+      wf__dnnl_plan_step(p, pd, ids, mems, 3, st))
+    goto fail;
+  goto done;
+
+fail:
+  rc = h->status_code(st);
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (fwd)
+    dnnl_primitive_desc_destroy(fwd);
+  return rc;
+}
+
+/* Runs the fast path when it can, else the reference kernel ref. Inputs:
+ * FWD (input, filter); BWD_DATA (input_sizes, filter, out_backprop);
+ * BWD_WEIGHTS (input, filter_sizes, out_backprop). */
+static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
+                        const wf_kernel_def *ref, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *in[3] = {NULL, NULL, NULL};
+  wf_shape xs, fs, ys, dys;
+  int64_t x4[4], ksz[2];
+  void *data[3];
+  conv_job j;
+  wf__cpu_key key = {0};
+  wf__dnnl_plan *p;
+  wf_tensor *out;
+  int nin = kind == CONV_FWD ? 2 : 3, rc;
+
+  if (!s->ok)
+    return ref->compute(ctx, NULL, st);
+  for (int i = 0; i < nin; i++)
+    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
+      return h->status_code(st);
+  if (kind == CONV_BWD_DATA) {
+    if (nn_read_shape(in[0], "input_sizes", &xs, st))
+      goto reference;
+  } else {
+    h->tensor_shape(in[0], &xs);
+  }
+  if (kind == CONV_BWD_WEIGHTS) {
+    if (nn_read_shape(in[1], "filter_sizes", &fs, st))
+      goto reference;
+  } else {
+    h->tensor_shape(in[1], &fs);
+  }
+  if (xs.rank != 4 || fs.rank != 4)
+    goto reference;
+  memset(&j, 0, sizeof j);
+  j.kind = kind;
+  j.nchw = s->win.nchw;
+  wf__cpu_nhwc_dims(&xs, j.nchw, x4);
+  j.n = x4[0], j.c = x4[3], j.co = fs.dims[3];
+  ksz[0] = fs.dims[0], ksz[1] = fs.dims[1];
+  if (fs.dims[2] != j.c || ksz[0] < 1 || ksz[1] < 1 ||
+      wf__cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st))
+    goto reference;
+  wf__cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
+  if (kind != CONV_FWD) {
+    h->tensor_shape(in[2], &dys);
+    if (!wf__cpu_same_shape(&ys, &dys))
+      goto reference;
+  }
+  if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||
+      j.g.in[1] == 0 || j.g.out[0] == 0 || j.g.out[1] == 0)
+    goto reference;
+
+  wf__cpu_key_shape(&key, &xs);
+  wf__cpu_key_shape(&key, &fs);
+  if (!(p = wf__dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
+    return h->status_code(st);
+  if (p->fallback) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return ref->compute(ctx, NULL, st);
+  }
+  switch (kind) {
+  case CONV_FWD:
+    out = h->kernel_output_new(ctx, 0, &ys, st);
+    data[MEM_X] = h->tensor_data(in[0]);
+    data[MEM_F] = h->tensor_data(in[1]);
+    data[MEM_Y] = out ? h->tensor_data(out) : NULL;
+    break;
+  case CONV_BWD_DATA:
+    out = h->kernel_output_new(ctx, 0, &xs, st);
+    data[MEM_X] = out ? h->tensor_data(out) : NULL;
+    data[MEM_F] = h->tensor_data(in[1]);
+    data[MEM_Y] = h->tensor_data(in[2]);
+    break;
+  default:
+    out = h->kernel_output_new(ctx, 0, &fs, st);
+    data[MEM_X] = h->tensor_data(in[0]);
+    data[MEM_F] = out ? h->tensor_data(out) : NULL;
+    data[MEM_Y] = h->tensor_data(in[2]);
+    break;
+  }
+  rc = out ? wf__dnnl_plan_run(p, data,
+                               kind == CONV_FWD ? "convolution"
+                               : kind == CONV_BWD_DATA
+                                   ? "convolution backward data"
+                                   : "convolution backward weights",
+                               st)
+           : h->status_code(st);
+  wf__dnnl_cache_put(&s->cache, p);
+  return rc;
+
+reference:
+  h->status_set(st, WF_OK, "%s", "");
+  return ref->compute(ctx, NULL, st);
+}
+
+static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return conv_compute(ctx, state, CONV_FWD, &nn_conv2d_kernel, st);
+}
+
+static int conv_bp_input_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  return conv_compute(ctx, state, CONV_BWD_DATA,
+                      &nn_conv2d_backprop_input_kernel, st);
+}
+
+static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
+                                  wf_status *st) {
+  return conv_compute(ctx, state, CONV_BWD_WEIGHTS,
+                      &nn_conv2d_backprop_filter_kernel, st);
+}
+
+#define CONV_KERNEL(var, name, fn)                                             \
+  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
+                             .op = (name),                                     \
+                             .device_type = "cpu",                             \
+                             .type_attr = "T",                                 \
+                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
+                             .priority = WF_CPU_FAST_PRIORITY,                 \
+                             .label = "onednn",                                \
+                             .create = conv_create,                            \
+                             .compute = (fn),                                  \
+                             .destroy = conv_destroy}
+
+CONV_KERNEL(wf__cpu_k_conv2d, "Conv2D", conv2d_compute);
+CONV_KERNEL(wf__cpu_k_conv2d_backprop_input, "Conv2DBackpropInput",
+            conv_bp_input_compute);
+CONV_KERNEL(wf__cpu_k_conv2d_backprop_filter, "Conv2DBackpropFilter",
+            conv_bp_filter_compute);
