@@ -7,6 +7,7 @@ core_libweftcore_la_SOURCES = \
 	core/config.c core/config.h \
 	core/core_ops.c core/core_ops.h \
 	core/dl.c core/dl.h \
+	core/dot.c \
 	core/dtype.c \
 	core/executor.c core/executor.h \
 	core/gradients.c \
@@ -18,6 +19,9 @@ core_libweftcore_la_SOURCES = \
 	core/metadata.c \
 	core/optimize.c core/optimize.h core/passes.h \
 	core/optimizer.c \
+	core/pass_arithmetic.c \
+	core/pass_constant_folding.c \
+	core/pass_cse.c \
 	core/partition.c core/partition.h \
 	core/placement.c core/placement.h \
 	core/prune.c core/prune.h \

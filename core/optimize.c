@@ -23,6 +23,10 @@ static const struct {
   size_t flag; /* offset of its int switch in wf_config */
   wf__pass_fn *run;
 } passes[] = {
+    {"cse", offsetof(wf_config, pass_cse), wf__pass_cse},
+    {"constant_folding", offsetof(wf_config, pass_constant_folding),
+     wf__pass_constant_folding},
+    {"arithmetic", offsetof(wf_config, pass_arithmetic), wf__pass_arithmetic},
     {"dead_nodes", offsetof(wf_config, pass_dead_nodes), wf__pass_dead_nodes},
 };
 
@@ -221,21 +225,36 @@ int wf__pass_dead_nodes(wf__pass_env *env, wf_status *st) {
   return 0;
 }
 
-int wf__work_build(wf_runtime *rt, const wf_graph *g, const wf__signature *sig,
-                   wf__work *out, wf_status *st) {
+int wf__work_build_dump(wf_runtime *rt, const wf_graph *g,
+                        const wf__signature *sig, wf__work *out,
+                        const char *dump_dir, wf_status *st) {
   if (copy_graph(rt, g, sig, out, st))
     return wf_status_code(st) ? wf_status_code(st) : WF_INTERNAL;
+  int step = 1, rc = 0;
+  if (dump_dir)
+    rc = wf__dump_work(out, dump_dir, step++, "pruned", st);
   wf__pass_env env = {out, rt, rt->cfg};
-  for (size_t p = 0; p < sizeof passes / sizeof passes[0]; p++) {
+  for (size_t p = 0; p < sizeof passes / sizeof passes[0] && !rc; p++) {
     const int *on = (const int *)((const char *)rt->cfg + passes[p].flag);
     if (!*on)
       continue;
-    int rc = passes[p].run(&env, st);
+    rc = passes[p].run(&env, st);
     if (rc) {
       wf_status_prefix(st, "graph pass '%s'", passes[p].name);
-      wf__work_deinit(out);
-      return rc;
+      break;
+    }
+    if (dump_dir) {
+      char what[64];
+      snprintf(what, sizeof what, "after-%s", passes[p].name);
+      rc = wf__dump_work(out, dump_dir, step++, what, st);
     }
   }
-  return 0;
+  if (rc)
+    wf__work_deinit(out);
+  return rc;
+}
+
+int wf__work_build(wf_runtime *rt, const wf_graph *g, const wf__signature *sig,
+                   wf__work *out, wf_status *st) {
+  return wf__work_build_dump(rt, g, sig, out, NULL, st);
 }

@@ -34,5 +34,13 @@ typedef int wf__pass_fn(wf__pass_env *env, wf_status *st);
 int wf__work_build(wf_runtime *rt, const wf_graph *g, const wf__signature *sig,
                    wf__work *out, wf_status *st);
 void wf__work_deinit(wf__work *w);
+/* As wf__work_build, writing the working graph as Graphviz files into
+ * dump_dir after copying and after each pass (NN-what.dot). */
+int wf__work_build_dump(wf_runtime *rt, const wf_graph *g,
+                        const wf__signature *sig, wf__work *out,
+                        const char *dump_dir, wf_status *st);
+/* core/dot.c: writes w's graph as dir/NN-what.dot. */
+int wf__dump_work(const wf__work *w, const char *dir, int index,
+                  const char *what, wf_status *st);
 
 #endif

@@ -284,27 +284,29 @@ static int rule_reshape(wf__work *w, wf_node *n, int *changed,
     *changed = 1;
   }
   wf_output x = n->inputs[0];
-  if (plain_const(n->inputs[1].node) && wf_shape_is_known(shape_of(x)) &&
+  if (n->num_control_inputs == 0 && plain_const(n->inputs[1].node) &&
+      wf_shape_is_known(shape_of(x)) &&
       wf_shape_equal(shape_of(x), &n->output_shapes[0]))
     return replace(w, (wf_output){n, 0}, x, changed, st);
   return 0;
 }
 
-/* Runs every rule on n once. */
+/* Runs the rules on n until one changes something. */
 static int simplify(wf__pass_env *env, wf_node *n, int *changed,
                     wf_status *st) {
   wf__work *w = env->work;
-  /* Reshape keeps its node (only its input moves), so its own control
-   * inputs do not matter; every other rule drops n. */
-  if (rule_reshape(w, n, changed, st))
+  int done = 0;
+  /* rule_reshape may keep n (moving only its input) and checks n's control
+   * inputs itself; every other rule drops n. */
+  if (rule_reshape(w, n, &done, st))
     return wf_status_code(st);
-  if (n->num_control_inputs > 0)
-    return 0;
-  if (rule_identity(w, n, changed, st) ||
-      rule_identity_element(w, n, changed, st) ||
-      rule_self_subtract(env, n, changed, st) ||
-      rule_transpose(w, n, changed, st))
+  if (!done && n->num_control_inputs == 0 &&
+      (rule_identity(w, n, &done, st) ||
+       (!done && rule_identity_element(w, n, &done, st)) ||
+       (!done && rule_self_subtract(env, n, &done, st)) ||
+       (!done && rule_transpose(w, n, &done, st))))
     return wf_status_code(st);
+  *changed |= done;
   return 0;
 }
 
@@ -327,7 +329,7 @@ int wf__pass_arithmetic(wf__pass_env *env, wf_status *st) {
       /* Nodes nothing reads any more are left alone. */
       if (!live[id] || (nd->num_data_consumers == 0 && !fetched(w, nd)))
         continue;
-      rc = simplify(env, nd, changed ? &changed : &changed, st);
+      rc = simplify(env, nd, &changed, st);
       if (rc)
         wf_status_prefix(st, "simplifying node '%s'", nd->name);
     }

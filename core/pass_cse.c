@@ -140,14 +140,7 @@ static int move_control_consumers(wf_graph *g, wf_node *dup, wf_node *keep,
     wf_node *c = dup->control_consumers[dup->num_control_consumers - 1];
     if (wf_graph_add_control_edge(g, keep, c, st))
       return wf_status_code(st);
-    /* Drop the edge dup -> c from both ends (no allocation needed). */
-    for (int i = 0; i < c->num_control_inputs; i++) {
-      if (c->control_inputs[i] == dup) {
-        c->control_inputs[i] = c->control_inputs[--c->num_control_inputs];
-        break;
-      }
-    }
-    dup->num_control_consumers--;
+    wf__graph_remove_control_edge(dup, c);
   }
   return 0;
 }

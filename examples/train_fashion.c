@@ -28,6 +28,7 @@ typedef struct options {
   unsigned long seed;
   double lr;
   const char *data;
+  const char *dot; /* write the training step's graphs here */
 } options;
 
 static void check(int failed, wf_status *st, const char *what) {
@@ -94,11 +95,13 @@ static void usage(FILE *f) {
   fprintf(f, "usage: train_fashion [--model mlp|cnn] [--epochs N] "
              "[--batch N] [--limit N]\n"
              "                     [--threads N] [--seed N] [--lr X] "
-             "[--data DIR] [--quiet]\n");
+             "[--data DIR] [--quiet]\n"
+             "                     [--dot DIR]  (Graphviz files of the "
+             "training step, before and after each pass)\n");
 }
 
 int main(int argc, char **argv) {
-  options o = {"cnn", 3, 64, 0, 2, 0, 42, 1e-3, FASHION_DIR};
+  options o = {"cnn", 3, 64, 0, 2, 0, 42, 1e-3, FASHION_DIR, NULL};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"epochs", required_argument, NULL, 'e'},
@@ -109,6 +112,7 @@ int main(int argc, char **argv) {
       {"lr", required_argument, NULL, 'r'},
       {"data", required_argument, NULL, 'd'},
       {"quiet", no_argument, NULL, 'q'},
+      {"dot", required_argument, NULL, 'g'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -123,6 +127,7 @@ int main(int argc, char **argv) {
     case 'r': o.lr = atof(optarg); break;
     case 'd': o.data = optarg; break;
     case 'q': o.quiet = 1; break;
+    case 'g': o.dot = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -185,12 +190,19 @@ int main(int argc, char **argv) {
   wf_node *init = wf_model_init_op(m, st);
   check(init == NULL, st, "init");
 
+  wf_output feeds[2] = {x, y};
+  if (o.dot) {
+    check(wf_graph_write_dot_passes(g, feeds, 2, &loss, 1, &train_op, 1,
+                                    o.dot, st),
+          st, "writing the graphs");
+    printf("graphs of the training step written to %s/\n", o.dot);
+  }
+
   wf_session *s = wf_session_new(g, st);
   check(s == NULL, st, "session");
   check(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL,
                        st),
         st, "initialising variables");
-  wf_output feeds[2] = {x, y};
   wf_callable *step =
       wf_session_prepare(s, feeds, 2, &loss, 1, &train_op, 1, st);
   check(step == NULL, st, "preparing the training step");

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -239,6 +240,55 @@ static void test_failure_in_one_partition_ends_the_step(void **state) {
   wf_runtime_free(rt);
 }
 
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void test_dot_files_show_passes_and_partitions(void **state) {
+  (void)state;
+  wf_runtime *rt = runtime(NULL);
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *a = node(g, "TSrc", "a", NULL, NULL);
+  wf_node *b = node(g, "TInc", "b", a, "accel:0");
+  wf_node *c = node(g, "TInc", "c", b, "cpu:0");
+  char dir[] = "/tmp/weft-dot-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  wf_output fetch = {c, 0};
+  assert_int_equal(wf_graph_write_dot_passes(g, NULL, 0, &fetch, 1, NULL, 0,
+                                             dir, st),
+                   0);
+  char path[128];
+  snprintf(path, sizeof path, "%s/00-graph.dot", dir);
+  char *txt = slurp(path);
+  assert_non_null(txt);
+  assert_non_null(strstr(txt, "digraph"));
+  assert_non_null(strstr(txt, "TInc"));
+  snprintf(path, sizeof path, "%s/01-pruned.dot", dir);
+  assert_non_null(slurp(path));
+  snprintf(path, sizeof path, "%s/99-partitioned.dot", dir);
+  txt = slurp(path);
+  assert_non_null(txt);
+  assert_non_null(strstr(txt, "cluster_"));
+  assert_non_null(strstr(txt, "accel:0"));
+  assert_non_null(strstr(txt, "_Send"));
+  assert_non_null(strstr(txt, "_Recv"));
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(wf_graph_write_dot(g, "/nonexistent/x.dot", st),
+                   WF_PERMISSION_DENIED);
+  assert_non_null(strstr(wf_status_message(st), "/nonexistent/x.dot"));
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
 int main(void) {
   st = wf_status_new();
   const struct CMUnitTest tests[] = {
@@ -248,6 +298,7 @@ int main(void) {
       cmocka_unit_test(test_no_device_with_a_kernel_is_an_error),
       cmocka_unit_test(test_partitions_exchange_tensors),
       cmocka_unit_test(test_failure_in_one_partition_ends_the_step),
+      cmocka_unit_test(test_dot_files_show_passes_and_partitions),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   wf_status_free(st);

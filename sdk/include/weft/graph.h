@@ -99,6 +99,11 @@ WF_API void wf_graph_pop_device(wf_graph *g);
 WF_API char *wf_graph_unique_name(wf_graph *g, const char *base, char *buf,
                                   size_t len);
 
+/* Writes g as Graphviz (dot) to path: one box per node (name and op),
+ * data edges labelled "output:input", control edges dotted. */
+WF_API int wf_graph_write_dot(const wf_graph *g, const char *path,
+                              wf_status *st);
+
 /* ---- reading a graph ------------------------------------------------------ */
 
 WF_API int wf_graph_num_nodes(const wf_graph *g);
