@@ -107,6 +107,8 @@ typedef struct wf__stage wf__stage;
 typedef struct wf__wbuf wf__wbuf;
 typedef struct wf__rbuf wf__rbuf;
 
+/* next returns WF__ELEMENT, WF__END or -code; reset, save and restore
+ * return WF_OK or a (positive) code, with st set. */
 typedef struct wf__stage_ops {
   /* Stores nfields new references in out (only for WF__ELEMENT). */
   int (*next)(wf__stage *s, wf_tensor **out, wf_status *st);
@@ -143,21 +145,15 @@ void wf__element_clear(wf_tensor **f, int n);
  * INVALID_ARGUMENT (ambiguous) naming the file and the known formats. */
 const wf__reader *wf__reader_for(const wf_runtime *rt, const char *path,
                                  const char *format, wf_status *st);
-/* Opens path with reader r and ds's options, and checks its schema
- * against ds (when ds has fields). Errors name the file. */
+/* Opens path with reader r (checking first that it has every function the
+ * pipeline calls). Returns 0, or -code with st naming the file. */
 int wf__reader_open(const wf__reader *r, const char *path,
                     const wf_attr_item *options, int nopts, void **rd,
                     wf_status *st);
-/* Turns a reader's failure (rc < 0, its status rst) into st, naming path
- * when the reader's message does not. Returns rc. */
+/* Turns a reader's failure (rc = -code, its status rst) into st, naming
+ * path when the reader's message does not. Returns -code. */
 int wf__reader_error(const wf__reader *r, const char *path, int rc,
                      const wf_status *rst, wf_status *st);
-
-/* Shared helpers of the built-in maps (core/data_map.c): the field type
- * rules for building, and the element-wise conversions. */
-int wf__map_check(const wf_dataset *in, wf__map_kind kind, int field,
-                  wf_dtype dtype, int64_t depth, wf__field *out,
-                  wf_status *st);
 
 /* ---- positions (core/data_codec.c) ------------------------------------------ */
 

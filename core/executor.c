@@ -313,6 +313,7 @@ typedef struct task_arg {
 struct prun {
   step *s;
   const wf__part *pt;
+  wf__pool *pool;              /* its device's threads, or the session's */
   wf_tensor **slots;           /* num_slots */
   wf_tensor **outs;            /* num_out_slots */
   atomic_int *pending;         /* num_nodes */
@@ -497,7 +498,7 @@ static void make_ready(prun *r, int32_t d, int32_t *ready, int *nready) {
     return;
   }
   atomic_fetch_add(&r->s->outstanding, 1);
-  if (!r->s->pool || wf__pool_submit(r->s->pool, task_main, &r->tasks[d]))
+  if (!r->pool || wf__pool_submit(r->pool, task_main, &r->tasks[d]))
     task_main(&r->tasks[d]);
 }
 
@@ -581,7 +582,7 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
       stack->items[stack->n++] = d;
     } else if (*next < 0) {
       *next = d;
-    } else if (!s->pool || wf__pool_submit(s->pool, task_main, &r->tasks[d])) {
+    } else if (!r->pool || wf__pool_submit(r->pool, task_main, &r->tasks[d])) {
       if (stack->n < INLINE_MAX)
         stack->items[stack->n++] = d;
       else
@@ -663,7 +664,7 @@ static void on_async_done(struct wf_kernel_ctx *ctx, const wf_status *st) {
   /* The completing thread is often a device or transfer callback: hand
    * expensive work to the pool, run cheap successors here. */
   if (next >= 0 &&
-      (!r->s->pool || wf__pool_submit(r->s->pool, task_main, &r->tasks[next])))
+      (!r->pool || wf__pool_submit(r->pool, task_main, &r->tasks[next])))
     drive(r, next);
   while (stack.n > 0)
     drive(r, stack.items[--stack.n]);
@@ -718,7 +719,8 @@ static void wait_step(step *s, int64_t timeout_ms) {
   pthread_mutex_unlock(&s->mu);
 }
 
-int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
+int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
+                 wf__session_state *session,
                  const wf_run_options *opt, wf_tensor *const *feed_values,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st) {
@@ -743,6 +745,10 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "step: out of memory for %d nodes", x->num_nodes);
   s->pool = pool;
+  for (int p = 0; p < x->num_parts; p++) {
+    wf__pool *own = device_pools ? device_pools[x->parts[p].device] : NULL;
+    s->parts[p].pool = own ? own : pool;
+  }
   s->session = session;
   s->step_ctx.vars = session ? session->vars : NULL;
   s->step_ctx.step = session ? atomic_fetch_add(&session->step, 1) : 0;
@@ -788,8 +794,8 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
         int32_t d = r->pt->roots[k];
         if (p == 0 && k == 0)
           continue;
-        if ((p == 0 && r->pt->nodes[d].cheap) || !pool ||
-            wf__pool_submit(pool, task_main, &r->tasks[d]))
+        if ((p == 0 && r->pt->nodes[d].cheap) || !r->pool ||
+            wf__pool_submit(r->pool, task_main, &r->tasks[d]))
           drive(r, d);
       }
     }

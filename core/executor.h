@@ -99,8 +99,10 @@ typedef struct wf__session_state {
 } wf__session_state;
 
 /* Runs one step. feed_values/fetch_values as for wf_session_run. pool may be
- * NULL (everything runs on the calling thread). */
-int wf__exec_run(wf__exec *x, wf__pool *pool, wf__session_state *session,
+ * NULL (everything runs on the calling thread); device_pools (indexed by
+ * runtime device, entries may be NULL) gives devices their own threads. */
+int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
+                 wf__session_state *session,
                  const wf_run_options *opt, wf_tensor *const *feed_values,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st);

@@ -31,6 +31,7 @@ struct wf_session {
   wf_graph *graph;
   wf_runtime *rt;
   wf__pool *pool;
+  wf__pool **device_pools; /* per runtime device: its pinned threads, or NULL */
   wf__session_state state;
   pthread_mutex_t mu; /* cache, active, closed */
   pthread_cond_t idle;
@@ -202,6 +203,26 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
       return NULL;
     }
   }
+  /* Devices that name their processing units (a CPU split into several
+   * devices) get threads of their own, pinned there. */
+  s->device_pools = wf__calloc((size_t)s->rt->num_devices + 1,
+                               sizeof *s->device_pools);
+  if (!s->device_pools) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
+    wf_session_free(s);
+    return NULL;
+  }
+  for (int d = 0; d < s->rt->num_devices; d++) {
+    const wf_device_desc *dd = &s->rt->devices[d].desc;
+    if (!dd->available || !dd->cpus[0] || !s->rt->cfg->pin)
+      continue;
+    s->device_pools[d] = wf__pool_new_on(dd->cpus, st);
+    if (!s->device_pools[d]) {
+      wf_status_prefix(st, "session: threads of %s", dd->name);
+      wf_session_free(s);
+      return NULL;
+    }
+  }
   return s;
 }
 
@@ -223,6 +244,9 @@ void wf_session_free(wf_session *s) {
     wf__free(s->cache[i].key);
   }
   wf__pool_free(s->pool);
+  for (int d = 0; s->device_pools && d < s->rt->num_devices; d++)
+    wf__pool_free(s->device_pools[d]);
+  wf__free(s->device_pools);
   wf__varstore_free(s->state.vars);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->idle);
@@ -265,7 +289,8 @@ int wf_session_run(wf_session *s, const wf_run_options *options,
   if (!x) {
     rc = wf_status_code(st) ? (int)wf_status_code(st) : WF_INTERNAL;
   } else {
-    rc = wf__exec_run(x, s->pool, &s->state, options, feed_values,
+    rc = wf__exec_run(x, s->pool, s->device_pools, &s->state, options,
+                      feed_values,
                       fetch_values, metadata, st);
     wf__exec_release(x);
   }
@@ -307,7 +332,8 @@ int wf_callable_run(wf_callable *c, const wf_run_options *options,
   wf_session *s = c->s;
   if (step_begin(s, st))
     return WF_FAILED_PRECONDITION;
-  int rc = wf__exec_run(c->x, s->pool, &s->state, options, feed_values,
+  int rc = wf__exec_run(c->x, s->pool, s->device_pools, &s->state, options,
+                        feed_values,
                         fetch_values, metadata, st);
   step_end(s);
   return rc;

@@ -25,6 +25,7 @@ struct wf__pool {
   int n;
   pthread_t *threads;
   hwloc_topology_t topo; /* NULL when not pinning */
+  hwloc_bitmap_t only;   /* pin within these PUs; NULL: the whole machine */
 };
 
 typedef struct worker_arg {
@@ -56,14 +57,25 @@ int wf__num_cores(void) {
   return n;
 }
 
+/* Cores of the pool's set (all of the machine's when it has none). */
+static int pool_cores(const wf__pool *p) {
+  return p->only ? hwloc_get_nbobjs_inside_cpuset_by_type(p->topo, p->only,
+                                                          HWLOC_OBJ_CORE)
+                 : hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_CORE);
+}
+
 static void pin_self(wf__pool *p, int index) {
   if (!p->topo)
     return;
-  int ncores = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_CORE);
+  int ncores = pool_cores(p);
   if (ncores < 1)
     return;
   hwloc_obj_t core =
-      hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE, (unsigned)(index % ncores));
+      p->only ? hwloc_get_obj_inside_cpuset_by_type(p->topo, p->only,
+                                                    HWLOC_OBJ_CORE,
+                                                    (unsigned)(index % ncores))
+              : hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE,
+                                      (unsigned)(index % ncores));
   if (!core || !core->cpuset)
     return;
   hwloc_cpuset_t set = hwloc_bitmap_dup(core->cpuset);
@@ -98,17 +110,42 @@ static void *worker_main(void *varg) {
   return NULL;
 }
 
+static wf__pool *pool_start(wf__pool *p, int n, wf_status *st);
+
+wf__pool *wf__pool_new_on(const char *cpus, wf_status *st) {
+  wf__pool *p = wf__calloc(1, sizeof *p);
+  if (!p) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "thread pool: out of memory");
+    return NULL;
+  }
+  p->only = hwloc_bitmap_alloc();
+  if (!p->only || hwloc_bitmap_list_sscanf(p->only, cpus) < 0 ||
+      hwloc_topology_init(&p->topo) != 0) {
+    if (p->only)
+      hwloc_bitmap_free(p->only);
+    wf__free(p);
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "thread pool: cannot read the CPU list '%s'", cpus);
+    return NULL;
+  }
+  if (hwloc_topology_load(p->topo) != 0 || pool_cores(p) < 1) {
+    hwloc_topology_destroy(p->topo);
+    hwloc_bitmap_free(p->only);
+    wf__free(p);
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "thread pool: the CPU list '%s' names no core here", cpus);
+    return NULL;
+  }
+  return pool_start(p, pool_cores(p), st);
+}
+
 wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
   wf__pool *p = wf__calloc(1, sizeof *p);
-  if (!p)
-    goto oom;
-  p->cap = 256;
-  p->ring = wf__calloc(p->cap, sizeof *p->ring);
-  p->threads = wf__calloc((size_t)(n > 0 ? n : 1), sizeof *p->threads);
-  if (!p->ring || !p->threads)
-    goto oom;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
+  if (!p) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "thread pool: out of memory starting %d workers", n);
+    return NULL;
+  }
   if (pin) {
     if (hwloc_topology_init(&p->topo) != 0) {
       p->topo = NULL;
@@ -117,6 +154,19 @@ wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
       p->topo = NULL;
     }
   }
+  return pool_start(p, n, st);
+}
+
+/* Allocates the queue and starts n workers in p (whose pinning is set);
+ * frees p on failure. */
+static wf__pool *pool_start(wf__pool *p, int n, wf_status *st) {
+  p->cap = 256;
+  p->ring = wf__calloc(p->cap, sizeof *p->ring);
+  p->threads = wf__calloc((size_t)(n > 0 ? n : 1), sizeof *p->threads);
+  if (!p->ring || !p->threads)
+    goto oom;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
   for (int i = 0; i < (n > 0 ? n : 1); i++) {
     worker_arg *a = wf__calloc(1, sizeof *a);
     if (!a) {
@@ -138,11 +188,13 @@ wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
   }
   return p;
 oom:
-  if (p) {
-    wf__free(p->ring);
-    wf__free(p->threads);
-    wf__free(p);
-  }
+  if (p->only)
+    hwloc_bitmap_free(p->only);
+  if (p->topo)
+    hwloc_topology_destroy(p->topo);
+  wf__free(p->ring);
+  wf__free(p->threads);
+  wf__free(p);
 oom_freed:
   wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                 "thread pool: out of memory starting %d workers", n);
@@ -160,6 +212,8 @@ void wf__pool_free(wf__pool *p) {
     pthread_join(p->threads[i], NULL);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->cv);
+  if (p->only)
+    hwloc_bitmap_free(p->only);
   if (p->topo)
     hwloc_topology_destroy(p->topo);
   wf__free(p->ring);

@@ -15,6 +15,10 @@ typedef void wf__task_fn(void *arg);
  * cores hwloc reports (binding failures are ignored: the pool still runs).
  * RESOURCE_EXHAUSTED / INTERNAL when threads cannot be made. */
 wf__pool *wf__pool_new(int n, int pin, wf_status *st);
+/* A pool with one worker per core of `cpus` (hwloc list syntax, "0-3"),
+ * each bound to its core: the threads of one device. INVALID_ARGUMENT for
+ * a list hwloc cannot read or that names no core of this machine. */
+wf__pool *wf__pool_new_on(const char *cpus, wf_status *st);
 /* Runs every task already submitted, then stops and frees the pool. */
 void wf__pool_free(wf__pool *p);
 /* Queues fn(arg). Returns 0, or -1 when out of memory (nothing queued). */

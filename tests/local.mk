@@ -20,3 +20,4 @@ include tests/ops/math.mk
 include tests/ops/array_nn.mk
 include tests/core/gradients.mk
 include tests/ops/train.mk
+include tests/readers/tfrecord.mk

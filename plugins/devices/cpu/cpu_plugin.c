@@ -140,6 +140,14 @@ static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
     d->available = 1;
     d->reason[0] = '\0';
     d->state = &set->devices[i];
+    /* Pin executor threads only when the cores are split between devices:
+     * one device may use them all, as the core's own pool does. */
+    if (WF_STRUCT_HAS(d, wf_device_desc, cpus)) {
+      d->cpus[0] = '\0';
+      if (n > 1 && hwloc_bitmap_list_snprintf(d->cpus, sizeof d->cpus,
+                                              set->devices[i].cpuset) < 0)
+        d->cpus[0] = '\0';
+    }
   }
   return n;
 }

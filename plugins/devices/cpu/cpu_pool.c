@@ -133,15 +133,15 @@ static int pool_pds(const pool_job *j, int any, dnnl_primitive_desc_t *fwd,
 static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   const pool_job *j = arg;
   const wf_host *h = opc_host();
-  dnnl_primitive_desc_t fwd, bwd, main;
+  dnnl_primitive_desc_t fwd, bwd, last;
   dnnl_memory_desc_t xu, yu;
   const dnnl_memory_desc_t *ws;
   int rc = 0;
 
   if (pool_pds(j, 0, &fwd, &bwd, st))
     return h->status_code(st);
-  main = bwd ? bwd : fwd;
-  if (wf__dnnl_pd_is_ref(main)) {
+  last = bwd ? bwd : fwd;
+  if (wf__dnnl_pd_is_ref(last)) {
     dnnl_primitive_desc_t fwd2, bwd2;
     if (pool_pds(j, 1, &fwd2, &bwd2, st) == 0) {
       dnnl_primitive_desc_destroy(fwd);

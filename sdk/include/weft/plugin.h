@@ -199,6 +199,10 @@ typedef struct wf_device_desc {
   int32_t reserved_;
   char reason[256];
   void *state;            /* the device's own, passed back to alloc/free */
+  /* The processing units this device's executor threads should run on, in
+   * hwloc's list syntax ("0-3,8"); "" for no preference. Check with
+   * WF_STRUCT_HAS before writing it. */
+  char cpus[256];
 } wf_device_desc;
 
 typedef struct wf_device_def {

@@ -1,0 +1,213 @@
+/* plugins/devices/cpu/cpu_eltwise.c — fast float32 activations and their
+ * fused backward ops on oneDNN eltwise primitives: Relu, LeakyRelu, Elu,
+ * Sigmoid, Tanh, Gelu (exact and tanh form), Softplus, Exp, Sqrt, Square;
+ * ReluGrad, LeakyReluGrad, GeluGrad, SoftplusGrad from the forward input;
+ * EluGrad, SigmoidGrad, TanhGrad, SqrtGrad from the forward output. The
+ * tensor is one flat run of elements whatever its shape.
+ *
+ * oneDNN computes in float32 (the reference kernels go through double),
+ * so results agree within float rounding: for Elu and Softplus the
+ * absolute error near 0 and in the far negative tail is float epsilon
+ * (oneDNN has no expm1/log1p form). Other dtypes keep the reference
+ * kernels. */
+#include <config.h>
+
+#include "cpu_kernels.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* How an op maps onto oneDNN. */
+typedef struct eltwise_op {
+  dnnl_alg_kind_t alg;
+  float alpha;        /* fixed alpha (LeakyRelu reads its attribute) */
+  int grad;           /* inputs (dy, x or y) */
+  int from_dst;       /* grad: the second input is the forward output */
+} eltwise_op;
+
+enum { ATTR_ALG = 0 };
+enum { FATTR_ALPHA = 0 };
+
+/* Plan memories: forward (x -> y); backward (dy, x or y -> dx). */
+enum { MEM_A = 0, MEM_B = 1, MEM_OUT = 2 };
+
+typedef struct eltwise_job {
+  dnnl_alg_kind_t alg;
+  float alpha;
+  int grad, from_dst;
+  int64_t count;
+} eltwise_job;
+
+static int eltwise_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+  const eltwise_job *j = arg;
+  dnnl_memory_desc_t md;
+  dnnl_eltwise_desc_t fdesc, bdesc;
+  dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
+  dnnl_status_t s;
+  int rc;
+
+  if (wf__dnnl_md(&md, 1, &j->count, NULL, st))
+    return opc_host()->status_code(st);
+  s = dnnl_eltwise_forward_desc_init(
+      &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference,
+      j->alg, &md, j->alpha, 0.0f);
+  if (s != dnnl_success)
+    return wf__dnnl_fail(s, "eltwise setup", st);
+  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "eltwise setup", st))
+    return opc_host()->status_code(st);
+  if (!j->grad) {
+    static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+    static const int mems[2] = {MEM_A, MEM_OUT};
+    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         wf__dnnl_plan_step(p, fwd, ids, mems, 2, st);
+    dnnl_primitive_desc_destroy(fwd);
+    return rc ? opc_host()->status_code(st) : 0;
+  }
+  s = dnnl_eltwise_backward_desc_init(&bdesc, j->alg, &md, &md, j->alpha,
+                                      0.0f);
+  if (s != dnnl_success) {
+    dnnl_primitive_desc_destroy(fwd);
+    return wf__dnnl_fail(s, "eltwise backward setup", st);
+  }
+  rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "eltwise backward setup", st);
+  dnnl_primitive_desc_destroy(fwd);
+  if (rc)
+    return opc_host()->status_code(st);
+  {
+    const int ids[3] = {DNNL_ARG_DIFF_DST,
+                        j->from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC,
+                        DNNL_ARG_DIFF_SRC};
+    static const int mems[3] = {MEM_A, MEM_B, MEM_OUT};
+    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         wf__dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
+         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         wf__dnnl_plan_step(p, bwd, ids, mems, 3, st);
+  }
+  dnnl_primitive_desc_destroy(bwd);
+  return rc ? opc_host()->status_code(st) : 0;
+}
+
+/* create: the op's mapping, with the attributes that change it (LeakyRelu's
+ * alpha, Gelu's form). */
+static int eltwise_create(wf_kernel_ctx *ctx, void **state,
+                          const eltwise_op *op, wf_status *st) {
+  wf__dnnl_state *s;
+  double alpha = op->alpha;
+  int approximate = 0;
+  dnnl_alg_kind_t alg = op->alg;
+
+  *state = NULL;
+  if (alg == dnnl_eltwise_relu && op->alpha != 0.0f &&
+      opc_kernel_attr_float(ctx, "alpha", &alpha, st))
+    return opc_host()->status_code(st);
+  if (alg == dnnl_eltwise_gelu_erf) {
+    if (opc_kernel_attr_bool(ctx, "approximate", &approximate, st))
+      return opc_host()->status_code(st);
+    if (approximate)
+      alg = dnnl_eltwise_gelu_tanh;
+  }
+  if (wf__dnnl_state_new(&s, st))
+    return opc_host()->status_code(st);
+  s->attr[ATTR_ALG] = alg;
+  s->fattr[FATTR_ALPHA] = alpha;
+  *state = s;
+  return 0;
+}
+
+static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
+                           const eltwise_op *op, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *a, *b = NULL;
+  wf_shape as, bs;
+  wf_tensor *out;
+  eltwise_job j;
+  wf__cpu_key key = {0};
+  wf__dnnl_plan *p;
+  void *data[3];
+  int rc;
+  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+
+  if (opc_kernel_input(ctx, 0, &a, &as, st))
+    return h->status_code(st);
+  if (op->grad) {
+    if (opc_kernel_input(ctx, 1, &b, &bs, st))
+      return h->status_code(st);
+    if (as.rank != bs.rank ||
+        memcmp(as.dims, bs.dims, (size_t)as.rank * sizeof as.dims[0]) != 0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "dy has shape %s but %s has %s",
+                      opc_shape_str(&as, s1, sizeof s1),
+                      op->from_dst ? "y" : "x",
+                      opc_shape_str(&bs, s2, sizeof s2));
+  }
+  if (!(out = h->kernel_output_new(ctx, 0, &as, st)))
+    return h->status_code(st);
+  memset(&j, 0, sizeof j);
+  j.count = h->tensor_count(a);
+  if (j.count == 0)
+    return 0;
+  j.alg = (dnnl_alg_kind_t)s->attr[ATTR_ALG];
+  j.alpha = (float)s->fattr[FATTR_ALPHA];
+  j.grad = op->grad;
+  j.from_dst = op->from_dst;
+  wf__cpu_key_word(&key, j.count);
+  if (!(p = wf__dnnl_cache_get(&s->cache, &key, eltwise_build, &j, st)))
+    return h->status_code(st);
+  if (p->fallback) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return opc_fail(st, WF_UNIMPLEMENTED,
+                    "oneDNN has no eltwise implementation for %" PRId64
+                    " float32 elements",
+                    j.count);
+  }
+  data[MEM_A] = h->tensor_data(a);
+  data[MEM_B] = b ? h->tensor_data(b) : NULL;
+  data[MEM_OUT] = h->tensor_data(out);
+  rc = wf__dnnl_plan_run(p, data, op->grad ? "eltwise backward" : "eltwise",
+                         st);
+  wf__dnnl_cache_put(&s->cache, p);
+  return rc;
+}
+
+/* One kernel per op: its mapping, create and compute. */
+#define ELTWISE(var, name, alg_, alpha_, grad_, from_dst_)                     \
+  static const eltwise_op var##_op = {(alg_), (alpha_), (grad_), (from_dst_)}; \
+  static int var##_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {   \
+    return eltwise_create(ctx, state, &var##_op, st);                          \
+  }                                                                            \
+  static int var##_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {   \
+    return eltwise_compute(ctx, state, &var##_op, st);                         \
+  }                                                                            \
+  const wf_kernel_def wf__cpu_k_##var = {                                      \
+      WF_STRUCT_INIT(wf_kernel_def),                                           \
+      .op = (name),                                                            \
+      .device_type = "cpu",                                                    \
+      .type_attr = "T",                                                        \
+      .dtypes = WF_DTYPE_BIT(WF_FLOAT32),                                      \
+      .priority = WF_CPU_FAST_PRIORITY,                                        \
+      .label = "onednn",                                                       \
+      .create = var##_create,                                                  \
+      .compute = var##_compute,                                                \
+      .destroy = wf__dnnl_state_free}
+
+/* LeakyRelu's alpha (0.2 here) only marks that the attribute is read. */
+ELTWISE(relu, "Relu", dnnl_eltwise_relu, 0.0f, 0, 0);
+ELTWISE(leaky_relu, "LeakyRelu", dnnl_eltwise_relu, 0.2f, 0, 0);
+ELTWISE(elu, "Elu", dnnl_eltwise_elu, 1.0f, 0, 0);
+ELTWISE(sigmoid, "Sigmoid", dnnl_eltwise_logistic, 0.0f, 0, 0);
+ELTWISE(tanh, "Tanh", dnnl_eltwise_tanh, 0.0f, 0, 0);
+ELTWISE(gelu, "Gelu", dnnl_eltwise_gelu_erf, 0.0f, 0, 0);
+ELTWISE(softplus, "Softplus", dnnl_eltwise_soft_relu, 0.0f, 0, 0);
+ELTWISE(exp, "Exp", dnnl_eltwise_exp, 0.0f, 0, 0);
+ELTWISE(sqrt, "Sqrt", dnnl_eltwise_sqrt, 0.0f, 0, 0);
+ELTWISE(square, "Square", dnnl_eltwise_square, 0.0f, 0, 0);
+ELTWISE(relu_grad, "ReluGrad", dnnl_eltwise_relu, 0.0f, 1, 0);
+ELTWISE(leaky_relu_grad, "LeakyReluGrad", dnnl_eltwise_relu, 0.2f, 1, 0);
+ELTWISE(elu_grad, "EluGrad", dnnl_eltwise_elu_use_dst_for_bwd, 1.0f, 1, 1);
+ELTWISE(sigmoid_grad, "SigmoidGrad", dnnl_eltwise_logistic_use_dst_for_bwd,
+        0.0f, 1, 1);
+ELTWISE(tanh_grad, "TanhGrad", dnnl_eltwise_tanh_use_dst_for_bwd, 0.0f, 1, 1);
+ELTWISE(gelu_grad, "GeluGrad", dnnl_eltwise_gelu_erf, 0.0f, 1, 0);
+ELTWISE(softplus_grad, "SoftplusGrad", dnnl_eltwise_soft_relu, 0.0f, 1, 0);
+ELTWISE(sqrt_grad, "SqrtGrad", dnnl_eltwise_sqrt_use_dst_for_bwd, 0.0f, 1, 1);
