@@ -34,7 +34,7 @@ core_libweftcore_la_SOURCES = \
 	core/tensor.c core/tensor.h \
 	core/threadpool.c core/threadpool.h \
 	core/variables.c core/variables.h
-core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
+core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core -I$(top_builddir)/core \
 	-DWF_PLUGIN_DIR='"$(pkgplugindir)"' \
 	-DWF_SYSCONF_DIR='"$(sysconfdir)"' \
 	-DWF_BUILD_DIR='"$(abs_top_builddir)"'

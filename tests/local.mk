@@ -21,3 +21,4 @@ include tests/ops/array_nn.mk
 include tests/core/gradients.mk
 include tests/ops/train.mk
 include tests/readers/tfrecord.mk
+include tests/readers/local.mk

@@ -212,7 +212,7 @@ static inline void rh_open_fails(const wf_reader_def *def, const char *path,
   if (rc == 0)
     fail_msg("opening %s succeeded; expected %s", path, wf_code_name(code));
   assert_null(rd);
-  if (rc != code || wf_status_code(st) != code)
+  if (rc != code || (int)wf_status_code(st) != code)
     fail_msg("opening %s: %s (%s), expected %s", path, wf_status_message(st),
              wf_code_name(rc), wf_code_name(code));
   va_start(ap, part);
@@ -266,7 +266,7 @@ static inline void rh_next_fails(const wf_reader_def *def, void *rd, int code,
       rh_release_all(fields, def->num_fields(rd));
     fail_msg("next returned %d; expected -%s", rc, wf_code_name(code));
   }
-  if (rc != -code || wf_status_code(st) != code)
+  if (rc != -code || (int)wf_status_code(st) != code)
     fail_msg("next: %s (%d), expected -%s", wf_status_message(st), rc,
              wf_code_name(code));
   va_start(ap, part);

@@ -4,6 +4,7 @@
  * Fashion-MNIST files when the dataset package is installed. */
 #include <config.h>
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,7 +239,7 @@ static void test_idx_converts_every_type_from_big_endian(void **state) {
     rh_release_all(rec, 1);
     rh_next(f->idx, rd, rec);
     assert_true(((const float *)wf_tensor_data(rec[0]))[0] == 0.0f);
-    assert_true(((const float *)wf_tensor_data(rec[0]))[1] > 3e38f * 10);
+    assert_true(isinf(((const float *)wf_tensor_data(rec[0]))[1]));
     rh_release_all(rec, 1);
     f->idx->close(rd);
 

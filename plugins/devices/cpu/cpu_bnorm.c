@@ -1,0 +1,338 @@
+/* plugins/devices/cpu/cpu_bnorm.c — fast float32 BatchNorm and BatchNormGrad
+ * on oneDNN batch normalisation (scale and shift; batch statistics in
+ * training, given ones with use_global_stats in inference). x of any rank
+ * >= 2 is viewed as (N, C, rest) for NCHW and as (rest, C) for NHWC, so
+ * the statistics cover every dimension but C, as the nn ops define.
+ *
+ * oneDNN's backward has no inputs for the gradients of the batch
+ * statistics: in training, BatchNormGrad adds mean_backprop / M +
+ * variance_backprop * 2 (x - mean) / M itself when either is non-zero.
+ * Calls the fast path does not take (errors, empty tensors) run the nn
+ * plugin's reference kernels. */
+#include <config.h>
+
+#include "cpu_nn.h"
+
+#include <string.h>
+
+/* Plan memories. */
+enum {
+  MEM_X = 0,
+  MEM_Y = 1, /* forward: y; backward: dy */
+  MEM_SCALE = 2,
+  MEM_SHIFT = 3, /* forward only */
+  MEM_MEAN = 4,
+  MEM_VAR = 5,
+  MEM_DX = 6,
+  MEM_DSCALE = 7,
+  MEM_DSHIFT = 8
+};
+
+typedef struct bn_state {
+  wf__dnnl_cache cache;
+  int ok, nchw, training;
+  double eps;
+} bn_state;
+
+typedef struct bn_job {
+  int grad, training, ndims;
+  float eps;
+  int64_t dims[3]; /* (N, C, rest) or (rest, C) */
+  int64_t c;
+} bn_job;
+
+static void bn_destroy(void *state) {
+  bn_state *s = state;
+
+  if (!s)
+    return;
+  wf__dnnl_cache_deinit(&s->cache);
+  opc_host()->free(s);
+}
+
+static int bn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
+  bn_state *s = opc_host()->alloc(sizeof *s, 0);
+  nn_attrs a = {.kernel = ctx};
+
+  *state = NULL;
+  if (!s)
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for a kernel's state");
+  memset(s, 0, sizeof *s);
+  wf__dnnl_cache_init(&s->cache);
+  s->ok = nn_data_format(&a, &s->nchw, st) == 0 &&
+          nn_attr_bool(&a, "is_training", &s->training, st) == 0 &&
+          nn_attr_float(&a, "epsilon", &s->eps, st) == 0 && s->eps >= 0;
+  if (!s->ok)
+    opc_host()->status_set(st, WF_OK, "%s", "");
+  *state = s;
+  return 0;
+}
+
+static unsigned bn_flags(const bn_job *j) {
+  return dnnl_use_scale | dnnl_use_shift |
+         (j->training ? 0u : (unsigned)dnnl_use_global_stats);
+}
+
+static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+  const bn_job *j = arg;
+  const wf_host *h = opc_host();
+  dnnl_memory_desc_t xmd, cmd;
+  dnnl_batch_normalization_desc_t fdesc, bdesc;
+  dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
+  dnnl_status_t s;
+  int rc = 0;
+
+  if (wf__dnnl_md(&xmd, j->ndims, j->dims, NULL, st) ||
+      wf__dnnl_md(&cmd, 1, &j->c, NULL, st))
+    return h->status_code(st);
+  s = dnnl_batch_normalization_forward_desc_init(
+      &fdesc,
+      j->training || j->grad ? dnnl_forward_training : dnnl_forward_inference,
+      &xmd, j->eps, bn_flags(j));
+  if (s != dnnl_success)
+    return wf__dnnl_fail(s, "batch normalization setup", st);
+  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
+    return h->status_code(st);
+  if (!j->grad) {
+    static const int ids[6] = {DNNL_ARG_SRC,   DNNL_ARG_DST,
+                               DNNL_ARG_SCALE, DNNL_ARG_SHIFT,
+                               DNNL_ARG_MEAN,  DNNL_ARG_VARIANCE};
+    static const int mems[6] = {MEM_X,     MEM_Y,    MEM_SCALE,
+                                MEM_SHIFT, MEM_MEAN, MEM_VAR};
+    int stats = j->training ? WF_DNNL_OUT : WF_DNNL_IN;
+    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_OUT, st) ||
+        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_SHIFT, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, stats, st) ||
+        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, stats, st) ||
+        wf__dnnl_plan_step(p, fwd, ids, mems, 6, st))
+      rc = h->status_code(st);
+    goto done;
+  }
+  s = dnnl_batch_normalization_backward_desc_init(
+      &bdesc, dnnl_backward, &xmd, &xmd, j->eps, bn_flags(j));
+  if (s != dnnl_success) {
+    rc = wf__dnnl_fail(s, "batch normalization backward setup", st);
+    goto done;
+  }
+  if (wf__dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
+                  st)) {
+    rc = h->status_code(st);
+    goto done;
+  }
+  {
+    static const int ids[8] = {DNNL_ARG_SRC,       DNNL_ARG_DIFF_DST,
+                               DNNL_ARG_SCALE,     DNNL_ARG_MEAN,
+                               DNNL_ARG_VARIANCE,  DNNL_ARG_DIFF_SRC,
+                               DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+    static const int mems[8] = {MEM_X,   MEM_Y,  MEM_SCALE,  MEM_MEAN,
+                                MEM_VAR, MEM_DX, MEM_DSCALE, MEM_DSHIFT};
+    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
+        wf__dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
+        wf__dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
+        wf__dnnl_plan_step(p, bwd, ids, mems, 8, st))
+      rc = h->status_code(st);
+  }
+done:
+  dnnl_primitive_desc_destroy(fwd);
+  if (bwd)
+    dnnl_primitive_desc_destroy(bwd);
+  return rc;
+}
+
+/* 1 when s is (C,). */
+static int is_vec(const wf_shape *s, int64_t c) {
+  return s->rank == 1 && s->dims[0] == c;
+}
+
+/* 1 when s fits BatchNorm's mean or variance input: (C,), or (0,) in
+ * training, where it is not read. */
+static int stats_ok(const wf_shape *s, int64_t c, int training) {
+  return is_vec(s, c) || (training && s->rank == 1 && s->dims[0] == 0);
+}
+
+/* Fills j's view of x (xs) for the state's format; 0 when the fast path
+ * does not apply (rank < 2 or empty). */
+static int bn_view(const bn_state *s, const wf_shape *xs, bn_job *j) {
+  int axis;
+  int64_t outer = 1, inner = 1;
+
+  if (xs->rank < 2)
+    return 0;
+  axis = nn_channel_axis(s->nchw, xs->rank);
+  j->c = xs->dims[axis];
+  for (int i = 0; i < axis; i++)
+    outer *= xs->dims[i];
+  for (int i = axis + 1; i < xs->rank; i++)
+    inner *= xs->dims[i];
+  if (outer == 0 || inner == 0 || j->c == 0)
+    return 0;
+  if (s->nchw) {
+    j->ndims = 3;
+    j->dims[0] = outer, j->dims[1] = j->c, j->dims[2] = inner;
+  } else {
+    j->ndims = 2;
+    j->dims[0] = outer * inner, j->dims[1] = j->c;
+  }
+  j->training = s->training;
+  j->eps = (float)s->eps;
+  return 1;
+}
+
+static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  bn_state *s = state;
+  const wf_tensor *x, *v[4];
+  wf_tensor *y, *bm, *bv;
+  wf_shape xs, vs[4], cs;
+  bn_job j;
+  wf__cpu_key key = {0};
+  wf__dnnl_plan *p;
+  void *data[9] = {NULL};
+  int rc;
+
+  if (!s->ok)
+    return nn_batch_norm_kernel.compute(ctx, NULL, st);
+  if (opc_kernel_input(ctx, 0, &x, &xs, st))
+    return h->status_code(st);
+  for (int i = 0; i < 4; i++)
+    if (opc_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+      return h->status_code(st);
+  memset(&j, 0, sizeof j);
+  if (!bn_view(s, &xs, &j) || !is_vec(&vs[0], j.c) || !is_vec(&vs[1], j.c) ||
+      !stats_ok(&vs[2], j.c, s->training) ||
+      !stats_ok(&vs[3], j.c, s->training))
+    return nn_batch_norm_kernel.compute(ctx, NULL, st);
+  wf__cpu_key_shape(&key, &xs);
+  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+    return h->status_code(st);
+  if (p->fallback) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return nn_batch_norm_kernel.compute(ctx, NULL, st);
+  }
+  opc_shape_make(&cs, 1, &j.c);
+  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(bm = h->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(bv = h->kernel_output_new(ctx, 2, &cs, st))) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return h->status_code(st);
+  }
+  data[MEM_X] = h->tensor_data(x);
+  data[MEM_Y] = h->tensor_data(y);
+  data[MEM_SCALE] = h->tensor_data(v[0]);
+  data[MEM_SHIFT] = h->tensor_data(v[1]);
+  data[MEM_MEAN] = h->tensor_data(s->training ? bm : v[2]);
+  data[MEM_VAR] = h->tensor_data(s->training ? bv : v[3]);
+  rc = wf__dnnl_plan_run(p, data, "batch normalization", st);
+  wf__dnnl_cache_put(&s->cache, p);
+  if (rc == 0 && !s->training) {
+    memcpy(h->tensor_data(bm), h->tensor_data(v[2]), h->tensor_nbytes(bm));
+    memcpy(h->tensor_data(bv), h->tensor_data(v[3]), h->tensor_nbytes(bv));
+  }
+  return rc;
+}
+
+/* dx += dmean / M + dvar * 2 (x - mean) / M, per channel of j's view. */
+static void add_stat_grads(const bn_job *j, float *dx, const float *x,
+                           const float *mean, const float *dmean,
+                           const float *dvar) {
+  int64_t outer = j->dims[0], inner = j->ndims == 3 ? j->dims[2] : 1;
+  double m = (double)(outer * inner);
+
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < j->c; k++) {
+      double a = dmean[k] / m, b = 2.0 * dvar[k] / m;
+      int64_t base = (o * j->c + k) * inner;
+      for (int64_t i = 0; i < inner; i++)
+        dx[base + i] += (float)(a + b * ((double)x[base + i] - mean[k]));
+    }
+}
+
+static int any_nonzero(const float *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (v[i] != 0.0f)
+      return 1;
+  return 0;
+}
+
+static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  bn_state *s = state;
+  const wf_tensor *dy, *x, *v[5];
+  wf_tensor *dx, *ds, *doff;
+  wf_shape dys, xs, vs[5], cs;
+  bn_job j;
+  wf__cpu_key key = {0};
+  wf__dnnl_plan *p;
+  void *data[9] = {NULL};
+  int rc;
+
+  if (!s->ok)
+    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+      opc_kernel_input(ctx, 1, &x, &xs, st))
+    return h->status_code(st);
+  for (int i = 0; i < 5; i++)
+    if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+      return h->status_code(st);
+  memset(&j, 0, sizeof j);
+  if (!bn_view(s, &xs, &j) || !wf__cpu_same_shape(&dys, &xs))
+    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+  for (int i = 0; i < 5; i++)
+    if (!is_vec(&vs[i], j.c))
+      return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+  j.grad = 1;
+  wf__cpu_key_shape(&key, &xs);
+  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+    return h->status_code(st);
+  if (p->fallback) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+  }
+  opc_shape_make(&cs, 1, &j.c);
+  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(doff = h->kernel_output_new(ctx, 2, &cs, st))) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return h->status_code(st);
+  }
+  data[MEM_X] = h->tensor_data(x);
+  data[MEM_Y] = h->tensor_data(dy);
+  data[MEM_SCALE] = h->tensor_data(v[0]);
+  data[MEM_MEAN] = h->tensor_data(v[1]);
+  data[MEM_VAR] = h->tensor_data(v[2]);
+  data[MEM_DX] = h->tensor_data(dx);
+  data[MEM_DSCALE] = h->tensor_data(ds);
+  data[MEM_DSHIFT] = h->tensor_data(doff);
+  rc = wf__dnnl_plan_run(p, data, "batch normalization backward", st);
+  wf__dnnl_cache_put(&s->cache, p);
+  if (rc == 0 && s->training &&
+      (any_nonzero(h->tensor_data(v[3]), j.c) ||
+       any_nonzero(h->tensor_data(v[4]), j.c)))
+    add_stat_grads(&j, h->tensor_data(dx), h->tensor_data(x),
+                   h->tensor_data(v[1]), h->tensor_data(v[3]),
+                   h->tensor_data(v[4]));
+  return rc;
+}
+
+#define BN_KERNEL(var, name, fn)                                               \
+  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
+                             .op = (name),                                     \
+                             .device_type = "cpu",                             \
+                             .type_attr = "T",                                 \
+                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
+                             .priority = WF_CPU_FAST_PRIORITY,                 \
+                             .label = "onednn",                                \
+                             .create = bn_create,                              \
+                             .compute = (fn),                                  \
+                             .destroy = bn_destroy}
+
+BN_KERNEL(wf__cpu_k_batch_norm, "BatchNorm", bn_forward);
+BN_KERNEL(wf__cpu_k_batch_norm_grad, "BatchNormGrad", bn_backward);
