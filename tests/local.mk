@@ -22,3 +22,4 @@ include tests/core/gradients.mk
 include tests/ops/train.mk
 include tests/readers/tfrecord.mk
 include tests/readers/local.mk
+include tests/fuzz/tfrecord.mk

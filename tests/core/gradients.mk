@@ -17,3 +17,11 @@ tests_core_test_layers_SOURCES = tests/core/test_layers.c
 tests_core_test_layers_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_layers_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_layers_LDADD = $(TEST_LDADD)
+
+# The graph passes (core/pass_*.c) with the built-in plugins.
+check_PROGRAMS += tests/core/test_passes
+TESTS += tests/core/test_passes
+tests_core_test_passes_SOURCES = tests/core/test_passes.c
+tests_core_test_passes_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_passes_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_passes_LDADD = $(TEST_LDADD)

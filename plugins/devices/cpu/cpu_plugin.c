@@ -3,10 +3,12 @@
  * (one by default, N with WEFT_CPU_DEVICES=N).
  *
  * It does not describe devices (cpu_describe.c), allocate their memory
- * (cpu_alloc.c), run kernels or pin threads. */
+ * (cpu_alloc.c) or pin threads; the fast kernels it registers and the
+ * kernel libraries' thread setup are in cpu_kernels.c. */
 #include <config.h>
 
 #include "cpu_device.h"
+#include "cpu_kernels.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -134,9 +136,17 @@ static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
   }
   for (int i = 0; i < n; i++) {
     wf_device_desc *d = &out[i];
+    size_t len;
     snprintf(d->name, sizeof(d->name), "cpu:%d", i);
     wf__cpudev_describe(&set->devices[i], d->description,
                         sizeof(d->description));
+    /* The kernel libraries' thread layout on a line of its own. */
+    len = strlen(d->description);
+    if (len + 2 < sizeof(d->description)) {
+      d->description[len++] = '\n';
+      wf__cpu_kernels_describe(d->description + len,
+                               sizeof(d->description) - len);
+    }
     d->available = 1;
     d->reason[0] = '\0';
     d->state = &set->devices[i];
@@ -173,6 +183,7 @@ static void cpu_fini(void *state) {
   }
   if (p->topo)
     hwloc_topology_destroy(p->topo);
+  wf__cpu_kernels_fini();
   p->host->free(p);
 }
 
@@ -190,6 +201,11 @@ static int cpu_init(const wf_host *host, void **state, wf_status *st) {
   }
   memset(p, 0, sizeof(*p));
   p->host = host;
+  /* First, so that every later failure's cpu_fini balances it. */
+  if ((code = wf__cpu_kernels_init(host, st)) != 0) {
+    host->free(p);
+    return code;
+  }
   if (hwloc_topology_init(&p->topo) < 0) {
     code = WF_INTERNAL;
     host->status_set(st, code, "%s: hwloc_topology_init failed: %s",
@@ -252,7 +268,10 @@ static const wf_plugin_desc cpu_plugin = {
     .version = PACKAGE_VERSION,
     .license = "MIT",
     .description = "CPU device: hwloc topology (cores, NUMA nodes, caches), "
-                   "NUMA-aware aligned host memory",
+                   "NUMA-aware aligned host memory; fast kernels on oneDNN "
+                   "and OpenBLAS (matrix products, convolutions, pooling, "
+                   "activations, softmax, batch normalisation, LSTM, GRU)",
+    .kernels = wf__cpu_kernels,
     .devices = cpu_devices,
     .init = cpu_init,
     .fini = cpu_fini,
