@@ -8,7 +8,39 @@ noinst_PROGRAMS += bench/cnn_infer
 bench_cnn_infer_SOURCES = bench/cnn_infer.c bench/bench_util.h
 bench_cnn_infer_LDADD = $(BENCH_LDADD)
 
-bench: bench/dispatch bench/cnn_infer
+# pipeline: the input pipeline over any reader next to a raw read of the
+# same bytes, and the input wait of an mlp training step; links zlib for
+# the raw reference.
+noinst_PROGRAMS += bench/pipeline
+bench_pipeline_SOURCES = bench/pipeline.c bench/bench_util.h
+bench_pipeline_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
+bench_pipeline_LDADD = $(BENCH_LDADD) $(ZLIB_LIBS)
+
+bench: bench/dispatch bench/cnn_infer bench/pipeline
 	bench/dispatch
 	bench/cnn_infer
+	bench/pipeline
+	bench/pipeline --mode wait
 .PHONY: bench
+
+# gemm: matrix products through a one-node graph next to direct library
+# calls; gemm_backends: the measurement behind the CPU plugin's choice of
+# library per shape (plugins/devices/cpu/cpu_gemm.c). Both call the
+# libraries directly, so they link them.
+noinst_PROGRAMS += bench/gemm
+bench_gemm_SOURCES = bench/gemm.c bench/bench_util.h
+bench_gemm_CPPFLAGS = $(AM_CPPFLAGS)
+bench_gemm_LDADD = $(BENCH_LDADD)
+if HAVE_OPENBLAS
+bench_gemm_CPPFLAGS += $(OPENBLAS_CFLAGS)
+bench_gemm_LDADD += $(OPENBLAS_LIBS)
+endif
+if HAVE_DNNL
+bench_gemm_LDADD += $(DNNL_LIBS) -lgomp
+if HAVE_OPENBLAS
+noinst_PROGRAMS += bench/gemm_backends
+bench_gemm_backends_SOURCES = bench/gemm_backends.c bench/bench_util.h
+bench_gemm_backends_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
+bench_gemm_backends_LDADD = $(OPENBLAS_LIBS) $(DNNL_LIBS) -lgomp $(LIBM)
+endif
+endif

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "dataset.h"
+#include "status.h"
 #include "tensor.h"
 
 /* ---- writing ------------------------------------------------------------------ */
@@ -119,7 +120,7 @@ int wf__rbuf_bytes(wf__rbuf *r, const void **p, size_t n, const char *what,
 }
 
 int wf__rbuf_u8(wf__rbuf *r, uint8_t *v, const char *what, wf_status *st) {
-  const void *p;
+  const void *p = NULL;
   if (wf__rbuf_bytes(r, &p, 1, what, st))
     return WF_INVALID_ARGUMENT;
   *v = *(const unsigned char *)p;
@@ -127,7 +128,7 @@ int wf__rbuf_u8(wf__rbuf *r, uint8_t *v, const char *what, wf_status *st) {
 }
 
 int wf__rbuf_u32(wf__rbuf *r, uint32_t *v, const char *what, wf_status *st) {
-  const void *p;
+  const void *p = NULL;
   if (wf__rbuf_bytes(r, &p, 4, what, st))
     return WF_INVALID_ARGUMENT;
   const unsigned char *b = p;
@@ -138,7 +139,7 @@ int wf__rbuf_u32(wf__rbuf *r, uint32_t *v, const char *what, wf_status *st) {
 }
 
 int wf__rbuf_u64(wf__rbuf *r, uint64_t *v, const char *what, wf_status *st) {
-  const void *p;
+  const void *p = NULL;
   if (wf__rbuf_bytes(r, &p, 8, what, st))
     return WF_INVALID_ARGUMENT;
   const unsigned char *b = p;
@@ -174,7 +175,7 @@ int wf__rbuf_tensor(wf__rbuf *r, wf_tensor **t, const char *what,
   uint32_t dtype, rank;
   int64_t dims[WF_MAX_RANK];
   size_t at = r->pos, nbytes;
-  const void *p;
+  const void *p = NULL;
 
   *t = NULL;
   if (wf__rbuf_u32(r, &dtype, what, st) || wf__rbuf_u32(r, &rank, what, st))

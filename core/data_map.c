@@ -298,9 +298,10 @@ static int graph(map_stage *m, wf_tensor **out, wf_status *st) {
     wf__element_clear(m->tmp, nin_fields);
     return -rc;
   }
-  for (int k = 0; k < nin_fields; k++) {
-    out[k] = m->tmp[k];
-    m->tmp[k] = NULL;
+  for (int k = 0; k < m->base.nfields; k++) {
+    out[k] = k < nin_fields ? m->tmp[k] : NULL;
+    if (k < nin_fields)
+      m->tmp[k] = NULL;
   }
   for (int j = 0; j < ds->u.map.nout; j++) {
     int slot = ds->u.map.out_slot[j];

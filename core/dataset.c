@@ -20,6 +20,8 @@
 
 /* Bounds that keep a broken reader from making us allocate absurdly. */
 #define MAX_FIELDS 1024
+/* A prefetch queue is allocated whole: its size is bounded. */
+#define MAX_PREFETCH 65536
 
 /* ---- fingerprints ------------------------------------------------------------- */
 
@@ -692,10 +694,11 @@ wf_dataset *wf_dataset_interleave(wf_dataset *in, int cycle_length,
   ds->u.files.options = no ? wf__calloc((size_t)no, sizeof(wf_attr_item))
                            : NULL;
   ds->fields = fields_copy(in->fields, in->nfields);
-  if (!ds->u.files.paths || !ds->u.files.readers || (no && !ds->u.files.options) ||
-      !ds->fields)
+  if (ds->fields)
+    ds->nfields = in->nfields;
+  if (!ds->u.files.paths || !ds->u.files.readers ||
+      (no && !ds->u.files.options) || !ds->fields)
     goto oom;
-  ds->nfields = in->nfields;
   for (int i = 0; i < nf; i++) {
     ds->u.files.paths[i] = wf__strdup(in->u.files.paths[i]);
     ds->u.files.readers[i] = in->u.files.readers[i];
@@ -1083,10 +1086,10 @@ wf_dataset *wf_dataset_prefetch(wf_dataset *in, int buffer_size,
                                 wf_status *st) {
   if (!in)
     return NULL;
-  if (buffer_size < 1) {
+  if (buffer_size < 1 || buffer_size > MAX_PREFETCH) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
-                  "dataset prefetch: buffer size %d (must be at least 1)",
-                  buffer_size);
+                  "dataset prefetch: buffer size %d (must be 1 to %d)",
+                  buffer_size, MAX_PREFETCH);
     wf_dataset_release(in);
     return NULL;
   }
@@ -1222,9 +1225,7 @@ int wf_dataset_count(wf_dataset *ds, int64_t *count, wf_status *st) {
     }
     return WF_OK;
   }
-  wf_iterator_options opt = WF_ITERATOR_OPTIONS_INIT;
-  opt.skip_bad_records = 1;
-  wf_iterator *it = wf_iterator_new(ds, &opt, st);
+  wf_iterator *it = wf_iterator_new(ds, NULL, st);
   if (!it)
     return wf_status_code(st);
   wf_tensor **f = wf__calloc((size_t)ds->nfields, sizeof *f);
@@ -1233,9 +1234,13 @@ int wf_dataset_count(wf_dataset *ds, int64_t *count, wf_status *st) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                        "dataset count: out of memory");
   } else {
-    while ((rc = wf_iterator_next(it, f, st)) == WF_OK) {
-      wf__element_clear(f, ds->nfields);
-      (*count)++;
+    /* Bad records are passed over, not counted. */
+    while ((rc = wf_iterator_next(it, f, st)) == WF_OK ||
+           rc == WF_DATA_LOSS) {
+      if (rc == WF_OK) {
+        wf__element_clear(f, ds->nfields);
+        (*count)++;
+      }
     }
     if (rc == WF_OUT_OF_RANGE) {
       wf_status_reset(st);

@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <weft/data.h>
+#include <weft/tensor.h>
 
 #include "registry.h"
 

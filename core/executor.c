@@ -752,6 +752,7 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
   s->session = session;
   s->step_ctx.vars = session ? session->vars : NULL;
   s->step_ctx.step = session ? atomic_fetch_add(&session->step, 1) : 0;
+  s->step_ctx.iterators = session ? session->iterators : NULL;
   s->fetch_values = fetch_values;
   s->md = trace ? md : NULL;
   s->finished = 0;

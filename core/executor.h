@@ -90,12 +90,14 @@ wf__exec *wf__exec_retain(wf__exec *x);
 void wf__exec_release(wf__exec *x);
 
 struct wf__varstore;
+struct wf__iterators;
 
 /* What a session shares with its steps. */
 typedef struct wf__session_state {
   atomic_int cancelled;       /* the session was closed */
   struct wf__varstore *vars;  /* its variables */
   atomic_llong step;          /* steps started so far */
+  struct wf__iterators *iterators; /* attached input iterators */
 } wf__session_state;
 
 /* Runs one step. feed_values/fetch_values as for wf_session_run. pool may be

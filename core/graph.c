@@ -958,6 +958,17 @@ static int complete_attrs(pending *p, wf_status *st) {
   return WF_OK;
 }
 
+/* The list(dtype) attribute that types output arg item by item (the
+ * registry allows one only for outputs without number_attr), or NULL. */
+static const wf_attr_value *output_type_list(const pending *p,
+                                             const wf_arg_def *arg) {
+  const wf_attr_value *v;
+  if (!arg->type_attr)
+    return NULL;
+  v = &p->slots[wf__op_attr_index(p->op, arg->type_attr)].v;
+  return v->type == (WF_ATTR_LIST | WF_ATTR_DTYPE) ? v : NULL;
+}
+
 /* Number of outputs and their dtypes, from the output arguments. */
 static int make_outputs(const pending *p, wf_node *n, wf_status *st) {
   const wf__op *op = p->op;
@@ -965,7 +976,13 @@ static int make_outputs(const pending *p, wf_node *n, wf_status *st) {
 
   for (int a = 0; a < op->num_outputs; a++) {
     const wf_arg_def *arg = &op->outputs[a];
-    int64_t times = 1;
+    const wf_attr_value *tl = output_type_list(p, arg);
+    int64_t times = tl ? tl->count : 1;
+    if (tl && times > MAX_LIST_OUTPUTS)
+      return node_error(p, st, WF_INVALID_ARGUMENT,
+                        "output '%s' would have %lld tensors (attribute "
+                        "'%s')",
+                        arg->name, (long long)times, arg->type_attr);
     if (arg->number_attr) {
       times = p->slots[wf__op_attr_index(op, arg->number_attr)].v.u.i;
       if (times < 0 || times > MAX_LIST_OUTPUTS)
@@ -987,17 +1004,20 @@ static int make_outputs(const pending *p, wf_node *n, wf_status *st) {
   count = 0;
   for (int a = 0; a < op->num_outputs; a++) {
     const wf_arg_def *arg = &op->outputs[a];
+    const wf_attr_value *tl = output_type_list(p, arg);
     int64_t times =
-        arg->number_attr
+        tl ? tl->count
+        : arg->number_attr
             ? p->slots[wf__op_attr_index(op, arg->number_attr)].v.u.i
             : 1;
     wf_dtype dt =
-        arg->type_attr
+        tl ? WF_DTYPE_INVALID
+        : arg->type_attr
             ? (wf_dtype)p->slots[wf__op_attr_index(op, arg->type_attr)]
                   .v.u.dtype
             : (wf_dtype)arg->dtype;
     for (int64_t j = 0; j < times; j++) {
-      n->output_dtypes[count] = dt;
+      n->output_dtypes[count] = tl ? (wf_dtype)tl->u.dtypes[j] : dt;
       wf_shape_unknown(&n->output_shapes[count]);
       count++;
     }
@@ -1364,7 +1384,8 @@ int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
   if (!cons)
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "rewriting the graph: out of memory");
-  memcpy(cons, from.node->data_consumers, (size_t)n * sizeof *cons);
+  if (n > 0)
+    memcpy(cons, from.node->data_consumers, (size_t)n * sizeof *cons);
   int rc = 0;
   for (int k = 0; k < n && !rc; k++) {
     wf_node *c = cons[k];

@@ -887,8 +887,8 @@ int64_t wf_iterator_bad_records(const wf_iterator *it) {
 
 static void stop(wf_iterator *it, const wf_status *st) {
   it->state = STOPPED;
-  wf_status_set(&it->error,
-                wf_status_code(st) ? wf_status_code(st) : WF_INTERNAL, "%s",
+  wf_code code = wf_status_code(st);
+  wf_status_set(&it->error, code != WF_OK ? code : WF_INTERNAL, "%s",
                 wf_status_message(st));
 }
 
@@ -960,12 +960,14 @@ wf_tensor *wf_iterator_save(wf_iterator *it, wf_status *st) {
   wf__wbuf_u64(&w, it->ds->fingerprint);
   wf__wbuf_u8(&w, (uint8_t)(it->state == AT_END));
   wf__wbuf_u64(&w, (uint64_t)atomic_load(&it->bad));
-  int rc = it->state == STOPPED
-               ? wf_status_set(st, WF_FAILED_PRECONDITION,
-                               "iterator: cannot save the position of an "
-                               "iterator stopped by an error: %s",
-                               it->error.message)
-               : it->top->ops->save(it->top, &w, st);
+  int rc;
+  if (it->state == STOPPED)
+    rc = wf_status_set(st, WF_FAILED_PRECONDITION,
+                       "iterator: cannot save the position of an iterator "
+                       "stopped by an error: %s",
+                       it->error.message);
+  else
+    rc = it->top->ops->save(it->top, &w, st);
   pthread_mutex_unlock(&it->mu);
   if (!rc)
     rc = wf__wbuf_check(&w, st);

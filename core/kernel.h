@@ -12,11 +12,14 @@ struct wf__varstore;
 
 /* What a kernel may know of the step it runs in. */
 struct wf__rendezvous;
+struct wf__iterators;
 
 typedef struct wf__step_ctx {
   struct wf__varstore *vars; /* the session's variables; NULL outside one */
   int64_t step;              /* the session's step counter for this run */
   struct wf__rendezvous *rendezvous; /* the step's, for _Send/_Recv */
+  struct wf__iterators *iterators;   /* the session's attached iterators
+                                        (core/dataset.h); NULL outside one */
 } wf__step_ctx;
 
 struct wf_kernel_ctx {

@@ -6,6 +6,11 @@ core_libweftcore_la_SOURCES = \
 	core/attr.c core/attr.h \
 	core/config.c core/config.h \
 	core/core_ops.c core/core_ops.h \
+	core/data_codec.c \
+	core/data_map.c \
+	core/data_ops.c \
+	core/data_source.c \
+	core/dataset.c core/dataset.h \
 	core/dl.c core/dl.h \
 	core/dot.c \
 	core/dtype.c \
@@ -13,6 +18,7 @@ core_libweftcore_la_SOURCES = \
 	core/gradients.c \
 	core/graph.c core/graph.h \
 	core/host.c core/host.h \
+	core/iterator.c \
 	core/kernel.c core/kernel.h \
 	core/layers.c core/layers_internal.h \
 	core/loader.c \
@@ -24,6 +30,7 @@ core_libweftcore_la_SOURCES = \
 	core/pass_cse.c \
 	core/partition.c core/partition.h \
 	core/placement.c core/placement.h \
+	core/prefetch.c \
 	core/prune.c core/prune.h \
 	core/registry.c core/registry.h \
 	core/rendezvous.c core/rendezvous.h \
@@ -57,6 +64,7 @@ core_libweft_la_LIBADD = core/libweftcore.la
 core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
 
 weftinclude_HEADERS += \
+	sdk/include/weft/data.h \
 	sdk/include/weft/export.h \
 	sdk/include/weft/gradients.h \
 	sdk/include/weft/graph.h \

@@ -3,10 +3,11 @@
  * are bypassed, bit for bit, on every input the graph admits. Each rule
  * below states its condition; rules repeat until none applies.
  *
- * It only rewires consumers (and fetches); the bypassed nodes are left for
- * dead-node removal. Nodes with control inputs are never bypassed, since
- * their consumers wait for those, and no node whose output is dropped may
- * have any: a bypassed node's effect on timing is always nil. */
+ * It rewires consumers and fetches (adding only the ZerosLike of x - x);
+ * the bypassed nodes are left for dead-node removal. Nodes with control
+ * inputs are never bypassed, since their consumers wait for those, and no
+ * node whose output is dropped may have any: a bypassed node's effect on
+ * timing is always nil. */
 #include <config.h>
 
 #include <math.h>
@@ -172,8 +173,7 @@ static int replace(wf__work *w, wf_output from, wf_output to, int *changed,
  * differentiated, so StopGradient has no role left in it. An Identity that
  * asks for a device other than its input's is kept: it may be a copy
  * between devices. */
-static int rule_identity(wf__work *w, wf_node *n, int *changed,
-                         wf_status *st) {
+static int rule_identity(wf__work *w, wf_node *n, int *changed, wf_status *st) {
   if (!is_op(n, "Identity") && !is_op(n, "StopGradient"))
     return 0;
   wf_output x = n->inputs[0];
@@ -270,8 +270,7 @@ static int rule_transpose(wf__work *w, wf_node *n, int *changed,
  * one. Only when the inner one cannot fail: s1 a plain Const, x's shape and
  * the inner output's shape fully known (shape inference checked them).
  * Then Reshape(x, s) -> x when s gives x's own fully known shape. */
-static int rule_reshape(wf__work *w, wf_node *n, int *changed,
-                        wf_status *st) {
+static int rule_reshape(wf__work *w, wf_node *n, int *changed, wf_status *st) {
   if (!is_op(n, "Reshape"))
     return 0;
   wf_node *inner = n->inputs[0].node;

@@ -3,6 +3,8 @@
  * with the real CPU kernel, and replaced by Const nodes holding its outputs
  * (when each is within [passes] constant_folding_max_bytes). Folding
  * repeats until nothing more folds, so whole constant subgraphs collapse.
+ * A replacement Const waits for whatever the folded node waited for (see
+ * collect_gates), so it fires only when the original would have.
  *
  * It never folds stateful, random or fed nodes, nor nodes without a CPU
  * kernel, nor nodes whose kernel fails (that error stays for run time). */
@@ -34,8 +36,7 @@ static const wf_tensor *const_value(const wf_node *n) {
 /* 1 when n may be folded: a computation of Consts only (or of nothing),
  * with outputs and no resource handles among them. */
 static int foldable(const wf_node *n) {
-  if ((n->op->def.flags & FOLD_NEVER) || n->num_outputs == 0 ||
-      const_value(n))
+  if ((n->op->def.flags & FOLD_NEVER) || n->num_outputs == 0 || const_value(n))
     return 0;
   for (int o = 0; o < n->num_outputs; o++)
     if (n->output_dtypes[o] == WF_RESOURCE)
@@ -144,10 +145,17 @@ static int fold(wf__pass_env *env, wf_node *n, int *folded, wf_status *st) {
     goto done;
   }
   ran = 1;
-  for (int o = 0; o < nout; o++)
+  for (int o = 0; o < nout; o++) {
     if ((long long)wf_tensor_nbytes(out[o]) >
-        env->cfg->constant_folding_max_bytes)
+        env->cfg->constant_folding_max_bytes) {
+      wf__log(WF_LOG_DEBUG, "constant folding",
+              "node '%s' not folded: output %d has %zu bytes, more than "
+              "[passes] constant_folding_max_bytes = %lld",
+              n->name, o, wf_tensor_nbytes(out[o]),
+              env->cfg->constant_folding_max_bytes);
       goto done;
+    }
+  }
 
   int ngates = collect_gates(n, gates);
   for (int o = 0; o < nout; o++) {
@@ -157,7 +165,8 @@ static int fold(wf__pass_env *env, wf_node *n, int *folded, wf_status *st) {
       wf_status_prefix(st, "folding node '%s'", n->name);
       goto done;
     }
-    if (wf__graph_redirect(w->g, (wf_output){n, o}, (wf_output){c, 0}, st)) {
+    if (n->num_data_consumers > 0 &&
+        wf__graph_redirect(w->g, (wf_output){n, o}, (wf_output){c, 0}, st)) {
       rc = wf_status_code(st);
       goto done;
     }

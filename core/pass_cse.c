@@ -32,26 +32,14 @@ static uint64_t mix_str(uint64_t h, const char *s) {
   return mix(h, x);
 }
 
-/* The order in which n reads its inputs for hashing and comparison: an op
+/* Input i of n in the order used for hashing and comparison: an op
  * flagged commutative reads its two inputs lowest (node id, slot) first. */
-static void canonical_inputs(const wf_node *n, wf_output *out) {
-  for (int i = 0; i < n->num_inputs; i++)
-    out[i] = n->inputs[i];
-  if ((n->op->def.flags & WF_OP_COMMUTATIVE) && n->num_inputs == 2) {
-    const wf_output a = out[0], b = out[1];
-    if (b.node->id < a.node->id ||
-        (b.node == a.node && b.index < a.index)) {
-      out[0] = b;
-      out[1] = a;
-    }
-  }
-}
-
 static wf_output input_at(const wf_node *n, int i) {
   if ((n->op->def.flags & WF_OP_COMMUTATIVE) && n->num_inputs == 2) {
-    wf_output in[2];
-    canonical_inputs(n, in);
-    return in[i];
+    const wf_output a = n->inputs[0], b = n->inputs[1];
+    int swap =
+        b.node->id < a.node->id || (b.node == a.node && b.index < a.index);
+    return n->inputs[swap ? 1 - i : i];
   }
   return n->inputs[i];
 }
@@ -148,9 +136,8 @@ static int move_control_consumers(wf_graph *g, wf_node *dup, wf_node *keep,
 /* Replaces dup by keep everywhere: data consumers of each output, control
  * consumers, fetches and targets of the signature. */
 static int merge(wf__work *w, wf_node *dup, wf_node *keep, wf_status *st) {
-  for (int o = 0; o < dup->num_outputs; o++)
-    if (wf__graph_redirect(w->g, (wf_output){dup, o}, (wf_output){keep, o},
-                           st))
+  for (int o = 0; o < dup->num_outputs && dup->num_data_consumers > 0; o++)
+    if (wf__graph_redirect(w->g, (wf_output){dup, o}, (wf_output){keep, o}, st))
       return wf_status_code(st);
   if (move_control_consumers(w->g, dup, keep, st))
     return wf_status_code(st);

@@ -150,7 +150,7 @@ static int prefetch_next(wf__stage *s, wf_tensor **out, wf_status *st) {
       return rc;
   }
   pthread_mutex_lock(&p->mu);
-  int code;
+  int code, wake = 0;
   if (p->at_end) {
     code = WF__END;
   } else if (p->failed_code) {
@@ -184,16 +184,23 @@ static int prefetch_next(wf__stage *s, wf_tensor **out, wf_status *st) {
     clear_item(p, p->head);
     p->head = (p->head + 1) % p->cap;
     p->count--;
-    pthread_cond_broadcast(&p->wake_producer);
+    /* The thread is woken once half the queue is free, not after every
+     * element: it then refills in a burst, and a consumer that keeps up
+     * pays for fewer wake-ups (which on few cores preempt it). */
+    wake = p->count <= p->cap / 2;
   }
   pthread_mutex_unlock(&p->mu);
+  if (wake)
+    pthread_cond_signal(&p->wake_producer);
   return code;
 }
 
 static int prefetch_reset(wf__stage *s, wf_status *st) {
   prefetch_stage *p = (prefetch_stage *)s;
   pause_producer(p);
+  pthread_mutex_lock(&p->mu);
   clear_queue(p);
+  pthread_mutex_unlock(&p->mu);
   int rc = p->in->ops->reset(p->in, st);
   if (rc) {
     /* Keep the thread from reading a broken input: report the error. */

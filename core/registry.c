@@ -355,13 +355,21 @@ static int check_arg_def(const wf__op *op, const wf_arg_def *args, int i,
                          "plugin '%s': op '%s': %s '%s' has invalid dtype %d",
                          plugin, opn, kind, g->name, (int)g->dtype);
   if (!is_empty(g->type_attr)) {
+    /* A list(dtype) attribute types a list output item by item. */
+    int type_list;
     a = find_attr_def(op, g->type_attr);
-    if (!a || a->type != WF_ATTR_DTYPE)
+    type_list = a && a->type == (WF_ATTR_LIST | WF_ATTR_DTYPE);
+    if (!a || (a->type != WF_ATTR_DTYPE && !type_list) ||
+        (type_list && (strcmp(kind, "output") != 0 || g->number_attr)))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "plugin '%s': op '%s': %s '%s' takes its type from "
                            "attr '%s', which %s",
                            plugin, opn, kind, g->name, g->type_attr,
-                           a ? "is not of type dtype" : "does not exist");
+                           !a ? "does not exist"
+                           : type_list
+                               ? "is a list(dtype): only outputs without a "
+                                 "number_attr may take one"
+                               : "is not of type dtype");
   }
   if (g->number_attr) {
     a = find_attr_def(op, g->number_attr);

@@ -8,6 +8,7 @@
 
 #include "runtime.h"
 #include "core_ops.h"
+#include "dataset.h"
 #include "threadpool.h"
 #include <stdatomic.h>
 
@@ -314,6 +315,7 @@ wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
     return NULL;
   publish_threads(rt->cfg); /* plugins may ask during init */
   if (wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
+      wf__runtime_add_plugin(rt, wf__data_ops(), "(built in)", NULL, st) ||
       wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st)) {
     wf_runtime_free(rt);
     return NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "dataset.h"
 #include "executor.h"
 #include "graph.h"
 #include "runtime.h"
@@ -181,7 +182,10 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   atomic_init(&s->state.cancelled, 0);
   atomic_init(&s->state.step, 0);
   s->state.vars = wf__varstore_new();
-  if (!s->state.vars) {
+  s->state.iterators = wf__iterators_new();
+  if (!s->state.vars || !s->state.iterators) {
+    wf__varstore_free(s->state.vars);
+    wf__iterators_free(s->state.iterators);
     wf__free(s);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
     return NULL;
@@ -197,6 +201,7 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
     s->pool = wf__pool_new(inter - 1, s->rt->cfg->pin, st);
     if (!s->pool) {
       wf__varstore_free(s->state.vars);
+      wf__iterators_free(s->state.iterators);
       pthread_mutex_destroy(&s->mu);
       pthread_cond_destroy(&s->idle);
       wf__free(s);
@@ -248,9 +253,15 @@ void wf_session_free(wf_session *s) {
     wf__pool_free(s->device_pools[d]);
   wf__free(s->device_pools);
   wf__varstore_free(s->state.vars);
+  wf__iterators_free(s->state.iterators);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->idle);
   wf__free(s);
+}
+
+int wf_session_attach_iterator(wf_session *s, const char *name,
+                               wf_iterator *it, wf_status *st) {
+  return wf__iterators_attach(s->state.iterators, name, it, st);
 }
 
 static int step_begin(wf_session *s, wf_status *st) {

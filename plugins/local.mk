@@ -11,3 +11,4 @@ include plugins/readers/idx/local.mk
 include plugins/readers/csv/local.mk
 include plugins/readers/tfrecord/local.mk
 include plugins/readers/fixed/local.mk
+include plugins/ops/rnn/local.mk

@@ -31,15 +31,13 @@ static wf_runtime *rt_none, *rt_cse, *rt_fold, *rt_arith, *rt_all, *rt_cap;
       fail_msg("%s: %s", #x, wf_status_message(st));                           \
   } while (0)
 
-static wf_runtime *runtime_with(int cse, int fold, int arith,
-                                const char *cap) {
+static wf_runtime *runtime_with(int cse, int fold, int arith, const char *cap) {
   wf_config *cfg = wf_config_new();
   assert_non_null(cfg);
   OK(wf_config_set(cfg, "passes", "cse", cse ? "true" : "false", st));
   OK(wf_config_set(cfg, "passes", "constant_folding", fold ? "true" : "false",
                    st));
-  OK(wf_config_set(cfg, "passes", "arithmetic", arith ? "true" : "false",
-                   st));
+  OK(wf_config_set(cfg, "passes", "arithmetic", arith ? "true" : "false", st));
   if (cap)
     OK(wf_config_set(cfg, "passes", "constant_folding_max_bytes", cap, st));
   wf_runtime *r = wf_runtime_new(cfg, st);
@@ -73,7 +71,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* ---- building graphs ------------------------------------------------------ */
+/* ---- building graphs ----------------------------------------------------- */
 
 /* A graph with its signature; feed values owned. */
 typedef struct net {
@@ -85,6 +83,8 @@ typedef struct net {
   int nfetches;
   wf_node *targets[4];
   int ntargets;
+  wf_output var;     /* the variable of variable(), if any */
+  wf_node *var_init; /* and the node that initialises it */
 } net;
 
 typedef void build_fn(net *n);
@@ -96,8 +96,8 @@ static wf_node *finish(wf_node_desc *d) {
   return n;
 }
 
-static wf_output konst(wf_graph *g, wf_dtype dt, const int64_t *dims,
-                       int rank, const void *data) {
+static wf_output konst(wf_graph *g, wf_dtype dt, const int64_t *dims, int rank,
+                       const void *data) {
   wf_tensor *t = wf_tensor_new(dt, dims, rank, st);
   assert_non_null(t);
   memcpy(wf_tensor_data(t), data, wf_tensor_nbytes(t));
@@ -110,6 +110,19 @@ static wf_output konst(wf_graph *g, wf_dtype dt, const int64_t *dims,
 
 static wf_output scalar_f(wf_graph *g, float v) {
   return konst(g, WF_FLOAT32, NULL, 0, &v);
+}
+
+/* A float32 scalar Const that waits for `after`. */
+static wf_output gated_scalar(wf_graph *g, float v, wf_node *after) {
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, NULL, 0, st);
+  assert_non_null(t);
+  memcpy(wf_tensor_data(t), &v, sizeof v);
+  wf_node_desc *d = wf_node_desc_new(g, "Const", NULL);
+  wf_node_desc_set_attr_tensor(d, "value", t);
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_node_desc_add_control_input(d, after);
+  wf_tensor_release(t);
+  return (wf_output){finish(d), 0};
 }
 
 static wf_output vector_i32(wf_graph *g, int n, const int32_t *v) {
@@ -175,7 +188,7 @@ static void net_free(net *n) {
 }
 
 static wf__signature net_sig(const net *n) {
-  return (wf__signature){n->feeds,   n->nfeeds,   n->fetches,
+  return (wf__signature){n->feeds,    n->nfeeds,  n->fetches,
                          n->nfetches, n->targets, n->ntargets};
 }
 
@@ -220,8 +233,7 @@ static void net_run(net *n, wf_session *s, wf_tensor **out) {
                     n->nfetches, n->targets, n->ntargets, NULL, st));
 }
 
-static void assert_same_tensor(const wf_tensor *a, const wf_tensor *b,
-                               int i) {
+static void assert_same_tensor(const wf_tensor *a, const wf_tensor *b, int i) {
   wf_shape sa, sb;
   wf_tensor_shape(a, &sa);
   wf_tensor_shape(b, &sb);
@@ -235,7 +247,8 @@ static void assert_same_tensor(const wf_tensor *a, const wf_tensor *b,
  * same bit for bit on r as with every pass off. */
 static void assert_same_values(wf_runtime *r, build_fn *build) {
   net off = net_build(rt_none, build), on = net_build(r, build);
-  wf_session *s_off = wf_session_new(off.g, st), *s_on = wf_session_new(on.g, st);
+  wf_session *s_off = wf_session_new(off.g, st),
+             *s_on = wf_session_new(on.g, st);
   assert_non_null(s_off);
   assert_non_null(s_on);
   wf_tensor *a[8] = {0}, *b[8] = {0};
@@ -256,9 +269,10 @@ static float fetched_float(wf_tensor *t, int64_t i) {
   return ((const float *)wf_tensor_data(t))[i];
 }
 
-/* A scalar float32 variable "v" initialised to 0: its handle, and the
- * AssignVariable that initialises it. */
-static wf_output variable(wf_graph *g, wf_node **init) {
+/* A scalar float32 variable "v" of n, initialised to 0 by n->var_init:
+ * its handle (also n->var). */
+static wf_output variable(net *n) {
+  wf_graph *g = n->g;
   wf_node_desc *d = wf_node_desc_new(g, "VarHandle", "v");
   wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
   wf_node_desc_set_attr_shape(d, "shape", NULL, 0);
@@ -266,7 +280,8 @@ static wf_output variable(wf_graph *g, wf_node **init) {
   d = wf_node_desc_new(g, "AssignVariable", "v_init");
   wf_node_desc_add_input(d, h);
   wf_node_desc_add_input(d, scalar_f(g, 0));
-  *init = finish(d);
+  n->var_init = finish(d);
+  n->var = h;
   return h;
 }
 
@@ -309,7 +324,7 @@ static wf_output random_uniform(wf_graph *g) {
 static const float x23[6] = {1.5f, -2, 0.25f, 3, -0.0f, 7};
 static const int64_t d23[2] = {2, 3};
 
-/* ---- common-subexpression elimination -------------------------------------- */
+/* ---- common-subexpression elimination ------------------------------------ */
 
 /* Equal Consts merge; then Add(x, c) and Add(c', x) (commutative) merge,
  * and Neg of each; Sub(x, c) and Sub(c, x) do not. */
@@ -324,8 +339,8 @@ static void build_cse_equal(net *n) {
   fetch(n, b);
 }
 
-static void test_cse_merges_equal_nodes_and_swapped_commutative_inputs(
-    void **state) {
+static void
+test_cse_merges_equal_nodes_and_swapped_commutative_inputs(void **state) {
   (void)state;
   assert_int_equal(ops_in_work(rt_none, build_cse_equal, "Const"), 4);
   assert_int_equal(ops_in_work(rt_cse, build_cse_equal, "Const"), 1);
@@ -389,52 +404,54 @@ static void build_cse_different(net *n) {
   wf_node_desc_add_input(d, x);
   wf_node_desc_set_device(d, "cpu:0");
   wf_output e3 = {finish(d), 0};
-  fetch(n, op2(n->g, "Add", op2(n->g, "Add", e1, e2), e3));
+  /* As many control inputs as e2, but another one. */
+  d = wf_node_desc_new(n->g, "Exp", NULL);
+  wf_node_desc_add_input(d, x);
+  wf_node_desc_add_control_input(d, s1.node);
+  wf_output e4 = {finish(d), 0};
+  fetch(n,
+        op2(n->g, "Add", op2(n->g, "Add", e1, e2), op2(n->g, "Add", e3, e4)));
 }
 
 static void test_cse_keeps_nodes_that_differ(void **state) {
   (void)state;
   assert_int_equal(ops_in_work(rt_cse, build_cse_different, "Sum"), 2);
-  assert_int_equal(ops_in_work(rt_cse, build_cse_different, "Exp"), 3);
+  assert_int_equal(ops_in_work(rt_cse, build_cse_different, "Exp"), 4);
   assert_same_values(rt_cse, build_cse_different);
 }
 
 /* Two identical AssignAddVariable targets, two identical reads, two
  * identical random nodes. */
-static wf_node *stateful_init;
-static wf_output stateful_handle;
 static void build_cse_stateful(net *n) {
-  stateful_handle = variable(n->g, &stateful_init);
-  n->targets[n->ntargets++] = assign_add(n->g, stateful_handle, 1);
-  n->targets[n->ntargets++] = assign_add(n->g, stateful_handle, 1);
+  wf_output h = variable(n);
+  n->targets[n->ntargets++] = assign_add(n->g, h, 1);
+  n->targets[n->ntargets++] = assign_add(n->g, h, 1);
   fetch(n, random_uniform(n->g));
   fetch(n, random_uniform(n->g));
 }
 
 static void build_cse_reads(net *n) {
-  wf_node *init;
-  wf_output h = variable(n->g, &init);
+  wf_output h = variable(n);
   fetch(n, read_var(n->g, h));
   fetch(n, read_var(n->g, h));
 }
 
 static void test_cse_never_merges_stateful_or_random_nodes(void **state) {
   (void)state;
-  assert_int_equal(
-      ops_in_work(rt_cse, build_cse_stateful, "AssignAddVariable"), 2);
-  assert_int_equal(ops_in_work(rt_cse, build_cse_stateful, "RandomUniform"),
+  assert_int_equal(ops_in_work(rt_cse, build_cse_stateful, "AssignAddVariable"),
                    2);
+  assert_int_equal(ops_in_work(rt_cse, build_cse_stateful, "RandomUniform"), 2);
   assert_int_equal(ops_in_work(rt_cse, build_cse_reads, "ReadVariable"), 2);
   /* But the two equal Consts they add do merge. */
   assert_int_equal(ops_in_work(rt_cse, build_cse_stateful, "Const"), 1);
 
   net n = net_build(rt_cse, build_cse_stateful);
   wf_session *s = wf_session_new(n.g, st);
-  run_target(s, stateful_init);
+  run_target(s, n.var_init);
   wf_tensor *out[2] = {0};
   net_run(&n, s, out);
   /* Both increments happened; the two random streams are different. */
-  assert_float_equal(value_of(s, n.g, stateful_handle), 2.0, 0);
+  assert_float_equal(value_of(s, n.g, n.var), 2.0, 0);
   assert_memory_not_equal(wf_tensor_data(out[0]), wf_tensor_data(out[1]),
                           4 * sizeof(float));
   wf_tensor_release(out[0]);
@@ -443,13 +460,13 @@ static void test_cse_never_merges_stateful_or_random_nodes(void **state) {
   net_free(&n);
 }
 
-/* ---- constant folding ----------------------------------------------------- */
+/* ---- constant folding ---------------------------------------------------- */
 
 /* x + Transpose(MatMul(c1, c2)): the constant part folds into one Const;
  * MatMul's value is also fetched directly. */
 static void build_fold_chain(net *n) {
-  static const float c1[6] = {1, 2, 3, 4, 5, 6}, c2[9] = {1, 0, 2, -1, 3, 0,
-                                                         0.5f, 1, 1};
+  static const float c1[6] = {1, 2, 3, 4, 5, 6},
+                     c2[9] = {1, 0, 2, -1, 3, 0, 0.5f, 1, 1};
   static const int64_t d33[2] = {3, 3}, d32[2] = {3, 2};
   static const int32_t perm[2] = {1, 0};
   wf_output x = feed(n, "x", WF_FLOAT32, d23, 2, NULL, x23);
@@ -515,24 +532,12 @@ static void test_constant_folding_respects_the_size_cap(void **state) {
 /* y = Mul(c, 3) where c waits for one increment of the variable; z =
  * Add(4, 5) that itself waits for another. Fetching y and z must still
  * run both increments. */
-static wf_node *gated_init;
-static wf_output gated_handle;
 static void build_fold_gated(net *n) {
-  gated_handle = variable(n->g, &gated_init);
-  wf_node *inc1 = assign_add(n->g, gated_handle, 1);
-  wf_node *inc10 = assign_add(n->g, gated_handle, 10);
-  float two = 2;
-  wf_node_desc *d = wf_node_desc_new(n->g, "Const", "gated_two");
-  wf_tensor *t = wf_tensor_new(WF_FLOAT32, NULL, 0, st);
-  memcpy(wf_tensor_data(t), &two, sizeof two);
-  wf_node_desc_set_attr_tensor(d, "value", t);
-  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
-  wf_node_desc_add_control_input(d, inc1);
-  wf_tensor_release(t);
-  wf_output c = {finish(d), 0};
-  fetch(n, op2(n->g, "Mul", c, scalar_f(n->g, 3)));
-  fetch(n, op2_after(n->g, "Add", scalar_f(n->g, 4), scalar_f(n->g, 5),
-                     inc10));
+  wf_output h = variable(n);
+  wf_node *inc1 = assign_add(n->g, h, 1);
+  wf_node *inc10 = assign_add(n->g, h, 10);
+  fetch(n, op2(n->g, "Mul", gated_scalar(n->g, 2, inc1), scalar_f(n->g, 3)));
+  fetch(n, op2_after(n->g, "Add", scalar_f(n->g, 4), scalar_f(n->g, 5), inc10));
 }
 
 static void test_constant_folding_keeps_control_dependencies(void **state) {
@@ -553,12 +558,12 @@ static void test_constant_folding_keeps_control_dependencies(void **state) {
   wf__work_deinit(&w);
 
   wf_session *s = wf_session_new(n.g, st);
-  run_target(s, gated_init);
+  run_target(s, n.var_init);
   wf_tensor *out[2] = {0};
   net_run(&n, s, out);
   assert_float_equal(fetched_float(out[0], 0), 6, 0);
   assert_float_equal(fetched_float(out[1], 0), 9, 0);
-  assert_float_equal(value_of(s, n.g, gated_handle), 11, 0);
+  assert_float_equal(value_of(s, n.g, n.var), 11, 0);
   wf_tensor_release(out[0]);
   wf_tensor_release(out[1]);
   wf_session_free(s);
@@ -566,23 +571,21 @@ static void test_constant_folding_keeps_control_dependencies(void **state) {
 }
 
 /* Random and variable-reading computations of constants stay live. */
-static wf_node *live_init;
-static wf_output live_handle;
 static void build_fold_live(net *n) {
-  live_handle = variable(n->g, &live_init);
+  wf_output h = variable(n);
   fetch(n, op2(n->g, "Mul", random_uniform(n->g), scalar_f(n->g, 2)));
-  fetch(n, op2(n->g, "Mul", read_var(n->g, live_handle), scalar_f(n->g, 2)));
+  fetch(n, op2(n->g, "Mul", read_var(n->g, h), scalar_f(n->g, 2)));
 }
 
-static void test_constant_folding_skips_random_and_stateful_nodes(
-    void **state) {
+static void
+test_constant_folding_skips_random_and_stateful_nodes(void **state) {
   (void)state;
   assert_int_equal(ops_in_work(rt_fold, build_fold_live, "Mul"), 2);
   assert_int_equal(ops_in_work(rt_fold, build_fold_live, "RandomUniform"), 1);
   net n = net_build(rt_fold, build_fold_live);
   wf_session *s = wf_session_new(n.g, st);
-  wf_node *inc = assign_add(n.g, live_handle, 1.5f);
-  run_target(s, live_init);
+  wf_node *inc = assign_add(n.g, n.var, 1.5f);
+  run_target(s, n.var_init);
   wf_tensor *first[2] = {0}, *second[2] = {0};
   net_run(&n, s, first);
   run_target(s, inc);
@@ -624,7 +627,7 @@ static void test_constant_folding_leaves_failures_to_the_step(void **state) {
   net_free(&n);
 }
 
-/* ---- arithmetic simplification --------------------------------------------- */
+/* ---- arithmetic simplification ------------------------------------------- */
 
 /* Relu(StopGradient(Identity(((x * 1) + (-0)) - 0))) and 1 * x for a float
  * x holding -0, NaN and infinities; int x - x. */
@@ -658,36 +661,42 @@ static void test_arithmetic_bypasses_identity_operations(void **state) {
   assert_int_equal(count_op(&w, "Add"), 1);
   wf_node *relu = w.fetches[0].node;
   assert_string_equal(wf_node_op(wf_node_input(relu, 0).node), "_Feed");
-  assert_string_equal(
-      wf_node_op(wf_node_input(w.fetches[1].node, 0).node), "_Feed");
+  assert_string_equal(wf_node_op(wf_node_input(w.fetches[1].node, 0).node),
+                      "_Feed");
   wf__work_deinit(&w);
   net_free(&n);
   assert_same_values(rt_arith, build_arith_exact);
 }
 
+/* Neg(o): a consumer, so that a pass could rewire o's readers (a fetch of
+ * o itself cannot move to a fed tensor). */
+static wf_output negated(wf_graph *g, wf_output o) { return op1(g, "Neg", o); }
+
 /* Forms that look simplifiable but are not (or not provably so). */
 static void build_arith_unsafe(net *n) {
   static const float xv[6] = {-0.0f, NAN, INFINITY, -INFINITY, 2.5f, -1};
   static const float ones6[6] = {1, 1, 1, 1, 1, 1};
-  static const int64_t d13[2] = {1, 3}, d31[2] = {3, 1},
+  static const float almost[3] = {1, 1, 1.0000001f};
+  static const int64_t d3[1] = {3}, d13[2] = {1, 3}, d31[2] = {3, 1},
                        unknown3[2] = {-1, 3};
+  wf_graph *g = n->g;
   wf_output x = feed(n, "x", WF_FLOAT32, d23, 2, NULL, xv);
   /* Broadcasting: (3, 1) * ones (1, 3) is (3, 3). */
   wf_output col = feed(n, "col", WF_FLOAT32, d31, 2, NULL, xv);
-  fetch(n, op2(n->g, "Mul", col, konst(n->g, WF_FLOAT32, d13, 2, ones6)));
+  wf_output ones13 = konst(g, WF_FLOAT32, d13, 2, ones6);
+  fetch(n, negated(g, op2(g, "Mul", col, ones13)));
   /* A dim of x unknown: ones (2, 3) could broadcast x's first dim. */
   wf_output u = feed(n, "u", WF_FLOAT32, d23, 2, unknown3, xv);
-  fetch(n, op2(n->g, "Mul", u, konst(n->g, WF_FLOAT32, d23, 2, ones6)));
+  wf_output ones23 = konst(g, WF_FLOAT32, d23, 2, ones6);
+  fetch(n, negated(g, op2(g, "Mul", u, ones23)));
   /* Float x - x is NaN for infinities and NaN. */
-  fetch(n, op2(n->g, "Sub", x, x));
+  fetch(n, negated(g, op2(g, "Sub", x, x)));
   /* -0 + (+0) is +0. */
-  fetch(n, op2(n->g, "Add", x, scalar_f(n->g, 0)));
+  fetch(n, negated(g, op2(g, "Add", x, scalar_f(g, 0))));
   /* 0 - x is not x. */
-  fetch(n, op2(n->g, "Sub", scalar_f(n->g, 0), x));
+  fetch(n, negated(g, op2(g, "Sub", scalar_f(g, 0), x)));
   /* Not all ones. */
-  float almost[3] = {1, 1, 1.0000001f};
-  int64_t d3[1] = {3};
-  fetch(n, op2(n->g, "Mul", x, konst(n->g, WF_FLOAT32, d3, 1, almost)));
+  fetch(n, negated(g, op2(g, "Mul", x, konst(g, WF_FLOAT32, d3, 1, almost))));
 }
 
 static void test_arithmetic_leaves_unsafe_forms(void **state) {
@@ -703,26 +712,16 @@ static void test_arithmetic_leaves_unsafe_forms(void **state) {
   assert_same_values(rt_arith, build_arith_unsafe);
 }
 
-/* x * 1 and Identity(x) whose removal would drop a control dependency:
- * the Mul waits for an increment; the ones Const waits for another. */
-static wf_node *arith_gate_init;
-static wf_output arith_gate_handle;
+/* Two x * 1 whose bypass would drop a control dependency: one Mul waits
+ * for an increment, the other's ones Const for another. */
 static void build_arith_gated(net *n) {
-  arith_gate_handle = variable(n->g, &arith_gate_init);
+  wf_output h = variable(n);
   wf_output x = feed(n, "x", WF_FLOAT32, d23, 2, NULL, x23);
-  wf_node *inc1 = assign_add(n->g, arith_gate_handle, 1);
-  wf_node *inc10 = assign_add(n->g, arith_gate_handle, 10);
-  fetch(n, op1(n->g, "Neg", op2_after(n->g, "Mul", x, scalar_f(n->g, 1),
-                                      inc1)));
-  float one = 1;
-  wf_tensor *t = wf_tensor_new(WF_FLOAT32, NULL, 0, st);
-  memcpy(wf_tensor_data(t), &one, sizeof one);
-  wf_node_desc *d = wf_node_desc_new(n->g, "Const", "gated_one");
-  wf_node_desc_set_attr_tensor(d, "value", t);
-  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
-  wf_node_desc_add_control_input(d, inc10);
-  wf_tensor_release(t);
-  fetch(n, op1(n->g, "Neg", op2(n->g, "Mul", x, (wf_output){finish(d), 0})));
+  wf_node *inc1 = assign_add(n->g, h, 1);
+  wf_node *inc10 = assign_add(n->g, h, 10);
+  fetch(n,
+        op1(n->g, "Neg", op2_after(n->g, "Mul", x, scalar_f(n->g, 1), inc1)));
+  fetch(n, op1(n->g, "Neg", op2(n->g, "Mul", x, gated_scalar(n->g, 1, inc10))));
 }
 
 static void test_arithmetic_keeps_control_dependencies(void **state) {
@@ -732,10 +731,10 @@ static void test_arithmetic_keeps_control_dependencies(void **state) {
   assert_int_equal(count_op(&w, "Mul"), 2);
   wf__work_deinit(&w);
   wf_session *s = wf_session_new(n.g, st);
-  run_target(s, arith_gate_init);
+  run_target(s, n.var_init);
   wf_tensor *out[2] = {0};
   net_run(&n, s, out);
-  assert_float_equal(value_of(s, n.g, arith_gate_handle), 11, 0);
+  assert_float_equal(value_of(s, n.g, n.var), 11, 0);
   wf_tensor_release(out[0]);
   wf_tensor_release(out[1]);
   wf_session_free(s);
@@ -755,18 +754,18 @@ static void build_arith_shapes(net *n) {
   wf_output x = feed(n, "x", WF_FLOAT32, d234, 3, NULL, xv);
   wf_output t1 = op2(n->g, "Transpose", x, vector_i32(n->g, 3, p120));
   wf_output t2 = op2(n->g, "Transpose", t1, vector_i32(n->g, 3, p201));
-  fetch(n, op1(n->g, "Relu", t2));       /* -> Relu(x) */
-  fetch(n, op1(n->g, "Neg", t1));        /* keeps t1 */
+  fetch(n, op1(n->g, "Relu", t2)); /* -> Relu(x) */
+  fetch(n, op1(n->g, "Neg", t1));  /* keeps t1 */
   /* (1, 2, 0) twice is not the identity. */
   wf_output t3 = op2(n->g, "Transpose", t1, vector_i32(n->g, 3, p120));
   fetch(n, op1(n->g, "Exp", t3));
   /* The identity permutation alone. */
-  fetch(n, op1(n->g, "Abs",
-               op2(n->g, "Transpose", x, vector_i32(n->g, 3, p012))));
+  fetch(n,
+        op1(n->g, "Abs", op2(n->g, "Transpose", x, vector_i32(n->g, 3, p012))));
   /* Reshape(Reshape(x, (6, 4)), (4, 6)) -> Reshape(x, (4, 6)). */
   wf_output r1 = op2(n->g, "Reshape", x, vector_i32(n->g, 2, s64));
-  fetch(n, op1(n->g, "Neg",
-               op2(n->g, "Reshape", r1, vector_i32(n->g, 2, s46))));
+  fetch(n,
+        op1(n->g, "Neg", op2(n->g, "Reshape", r1, vector_i32(n->g, 2, s46))));
   /* Reshape(Reshape(x, (24,)), (2, 3, 4)) -> x. */
   int32_t back[3] = {2, 3, 4};
   wf_output r2 = op2(n->g, "Reshape", x, vector_i32(n->g, 1, s24));
@@ -808,22 +807,21 @@ static void test_arithmetic_never_fetches_a_fed_tensor(void **state) {
   net n = net_build(rt_arith, build_arith_fetched_identity);
   wf__work w = net_work(&n);
   assert_string_equal(wf_node_op(w.fetches[0].node), "Identity");
-  assert_string_equal(
-      wf_node_op(wf_node_input(w.fetches[1].node, 0).node), "_Feed");
+  assert_string_equal(wf_node_op(wf_node_input(w.fetches[1].node, 0).node),
+                      "_Feed");
   wf__work_deinit(&w);
   net_free(&n);
   assert_same_values(rt_arith, build_arith_fetched_identity);
 }
 
-/* ---- all passes together ---------------------------------------------------- */
+/* ---- all passes together ------------------------------------------------- */
 
 static void test_all_passes_give_the_same_values(void **state) {
   (void)state;
-  build_fn *builds[] = {build_cse_equal,   build_cse_control,
-                        build_cse_different, build_fold_chain,
-                        build_fold_sizes,  build_arith_exact,
-                        build_arith_unsafe, build_arith_shapes,
-                        build_arith_fetched_identity};
+  build_fn *builds[] = {
+      build_cse_equal,    build_cse_control,  build_cse_different,
+      build_fold_chain,   build_fold_sizes,   build_arith_exact,
+      build_arith_unsafe, build_arith_shapes, build_arith_fetched_identity};
   for (size_t i = 0; i < sizeof builds / sizeof builds[0]; i++)
     assert_same_values(rt_all, builds[i]);
 }

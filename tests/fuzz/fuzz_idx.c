@@ -52,13 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       .name = "label_file",
       .value = {.type = WF_ATTR_STRING, .count = 1, .u.s = "labels.idx"}};
   uint8_t mode;
-  size_t split = size;
+  size_t split;
 
   if (size < 1)
     return 0;
   mode = data[0];
   data++;
   size--;
+  split = size;
   if (mode & 2) {
     if (size < 2)
       return 0;

@@ -1,32 +1,32 @@
-/* tests/fuzz/fuzz_tfrecord.c — libFuzzer target for the tfrecord reader:
- * each input is a file (plain, gzip or zlib) read through the plugin's own
- * entry point with three option sets (schema from the first record,
- * explicit specs with defaults, raw), checking the reader's contracts:
- * fields match the schema, positions only grow, a fatal error repeats,
- * count agrees with the records seen, seek returns to any told position.
+/* tests/fuzz/fuzz_tfrecord.c — fuzz target for the tfrecord reader. The
+ * first input byte picks a mode; the rest is the file:
+ *   bit 0  repair the framing first (lengths clamped to what remains, both
+ *          CRCs recomputed), so that mutations reach the Example decoder
+ *          instead of stopping at a CRC check;
+ *   bit 1  compress the file before writing it (so the framing behind
+ *          inflate sees arbitrary bytes too): gzip, or zlib with bit 2.
+ * Corrupt gzip and zlib come from inputs that are compressed already with
+ * bit 1 clear.
  *
- * The plugin is linked in, not dlopen'ed, and sees a small strict host
- * table defined here (no libweft), so the fuzzer builds with clang alone.
- * Build and run: tests/fuzz/tfrecord.mk. */
+ * Each file is read three times: schema from the first record (with
+ * count validating data CRCs), explicit specs with defaults, and raw.
+ * Beyond crashes and sanitizer reports it checks the reader's contracts:
+ * fields agree with the schema, positions only grow, a fatal error leaves
+ * the position alone and repeats, count agrees with the records seen, and
+ * seek returns to every told position. */
 #include <config.h>
 
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#include <zlib.h>
 
-#include <weft/plugin.h>
+#include "fuzz_common.h"
 
-const wf_plugin_desc *weft_plugin(void);
+const wf_plugin_desc *reader_tfrecord_LTX_weft_plugin(void);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* No tensor the reader makes from a fuzz input (at most a few MB once
- * inflated) may come near this. */
-#define MAX_TENSOR_BYTES ((size_t)256 << 20)
-#define MAX_RECORDS 100000
+/* The plugin's CRC (crc32c.c, compiled in; tests/readers checks it
+ * against a bitwise one). */
+uint32_t wf__tfr_crc32c(uint32_t crc, const void *data, size_t n);
+uint32_t wf__tfr_crc_mask(uint32_t crc);
 
 #define CHECK(c)                                                               \
   do {                                                                         \
@@ -36,190 +36,120 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     }                                                                          \
   } while (0)
 
-/* ---- a strict host table ---------------------------------------------- */
-
-struct wf_status {
-  int32_t code;
-  char msg[4096];
-};
-
-struct wf_tensor {
-  int32_t dtype;
-  int refs;
-  wf_shape shape;
-  size_t nbytes;
-  void *data;
-};
-
-static void *h_alloc(size_t bytes, size_t align) {
-  if (align == 0)
-    align = 64;
-  CHECK((align & (align - 1)) == 0);
-  bytes = (bytes + align - 1) / align * align;
-  return aligned_alloc(align, bytes ? bytes : align);
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  fuzz_setup(reader_tfrecord_LTX_weft_plugin());
+  return 0;
 }
 
-static void h_free(void *p) { free(p); }
+/* ---- writing the file ---------------------------------------------------- */
 
-static void h_status_set(wf_status *st, int32_t code, const char *fmt, ...) {
-  va_list ap;
-  CHECK(code >= 0 && code <= WF_UNAUTHENTICATED);
-  if (!st)
+static void put_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Rewrites d as well-framed TFRecord data: each length clamped to what
+ * remains, both CRCs right; a tail shorter than a whole record stays. */
+static void repair_framing(uint8_t *d, size_t size) {
+  size_t o = 0;
+  while (size - o >= 16) {
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; i--)
+      len = len << 8 | d[o + (size_t)i];
+    if (len > size - o - 16) {
+      len = size - o - 16;
+      for (int i = 0; i < 8; i++)
+        d[o + (size_t)i] = (uint8_t)(len >> (8 * i));
+    }
+    put_le32(d + o + 8, wf__tfr_crc_mask(wf__tfr_crc32c(0, d + o, 8)));
+    put_le32(d + o + 12 + len,
+             wf__tfr_crc_mask(wf__tfr_crc32c(0, d + o + 12, (size_t)len)));
+    o += 16 + (size_t)len;
+  }
+}
+
+/* Writes data to path, compressed as gzip (gz 1) or zlib (gz 2). */
+static void write_file(const char *path, const uint8_t *data, size_t n,
+                       int gz) {
+  z_stream z;
+  size_t cap;
+  unsigned char *out;
+
+  if (!gz) {
+    fuzz_write(path, data, n);
     return;
-  st->code = code;
-  va_start(ap, fmt);
-  vsnprintf(st->msg, sizeof st->msg, fmt, ap);
-  va_end(ap);
-}
-
-static int32_t h_status_code(const wf_status *st) { return st ? st->code : 0; }
-static const char *h_status_message(const wf_status *st) {
-  return st ? st->msg : "";
-}
-
-static void h_log(int32_t level, const char *who, const char *fmt, ...) {
-  (void)level;
-  (void)who;
-  (void)fmt;
-}
-
-static wf_tensor *h_tensor_new(int32_t dtype, const wf_shape *shape,
-                               wf_status *st) {
-  size_t n = dtype == WF_FLOAT32 ? 4 : dtype == WF_INT64 ? 8 : 1;
-  wf_tensor *t;
-  CHECK(dtype == WF_FLOAT32 || dtype == WF_INT64 || dtype == WF_UINT8);
-  CHECK(shape->rank >= 0 && shape->rank <= WF_MAX_RANK);
-  for (int i = 0; i < shape->rank; i++) {
-    CHECK(shape->dims[i] >= 0);
-    CHECK(shape->dims[i] == 0 ||
-          n <= MAX_TENSOR_BYTES / (uint64_t)shape->dims[i]);
-    n *= (size_t)shape->dims[i];
   }
-  CHECK(n <= MAX_TENSOR_BYTES);
-  t = calloc(1, sizeof *t);
-  if (!t) {
-    h_status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
-    return NULL;
-  }
-  t->dtype = dtype;
-  t->refs = 1;
-  t->shape = *shape;
-  t->nbytes = n;
-  t->data = malloc(n ? n : 1);
-  CHECK(t->data);
-  return t;
+  memset(&z, 0, sizeof z);
+  cap = compressBound((uLong)n) + 64;
+  CHECK((out = malloc(cap)) != NULL);
+  CHECK(deflateInit2(&z, 6, Z_DEFLATED, gz == 1 ? 16 + MAX_WBITS : MAX_WBITS,
+                     8, Z_DEFAULT_STRATEGY) == Z_OK);
+  z.next_in = (unsigned char *)data;
+  z.avail_in = (uInt)n;
+  z.next_out = out;
+  z.avail_out = (uInt)cap;
+  CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  fuzz_write(path, out, cap - z.avail_out);
+  deflateEnd(&z);
+  free(out);
 }
 
-static wf_tensor *h_tensor_retain(wf_tensor *t) {
-  t->refs++;
-  return t;
-}
+/* ---- reading it ---------------------------------------------------------- */
 
-static void h_tensor_release(wf_tensor *t) {
-  if (t && --t->refs == 0) {
-    free(t->data);
-    free(t);
-  }
-}
-
-static int32_t h_tensor_dtype(const wf_tensor *t) { return t->dtype; }
-static void h_tensor_shape(const wf_tensor *t, wf_shape *out) {
-  *out = t->shape;
-}
-static size_t h_tensor_nbytes(const wf_tensor *t) { return t->nbytes; }
-static void *h_tensor_data(const wf_tensor *t) { return t->data; }
-
-/* Entries after tensor_data are never used by the reader: the table ends
- * there, as an older core's would. */
-static const wf_host host = {
-    .struct_size = (uint32_t)(offsetof(wf_host, tensor_data) +
-                              sizeof(((wf_host *)0)->tensor_data)),
-    .abi_major = WF_ABI_MAJOR,
-    .abi_minor = WF_ABI_MINOR,
-    .alloc = h_alloc,
-    .free = h_free,
-    .status_set = h_status_set,
-    .status_code = h_status_code,
-    .status_message = h_status_message,
-    .log = h_log,
-    .tensor_new = h_tensor_new,
-    .tensor_retain = h_tensor_retain,
-    .tensor_release = h_tensor_release,
-    .tensor_dtype = h_tensor_dtype,
-    .tensor_shape = h_tensor_shape,
-    .tensor_nbytes = h_tensor_nbytes,
-    .tensor_data = h_tensor_data,
-};
-
-/* ---- the target -------------------------------------------------------- */
-
-static const wf_reader_def *reader;
-static int memfd = -1;
-static char path[64];
-
-static void setup(void) {
-  const wf_plugin_desc *d = weft_plugin();
-  wf_status st = {0};
-  void *state = NULL;
-  CHECK(d && d->readers && d->readers[0]);
-  CHECK(d->init(&host, &state, &st) == 0);
-  reader = d->readers[0];
-  memfd = memfd_create("fuzz.tfrecord", 0);
-  CHECK(memfd >= 0);
-  snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
-}
-
-static void check_message(const wf_status *st) {
-  CHECK(st->code != 0);
-  CHECK(st->msg[0] != '\0');
+static void check_error(const char *path, const wf_status *st) {
+  int code = (int)wf_status_code(st);
+  CHECK(code != WF_OK);
+  CHECK(*wf_status_message(st) != '\0');
   /* Errors about the data name the file. */
-  if (st->code == WF_DATA_LOSS || st->code == WF_INVALID_ARGUMENT)
-    CHECK(strstr(st->msg, path) != NULL);
+  if (code == WF_DATA_LOSS || code == WF_INVALID_ARGUMENT)
+    CHECK(strstr(wf_status_message(st), path) != NULL);
 }
 
 static void release_all(wf_tensor **f, int n) {
   for (int i = 0; i < n; i++) {
-    h_tensor_release(f[i]);
+    wf_tensor_release(f[i]);
     f[i] = NULL;
   }
 }
 
-/* Fields must agree with the schema: dtype, rank, every known dim. */
+/* Fields agree with the schema: dtype, rank, every known dim. */
 static void check_fields(void *rd, wf_tensor **f, int n) {
   for (int i = 0; i < n; i++) {
     wf_reader_field fd;
+    wf_shape s;
     CHECK(f[i] != NULL);
-    reader->field(rd, i, &fd);
-    CHECK(fd.dtype == f[i]->dtype);
-    CHECK(fd.shape.rank == f[i]->shape.rank);
-    for (int k = 0; k < fd.shape.rank; k++)
-      CHECK(fd.shape.dims[k] < 0 || fd.shape.dims[k] == f[i]->shape.dims[k]);
+    fuzz_reader->field(rd, i, &fd);
+    wf_tensor_shape(f[i], &s);
+    CHECK(fd.dtype == (int32_t)wf_tensor_dtype(f[i]));
+    CHECK(fd.shape.rank == s.rank);
+    for (int k = 0; k < s.rank; k++)
+      CHECK(fd.shape.dims[k] < 0 || fd.shape.dims[k] == s.dims[k]);
   }
 }
 
-/* validate: the options ask count to check data CRCs. */
-static void exercise(const wf_attr_item *opts, int nopts, int validate) {
-  wf_status st = {0};
-  wf_tensor *f[16] = {0};
+/* validate: the options make count check data CRCs. */
+static void exercise(const char *path, const wf_attr_item *opts, int nopts,
+                     int validate) {
+  wf_status *st = wf_status_new();
+  wf_status *again = wf_status_new();
+  wf_tensor *f[64] = {0};
   uint64_t told[8];
-  int ntold = 0;
-  void *rd = NULL;
-  int nfields, rc = 0, crc_bad = 0;
+  int ntold = 0, nfields = 0, rc = 0, crc_bad = 0;
   int64_t framed = 0, count;
-  uint64_t pos = 0;
+  void *rd = NULL;
 
-  if (reader->open(path, opts, nopts, &rd, &st) != 0) {
+  if (fuzz_reader->open(path, opts, nopts, &rd, st) != 0) {
     CHECK(rd == NULL);
-    check_message(&st);
-    return;
+    check_error(path, st);
+    goto done;
   }
-  nfields = reader->num_fields(rd);
-  CHECK(nfields >= 0 && nfields <= 16);
-  CHECK(reader->tell(rd) == 0);
-  for (int i = 0; i < MAX_RECORDS; i++) {
-    uint64_t before = reader->tell(rd);
-    st.code = 0;
-    rc = reader->next(rd, f, &st);
+  nfields = fuzz_reader->num_fields(rd);
+  CHECK(nfields >= 0 && nfields <= 64);
+  CHECK(fuzz_reader->tell(rd) == 0);
+  for (int i = 0; i < FUZZ_MAX_RECORDS; i++) {
+    uint64_t before = fuzz_reader->tell(rd);
+    rc = fuzz_reader->next(rd, f, st);
     if (rc == WF_READER_END)
       break;
     if (rc == WF_READER_RECORD) {
@@ -228,75 +158,84 @@ static void exercise(const wf_attr_item *opts, int nopts, int validate) {
       if (ntold < 8)
         told[ntold++] = before;
     } else {
-      CHECK(rc < 0 && -rc == st.code);
-      check_message(&st);
+      CHECK(rc < 0 && -rc == (int)wf_status_code(st));
+      check_error(path, st);
       for (int k = 0; k < nfields; k++)
         CHECK(f[k] == NULL);
-      if (rc == -WF_DATA_LOSS && strstr(st.msg, "data CRC mismatch"))
-        crc_bad = 1;
       if (rc != -WF_DATA_LOSS) {
         /* Fatal: the reader stays where it was and says it again. */
-        wf_status again = {0};
-        CHECK(reader->tell(rd) == before);
-        CHECK(reader->next(rd, f, &again) == rc);
-        CHECK(strcmp(again.msg, st.msg) == 0);
+        CHECK(fuzz_reader->tell(rd) == before);
+        CHECK(fuzz_reader->next(rd, f, again) == rc);
+        CHECK(strcmp(wf_status_message(again), wf_status_message(st)) == 0);
         break;
       }
+      if (strstr(wf_status_message(st), "data CRC mismatch"))
+        crc_bad = 1;
     }
     framed++;
-    CHECK(reader->tell(rd) > before);
-    CHECK(reader->tell(rd) > pos || pos == 0);
-    pos = reader->tell(rd);
+    CHECK(fuzz_reader->tell(rd) > before);
   }
 
   /* Count walks the same framing. */
-  st.code = 0;
-  count = reader->count(rd, &st);
+  count = fuzz_reader->count(rd, st);
   if (rc == WF_READER_END && validate && crc_bad)
-    CHECK(count == -1 && st.code == WF_DATA_LOSS);
+    CHECK(count == -1 && wf_status_code(st) == WF_DATA_LOSS);
   else if (rc == WF_READER_END)
     CHECK(count == framed);
   if (count < 0)
-    check_message(&st);
+    check_error(path, st);
 
   /* Every told position leads back to the record read there. */
   for (int k = ntold - 1; k >= 0; k--) {
-    st.code = 0;
-    CHECK(reader->seek(rd, told[k], &st) == 0);
-    CHECK(reader->tell(rd) == told[k]);
-    CHECK(reader->next(rd, f, &st) == WF_READER_RECORD);
+    CHECK(fuzz_reader->seek(rd, told[k], st) == 0);
+    CHECK(fuzz_reader->tell(rd) == told[k]);
+    CHECK(fuzz_reader->next(rd, f, st) == WF_READER_RECORD);
     check_fields(rd, f, nfields);
     release_all(f, nfields);
   }
   /* A position inside the first record is refused without moving. */
   if (ntold > 0 && told[0] == 0) {
-    uint64_t here = reader->tell(rd);
-    st.code = 0;
-    CHECK(reader->seek(rd, 1, &st) != 0);
-    check_message(&st);
-    CHECK(reader->tell(rd) == here);
+    uint64_t here = fuzz_reader->tell(rd);
+    CHECK(fuzz_reader->seek(rd, 1, st) != 0);
+    check_error(path, st);
+    CHECK(fuzz_reader->tell(rd) == here);
   }
-  reader->close(rd);
+  fuzz_reader->close(rd);
+done:
+  wf_status_free(again);
+  wf_status_free(st);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const specs[] = {
       "image:float32:-1,2:0.5,1.5", "label:int64::7", "name:string:-1:none",
       "tokens:int64:-1:", "record:float32:2,2:1,2,3,4"};
-  wf_attr_item inferred[] = {
+  const wf_attr_item inferred[] = {
       {"validate", {.type = WF_ATTR_BOOL, .count = 1, .u.b = 1}}};
-  wf_attr_item explicit_[] = {
+  const wf_attr_item explicit_[] = {
       {"features",
        {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 5, .u.strings = specs}},
       {"max_record_bytes", {.type = WF_ATTR_INT, .count = 1, .u.i = 1 << 20}}};
-  wf_attr_item raw[] = {{"raw", {.type = WF_ATTR_BOOL, .count = 1, .u.b = 1}}};
+  const wf_attr_item raw[] = {
+      {"raw", {.type = WF_ATTR_BOOL, .count = 1, .u.b = 1}}};
+  const char *path = fuzz_path("input.tfrecord", 0);
+  uint8_t mode, *copy;
 
-  if (!reader)
-    setup();
-  CHECK(ftruncate(memfd, 0) == 0);
-  CHECK(pwrite(memfd, data, size, 0) == (ssize_t)size);
-  exercise(inferred, 1, 1);
-  exercise(explicit_, 2, 0);
-  exercise(raw, 1, 0);
+  if (size < 1)
+    return 0;
+  mode = data[0];
+  data++;
+  size--;
+  CHECK((copy = malloc(size ? size : 1)) != NULL);
+  if (size)
+    memcpy(copy, data, size);
+  if (mode & 1)
+    repair_framing(copy, size);
+  write_file(path, copy, size, (mode & 2) ? ((mode & 4) ? 2 : 1) : 0);
+  free(copy);
+
+  exercise(path, inferred, 1, 1);
+  exercise(path, explicit_, 2, 0);
+  exercise(path, raw, 1, 0);
   return 0;
 }

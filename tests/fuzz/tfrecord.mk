@@ -1,68 +1,73 @@
-# tests/fuzz/tfrecord.mk: the tfrecord reader's libFuzzer target. Built
-# only on request, with clang, outside the automake programs (the rest of
-# the tree is built with $(CC) and without the fuzzer runtime):
-#   make fuzz-tfrecord                 build tests/fuzz/tfrecord.build/fuzz_tfrecord
-#   make fuzz-tfrecord-run FUZZ_TIME=600
-#                                      fuzz for FUZZ_TIME seconds from the seed
-#                                      corpus (tests/fuzz/corpus/tfrecord); new
-#                                      inputs and crashes go to the build directory
-#   make fuzz-tfrecord-smoke           replay the seed corpus once (for CI)
-# The target links the plugin's sources and its own host table: no libweft.
-TFRECORD_FUZZ_SEEDS = \
-	tests/fuzz/corpus/tfrecord/missing_feature.tfrecord \
-	tests/fuzz/corpus/tfrecord/multi.tfrecord.gz \
-	tests/fuzz/corpus/tfrecord/raw.tfrecord \
-	tests/fuzz/corpus/tfrecord/unpacked.tfrecord \
-	tests/fuzz/corpus/tfrecord/valid.tfrecord \
-	tests/fuzz/corpus/tfrecord/valid.tfrecord.gz \
-	tests/fuzz/corpus/tfrecord/valid.tfrecord.zz
-EXTRA_DIST += tests/fuzz/fuzz_tfrecord.c $(TFRECORD_FUZZ_SEEDS)
+# tests/fuzz/tfrecord.mk: the tfrecord reader's fuzz target, built the way
+# tests/fuzz/local.mk builds the others (see tests/fuzz/README.md): the
+# reader's sources compiled in (WF_PLUGIN_STATIC) next to the core's
+# convenience library, the shared driver in fuzz_common.h.
+#
+# Under `make check`, replay_tfrecord runs the seed corpus
+# (tests/fuzz/corpus/tfrecord/, written by
+# tests/readers/fixtures/tfrecord/gen_tfrecord.py) once, without libFuzzer.
+#
+# On request, with clang's libFuzzer:
+#   make fuzz-tfrecord                    build READER_FUZZ_DIR/fuzz_tfrecord
+#   make fuzz-tfrecord-run FUZZ_TIME=600  fuzz for FUZZ_TIME seconds (default
+#                                         60); new inputs and crashes go to
+#                                         READER_FUZZ_DIR
+#   make fuzz-tfrecord-smoke              run the seed corpus once (for CI)
+TFRECORD_FUZZ_SRCS = \
+	plugins/readers/tfrecord/tfrecord.h \
+	plugins/readers/tfrecord/crc32c.c \
+	plugins/readers/tfrecord/stream.c \
+	plugins/readers/tfrecord/record.c \
+	plugins/readers/tfrecord/example.c \
+	plugins/readers/tfrecord/reader.c
+EXTRA_DIST += tests/fuzz/corpus/tfrecord
 
 if HAVE_PROTOBUF_C
-FUZZ_CC = clang
-FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_TIME = 60
-TFRECORD_FUZZ_DIR = tests/fuzz/tfrecord.build
-TFRECORD_FUZZ_SRCS = \
-	$(top_srcdir)/tests/fuzz/fuzz_tfrecord.c \
-	$(top_srcdir)/plugins/readers/tfrecord/crc32c.c \
-	$(top_srcdir)/plugins/readers/tfrecord/stream.c \
-	$(top_srcdir)/plugins/readers/tfrecord/record.c \
-	$(top_srcdir)/plugins/readers/tfrecord/example.c \
-	$(top_srcdir)/plugins/readers/tfrecord/reader.c \
-	$(top_srcdir)/plugins/readers/tfrecord/tfrecord.h
+check_PROGRAMS += tests/fuzz/replay_tfrecord
+TESTS += tests/fuzz/replay_tfrecord
+tests_fuzz_replay_tfrecord_SOURCES = tests/fuzz/replay.c \
+	tests/fuzz/fuzz_tfrecord.c tests/fuzz/fuzz_common.h \
+	$(TFRECORD_FUZZ_SRCS)
+nodist_tests_fuzz_replay_tfrecord_SOURCES = $(TFRECORD_PB)
+tests_fuzz_replay_tfrecord_CPPFLAGS = $(TEST_CPPFLAGS) -DWF_PLUGIN_STATIC \
+	-I$(top_builddir)/plugins/readers/tfrecord \
+	$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS) \
+	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/tfrecord"'
+tests_fuzz_replay_tfrecord_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS) \
+	$(ZLIB_LIBS)
+$(tests_fuzz_replay_tfrecord_OBJECTS): $(TFRECORD_PB)
 
-$(TFRECORD_FUZZ_DIR)/fuzz_tfrecord: $(TFRECORD_FUZZ_SRCS) \
-		$(top_srcdir)/plugins/readers/tfrecord/example.proto config.h
-	$(AM_V_GEN)$(MKDIR_P) $(TFRECORD_FUZZ_DIR) && \
-	echo '*' > $(TFRECORD_FUZZ_DIR)/.gitignore && \
+# ---- libFuzzer build (GNU make; compiler and flags from local.mk) ----
+$(READER_FUZZ_DIR)/fuzz_tfrecord: tests/fuzz/fuzz_tfrecord.c \
+		tests/fuzz/fuzz_common.h $(TFRECORD_FUZZ_SRCS) \
+		plugins/readers/tfrecord/example.proto core/libweftcore.la config.h
+	$(AM_V_GEN)$(MKDIR_P) $(READER_FUZZ_DIR)/tfrecord-pb && \
+	echo '*' > $(READER_FUZZ_DIR)/.gitignore && \
 	$(PROTOC_C) --proto_path=$(top_srcdir)/plugins/readers/tfrecord \
-		--c_out=$(TFRECORD_FUZZ_DIR) \
+		--c_out=$(READER_FUZZ_DIR)/tfrecord-pb \
 		$(top_srcdir)/plugins/readers/tfrecord/example.proto && \
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(TFRECORD_FUZZ_DIR) -I$(top_builddir) \
-		-I$(top_srcdir)/sdk/include -I$(top_srcdir)/plugins/readers/tfrecord \
+	$(READER_FUZZ_CC) $(READER_FUZZ_CFLAGS) -DWF_PLUGIN_STATIC \
+		-I$(READER_FUZZ_DIR)/tfrecord-pb -I$(top_builddir) \
+		-I$(top_srcdir)/sdk/include -I$(top_srcdir)/core \
+		-I$(top_srcdir)/plugins/readers/tfrecord \
 		$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS) -o $@ \
-		$(filter %.c,$(TFRECORD_FUZZ_SRCS)) \
-		$(TFRECORD_FUZZ_DIR)/example.pb-c.c \
-		$(PROTOBUF_C_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
+		$(top_srcdir)/tests/fuzz/fuzz_tfrecord.c \
+		$(addprefix $(top_srcdir)/,$(filter %.c,$(TFRECORD_FUZZ_SRCS))) \
+		$(READER_FUZZ_DIR)/tfrecord-pb/example.pb-c.c \
+		core/.libs/libweftcore.a $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) \
+		$(PROTOBUF_C_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS) $(LIBM)
 
-fuzz-tfrecord: $(TFRECORD_FUZZ_DIR)/fuzz_tfrecord
-
-fuzz-tfrecord-run: fuzz-tfrecord
-	$(MKDIR_P) $(TFRECORD_FUZZ_DIR)/corpus $(TFRECORD_FUZZ_DIR)/crashes
-	$(TFRECORD_FUZZ_DIR)/fuzz_tfrecord -max_total_time=$(FUZZ_TIME) \
-		-max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-		-artifact_prefix=$(TFRECORD_FUZZ_DIR)/crashes/ \
-		$(TFRECORD_FUZZ_DIR)/corpus $(top_srcdir)/tests/fuzz/corpus/tfrecord
-
-fuzz-tfrecord-smoke: fuzz-tfrecord
-	$(TFRECORD_FUZZ_DIR)/fuzz_tfrecord -runs=0 \
+fuzz-tfrecord: $(READER_FUZZ_DIR)/fuzz_tfrecord
+fuzz-tfrecord-run: $(READER_FUZZ_DIR)/fuzz_tfrecord
+	$(MKDIR_P) $(READER_FUZZ_DIR)/corpus-tfrecord \
+		$(READER_FUZZ_DIR)/crashes-tfrecord
+	$(READER_FUZZ_DIR)/fuzz_tfrecord -max_total_time=$(or $(FUZZ_TIME),60) \
+		-max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix=$(READER_FUZZ_DIR)/crashes-tfrecord/ \
+		$(READER_FUZZ_DIR)/corpus-tfrecord \
 		$(top_srcdir)/tests/fuzz/corpus/tfrecord
-
-fuzz-tfrecord-clean:
-	rm -rf $(TFRECORD_FUZZ_DIR)
-
+fuzz-tfrecord-smoke: $(READER_FUZZ_DIR)/fuzz_tfrecord
+	$(READER_FUZZ_DIR)/fuzz_tfrecord -runs=0 \
+		$(top_srcdir)/tests/fuzz/corpus/tfrecord
 endif
-.PHONY: fuzz-tfrecord fuzz-tfrecord-run fuzz-tfrecord-smoke \
-	fuzz-tfrecord-clean
+.PHONY: fuzz-tfrecord fuzz-tfrecord-run fuzz-tfrecord-smoke

@@ -1,7 +1,7 @@
 /* plugins/devices/cpu/cpu_bnorm.c — fast float32 BatchNorm and BatchNormGrad
  * on oneDNN batch normalisation (scale and shift; batch statistics in
  * training, given ones with use_global_stats in inference). x of any rank
- * >= 2 is viewed as (N, C, rest) for NCHW and as (rest, C) for NHWC, so
+ * >= 2 is viewed as (N, C, rest, 1) for NCHW and as (rest, C) for NHWC, so
  * the statistics cover every dimension but C, as the nn ops define.
  *
  * oneDNN's backward has no inputs for the gradients of the batch
@@ -20,7 +20,7 @@ enum {
   MEM_X = 0,
   MEM_Y = 1, /* forward: y; backward: dy */
   MEM_SCALE = 2,
-  MEM_SHIFT = 3, /* forward only */
+  MEM_SHIFT = 3, /* backward: an unread placeholder */
   MEM_MEAN = 4,
   MEM_VAR = 5,
   MEM_DX = 6,
@@ -37,7 +37,7 @@ typedef struct bn_state {
 typedef struct bn_job {
   int grad, training, ndims;
   float eps;
-  int64_t dims[3]; /* (N, C, rest) or (rest, C) */
+  int64_t dims[4]; /* (N, C, rest, 1) or (rest, C) */
   int64_t c;
 } bn_job;
 
@@ -91,7 +91,7 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       j->training || j->grad ? dnnl_forward_training : dnnl_forward_inference,
       &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "batch normalization setup", st);
+    return wf__dnnl_refuse(s, "batch normalization setup", st);
   if (wf__dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
     return h->status_code(st);
   if (!j->grad) {
@@ -114,7 +114,7 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   s = dnnl_batch_normalization_backward_desc_init(
       &bdesc, dnnl_backward, &xmd, &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success) {
-    rc = wf__dnnl_fail(s, "batch normalization backward setup", st);
+    rc = wf__dnnl_refuse(s, "batch normalization backward setup", st);
     goto done;
   }
   if (wf__dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
@@ -123,22 +123,29 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     goto done;
   }
   {
-    static const int ids[8] = {DNNL_ARG_SRC,       DNNL_ARG_DIFF_DST,
-                               DNNL_ARG_SCALE,     DNNL_ARG_MEAN,
-                               DNNL_ARG_VARIANCE,  DNNL_ARG_DIFF_SRC,
-                               DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
-    static const int mems[8] = {MEM_X,   MEM_Y,  MEM_SCALE,  MEM_MEAN,
-                                MEM_VAR, MEM_DX, MEM_DSCALE, MEM_DSHIFT};
+    /* oneDNN 2.6's backward takes the shift too (and does not read it):
+     * it gets a zeroed internal vector, BatchNormGrad has no offset. */
+    static const int ids[9] = {DNNL_ARG_SRC,        DNNL_ARG_DIFF_DST,
+                               DNNL_ARG_SCALE,      DNNL_ARG_SHIFT,
+                               DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,
+                               DNNL_ARG_DIFF_SRC,   DNNL_ARG_DIFF_SCALE,
+                               DNNL_ARG_DIFF_SHIFT};
+    static const int mems[9] = {MEM_X,   MEM_Y,  MEM_SCALE,  MEM_SHIFT,
+                                MEM_MEAN, MEM_VAR, MEM_DX, MEM_DSCALE,
+                                MEM_DSHIFT};
     if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
         wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
         wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_SHIFT, NULL, &cmd, 0, st) ||
         wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
         wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
         wf__dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
         wf__dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
         wf__dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, bwd, ids, mems, 8, st))
+        wf__dnnl_plan_step(p, bwd, ids, mems, 9, st))
       rc = h->status_code(st);
+    else
+      memset(p->mems[MEM_SHIFT].buf, 0, p->mems[MEM_SHIFT].size);
   }
 done:
   dnnl_primitive_desc_destroy(fwd);
@@ -175,8 +182,9 @@ static int bn_view(const bn_state *s, const wf_shape *xs, bn_job *j) {
   if (outer == 0 || inner == 0 || j->c == 0)
     return 0;
   if (s->nchw) {
-    j->ndims = 3;
-    j->dims[0] = outer, j->dims[1] = j->c, j->dims[2] = inner;
+    /* 4-D: oneDNN's optimised kernel takes nchw, not ncw. */
+    j->ndims = 4;
+    j->dims[0] = outer, j->dims[1] = j->c, j->dims[2] = inner, j->dims[3] = 1;
   } else {
     j->ndims = 2;
     j->dims[0] = outer * inner, j->dims[1] = j->c;
@@ -243,7 +251,7 @@ static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 static void add_stat_grads(const bn_job *j, float *dx, const float *x,
                            const float *mean, const float *dmean,
                            const float *dvar) {
-  int64_t outer = j->dims[0], inner = j->ndims == 3 ? j->dims[2] : 1;
+  int64_t outer = j->dims[0], inner = j->ndims == 4 ? j->dims[2] : 1;
   double m = (double)(outer * inner);
 
   for (int64_t o = 0; o < outer; o++)

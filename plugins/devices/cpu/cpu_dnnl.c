@@ -23,6 +23,13 @@ int wf__dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
   return opc_fail(st, code, "oneDNN %s failed: %s", what, dnnl_status2str(s));
 }
 
+int wf__dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
+  if (s == dnnl_out_of_memory)
+    return wf__dnnl_fail(s, what, st);
+  return opc_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,
+                  dnnl_status2str(s));
+}
+
 int wf__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                 const int *perm, wf_status *st) {
   dnnl_dims_t d, strides;
@@ -82,7 +89,7 @@ int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     *pd = NULL;
-    return wf__dnnl_fail(s, what, st);
+    return wf__dnnl_refuse(s, what, st);
   }
   return 0;
 }
@@ -95,6 +102,16 @@ int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd) {
       !impl)
     return 0;
   return strncmp(impl, "ref", 3) == 0 || strstr(impl, ":ref") != NULL;
+}
+
+int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+          dnnl_success ||
+      !impl)
+    return 0;
+  return !wf__dnnl_pd_is_ref(pd) && !strstr(impl, "gemm:");
 }
 
 /* ---- plans ------------------------------------------------------------------ */
@@ -191,6 +208,9 @@ int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
   m->flags = flags;
   if (flags & WF_DNNL_WEIGHTS)
     m->flags |= WF_DNNL_IN;
+  if (flags & WF_DNNL_ZERO)
+    m->flags |= WF_DNNL_OUT;
+  m->size = dnnl_memory_desc_get_size(want_md ? want_md : user_md);
   if (!user_md) {
     assert(want_md && flags == 0);
     return own_memory(want_md, &m->inner, &m->buf, st);
@@ -328,6 +348,11 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
         return opc_host()->status_code(st);
     }
   }
+  for (int i = 0; i < p->nmems; i++) {
+    wf__dnnl_mem *m = &p->mems[i];
+    if (m->flags & WF_DNNL_ZERO)
+      memset(m->buf ? m->buf : data[i], 0, m->size);
+  }
   for (int i = 0; i < p->nsteps; i++) {
     wf__dnnl_step *s = &p->steps[i];
     if (run_prim(s->prim, p->stream, s->nargs, s->args, what, st))
@@ -395,10 +420,13 @@ wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
       return NULL;
     /* oneDNN cannot do this shape: remember that, and let the kernel take
      * its other way every time. */
+    h->log(WF_LOG_DEBUG, "device-cpu",
+           "a shape oneDNN refuses goes to the reference computation: %s",
+           h->status_message(st));
+    h->status_set(st, WF_OK, "%s", "");
     if (wf__dnnl_plan_new(&p, st))
       return NULL;
     p->fallback = 1;
-    h->status_set(st, WF_OK, "%s", "");
   }
 
   pthread_mutex_lock(&c->lock);

@@ -20,9 +20,10 @@
 /* How an op maps onto oneDNN. */
 typedef struct eltwise_op {
   dnnl_alg_kind_t alg;
-  float alpha;        /* fixed alpha (LeakyRelu reads its attribute) */
+  float alpha;        /* oneDNN's alpha, unless read from the attribute */
   int grad;           /* inputs (dy, x or y) */
   int from_dst;       /* grad: the second input is the forward output */
+  int alpha_attr;     /* alpha is the node's "alpha" (LeakyRelu) */
 } eltwise_op;
 
 enum { ATTR_ALG = 0 };
@@ -52,7 +53,7 @@ static int eltwise_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference,
       j->alg, &md, j->alpha, 0.0f);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "eltwise setup", st);
+    return wf__dnnl_refuse(s, "eltwise setup", st);
   if (wf__dnnl_pd(&fwd, &fdesc, NULL, "eltwise setup", st))
     return opc_host()->status_code(st);
   if (!j->grad) {
@@ -68,7 +69,7 @@ static int eltwise_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
                                       0.0f);
   if (s != dnnl_success) {
     dnnl_primitive_desc_destroy(fwd);
-    return wf__dnnl_fail(s, "eltwise backward setup", st);
+    return wf__dnnl_refuse(s, "eltwise backward setup", st);
   }
   rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "eltwise backward setup", st);
   dnnl_primitive_desc_destroy(fwd);
@@ -98,8 +99,7 @@ static int eltwise_create(wf_kernel_ctx *ctx, void **state,
   dnnl_alg_kind_t alg = op->alg;
 
   *state = NULL;
-  if (alg == dnnl_eltwise_relu && op->alpha != 0.0f &&
-      opc_kernel_attr_float(ctx, "alpha", &alpha, st))
+  if (op->alpha_attr && opc_kernel_attr_float(ctx, "alpha", &alpha, st))
     return opc_host()->status_code(st);
   if (alg == dnnl_eltwise_gelu_erf) {
     if (opc_kernel_attr_bool(ctx, "approximate", &approximate, st))
@@ -171,8 +171,9 @@ static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
 }
 
 /* One kernel per op: its mapping, create and compute. */
-#define ELTWISE(var, name, alg_, alpha_, grad_, from_dst_)                     \
-  static const eltwise_op var##_op = {(alg_), (alpha_), (grad_), (from_dst_)}; \
+#define ELTWISE(var, name, alg_, alpha_, grad_, from_dst_, alpha_attr_)       \
+  static const eltwise_op var##_op = {(alg_), (alpha_), (grad_), (from_dst_),  \
+                                      (alpha_attr_)};                          \
   static int var##_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {   \
     return eltwise_create(ctx, state, &var##_op, st);                          \
   }                                                                            \
@@ -191,23 +192,24 @@ static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
       .compute = var##_compute,                                                \
       .destroy = wf__dnnl_state_free}
 
-/* LeakyRelu's alpha (0.2 here) only marks that the attribute is read. */
-ELTWISE(relu, "Relu", dnnl_eltwise_relu, 0.0f, 0, 0);
-ELTWISE(leaky_relu, "LeakyRelu", dnnl_eltwise_relu, 0.2f, 0, 0);
-ELTWISE(elu, "Elu", dnnl_eltwise_elu, 1.0f, 0, 0);
-ELTWISE(sigmoid, "Sigmoid", dnnl_eltwise_logistic, 0.0f, 0, 0);
-ELTWISE(tanh, "Tanh", dnnl_eltwise_tanh, 0.0f, 0, 0);
-ELTWISE(gelu, "Gelu", dnnl_eltwise_gelu_erf, 0.0f, 0, 0);
-ELTWISE(softplus, "Softplus", dnnl_eltwise_soft_relu, 0.0f, 0, 0);
-ELTWISE(exp, "Exp", dnnl_eltwise_exp, 0.0f, 0, 0);
-ELTWISE(sqrt, "Sqrt", dnnl_eltwise_sqrt, 0.0f, 0, 0);
-ELTWISE(square, "Square", dnnl_eltwise_square, 0.0f, 0, 0);
-ELTWISE(relu_grad, "ReluGrad", dnnl_eltwise_relu, 0.0f, 1, 0);
-ELTWISE(leaky_relu_grad, "LeakyReluGrad", dnnl_eltwise_relu, 0.2f, 1, 0);
-ELTWISE(elu_grad, "EluGrad", dnnl_eltwise_elu_use_dst_for_bwd, 1.0f, 1, 1);
+ELTWISE(relu, "Relu", dnnl_eltwise_relu, 0.0f, 0, 0, 0);
+ELTWISE(leaky_relu, "LeakyRelu", dnnl_eltwise_relu, 0.0f, 0, 0, 1);
+ELTWISE(elu, "Elu", dnnl_eltwise_elu, 1.0f, 0, 0, 0);
+ELTWISE(sigmoid, "Sigmoid", dnnl_eltwise_logistic, 0.0f, 0, 0, 0);
+ELTWISE(tanh, "Tanh", dnnl_eltwise_tanh, 0.0f, 0, 0, 0);
+ELTWISE(gelu, "Gelu", dnnl_eltwise_gelu_erf, 0.0f, 0, 0, 0);
+ELTWISE(softplus, "Softplus", dnnl_eltwise_soft_relu, 0.0f, 0, 0, 0);
+ELTWISE(exp, "Exp", dnnl_eltwise_exp, 0.0f, 0, 0, 0);
+ELTWISE(sqrt, "Sqrt", dnnl_eltwise_sqrt, 0.0f, 0, 0, 0);
+ELTWISE(square, "Square", dnnl_eltwise_square, 0.0f, 0, 0, 0);
+ELTWISE(relu_grad, "ReluGrad", dnnl_eltwise_relu, 0.0f, 1, 0, 0);
+ELTWISE(leaky_relu_grad, "LeakyReluGrad", dnnl_eltwise_relu, 0.0f, 1, 0, 1);
+ELTWISE(elu_grad, "EluGrad", dnnl_eltwise_elu_use_dst_for_bwd, 1.0f, 1, 1, 0);
 ELTWISE(sigmoid_grad, "SigmoidGrad", dnnl_eltwise_logistic_use_dst_for_bwd,
-        0.0f, 1, 1);
-ELTWISE(tanh_grad, "TanhGrad", dnnl_eltwise_tanh_use_dst_for_bwd, 0.0f, 1, 1);
-ELTWISE(gelu_grad, "GeluGrad", dnnl_eltwise_gelu_erf, 0.0f, 1, 0);
-ELTWISE(softplus_grad, "SoftplusGrad", dnnl_eltwise_soft_relu, 0.0f, 1, 0);
-ELTWISE(sqrt_grad, "SqrtGrad", dnnl_eltwise_sqrt_use_dst_for_bwd, 0.0f, 1, 1);
+        0.0f, 1, 1, 0);
+ELTWISE(tanh_grad, "TanhGrad", dnnl_eltwise_tanh_use_dst_for_bwd, 0.0f, 1, 1,
+        0);
+ELTWISE(gelu_grad, "GeluGrad", dnnl_eltwise_gelu_erf, 0.0f, 1, 0, 0);
+ELTWISE(softplus_grad, "SoftplusGrad", dnnl_eltwise_soft_relu, 0.0f, 1, 0, 0);
+ELTWISE(sqrt_grad, "SqrtGrad", dnnl_eltwise_sqrt_use_dst_for_bwd, 0.0f, 1, 1,
+        0);

@@ -38,6 +38,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -118,6 +119,15 @@ static int gemm_each(const gemm_job *j, wf_status *st) {
   size_t xm = (size_t)(j->m * j->k) * es, ym = (size_t)(j->k * j->n) * es;
   size_t om = (size_t)(j->m * j->n) * es;
 
+#ifdef HAVE_OPENBLAS
+  /* BLAS takes int sizes. */
+  if (j->m > INT_MAX || j->n > INT_MAX || j->k > INT_MAX ||
+      j->m * j->k > INT_MAX || j->k * j->n > INT_MAX)
+    return opc_fail(st, WF_UNIMPLEMENTED,
+                    "matrices of %" PRId64 " x %" PRId64 " x %" PRId64
+                    " exceed what BLAS indexes with int",
+                    j->m, j->n, j->k);
+#endif
   opc_shape_make(&bs[0], j->xs.rank - 2, j->xs.dims);
   opc_shape_make(&bs[1], j->ys.rank - 2, j->ys.dims);
   opc_shape_make(&bo, j->os.rank - 2, j->os.dims);
@@ -181,7 +191,7 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
     return opc_host()->status_code(st);
   s = dnnl_matmul_desc_init(&desc, &xmd, &ymd, NULL, &omd);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "matmul setup", st);
+    return wf__dnnl_refuse(s, "matmul setup", st);
   if (wf__dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
     return opc_host()->status_code(st);
   rc = wf__dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||

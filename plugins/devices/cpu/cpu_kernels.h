@@ -100,9 +100,15 @@ void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
 /* The CPU engine (valid between init and fini). */
 dnnl_engine_t wf__dnnl_engine(void);
 
-/* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented) naming what
- * failed and oneDNN's status; returns the code. */
+/* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented,
+ * RESOURCE_EXHAUSTED for dnnl_out_of_memory) naming what failed and
+ * oneDNN's status; returns the code. For failures while running. */
 int wf__dnnl_fail(dnnl_status_t s, const char *what, wf_status *st);
+/* For descriptors oneDNN will not make (its status says why): sets st to
+ * UNIMPLEMENTED, so that the plan cache records the shape as one the
+ * kernel computes another way, unless oneDNN ran out of memory (then
+ * RESOURCE_EXHAUSTED). Returns the code. */
+int wf__dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st);
 
 /* A plain memory descriptor of f32 dims with row-major strides; dims
  * permuted by perm are laid out in that order (perm NULL: identity). For
@@ -119,13 +125,17 @@ int wf__dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st);
 
 /* A primitive descriptor for op_desc (hint: the forward one of a backward
  * primitive, or NULL) with wf__dnnl_attr's attributes. *pd is NULL with
- * st UNIMPLEMENTED when oneDNN has no implementation. */
+ * st set by wf__dnnl_refuse when oneDNN makes none. */
 int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
                 const_dnnl_primitive_desc_t hint, const char *what,
                 wf_status *st);
 
 /* 1 when oneDNN picked its reference (unoptimised) implementation. */
 int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
+/* 1 when the implementation works on the layouts directly (oneDNN's jit
+ * and brgemm kernels), not through its reference code or an im2col +
+ * gemm lowering. */
+int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 
 /* ---- plans ---------------------------------------------------------------- */
 
@@ -140,9 +150,9 @@ int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
  * A plan is used by one thread at a time (the cache hands it out
  * exclusively), so binding data handles per run is safe. */
 
-#define WF_DNNL_MAX_MEMS 16
+#define WF_DNNL_MAX_MEMS 24
 #define WF_DNNL_MAX_STEPS 3
-#define WF_DNNL_MAX_ARGS 12
+#define WF_DNNL_MAX_ARGS 24
 
 /* Memory flags. */
 #define WF_DNNL_IN 0x1      /* a user tensor the steps read */
@@ -152,6 +162,8 @@ int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
                                the same (checked by one comparison against a
                                saved copy, which is cheaper than the reorder's
                                scattered writes) */
+#define WF_DNNL_ZERO 0x8    /* OUT, zeroed before the steps (primitives that
+                               accumulate into it: RNN weight gradients) */
 
 typedef struct wf__dnnl_mem {
   int flags;
@@ -163,6 +175,7 @@ typedef struct wf__dnnl_mem {
   const void *src;
   void *copy;
   size_t bytes;
+  size_t size; /* bytes of inner */
 } wf__dnnl_mem;
 
 typedef struct wf__dnnl_step {

@@ -85,7 +85,7 @@ static int pool_fwd_pd(const pool_job *j, int any, dnnl_prop_kind_t prop,
                                         &y, j->g.strides, j->g.kernel,
                                         j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "pooling setup", st);
+    return wf__dnnl_refuse(s, "pooling setup", st);
   return wf__dnnl_pd(pd, &desc, NULL, "pooling setup", st);
 }
 
@@ -109,7 +109,7 @@ static int pool_bwd_pd(const pool_job *j, int any,
                                          j->g.dilates, j->g.pad_l,
                                          j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "pooling backward setup", st);
+    return wf__dnnl_refuse(s, "pooling backward setup", st);
   return wf__dnnl_pd(pd, &desc, fwd, "pooling backward setup", st);
 }
 

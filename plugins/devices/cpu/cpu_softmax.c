@@ -37,7 +37,7 @@ static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference, alg,
       &md, &md, 1);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "softmax setup", st);
+    return wf__dnnl_refuse(s, "softmax setup", st);
   if (wf__dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
     return opc_host()->status_code(st);
   if (!j->grad) {
@@ -52,7 +52,7 @@ static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   s = dnnl_softmax_v2_backward_desc_init(&bdesc, alg, &md, &md, &md, 1);
   if (s != dnnl_success) {
     dnnl_primitive_desc_destroy(fwd);
-    return wf__dnnl_fail(s, "softmax backward setup", st);
+    return wf__dnnl_refuse(s, "softmax backward setup", st);
   }
   rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
   dnnl_primitive_desc_destroy(fwd);

@@ -15,6 +15,7 @@
 #ifndef WF_OPS_RNN_H
 #define WF_OPS_RNN_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,7 +91,5 @@ extern const wf_op_def rnn_lstm_op, rnn_lstm_grad_op, rnn_gru_op,
 extern const wf_kernel_def rnn_lstm_kernel, rnn_lstm_grad_kernel,
     rnn_gru_kernel, rnn_gru_grad_kernel;
 extern const wf_gradient_def *const rnn_gradients[];
-
-#include <math.h>
 
 #endif /* WF_OPS_RNN_H */

@@ -8,3 +8,4 @@ plugins_readers_csv_reader_csv_la_SOURCES = \
 plugins_readers_csv_reader_csv_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
 plugins_readers_csv_reader_csv_la_LIBADD = $(LIBM)
 plugins_readers_csv_reader_csv_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+EXTRA_DIST += plugins/readers/csv/README.md

@@ -247,7 +247,8 @@ static int read_staged(idx_file *f, uint64_t index, wf_status *st) {
                          f->path, index, f->rec_bytes);
         return WF_RESOURCE_EXHAUSTED;
       }
-      memcpy(n, f->stage, (size_t)have);
+      if (have)
+        memcpy(n, f->stage, (size_t)have);
       host->free(f->stage);
       f->stage = n;
       f->stage_cap = (size_t)cap;

@@ -9,3 +9,4 @@ plugins_readers_idx_reader_idx_la_SOURCES = \
 plugins_readers_idx_reader_idx_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(ZLIB_CFLAGS)
 plugins_readers_idx_reader_idx_la_LIBADD = $(ZLIB_LIBS)
 plugins_readers_idx_reader_idx_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+EXTRA_DIST += plugins/readers/idx/README.md

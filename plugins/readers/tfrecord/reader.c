@@ -419,8 +419,8 @@ static int64_t tfr_count(void *rd, wf_status *st) {
 static const wf_reader_def tfrecord_reader = {
     WF_STRUCT_INIT(wf_reader_def),
     .name = "tfrecord",
-    .formats = "tfrecord,tfrecords,tfrecord.gz,tfrecords.gz,tfrecord.zz,"
-               "tfrecords.zz",
+    .formats = "tfrecord,tfrecords,tfrecord.gz,tfrecords.gz,tfrecord.zlib,"
+               "tfrecords.zlib,tfrecord.zz,tfrecords.zz",
     .doc =
         "TensorFlow's TFRecord files (framing with masked CRC-32C of length "
         "and data; plain, or the whole file gzip- or zlib-compressed), "

@@ -159,8 +159,8 @@ WF_API wf_dataset *wf_dataset_batch(wf_dataset *in, int64_t batch_size,
 
 /* Produces up to buffer_size elements of `in` ahead on a background thread
  * of the iterator, so that reading and decoding overlap with the
- * consumer. The sequence is the same as without it. INVALID_ARGUMENT when
- * buffer_size < 1. */
+ * consumer. The sequence is the same as without it. INVALID_ARGUMENT unless
+ * 1 <= buffer_size <= 65536. */
 WF_API wf_dataset *wf_dataset_prefetch(wf_dataset *in, int buffer_size,
                                        wf_status *st);
 
@@ -250,10 +250,11 @@ WF_API int64_t wf_iterator_bad_records(const wf_iterator *it);
  * threads pause while it is taken. */
 WF_API wf_tensor *wf_iterator_save(wf_iterator *it, wf_status *st);
 /* Replaces the iterator's state with a saved position: the next element is
- * the one that followed when it was saved. INVALID_ARGUMENT when the bytes
- * are not a position or come from another dataset description (nothing
- * changes then); a reader's error when a file cannot be reopened or sought
- * (the iterator is then stopped). */
+ * the one that followed when it was saved. The files open at that point
+ * are opened again and sought. INVALID_ARGUMENT when the bytes are not a
+ * position or come from another dataset description; a reader's error
+ * when a file cannot be reopened or sought. On any error the iterator is
+ * unchanged. */
 WF_API int wf_iterator_restore(wf_iterator *it, const wf_tensor *position,
                                wf_status *st);
 

@@ -60,7 +60,10 @@ extern "C" {
  *
  * An argument's type is either fixed (dtype) or taken from a dtype attribute
  * (type_attr). With number_attr set, the argument is a list of that many
- * tensors, all of the one type. */
+ * tensors, all of the one type. An output without number_attr may instead
+ * take its type from a list(dtype) attribute: it is then a list with one
+ * tensor per item, each of that item's type (as IteratorGetNext's fields
+ * are). */
 typedef struct wf_arg_def {
   WF_STRUCT_HEADER;
   const char *name;

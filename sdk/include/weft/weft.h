@@ -12,5 +12,6 @@
 #include <weft/session.h>
 #include <weft/gradients.h>
 #include <weft/layers.h>
+#include <weft/data.h>
 
 #endif /* WEFT_WEFT_H */

@@ -1,0 +1,391 @@
+/* plugins/devices/cpu/cpu_rnn.c — fast float32 LSTM, LSTMGrad, GRU and
+ * GRUGrad (the rnn op plugin's ops) on oneDNN's vanilla LSTM and GRU
+ * primitives, one layer, left to right. The ops' tensors are oneDNN's
+ * plain layouts (tnc, ldnc, ldigo, ldgo), so only the weights are
+ * reordered, into whatever the primitive prefers (once, kept while their
+ * bytes do not change).
+ *
+ * The backward ops get no workspace from the forward op (a graph tensor
+ * cannot hold oneDNN's opaque one), so their plan runs the forward
+ * primitive in training mode first, then the backward one. oneDNN
+ * accumulates weight gradients: the plan zeroes them before each run.
+ * Calls the fast path does not take (errors, empty sizes) run the rnn
+ * plugin's reference kernels, compiled into this plugin. */
+#include <config.h>
+
+#include "cpu_kernels.h"
+#include "rnn.h"
+
+#include <string.h>
+
+/* Plan memories. */
+enum {
+  MEM_X,
+  MEM_H0,
+  MEM_C0,
+  MEM_W,
+  MEM_R,
+  MEM_B,
+  MEM_Y,
+  MEM_HT,
+  MEM_CT,
+  MEM_WS,
+  MEM_W_BWD,
+  MEM_R_BWD,
+  MEM_DY,
+  MEM_DHT,
+  MEM_DCT,
+  MEM_DX,
+  MEM_DH0,
+  MEM_DC0,
+  MEM_DW,
+  MEM_DR,
+  MEM_DB,
+  MEM_COUNT
+};
+
+typedef struct rnn_job {
+  int lstm, grad;
+  rnn_dims d;
+} rnn_job;
+
+/* The user layouts of every tensor of the job, indexed by MEM_*. */
+typedef struct rnn_mds {
+  dnnl_memory_desc_t m[MEM_COUNT];
+} rnn_mds;
+
+static int user_mds(const rnn_job *j, rnn_mds *u, wf_status *st) {
+  const rnn_dims *d = &j->d;
+  int64_t x[3] = {d->t, d->n, d->c}, y[3] = {d->t, d->n, d->h};
+  int64_t s[4] = {1, 1, d->n, d->h};
+  int64_t w[5] = {1, 1, d->c, d->gates, d->h};
+  int64_t r[5] = {1, 1, d->h, d->gates, d->h};
+  int64_t b[4] = {1, 1, d->gates, d->h};
+
+  memset(u, 0, sizeof *u);
+  if (wf__dnnl_md_tag(&u->m[MEM_X], 3, x, dnnl_tnc, st) ||
+      wf__dnnl_md_tag(&u->m[MEM_Y], 3, y, dnnl_tnc, st) ||
+      wf__dnnl_md_tag(&u->m[MEM_H0], 4, s, dnnl_ldnc, st) ||
+      wf__dnnl_md_tag(&u->m[MEM_W], 5, w, dnnl_ldigo, st) ||
+      wf__dnnl_md_tag(&u->m[MEM_R], 5, r, dnnl_ldigo, st) ||
+      wf__dnnl_md_tag(&u->m[MEM_B], 4, b, dnnl_ldgo, st))
+    return opc_host()->status_code(st);
+  u->m[MEM_C0] = u->m[MEM_HT] = u->m[MEM_CT] = u->m[MEM_H0];
+  u->m[MEM_DH0] = u->m[MEM_DC0] = u->m[MEM_DHT] = u->m[MEM_DCT] = u->m[MEM_H0];
+  u->m[MEM_DX] = u->m[MEM_X];
+  u->m[MEM_DY] = u->m[MEM_Y];
+  u->m[MEM_DW] = u->m[MEM_W_BWD] = u->m[MEM_W];
+  u->m[MEM_DR] = u->m[MEM_R_BWD] = u->m[MEM_R];
+  u->m[MEM_DB] = u->m[MEM_B];
+  return 0;
+}
+
+/* The forward descriptor: data in the user layouts, weights in oneDNN's
+ * choice. */
+static int rnn_fwd_pd(const rnn_job *j, const rnn_mds *u,
+                      dnnl_prop_kind_t prop, dnnl_primitive_desc_t *pd,
+                      wf_status *st) {
+  dnnl_memory_desc_t w, r;
+  dnnl_rnn_desc_t desc;
+  dnnl_status_t s;
+  int64_t wd[5] = {1, 1, j->d.c, j->d.gates, j->d.h};
+  int64_t rd[5] = {1, 1, j->d.h, j->d.gates, j->d.h};
+
+  if (wf__dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st))
+    return opc_host()->status_code(st);
+  if (j->lstm)
+    s = dnnl_lstm_forward_desc_init(
+        &desc, prop, dnnl_unidirectional_left2right, &u->m[MEM_X],
+        &u->m[MEM_H0], &u->m[MEM_C0], &w, &r, &u->m[MEM_B], &u->m[MEM_Y],
+        &u->m[MEM_HT], &u->m[MEM_CT], dnnl_rnn_flags_undef);
+  else
+    s = dnnl_gru_forward_desc_init(&desc, prop, dnnl_unidirectional_left2right,
+                                   &u->m[MEM_X], &u->m[MEM_H0], &w, &r,
+                                   &u->m[MEM_B], &u->m[MEM_Y], &u->m[MEM_HT],
+                                   dnnl_rnn_flags_undef);
+  if (s != dnnl_success)
+    return wf__dnnl_refuse(s, j->lstm ? "LSTM setup" : "GRU setup", st);
+  return wf__dnnl_pd(pd, &desc, NULL, j->lstm ? "LSTM setup" : "GRU setup",
+                     st);
+}
+
+static int rnn_bwd_pd(const rnn_job *j, const rnn_mds *u,
+                      const_dnnl_primitive_desc_t fwd,
+                      dnnl_primitive_desc_t *pd, wf_status *st) {
+  dnnl_memory_desc_t w, r, dw, dr;
+  dnnl_rnn_desc_t desc;
+  dnnl_status_t s;
+  int64_t wd[5] = {1, 1, j->d.c, j->d.gates, j->d.h};
+  int64_t rd[5] = {1, 1, j->d.h, j->d.gates, j->d.h};
+
+  if (wf__dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&dw, 5, wd, dnnl_format_tag_any, st) ||
+      wf__dnnl_md_tag(&dr, 5, rd, dnnl_format_tag_any, st))
+    return opc_host()->status_code(st);
+  if (j->lstm)
+    s = dnnl_lstm_backward_desc_init(
+        &desc, dnnl_backward, dnnl_unidirectional_left2right, &u->m[MEM_X],
+        &u->m[MEM_H0], &u->m[MEM_C0], &w, &r, &u->m[MEM_B], &u->m[MEM_Y],
+        &u->m[MEM_HT], &u->m[MEM_CT], &u->m[MEM_DX], &u->m[MEM_DH0],
+        &u->m[MEM_DC0], &dw, &dr, &u->m[MEM_DB], &u->m[MEM_DY],
+        &u->m[MEM_DHT], &u->m[MEM_DCT], dnnl_rnn_flags_undef);
+  else
+    s = dnnl_gru_backward_desc_init(
+        &desc, dnnl_backward, dnnl_unidirectional_left2right, &u->m[MEM_X],
+        &u->m[MEM_H0], &w, &r, &u->m[MEM_B], &u->m[MEM_Y], &u->m[MEM_HT],
+        &u->m[MEM_DX], &u->m[MEM_DH0], &dw, &dr, &u->m[MEM_DB],
+        &u->m[MEM_DY], &u->m[MEM_DHT], dnnl_rnn_flags_undef);
+  if (s != dnnl_success)
+    return wf__dnnl_refuse(s, "RNN backward setup", st);
+  return wf__dnnl_pd(pd, &desc, fwd, "RNN backward setup", st);
+}
+
+#define QMD(pd, q) dnnl_primitive_desc_query_md((pd), (q), 0)
+
+static int rnn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+  const rnn_job *j = arg;
+  const wf_host *h = opc_host();
+  dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
+  rnn_mds u;
+  int fids[11], fmems[11], nf = 0, rc = 0;
+  int dst_flags = j->grad ? 0 : WF_DNNL_OUT;
+
+  if (user_mds(j, &u, st) ||
+      rnn_fwd_pd(j, &u,
+                 j->grad ? dnnl_forward_training : dnnl_forward_inference,
+                 &fwd, st))
+    return h->status_code(st);
+  /* The forward step: the whole op, or the backward op's first half (its
+   * outputs internal, with the workspace). */
+#define FARG(id, mem) (fids[nf] = (id), fmems[nf++] = (mem))
+  FARG(DNNL_ARG_SRC_LAYER, MEM_X);
+  FARG(DNNL_ARG_SRC_ITER, MEM_H0);
+  FARG(DNNL_ARG_WEIGHTS_LAYER, MEM_W);
+  FARG(DNNL_ARG_WEIGHTS_ITER, MEM_R);
+  FARG(DNNL_ARG_BIAS, MEM_B);
+  FARG(DNNL_ARG_DST_LAYER, MEM_Y);
+  FARG(DNNL_ARG_DST_ITER, MEM_HT);
+  if (j->lstm) {
+    FARG(DNNL_ARG_SRC_ITER_C, MEM_C0);
+    FARG(DNNL_ARG_DST_ITER_C, MEM_CT);
+  }
+  if (j->grad)
+    FARG(DNNL_ARG_WORKSPACE, MEM_WS);
+#undef FARG
+  if (wf__dnnl_plan_mem(p, MEM_X, &u.m[MEM_X], NULL, WF_DNNL_IN, st) ||
+      wf__dnnl_plan_mem(p, MEM_H0, &u.m[MEM_H0], NULL, WF_DNNL_IN, st) ||
+      (j->lstm &&
+       wf__dnnl_plan_mem(p, MEM_C0, &u.m[MEM_C0], NULL, WF_DNNL_IN, st)) ||
+      wf__dnnl_plan_mem(p, MEM_W, &u.m[MEM_W],
+                        QMD(fwd, dnnl_query_weights_md), WF_DNNL_WEIGHTS,
+                        st) ||
+      wf__dnnl_plan_mem(p, MEM_R, &u.m[MEM_R],
+                        dnnl_primitive_desc_query_md(fwd,
+                                                     dnnl_query_weights_md, 1),
+                        WF_DNNL_WEIGHTS, st) ||
+      wf__dnnl_plan_mem(p, MEM_B, &u.m[MEM_B],
+                        dnnl_primitive_desc_query_md(fwd,
+                                                     dnnl_query_weights_md, 2),
+                        WF_DNNL_IN, st) ||
+      wf__dnnl_plan_mem(p, MEM_Y, j->grad ? NULL : &u.m[MEM_Y], &u.m[MEM_Y],
+                        dst_flags, st) ||
+      wf__dnnl_plan_mem(p, MEM_HT, j->grad ? NULL : &u.m[MEM_HT],
+                        &u.m[MEM_HT], dst_flags, st) ||
+      (j->lstm && wf__dnnl_plan_mem(p, MEM_CT, j->grad ? NULL : &u.m[MEM_CT],
+                                    &u.m[MEM_CT], dst_flags, st)) ||
+      (j->grad &&
+       wf__dnnl_plan_mem(p, MEM_WS, NULL, QMD(fwd, dnnl_query_workspace_md), 0,
+                         st)) ||
+      wf__dnnl_plan_step(p, fwd, fids, fmems, nf, st))
+    goto fail;
+  if (!j->grad)
+    goto done;
+
+  if (rnn_bwd_pd(j, &u, fwd, &bwd, st))
+    goto fail;
+  {
+    int bids[20], bmems[20], nb = 0;
+#define BARG(id, mem) (bids[nb] = (id), bmems[nb++] = (mem))
+    BARG(DNNL_ARG_SRC_LAYER, MEM_X);
+    BARG(DNNL_ARG_SRC_ITER, MEM_H0);
+    BARG(DNNL_ARG_WEIGHTS_LAYER, MEM_W_BWD);
+    BARG(DNNL_ARG_WEIGHTS_ITER, MEM_R_BWD);
+    BARG(DNNL_ARG_BIAS, MEM_B);
+    BARG(DNNL_ARG_DST_LAYER, MEM_Y);
+    BARG(DNNL_ARG_DST_ITER, MEM_HT);
+    BARG(DNNL_ARG_WORKSPACE, MEM_WS);
+    BARG(DNNL_ARG_DIFF_DST_LAYER, MEM_DY);
+    BARG(DNNL_ARG_DIFF_DST_ITER, MEM_DHT);
+    BARG(DNNL_ARG_DIFF_SRC_LAYER, MEM_DX);
+    BARG(DNNL_ARG_DIFF_SRC_ITER, MEM_DH0);
+    BARG(DNNL_ARG_DIFF_WEIGHTS_LAYER, MEM_DW);
+    BARG(DNNL_ARG_DIFF_WEIGHTS_ITER, MEM_DR);
+    BARG(DNNL_ARG_DIFF_BIAS, MEM_DB);
+    if (j->lstm) {
+      BARG(DNNL_ARG_SRC_ITER_C, MEM_C0);
+      BARG(DNNL_ARG_DST_ITER_C, MEM_CT);
+      BARG(DNNL_ARG_DIFF_DST_ITER_C, MEM_DCT);
+      BARG(DNNL_ARG_DIFF_SRC_ITER_C, MEM_DC0);
+    }
+#undef BARG
+    if (wf__dnnl_plan_mem(p, MEM_W_BWD, &u.m[MEM_W],
+                          QMD(bwd, dnnl_query_weights_md), WF_DNNL_WEIGHTS,
+                          st) ||
+        wf__dnnl_plan_mem(p, MEM_R_BWD, &u.m[MEM_R],
+                          dnnl_primitive_desc_query_md(
+                              bwd, dnnl_query_weights_md, 1),
+                          WF_DNNL_WEIGHTS, st) ||
+        wf__dnnl_plan_mem(p, MEM_DY, &u.m[MEM_DY], NULL, WF_DNNL_IN, st) ||
+        wf__dnnl_plan_mem(p, MEM_DHT, &u.m[MEM_DHT], NULL, WF_DNNL_IN, st) ||
+        (j->lstm && wf__dnnl_plan_mem(p, MEM_DCT, &u.m[MEM_DCT], NULL,
+                                      WF_DNNL_IN, st)) ||
+        wf__dnnl_plan_mem(p, MEM_DX, &u.m[MEM_DX], NULL, WF_DNNL_OUT, st) ||
+        wf__dnnl_plan_mem(p, MEM_DH0, &u.m[MEM_DH0], NULL, WF_DNNL_OUT, st) ||
+        (j->lstm && wf__dnnl_plan_mem(p, MEM_DC0, &u.m[MEM_DC0], NULL,
+                                      WF_DNNL_OUT, st)) ||
+        wf__dnnl_plan_mem(p, MEM_DW, &u.m[MEM_DW],
+                          QMD(bwd, dnnl_query_diff_weights_md), WF_DNNL_ZERO,
+                          st) ||
+        wf__dnnl_plan_mem(p, MEM_DR, &u.m[MEM_DR],
+                          dnnl_primitive_desc_query_md(
+                              bwd, dnnl_query_diff_weights_md, 1),
+                          WF_DNNL_ZERO, st) ||
+        wf__dnnl_plan_mem(p, MEM_DB, &u.m[MEM_DB],
+                          dnnl_primitive_desc_query_md(
+                              bwd, dnnl_query_diff_weights_md, 2),
+                          WF_DNNL_ZERO, st) ||
+        wf__dnnl_plan_step(p, bwd, bids, bmems, nb, st))
+      goto fail;
+  }
+  goto done;
+
+fail:
+  rc = h->status_code(st);
+done:
+  dnnl_primitive_desc_destroy(fwd);
+  if (bwd)
+    dnnl_primitive_desc_destroy(bwd);
+  return rc;
+}
+
+static int rnn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
+  wf__dnnl_state *s;
+
+  *state = NULL;
+  if (wf__dnnl_state_new(&s, st))
+    return opc_host()->status_code(st);
+  *state = s;
+  return 0;
+}
+
+/* The kernels. Inputs and outputs in the ops' order (rnn.h). */
+static int rnn_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int lstm,
+                       int grad, const wf_kernel_def *ref, wf_status *st) {
+  static const int lstm_in[9] = {MEM_X,  MEM_H0, MEM_C0, MEM_W,  MEM_R,
+                                 MEM_B,  MEM_DY, MEM_DHT, MEM_DCT};
+  static const int gru_in[7] = {MEM_X, MEM_H0, MEM_W,  MEM_R,
+                                MEM_B, MEM_DY, MEM_DHT};
+  static const int lstm_out[6] = {MEM_DX, MEM_DH0, MEM_DC0,
+                                  MEM_DW, MEM_DR,  MEM_DB};
+  static const int gru_out[5] = {MEM_DX, MEM_DH0, MEM_DW, MEM_DR, MEM_DB};
+  static const int fwd_out[3] = {MEM_Y, MEM_HT, MEM_CT};
+  const wf_host *h = opc_host();
+  int nfwd = lstm ? 6 : 5, nin = grad ? (lstm ? 9 : 7) : nfwd;
+  int nout = grad ? nfwd : (lstm ? 3 : 2);
+  const int *in_mem = lstm ? lstm_in : gru_in;
+  const int *out_mem = grad ? (lstm ? lstm_out : gru_out) : fwd_out;
+  const wf_tensor *in[9];
+  wf_shape is[9], os[6];
+  void *data[MEM_COUNT] = {NULL};
+  rnn_job j;
+  wf__cpu_key key = {0};
+  wf__dnnl_plan *p;
+  int rc;
+
+  if (rnn_inputs(ctx, nin, in, is, st))
+    return h->status_code(st);
+  memset(&j, 0, sizeof j);
+  j.lstm = lstm;
+  j.grad = grad;
+  if (rnn_check(is, lstm ? 4 : 3, lstm, &j.d, st) ||
+      (grad && rnn_check_grads(is + nfwd, lstm, &j.d, st)) ||
+      j.d.t <= 0 || j.d.n <= 0 || j.d.c <= 0 || j.d.h <= 0) {
+    h->status_set(st, WF_OK, "%s", "");
+    return ref->compute(ctx, NULL, st);
+  }
+  for (int i = 0; i < nfwd; i++)
+    wf__cpu_key_shape(&key, &is[i]);
+  if (!(p = wf__dnnl_cache_get(&s->cache, &key, rnn_build, &j, st)))
+    return h->status_code(st);
+  if (p->fallback) {
+    wf__dnnl_cache_put(&s->cache, p);
+    return ref->compute(ctx, NULL, st);
+  }
+  if (grad) {
+    rnn_shape_x(&j.d, &os[0]);
+    rnn_shape_state(&j.d, &os[1]);
+    os[2] = os[1];
+    rnn_shape_w(&j.d, &os[nfwd - 3]);
+    rnn_shape_r(&j.d, &os[nfwd - 2]);
+    rnn_shape_b(&j.d, &os[nfwd - 1]);
+  } else {
+    rnn_shape_y(&j.d, &os[0]);
+    rnn_shape_state(&j.d, &os[1]);
+    os[2] = os[1];
+  }
+  for (int i = 0; i < nin; i++)
+    data[in_mem[i]] = h->tensor_data(in[i]);
+  if (grad) {
+    data[MEM_W_BWD] = data[MEM_W];
+    data[MEM_R_BWD] = data[MEM_R];
+  }
+  for (int i = 0; i < nout; i++) {
+    wf_tensor *t = h->kernel_output_new(ctx, i, &os[i], st);
+    if (!t) {
+      wf__dnnl_cache_put(&s->cache, p);
+      return h->status_code(st);
+    }
+    data[out_mem[i]] = h->tensor_data(t);
+  }
+  rc = wf__dnnl_plan_run(p, data,
+                         lstm ? (grad ? "LSTM backward" : "LSTM")
+                              : (grad ? "GRU backward" : "GRU"),
+                         st);
+  wf__dnnl_cache_put(&s->cache, p);
+  return rc;
+}
+
+static int lstm_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return rnn_compute(ctx, state, 1, 0, &rnn_lstm_kernel, st);
+}
+
+static int lstm_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return rnn_compute(ctx, state, 1, 1, &rnn_lstm_grad_kernel, st);
+}
+
+static int gru_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return rnn_compute(ctx, state, 0, 0, &rnn_gru_kernel, st);
+}
+
+static int gru_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  return rnn_compute(ctx, state, 0, 1, &rnn_gru_grad_kernel, st);
+}
+
+#define RNN_KERNEL(var, name, fn)                                              \
+  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
+                             .op = (name),                                     \
+                             .device_type = "cpu",                             \
+                             .type_attr = "T",                                 \
+                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
+                             .priority = WF_CPU_FAST_PRIORITY,                 \
+                             .label = "onednn",                                \
+                             .create = rnn_create,                             \
+                             .compute = (fn),                                  \
+                             .destroy = wf__dnnl_state_free}
+
+RNN_KERNEL(wf__cpu_k_lstm, "LSTM", lstm_fwd);
+RNN_KERNEL(wf__cpu_k_lstm_grad, "LSTMGrad", lstm_bwd);
+RNN_KERNEL(wf__cpu_k_gru, "GRU", gru_fwd);
+RNN_KERNEL(wf__cpu_k_gru_grad, "GRUGrad", gru_bwd);

@@ -1,0 +1,1190 @@
+/* tests/devices/test_cpu_kernels.c — the CPU plugin's fast kernels (oneDNN,
+ * OpenBLAS) against the reference kernels of the op plugins, on random
+ * shapes with odd sizes and every stride, padding, dilation and format
+ * combination the ops define; their fallbacks (empty tensors, bad inputs);
+ * plan reuse across runs, shapes and threads; weights changed in place;
+ * and the thread layout the device reports.
+ *
+ * Both kernels of a case run through the core's kernel contexts
+ * (wf__kernel_run) on the same node and inputs. Tolerance for float32:
+ *   |fast - ref| <= 1e-4 |ref| + 1e-5 max(1, max |ref| of the output).
+ * The reference accumulates in double and rounds once; oneDNN and OpenBLAS
+ * accumulate in float32 in their own order (and use their own exp, tanh
+ * and erf), so each result carries a few float32 ulps (6e-8) per term
+ * summed: 1e-4 relative leaves a wide margin for the sums here (at most a
+ * few hundred terms). Results that cancel to near zero have no meaningful
+ * relative error, hence the absolute floor, scaled by the output's
+ * magnitude. float64 (OpenBLAS dgemm): 1e-10 relative, floor 1e-12 of the
+ * magnitude. */
+#include <config.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weft/weft.h>
+
+#include "graph.h"
+#include "kernel.h"
+#include "registry.h"
+#include "runtime.h"
+
+#ifdef HAVE_DNNL
+#define HAVE_NN_KERNELS 1
+#endif
+/* float64 products go to OpenBLAS's dgemm (oneDNN has none). */
+#ifdef HAVE_OPENBLAS
+#define HAVE_F64 1
+#else
+#define HAVE_F64 0
+#endif
+
+static wf_runtime *rt;
+
+/* ---- random numbers --------------------------------------------------------- */
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static uint64_t next(rng *r) {
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Uniform integer in [lo, hi]. */
+static int64_t irand(rng *r, int64_t lo, int64_t hi) {
+  return lo + (int64_t)(next(r) % (uint64_t)(hi - lo + 1));
+}
+
+static double urand(rng *r, double lo, double hi) {
+  return lo + (hi - lo) * (double)(next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+#define MAX_IN 9
+#define MAX_ATTRS 8
+
+/* One node to run with both kernels: its op, inputs (owned) and
+ * attributes; name says what was drawn, for messages. */
+typedef struct kcase {
+  char name[256];
+  const char *op;
+  wf_dtype dtype; /* the node's T */
+  int nin;
+  wf_tensor *in[MAX_IN];
+  int unknown_shapes; /* placeholders of unknown shape */
+  int nattrs;
+  const char *attr_names[MAX_ATTRS];
+  wf_attr_value attrs[MAX_ATTRS];
+  int64_t ints[MAX_ATTRS][8]; /* storage of list attributes */
+} kcase;
+
+static void case_init(kcase *c, const char *op, wf_dtype dt) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->dtype = dt;
+  snprintf(c->name, sizeof c->name, "%s", op);
+}
+
+static void case_free(kcase *c) {
+  for (int i = 0; i < c->nin; i++)
+    wf_tensor_release(c->in[i]);
+  c->nin = 0;
+}
+
+/* Appends to the case's name. */
+static void case_note(kcase *c, const char *fmt, ...) {
+  size_t used = strlen(c->name);
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(c->name + used, sizeof c->name - used, fmt, ap);
+  va_end(ap);
+}
+
+/* A new input of dtype and dims, uniform in [lo, hi). */
+static wf_tensor *add_input(kcase *c, rng *r, wf_dtype dt, const int64_t *dims,
+                            int rank, double lo, double hi) {
+  wf_status *st = wf_status_new();
+  wf_tensor *t = wf_tensor_new(dt, dims, rank, st);
+  int64_t n;
+
+  if (!t)
+    fail_msg("%s: making input %d: %s", c->name, c->nin,
+             wf_status_message(st));
+  wf_status_free(st);
+  n = wf_tensor_count(t);
+  for (int64_t i = 0; i < n; i++) {
+    double v = urand(r, lo, hi);
+    if (dt == WF_FLOAT32)
+      ((float *)wf_tensor_data(t))[i] = (float)v;
+    else
+      ((double *)wf_tensor_data(t))[i] = v;
+  }
+  assert_true(c->nin < MAX_IN);
+  c->in[c->nin++] = t;
+  return t;
+}
+
+/* A shape-vector input (int32, (n,)). */
+static void add_sizes(kcase *c, const int64_t *v, int n) {
+  wf_status *st = wf_status_new();
+  int64_t len = n;
+  wf_tensor *t = wf_tensor_new(WF_INT32, &len, 1, st);
+
+  assert_non_null(t);
+  for (int i = 0; i < n; i++)
+    ((int32_t *)wf_tensor_data(t))[i] = (int32_t)v[i];
+  wf_status_free(st);
+  c->in[c->nin++] = t;
+}
+
+static void attr_ints(kcase *c, const char *name, const int64_t *v, int n) {
+  int i = c->nattrs++;
+
+  assert_true(i < MAX_ATTRS && n <= 8);
+  memcpy(c->ints[i], v, (size_t)n * sizeof *v);
+  c->attr_names[i] = name;
+  c->attrs[i] = (wf_attr_value){.type = WF_ATTR_LIST | WF_ATTR_INT,
+                                .count = n,
+                                .u.ints = c->ints[i]};
+}
+
+static void attr_string(kcase *c, const char *name, const char *v) {
+  int i = c->nattrs++;
+
+  c->attr_names[i] = name;
+  c->attrs[i] = (wf_attr_value){.type = WF_ATTR_STRING, .count = 1, .u.s = v};
+}
+
+static void attr_bool(kcase *c, const char *name, int v) {
+  int i = c->nattrs++;
+
+  c->attr_names[i] = name;
+  c->attrs[i] = (wf_attr_value){.type = WF_ATTR_BOOL, .count = 1, .u.b = v};
+}
+
+static void attr_float(kcase *c, const char *name, double v) {
+  int i = c->nattrs++;
+
+  c->attr_names[i] = name;
+  c->attrs[i] = (wf_attr_value){.type = WF_ATTR_FLOAT, .count = 1, .u.f = v};
+}
+
+/* The case's node in g, on placeholders. NULL with st set when refused. */
+static wf_node *build(wf_graph *g, const kcase *c, wf_status *st) {
+  wf_output in[MAX_IN];
+  wf_node_desc *d;
+
+  for (int i = 0; i < c->nin; i++) {
+    char name[16];
+    wf_shape s;
+    wf_node *p;
+
+    snprintf(name, sizeof name, "in%d", i);
+    d = wf_node_desc_new(g, "Placeholder", name);
+    wf_node_desc_set_attr_dtype(d, "dtype", wf_tensor_dtype(c->in[i]));
+    wf_tensor_shape(c->in[i], &s);
+    if (!c->unknown_shapes)
+      wf_node_desc_set_attr_shape(d, "shape", s.dims, s.rank);
+    if (!(p = wf_node_desc_finish(d, st)))
+      return NULL;
+    in[i] = (wf_output){p, 0};
+  }
+  d = wf_node_desc_new(g, c->op, "op");
+  for (int i = 0; i < c->nin; i++)
+    wf_node_desc_add_input(d, in[i]);
+  for (int i = 0; i < c->nattrs; i++)
+    wf_node_desc_set_attr(d, c->attr_names[i], &c->attrs[i]);
+  return wf_node_desc_finish(d, st);
+}
+
+/* The reference (priority 0) CPU kernel of op for dtype. */
+static const wf__kernel *reference_kernel(const char *op, wf_dtype dt) {
+  const wf__registry *r = rt->reg;
+
+  for (int i = 0; i < wf__registry_kernel_count(r); i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    if (strcmp(k->def.op, op) == 0 && strcmp(k->def.device_type, "cpu") == 0 &&
+        k->def.priority == 0 && (k->def.dtypes & WF_DTYPE_BIT(dt)))
+      return k;
+  }
+  return NULL;
+}
+
+/* max |x| over t's elements (float types). */
+static double max_abs(const wf_tensor *t) {
+  double m = 0;
+  int64_t n = wf_tensor_count(t);
+
+  for (int64_t i = 0; i < n; i++) {
+    double v = wf_tensor_dtype(t) == WF_FLOAT32
+                   ? ((const float *)wf_tensor_data(t))[i]
+                   : ((const double *)wf_tensor_data(t))[i];
+    if (!isnan(v))
+      m = fmax(m, fabs(v));
+  }
+  return m;
+}
+
+/* Elements the fast kernels computed that differ in any bit from the
+ * reference's, over the whole program: proof that another implementation
+ * ran (the reference rounds a double sum once; oneDNN sums floats). */
+static int64_t bits_differ;
+
+/* Fails unless got matches want (same dtype and shape, values within the
+ * file's tolerance). */
+static void expect_close(const char *name, int out, const wf_tensor *want,
+                         const wf_tensor *got) {
+  wf_shape ws, gs;
+  char a[128], b[128];
+  wf_dtype dt = wf_tensor_dtype(want);
+  double rtol = dt == WF_FLOAT32 ? 1e-4 : 1e-10;
+  double floor = (dt == WF_FLOAT32 ? 1e-5 : 1e-12) * fmax(1.0, max_abs(want));
+
+  /* NaN compares as equal to NaN only (below); max_abs skips it. */
+  int64_t n;
+
+  wf_tensor_shape(want, &ws);
+  wf_tensor_shape(got, &gs);
+  if (wf_tensor_dtype(got) != dt || !wf_shape_equal(&ws, &gs))
+    fail_msg("%s: output %d is %s %s, the reference gives %s %s", name, out,
+             wf_dtype_name(wf_tensor_dtype(got)),
+             wf_shape_str(&gs, a, sizeof a), wf_dtype_name(dt),
+             wf_shape_str(&ws, b, sizeof b));
+  n = wf_tensor_count(want);
+  for (int64_t i = 0; i < n; i++) {
+    double w, g;
+    if (dt == WF_FLOAT32) {
+      w = ((const float *)wf_tensor_data(want))[i];
+      g = ((const float *)wf_tensor_data(got))[i];
+    } else {
+      w = ((const double *)wf_tensor_data(want))[i];
+      g = ((const double *)wf_tensor_data(got))[i];
+    }
+    if (isnan(w) && isnan(g))
+      continue; /* statistics of an empty batch */
+    bits_differ += g != w;
+    if (!(fabs(g - w) <= rtol * fabs(w) + floor))
+      fail_msg("%s: output %d element %lld is %.9g, the reference gives "
+               "%.9g (tolerance %.3g)",
+               name, out, (long long)i, g, w, rtol * fabs(w) + floor);
+  }
+}
+
+/* An error's message without the prefix the core puts before it, which
+ * names the kernel that ran ("... kernel 'onednn' of plugin 'x': "). */
+static const char *reason(const wf_status *st) {
+  const char *m = wf_status_message(st), *k = strstr(m, "' of plugin '");
+  const char *end = k ? strstr(k, "': ") : NULL;
+
+  return end ? end + 3 : m;
+}
+
+/* Runs the case's node with the fast kernel (which must be the one the
+ * registry picks, above the reference) and with the reference kernel, and
+ * compares: equal outputs within tolerance, or the same error. */
+static void check_case(const kcase *c) {
+  wf_status *st = wf_status_new(), *rst = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  const wf__kernel *fast, *ref;
+  wf_tensor *fo[8] = {NULL}, *ro[8] = {NULL};
+  wf_node *n;
+  int frc, rrc;
+
+  assert_non_null(g);
+  if (!(n = build(g, c, st)))
+    fail_msg("%s: building: %s", c->name, wf_status_message(st));
+  if (!(fast = wf__kernel_select(rt, n, "cpu", st)))
+    fail_msg("%s: no kernel: %s", c->name, wf_status_message(st));
+  if (fast->def.priority <= 0 || strcmp(fast->plugin, "device-cpu") != 0)
+    fail_msg("%s: the registry picks %s's '%s' kernel (priority %d), not "
+             "device-cpu's",
+             c->name, fast->plugin, fast->def.label, (int)fast->def.priority);
+  if (!(ref = reference_kernel(c->op, c->dtype)))
+    fail_msg("%s: no reference kernel for %s", c->name,
+             wf_dtype_name(c->dtype));
+  frc = wf__kernel_run(fast, n, (const wf_tensor *const *)c->in, fo, st);
+  rrc = wf__kernel_run(ref, n, (const wf_tensor *const *)c->in, ro, rst);
+  if (frc || rrc) {
+    if (frc != rrc || strcmp(reason(st), reason(rst)))
+      fail_msg("%s: the fast kernel gives %d (%s), the reference %d (%s)",
+               c->name, frc, wf_status_message(st), rrc,
+               wf_status_message(rst));
+  } else {
+    for (int i = 0; i < wf_node_num_outputs(n); i++)
+      expect_close(c->name, i, ro[i], fo[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    wf_tensor_release(fo[i]);
+    wf_tensor_release(ro[i]);
+  }
+  wf_graph_free(g);
+  wf_status_free(st);
+  wf_status_free(rst);
+}
+
+/* Fails unless some result since `before` (a bits_differ reading)
+ * differed in its last bits from the reference: the fast path, not a
+ * fallback, computed it. */
+static void expect_fast_path(const char *what, int64_t before) {
+  if (bits_differ == before)
+    fail_msg("%s: every result equals the reference's bit for bit; the "
+             "fast path never ran",
+             what);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static wf_runtime *new_runtime(const char *intra_op) {
+  static const char *const dirs[] = {
+      "plugins/ops/math/.libs", "plugins/ops/array/.libs",
+      "plugins/ops/nn/.libs",   "plugins/ops/rnn/.libs",
+      "plugins/devices/cpu/.libs"};
+  wf_status *st = wf_status_new();
+  wf_config *cfg = wf_config_new();
+  wf_runtime *r;
+  char paths[2048] = "";
+
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    size_t used = strlen(paths);
+    snprintf(paths + used, sizeof paths - used, "%s%s/%s", i ? "," : "",
+             TEST_BUILDDIR, dirs[i]);
+  }
+  assert_int_equal(wf_config_set(cfg, "plugins", "paths", paths, st), 0);
+  assert_int_equal(
+      wf_config_set(cfg, "plugins", "use_default_dir", "false", st), 0);
+  assert_int_equal(wf_config_set(cfg, "plugins", "use_env_path", "false", st),
+                   0);
+  assert_int_equal(wf_config_set(cfg, "plugins", "strict", "true", st), 0);
+  if (intra_op)
+    assert_int_equal(
+        wf_config_set(cfg, "threads", "intra_op", intra_op, st), 0);
+  r = wf_runtime_new(cfg, st);
+  if (!r)
+    fail_msg("loading %s: %s", paths, wf_status_message(st));
+  wf_config_free(cfg);
+  wf_status_free(st);
+  return r;
+}
+
+static int group_setup(void **state) {
+  rt = new_runtime(NULL);
+  return rt ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+  wf_runtime_free(rt);
+  rt = NULL;
+  return 0;
+}
+
+/* ---- matrix products --------------------------------------------------------- */
+
+/* MatMul on random sizes (odd ones, and some past blocking boundaries),
+ * every transpose pair, float32 and float64. */
+static void test_matmul_matches_reference_on_random_shapes(void **state) {
+  static const int64_t sizes[] = {1, 2, 3, 7, 16, 31, 64, 65, 129};
+  rng r = {1};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 48; i++) {
+    wf_dtype dt = i % 3 == 2 && HAVE_F64 ? WF_FLOAT64 : WF_FLOAT32;
+    int64_t m = sizes[irand(&r, 0, 8)], n = sizes[irand(&r, 0, 8)];
+    int64_t k = sizes[irand(&r, 0, 8)];
+    int ta = i & 1, tb = (i >> 1) & 1;
+    int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n};
+    kcase c;
+
+    case_init(&c, "MatMul", dt);
+    case_note(&c, " %s m=%lld n=%lld k=%lld ta=%d tb=%d", wf_dtype_name(dt),
+              (long long)m, (long long)n, (long long)k, ta, tb);
+    add_input(&c, &r, dt, ad, 2, -1, 1);
+    add_input(&c, &r, dt, bd, 2, -1, 1);
+    attr_bool(&c, "transpose_a", ta);
+    attr_bool(&c, "transpose_b", tb);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("MatMul", before);
+}
+
+/* BatchMatMul with broadcast batch dims of different ranks, adjoint
+ * flags, float32 and float64. */
+static void test_batch_matmul_matches_reference_with_broadcasting(
+    void **state) {
+  /* batch dims of x and y (rank, dims) */
+  static const int64_t bx[][4] = {{1, 3}, {2, 2, 3}, {2, 2, 1}, {1, 1},
+                                  {0},    {3, 2, 1, 2}};
+  static const int64_t by[][4] = {{1, 3}, {1, 3}, {2, 1, 4}, {2, 5, 1},
+                                  {2, 2, 3}, {2, 3, 1}};
+  rng r = {2};
+
+  for (int i = 0; i < 24; i++) {
+    int s = i % 6;
+    wf_dtype dt = i >= 18 && HAVE_F64 ? WF_FLOAT64 : WF_FLOAT32;
+    int64_t m = irand(&r, 1, 9), n = irand(&r, 1, 9), k = irand(&r, 1, 9);
+    int ax = (i / 6) & 1, ay = (i / 12) & 1;
+    int64_t xd[6], yd[6];
+    int xr = (int)bx[s][0], yr = (int)by[s][0];
+    kcase c;
+
+    for (int j = 0; j < xr; j++)
+      xd[j] = bx[s][j + 1];
+    for (int j = 0; j < yr; j++)
+      yd[j] = by[s][j + 1];
+    xd[xr] = ax ? k : m, xd[xr + 1] = ax ? m : k;
+    yd[yr] = ay ? n : k, yd[yr + 1] = ay ? k : n;
+    case_init(&c, "BatchMatMul", dt);
+    case_note(&c, " %s case %d m=%lld n=%lld k=%lld adj=%d%d",
+              wf_dtype_name(dt), s, (long long)m, (long long)n, (long long)k,
+              ax, ay);
+    add_input(&c, &r, dt, xd, xr + 2, -1, 1);
+    add_input(&c, &r, dt, yd, yr + 2, -1, 1);
+    attr_bool(&c, "adj_x", ax);
+    attr_bool(&c, "adj_y", ay);
+    check_case(&c);
+    case_free(&c);
+  }
+}
+
+#ifdef HAVE_NN_KERNELS
+/* ---- convolutions and pools ---------------------------------------------------- */
+
+/* A drawn 2-D window over an (N, H, W, C) input. */
+typedef struct win {
+  int nchw, padding; /* 0 SAME, 1 VALID, 2 EXPLICIT */
+  int64_t n, h, w, c, co, kh, kw, sh, sw, dh, dw;
+  int64_t pad[4]; /* EXPLICIT: top, bottom, left, right */
+  int64_t oh, ow;
+} win;
+
+static const char *const pad_names[] = {"SAME", "VALID", "EXPLICIT"};
+
+/* Output size of one dimension, or -1 when the window does not fit. */
+static int64_t out_dim(int padding, int64_t in, int64_t k, int64_t s,
+                       int64_t d, int64_t lo, int64_t hi) {
+  int64_t eff = (k - 1) * d + 1, avail = in;
+
+  if (padding == 0)
+    return (in + s - 1) / s;
+  if (padding == 2)
+    avail = in + lo + hi;
+  return avail < eff ? -1 : (avail - eff) / s + 1;
+}
+
+/* Draws a window until it fits (pools: no dilation, no EXPLICIT). */
+static void draw_window(rng *r, win *w, int conv) {
+  do {
+    w->nchw = (int)irand(r, 0, 1);
+    w->padding = (int)irand(r, 0, conv ? 2 : 1);
+    w->n = irand(r, 1, 3);
+    w->h = irand(r, 1, 11);
+    w->w = irand(r, 1, 11);
+    w->c = irand(r, 1, 5);
+    w->co = irand(r, 1, 6);
+    w->kh = irand(r, 1, 4);
+    w->kw = irand(r, 1, 4);
+    w->sh = irand(r, 1, 3);
+    w->sw = irand(r, 1, 3);
+    w->dh = conv ? irand(r, 1, 2) : 1;
+    w->dw = conv ? irand(r, 1, 2) : 1;
+    for (int i = 0; i < 4; i++)
+      w->pad[i] = w->padding == 2 ? irand(r, 0, 2) : 0;
+    w->oh = out_dim(w->padding, w->h, w->kh, w->sh, w->dh, w->pad[0],
+                    w->pad[1]);
+    w->ow = out_dim(w->padding, w->w, w->kw, w->sw, w->dw, w->pad[2],
+                    w->pad[3]);
+  } while (w->oh <= 0 || w->ow <= 0);
+}
+
+/* (N, H, W, C) in the window's format into d. */
+static void act_dims(const win *w, int64_t h, int64_t wd, int64_t c,
+                     int64_t *d) {
+  d[0] = w->n;
+  d[1] = w->nchw ? c : h;
+  d[2] = w->nchw ? h : wd;
+  d[3] = w->nchw ? wd : c;
+}
+
+/* The window's attributes: strides, padding, data_format, and for Conv2D
+ * dilations and explicit_paddings, for pools ksize. */
+static void window_attrs(kcase *c, const win *w, int conv) {
+  int64_t v[8];
+
+  act_dims(w, w->sh, w->sw, 1, v);
+  v[0] = 1;
+  attr_ints(c, "strides", v, 4);
+  attr_string(c, "padding", pad_names[w->padding]);
+  attr_string(c, "data_format", w->nchw ? "NCHW" : "NHWC");
+  if (conv) {
+    act_dims(w, w->dh, w->dw, 1, v);
+    v[0] = 1;
+    attr_ints(c, "dilations", v, 4);
+    if (w->padding == 2) {
+      int ih = w->nchw ? 2 : 1, iw = w->nchw ? 3 : 2;
+      memset(v, 0, sizeof v);
+      v[2 * ih] = w->pad[0], v[2 * ih + 1] = w->pad[1];
+      v[2 * iw] = w->pad[2], v[2 * iw + 1] = w->pad[3];
+      attr_ints(c, "explicit_paddings", v, 8);
+    }
+  } else {
+    act_dims(w, w->kh, w->kw, 1, v);
+    v[0] = 1;
+    attr_ints(c, "ksize", v, 4);
+  }
+  case_note(c, " %s n=%lld h=%lld w=%lld c=%lld k=%lldx%lld s=%lldx%lld",
+            w->nchw ? "NCHW" : "NHWC", (long long)w->n, (long long)w->h,
+            (long long)w->w, (long long)w->c, (long long)w->kh,
+            (long long)w->kw, (long long)w->sh, (long long)w->sw);
+  if (conv)
+    case_note(c, " co=%lld d=%lldx%lld %s [%lld %lld %lld %lld]",
+              (long long)w->co, (long long)w->dh, (long long)w->dw,
+              pad_names[w->padding], (long long)w->pad[0],
+              (long long)w->pad[1], (long long)w->pad[2],
+              (long long)w->pad[3]);
+  else
+    case_note(c, " %s", pad_names[w->padding]);
+}
+
+enum { FWD, BWD_DATA, BWD_FILTER };
+
+static void conv_case(rng *r, int kind) {
+  static const char *const ops[] = {"Conv2D", "Conv2DBackpropInput",
+                                    "Conv2DBackpropFilter"};
+  int64_t xd[4], yd[4], fd[4];
+  win w;
+  kcase c;
+
+  draw_window(r, &w, 1);
+  act_dims(&w, w.h, w.w, w.c, xd);
+  act_dims(&w, w.oh, w.ow, w.co, yd);
+  fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
+  case_init(&c, ops[kind], WF_FLOAT32);
+  if (kind == BWD_DATA)
+    add_sizes(&c, xd, 4);
+  else
+    add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  if (kind == BWD_FILTER)
+    add_sizes(&c, fd, 4);
+  else
+    add_input(&c, r, WF_FLOAT32, fd, 4, -1, 1);
+  if (kind != FWD)
+    add_input(&c, r, WF_FLOAT32, yd, 4, -1, 1);
+  window_attrs(&c, &w, 1);
+  check_case(&c);
+  case_free(&c);
+}
+
+static void test_conv2d_matches_reference_on_random_windows(void **state) {
+  rng r = {3};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 80; i++)
+    conv_case(&r, FWD);
+  expect_fast_path("Conv2D", before);
+}
+
+static void test_conv2d_backprop_input_matches_reference(void **state) {
+  rng r = {4};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 60; i++)
+    conv_case(&r, BWD_DATA);
+  expect_fast_path("Conv2DBackpropInput", before);
+}
+
+static void test_conv2d_backprop_filter_matches_reference(void **state) {
+  rng r = {5};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 60; i++)
+    conv_case(&r, BWD_FILTER);
+  expect_fast_path("Conv2DBackpropFilter", before);
+}
+
+/* The cnn model's own layers: NHWC, 3x3, SAME, batch 64. */
+static void test_conv2d_matches_reference_on_the_cnn_layers(void **state) {
+  static const int64_t layers[2][4] = {{28, 28, 1, 16}, {14, 14, 16, 32}};
+  rng r = {6};
+
+  for (int l = 0; l < 2; l++)
+    for (int kind = FWD; kind <= BWD_FILTER; kind++) {
+      win w = {.padding = 0, .n = 64, .h = layers[l][0], .w = layers[l][1],
+               .c = layers[l][2], .co = layers[l][3], .kh = 3, .kw = 3,
+               .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+      int64_t xd[4], yd[4], fd[4] = {3, 3, w.c, w.co};
+      kcase c;
+
+      w.oh = w.h, w.ow = w.w;
+      act_dims(&w, w.h, w.w, w.c, xd);
+      act_dims(&w, w.oh, w.ow, w.co, yd);
+      case_init(&c, kind == FWD        ? "Conv2D"
+                    : kind == BWD_DATA ? "Conv2DBackpropInput"
+                                       : "Conv2DBackpropFilter",
+                WF_FLOAT32);
+      if (kind == BWD_DATA)
+        add_sizes(&c, xd, 4);
+      else
+        add_input(&c, &r, WF_FLOAT32, xd, 4, 0, 1);
+      if (kind == BWD_FILTER)
+        add_sizes(&c, fd, 4);
+      else
+        add_input(&c, &r, WF_FLOAT32, fd, 4, -0.3, 0.3);
+      if (kind != FWD)
+        add_input(&c, &r, WF_FLOAT32, yd, 4, -1, 1);
+      window_attrs(&c, &w, 1);
+      check_case(&c);
+      case_free(&c);
+    }
+}
+
+static void pool_case(rng *r, const char *op) {
+  int grad = strstr(op, "Grad") != NULL, avg_grad = strcmp(op, "AvgPoolGrad") == 0;
+  int64_t xd[4], yd[4];
+  win w;
+  kcase c;
+
+  draw_window(r, &w, 0);
+  act_dims(&w, w.h, w.w, w.c, xd);
+  act_dims(&w, w.oh, w.ow, w.c, yd);
+  case_init(&c, op, WF_FLOAT32);
+  if (avg_grad)
+    add_sizes(&c, xd, 4);
+  else
+    add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  if (grad)
+    add_input(&c, r, WF_FLOAT32, yd, 4, -1, 1);
+  window_attrs(&c, &w, 0);
+  check_case(&c);
+  case_free(&c);
+}
+
+static void test_pools_match_reference_on_random_windows(void **state) {
+  static const char *const ops[] = {"MaxPool", "AvgPool", "MaxPoolGrad",
+                                    "AvgPoolGrad"};
+  rng r = {7};
+
+  /* Max pooling only selects: AvgPool's sums tell the paths apart. */
+  for (int i = 0; i < 160; i++)
+    pool_case(&r, ops[i % 4]);
+  for (int k = 0; k < 2; k++) {
+    const char *op = k ? "AvgPoolGrad" : "AvgPool";
+    int64_t before = bits_differ;
+    for (int i = 0; i < 20; i++)
+      pool_case(&r, op);
+    expect_fast_path(op, before);
+  }
+}
+
+/* ---- activations, softmax, batch normalisation ---------------------------------- */
+
+/* Each activation and backward op on random sizes (odd ones, empty ones),
+ * inputs where the op is defined (positive for Sqrt's family). */
+static void test_activations_match_reference(void **state) {
+  static const struct {
+    const char *op;
+    int grad;
+    double lo, hi;
+  } ops[] = {{"Relu", 0, -3, 3},         {"LeakyRelu", 0, -3, 3},
+             {"Elu", 0, -3, 3},          {"Sigmoid", 0, -8, 8},
+             {"Tanh", 0, -4, 4},         {"Gelu", 0, -4, 4},
+             {"Softplus", 0, -8, 8},     {"Exp", 0, -5, 5},
+             {"Sqrt", 0, 0.01, 9},       {"Square", 0, -3, 3},
+             {"ReluGrad", 1, -3, 3},     {"LeakyReluGrad", 1, -3, 3},
+             {"EluGrad", 1, -0.99, 3},   {"SigmoidGrad", 1, 0, 1},
+             {"TanhGrad", 1, -1, 1},     {"GeluGrad", 1, -4, 4},
+             {"SoftplusGrad", 1, -8, 8}, {"SqrtGrad", 1, 0.1, 3}};
+  static const int64_t sizes[][3] = {{1, 1, 1}, {2, 7, 3}, {3, 1, 1000},
+                                     {0, 4, 1}, {5, 33, 17}};
+  rng r = {8};
+  int64_t before = bits_differ;
+
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    for (int s = 0; s < 5; s++)
+      for (int variant = 0; variant < 2; variant++) {
+        kcase c;
+        case_init(&c, ops[i].op, WF_FLOAT32);
+        case_note(&c, " (%lld, %lld, %lld)", (long long)sizes[s][0],
+                  (long long)sizes[s][1], (long long)sizes[s][2]);
+        if (ops[i].grad)
+          add_input(&c, &r, WF_FLOAT32, sizes[s], 3, -1, 1);
+        add_input(&c, &r, WF_FLOAT32, sizes[s], 3, ops[i].lo, ops[i].hi);
+        if (strstr(ops[i].op, "LeakyRelu")) {
+          attr_float(&c, "alpha", variant ? 0.3 : 0.01);
+          case_note(&c, " alpha=%g", variant ? 0.3 : 0.01);
+        } else if (strstr(ops[i].op, "Gelu")) {
+          attr_bool(&c, "approximate", variant);
+          case_note(&c, " approximate=%d", variant);
+        } else if (variant) {
+          case_free(&c);
+          continue;
+        }
+        check_case(&c);
+        case_free(&c);
+      }
+  expect_fast_path("activations", before);
+}
+
+static void test_softmax_family_matches_reference(void **state) {
+  static const char *const ops[] = {"Softmax", "LogSoftmax", "SoftmaxGrad",
+                                    "LogSoftmaxGrad"};
+  static const int64_t shapes[][4] = {
+      {1, 10}, {2, 64, 10}, {1, 1}, {3, 2, 5, 129}, {1, 7}, {2, 0, 3}};
+  static const int ranks[] = {1, 2, 0, 3, 1, 2};
+  rng r = {9};
+
+  for (int o = 0; o < 4; o++) {
+    int64_t before = bits_differ;
+    for (int s = 0; s < 6; s++) {
+      int rank = ranks[s] + 1;
+      kcase c;
+      case_init(&c, ops[o], WF_FLOAT32);
+      case_note(&c, " case %d", s);
+      if (o == 2) { /* a real softmax output */
+        wf_tensor *t = add_input(&c, &r, WF_FLOAT32, shapes[s], rank, 0, 1);
+        int64_t cdim = shapes[s][rank - 1], n = wf_tensor_count(t);
+        float *p = wf_tensor_data(t);
+        for (int64_t i = 0; cdim > 0 && i < n; i += cdim) {
+          double sum = 0;
+          for (int64_t j = 0; j < cdim; j++)
+            sum += p[i + j];
+          for (int64_t j = 0; j < cdim; j++)
+            p[i + j] = (float)(p[i + j] / sum);
+        }
+      } else {
+        add_input(&c, &r, WF_FLOAT32, shapes[s], rank, o == 3 ? -6 : -5,
+                  o == 3 ? -0.1 : 5);
+      }
+      if (o >= 2)
+        add_input(&c, &r, WF_FLOAT32, shapes[s], rank, -1, 1);
+      check_case(&c);
+      case_free(&c);
+    }
+    expect_fast_path(ops[o], before);
+  }
+}
+
+static void test_batch_norm_matches_reference(void **state) {
+  static const int64_t shapes[][4] = {
+      {8, 5}, {4, 3, 6, 7}, {2, 9, 5, 3}, {3, 4, 7}, {64, 14, 14, 16}};
+  static const int ranks[] = {2, 4, 4, 3, 4};
+  rng r = {10};
+  int64_t before = bits_differ;
+
+  for (int s = 0; s < 5; s++)
+    for (int nchw = 0; nchw < 2; nchw++)
+      for (int training = 0; training < 2; training++)
+        for (int grad = 0; grad < 2; grad++) {
+          int rank = ranks[s];
+          int64_t cdim = shapes[s][nchw ? 1 : rank - 1];
+          int64_t empty = 0;
+          kcase c;
+
+          case_init(&c, grad ? "BatchNormGrad" : "BatchNorm", WF_FLOAT32);
+          case_note(&c, " case %d %s %s", s, nchw ? "NCHW" : "NHWC",
+                    training ? "training" : "inference");
+          if (grad)
+            add_input(&c, &r, WF_FLOAT32, shapes[s], rank, -1, 1);
+          add_input(&c, &r, WF_FLOAT32, shapes[s], rank, -2, 3);
+          add_input(&c, &r, WF_FLOAT32, &cdim, 1, 0.5, 2); /* scale */
+          if (!grad)
+            add_input(&c, &r, WF_FLOAT32, &cdim, 1, -1, 1); /* offset */
+          if (!grad && training && s % 2) {
+            /* Training ignores empty statistics inputs. */
+            add_input(&c, &r, WF_FLOAT32, &empty, 1, 0, 1);
+            add_input(&c, &r, WF_FLOAT32, &empty, 1, 0, 1);
+          } else {
+            add_input(&c, &r, WF_FLOAT32, &cdim, 1, -0.5, 0.5); /* mean */
+            add_input(&c, &r, WF_FLOAT32, &cdim, 1, 0.5, 2);    /* var */
+          }
+          if (grad) { /* statistics' gradients: zero for half the cases */
+            double hi = s % 2 ? 0 : 1;
+            add_input(&c, &r, WF_FLOAT32, &cdim, 1, -hi, hi);
+            add_input(&c, &r, WF_FLOAT32, &cdim, 1, -hi, hi);
+          }
+          attr_bool(&c, "is_training", training);
+          attr_float(&c, "epsilon", 1e-3);
+          attr_string(&c, "data_format", nchw ? "NCHW" : "NHWC");
+          check_case(&c);
+          case_free(&c);
+        }
+  expect_fast_path("BatchNorm and BatchNormGrad", before);
+}
+
+/* ---- recurrent layers ----------------------------------------------------------- */
+
+static void rnn_case(rng *r, int lstm, int grad, int64_t t, int64_t n,
+                     int64_t ci, int64_t h) {
+  int64_t g = lstm ? 4 : 3;
+  int64_t x[3] = {t, n, ci}, y[3] = {t, n, h}, s[2] = {n, h};
+  int64_t w[2] = {ci, g * h}, rr[2] = {h, g * h}, b[1] = {g * h};
+  double scale = 1.0 / sqrt((double)(ci + h));
+  kcase c;
+
+  case_init(&c, lstm ? (grad ? "LSTMGrad" : "LSTM") : (grad ? "GRUGrad" : "GRU"),
+            WF_FLOAT32);
+  case_note(&c, " T=%lld N=%lld C=%lld H=%lld", (long long)t, (long long)n,
+            (long long)ci, (long long)h);
+  add_input(&c, r, WF_FLOAT32, x, 3, -1, 1);
+  add_input(&c, r, WF_FLOAT32, s, 2, -0.5, 0.5);
+  if (lstm)
+    add_input(&c, r, WF_FLOAT32, s, 2, -0.5, 0.5);
+  add_input(&c, r, WF_FLOAT32, w, 2, -2 * scale, 2 * scale);
+  add_input(&c, r, WF_FLOAT32, rr, 2, -2 * scale, 2 * scale);
+  add_input(&c, r, WF_FLOAT32, b, 1, -0.5, 0.5);
+  if (grad) {
+    add_input(&c, r, WF_FLOAT32, y, 3, -1, 1);
+    add_input(&c, r, WF_FLOAT32, s, 2, -1, 1);
+    if (lstm)
+      add_input(&c, r, WF_FLOAT32, s, 2, -1, 1);
+  }
+  check_case(&c);
+  case_free(&c);
+}
+
+static void test_lstm_and_gru_match_reference(void **state) {
+  static const char *const names[] = {"GRU", "LSTM", "GRUGrad", "LSTMGrad"};
+  rng r = {11};
+
+  for (int kind = 0; kind < 4; kind++) {
+    int64_t before = bits_differ;
+    for (int i = 0; i < 6; i++)
+      rnn_case(&r, kind % 2, kind / 2, irand(&r, 1, 9), irand(&r, 1, 5),
+               irand(&r, 1, 7), irand(&r, 1, 9));
+    expect_fast_path(names[kind], before);
+  }
+  /* The Fashion-MNIST GRU's shapes: 28 rows of 28 pixels, 128 units. */
+  rnn_case(&r, 0, 0, 28, 64, 28, 128);
+  rnn_case(&r, 0, 1, 28, 16, 28, 128);
+}
+
+/* ---- fallbacks ----------------------------------------------------------------- */
+
+/* Empty tensors go to the reference computation; inputs the op refuses
+ * give the reference kernel's error, word for word. */
+static void test_fast_kernels_fall_back_for_empty_and_bad_inputs(
+    void **state) {
+  rng r = {12};
+  kcase c;
+
+  /* Empty batch through a convolution. */
+  case_init(&c, "Conv2D", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){0, 5, 5, 2}, 4, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){3, 3, 2, 4}, 4, -1, 1);
+  window_attrs(&c, &(win){.padding = 0, .sh = 1, .sw = 1, .dh = 1, .dw = 1},
+               1);
+  check_case(&c);
+  case_free(&c);
+  /* No input channels: the output is zeros. */
+  case_init(&c, "Conv2D", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){2, 5, 5, 0}, 4, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){3, 3, 0, 4}, 4, -1, 1);
+  window_attrs(&c, &(win){.padding = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1},
+               1);
+  check_case(&c);
+  case_free(&c);
+  /* Channels that disagree, seen only by the kernel. */
+  case_init(&c, "Conv2D", WF_FLOAT32);
+  c.unknown_shapes = 1;
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){1, 5, 5, 3}, 4, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){3, 3, 2, 4}, 4, -1, 1);
+  window_attrs(&c, &(win){.padding = 0, .sh = 1, .sw = 1, .dh = 1, .dw = 1},
+               1);
+  check_case(&c);
+  case_free(&c);
+  /* A VALID window larger than the input. */
+  case_init(&c, "MaxPool", WF_FLOAT32);
+  c.unknown_shapes = 1;
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){1, 2, 2, 3}, 4, -1, 1);
+  window_attrs(&c,
+               &(win){.padding = 1, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+                      .dh = 1, .dw = 1},
+               0);
+  check_case(&c);
+  case_free(&c);
+  /* A backprop whose gradient does not have the convolution's shape. */
+  case_init(&c, "Conv2DBackpropInput", WF_FLOAT32);
+  c.unknown_shapes = 1;
+  add_sizes(&c, (int64_t[]){1, 6, 6, 2}, 4);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){3, 3, 2, 4}, 4, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){1, 5, 6, 4}, 4, -1, 1);
+  window_attrs(&c, &(win){.padding = 0, .sh = 1, .sw = 1, .dh = 1, .dw = 1},
+               1);
+  check_case(&c);
+  case_free(&c);
+  /* Empty batch statistics, empty sequence, mismatched softmax grad. */
+  case_init(&c, "BatchNorm", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){0, 3}, 2, -1, 1);
+  for (int i = 0; i < 4; i++)
+    add_input(&c, &r, WF_FLOAT32, (int64_t[]){3}, 1, 0.5, 1);
+  check_case(&c);
+  case_free(&c);
+  rnn_case(&r, 1, 0, 0, 2, 3, 4);
+  rnn_case(&r, 0, 1, 0, 2, 3, 4);
+  case_init(&c, "SoftmaxGrad", WF_FLOAT32);
+  c.unknown_shapes = 1;
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){2, 5}, 2, 0, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){2, 4}, 2, 0, 1);
+  check_case(&c);
+  case_free(&c);
+  /* A gradient that does not match its input. */
+  case_init(&c, "ReluGrad", WF_FLOAT32);
+  c.unknown_shapes = 1;
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){2, 5}, 2, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, (int64_t[]){2, 4}, 2, -1, 1);
+  {
+    /* The reference words this error its own way: only both refusing is
+     * required. */
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    wf_node *n = build(g, &c, st);
+    wf_tensor *out[2] = {NULL, NULL};
+    const wf__kernel *k;
+
+    assert_non_null(n);
+    assert_non_null(k = wf__kernel_select(rt, n, "cpu", st));
+    assert_int_equal(
+        wf__kernel_run(k, n, (const wf_tensor *const *)c.in, out, st),
+        WF_INVALID_ARGUMENT);
+    assert_non_null(strstr(wf_status_message(st), "(2, 5)"));
+    assert_non_null(strstr(wf_status_message(st), "(2, 4)"));
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
+  case_free(&c);
+}
+
+/* ---- plans across runs, shapes and threads --------------------------------------- */
+
+typedef struct conv_session {
+  wf_graph *g;
+  wf_session *s;
+  wf_callable *call;
+  wf_node *x, *f, *y;
+} conv_session;
+
+/* y = Conv2D(x (?, 9, 9, 3), f (3, 3, 3, 5)), SAME, through a session. */
+static void conv_session_new(conv_session *cs) {
+  wf_status *st = wf_status_new();
+  int64_t xd[4] = {-1, 9, 9, 3}, fd[4] = {3, 3, 3, 5};
+  const int64_t ones[4] = {1, 1, 1, 1};
+  wf_node_desc *d;
+  wf_output feeds[2], fetch;
+
+  cs->g = wf_graph_new(rt);
+  d = wf_node_desc_new(cs->g, "Placeholder", "x");
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_node_desc_set_attr_shape(d, "shape", xd, 4);
+  assert_non_null(cs->x = wf_node_desc_finish(d, st));
+  d = wf_node_desc_new(cs->g, "Placeholder", "f");
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_node_desc_set_attr_shape(d, "shape", fd, 4);
+  assert_non_null(cs->f = wf_node_desc_finish(d, st));
+  d = wf_node_desc_new(cs->g, "Conv2D", "y");
+  wf_node_desc_add_input(d, (wf_output){cs->x, 0});
+  wf_node_desc_add_input(d, (wf_output){cs->f, 0});
+  wf_node_desc_set_attr_int_list(d, "strides", ones, 4);
+  wf_node_desc_set_attr_string(d, "padding", "SAME");
+  assert_non_null(cs->y = wf_node_desc_finish(d, st));
+  assert_non_null(cs->s = wf_session_new(cs->g, st));
+  feeds[0] = (wf_output){cs->x, 0};
+  feeds[1] = (wf_output){cs->f, 0};
+  fetch = (wf_output){cs->y, 0};
+  cs->call = wf_session_prepare(cs->s, feeds, 2, &fetch, 1, NULL, 0, st);
+  if (!cs->call)
+    fail_msg("preparing: %s", wf_status_message(st));
+  wf_status_free(st);
+}
+
+static void conv_session_free(conv_session *cs) {
+  wf_callable_free(cs->call);
+  wf_session_free(cs->s);
+  wf_graph_free(cs->g);
+}
+
+/* The reference kernel's output for x and f on the session's node. */
+static wf_tensor *conv_reference(const conv_session *cs, wf_tensor *x,
+                                 wf_tensor *f) {
+  wf_status *st = wf_status_new();
+  const wf__kernel *ref = reference_kernel("Conv2D", WF_FLOAT32);
+  const wf_tensor *in[2] = {x, f};
+  wf_tensor *out = NULL;
+
+  assert_non_null(ref);
+  if (wf__kernel_run(ref, cs->y, in, &out, st))
+    fail_msg("reference: %s", wf_status_message(st));
+  wf_status_free(st);
+  return out;
+}
+
+static void fill(wf_tensor *t, rng *r) {
+  float *p = wf_tensor_data(t);
+  for (int64_t i = 0; i < wf_tensor_count(t); i++)
+    p[i] = (float)urand(r, -1, 1);
+}
+
+/* One node's plans: batches come and go (more shapes than the cache
+ * holds, so plans are evicted and rebuilt), and the filter's bytes change
+ * under the same address between runs: every result is the reference's. */
+static void test_plans_follow_shapes_and_weights_changed_in_place(
+    void **state) {
+  static const int64_t batches[] = {1, 2, 3, 1, 4, 5, 6, 7, 8, 9, 10, 2, 1};
+  wf_status *st = wf_status_new();
+  float fbuf[3 * 3 * 3 * 5];
+  int64_t fd[4] = {3, 3, 3, 5};
+  conv_session cs;
+  wf_tensor *f;
+  rng r = {13};
+
+  conv_session_new(&cs);
+  f = wf_tensor_wrap(WF_FLOAT32, fd, 4, fbuf, sizeof fbuf, NULL, NULL, st);
+  assert_non_null(f);
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
+    int64_t xd[4] = {batches[i], 9, 9, 3};
+    wf_tensor *x = wf_tensor_new(WF_FLOAT32, xd, 4, st), *y = NULL, *want;
+    wf_tensor *feeds[2] = {x, f};
+    char name[64];
+
+    fill(x, &r);
+    fill(f, &r); /* same buffer, new values */
+    if (wf_callable_run(cs.call, NULL, feeds, &y, NULL, st))
+      fail_msg("run %zu: %s", i, wf_status_message(st));
+    want = conv_reference(&cs, x, f);
+    snprintf(name, sizeof name, "run %zu (batch %lld)", i,
+             (long long)batches[i]);
+    expect_close(name, 0, want, y);
+    wf_tensor_release(want);
+    wf_tensor_release(y);
+    wf_tensor_release(x);
+  }
+  wf_tensor_release(f);
+  conv_session_free(&cs);
+  wf_status_free(st);
+}
+
+typedef struct runner {
+  conv_session *cs;
+  int id, failures;
+  char why[256];
+} runner;
+
+static void *run_many(void *arg) {
+  runner *w = arg;
+  wf_status *st = wf_status_new();
+  rng r = {100 + (uint64_t)w->id};
+
+  for (int i = 0; i < 30 && !w->failures; i++) {
+    int64_t xd[4] = {1 + (w->id + i) % 3, 9, 9, 3}, fd[4] = {3, 3, 3, 5};
+    wf_tensor *x = wf_tensor_new(WF_FLOAT32, xd, 4, st);
+    wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st), *y = NULL, *want;
+    wf_tensor *feeds[2] = {x, f};
+    const float *a, *b;
+
+    fill(x, &r);
+    fill(f, &r);
+    if (wf_callable_run(w->cs->call, NULL, feeds, &y, NULL, st)) {
+      w->failures++;
+      snprintf(w->why, sizeof w->why, "%s", wf_status_message(st));
+    } else {
+      want = conv_reference(w->cs, x, f);
+      a = wf_tensor_data(want);
+      b = wf_tensor_data(y);
+      for (int64_t j = 0; j < wf_tensor_count(want); j++)
+        if (fabs(a[j] - b[j]) > 1e-4 * fabs(a[j]) + 1e-5 * 10) {
+          w->failures++;
+          snprintf(w->why, sizeof w->why,
+                   "run %d element %lld: %.9g, the reference %.9g", i,
+                   (long long)j, (double)b[j], (double)a[j]);
+          break;
+        }
+      wf_tensor_release(want);
+      wf_tensor_release(y);
+    }
+    wf_tensor_release(x);
+    wf_tensor_release(f);
+  }
+  wf_status_free(st);
+  return NULL;
+}
+
+/* Several threads run the same callable (so the same kernel state) at
+ * once, with shapes that change between their runs. */
+static void test_plans_are_safe_from_several_threads(void **state) {
+  enum { THREADS = 4 };
+  pthread_t t[THREADS];
+  runner w[THREADS];
+  conv_session cs;
+
+  conv_session_new(&cs);
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (runner){.cs = &cs, .id = i};
+    assert_int_equal(pthread_create(&t[i], NULL, run_many, &w[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    if (w[i].failures)
+      fail_msg("thread %d: %s", i, w[i].why);
+  }
+  conv_session_free(&cs);
+}
+#endif /* HAVE_NN_KERNELS */
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+/* The device description reports the split the libraries were given. */
+static void test_cpu_device_reports_its_thread_layout(void **state) {
+  wf_runtime *r1 = new_runtime("1");
+  wf_device_info info;
+  char want[64];
+  int32_t inter = 0, intra = 0;
+
+  wf_runtime_device_get(r1, 0, &info);
+  assert_non_null(strstr(info.description, "\nthreads: "));
+  wf__threads(r1->cfg, &inter, &intra);
+  assert_int_equal(intra, 1);
+  snprintf(want, sizeof want, "threads: %d inter-op x 1 intra-op",
+           (int)inter);
+  if (!strstr(info.description, want))
+    fail_msg("the description does not say '%s':\n%s", want,
+             info.description);
+#ifdef HAVE_DNNL
+  assert_non_null(strstr(info.description, "oneDNN "));
+#endif
+  wf_runtime_free(r1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_matches_reference_on_random_shapes),
+      cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
+#ifdef HAVE_NN_KERNELS
+      cmocka_unit_test(test_conv2d_matches_reference_on_random_windows),
+      cmocka_unit_test(test_conv2d_backprop_input_matches_reference),
+      cmocka_unit_test(test_conv2d_backprop_filter_matches_reference),
+      cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),
+      cmocka_unit_test(test_pools_match_reference_on_random_windows),
+      cmocka_unit_test(test_activations_match_reference),
+      cmocka_unit_test(test_softmax_family_matches_reference),
+      cmocka_unit_test(test_batch_norm_matches_reference),
+      cmocka_unit_test(test_lstm_and_gru_match_reference),
+      cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
+      cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),
+      cmocka_unit_test(test_plans_are_safe_from_several_threads),
+#endif
+      cmocka_unit_test(test_cpu_device_reports_its_thread_layout),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
