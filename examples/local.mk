@@ -2,7 +2,5 @@
 noinst_PROGRAMS += examples/hello_graph examples/train_fashion
 examples_hello_graph_SOURCES = examples/hello_graph.c
 examples_hello_graph_LDADD = core/libweft.la
-examples_train_fashion_SOURCES = examples/train_fashion.c \
-	examples/fashion_data.c examples/fashion_data.h
-examples_train_fashion_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
-examples_train_fashion_LDADD = core/libweft.la $(ZLIB_LIBS)
+examples_train_fashion_SOURCES = examples/train_fashion.c
+examples_train_fashion_LDADD = core/libweft.la

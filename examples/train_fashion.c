@@ -5,10 +5,13 @@
  *   examples/train_fashion --model mlp --epochs 5 --batch 64
  *   examples/train_fashion --model mlp --limit 6000 --epochs 1   # quick
  *
- * The model is built twice into one graph with the layers API: a training
- * pass (the loss and the optimizer step) and an inference pass (accuracy),
- * sharing their variables. Batches are fed without copying: each step wraps
- * the batch buffer in a tensor. */
+ * The data comes through the idx reader plugin and the input pipeline
+ * (cache, shuffle, batch, scale to [0, 1], prefetch); the graph pulls each
+ * batch with an IteratorGetNext node, so one run both takes the next batch
+ * and trains on it. The model is built twice into the graph with the layers
+ * API — a training pass on the training batches (loss and optimizer step)
+ * and an inference pass on the test batches (accuracy) — sharing their
+ * variables. */
 #define _GNU_SOURCE /* getopt_long, clock_gettime */
 
 #include <getopt.h>
@@ -20,7 +23,6 @@
 
 #include <weft/weft.h>
 
-#include "fashion_data.h"
 
 typedef struct options {
   const char *model; /* "mlp" or "cnn" */
@@ -60,17 +62,55 @@ static wf_output build_net(wf_model *m, const options *o, wf_output x,
   return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
 }
 
-/* Wraps n samples of buf/labels as the feeds (no copy). */
-static void make_feeds(const options *o, float *x, int32_t *y, int n,
-                       wf_tensor **out, wf_status *st) {
+/* Images and labels of one Fashion-MNIST split as batches: the idx reader
+ * pairs each images file with its labels file; pixels become float32 in
+ * [0, 1] and labels int32. Training batches are shuffled; `shards` > 1
+ * keeps every shards-th sample (a quick subset). */
+static wf_dataset *fashion(wf_runtime *rt, const options *o, const char *split,
+                           int train, int64_t shards, wf_status *st) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte.gz", o->data, split);
+  wf_attr_item pair = {"label_file",
+                       {.type = WF_ATTR_STRING, .count = 1, .u.s = "auto"}};
+  wf_dataset *ds = wf_dataset_from_files(rt, path, "idx", &pair, 1, st);
+  if (shards > 1)
+    ds = wf_dataset_shard(ds, shards, 0, st);
+  ds = wf_dataset_cache(ds, st); /* decompress once, not every epoch */
+  if (train)
+    ds = wf_dataset_shuffle(ds, 60000, o->seed, st);
+  ds = wf_dataset_batch(ds, train ? o->batch : 500, 0, st);
+  ds = wf_dataset_map_scale(ds, "image", 1.0 / 255.0, 0.0, st);
+  ds = wf_dataset_map_cast(ds, "label", WF_INT32, st);
+  return wf_dataset_prefetch(ds, 4, st);
+}
+
+/* The images of a batch as the model wants them: (N, 784) or
+ * (N, 28, 28, 1). */
+static wf_output model_input(wf_graph *g, const options *o, wf_node *get_next,
+                             wf_status *st) {
   int cnn = strcmp(o->model, "cnn") == 0;
-  int64_t xd[4] = {n, 28, 28, 1}, mlpd[2] = {n, 784}, yd[1] = {n};
-  out[0] = wf_tensor_wrap(WF_FLOAT32, cnn ? xd : mlpd, cnn ? 4 : 2, x,
-                          (size_t)n * 784 * sizeof(float), NULL, NULL, st);
-  check(out[0] == NULL, st, "wrapping a batch");
-  out[1] = wf_tensor_wrap(WF_INT32, yd, 1, y, (size_t)n * sizeof(int32_t),
-                          NULL, NULL, st);
-  check(out[1] == NULL, st, "wrapping a batch");
+  int64_t n = cnn ? 4 : 2;
+  wf_tensor *shape = wf_tensor_new(WF_INT64, &n, 1, st);
+  check(shape == NULL, st, "shape");
+  int64_t *d = wf_tensor_data(shape);
+  d[0] = -1;
+  d[1] = cnn ? 28 : 784;
+  if (cnn) {
+    d[2] = 28;
+    d[3] = 1;
+  }
+  wf_node_desc *c = wf_node_desc_new(g, "Const", NULL);
+  wf_node_desc_set_attr_tensor(c, "value", shape);
+  wf_node_desc_set_attr_dtype(c, "dtype", WF_INT64);
+  wf_node *cn = wf_node_desc_finish(c, st);
+  check(cn == NULL, st, "shape");
+  wf_tensor_release(shape);
+  wf_node_desc *r = wf_node_desc_new(g, "Reshape", NULL);
+  wf_node_desc_add_input(r, (wf_output){get_next, 0});
+  wf_node_desc_add_input(r, (wf_output){cn, 0});
+  wf_node *rn = wf_node_desc_finish(r, st);
+  check(rn == NULL, st, "reshape");
+  return (wf_output){rn, 0};
 }
 
 static void progress(int epoch, const options *o, int done, int total,
@@ -101,7 +141,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  options o = {"cnn", 3, 64, 0, 2, 0, 42, 1e-3, FASHION_DIR, NULL};
+  options o = {"cnn", 3, 64, 0, 2, 0, 42, 1e-3,
+               "/usr/share/datasets/fashion-mnist", NULL};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"epochs", required_argument, NULL, 'e'},
@@ -138,11 +179,6 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  fashion_set train, test;
-  if (fashion_load(o.data, "train", o.limit, &train) ||
-      fashion_load(o.data, "t10k", 0, &test))
-    return 1;
-
   wf_status *st = wf_status_new();
   wf_config *cfg = wf_config_new();
   const char *cpath = wf_config_default_path();
@@ -155,145 +191,152 @@ int main(int argc, char **argv) {
   check(rt == NULL, st, "runtime");
   wf_config_free(cfg);
 
-  /* The graph: inputs, a training pass and an inference pass. */
-  wf_graph *g = wf_graph_new(rt);
-  int cnn = strcmp(o.model, "cnn") == 0;
-  int64_t xd[4] = {WF_UNKNOWN_DIM, 28, 28, 1}, mlpd[2] = {WF_UNKNOWN_DIM, 784};
-  int64_t yd[1] = {WF_UNKNOWN_DIM};
-  wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "images");
-  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
-  wf_node_desc_set_attr_shape(d, "shape", cnn ? xd : mlpd, cnn ? 4 : 2);
-  wf_output x = {wf_node_desc_finish(d, st), 0};
-  check(x.node == NULL, st, "images");
-  d = wf_node_desc_new(g, "Placeholder", "labels");
-  wf_node_desc_set_attr_dtype(d, "dtype", WF_INT32);
-  wf_node_desc_set_attr_shape(d, "shape", yd, 1);
-  wf_output y = {wf_node_desc_finish(d, st), 0};
-  check(y.node == NULL, st, "labels");
+  /* The data: a subset keeps every k-th training sample. */
+  int64_t shards = o.limit > 0 && o.limit < 60000 ? 60000 / o.limit : 1;
+  wf_dataset *train = fashion(rt, &o, "train", 1, shards, st);
+  wf_dataset *test = fashion(rt, &o, "t10k", 0, 1, st);
+  check(!train || !test, st, "data set");
+  int64_t ntrain = 0, ntest = 0;
+  {
+    /* Sample counts for the progress bar, from the unbatched sources. */
+    char path[512];
+    wf_attr_item pair = {"label_file",
+                         {.type = WF_ATTR_STRING, .count = 1, .u.s = "auto"}};
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", o.data);
+    wf_dataset *src = wf_dataset_from_files(rt, path, "idx", &pair, 1, st);
+    check(!src || wf_dataset_count(src, &ntrain, st), st, "counting samples");
+    wf_dataset_release(src);
+    ntrain = (ntrain + shards - 1) / shards;
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", o.data);
+    src = wf_dataset_from_files(rt, path, "idx", &pair, 1, st);
+    check(!src || wf_dataset_count(src, &ntest, st), st, "counting samples");
+    wf_dataset_release(src);
+  }
 
+  /* The graph: batches from the iterators, a training pass and an
+   * inference pass. */
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *train_in = wf_graph_add_get_next(g, "train", train, "train_data", st);
+  wf_node *test_in = wf_graph_add_get_next(g, "test", test, "test_data", st);
+  check(!train_in || !test_in, st, "iterator nodes");
   wf_model *m = wf_model_new(g, o.seed, st);
   check(m == NULL, st, "model");
   wf_model_begin(m, 1);
-  wf_output logits = build_net(m, &o, x, st);
+  wf_output logits = build_net(m, &o, model_input(g, &o, train_in, st), st);
   check(logits.node == NULL, st, "training pass");
-  wf_output loss = wf_loss_sparse_softmax_cross_entropy(m, logits, y, st);
+  wf_output loss = wf_loss_sparse_softmax_cross_entropy(
+      m, logits, (wf_output){train_in, 1}, st);
   check(loss.node == NULL, st, "loss");
   wf_optimizer opt = wf_optimizer_defaults(WF_OPT_ADAM);
   opt.learning_rate = o.lr;
   wf_node *train_op = wf_model_minimize(m, loss, &opt, st);
   check(train_op == NULL, st, "optimizer");
   wf_model_begin(m, 0);
-  wf_output eval_logits = build_net(m, &o, x, st);
+  wf_output eval_logits = build_net(m, &o, model_input(g, &o, test_in, st), st);
   check(eval_logits.node == NULL, st, "inference pass");
-  wf_output acc = wf_metric_accuracy(m, eval_logits, y, st);
+  wf_output acc =
+      wf_metric_accuracy(m, eval_logits, (wf_output){test_in, 1}, st);
   check(acc.node == NULL, st, "accuracy");
+  /* The batch size, to weight each batch's accuracy. */
+  wf_attr_item one = {"out_type",
+                      {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = WF_INT32}};
+  wf_node_desc *sz = wf_node_desc_new(g, "Shape", "test_batch_shape");
+  wf_node_desc_add_input(sz, (wf_output){test_in, 1});
+  wf_node_desc_set_attr(sz, one.name, &one.value);
+  wf_output test_n = {wf_node_desc_finish(sz, st), 0};
+  check(test_n.node == NULL, st, "batch size");
   wf_node *init = wf_model_init_op(m, st);
   check(init == NULL, st, "init");
-
-  wf_output feeds[2] = {x, y};
   if (o.dot) {
-    check(wf_graph_write_dot_passes(g, feeds, 2, &loss, 1, &train_op, 1,
-                                    o.dot, st),
+    check(wf_graph_write_dot_passes(g, NULL, 0, &loss, 1, &train_op, 1, o.dot,
+                                    st),
           st, "writing the graphs");
     printf("graphs of the training step written to %s/\n", o.dot);
   }
 
   wf_session *s = wf_session_new(g, st);
   check(s == NULL, st, "session");
+  wf_iterator *train_it = wf_iterator_new(train, NULL, st);
+  wf_iterator *test_it = wf_iterator_new(test, NULL, st);
+  check(!train_it || !test_it, st, "iterators");
+  check(wf_session_attach_iterator(s, "train", train_it, st) ||
+            wf_session_attach_iterator(s, "test", test_it, st),
+        st, "attaching the iterators");
   check(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL,
                        st),
         st, "initialising variables");
-  wf_callable *step =
-      wf_session_prepare(s, feeds, 2, &loss, 1, &train_op, 1, st);
+  wf_callable *step = wf_session_prepare(s, NULL, 0, &loss, 1, &train_op, 1, st);
   check(step == NULL, st, "preparing the training step");
-  wf_callable *eval = wf_session_prepare(s, feeds, 2, &acc, 1, NULL, 0, st);
+  wf_output eval_out[2] = {acc, test_n};
+  wf_callable *eval = wf_session_prepare(s, NULL, 0, eval_out, 2, NULL, 0, st);
   check(eval == NULL, st, "preparing evaluation");
 
   if (!o.quiet)
-    printf("%s on Fashion-MNIST: %d training samples, %d test samples, "
+    printf("%s on Fashion-MNIST: %lld training samples, %lld test samples, "
            "batch %d, Adam lr %g, %d threads\n",
-           o.model, train.n, test.n, o.batch, o.lr, o.threads);
+           o.model, (long long)ntrain, (long long)ntest, o.batch, o.lr,
+           o.threads);
 
-  /* Training: a new permutation each epoch, batches gathered into one
-   * buffer that a wrapped tensor feeds to the step. */
-  int *perm = malloc((size_t)train.n * sizeof *perm);
-  float *bx = malloc((size_t)o.batch * 784 * sizeof *bx);
-  int32_t *by = malloc((size_t)o.batch * sizeof *by);
-  if (!perm || !bx || !by) {
-    fprintf(stderr, "train_fashion: out of memory\n");
-    return 1;
-  }
-  for (int i = 0; i < train.n; i++)
-    perm[i] = i;
-  uint64_t rng = o.seed * 0x9E3779B97F4A7C15ULL + 1;
+  /* Training: each run takes the next batch; the end of the data is the
+   * end of the epoch (OUT_OF_RANGE), and a reset starts the next pass in a
+   * new order. */
   double t_train = now();
   for (int epoch = 1; epoch <= o.epochs; epoch++) {
-    for (int i = train.n - 1; i > 0; i--) {
-      rng ^= rng << 13;
-      rng ^= rng >> 7;
-      rng ^= rng << 17;
-      int j = (int)(rng % (uint64_t)(i + 1));
-      int t = perm[i];
-      perm[i] = perm[j];
-      perm[j] = t;
-    }
     double t0 = now(), last = 0, loss_avg = 0;
     int seen = 0;
-    for (int b = 0; b < train.n; b += o.batch) {
-      int n = train.n - b < o.batch ? train.n - b : o.batch;
-      for (int k = 0; k < n; k++) {
-        memcpy(bx + (size_t)k * 784, train.images + (size_t)perm[b + k] * 784,
-               784 * sizeof(float));
-        by[k] = train.labels[perm[b + k]];
-      }
-      wf_tensor *in[2], *lv = NULL;
-      make_feeds(&o, bx, by, n, in, st);
-      check(wf_callable_run(step, NULL, in, &lv, NULL, st), st,
-            "training step");
+    for (;;) {
+      wf_tensor *lv = NULL;
+      int rc = wf_callable_run(step, NULL, NULL, &lv, NULL, st);
+      if (rc == WF_OUT_OF_RANGE)
+        break;
+      check(rc, st, "training step");
       double l = *(float *)wf_tensor_data(lv);
       loss_avg = seen ? 0.98 * loss_avg + 0.02 * l : l;
-      seen += n;
+      seen += o.batch;
+      if (seen > ntrain)
+        seen = (int)ntrain;
       wf_tensor_release(lv);
-      wf_tensor_release(in[0]);
-      wf_tensor_release(in[1]);
       if (!o.quiet && isatty(STDOUT_FILENO) && now() - last > 0.25) {
         last = now();
-        progress(epoch, &o, seen, train.n, t0, loss_avg, 0);
+        progress(epoch, &o, seen, (int)ntrain, t0, loss_avg, 0);
       }
     }
     if (!o.quiet)
-      progress(epoch, &o, seen, train.n, t0, loss_avg, 1);
+      progress(epoch, &o, seen, (int)ntrain, t0, loss_avg, 1);
+    check(wf_iterator_reset(train_it, st), st, "next epoch");
   }
   double train_s = now() - t_train;
 
-  /* Test accuracy, in batches of up to 500. */
+  /* Test accuracy over the whole test set. */
   double correct = 0;
-  for (int b = 0; b < test.n; b += 500) {
-    int n = test.n - b < 500 ? test.n - b : 500;
-    wf_tensor *in[2], *av = NULL;
-    make_feeds(&o, test.images + (size_t)b * 784, test.labels + b, n, in, st);
-    check(wf_callable_run(eval, NULL, in, &av, NULL, st), st, "evaluation");
-    correct += *(float *)wf_tensor_data(av) * n;
-    wf_tensor_release(av);
-    wf_tensor_release(in[0]);
-    wf_tensor_release(in[1]);
+  int64_t counted = 0;
+  for (;;) {
+    wf_tensor *v[2] = {NULL, NULL};
+    int rc = wf_callable_run(eval, NULL, NULL, v, NULL, st);
+    if (rc == WF_OUT_OF_RANGE)
+      break;
+    check(rc, st, "evaluation");
+    int n = ((int32_t *)wf_tensor_data(v[1]))[0];
+    correct += *(float *)wf_tensor_data(v[0]) * n;
+    counted += n;
+    wf_tensor_release(v[0]);
+    wf_tensor_release(v[1]);
   }
-  printf("test accuracy %.4f (%d samples) after %d epoch(s), training took "
+  printf("test accuracy %.4f (%lld samples) after %d epoch(s), training took "
          "%.1f s (%.0f samples/s)\n",
-         correct / test.n, test.n, o.epochs, train_s,
-         (double)train.n * o.epochs / train_s);
+         correct / (counted ? counted : 1), (long long)counted, o.epochs,
+         train_s, (double)ntrain * o.epochs / train_s);
 
-  free(perm);
-  free(bx);
-  free(by);
   wf_callable_free(step);
   wf_callable_free(eval);
   wf_session_free(s);
+  wf_iterator_free(train_it);
+  wf_iterator_free(test_it);
+  wf_dataset_release(train);
+  wf_dataset_release(test);
   wf_model_free(m);
   wf_graph_free(g);
   wf_runtime_free(rt);
   wf_status_free(st);
-  fashion_free(&train);
-  fashion_free(&test);
   return 0;
 }
