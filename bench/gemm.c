@@ -38,10 +38,16 @@ static void fill(wf_tensor *t) {
   }
 }
 
-/* Runs call() `reps` times after one warm-up and returns the best time. */
+/* Runs call() `reps` times after warming up for at least 0.3 s and
+ * returns the best time. The warm-up outlasts the libraries' start: the
+ * OpenBLAS worker threads started when the CPU plugin loads spin for about
+ * 0.1 s before they sleep, and slow OpenMP's team down meanwhile. */
 #define BEST_OF(best, reps, call)                                              \
   do {                                                                         \
-    call;                                                                      \
+    double w_ = bench_now();                                                   \
+    do {                                                                       \
+      call;                                                                    \
+    } while (bench_now() - w_ < 0.3);                                          \
     (best) = 1e30;                                                             \
     for (int r_ = 0; r_ < (reps); r_++) {                                      \
       double t_ = bench_now();                                                 \

@@ -12,3 +12,18 @@ EXTRA_tests_devices_test_cpu_kernels_DEPENDENCIES = \
 	plugins/devices/cpu/device_cpu.la plugins/ops/math/ops_math.la \
 	plugins/ops/array/ops_array.la plugins/ops/nn/ops_nn.la \
 	plugins/ops/rnn/ops_rnn.la
+
+# The plans and their per-node cache on their own: cpu_dnnl.c compiled into
+# the test with the core's host table (the test stands in for the engine
+# and thread setup of cpu_kernels.c).
+if HAVE_DNNL
+check_PROGRAMS += tests/devices/test_cpu_plans
+TESTS += tests/devices/test_cpu_plans
+tests_devices_test_cpu_plans_SOURCES = tests/devices/test_cpu_plans.c \
+	plugins/devices/cpu/cpu_dnnl.c plugins/devices/cpu/cpu_kernels.h
+tests_devices_test_cpu_plans_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/devices/cpu -I$(top_srcdir)/plugins/ops/common
+tests_devices_test_cpu_plans_CFLAGS = $(TEST_CFLAGS)
+tests_devices_test_cpu_plans_LDADD = plugins/ops/common/libopcommon.la \
+	$(TEST_LDADD) $(DNNL_LIBS)
+endif

@@ -40,6 +40,9 @@
 #ifdef HAVE_DNNL
 #define HAVE_NN_KERNELS 1
 #endif
+#if defined(HAVE_DNNL) || defined(HAVE_OPENBLAS)
+#define HAVE_GEMM_KERNELS 1
+#endif
 /* float64 products go to OpenBLAS's dgemm (oneDNN has none). */
 #ifdef HAVE_OPENBLAS
 #define HAVE_F64 1
@@ -49,6 +52,7 @@
 
 static wf_runtime *rt;
 
+#ifdef HAVE_GEMM_KERNELS
 /* ---- random numbers --------------------------------------------------------- */
 
 typedef struct rng {
@@ -346,6 +350,8 @@ static void expect_fast_path(const char *what, int64_t before) {
              what);
 }
 
+#endif /* HAVE_GEMM_KERNELS: the helpers of the kernel cases */
+
 /* ---- setup ------------------------------------------------------------------- */
 
 static wf_runtime *new_runtime(const char *intra_op) {
@@ -391,7 +397,8 @@ static int group_teardown(void **state) {
   return 0;
 }
 
-/* ---- matrix products --------------------------------------------------------- */
+#ifdef HAVE_GEMM_KERNELS
+/* ---- matrix products ---------------------------------------------------------- */
 
 /* MatMul on random sizes (odd ones, and some past blocking boundaries),
  * every transpose pair, float32 and float64. */
@@ -419,6 +426,24 @@ static void test_matmul_matches_reference_on_random_shapes(void **state) {
     case_free(&c);
   }
   expect_fast_path("MatMul", before);
+}
+
+/* One product of 2^30 multiply-adds: the size from which cpu_gemm.c calls
+ * dnnl_sgemm instead of the matmul primitive. */
+static void test_large_matmul_matches_reference(void **state) {
+  int64_t d[2] = {1024, 1024};
+  rng r = {15};
+  int64_t before = bits_differ;
+  kcase c;
+
+  case_init(&c, "MatMul", WF_FLOAT32);
+  case_note(&c, " 1024^3, B transposed");
+  add_input(&c, &r, WF_FLOAT32, d, 2, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, d, 2, -1, 1);
+  attr_bool(&c, "transpose_b", 1);
+  check_case(&c);
+  case_free(&c);
+  expect_fast_path("MatMul 1024^3", before);
 }
 
 /* BatchMatMul with broadcast batch dims of different ranks, adjoint
@@ -459,6 +484,8 @@ static void test_batch_matmul_matches_reference_with_broadcasting(
     case_free(&c);
   }
 }
+
+#endif /* HAVE_GEMM_KERNELS */
 
 #ifdef HAVE_NN_KERNELS
 /* ---- convolutions and pools ---------------------------------------------------- */
@@ -824,6 +851,31 @@ static void test_batch_norm_matches_reference(void **state) {
   expect_fast_path("BatchNorm and BatchNormGrad", before);
 }
 
+/* Plain loops (no library) that add and sum as the reference does: equal
+ * results, so there is no bit difference to show which ran; the registry
+ * check in check_case does. */
+static void test_bias_add_and_its_gradient_match_reference(void **state) {
+  static const int64_t shapes[][4] = {
+      {64, 10}, {2, 5, 7}, {3, 4, 5, 6}, {64, 28, 28, 16}, {1, 1}};
+  static const int ranks[] = {2, 3, 4, 4, 2};
+  rng r = {14};
+
+  for (int s = 0; s < 5; s++)
+    for (int nchw = 0; nchw < 2; nchw++)
+      for (int grad = 0; grad < 2; grad++) {
+        int64_t cdim = shapes[s][nchw ? 1 : ranks[s] - 1];
+        kcase c;
+        case_init(&c, grad ? "BiasAddGrad" : "BiasAdd", WF_FLOAT32);
+        case_note(&c, " case %d %s", s, nchw ? "NCHW" : "NHWC");
+        add_input(&c, &r, WF_FLOAT32, shapes[s], ranks[s], -1, 1);
+        if (!grad)
+          add_input(&c, &r, WF_FLOAT32, &cdim, 1, -1, 1);
+        attr_string(&c, "data_format", nchw ? "NCHW" : "NHWC");
+        check_case(&c);
+        case_free(&c);
+      }
+}
+
 /* ---- recurrent layers ----------------------------------------------------------- */
 
 static void rnn_case(rng *r, int lstm, int grad, int64_t t, int64_t n,
@@ -1168,8 +1220,11 @@ static void test_cpu_device_reports_its_thread_layout(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+#ifdef HAVE_GEMM_KERNELS
       cmocka_unit_test(test_matmul_matches_reference_on_random_shapes),
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
+      cmocka_unit_test(test_large_matmul_matches_reference),
+#endif
 #ifdef HAVE_NN_KERNELS
       cmocka_unit_test(test_conv2d_matches_reference_on_random_windows),
       cmocka_unit_test(test_conv2d_backprop_input_matches_reference),
@@ -1179,6 +1234,7 @@ int main(void) {
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
+      cmocka_unit_test(test_bias_add_and_its_gradient_match_reference),
       cmocka_unit_test(test_lstm_and_gru_match_reference),
       cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
       cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),

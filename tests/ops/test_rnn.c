@@ -3,7 +3,8 @@
  * inference and its refusals, and the gradients of every input against
  * central finite differences (gradcheck.h) — in float64 through the
  * reference kernels (step 1e-6, tolerance 1e-6 relative + 1e-7), and in
- * float32 through the CPU plugin's oneDNN kernels (step 1e-3, tolerance
+ * float32 through the CPU plugin's oneDNN kernels where configure found
+ * oneDNN, the reference kernels otherwise (step 1e-3, tolerance
  * 2e-3 relative + 1e-4: float32 differences over a step of 1e-3 carry
  * about 1e-4 of rounding), with gradients reaching every output, or only
  * some (the others' are zeros). Loads ops_array (Const, Concat, Reshape,

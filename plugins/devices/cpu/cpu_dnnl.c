@@ -372,6 +372,17 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
 
 /* ---- the per-node cache ------------------------------------------------------ */
 
+void wf__cpu_key_word(wf__cpu_key *k, int64_t v) {
+  assert(k->n < WF_CPU_KEY_MAX);
+  k->w[k->n++] = v;
+}
+
+void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s) {
+  wf__cpu_key_word(k, s->rank);
+  for (int i = 0; i < s->rank; i++)
+    wf__cpu_key_word(k, s->dims[i]);
+}
+
 void wf__dnnl_cache_init(wf__dnnl_cache *c) {
   memset(c, 0, sizeof *c);
   pthread_mutex_init(&c->lock, NULL);

@@ -5,33 +5,36 @@
  * kernels (the registry picks by dtype).
  *
  * Which library computes a float32 product was decided by measurement on
- * the development machine (AMD EPYC, family 26, AVX-512; 2 cores) with
- * bench/gemm_backends, best of many runs, in microseconds:
+ * the development machine (AMD EPYC, family 26, AVX-512; 2 cores; idle)
+ * with bench/gemm_backends, best of many runs, in microseconds:
  *
- *   shape (M x N x K, transposes)   threads  OpenBLAS  OpenBLAS  oneDNN
- *                                            Haswell   SkylakeX  matmul
- *   1 x 10 x 1568 (cnn dense, b=1)      1       3.7       1.5      1.6
- *   64 x 10 x 1568 (cnn dense)          2      33.5      24.7      9.0
- *   128 x 10 x 64, A^T (mlp dW)         1       2.2       0.9      1.6
- *   64 x 128 x 10, B^T (mlp dX)         1       1.8       1.2      0.9
- *   32 x 32 x 32                        1       0.7       0.3      0.4
- *   64 x 256 x 784 (mlp layer 1)        2     134.4      64.7     52.2
- *   784 x 256 x 64, A^T (mlp dW)        2     164.8      60.2     57.4
- *   512 x 512 x 512                     2    1140.1     549.3    553.9
- *   1024 x 1024 x 1024                  2    8936.0    4216.8   4720.0
- *   2048 x 2048 x 2048                  2   66754.5   56664.5  38350.3
+ *   M x N x K (transposes)     thr  OpenBLAS  OpenBLAS  oneDNN  oneDNN
+ *                                   Haswell   SkylakeX  sgemm   matmul
+ *   1 x 10 x 1568 (cnn dense)   1      3.8       1.5      2.4     1.6
+ *   64 x 10 x 1568              2     33.8      26.1      8.8     8.2
+ *   128 x 10 x 64, A^T          1      2.3       1.0      1.5     1.6
+ *   64 x 128 x 10, B^T          1      1.9       1.3      1.0     1.0
+ *   32 x 32 x 32                2      0.7       0.3      0.5     0.9
+ *   64 x 256 x 784 (mlp)        2    110.2      66.7     51.7    52.2
+ *   64 x 784 x 256, B^T         2    115.7      73.1     74.9    65.7
+ *   512^3, A^T B^T              2   1078.5     582.7    690.5   542.3
+ *   512^3                       2   1045.0     567.8    527.5   527.6
+ *   1024^3                      2   8430.3    4536.4   4255.9  4391.2
+ *   2048^3                      2  69522.9   36265.4  35120.7 38997.8
  *
  * OpenBLAS 0.3.21 does not know this CPU and runs its AVX2 (Haswell)
  * kernels, about half as fast as oneDNN's AVX-512 ones at every size; with
  * OPENBLAS_CORETYPE=SkylakeX it wins only on tiny products (M*N*K up to
- * about 2^17, where it also stays on one thread) and loses or ties above.
- * So: float32 goes to oneDNN, except products of at most 2^17
- * multiply-adds when OpenBLAS runs AVX-512 kernels. oneDNN's dnnl_sgemm
- * measured like the matmul primitive (within noise) but cannot broadcast
- * batches, so the primitive is used, cached per shape.
- *
- * A shape oneDNN refuses (BatchMatMul broadcasting it does not implement)
- * is done one matrix at a time with sgemm. */
+ * about 2^17, where it also stays on one thread). oneDNN's matmul
+ * primitive beats its dnnl_sgemm on transposed operands and ties it up
+ * to 512^3; from 1024^3 on, dnnl_sgemm is 3-10% faster. So, for float32:
+ *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
+ *     OpenBLAS sgemm;
+ *   - at least 2^30 multiply-adds per matrix: dnnl_sgemm, per matrix;
+ *   - otherwise the matmul primitive, cached per shape, whole batches (with
+ *     broadcasting) in one call.
+ * float64 goes to OpenBLAS dgemm (oneDNN has none). A shape the matmul
+ * primitive refuses is done one matrix at a time with dnnl_sgemm. */
 #include <config.h>
 
 #include "cpu_kernels.h"
@@ -48,29 +51,45 @@
 
 /* Products this small go to OpenBLAS when it runs AVX-512 kernels. */
 #define SMALL_PRODUCT ((int64_t)1 << 17)
+/* Products this large go to dnnl_sgemm. */
+#define LARGE_PRODUCT ((int64_t)1 << 30)
+
+/* The library of one product. */
+typedef enum backend {
+  BACKEND_OPENBLAS,     /* cblas_sgemm / cblas_dgemm, per matrix */
+  BACKEND_ONEDNN_SGEMM, /* dnnl_sgemm, per matrix */
+  BACKEND_ONEDNN_MATMUL /* the matmul primitive, whole batches */
+} backend;
 
 /* ---- the per-matrix path ------------------------------------------------- */
 
 /* One row-major product c (m, n) = op(a) op(b), op transposing when ta/tb:
- * a is stored (m, k) or (k, m), b (k, n) or (n, k). */
-static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k,
+ * a is stored (m, k) or (k, m), b (k, n) or (n, k); with OpenBLAS or
+ * dnnl_sgemm (bk). */
+static int sgemm(backend bk, int ta, int tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c, wf_status *st) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
+#ifdef HAVE_DNNL
+  if (bk != BACKEND_OPENBLAS) {
+    dnnl_status_t s;
+
+    wf__cpu_omp_threads();
+    s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+                   ldb, 0.0f, c, n);
+    return s == dnnl_success ? 0 : wf__dnnl_fail(s, "sgemm", st);
+  }
+#endif
 #ifdef HAVE_OPENBLAS
-  (void)st;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
               (blasint)k, 1.0f, a, (blasint)lda, b, (blasint)ldb, 0.0f, c,
               (blasint)n);
-  return 0;
 #else
-  dnnl_status_t s;
-
-  wf__cpu_omp_threads();
-  s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
-                 ldb, 0.0f, c, n);
-  return s == dnnl_success ? 0 : wf__dnnl_fail(s, "sgemm", st);
+  assert(!"OpenBLAS chosen in a build without it");
 #endif
+  (void)bk;
+  (void)st;
+  return 0;
 }
 
 #ifdef HAVE_OPENBLAS
@@ -111,8 +130,9 @@ typedef struct gemm_job {
   void *out;
 } gemm_job;
 
-/* Every matrix of the (broadcast) batch, one library call each. */
-static int gemm_each(const gemm_job *j, wf_status *st) {
+/* Every matrix of the (broadcast) batch, one library call each (float64:
+ * OpenBLAS; float32: bk). */
+static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
   wf_shape bs[2], bo;
   opc_bcast b;
   size_t es = j->dtype == WF_FLOAT64 ? sizeof(double) : sizeof(float);
@@ -121,8 +141,8 @@ static int gemm_each(const gemm_job *j, wf_status *st) {
 
 #ifdef HAVE_OPENBLAS
   /* BLAS takes int sizes. */
-  if (j->m > INT_MAX || j->n > INT_MAX || j->k > INT_MAX ||
-      j->m * j->k > INT_MAX || j->k * j->n > INT_MAX)
+  if ((bk == BACKEND_OPENBLAS || j->dtype == WF_FLOAT64) && (j->m > INT_MAX || j->n > INT_MAX || j->k > INT_MAX ||
+      j->m * j->k > INT_MAX || j->k * j->n > INT_MAX))
     return opc_fail(st, WF_UNIMPLEMENTED,
                     "matrices of %" PRId64 " x %" PRId64 " x %" PRId64
                     " exceed what BLAS indexes with int",
@@ -145,7 +165,7 @@ static int gemm_each(const gemm_job *j, wf_status *st) {
       }
 #endif
       assert(j->dtype == WF_FLOAT32);
-      if (sgemm(j->ta, j->tb, j->m, j->n, j->k, (const float *)x,
+      if (sgemm(bk, j->ta, j->tb, j->m, j->n, j->k, (const float *)x,
                 (const float *)y, (float *)o, st))
         return opc_host()->status_code(st);
     }
@@ -212,7 +232,7 @@ static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
   wf__cpu_key_shape(&key, &j->ys);
   if (!(p = wf__dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
     return opc_host()->status_code(st);
-  rc = p->fallback ? gemm_each(j, st)
+  rc = p->fallback ? gemm_each(j, BACKEND_ONEDNN_SGEMM, st)
                    : wf__dnnl_plan_run(p, data, "matmul", st);
   wf__dnnl_cache_put(&s->cache, p);
   return rc;
@@ -340,6 +360,20 @@ static int gemm_begin(wf_kernel_ctx *ctx, const gemm_state *g, int batch,
   return 0;
 }
 
+/* The rule of the file's header for a float32 job. */
+static backend choose(const gemm_job *j) {
+  int64_t mnk = j->m * j->n * j->k;
+
+#ifdef HAVE_DNNL
+  if (openblas_avx512() && mnk <= SMALL_PRODUCT)
+    return BACKEND_OPENBLAS;
+  return mnk >= LARGE_PRODUCT ? BACKEND_ONEDNN_SGEMM : BACKEND_ONEDNN_MATMUL;
+#else
+  (void)mnk;
+  return BACKEND_OPENBLAS;
+#endif
+}
+
 static int gemm_compute(wf_kernel_ctx *ctx, void *state, int batch,
                         wf_status *st) {
   const wf_host *h = opc_host();
@@ -356,13 +390,20 @@ static int gemm_compute(wf_kernel_ctx *ctx, void *state, int batch,
     return 0;
   }
   if (j.dtype == WF_FLOAT64)
-    return gemm_each(&j, st);
+    return gemm_each(&j, BACKEND_OPENBLAS, st);
   assert(j.dtype == WF_FLOAT32);
+  switch (choose(&j)) {
+  case BACKEND_OPENBLAS:
+    return gemm_each(&j, BACKEND_OPENBLAS, st);
+  case BACKEND_ONEDNN_SGEMM:
+    return gemm_each(&j, BACKEND_ONEDNN_SGEMM, st);
+  default:
 #ifdef HAVE_DNNL
-  if (!(openblas_avx512() && j.m * j.n * j.k <= SMALL_PRODUCT))
     return gemm_dnnl(g->dnnl, &j, st);
+#else
+    return gemm_each(&j, BACKEND_OPENBLAS, st);
 #endif
-  return gemm_each(&j, st);
+  }
 }
 
 static int matmul_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {

@@ -4,7 +4,8 @@
  * engine, and the libraries' line of the device description.
  *
  * It runs no kernel itself (cpu_gemm.c, cpu_conv.c, cpu_pool.c,
- * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c and cpu_rnn.c do) and does not
+ * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c, cpu_bias.c and cpu_rnn.c do)
+ * and does not
  * pin threads (the core's pool does; OpenMP's and OpenBLAS's own threads
  * are left where the system puts them). */
 #include <config.h>
@@ -43,6 +44,8 @@ const wf_kernel_def *const wf__cpu_kernels[] = {
     &wf__cpu_k_log_softmax_grad,
     &wf__cpu_k_batch_norm,
     &wf__cpu_k_batch_norm_grad,
+    &wf__cpu_k_bias_add,
+    &wf__cpu_k_bias_add_grad,
     WF_CPU_ELTWISE_KERNELS,
     &wf__cpu_k_lstm,
     &wf__cpu_k_lstm_grad,
@@ -163,16 +166,3 @@ dnnl_engine_t wf__dnnl_engine(void) {
   return engine;
 }
 #endif
-
-/* ---- shape keys ----------------------------------------------------------- */
-
-void wf__cpu_key_word(wf__cpu_key *k, int64_t v) {
-  assert(k->n < WF_CPU_KEY_MAX);
-  k->w[k->n++] = v;
-}
-
-void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s) {
-  wf__cpu_key_word(k, s->rank);
-  for (int i = 0; i < s->rank; i++)
-    wf__cpu_key_word(k, s->dims[i]);
-}

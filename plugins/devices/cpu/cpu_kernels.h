@@ -39,7 +39,8 @@ extern const wf_kernel_def wf__cpu_k_conv2d, wf__cpu_k_conv2d_backprop_input,
     wf__cpu_k_conv2d_backprop_filter, wf__cpu_k_max_pool, wf__cpu_k_avg_pool,
     wf__cpu_k_max_pool_grad, wf__cpu_k_avg_pool_grad, wf__cpu_k_softmax,
     wf__cpu_k_log_softmax, wf__cpu_k_softmax_grad, wf__cpu_k_log_softmax_grad,
-    wf__cpu_k_batch_norm, wf__cpu_k_batch_norm_grad, wf__cpu_k_lstm,
+    wf__cpu_k_batch_norm, wf__cpu_k_batch_norm_grad, wf__cpu_k_bias_add,
+    wf__cpu_k_bias_add_grad, wf__cpu_k_lstm,
     wf__cpu_k_lstm_grad, wf__cpu_k_gru, wf__cpu_k_gru_grad;
 /* cpu_eltwise.c: activations and their backward ops. */
 extern const wf_kernel_def wf__cpu_k_relu, wf__cpu_k_leaky_relu,
@@ -76,22 +77,6 @@ void wf__cpu_kernels_describe(char *out, size_t size);
  * keeps it per thread; executor threads start with the library default).
  * Cheap after the first call on a thread. */
 void wf__cpu_omp_threads(void);
-
-/* ---- shape keys ------------------------------------------------------------ */
-
-/* Longest key a kernel builds: every input's rank and dims, plus a few
- * kernel-chosen words. */
-#define WF_CPU_KEY_MAX 112
-
-typedef struct wf__cpu_key {
-  int n;
-  int64_t w[WF_CPU_KEY_MAX];
-} wf__cpu_key;
-
-/* Appends s's rank and dims (asserts room). */
-void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s);
-/* Appends one word. */
-void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
 
 #ifdef HAVE_DNNL
 
@@ -196,8 +181,6 @@ typedef struct wf__dnnl_plan {
   /* Set when oneDNN cannot run this shape: the kernel does it another way
    * (the reference computation) every time this shape comes back. */
   int fallback;
-  /* Kernel-specific data of the shape (sizes the kernel needs each run). */
-  int64_t extra[8];
 } wf__dnnl_plan;
 
 /* A new empty plan with its own stream. */
@@ -230,6 +213,20 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
                       wf_status *st);
 
 /* ---- the per-node cache ---------------------------------------------------- */
+
+/* Longest key a kernel builds: every input's rank and dims, plus a few
+ * kernel-chosen words. */
+#define WF_CPU_KEY_MAX 112
+
+typedef struct wf__cpu_key {
+  int n;
+  int64_t w[WF_CPU_KEY_MAX];
+} wf__cpu_key;
+
+/* Appends s's rank and dims (asserts room). */
+void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s);
+/* Appends one word. */
+void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
 
 /* Plans of one node, keyed by shape (and whatever else the kernel puts in
  * the key), at most WF_DNNL_CACHE_MAX of them, least recently used out.

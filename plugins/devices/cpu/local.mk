@@ -34,9 +34,11 @@ plugins_devices_cpu_device_cpu_la_SOURCES += \
 	plugins/devices/cpu/cpu_eltwise.c \
 	plugins/devices/cpu/cpu_softmax.c \
 	plugins/devices/cpu/cpu_bnorm.c \
+	plugins/devices/cpu/cpu_bias.c \
 	plugins/devices/cpu/cpu_rnn.c \
 	plugins/ops/nn/nn.h \
 	plugins/ops/nn/util.c \
+	plugins/ops/nn/bias.c \
 	plugins/ops/nn/conv.c \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
