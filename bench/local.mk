@@ -16,12 +16,6 @@ bench_pipeline_SOURCES = bench/pipeline.c bench/bench_util.h
 bench_pipeline_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 bench_pipeline_LDADD = $(BENCH_LDADD) $(ZLIB_LIBS)
 
-bench: bench/dispatch bench/cnn_infer bench/pipeline
-	bench/dispatch
-	bench/cnn_infer
-	bench/pipeline
-	bench/pipeline --mode wait
-.PHONY: bench
 
 # gemm: matrix products through a one-node graph next to direct library
 # calls; gemm_backends: the measurement behind the CPU plugin's choice of
@@ -44,3 +38,24 @@ bench_gemm_backends_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 bench_gemm_backends_LDADD = $(OPENBLAS_LIBS) $(DNNL_LIBS) -lgomp $(LIBM)
 endif
 endif
+
+bench: bench/dispatch bench/cnn_infer bench/pipeline bench/gemm
+	bench/dispatch
+	bench/cnn_infer
+	bench/gemm
+	bench/pipeline
+	bench/pipeline --mode wait
+.PHONY: bench
+
+# train: mlp and cnn training throughput over one epoch of Fashion-MNIST
+# (after a warm-up epoch that fills the pipeline's cache), and the peak RSS
+# of the cnn run. `make bench` runs it before the programs above.
+noinst_PROGRAMS += bench/train
+bench_train_SOURCES = bench/train.c bench/bench_util.h
+bench_train_LDADD = $(BENCH_LDADD)
+
+bench: bench-train
+bench-train: bench/train
+	bench/train --model mlp
+	bench/train --model cnn
+.PHONY: bench-train

@@ -2,6 +2,10 @@
  * their initializers, layers, losses and metrics, built from the ops of the
  * standard plugins by name.
  *
+ * The recurrent layers wrap the GRU and LSTM ops of the rnn plugin (one
+ * layer, one direction, zero initial state); there is no orthogonal
+ * initializer, so their recurrent kernels are Glorot-uniform.
+ *
  * It only adds graph nodes; the optimizer step is core/optimizer.c's. */
 #include <config.h>
 
@@ -611,6 +615,122 @@ wf_output wf_layer_batch_norm(wf_model *m, wf_output x, double momentum,
     }
   }
   return layer_end(m, name, out, st);
+}
+
+/* ---- recurrent layers ------------------------------------------------------ */
+
+static wf_output int64_vector(wf_model *m, const int64_t *v, int64_t n,
+                              wf_status *st) {
+  wf_tensor *t = wf_tensor_new(WF_INT64, &n, 1, st);
+  if (!t)
+    return (wf_output){NULL, 0};
+  memcpy(wf_tensor_data(t), v, (size_t)n * sizeof *v);
+  return wf__m_const_tensor(m, t, st);
+}
+
+/* (A, B, C) -> (B, A, C): batch-major to time-major and back. */
+static wf_output swap_leading(wf_model *m, wf_output x, wf_status *st) {
+  static const int64_t perm[3] = {1, 0, 2};
+  return op2(m, "Transpose", x, int64_vector(m, perm, 3, st), st);
+}
+
+/* Float32 zeros (N, units), N the first dimension of x as run: the initial
+ * state of a recurrent layer over any batch size. */
+static wf_output zero_state(wf_model *m, wf_output x, int units,
+                            wf_status *st) {
+  static const int64_t first = 0, one = 1;
+  const int64_t h = units;
+  wf_attr_item out_type = {"out_type", {.type = WF_ATTR_DTYPE, .count = 1,
+                                        .u.dtype = WF_INT64}};
+  wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
+  wf_output shape = wf__m_op(m, "Shape", &x, 1, &out_type, 1, st);
+  wf_output in[3] = {shape, int64_vector(m, &first, 1, st),
+                     int64_vector(m, &one, 1, st)};
+  if (!in[0].node || !in[1].node || !in[2].node)
+    return (wf_output){NULL, 0};
+  wf_output parts[2] = {wf__m_op(m, "Slice", in, 3, NULL, 0, st),
+                        int64_vector(m, &h, 1, st)};
+  if (!parts[0].node || !parts[1].node)
+    return (wf_output){NULL, 0};
+  wf_output dims = wf__m_op(m, "Concat", parts, 2, &axis, 1, st);
+  return op2(m, "Fill", dims, wf__m_scalar(m, WF_FLOAT32, 0.0, st), st);
+}
+
+/* A GRU (gates 3) or LSTM (gates 4) layer as weft/layers.h describes. */
+static wf_output recurrent(wf_model *m, const char *kind, const char *op,
+                           int gates, wf_output x, int units,
+                           wf_output *sequence, wf_status *st) {
+  char name[128];
+  wf_output out = {NULL, 0};
+  if (sequence)
+    *sequence = out;
+  if (!x.node)
+    return x;
+  int64_t c = static_dim(x, 2);
+  if (static_rank(x) != 3 || c <= 0 || units < 1) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "%s layer: input '%s' must be (N, T, C) with C known and "
+                  "units (%d) at least 1",
+                  kind, x.node->name, units);
+    return out;
+  }
+  if (layer_begin(m, kind, name, sizeof name, st))
+    return out;
+  int64_t gh = (int64_t)gates * units;
+  int64_t kd[2] = {c, gh}, rd[2] = {units, gh}, bd[1] = {gh};
+  char vn[160];
+  snprintf(vn, sizeof vn, "%s/kernel", name);
+  wf__mvar *k = wf__m_variable(m, vn, WF_FLOAT32, kd, 2,
+                               WF_INIT_GLOROT_UNIFORM, 0, 1, st);
+  snprintf(vn, sizeof vn, "%s/recurrent_kernel", name);
+  wf__mvar *r = k ? wf__m_variable(m, vn, WF_FLOAT32, rd, 2,
+                                   WF_INIT_GLOROT_UNIFORM, 0, 1, st)
+                  : NULL;
+  snprintf(vn, sizeof vn, "%s/bias", name);
+  wf__mvar *b = r ? wf__m_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS,
+                                   0, 1, st)
+                  : NULL;
+  if (!b)
+    return layer_end(m, name, out, st);
+  k->is_kernel = r->is_kernel = 1;
+  wf_output kr = wf__m_read(m, k, st), rr = wf__m_read(m, r, st),
+            br = wf__m_read(m, b, st);
+  if (m->training) {
+    k->read_train = kr;
+    r->read_train = rr;
+    b->read_train = br;
+  }
+  wf_output xt = swap_leading(m, x, st);
+  wf_output h0 = zero_state(m, x, units, st);
+  if (!kr.node || !rr.node || !br.node || !xt.node || !h0.node)
+    return layer_end(m, name, out, st);
+  /* x, h0, (c0,) w, r, b: the LSTM's cell starts at zero too. */
+  wf_output in[6] = {xt, h0, h0, kr, rr, br};
+  int n = 0;
+  wf_output args[6];
+  for (int i = 0; i < 6; i++)
+    if (i != 2 || gates == 4)
+      args[n++] = in[i];
+  wf_node *cell = wf__node_add_flat(m->g, op, NULL, args, n, NULL, 0, st);
+  if (!cell)
+    return layer_end(m, name, out, st);
+  out = (wf_output){cell, 1};
+  if (sequence) {
+    *sequence = swap_leading(m, (wf_output){cell, 0}, st);
+    if (!sequence->node)
+      out = *sequence;
+  }
+  return layer_end(m, name, out, st);
+}
+
+wf_output wf_layer_gru(wf_model *m, wf_output x, int units,
+                       wf_output *sequence, wf_status *st) {
+  return recurrent(m, "gru", "GRU", 3, x, units, sequence, st);
+}
+
+wf_output wf_layer_lstm(wf_model *m, wf_output x, int units,
+                        wf_output *sequence, wf_status *st) {
+  return recurrent(m, "lstm", "LSTM", 4, x, units, sequence, st);
 }
 
 /* ---- losses and metrics -------------------------------------------------------- */

@@ -28,6 +28,7 @@ core_libweftcore_la_SOURCES = \
 	core/pass_arithmetic.c \
 	core/pass_constant_folding.c \
 	core/pass_cse.c \
+	core/pass_fusion.c \
 	core/partition.c core/partition.h \
 	core/placement.c core/placement.h \
 	core/prefetch.c \

@@ -25,3 +25,19 @@ tests_core_test_passes_SOURCES = tests/core/test_passes.c
 tests_core_test_passes_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_passes_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_passes_LDADD = $(TEST_LDADD)
+
+# The recurrent layers (wf_layer_gru, wf_layer_lstm) with the rnn plugin.
+check_PROGRAMS += tests/core/test_layers_rnn
+TESTS += tests/core/test_layers_rnn
+tests_core_test_layers_rnn_SOURCES = tests/core/test_layers_rnn.c
+tests_core_test_layers_rnn_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_layers_rnn_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_layers_rnn_LDADD = $(TEST_LDADD)
+
+# The fusion pass (core/pass_fusion.c) with the math, nn and cpu plugins.
+check_PROGRAMS += tests/core/test_pass_fusion
+TESTS += tests/core/test_pass_fusion
+tests_core_test_pass_fusion_SOURCES = tests/core/test_pass_fusion.c
+tests_core_test_pass_fusion_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_pass_fusion_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_pass_fusion_LDADD = $(TEST_LDADD)

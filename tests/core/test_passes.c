@@ -892,6 +892,67 @@ static void test_mlp_trains_the_same_with_all_passes_on_and_off(void **state) {
   assert_true(nodes_on < nodes_off);
 }
 
+/* The reference cnn (conv 3x3 16, pool, conv 3x3 32, pool, dense 10, Adam)
+ * on a fixed batch of 8: five training steps' losses. */
+static void cnn_losses(wf_runtime *r, double *losses) {
+  enum { B = 8, P = 28 * 28 };
+  wf_graph *g = wf_graph_new(r);
+  int64_t xd[4] = {B, 28, 28, 1}, yd[1] = {B};
+  static float xv[B * P];
+  int32_t yv[B];
+  for (int i = 0; i < B * P; i++)
+    xv[i] = (float)(0.5 + 0.5 * cos(i * 0.021));
+  for (int i = 0; i < B; i++)
+    yv[i] = (i * 3) % 10;
+  net n;
+  memset(&n, 0, sizeof n);
+  n.g = g;
+  wf_output x = feed(&n, "x", WF_FLOAT32, xd, 4, NULL, xv);
+  wf_output y = feed(&n, "y", WF_INT32, yd, 1, NULL, yv);
+  wf_model *m = wf_model_new(g, 6, st);
+  wf_model_begin(m, 1);
+  wf_output h = wf_layer_conv2d(m, x, 16, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+  h = wf_layer_conv2d(m, h, 32, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+  h = wf_layer_flatten(m, h, st);
+  wf_output logits = wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
+  wf_output loss = wf_loss_sparse_softmax_cross_entropy(m, logits, y, st);
+  if (!loss.node)
+    fail_msg("cnn: %s", wf_status_message(st));
+  wf_optimizer o = wf_optimizer_defaults(WF_OPT_ADAM);
+  wf_node *step = wf_model_minimize(m, loss, &o, st);
+  if (!step)
+    fail_msg("minimize: %s", wf_status_message(st));
+  fetch(&n, loss);
+  n.targets[n.ntargets++] = step;
+  wf_session *s = wf_session_new(g, st);
+  wf_node *init = wf_model_init_op(m, st);
+  assert_non_null(init);
+  run_target(s, init);
+  for (int k = 0; k < 5; k++) {
+    wf_tensor *lv = NULL;
+    net_run(&n, s, &lv);
+    losses[k] = fetched_float(lv, 0);
+    wf_tensor_release(lv);
+  }
+  wf_session_free(s);
+  wf_model_free(m);
+  for (int i = 0; i < n.nfeeds; i++)
+    wf_tensor_release(n.values[i]);
+  wf_graph_free(g);
+}
+
+static void test_cnn_trains_the_same_with_all_passes_on_and_off(void **state) {
+  (void)state;
+  double off[5], on[5];
+  cnn_losses(rt_none, off);
+  cnn_losses(rt_all, on);
+  for (int k = 0; k < 5; k++)
+    assert_float_equal(on[k], off[k], 1e-5 * fabs(off[k]) + 1e-6);
+  assert_true(off[4] < off[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
@@ -911,6 +972,7 @@ int main(void) {
       cmocka_unit_test(test_arithmetic_never_fetches_a_fed_tensor),
       cmocka_unit_test(test_all_passes_give_the_same_values),
       cmocka_unit_test(test_mlp_trains_the_same_with_all_passes_on_and_off),
+      cmocka_unit_test(test_cnn_trains_the_same_with_all_passes_on_and_off),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

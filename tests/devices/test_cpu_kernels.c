@@ -187,6 +187,36 @@ static void attr_float(kcase *c, const char *name, double v) {
   c->attrs[i] = (wf_attr_value){.type = WF_ATTR_FLOAT, .count = 1, .u.f = v};
 }
 
+/* A list(string) attribute; v is borrowed (static storage). */
+static void attr_strings(kcase *c, const char *name, const char *const *v,
+                         int n) {
+  int i = c->nattrs++;
+
+  assert_true(i < MAX_ATTRS);
+  c->attr_names[i] = name;
+  c->attrs[i] = (wf_attr_value){.type = WF_ATTR_LIST | WF_ATTR_STRING,
+                                .count = n,
+                                .u.strings = v};
+}
+
+/* The fused ops' epilogues: fused_ops lists and their names. */
+static const char *const fused_lists[][2] = {
+    {"BiasAdd", NULL},  {"BiasAdd", "Relu"}, {"BiasAdd", "Sigmoid"},
+    {"BiasAdd", "Tanh"}, {"BiasAdd", "Elu"},  {"BiasAdd", "Gelu"},
+    {"BiasAdd", "LeakyRelu"}};
+#define NFUSED (int)(sizeof fused_lists / sizeof *fused_lists)
+
+/* Sets fused_ops (list f of fused_lists) and, for LeakyRelu, alpha. */
+static void fused_attrs(kcase *c, int f) {
+  int n = fused_lists[f][1] ? 2 : 1;
+
+  attr_strings(c, "fused_ops", fused_lists[f], n);
+  if (n == 2 && strcmp(fused_lists[f][1], "LeakyRelu") == 0)
+    attr_float(c, "alpha", 0.15);
+  case_note(c, " fused_ops=%s%s%s", fused_lists[f][0], n == 2 ? "," : "",
+            n == 2 ? fused_lists[f][1] : "");
+}
+
 /* The case's node in g, on placeholders. NULL with st set when refused. */
 static wf_node *build(wf_graph *g, const kcase *c, wf_status *st) {
   wf_output in[MAX_IN];
@@ -428,6 +458,37 @@ static void test_matmul_matches_reference_on_random_shapes(void **state) {
   expect_fast_path("MatMul", before);
 }
 
+/* _FusedMatMul (bias and each activation as oneDNN post-ops, or the
+ * reference epilogue after OpenBLAS) against the reference fused kernel:
+ * random sizes, every transpose pair, float32 and float64. */
+static void test_fused_matmul_matches_reference(void **state) {
+  static const int64_t sizes[] = {1, 2, 3, 7, 16, 31, 64, 65, 129};
+  rng r = {21};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 4 * NFUSED; i++) {
+    wf_dtype dt = i % 5 == 4 && HAVE_F64 ? WF_FLOAT64 : WF_FLOAT32;
+    int64_t m = sizes[irand(&r, 0, 8)], n = sizes[irand(&r, 0, 8)];
+    int64_t k = sizes[irand(&r, 0, 8)];
+    int ta = i & 1, tb = (i >> 1) & 1;
+    int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n};
+    kcase c;
+
+    case_init(&c, "_FusedMatMul", dt);
+    case_note(&c, " %s m=%lld n=%lld k=%lld ta=%d tb=%d", wf_dtype_name(dt),
+              (long long)m, (long long)n, (long long)k, ta, tb);
+    add_input(&c, &r, dt, ad, 2, -1, 1);
+    add_input(&c, &r, dt, bd, 2, -1, 1);
+    add_input(&c, &r, dt, &n, 1, -1, 1);
+    attr_bool(&c, "transpose_a", ta);
+    attr_bool(&c, "transpose_b", tb);
+    fused_attrs(&c, i % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("_FusedMatMul", before);
+}
+
 /* One product of 2^30 multiply-adds: the size from which cpu_gemm.c calls
  * dnnl_sgemm instead of the matmul primitive. */
 static void test_large_matmul_matches_reference(void **state) {
@@ -622,6 +683,32 @@ static void test_conv2d_matches_reference_on_random_windows(void **state) {
   for (int i = 0; i < 80; i++)
     conv_case(&r, FWD);
   expect_fast_path("Conv2D", before);
+}
+
+/* _FusedConv2D (bias input and eltwise post-op) against the reference
+ * fused kernel, on random windows in both formats, each epilogue. */
+static void test_fused_conv2d_matches_reference(void **state) {
+  rng r = {22};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 6 * NFUSED; i++) {
+    int64_t xd[4], fd[4];
+    win w;
+    kcase c;
+
+    draw_window(&r, &w, 1);
+    act_dims(&w, w.h, w.w, w.c, xd);
+    fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
+    case_init(&c, "_FusedConv2D", WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    fused_attrs(&c, i % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("_FusedConv2D", before);
 }
 
 static void test_conv2d_backprop_input_matches_reference(void **state) {
@@ -1224,9 +1311,11 @@ int main(void) {
       cmocka_unit_test(test_matmul_matches_reference_on_random_shapes),
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
       cmocka_unit_test(test_large_matmul_matches_reference),
+      cmocka_unit_test(test_fused_matmul_matches_reference),
 #endif
 #ifdef HAVE_NN_KERNELS
       cmocka_unit_test(test_conv2d_matches_reference_on_random_windows),
+      cmocka_unit_test(test_fused_conv2d_matches_reference),
       cmocka_unit_test(test_conv2d_backprop_input_matches_reference),
       cmocka_unit_test(test_conv2d_backprop_filter_matches_reference),
       cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),

@@ -79,7 +79,7 @@ enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_WEIGHTS };
 
 /* Plan memories, the same for the three kinds: the activation (x or dx),
  * the filter (or its gradient), the output side (y or dy). */
-enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2 };
+enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2, MEM_B = 3 /* _FusedConv2D's bias */ };
 
 typedef struct conv_state {
   wf__dnnl_cache cache;
@@ -92,6 +92,7 @@ typedef struct conv_job {
   int kind, nchw;
   int64_t n, c, co;
   wf__cpu_win g;
+  const opc_fused *fused; /* _FusedConv2D (forward only), else NULL */
 } conv_job;
 
 static void conv_destroy(void *state) {
@@ -127,7 +128,7 @@ static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
  * oneDNN's. */
 static int conv_fwd_pd(const conv_job *j, int any, dnnl_prop_kind_t prop,
                        dnnl_primitive_desc_t *pd, wf_status *st) {
-  dnnl_memory_desc_t x, f, y;
+  dnnl_memory_desc_t x, f, y, b;
   dnnl_convolution_desc_t desc;
   int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
   int64_t xd[4] = {j->n, j->c, j->g.in[0], j->g.in[1]};
@@ -138,13 +139,17 @@ static int conv_fwd_pd(const conv_job *j, int any, dnnl_prop_kind_t prop,
 
   if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
       wf__dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st))
+      wf__dnnl_md_tag(&y, 4, yd, act, st) ||
+      (j->fused && wf__dnnl_md(&b, 1, &j->co, NULL, st)))
     return opc_host()->status_code(st);
   s = dnnl_dilated_convolution_forward_desc_init(
-      &desc, prop, dnnl_convolution_direct, &x, &f, NULL, &y, j->g.strides,
-      j->g.dilates, j->g.pad_l, j->g.pad_r);
+      &desc, prop, dnnl_convolution_direct, &x, &f, j->fused ? &b : NULL, &y,
+      j->g.strides, j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
     return wf__dnnl_refuse(s, "convolution setup", st);
+  if (j->fused)
+    return wf__dnnl_pd_fused(pd, &desc, j->fused, "fused convolution setup",
+                             st);
   return wf__dnnl_pd(pd, &desc, NULL, "convolution setup", st);
 }
 
@@ -196,9 +201,9 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   const conv_job *j = arg;
   const wf_host *h = opc_host();
   dnnl_primitive_desc_t pd = NULL, fwd = NULL;
-  dnnl_memory_desc_t xu, fu, yu;
+  dnnl_memory_desc_t xu, fu, yu, bu;
   int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
-  int ids[3], mems[3] = {MEM_X, MEM_F, MEM_Y};
+  int ids[4], mems[4] = {MEM_X, MEM_F, MEM_Y, MEM_B};
   int xfl, ffl, yfl, rc = 0;
   dnnl_query_t qx, qf, qy;
 
@@ -234,6 +239,7 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     ids[0] = DNNL_ARG_SRC, ids[1] = DNNL_ARG_WEIGHTS, ids[2] = DNNL_ARG_DST;
     qx = dnnl_query_src_md, qf = dnnl_query_weights_md, qy = dnnl_query_dst_md;
     xfl = WF_DNNL_IN, ffl = WF_DNNL_WEIGHTS, yfl = WF_DNNL_OUT;
+    ids[3] = DNNL_ARG_BIAS;
     break;
   case CONV_BWD_DATA:
     ids[0] = DNNL_ARG_DIFF_SRC, ids[1] = DNNL_ARG_WEIGHTS;
@@ -260,7 +266,10 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
                         ffl, st) ||
       wf__dnnl_plan_mem(p, MEM_Y, &yu, dnnl_primitive_desc_query_md(pd, qy, 0),
                         yfl, st) ||
-      wf__dnnl_plan_step(p, pd, ids, mems, 3, st))
+      (j->fused &&
+       (wf__dnnl_md(&bu, 1, &j->co, NULL, st) ||
+        wf__dnnl_plan_mem(p, MEM_B, &bu, NULL, WF_DNNL_IN, st))) ||
+      wf__dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st))
     goto fail;
   goto done;
 
@@ -276,14 +285,16 @@ done:
 
 /* Runs the fast path when it can, else the reference kernel ref. Inputs:
  * FWD (input, filter); BWD_DATA (input_sizes, filter, out_backprop);
- * BWD_WEIGHTS (input, filter_sizes, out_backprop). */
-static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
-                        const wf_kernel_def *ref, wf_status *st) {
+ * BWD_WEIGHTS (input, filter_sizes, out_backprop). fu and bias: FWD of
+ * _FusedConv2D (its epilogue and bias), else NULL. */
+static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
+                              const wf_kernel_def *ref, const opc_fused *fu,
+                              const wf_tensor *bias, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *in[3] = {NULL, NULL, NULL};
   wf_shape xs, fs, ys, dys;
   int64_t x4[4], ksz[2];
-  void *data[3];
+  void *data[4];
   conv_job j;
   wf__cpu_key key = {0};
   wf__dnnl_plan *p;
@@ -311,6 +322,7 @@ static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
     goto reference;
   memset(&j, 0, sizeof j);
   j.kind = kind;
+  j.fused = fu;
   j.nchw = s->win.nchw;
   wf__cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3], j.co = fs.dims[3];
@@ -328,6 +340,13 @@ static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
       j.g.in[1] == 0 || j.g.out[0] == 0 || j.g.out[1] == 0)
     goto reference;
 
+  if (fu) {
+    wf_shape bs;
+    h->tensor_shape(bias, &bs);
+    if (bs.rank != 1 || bs.dims[0] != j.co ||
+        h->tensor_dtype(bias) != WF_FLOAT32)
+      goto reference;
+  }
   wf__cpu_key_shape(&key, &xs);
   wf__cpu_key_shape(&key, &fs);
   if (!(p = wf__dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
@@ -342,6 +361,7 @@ static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
     data[MEM_X] = h->tensor_data(in[0]);
     data[MEM_F] = h->tensor_data(in[1]);
     data[MEM_Y] = out ? h->tensor_data(out) : NULL;
+    data[MEM_B] = fu ? h->tensor_data(bias) : NULL;
     break;
   case CONV_BWD_DATA:
     out = h->kernel_output_new(ctx, 0, &xs, st);
@@ -357,7 +377,8 @@ static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
     break;
   }
   rc = out ? wf__dnnl_plan_run(p, data,
-                               kind == CONV_FWD ? "convolution"
+                               kind == CONV_FWD ? (fu ? "fused convolution"
+                                                      : "convolution")
                                : kind == CONV_BWD_DATA
                                    ? "convolution backward data"
                                    : "convolution backward weights",
@@ -369,6 +390,11 @@ static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
 reference:
   h->status_set(st, WF_OK, "%s", "");
   return ref->compute(ctx, NULL, st);
+}
+
+static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
+                        const wf_kernel_def *ref, wf_status *st) {
+  return conv_compute_fused(ctx, s, kind, ref, NULL, NULL, st);
 }
 
 static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
@@ -385,6 +411,24 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
                                   wf_status *st) {
   return conv_compute(ctx, state, CONV_BWD_WEIGHTS,
                       &nn_conv2d_backprop_filter_kernel, st);
+}
+
+/* _FusedConv2D: the convolution with the bias as the primitive's bias
+ * input and the activation as an eltwise post-op; the reference fused
+ * kernel for what oneDNN does not take. */
+static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
+                                wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *bias;
+  opc_fused f;
+
+  if (opc_fused_kernel_attrs(ctx, &f, st) ||
+      opc_kernel_input(ctx, 2, &bias, NULL, st)) {
+    h->status_set(st, WF_OK, "%s", "");
+    return nn_fused_conv2d_kernel.compute(ctx, NULL, st);
+  }
+  return conv_compute_fused(ctx, state, CONV_FWD, &nn_fused_conv2d_kernel, &f,
+                            bias, st);
 }
 
 #define CONV_KERNEL(var, name, fn)                                             \
@@ -404,3 +448,4 @@ CONV_KERNEL(wf__cpu_k_conv2d_backprop_input, "Conv2DBackpropInput",
             conv_bp_input_compute);
 CONV_KERNEL(wf__cpu_k_conv2d_backprop_filter, "Conv2DBackpropFilter",
             conv_bp_filter_compute);
+CONV_KERNEL(wf__cpu_k_fused_conv2d, "_FusedConv2D", fused_conv2d_compute);

@@ -94,6 +94,68 @@ int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
   return 0;
 }
 
+/* oneDNN's eltwise algorithm and alpha for a fused activation. */
+static int fused_alg(const opc_fused *f, dnnl_alg_kind_t *alg, float *alpha) {
+  *alpha = 0.0f;
+  switch (f->act) {
+  case OPC_ACT_RELU:
+    *alg = dnnl_eltwise_relu;
+    return 1;
+  case OPC_ACT_LEAKY_RELU:
+    *alg = dnnl_eltwise_relu;
+    *alpha = (float)f->alpha;
+    return 1;
+  case OPC_ACT_SIGMOID:
+    *alg = dnnl_eltwise_logistic;
+    return 1;
+  case OPC_ACT_TANH:
+    *alg = dnnl_eltwise_tanh;
+    return 1;
+  case OPC_ACT_ELU:
+    *alg = dnnl_eltwise_elu;
+    *alpha = 1.0f;
+    return 1;
+  case OPC_ACT_GELU:
+    *alg = dnnl_eltwise_gelu_erf;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
+                      const opc_fused *f, const char *what, wf_status *st) {
+  dnnl_primitive_attr_t attr;
+  dnnl_post_ops_t po = NULL;
+  dnnl_alg_kind_t alg;
+  float alpha;
+  dnnl_status_t s = dnnl_success;
+
+  *pd = NULL;
+  if (wf__dnnl_attr(&attr, st))
+    return opc_host()->status_code(st);
+  if (fused_alg(f, &alg, &alpha)) {
+    s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success)
+      s = dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f);
+    if (s == dnnl_success)
+      s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (po)
+      dnnl_post_ops_destroy(po);
+    if (s != dnnl_success) {
+      dnnl_primitive_attr_destroy(attr);
+      return wf__dnnl_fail(s, "post-op setup", st);
+    }
+  }
+  s = dnnl_primitive_desc_create(pd, op_desc, attr, wf__dnnl_engine(), NULL);
+  dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) {
+    *pd = NULL;
+    return wf__dnnl_refuse(s, what, st);
+  }
+  return 0;
+}
+
 int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd) {
   const char *impl = NULL;
 

@@ -34,7 +34,11 @@
  *   - otherwise the matmul primitive, cached per shape, whole batches (with
  *     broadcasting) in one call.
  * float64 goes to OpenBLAS dgemm (oneDNN has none). A shape the matmul
- * primitive refuses is done one matrix at a time with dnnl_sgemm. */
+ * primitive refuses is done one matrix at a time with dnnl_sgemm.
+ *
+ * _FusedMatMul takes the same paths: on the matmul primitive its bias and
+ * activation are the primitive's bias input and an eltwise post-op; on the
+ * others the reference epilogue runs over the product. */
 #include <config.h>
 
 #include "cpu_kernels.h"
@@ -128,7 +132,16 @@ typedef struct gemm_job {
   wf_shape xs, ys, os; /* operand and output shapes */
   const void *x, *y;
   void *out;
+  /* _FusedMatMul: its epilogue and bias (N,); NULL for a plain product. */
+  const opc_fused *fused;
+  const void *bias;
 } gemm_job;
+
+/* The fused epilogue on j's output, when it has one. */
+static void epilogue(const gemm_job *j) {
+  if (j->fused)
+    opc_fused_apply(j->dtype, j->out, j->bias, j->m, j->n, 1, j->fused);
+}
 
 /* Every matrix of the (broadcast) batch, one library call each (float64:
  * OpenBLAS; float32: bk). */
@@ -186,8 +199,10 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
   dnnl_matmul_desc_t desc;
   dnnl_primitive_desc_t pd;
   dnnl_status_t s;
-  static const int ids[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-  static const int mems[3] = {0, 1, 2};
+  static const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                             DNNL_ARG_BIAS};
+  static const int mems[4] = {0, 1, 2, 3};
+  dnnl_memory_desc_t bmd;
   int rc;
 
   for (int i = 0; i < r; i++) {
@@ -209,15 +224,26 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
   if (wf__dnnl_md(&ymd, r, yd, perm, st) ||
       wf__dnnl_md(&omd, r, j->os.dims, NULL, st))
     return opc_host()->status_code(st);
-  s = dnnl_matmul_desc_init(&desc, &xmd, &ymd, NULL, &omd);
+  if (j->fused) {
+    /* The bias as a (1, ..., 1, N) row broadcast over the product. */
+    int64_t bd[WF_MAX_RANK];
+    for (int i = 0; i < r; i++)
+      bd[i] = i == r - 1 ? j->n : 1;
+    if (wf__dnnl_md(&bmd, r, bd, NULL, st))
+      return opc_host()->status_code(st);
+  }
+  s = dnnl_matmul_desc_init(&desc, &xmd, &ymd, j->fused ? &bmd : NULL, &omd);
   if (s != dnnl_success)
     return wf__dnnl_refuse(s, "matmul setup", st);
-  if (wf__dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
+  if (j->fused ? wf__dnnl_pd_fused(&pd, &desc, j->fused, "fused matmul setup",
+                                   st)
+               : wf__dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
     return opc_host()->status_code(st);
   rc = wf__dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||
        wf__dnnl_plan_mem(p, 1, &ymd, NULL, WF_DNNL_IN, st) ||
        wf__dnnl_plan_mem(p, 2, &omd, NULL, WF_DNNL_OUT, st) ||
-       wf__dnnl_plan_step(p, pd, ids, mems, 3, st);
+       (j->fused && wf__dnnl_plan_mem(p, 3, &bmd, NULL, WF_DNNL_IN, st)) ||
+       wf__dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st);
   dnnl_primitive_desc_destroy(pd);
   return rc ? opc_host()->status_code(st) : 0;
 }
@@ -225,15 +251,20 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
 static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
   wf__dnnl_plan *p;
   wf__cpu_key key = {0};
-  void *data[3] = {(void *)j->x, (void *)j->y, j->out};
+  void *data[4] = {(void *)j->x, (void *)j->y, j->out, (void *)j->bias};
   int rc;
 
   wf__cpu_key_shape(&key, &j->xs);
   wf__cpu_key_shape(&key, &j->ys);
   if (!(p = wf__dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
     return opc_host()->status_code(st);
-  rc = p->fallback ? gemm_each(j, BACKEND_ONEDNN_SGEMM, st)
-                   : wf__dnnl_plan_run(p, data, "matmul", st);
+  if (p->fallback) {
+    rc = gemm_each(j, BACKEND_ONEDNN_SGEMM, st);
+    if (rc == 0)
+      epilogue(j);
+  } else {
+    rc = wf__dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
+  }
   wf__dnnl_cache_put(&s->cache, p);
   return rc;
 }
@@ -415,6 +446,48 @@ static int batch_matmul_compute(wf_kernel_ctx *ctx, void *state,
   return gemm_compute(ctx, state, 1, st);
 }
 
+/* _FusedMatMul: the product with the bias and activation as oneDNN
+ * post-ops when the matmul primitive computes it, else the product by the
+ * chosen library and the reference epilogue over its output. */
+static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
+                                wf_status *st) {
+  const wf_host *h = opc_host();
+  gemm_state *g = state;
+  const wf_tensor *bias;
+  wf_shape bs;
+  opc_fused f;
+  gemm_job j;
+  wf_tensor *out;
+  int rc;
+
+  if (opc_fused_kernel_attrs(ctx, &f, st) ||
+      opc_kernel_input(ctx, 2, &bias, &bs, st) ||
+      gemm_begin(ctx, g, 0, &j, &out, st))
+    return h->status_code(st);
+  if (bs.rank != 1 || bs.dims[0] != j.n || h->tensor_dtype(bias) != j.dtype)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must be (%" PRId64 ",) of the operands' dtype",
+                    j.n);
+  j.fused = &f;
+  j.bias = h->tensor_data(bias);
+  if (h->tensor_count(out) == 0)
+    return 0;
+  if (j.k == 0) { /* empty sums */
+    memset(j.out, 0, h->tensor_nbytes(out));
+    epilogue(&j);
+    return 0;
+  }
+#ifdef HAVE_DNNL
+  if (j.dtype == WF_FLOAT32 && choose(&j) == BACKEND_ONEDNN_MATMUL)
+    return gemm_dnnl(g->dnnl, &j, st);
+#endif
+  rc = gemm_each(&j,
+                 j.dtype == WF_FLOAT64 ? BACKEND_OPENBLAS : choose(&j), st);
+  if (rc == 0)
+    epilogue(&j);
+  return rc;
+}
+
 #ifdef HAVE_OPENBLAS
 #define GEMM_DTYPES (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
 #else
@@ -444,5 +517,18 @@ const wf_kernel_def wf__cpu_k_batch_matmul = {
     .label = "onednn/openblas",
     .create = batch_matmul_create,
     .compute = batch_matmul_compute,
+    .destroy = gemm_destroy,
+};
+
+const wf_kernel_def wf__cpu_k_fused_matmul = {
+    WF_STRUCT_INIT(wf_kernel_def),
+    .op = "_FusedMatMul",
+    .device_type = "cpu",
+    .type_attr = "T",
+    .dtypes = GEMM_DTYPES,
+    .priority = WF_CPU_FAST_PRIORITY,
+    .label = "onednn/openblas",
+    .create = matmul_create,
+    .compute = fused_matmul_compute,
     .destroy = gemm_destroy,
 };

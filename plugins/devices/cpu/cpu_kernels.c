@@ -29,9 +29,11 @@ const wf_kernel_def *const wf__cpu_kernels[] = {
 #ifdef WF_CPU_HAVE_GEMM
     &wf__cpu_k_matmul,
     &wf__cpu_k_batch_matmul,
+    &wf__cpu_k_fused_matmul,
 #endif
 #ifdef HAVE_DNNL
     &wf__cpu_k_conv2d,
+    &wf__cpu_k_fused_conv2d,
     &wf__cpu_k_conv2d_backprop_input,
     &wf__cpu_k_conv2d_backprop_filter,
     &wf__cpu_k_max_pool,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "opcommon.h"
+#include "opfused.h"
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -32,7 +33,8 @@ extern const wf_kernel_def *const wf__cpu_kernels[];
 /* What each kernel file defines (listed in wf__cpu_kernels). */
 #if defined(HAVE_DNNL) || defined(HAVE_OPENBLAS)
 #define WF_CPU_HAVE_GEMM 1
-extern const wf_kernel_def wf__cpu_k_matmul, wf__cpu_k_batch_matmul;
+extern const wf_kernel_def wf__cpu_k_matmul, wf__cpu_k_batch_matmul,
+    wf__cpu_k_fused_matmul;
 #endif
 #ifdef HAVE_DNNL
 extern const wf_kernel_def wf__cpu_k_conv2d, wf__cpu_k_conv2d_backprop_input,
@@ -40,7 +42,7 @@ extern const wf_kernel_def wf__cpu_k_conv2d, wf__cpu_k_conv2d_backprop_input,
     wf__cpu_k_max_pool_grad, wf__cpu_k_avg_pool_grad, wf__cpu_k_softmax,
     wf__cpu_k_log_softmax, wf__cpu_k_softmax_grad, wf__cpu_k_log_softmax_grad,
     wf__cpu_k_batch_norm, wf__cpu_k_batch_norm_grad, wf__cpu_k_bias_add,
-    wf__cpu_k_bias_add_grad, wf__cpu_k_lstm,
+    wf__cpu_k_bias_add_grad, wf__cpu_k_fused_conv2d, wf__cpu_k_lstm,
     wf__cpu_k_lstm_grad, wf__cpu_k_gru, wf__cpu_k_gru_grad;
 /* cpu_eltwise.c: activations and their backward ops. */
 extern const wf_kernel_def wf__cpu_k_relu, wf__cpu_k_leaky_relu,
@@ -114,6 +116,11 @@ int wf__dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st);
 int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
                 const_dnnl_primitive_desc_t hint, const char *what,
                 wf_status *st);
+
+/* As wf__dnnl_pd for a forward primitive, with f's activation (if any) as
+ * an eltwise post-op after the primitive's own output (bias included). */
+int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
+                      const opc_fused *f, const char *what, wf_status *st);
 
 /* 1 when oneDNN picked its reference (unoptimised) implementation. */
 int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);

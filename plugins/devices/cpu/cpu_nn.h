@@ -13,6 +13,10 @@
 #include "cpu_kernels.h"
 #include "nn.h"
 
+/* plugins/ops/nn/fused.c (compiled in here): _FusedConv2D's reference
+ * kernel, the fast kernel's fallback. */
+extern const wf_kernel_def nn_fused_conv2d_kernel;
+
 /* One 2-D window over an input of (H, W) in oneDNN's terms. */
 typedef struct wf__cpu_win {
   int64_t in[2], k[2], out[2];

@@ -8,7 +8,8 @@ plugins_devices_cpu_device_cpu_la_SOURCES = \
 	plugins/devices/cpu/cpu_device.h \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
-	plugins/devices/cpu/cpu_kernels.h
+	plugins/devices/cpu/cpu_kernels.h \
+	plugins/ops/common/opfused.c plugins/ops/common/opfused.h
 plugins_devices_cpu_device_cpu_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common
 plugins_devices_cpu_device_cpu_la_LIBADD = $(HWLOC_LIBS) \
@@ -43,6 +44,7 @@ plugins_devices_cpu_device_cpu_la_SOURCES += \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
 	plugins/ops/nn/batchnorm.c \
+	plugins/ops/nn/fused.c \
 	plugins/ops/rnn/rnn.h \
 	plugins/ops/rnn/lstm.c \
 	plugins/ops/rnn/gru.c \

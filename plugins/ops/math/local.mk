@@ -12,7 +12,8 @@ plugins_ops_math_ops_math_la_SOURCES = \
 	plugins/ops/math/matmul.c \
 	plugins/ops/math/unary_grad.c \
 	plugins/ops/math/reduce_grad.c \
-	plugins/ops/math/grad.c
+	plugins/ops/math/grad.c \
+	plugins/ops/common/opfused.c plugins/ops/common/opfused.h
 plugins_ops_math_ops_math_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common
 plugins_ops_math_ops_math_la_LDFLAGS = $(PLUGIN_LDFLAGS)

@@ -31,6 +31,8 @@ wf_shape_fn math_shape_reduce;
 wf_shape_fn math_shape_argmax;
 wf_shape_fn math_shape_matmul;
 wf_shape_fn math_shape_batch_matmul;
+/* _FusedMatMul: MatMul's shape; bias (N,) checked. */
+wf_shape_fn math_shape_fused_matmul;
 /* SumToLike(x, like): like's shape, which must broadcast to x's. */
 wf_shape_fn math_shape_sum_to_like;
 /* SumGrad, MeanGrad, ProdGrad (dy, x) and MaxMinGrad (dy, x, y): x's
@@ -51,7 +53,7 @@ wf_kernel_compute_fn math_neg, math_abs, math_exp, math_log, math_sqrt,
 wf_kernel_compute_fn math_sum, math_mean, math_max, math_min, math_prod,
     math_argmax;
 /* matmul.c */
-wf_kernel_compute_fn math_matmul, math_batch_matmul;
+wf_kernel_compute_fn math_matmul, math_batch_matmul, math_fused_matmul;
 /* unary_grad.c: the fused backward ops of the activations */
 wf_kernel_compute_fn math_relu_grad, math_leaky_relu_grad, math_elu_grad,
     math_sigmoid_grad, math_tanh_grad, math_sqrt_grad, math_rsqrt_grad,

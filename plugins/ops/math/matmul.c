@@ -1,11 +1,13 @@
 /* plugins/ops/math/matmul.c — shape inference and reference CPU kernels of
- * MatMul and BatchMatMul (batch dimensions broadcast as in NumPy's matmul).
+ * MatMul, BatchMatMul (batch dimensions broadcast as in NumPy's matmul) and
+ * _FusedMatMul (MatMul, then the epilogue of plugins/ops/common/opfused.c).
  * Plain C with an i-k-j loop over row-major operands (transposed operands
  * are copied into that layout first); no blocking, no BLAS: the fast
  * backends register higher-priority kernels. */
 #include <config.h>
 
 #include "math_ops.h"
+#include "opfused.h"
 
 #include <string.h>
 
@@ -213,7 +215,8 @@ static int mm_scratch(mm_job *j, wf_status *st) {
   return 0;
 }
 
-int math_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+/* MatMul of the node's inputs 0 and 1 into output 0 (*outp). */
+static int matmul_run(wf_kernel_ctx *ctx, wf_tensor **outp, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_tensor *out;
@@ -240,7 +243,7 @@ int math_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                   j.ty ? " transposed" : "", st))
     return h->status_code(st);
   opc_shape_make(&os, 2, (int64_t[]){j.m, j.n});
-  out = h->kernel_output_new(ctx, 0, &os, st);
+  out = *outp = h->kernel_output_new(ctx, 0, &os, st);
   if (!out)
     return h->status_code(st);
   if (j.m == 0 || j.n == 0)
@@ -256,6 +259,65 @@ int math_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   j.out = h->tensor_data(out);
   mm_one(&j, 0, 0, 0);
   h->free(j.xt);
+  return 0;
+}
+
+int math_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  wf_tensor *out;
+
+  return matmul_run(ctx, &out, st);
+}
+
+int math_shape_fused_matmul(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape b, bias;
+  int tb;
+  opc_fused f;
+  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+
+  if (opc_fused_shape_attrs(ctx, &f, st) ||
+      opc_shape_input(ctx, 1, NULL, &b, st) ||
+      opc_shape_input(ctx, 2, NULL, &bias, st) ||
+      opc_shape_attr_bool(ctx, "transpose_b", &tb, st))
+    return h->status_code(st);
+  if (bias.rank >= 0 && bias.rank != 1)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must have rank 1 (N,), got shape %s",
+                    opc_shape_str(&bias, s1, sizeof s1));
+  if (b.rank == 2 && bias.rank == 1) {
+    int64_t n = b.dims[tb ? 0 : 1];
+    if (n >= 0 && bias.dims[0] >= 0 && n != bias.dims[0])
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "bias %s does not match b%s %s's %lld columns",
+                      opc_shape_str(&bias, s1, sizeof s1),
+                      tb ? " transposed" : "",
+                      opc_shape_str(&b, s2, sizeof s2), (long long)n);
+  }
+  return math_shape_matmul(ctx, st);
+}
+
+int math_fused_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *bias;
+  wf_tensor *out;
+  wf_shape bs, os;
+  opc_fused f;
+
+  if (opc_fused_kernel_attrs(ctx, &f, st) ||
+      opc_kernel_input(ctx, 2, &bias, &bs, st))
+    return h->status_code(st);
+  if (!opc_dtype_is_float(h->tensor_dtype(bias)))
+    return math_unsupported_dtype(h->tensor_dtype(bias), st);
+  if (matmul_run(ctx, &out, st))
+    return h->status_code(st);
+  h->tensor_shape(out, &os);
+  if (bs.rank != 1 || bs.dims[0] != os.dims[1] ||
+      h->tensor_dtype(bias) != h->tensor_dtype(out))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must be (%lld,) of the operands' dtype",
+                    (long long)os.dims[1]);
+  opc_fused_apply(h->tensor_dtype(out), h->tensor_data(out),
+                  h->tensor_data(bias), os.dims[0], os.dims[1], 1, &f);
   return 0;
 }
 

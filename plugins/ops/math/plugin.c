@@ -14,6 +14,7 @@
 #include <config.h>
 
 #include "math_ops.h"
+#include "opfused.h"
 
 /* ---- attribute definitions --------------------------------------------- */
 
@@ -107,6 +108,22 @@ static const wf_attr_def attrs_matmul[] = {
     BOOL_ATTR("transpose_b", 0, "true: b is stored as (N, K)"),
     WF_ATTR_END};
 
+static const char *const fused_bias_only[] = {"BiasAdd"};
+static const wf_attr_def attrs_fused_matmul[] = {
+    T_ATTR(OPC_DTYPES_FLOAT),
+    BOOL_ATTR("transpose_a", 0, "true: a is stored as (K, M)"),
+    BOOL_ATTR("transpose_b", 0, "true: b is stored as (N, K)"),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",
+     .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1,
+                       .u = {.strings = fused_bias_only}},
+     .doc = OPC_FUSED_OPS_DOC},
+    {WF_STRUCT_INIT(wf_attr_def), .name = "alpha", .type = WF_ATTR_FLOAT,
+     .has_default = 1,
+     .default_value = {.type = WF_ATTR_FLOAT, .count = 1, .u = {.f = 0.2}},
+     .doc = "LeakyRelu's slope for x < 0"},
+    WF_ATTR_END};
+
 static const wf_attr_def attrs_batch_matmul[] = {
     T_ATTR(OPC_DTYPES_NUMBER),
     BOOL_ATTR("adj_x", 0, "true: x's matrices are stored as (K, M)"),
@@ -149,6 +166,10 @@ static const wf_arg_def in_matmul[] = {
     WF_ARG_T("b", "T", "(K, N), or (N, K) with transpose_b"), WF_ARG_END};
 static const wf_arg_def out_matmul[] = {WF_ARG_T("product", "T", "(M, N)"),
                                         WF_ARG_END};
+static const wf_arg_def in_fused_matmul[] = {
+    WF_ARG_T("a", "T", "(M, K), or (K, M) with transpose_a"),
+    WF_ARG_T("b", "T", "(K, N), or (N, K) with transpose_b"),
+    WF_ARG_T("bias", "T", "(N,)"), WF_ARG_END};
 static const wf_arg_def in_batch_matmul[] = {
     WF_ARG_T("x", "T", "(..., M, K), or (..., K, M) with adj_x"),
     WF_ARG_T("y", "T", "(..., K, N), or (..., N, K) with adj_y"),
@@ -318,6 +339,12 @@ OP(op_matmul, "MatMul", in_matmul, out_matmul, attrs_matmul, 0,
    math_shape_matmul,
    "product (M, N) = a (M, K) x b (K, N), either operand optionally stored "
    "transposed. float32 accumulates in double; integers wrap.");
+OP(op_fused_matmul, "_FusedMatMul", in_fused_matmul, out_matmul,
+   attrs_fused_matmul, 0, math_shape_fused_matmul,
+   "product (M, N) = act(a (M, K) x b (K, N) + bias (N,)) in one op, with "
+   "MatMul's transpose attributes; act is fused_ops' second step, if any. "
+   "Made by the graph's fusion pass on executed graphs; not "
+   "differentiable. float32 and float64.");
 OP(op_batch_matmul, "BatchMatMul", in_batch_matmul, out_batch_matmul,
    attrs_batch_matmul, 0, math_shape_batch_matmul,
    "z (..., M, N) = x (..., M, K) x y (..., K, N) for each matrix of the "
@@ -396,7 +423,7 @@ static const wf_op_def *const ops[] = {
     &op_tanh,    &op_sigmoid,    &op_leaky_relu, &op_elu,
     &op_gelu,    &op_softplus,   &op_cast,      &op_sum,
     &op_mean,    &op_max,        &op_min,       &op_prod,
-    &op_argmax,  &op_matmul,     &op_batch_matmul,
+    &op_argmax,  &op_matmul,     &op_batch_matmul, &op_fused_matmul,
     &op_sum_to_like, &op_relu_grad, &op_leaky_relu_grad, &op_abs_grad,
     &op_elu_grad, &op_sigmoid_grad, &op_tanh_grad, &op_sqrt_grad,
     &op_rsqrt_grad, &op_softplus_grad, &op_gelu_grad, &op_sum_grad,
@@ -453,6 +480,7 @@ KERNEL(k_prod, "Prod", "T", NUM, math_prod);
 KERNEL(k_argmax, "ArgMax", "T", NUM, math_argmax);
 KERNEL(k_matmul, "MatMul", "T", NUM, math_matmul);
 KERNEL(k_batch_matmul, "BatchMatMul", "T", NUM, math_batch_matmul);
+KERNEL(k_fused_matmul, "_FusedMatMul", "T", FLT, math_fused_matmul);
 KERNEL(k_sum_to_like, "SumToLike", "T", NUM, math_sum_to_like);
 KERNEL(k_relu_grad, "ReluGrad", "T", FLT, math_relu_grad);
 KERNEL(k_leaky_relu_grad, "LeakyReluGrad", "T", FLT, math_leaky_relu_grad);
@@ -476,7 +504,7 @@ static const wf_kernel_def *const kernels[] = {
     &k_relu,    &k_exp,      &k_log,         &k_sqrt,    &k_rsqrt,
     &k_tanh,    &k_sigmoid,  &k_leaky_relu,  &k_elu,     &k_gelu,
     &k_softplus, &k_cast,    &k_sum,         &k_mean,    &k_max,
-    &k_min,     &k_prod,     &k_argmax,      &k_matmul,  &k_batch_matmul,
+    &k_min,     &k_prod,     &k_argmax,      &k_matmul,  &k_batch_matmul, &k_fused_matmul,
     &k_sum_to_like, &k_relu_grad, &k_leaky_relu_grad, &k_abs_grad,
     &k_elu_grad, &k_sigmoid_grad, &k_tanh_grad, &k_sqrt_grad, &k_rsqrt_grad,
     &k_softplus_grad, &k_gelu_grad, &k_sum_grad, &k_mean_grad,

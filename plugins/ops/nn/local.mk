@@ -16,6 +16,8 @@ plugins_ops_nn_ops_nn_la_SOURCES = \
 	plugins/ops/nn/batchnorm.c \
 	plugins/ops/nn/dropout.c \
 	plugins/ops/nn/grad.c \
+	plugins/ops/nn/fused.c \
+	plugins/ops/common/opfused.c plugins/ops/common/opfused.h \
 	plugins/ops/random/philox.c plugins/ops/random/philox.h
 plugins_ops_nn_ops_nn_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common -I$(top_srcdir)/plugins/ops/random

@@ -6,6 +6,10 @@
 
 #include "nn.h"
 
+/* fused.c: _FusedConv2D, made by the graph's fusion pass. */
+extern const wf_op_def nn_fused_conv2d_op;
+extern const wf_kernel_def nn_fused_conv2d_kernel;
+
 static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_conv2d_op,
                                        &nn_max_pool_op,
@@ -24,6 +28,7 @@ static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_softmax_grad_op,
                                        &nn_log_softmax_grad_op,
                                        &nn_batch_norm_grad_op,
+                                       &nn_fused_conv2d_op,
                                        NULL};
 
 static const wf_kernel_def *const kernels[] = {
@@ -45,6 +50,7 @@ static const wf_kernel_def *const kernels[] = {
     &nn_softmax_grad_kernel,
     &nn_log_softmax_grad_kernel,
     &nn_batch_norm_grad_kernel,
+    &nn_fused_conv2d_kernel,
     NULL};
 
 static int init(const wf_host *host, void **state, wf_status *st) {

@@ -116,6 +116,22 @@ WF_API wf_output wf_layer_batch_norm(wf_model *m, wf_output x,
                                      wf_status *st);
 WF_API wf_output wf_layer_activation(wf_model *m, wf_output x,
                                      wf_activation act, wf_status *st);
+/* Recurrent layers over a batch-major sequence x (N, T, C), C known, one
+ * layer, one direction, starting from a zero state. Each returns the last
+ * hidden state (N, units); when sequence is not NULL it also gets every
+ * hidden state, (N, T, units). x is transposed to the ops' time-major
+ * (T, N, C) inside (and the states back).
+ * Variables, under the layer's name ("gru", "gru_1", ...; "lstm", ...):
+ * kernel (C, G*units) and recurrent_kernel (units, G*units), both Glorot-
+ * uniform (there is no orthogonal initializer), and bias (G*units,) zeros
+ * (no forget-gate bias of 1 for the LSTM); gate blocks as the GRU and LSTM
+ * ops order them (GRU: G = 3, update, reset, output; the reset gate applied
+ * before the recurrent product; LSTM: G = 4, i, f, g, o). The ops come
+ * from the rnn op plugin. On error *sequence's node is NULL too. */
+WF_API wf_output wf_layer_gru(wf_model *m, wf_output x, int units,
+                              wf_output *sequence, wf_status *st);
+WF_API wf_output wf_layer_lstm(wf_model *m, wf_output x, int units,
+                               wf_output *sequence, wf_status *st);
 
 /* ---- losses and metrics --------------------------------------------------- */
 

@@ -1,0 +1,210 @@
+/* bench/train.c — training throughput of the mlp or the cnn of DESIGN.md
+ * (layers API, Adam lr 1e-3, batch 64) in samples/s over one epoch of
+ * Fashion-MNIST, and for the cnn the peak RSS of the whole run. It does not
+ * evaluate accuracy (examples/train_fashion does).
+ *
+ *   bench/train --model mlp
+ *   bench/train --model cnn            # also prints the peak-RSS line
+ *   bench/train --model cnn --limit 6000 --warm 1
+ *
+ * The data comes through the input pipeline as in examples/train_fashion
+ * (idx reader, cache, shuffle, batch, scale, cast, prefetch 4). The first
+ * --warm epochs fill the in-memory cache (reading and gunzipping the files)
+ * and warm the kernels; the timed epoch after them reads from that cache,
+ * so file I/O and decompression are not measured, while shuffling,
+ * batching and scaling are (on the prefetch thread, next to the step). */
+#include <config.h>
+
+#include <getopt.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "bench_util.h"
+
+#ifndef FASHION_DIR
+#define FASHION_DIR "/usr/share/datasets/fashion-mnist"
+#endif
+
+typedef struct args {
+  const char *model; /* "mlp" or "cnn" */
+  const char *data;
+  int limit, warm, threads, batch;
+} args;
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: bench/train [--model mlp|cnn] [--limit N] [--warm N]\n"
+             "                   [--threads N] [--batch N] [--data DIR]\n");
+}
+
+/* The network of DESIGN.md; logits (N, 10). */
+static wf_output build_net(wf_model *m, int cnn, wf_output x, wf_status *st) {
+  if (!cnn) {
+    wf_output h = wf_layer_dense(m, x, 256, WF_ACT_RELU, st);
+    h = wf_layer_dense(m, h, 128, WF_ACT_RELU, st);
+    return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
+  }
+  wf_output h = wf_layer_conv2d(m, x, 16, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+  h = wf_layer_conv2d(m, h, 32, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+  h = wf_layer_flatten(m, h, st);
+  return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
+}
+
+/* Fashion-MNIST's training split as shuffled batches of float32 images in
+ * [0, 1] and int32 labels; `shards` > 1 keeps every shards-th sample. */
+static wf_dataset *fashion(wf_runtime *rt, const args *a, int64_t shards,
+                           wf_status *st) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", a->data);
+  wf_attr_item pair = {"label_file",
+                       {.type = WF_ATTR_STRING, .count = 1, .u.s = "auto"}};
+  wf_dataset *ds = wf_dataset_from_files(rt, path, "idx", &pair, 1, st);
+  if (shards > 1)
+    ds = wf_dataset_shard(ds, shards, 0, st);
+  ds = wf_dataset_cache(ds, st);
+  ds = wf_dataset_shuffle(ds, 60000, 42, st);
+  ds = wf_dataset_batch(ds, a->batch, 0, st);
+  ds = wf_dataset_map_scale(ds, "image", 1.0 / 255.0, 0.0, st);
+  ds = wf_dataset_map_cast(ds, "label", WF_INT32, st);
+  ds = wf_dataset_prefetch(ds, 4, st);
+  bench_check(ds == NULL, st, "data set");
+  return ds;
+}
+
+/* The images of a batch as the model wants them: (N, 784) or
+ * (N, 28, 28, 1). */
+static wf_output model_input(wf_graph *g, int cnn, wf_node *get_next,
+                             wf_status *st) {
+  int64_t n = cnn ? 4 : 2;
+  wf_tensor *shape = wf_tensor_new(WF_INT64, &n, 1, st);
+  bench_check(shape == NULL, st, "shape");
+  int64_t *d = wf_tensor_data(shape);
+  d[0] = -1;
+  d[1] = cnn ? 28 : 784;
+  if (cnn) {
+    d[2] = 28;
+    d[3] = 1;
+  }
+  wf_node *r = bench_op2(g, "Reshape", get_next, bench_const(g, shape, st), st);
+  return (wf_output){r, 0};
+}
+
+/* Runs `step` until the iterator ends; returns the samples seen and the
+ * last loss in *loss. */
+static int64_t epoch(wf_callable *step, wf_iterator *it, int batch,
+                     int64_t total, double *loss, wf_status *st) {
+  int64_t seen = 0;
+  for (;;) {
+    wf_tensor *lv = NULL;
+    int rc = wf_callable_run(step, NULL, NULL, &lv, NULL, st);
+    if (rc == WF_OUT_OF_RANGE)
+      break;
+    bench_check(rc, st, "training step");
+    *loss = *(float *)wf_tensor_data(lv);
+    wf_tensor_release(lv);
+    seen += batch;
+  }
+  bench_check(wf_iterator_reset(it, st), st, "next epoch");
+  return seen < total ? seen : total;
+}
+
+int main(int argc, char **argv) {
+  args a = {"mlp", FASHION_DIR, 0, 1, 2, 64};
+  static const struct option longopts[] = {
+      {"model", required_argument, NULL, 'm'},
+      {"limit", required_argument, NULL, 'l'},
+      {"warm", required_argument, NULL, 'w'},
+      {"threads", required_argument, NULL, 't'},
+      {"batch", required_argument, NULL, 'b'},
+      {"data", required_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'm': a.model = optarg; break;
+    case 'l': a.limit = atoi(optarg); break;
+    case 'w': a.warm = atoi(optarg); break;
+    case 't': a.threads = atoi(optarg); break;
+    case 'b': a.batch = atoi(optarg); break;
+    case 'd': a.data = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if ((strcmp(a.model, "mlp") && strcmp(a.model, "cnn")) || a.limit < 0 ||
+      a.warm < 0 || a.threads < 1 || a.batch < 1 || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  int cnn = strcmp(a.model, "cnn") == 0;
+
+  wf_status *st = wf_status_new();
+  wf_runtime *rt = bench_runtime(a.threads, st);
+  int64_t shards = a.limit > 0 && a.limit < 60000 ? 60000 / a.limit : 1;
+  wf_dataset *train = fashion(rt, &a, shards, st);
+  int64_t total = (60000 + shards - 1) / shards;
+
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *in = wf_graph_add_get_next(g, "train", train, "train_data", st);
+  bench_check(in == NULL, st, "iterator node");
+  wf_model *m = wf_model_new(g, 42, st);
+  bench_check(m == NULL, st, "model");
+  wf_model_begin(m, 1);
+  wf_output logits = build_net(m, cnn, model_input(g, cnn, in, st), st);
+  bench_check(logits.node == NULL, st, "model");
+  wf_output loss =
+      wf_loss_sparse_softmax_cross_entropy(m, logits, (wf_output){in, 1}, st);
+  bench_check(loss.node == NULL, st, "loss");
+  wf_optimizer opt = wf_optimizer_defaults(WF_OPT_ADAM);
+  opt.learning_rate = 1e-3;
+  wf_node *train_op = wf_model_minimize(m, loss, &opt, st);
+  bench_check(train_op == NULL, st, "optimizer");
+  wf_node *init = wf_model_init_op(m, st);
+  bench_check(init == NULL, st, "init");
+
+  wf_session *s = wf_session_new(g, st);
+  bench_check(s == NULL, st, "session");
+  wf_iterator *it = wf_iterator_new(train, NULL, st);
+  bench_check(it == NULL, st, "iterator");
+  bench_check(wf_session_attach_iterator(s, "train", it, st), st,
+              "attaching the iterator");
+  bench_check(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1,
+                             NULL, st),
+              st, "initialising variables");
+  wf_callable *step = wf_session_prepare(s, NULL, 0, &loss, 1, &train_op, 1, st);
+  bench_check(step == NULL, st, "preparing the training step");
+
+  double last_loss = 0;
+  for (int i = 0; i < a.warm; i++)
+    epoch(step, it, a.batch, total, &last_loss, st);
+  double t0 = bench_now();
+  int64_t seen = epoch(step, it, a.batch, total, &last_loss, st);
+  double dt = bench_now() - t0;
+
+  printf("{\"bench\":\"train\",\"model\":\"%s\",\"batch\":%d,\"threads\":%d,"
+         "\"samples\":%lld,\"seconds\":%.3f,\"samples_per_s\":%.1f,"
+         "\"ms_per_step\":%.4f,\"last_loss\":%.4f,"
+         "\"data\":\"pipeline, from its cache after %d warm-up epoch(s)\"}\n",
+         a.model, a.batch, a.threads, (long long)seen, dt, seen / dt,
+         dt / ((double)(seen + a.batch - 1) / a.batch) * 1e3, last_loss,
+         a.warm);
+  if (cnn) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"bench\":\"train-peak-rss\",\"model\":\"cnn\",\"batch\":%d,"
+           "\"threads\":%d,\"epochs\":%d,\"peak_rss_mib\":%.1f}\n",
+           a.batch, a.threads, a.warm + 1, ru.ru_maxrss / 1024.0);
+  }
+
+  wf_callable_free(step);
+  wf_session_free(s);
+  wf_iterator_free(it);
+  wf_dataset_release(train);
+  wf_model_free(m);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+  wf_status_free(st);
+  return 0;
+}

@@ -1,0 +1,199 @@
+/* plugins/ops/nn/fused.c — _FusedConv2D: Conv2D, then BiasAdd, then at most
+ * one activation in one op, which the graph's fusion pass makes from such
+ * chains after autodiff (so it has no gradient). Op definition, shape
+ * inference and the reference CPU kernel (Conv2D's direct loop with the
+ * shared epilogue of plugins/ops/common/opfused.c); the fast oneDNN kernel
+ * belongs to the CPU device plugin. */
+#include <config.h>
+
+#include "nn.h"
+#include "opfused.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Checks bias (C_out,) against the filter (KH, KW, C_in, C_out). */
+static int bias_check(const wf_shape *fs, const wf_shape *bs, wf_status *st) {
+  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+
+  if (bs->rank >= 0 && bs->rank != 1)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must have rank 1 (C_out,), got shape %s",
+                    opc_shape_str(bs, a, sizeof a));
+  if (bs->rank == 1 && fs->rank == 4 && bs->dims[0] >= 0 &&
+      fs->dims[3] >= 0 && bs->dims[0] != fs->dims[3])
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "bias %s does not match the filter %s's C_out",
+                    opc_shape_str(bs, a, sizeof a),
+                    opc_shape_str(fs, b, sizeof b));
+  return 0;
+}
+
+static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_shape fs, bs;
+  opc_fused f;
+
+  if (opc_fused_shape_attrs(ctx, &f, st) ||
+      opc_shape_input(ctx, 1, NULL, &fs, st) ||
+      opc_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st))
+    return h->status_code(st);
+  return nn_conv2d_op.shape_fn(ctx, st);
+}
+
+/* y = conv(x, f) as Conv2D's reference computes it (double accumulators),
+ * over geometry read from the attributes. */
+#define DEF_FCONV(T, sfx, dt, u)                                               \
+  static void fconv_##sfx(T *y, const T *x, const T *f, const int64_t *xd,     \
+                          const int64_t *xs, const int64_t *fd,                \
+                          const int64_t *od, const int64_t *ys,                \
+                          const int64_t *pad, const nn_window *w,              \
+                          double *acc) {                                       \
+    for (int64_t n = 0; n < xd[0]; n++)                                        \
+      for (int64_t oh = 0; oh < od[0]; oh++)                                   \
+        for (int64_t ow = 0; ow < od[1]; ow++) {                               \
+          T *yp = y + n * ys[0] + oh * ys[1] + ow * ys[2];                     \
+          memset(acc, 0, (size_t)fd[3] * sizeof *acc);                         \
+          for (int64_t kh = 0; kh < fd[0]; kh++) {                             \
+            int64_t ih = oh * w->stride[0] - pad[0] + kh * w->dilation[0];     \
+            if (ih < 0 || ih >= xd[1])                                         \
+              continue;                                                        \
+            for (int64_t kw = 0; kw < fd[1]; kw++) {                           \
+              int64_t iw = ow * w->stride[1] - pad[1] + kw * w->dilation[1];   \
+              if (iw < 0 || iw >= xd[2])                                       \
+                continue;                                                      \
+              const T *xp = x + n * xs[0] + ih * xs[1] + iw * xs[2];           \
+              const T *fp = f + (kh * fd[1] + kw) * fd[2] * fd[3];             \
+              for (int64_t ci = 0; ci < fd[2]; ci++) {                         \
+                double xv = xp[ci * xs[3]];                                    \
+                const T *fr = fp + ci * fd[3];                                 \
+                for (int64_t co = 0; co < fd[3]; co++)                         \
+                  acc[co] += xv * fr[co];                                      \
+              }                                                                \
+            }                                                                  \
+          }                                                                    \
+          for (int64_t co = 0; co < fd[3]; co++)                               \
+            yp[co * ys[3]] = (T)acc[co];                                       \
+        }                                                                      \
+  }
+OPC_TYPES_FLOAT(DEF_FCONV, _)
+
+static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
+                                wf_status *st) {
+  const wf_host *h = opc_host();
+  nn_attrs a = {.kernel = ctx};
+  const wf_tensor *x, *f, *b;
+  wf_tensor *y;
+  nn_window w;
+  opc_fused fu;
+  wf_shape xs, fs, bs, ys;
+  int ix[4];
+  int64_t xd[4], od[2], pad[2], xst[4], yst[4], xstr[4], ystr[4];
+  int64_t outer = 1, inner = 1, axis;
+  double *acc;
+
+  if (opc_fused_kernel_attrs(ctx, &fu, st) ||
+      nn_window_parse(&a, NULL, 1, 1, &w, st) ||
+      opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      opc_kernel_input(ctx, 1, &f, &fs, st) ||
+      opc_kernel_input(ctx, 2, &b, &bs, st))
+    return h->status_code(st);
+  if (xs.rank != 4 || fs.rank != 4 || bs.rank != 1 ||
+      fs.dims[3] != bs.dims[0] || h->tensor_dtype(f) != h->tensor_dtype(x) ||
+      h->tensor_dtype(b) != h->tensor_dtype(x))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "expected input (rank 4), filter (KH, KW, C_in, C_out) "
+                    "and bias (C_out,) of one dtype");
+  nn_nhwc_index(w.nchw, ix);
+  for (int i = 0; i < 4; i++)
+    xd[i] = xs.dims[ix[i]];
+  if (fs.dims[0] < 1 || fs.dims[1] < 1 || fs.dims[2] != xd[3])
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input has %" PRId64 " channels but the filter expects "
+                    "C_in = %" PRId64 " (and a window of at least 1 x 1)",
+                    xd[3], fs.dims[2]);
+  if (nn_window_dim(&w, 0, xd[1], fs.dims[0], &od[0], &pad[0], st) ||
+      nn_window_dim(&w, 1, xd[2], fs.dims[1], &od[1], &pad[1], st))
+    return h->status_code(st);
+  opc_shape_set_scalar(&ys);
+  ys.rank = 4;
+  ys.dims[ix[0]] = xd[0];
+  ys.dims[ix[1]] = od[0];
+  ys.dims[ix[2]] = od[1];
+  ys.dims[ix[3]] = fs.dims[3];
+  if (!(y = h->kernel_output_new(ctx, 0, &ys, st)))
+    return h->status_code(st);
+  if (h->tensor_count(y) == 0)
+    return 0;
+  opc_shape_strides(&xs, xst);
+  opc_shape_strides(&ys, yst);
+  for (int i = 0; i < 4; i++) {
+    xstr[i] = xst[ix[i]];
+    ystr[i] = yst[ix[i]];
+  }
+  if (!(acc = h->alloc((size_t)fs.dims[3] * sizeof *acc, 0)))
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for %" PRId64 " accumulators", fs.dims[3]);
+  if (h->tensor_dtype(x) == WF_FLOAT32)
+    fconv_f32(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), xd,
+              xstr, fs.dims, od, ystr, pad, &w, acc);
+  else
+    fconv_f64(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), xd,
+              xstr, fs.dims, od, ystr, pad, &w, acc);
+  h->free(acc);
+  axis = nn_channel_axis(w.nchw, 4);
+  for (int i = 0; i < axis; i++)
+    outer *= ys.dims[i];
+  for (int i = (int)axis + 1; i < 4; i++)
+    inner *= ys.dims[i];
+  opc_fused_apply(h->tensor_dtype(y), h->tensor_data(y), h->tensor_data(b),
+                  outer, ys.dims[axis], inner, &fu);
+  return 0;
+}
+
+static const int64_t ones4[4] = {1, 1, 1, 1};
+static const char *const bias_only[] = {"BiasAdd"};
+
+static const wf_arg_def fused_conv2d_inputs[] = {
+    WF_ARG_T("input", "T", "(N, H, W, C) or (N, C, H, W) by data_format"),
+    WF_ARG_T("filter", "T", "(KH, KW, C, C_out)"),
+    WF_ARG_T("bias", "T", "(C_out,)"), WF_ARG_END};
+static const wf_arg_def fused_conv2d_outputs[] = {
+    WF_ARG_T("output", "T",
+             "(N, OH, OW, C_out) or (N, C_out, OH, OW) by data_format"),
+    WF_ARG_END};
+static const wf_attr_def fused_conv2d_attrs[] = {
+    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_INTS_REQUIRED("strides", 4,
+                          "4 entries in data_format order; 1 for N and C"),
+    NN_ATTR_STRING_REQUIRED("padding", "\"SAME\", \"VALID\" or \"EXPLICIT\""),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",
+     .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},
+     .doc = "EXPLICIT only: 8 entries, (before, after) per dimension in "
+            "data_format order; 0 for N and C"},
+    NN_ATTR_INTS("dilations", ones4, 4,
+                 "4 entries in data_format order; 1 for N and C"),
+    NN_ATTR_DATA_FORMAT,
+    {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",
+     .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1,
+                       .u.strings = bias_only},
+     .doc = OPC_FUSED_OPS_DOC},
+    NN_ATTR_FLOAT("alpha", 0.2, "LeakyRelu's slope for x < 0"),
+    WF_ATTR_END};
+
+const wf_op_def nn_fused_conv2d_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_FusedConv2D",
+    .inputs = fused_conv2d_inputs,
+    .outputs = fused_conv2d_outputs,
+    .attrs = fused_conv2d_attrs,
+    .shape_fn = fused_conv2d_shape,
+    .doc = "act(BiasAdd(Conv2D(input, filter), bias)) in one op, with "
+           "Conv2D's attributes and data_format; act is fused_ops' second "
+           "step, if any. Made by the graph's fusion pass on executed "
+           "graphs; not differentiable."};
+
+const wf_kernel_def nn_fused_conv2d_kernel =
+    NN_KERNEL("_FusedConv2D", OPC_DTYPES_FLOAT, fused_conv2d_compute);

@@ -1,0 +1,454 @@
+/* tests/core/test_pass_fusion.c — the fusion pass of core/pass_fusion.c:
+ * MatMul and Conv2D chains (BiasAdd, then each activation) become the fused
+ * ops on the working graph, and chains that must stay apart (a value read
+ * twice or fetched, a dtype without a fused kernel, a Gelu in tanh form,
+ * requests for different devices) do; fused and unfused graphs fetch the
+ * same values within float rounding, in NHWC and NCHW. Uses the built-in
+ * plugins of the build tree. */
+#include <config.h>
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <weft/weft.h>
+
+#include "graph.h"
+#include "optimize.h"
+
+static wf_status *st;
+/* Every other pass off; fusion on or off. */
+static wf_runtime *rt_on, *rt_off;
+
+#define OK(x)                                                                  \
+  do {                                                                         \
+    if (x)                                                                     \
+      fail_msg("%s: %s", #x, wf_status_message(st));                           \
+  } while (0)
+
+static wf_runtime *runtime_with(int fusion) {
+  wf_config *cfg = wf_config_new();
+  assert_non_null(cfg);
+  OK(wf_config_set(cfg, "passes", "cse", "false", st));
+  OK(wf_config_set(cfg, "passes", "constant_folding", "false", st));
+  OK(wf_config_set(cfg, "passes", "arithmetic", "false", st));
+  OK(wf_config_set(cfg, "passes", "fusion", fusion ? "true" : "false", st));
+  wf_runtime *r = wf_runtime_new(cfg, st);
+  wf_config_free(cfg);
+  if (!r)
+    fail_msg("runtime: %s", wf_status_message(st));
+  return r;
+}
+
+static int setup(void **state) {
+  (void)state;
+  st = wf_status_new();
+  rt_on = runtime_with(1);
+  rt_off = runtime_with(0);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  wf_runtime_free(rt_on);
+  wf_runtime_free(rt_off);
+  wf_status_free(st);
+  return 0;
+}
+
+/* ---- building graphs ----------------------------------------------------- */
+
+/* What a graph builder is told: dtype, data format, activation ("" none),
+ * and which temptation to add. */
+typedef enum tempt {
+  PLAIN,
+  PRODUCT_READ_TWICE, /* the product also feeds a Neg */
+  BIAS_READ_TWICE,    /* the BiasAdd output also feeds a Neg */
+  BIAS_FETCHED,       /* the BiasAdd output is fetched too */
+  GELU_TANH,          /* Gelu with approximate = true */
+  SPLIT_DEVICES,      /* MatMul asks for cpu:0, BiasAdd for cpu:1 */
+  ON_DEVICE_GATED     /* everything asks for "cpu"; MatMul has a control
+                         input, BiasAdd another */
+} tempt;
+
+typedef struct spec {
+  wf_dtype dt;
+  int conv, nchw;
+  const char *act;
+  tempt tempt;
+} spec;
+
+typedef struct net {
+  wf_graph *g;
+  wf_output feed;
+  wf_tensor *value;
+  wf_output fetches[3];
+  int nfetches;
+} net;
+
+static wf_node *finish(wf_node_desc *d) {
+  wf_node *n = wf_node_desc_finish(d, st);
+  if (!n)
+    fail_msg("adding a node: %s", wf_status_message(st));
+  return n;
+}
+
+/* A tensor of dtype dt filled with a fixed pattern in [-1.5, 1.5]. */
+static wf_tensor *pattern(wf_dtype dt, const int64_t *dims, int rank,
+                          int salt) {
+  wf_tensor *t = wf_tensor_new(dt, dims, rank, st);
+  assert_non_null(t);
+  int64_t n = wf_tensor_count(t);
+  for (int64_t i = 0; i < n; i++) {
+    double v = (double)((i * 7 + salt * 13) % 31) / 10.0 - 1.5;
+    if (dt == WF_FLOAT32)
+      ((float *)wf_tensor_data(t))[i] = (float)v;
+    else if (dt == WF_FLOAT64)
+      ((double *)wf_tensor_data(t))[i] = v;
+    else
+      ((int32_t *)wf_tensor_data(t))[i] = (int32_t)(i % 5) - 2;
+  }
+  return t;
+}
+
+static wf_output konst(wf_graph *g, wf_dtype dt, const int64_t *dims,
+                       int rank, int salt) {
+  wf_tensor *t = pattern(dt, dims, rank, salt);
+  wf_node_desc *d = wf_node_desc_new(g, "Const", NULL);
+  wf_node_desc_set_attr_tensor(d, "value", t);
+  wf_node_desc_set_attr_dtype(d, "dtype", dt);
+  wf_tensor_release(t);
+  return (wf_output){finish(d), 0};
+}
+
+static wf_output op1(wf_graph *g, const char *op, wf_output a,
+                     const char *device) {
+  wf_node_desc *d = wf_node_desc_new(g, op, NULL);
+  wf_node_desc_add_input(d, a);
+  if (device)
+    wf_node_desc_set_device(d, device);
+  return (wf_output){finish(d), 0};
+}
+
+/* MatMul (4, 6) x (6, 5) or Conv2D of (2, 5, 5, 3) by a 3x3 filter to 4
+ * channels (SAME, stride 1), then BiasAdd and the activation. */
+static net build(wf_runtime *r, const spec *s) {
+  net n;
+  memset(&n, 0, sizeof n);
+  n.g = wf_graph_new(r);
+  assert_non_null(n.g);
+  const char *dev0 = s->tempt == SPLIT_DEVICES     ? "cpu:0"
+                     : s->tempt == ON_DEVICE_GATED ? "cpu"
+                                                   : NULL;
+  const char *dev1 = s->tempt == SPLIT_DEVICES ? "cpu:1" : dev0;
+  int64_t xd[4], wd[4], c;
+  int xr;
+  if (s->conv) {
+    int64_t nhwc[4] = {2, 5, 5, 3}, nchw[4] = {2, 3, 5, 5};
+    memcpy(xd, s->nchw ? nchw : nhwc, sizeof xd);
+    xr = 4;
+    wd[0] = 3, wd[1] = 3, wd[2] = 3, wd[3] = c = 4;
+  } else {
+    xd[0] = 4, xd[1] = 6, xr = 2;
+    wd[0] = 6, wd[1] = c = 5;
+  }
+  wf_node_desc *d = wf_node_desc_new(n.g, "Placeholder", "x");
+  wf_node_desc_set_attr_dtype(d, "dtype", s->dt);
+  wf_node_desc_set_attr_shape(d, "shape", xd, xr);
+  n.feed = (wf_output){finish(d), 0};
+  n.value = pattern(s->dt, xd, xr, 1);
+  wf_output w = konst(n.g, s->dt, wd, xr, 2), b = konst(n.g, s->dt, &c, 1, 3);
+  wf_node *gate0 = NULL, *gate1 = NULL;
+  if (s->tempt == ON_DEVICE_GATED) {
+    gate0 = op1(n.g, "Identity", konst(n.g, s->dt, &c, 1, 4), NULL).node;
+    gate1 = op1(n.g, "Identity", konst(n.g, s->dt, &c, 1, 5), NULL).node;
+  }
+
+  d = wf_node_desc_new(n.g, s->conv ? "Conv2D" : "MatMul", "product");
+  wf_node_desc_add_input(d, n.feed);
+  wf_node_desc_add_input(d, w);
+  if (s->conv) {
+    int64_t ones[4] = {1, 1, 1, 1};
+    wf_node_desc_set_attr_int_list(d, "strides", ones, 4);
+    wf_node_desc_set_attr_string(d, "padding", "SAME");
+    wf_node_desc_set_attr_string(d, "data_format", s->nchw ? "NCHW" : "NHWC");
+  }
+  if (dev0)
+    wf_node_desc_set_device(d, dev0);
+  if (gate0)
+    wf_node_desc_add_control_input(d, gate0);
+  wf_output prod = {finish(d), 0};
+
+  d = wf_node_desc_new(n.g, "BiasAdd", "bias");
+  wf_node_desc_add_input(d, prod);
+  wf_node_desc_add_input(d, b);
+  if (s->conv)
+    wf_node_desc_set_attr_string(d, "data_format", s->nchw ? "NCHW" : "NHWC");
+  if (dev1)
+    wf_node_desc_set_device(d, dev1);
+  if (gate1)
+    wf_node_desc_add_control_input(d, gate1);
+  wf_output out = {finish(d), 0};
+  wf_output biased = out;
+
+  if (s->act[0]) {
+    d = wf_node_desc_new(n.g, s->act, "act");
+    wf_node_desc_add_input(d, biased);
+    if (strcmp(s->act, "LeakyRelu") == 0)
+      wf_node_desc_set_attr_float(d, "alpha", 0.3);
+    if (strcmp(s->act, "Gelu") == 0)
+      wf_node_desc_set_attr_bool(d, "approximate", s->tempt == GELU_TANH);
+    if (dev1)
+      wf_node_desc_set_device(d, dev1);
+    out = (wf_output){finish(d), 0};
+  }
+  n.fetches[n.nfetches++] = out;
+  if (s->tempt == PRODUCT_READ_TWICE)
+    n.fetches[n.nfetches++] = op1(n.g, "Neg", prod, NULL);
+  if (s->tempt == BIAS_READ_TWICE)
+    n.fetches[n.nfetches++] = op1(n.g, "Neg", biased, NULL);
+  if (s->tempt == BIAS_FETCHED)
+    n.fetches[n.nfetches++] = biased;
+  return n;
+}
+
+static void net_free(net *n) {
+  wf_tensor_release(n->value);
+  wf_graph_free(n->g);
+}
+
+static wf__work net_work(const net *n) {
+  wf__signature sig = {&n->feed, 1, n->fetches, n->nfetches, NULL, 0};
+  wf__work w;
+  OK(wf__work_build(wf_graph_runtime(n->g), n->g, &sig, &w, st));
+  return w;
+}
+
+static int count_op(const wf__work *w, const char *op) {
+  int c = 0;
+  for (int i = 0; i < wf_graph_num_nodes(w->g); i++)
+    c += strcmp(wf_node_op(wf_graph_node(w->g, i)), op) == 0;
+  return c;
+}
+
+static wf_node *first_op(const wf__work *w, const char *op) {
+  for (int i = 0; i < wf_graph_num_nodes(w->g); i++)
+    if (strcmp(wf_node_op(wf_graph_node(w->g, i)), op) == 0)
+      return wf_graph_node(w->g, i);
+  return NULL;
+}
+
+/* The fused node's fused_ops joined with ",". */
+static void fused_steps(const wf_node *n, char *buf, size_t len) {
+  const wf_attr_value *v = wf__node_attr(n, "fused_ops");
+  assert_non_null(v);
+  buf[0] = 0;
+  for (int64_t i = 0; i < v->count; i++) {
+    if (i)
+      strncat(buf, ",", len - strlen(buf) - 1);
+    strncat(buf, v->u.strings[i], len - strlen(buf) - 1);
+  }
+}
+
+/* ---- structure ----------------------------------------------------------- */
+
+static const char *const acts[] = {"",    "Relu", "Sigmoid",  "Tanh",
+                                   "Elu", "Gelu", "LeakyRelu"};
+#define NACTS (int)(sizeof acts / sizeof *acts)
+
+static void test_fusion_replaces_each_chain_by_one_fused_node(void **state) {
+  (void)state;
+  for (int conv = 0; conv < 2; conv++)
+    for (int a = 0; a < NACTS; a++) {
+      spec s = {WF_FLOAT32, conv, 0, acts[a], PLAIN};
+      net n = build(rt_on, &s);
+      wf__work w = net_work(&n);
+      const char *fused = conv ? "_FusedConv2D" : "_FusedMatMul";
+      assert_int_equal(count_op(&w, fused), 1);
+      assert_int_equal(count_op(&w, conv ? "Conv2D" : "MatMul"), 0);
+      assert_int_equal(count_op(&w, "BiasAdd"), 0);
+      if (acts[a][0])
+        assert_int_equal(count_op(&w, acts[a]), 0);
+      wf_node *f = first_op(&w, fused);
+      char steps[64], want[64];
+      fused_steps(f, steps, sizeof steps);
+      snprintf(want, sizeof want, "BiasAdd%s%s", acts[a][0] ? "," : "",
+               acts[a]);
+      assert_string_equal(steps, want);
+      assert_ptr_equal(w.fetches[0].node, f);
+      if (strcmp(acts[a], "LeakyRelu") == 0)
+        assert_true(fabs(wf__node_attr(f, "alpha")->u.f - 0.3) < 1e-12);
+      wf__work_deinit(&w);
+      net_free(&n);
+    }
+}
+
+static void test_fusion_is_off_when_the_config_says_so(void **state) {
+  (void)state;
+  spec s = {WF_FLOAT32, 0, 0, "Relu", PLAIN};
+  net n = build(rt_off, &s);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 0);
+  assert_int_equal(count_op(&w, "MatMul"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+static void test_fusion_keeps_device_request_and_control_inputs(void **state) {
+  (void)state;
+  spec s = {WF_FLOAT32, 0, 0, "Tanh", ON_DEVICE_GATED};
+  net n = build(rt_on, &s);
+  wf__work w = net_work(&n);
+  wf_node *f = first_op(&w, "_FusedMatMul");
+  assert_non_null(f);
+  assert_string_equal(wf_node_device(f), "cpu");
+  assert_int_equal(wf_node_num_control_inputs(f), 2);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+static void test_fusion_leaves_values_read_twice_apart(void **state) {
+  (void)state;
+  for (int conv = 0; conv < 2; conv++) {
+    spec s = {WF_FLOAT32, conv, 0, "Relu", PRODUCT_READ_TWICE};
+    net n = build(rt_on, &s);
+    wf__work w = net_work(&n);
+    assert_int_equal(count_op(&w, conv ? "_FusedConv2D" : "_FusedMatMul"), 0);
+    assert_int_equal(count_op(&w, "BiasAdd"), 1);
+    wf__work_deinit(&w);
+    net_free(&n);
+  }
+  /* The BiasAdd read twice: the product and bias fuse, the Relu stays. */
+  spec s = {WF_FLOAT32, 0, 0, "Relu", BIAS_READ_TWICE};
+  net n = build(rt_on, &s);
+  wf__work w = net_work(&n);
+  wf_node *f = first_op(&w, "_FusedMatMul");
+  assert_non_null(f);
+  char steps[64];
+  fused_steps(f, steps, sizeof steps);
+  assert_string_equal(steps, "BiasAdd");
+  assert_int_equal(count_op(&w, "Relu"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+static void test_fusion_leaves_fetched_values_apart(void **state) {
+  (void)state;
+  spec s = {WF_FLOAT32, 1, 0, "Sigmoid", BIAS_FETCHED};
+  net n = build(rt_on, &s);
+  wf__work w = net_work(&n);
+  wf_node *f = first_op(&w, "_FusedConv2D");
+  assert_non_null(f);
+  char steps[64];
+  fused_steps(f, steps, sizeof steps);
+  assert_string_equal(steps, "BiasAdd");
+  assert_int_equal(count_op(&w, "Sigmoid"), 1);
+  assert_ptr_equal(w.fetches[1].node, f);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+static void test_fusion_needs_a_device_with_the_fused_kernel(void **state) {
+  (void)state;
+  /* No fused kernel takes int32 (MatMul and BiasAdd do). */
+  spec s = {WF_INT32, 0, 0, "", PLAIN};
+  net n = build(rt_on, &s);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 0);
+  assert_int_equal(count_op(&w, "MatMul"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+static void test_fusion_skips_tanh_gelu_and_split_requests(void **state) {
+  (void)state;
+  spec g = {WF_FLOAT32, 0, 0, "Gelu", GELU_TANH};
+  net n = build(rt_on, &g);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "Gelu"), 1);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+
+  spec d = {WF_FLOAT32, 0, 0, "Relu", SPLIT_DEVICES};
+  n = build(rt_on, &d);
+  w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 0);
+  assert_int_equal(count_op(&w, "MatMul"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+}
+
+/* ---- values -------------------------------------------------------------- */
+
+/* Fetches of s's graph on r. */
+static void run(wf_runtime *r, const spec *s, wf_tensor **out, int *nout) {
+  net n = build(r, s);
+  wf_session *ses = wf_session_new(n.g, st);
+  assert_non_null(ses);
+  OK(wf_session_run(ses, NULL, &n.feed, &n.value, 1, n.fetches, out,
+                    n.nfetches, NULL, 0, NULL, st));
+  *nout = n.nfetches;
+  wf_session_free(ses);
+  net_free(&n);
+}
+
+static void assert_close(const wf_tensor *a, const wf_tensor *b,
+                         const spec *s) {
+  wf_shape sa, sb;
+  wf_tensor_shape(a, &sa);
+  wf_tensor_shape(b, &sb);
+  assert_true(wf_shape_equal(&sa, &sb));
+  int64_t n = wf_tensor_count(a);
+  double tol = s->dt == WF_FLOAT32 ? 1e-5 : 1e-12;
+  for (int64_t i = 0; i < n; i++) {
+    double x = s->dt == WF_FLOAT32 ? ((const float *)wf_tensor_data(a))[i]
+                                   : ((const double *)wf_tensor_data(a))[i];
+    double y = s->dt == WF_FLOAT32 ? ((const float *)wf_tensor_data(b))[i]
+                                   : ((const double *)wf_tensor_data(b))[i];
+    if (!(fabs(x - y) <= tol * (1 + fabs(x))))
+      fail_msg("%s %s%s %s: element %lld is %.9g unfused, %.9g fused",
+               s->conv ? "Conv2D" : "MatMul", s->nchw ? "NCHW " : "",
+               wf_dtype_name(s->dt), s->act[0] ? s->act : "(no activation)",
+               (long long)i, x, y);
+  }
+}
+
+static void test_fusion_gives_the_unfused_values(void **state) {
+  (void)state;
+  static const wf_dtype dts[2] = {WF_FLOAT32, WF_FLOAT64};
+  for (int t = 0; t < 2; t++)
+    for (int shape = 0; shape < 3; shape++)
+      for (int a = 0; a < NACTS; a++) {
+        spec s = {dts[t], shape > 0, shape == 2, acts[a], PLAIN};
+        wf_tensor *off[3], *on[3];
+        int noff, non;
+        run(rt_off, &s, off, &noff);
+        run(rt_on, &s, on, &non);
+        assert_int_equal(noff, non);
+        for (int i = 0; i < noff; i++) {
+          assert_close(off[i], on[i], &s);
+          wf_tensor_release(off[i]);
+          wf_tensor_release(on[i]);
+        }
+      }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fusion_replaces_each_chain_by_one_fused_node),
+      cmocka_unit_test(test_fusion_is_off_when_the_config_says_so),
+      cmocka_unit_test(test_fusion_keeps_device_request_and_control_inputs),
+      cmocka_unit_test(test_fusion_leaves_values_read_twice_apart),
+      cmocka_unit_test(test_fusion_leaves_fetched_values_apart),
+      cmocka_unit_test(test_fusion_needs_a_device_with_the_fused_kernel),
+      cmocka_unit_test(test_fusion_skips_tanh_gelu_and_split_requests),
+      cmocka_unit_test(test_fusion_gives_the_unfused_values),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
