@@ -22,6 +22,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 

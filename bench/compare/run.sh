@@ -7,6 +7,7 @@
 #   bench/compare/run.sh [compare.py options]      (from weft's build tree)
 #   PYTHON=/path/to/python bench/compare/run.sh --skip-search
 set -eu
+export PYTHONDONTWRITEBYTECODE=1
 here=$(cd "$(dirname "$0")" && pwd)
 top=${WEFT_TOP:-$(cd "$here/../.." && pwd)}
 

@@ -269,6 +269,14 @@ static void test_fusion_replaces_each_chain_by_one_fused_node(void **state) {
       net n = build(rt_on, &s);
       wf__work w = net_work(&n);
       const char *fused = conv ? "_FusedConv2D" : "_FusedMatMul";
+      if (!acts[a][0]) {
+        /* Without an activation nothing fuses (see pass_fusion.c). */
+        assert_int_equal(count_op(&w, fused), 0);
+        assert_int_equal(count_op(&w, "BiasAdd"), 1);
+        wf__work_deinit(&w);
+        net_free(&n);
+        continue;
+      }
       assert_int_equal(count_op(&w, fused), 1);
       assert_int_equal(count_op(&w, conv ? "Conv2D" : "MatMul"), 0);
       assert_int_equal(count_op(&w, "BiasAdd"), 0);
@@ -323,15 +331,13 @@ static void test_fusion_leaves_values_read_twice_apart(void **state) {
     wf__work_deinit(&w);
     net_free(&n);
   }
-  /* The BiasAdd read twice: the product and bias fuse, the Relu stays. */
+  /* The BiasAdd read twice (as in training, where gradients read it): the
+   * chain is not fused at all. */
   spec s = {WF_FLOAT32, 0, 0, "Relu", BIAS_READ_TWICE};
   net n = build(rt_on, &s);
   wf__work w = net_work(&n);
-  wf_node *f = first_op(&w, "_FusedMatMul");
-  assert_non_null(f);
-  char steps[64];
-  fused_steps(f, steps, sizeof steps);
-  assert_string_equal(steps, "BiasAdd");
+  assert_null(first_op(&w, "_FusedMatMul"));
+  assert_int_equal(count_op(&w, "BiasAdd"), 1);
   assert_int_equal(count_op(&w, "Relu"), 1);
   wf__work_deinit(&w);
   net_free(&n);
@@ -342,13 +348,9 @@ static void test_fusion_leaves_fetched_values_apart(void **state) {
   spec s = {WF_FLOAT32, 1, 0, "Sigmoid", BIAS_FETCHED};
   net n = build(rt_on, &s);
   wf__work w = net_work(&n);
-  wf_node *f = first_op(&w, "_FusedConv2D");
-  assert_non_null(f);
-  char steps[64];
-  fused_steps(f, steps, sizeof steps);
-  assert_string_equal(steps, "BiasAdd");
+  assert_null(first_op(&w, "_FusedConv2D"));
+  assert_int_equal(count_op(&w, "Conv2D"), 1);
   assert_int_equal(count_op(&w, "Sigmoid"), 1);
-  assert_ptr_equal(w.fetches[1].node, f);
   wf__work_deinit(&w);
   net_free(&n);
 }
@@ -371,7 +373,7 @@ static void test_fusion_skips_tanh_gelu_and_split_requests(void **state) {
   net n = build(rt_on, &g);
   wf__work w = net_work(&n);
   assert_int_equal(count_op(&w, "Gelu"), 1);
-  assert_int_equal(count_op(&w, "_FusedMatMul"), 1);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 0);
   wf__work_deinit(&w);
   net_free(&n);
 
