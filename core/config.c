@@ -5,7 +5,7 @@
  * passes and the thread pools that read struct wf_config. */
 #include <config.h>
 
-#include "config.h"
+#include "settings.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -4,7 +4,7 @@ noinst_LTLIBRARIES += core/libweftcore.la
 core_libweftcore_la_SOURCES = \
 	core/alloc.c core/alloc.h \
 	core/attr.c core/attr.h \
-	core/config.c core/config.h \
+	core/config.c core/settings.h \
 	core/core_ops.c core/core_ops.h \
 	core/data_codec.c \
 	core/data_map.c \

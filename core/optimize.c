@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "config.h"
+#include "settings.h"
 #include "graph.h"
 #include "optimize.h"
 #include "passes.h"

@@ -15,7 +15,7 @@
 #include <weft/tensor.h>
 
 #include "alloc.h"
-#include "config.h"
+#include "settings.h"
 #include "graph.h"
 #include "host.h"
 #include "kernel.h"

@@ -5,7 +5,7 @@
 
 #include <weft/runtime.h>
 
-#include "config.h"
+#include "settings.h"
 #include "registry.h"
 
 struct wf__dl;

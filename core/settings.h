@@ -1,6 +1,7 @@
-/* core/config.h — the parsed configuration (see weft/runtime.h). */
-#ifndef WF_CORE_CONFIG_H
-#define WF_CORE_CONFIG_H
+/* core/settings.h — the parsed configuration behind wf_config (see
+ * weft/runtime.h); read and written by core/config.c. */
+#ifndef WF_CORE_SETTINGS_H
+#define WF_CORE_SETTINGS_H
 
 #include <weft/runtime.h>
 
