@@ -1,5 +1,8 @@
 /* core/tensor.c — reference-counted host tensors: allocated ones (struct and
- * 64-byte-aligned data in one block) and wrapped caller buffers.
+ * 64-byte-aligned data in one block) and wrapped caller buffers, with a
+ * small cache of freed large blocks so that a training or inference loop,
+ * which frees and allocates the same sizes every step, reuses memory that is
+ * already mapped instead of faulting fresh pages in each time.
  *
  * Device memory, layouts and copies between devices are not handled here. */
 #include <config.h>
@@ -7,9 +10,115 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+
+/* ---- the block cache ----------------------------------------------------
+ *
+ * Freed blocks of at least CACHE_MIN bytes wait here, keyed by exact size,
+ * for an allocation of the same size; the oldest go first when the cache
+ * would exceed its budget ($WEFT_TENSOR_CACHE_MB, default 256; 0 turns it
+ * off) or its slots. Smaller blocks go straight back to malloc, which keeps
+ * them cheap already. */
+#define CACHE_MIN ((size_t)64 << 10)
+#define CACHE_SLOTS 64
+
+static struct {
+  pthread_mutex_t mu;
+  void *block[CACHE_SLOTS];
+  size_t size[CACHE_SLOTS];
+  int n;        /* used slots, oldest first */
+  size_t bytes; /* held */
+  size_t budget;
+  int ready;
+} cache = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0, 0, 0};
+
+/* Reads the budget once; caller holds the lock. */
+static void cache_init(void) {
+  if (cache.ready)
+    return;
+  const char *env = getenv("WEFT_TENSOR_CACHE_MB");
+  long mb = env && *env ? strtol(env, NULL, 10) : 256;
+  cache.budget = mb > 0 ? (size_t)mb << 20 : 0;
+  cache.ready = 1;
+}
+
+static void *cache_take(size_t size) {
+  void *b = NULL;
+  if (size < CACHE_MIN)
+    return NULL;
+  pthread_mutex_lock(&cache.mu);
+  cache_init();
+  for (int i = cache.n - 1; i >= 0; i--) {
+    if (cache.size[i] == size) {
+      b = cache.block[i];
+      cache.bytes -= size;
+      memmove(&cache.block[i], &cache.block[i + 1],
+              (size_t)(cache.n - i - 1) * sizeof cache.block[0]);
+      memmove(&cache.size[i], &cache.size[i + 1],
+              (size_t)(cache.n - i - 1) * sizeof cache.size[0]);
+      cache.n--;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&cache.mu);
+  return b;
+}
+
+/* Keeps block for reuse, or frees it (and whatever it pushes out). */
+static void cache_put(void *block, size_t size) {
+  void *out[CACHE_SLOTS + 1];
+  int nout = 0;
+  if (size < CACHE_MIN) {
+    wf__free(block);
+    return;
+  }
+  pthread_mutex_lock(&cache.mu);
+  cache_init();
+  if (size > cache.budget) {
+    out[nout++] = block;
+  } else {
+    while (cache.n > 0 &&
+           (cache.n == CACHE_SLOTS || cache.bytes + size > cache.budget)) {
+      out[nout++] = cache.block[0];
+      cache.bytes -= cache.size[0];
+      memmove(&cache.block[0], &cache.block[1],
+              (size_t)(cache.n - 1) * sizeof cache.block[0]);
+      memmove(&cache.size[0], &cache.size[1],
+              (size_t)(cache.n - 1) * sizeof cache.size[0]);
+      cache.n--;
+    }
+    cache.block[cache.n] = block;
+    cache.size[cache.n++] = size;
+    cache.bytes += size;
+  }
+  pthread_mutex_unlock(&cache.mu);
+  for (int i = 0; i < nout; i++)
+    wf__free(out[i]);
+}
+
+void wf__tensor_cache_clear(void) {
+  pthread_mutex_lock(&cache.mu);
+  int n = cache.n;
+  void *blocks[CACHE_SLOTS];
+  memcpy(blocks, cache.block, (size_t)n * sizeof blocks[0]);
+  cache.n = 0;
+  cache.bytes = 0;
+  cache.ready = 0; /* read the budget again: tests change it */
+  pthread_mutex_unlock(&cache.mu);
+  for (int i = 0; i < n; i++)
+    wf__free(blocks[i]);
+}
+
+size_t wf__tensor_cache_bytes(void) {
+  pthread_mutex_lock(&cache.mu);
+  size_t b = cache.bytes;
+  pthread_mutex_unlock(&cache.mu);
+  return b;
+}
 
 /* Offset of the data in a block that holds struct and data together. */
 #define DATA_OFFSET                                                            \
@@ -65,7 +174,9 @@ wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,
 
   if (wf__tensor_check(dtype, dims, rank, &nbytes, st))
     return NULL;
-  block = wf__alloc(DATA_OFFSET + nbytes, WF_TENSOR_ALIGN);
+  block = cache_take(DATA_OFFSET + nbytes);
+  if (!block)
+    block = wf__alloc(DATA_OFFSET + nbytes, WF_TENSOR_ALIGN);
   if (!block) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                   "tensor: out of memory allocating %zu bytes of %s", nbytes,
@@ -143,9 +254,13 @@ void wf_tensor_release(wf_tensor *t) {
   if (before != 1)
     return;
   atomic_thread_fence(memory_order_acquire);
-  if (t->dealloc)
-    t->dealloc(t->data, t->nbytes, t->dealloc_arg);
-  wf__free(t);
+  if (t->wrapped) {
+    if (t->dealloc)
+      t->dealloc(t->data, t->nbytes, t->dealloc_arg);
+    wf__free(t);
+    return;
+  }
+  cache_put(t, DATA_OFFSET + t->nbytes);
 }
 
 wf_dtype wf_tensor_dtype(const wf_tensor *t) { return t->dtype; }

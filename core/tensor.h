@@ -29,6 +29,11 @@ wf_tensor *wf__tensor_new_shape(wf_dtype dtype, const wf_shape *shape,
 wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
                               wf_status *st);
 
+/* The cache of freed large tensor blocks (core/tensor.c): empties it (and
+ * reads $WEFT_TENSOR_CACHE_MB again), and how many bytes it holds. */
+void wf__tensor_cache_clear(void);
+size_t wf__tensor_cache_bytes(void);
+
 /* Byte size of a tensor of dtype and shape, checking dtype, rank and every
  * dim; INVALID_ARGUMENT naming the problem otherwise. */
 int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,

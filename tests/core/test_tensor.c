@@ -250,6 +250,53 @@ static void test_tensor_refcount_is_thread_safe(void **state) {
   wf_status_free(st);
 }
 
+/* ---- the cache of freed large blocks --------------------------------------- */
+
+static wf_tensor *floats(int64_t n) {
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, &n, 1, NULL);
+  assert_non_null(t);
+  return t;
+}
+
+static void test_large_freed_blocks_are_reused_by_the_same_size(void **state) {
+  (void)state;
+  unsetenv("WEFT_TENSOR_CACHE_MB");
+  wf__tensor_cache_clear();
+  wf_tensor *t = floats(1 << 18); /* 1 MiB */
+  void *data = wf_tensor_data(t);
+  wf_tensor_release(t);
+  assert_true(wf__tensor_cache_bytes() >= (size_t)1 << 20);
+  wf_tensor *u = floats(1 << 18);
+  assert_ptr_equal(wf_tensor_data(u), data); /* no fresh pages */
+  assert_int_equal(wf__tensor_cache_bytes(), 0);
+  wf_tensor *v = floats((1 << 18) + 16); /* another size: not that block */
+  assert_ptr_not_equal(wf_tensor_data(v), data);
+  wf_tensor_release(u);
+  wf_tensor_release(v);
+  /* Small tensors go straight back to malloc. */
+  wf__tensor_cache_clear();
+  wf_tensor_release(floats(16));
+  assert_int_equal(wf__tensor_cache_bytes(), 0);
+  wf__tensor_cache_clear();
+}
+
+static void test_block_cache_keeps_to_its_budget(void **state) {
+  (void)state;
+  setenv("WEFT_TENSOR_CACHE_MB", "1", 1);
+  wf__tensor_cache_clear();
+  wf_tensor *t[3] = {floats(150000), floats(150000), floats(150000)};
+  for (int i = 0; i < 3; i++)
+    wf_tensor_release(t[i]); /* 3 x 600 KB: only one fits in 1 MiB */
+  assert_true(wf__tensor_cache_bytes() <= (size_t)1 << 20);
+  assert_true(wf__tensor_cache_bytes() > 0);
+  setenv("WEFT_TENSOR_CACHE_MB", "0", 1);
+  wf__tensor_cache_clear();
+  wf_tensor_release(floats(1 << 18));
+  assert_int_equal(wf__tensor_cache_bytes(), 0); /* switched off */
+  unsetenv("WEFT_TENSOR_CACHE_MB");
+  wf__tensor_cache_clear();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tensor_new_is_64_byte_aligned),
@@ -264,6 +311,8 @@ int main(void) {
       cmocka_unit_test(test_tensor_wrap_calls_dealloc_when_it_fails),
       cmocka_unit_test(test_tensor_release_null_is_ignored),
       cmocka_unit_test(test_tensor_refcount_is_thread_safe),
+      cmocka_unit_test(test_large_freed_blocks_are_reused_by_the_same_size),
+      cmocka_unit_test(test_block_cache_keeps_to_its_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
