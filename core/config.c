@@ -169,6 +169,7 @@ static const key_def keys[] = {
     {"plugins", "use_env_path", KEY_BOOL, MEMBER(plugin_env_path), 0},
     {"plugins", "use_default_dir", KEY_BOOL, MEMBER(plugin_default_dir), 0},
     {"devices", "order", KEY_LIST, MEMBER(device_order), 0},
+    {"devices", "cpu_devices", KEY_COUNT, MEMBER(cpu_devices), 0},
     {"threads", "inter_op", KEY_COUNT, MEMBER(inter_op), 0},
     {"threads", "intra_op", KEY_COUNT, MEMBER(intra_op), 0},
     {"threads", "pin", KEY_BOOL, MEMBER(pin), 0},
@@ -566,3 +567,22 @@ const char *wf_config_default_path(void) {
 }
 
 const char *wf_config_plugin_dir(void) { return WF_PLUGIN_DIR; }
+
+int wf__config_int(const wf_config *cfg, const char *section, const char *key,
+                   int64_t *out) {
+  const key_def *k = find_key(section, key);
+  if (!cfg || !k)
+    return -1;
+  const char *base = (const char *)cfg + k->offset;
+  switch (k->kind) {
+  case KEY_COUNT:
+  case KEY_BOOL:
+    *out = *(const int *)base;
+    return 0;
+  case KEY_BYTES:
+    *out = (int64_t) * (const long long *)base;
+    return 0;
+  default:
+    return -1;
+  }
+}

@@ -159,6 +159,7 @@ static const wf_host host = {
     .var_name = wf__var_name,
     .tensor_reshape = wf__tensor_reshape,
     .threads = wf__host_threads,
+    .config_int = wf__host_config_int,
 };
 
 const wf_host *wf__host(void) { return &host; }

@@ -309,14 +309,29 @@ oom:
 
 static void publish_threads(const wf_config *cfg);
 
+/* The config plugins read through host->config_int while this thread
+ * creates a runtime (their init and device enumeration run inside it). */
+static _Thread_local const wf_config *creating;
+
+int64_t wf__host_config_int(const char *section, const char *key) {
+  int64_t v;
+  if (!creating || wf__config_int(creating, section, key, &v))
+    return -1;
+  return v;
+}
+
 wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
   wf_runtime *rt = wf__runtime_new_empty(cfg, st);
   if (!rt)
     return NULL;
   publish_threads(rt->cfg); /* plugins may ask during init */
-  if (wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
+  creating = rt->cfg;
+  int rc =
+      wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
       wf__runtime_add_plugin(rt, wf__data_ops(), "(built in)", NULL, st) ||
-      wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st)) {
+      wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st);
+  creating = NULL;
+  if (rc) {
     wf_runtime_free(rt);
     return NULL;
   }

@@ -70,6 +70,8 @@ int wf__runtime_enumerate_devices(wf_runtime *rt, wf_status *st);
  * the topology": intra_op = the cores, inter_op = cores / intra_op (at
  * least 1). Valid before any runtime exists (defaults). */
 void wf__threads(const wf_config *cfg, int32_t *inter_op, int32_t *intra_op);
+/* The host table's config_int: a setting of the runtime being created. */
+int64_t wf__host_config_int(const char *section, const char *key);
 /* The host table's entry: the split of the most recently created runtime. */
 void wf__host_threads(int32_t *inter_op, int32_t *intra_op);
 

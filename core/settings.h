@@ -22,6 +22,7 @@ struct wf_config {
   int plugin_default_dir;   /* use_default_dir = true */
   /* [devices] */
   wf__strlist device_order; /* order = cuda, cpu */
+  int cpu_devices;          /* cpu_devices = N: split the CPU (0: one) */
   /* [threads] */
   int inter_op;             /* inter_op = N (0: automatic) */
   int intra_op;             /* intra_op = N (0: automatic) */
@@ -36,6 +37,10 @@ struct wf_config {
 
 /* A deep copy of cfg (owned by the caller), or NULL when out of memory. */
 wf_config *wf__config_copy(const wf_config *cfg);
+/* The value of a number or boolean setting ("devices", "cpu_devices");
+ * -1 when there is no such key or it is not a number. */
+int wf__config_int(const wf_config *cfg, const char *section, const char *key,
+                   int64_t *out);
 /* 1 when name is in the list. */
 int wf__strlist_has(const wf__strlist *l, const char *name);
 

@@ -480,9 +480,10 @@ static void test_mlp_step_is_the_same_on_two_devices(void **state) {
   double one[5], two[5];
   int t1, t2;
   mlp_losses(rt, 0, one, &t1);
-  setenv("WEFT_CPU_DEVICES", "2", 1);
-  wf_runtime *r2 = wf_runtime_new(NULL, st);
-  unsetenv("WEFT_CPU_DEVICES");
+  wf_config *split = wf_config_new();
+  OK(wf_config_set(split, "devices", "cpu_devices", "2", st));
+  wf_runtime *r2 = wf_runtime_new(split, st);
+  wf_config_free(split);
   if (!r2)
     fail_msg("runtime: %s", wf_status_message(st));
   if (wf_runtime_device_count(r2) < 2) {

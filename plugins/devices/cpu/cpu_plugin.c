@@ -18,10 +18,21 @@
 
 #define PLUGIN_NAME "device-cpu"
 
-/* Reads WEFT_CPU_DEVICES: *n is 1 when it is unset or empty. Anything but a
- * whole number from 1 to the number of cores is refused. */
+/* How many devices to cut: the config's [devices] cpu_devices when set,
+ * else WEFT_CPU_DEVICES; 1 when neither is. Anything but a whole number
+ * from 1 to the number of cores is refused. */
 static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
   const char *env = getenv(WF_CPU_DEVICES_ENV);
+  char fromcfg[32];
+  int64_t cfg = WF_HOST_HAS(p->host, config_int)
+                    ? p->host->config_int("devices", "cpu_devices")
+                    : -1;
+  const char *source = WF_CPU_DEVICES_ENV;
+  if (cfg > 0) {
+    snprintf(fromcfg, sizeof fromcfg, "%lld", (long long)cfg);
+    env = fromcfg;
+    source = "[devices] cpu_devices";
+  }
   const char *unit = p->unit_type == HWLOC_OBJ_CORE ? "cores"
                                                     : "processing units";
   char *end;
@@ -37,8 +48,7 @@ static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
                         "%s: %s=\"%s\" is not a number of CPU devices: "
                         "use a whole number from 1 to %d (this machine's "
                         "%s)",
-                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, env, p->num_units,
-                        unit);
+                        PLUGIN_NAME, source, env, p->num_units, unit);
     return WF_INVALID_ARGUMENT;
   }
   if (errno == ERANGE || v > p->num_units) {
@@ -46,8 +56,8 @@ static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
                         "%s: %s=%s asks for more CPU devices than this "
                         "machine has %s (%d): each device needs at least "
                         "one; use 1 to %d",
-                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, env, unit,
-                        p->num_units, p->num_units);
+                        PLUGIN_NAME, source, env, unit, p->num_units,
+                        p->num_units);
     return WF_INVALID_ARGUMENT;
   }
   *n = (int)v;

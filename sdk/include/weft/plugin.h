@@ -419,6 +419,12 @@ typedef struct wf_host {
    * threads a kernel library may use inside one op (intra-op). Together
    * they never exceed the cores unless the config says so. */
   void (*threads)(int32_t *inter_op, int32_t *intra_op);
+
+  /* A number or boolean setting of the config of the runtime being created
+   * (valid in init and in a device type's enumerate): [devices]
+   * cpu_devices, [threads] pin, ... -1 outside those calls or for a key
+   * that is not a number. */
+  int64_t (*config_int)(const char *section, const char *key);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
