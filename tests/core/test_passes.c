@@ -826,13 +826,15 @@ static void test_all_passes_give_the_same_values(void **state) {
     assert_same_values(rt_all, builds[i]);
 }
 
-/* The reference mlp (784 -> 256 ReLU -> 128 ReLU -> 10, softmax
- * cross-entropy, Adam lr 1e-3) on a fixed batch of 16: the losses of five
- * training steps, and the working graph's size for the training step. */
-static void mlp_losses(wf_runtime *r, double *losses, int *work_nodes) {
+/* Five Adam training steps on a fixed batch of 16 of one of the reference
+ * models — the mlp (784 -> 256 ReLU -> 128 ReLU -> 10) or the cnn (conv 3x3
+ * 16, pool, conv 3x3 32, pool, dense 10) — with softmax cross-entropy: the
+ * losses, and the working graph's size for the training step. */
+static void model_losses(wf_runtime *r, int cnn, double *losses,
+                         int *work_nodes) {
   enum { B = 16, D = 784 };
   wf_graph *g = wf_graph_new(r);
-  int64_t xd[2] = {B, D}, yd[1] = {B};
+  int64_t xd[4] = {B, D, 0, 0}, cd[4] = {B, 28, 28, 1}, yd[1] = {B};
   static float xv[B * D];
   int32_t yv[B];
   for (int i = 0; i < B * D; i++)
@@ -842,16 +844,25 @@ static void mlp_losses(wf_runtime *r, double *losses, int *work_nodes) {
   net n;
   memset(&n, 0, sizeof n);
   n.g = g;
-  wf_output x = feed(&n, "x", WF_FLOAT32, xd, 2, NULL, xv);
+  wf_output x = feed(&n, "x", WF_FLOAT32, cnn ? cd : xd, cnn ? 4 : 2, NULL, xv);
   wf_output y = feed(&n, "y", WF_INT32, yd, 1, NULL, yv);
   wf_model *m = wf_model_new(g, 5, st);
   wf_model_begin(m, 1);
-  wf_output h = wf_layer_dense(m, x, 256, WF_ACT_RELU, st);
-  h = wf_layer_dense(m, h, 128, WF_ACT_RELU, st);
+  wf_output h;
+  if (cnn) {
+    h = wf_layer_conv2d(m, x, 16, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+    h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+    h = wf_layer_conv2d(m, h, 32, 3, 3, 1, "SAME", WF_ACT_RELU, st);
+    h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
+    h = wf_layer_flatten(m, h, st);
+  } else {
+    h = wf_layer_dense(m, x, 256, WF_ACT_RELU, st);
+    h = wf_layer_dense(m, h, 128, WF_ACT_RELU, st);
+  }
   wf_output logits = wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
   wf_output loss = wf_loss_sparse_softmax_cross_entropy(m, logits, y, st);
   if (!loss.node)
-    fail_msg("mlp: %s", wf_status_message(st));
+    fail_msg("%s: %s", cnn ? "cnn" : "mlp", wf_status_message(st));
   wf_optimizer o = wf_optimizer_defaults(WF_OPT_ADAM);
   wf_node *step = wf_model_minimize(m, loss, &o, st);
   if (!step)
@@ -883,8 +894,8 @@ static void test_mlp_trains_the_same_with_all_passes_on_and_off(void **state) {
   (void)state;
   double off[5], on[5];
   int nodes_off, nodes_on;
-  mlp_losses(rt_none, off, &nodes_off);
-  mlp_losses(rt_all, on, &nodes_on);
+  model_losses(rt_none, 0, off, &nodes_off);
+  model_losses(rt_all, 0, on, &nodes_on);
   for (int k = 0; k < 5; k++)
     assert_float_equal(on[k], off[k], 1e-5 * fabs(off[k]) + 1e-6);
   assert_true(off[4] < off[0]);
@@ -892,65 +903,16 @@ static void test_mlp_trains_the_same_with_all_passes_on_and_off(void **state) {
   assert_true(nodes_on < nodes_off);
 }
 
-/* The reference cnn (conv 3x3 16, pool, conv 3x3 32, pool, dense 10, Adam)
- * on a fixed batch of 8: five training steps' losses. */
-static void cnn_losses(wf_runtime *r, double *losses) {
-  enum { B = 8, P = 28 * 28 };
-  wf_graph *g = wf_graph_new(r);
-  int64_t xd[4] = {B, 28, 28, 1}, yd[1] = {B};
-  static float xv[B * P];
-  int32_t yv[B];
-  for (int i = 0; i < B * P; i++)
-    xv[i] = (float)(0.5 + 0.5 * cos(i * 0.021));
-  for (int i = 0; i < B; i++)
-    yv[i] = (i * 3) % 10;
-  net n;
-  memset(&n, 0, sizeof n);
-  n.g = g;
-  wf_output x = feed(&n, "x", WF_FLOAT32, xd, 4, NULL, xv);
-  wf_output y = feed(&n, "y", WF_INT32, yd, 1, NULL, yv);
-  wf_model *m = wf_model_new(g, 6, st);
-  wf_model_begin(m, 1);
-  wf_output h = wf_layer_conv2d(m, x, 16, 3, 3, 1, "SAME", WF_ACT_RELU, st);
-  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
-  h = wf_layer_conv2d(m, h, 32, 3, 3, 1, "SAME", WF_ACT_RELU, st);
-  h = wf_layer_max_pool(m, h, 2, 2, "VALID", st);
-  h = wf_layer_flatten(m, h, st);
-  wf_output logits = wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
-  wf_output loss = wf_loss_sparse_softmax_cross_entropy(m, logits, y, st);
-  if (!loss.node)
-    fail_msg("cnn: %s", wf_status_message(st));
-  wf_optimizer o = wf_optimizer_defaults(WF_OPT_ADAM);
-  wf_node *step = wf_model_minimize(m, loss, &o, st);
-  if (!step)
-    fail_msg("minimize: %s", wf_status_message(st));
-  fetch(&n, loss);
-  n.targets[n.ntargets++] = step;
-  wf_session *s = wf_session_new(g, st);
-  wf_node *init = wf_model_init_op(m, st);
-  assert_non_null(init);
-  run_target(s, init);
-  for (int k = 0; k < 5; k++) {
-    wf_tensor *lv = NULL;
-    net_run(&n, s, &lv);
-    losses[k] = fetched_float(lv, 0);
-    wf_tensor_release(lv);
-  }
-  wf_session_free(s);
-  wf_model_free(m);
-  for (int i = 0; i < n.nfeeds; i++)
-    wf_tensor_release(n.values[i]);
-  wf_graph_free(g);
-}
-
 static void test_cnn_trains_the_same_with_all_passes_on_and_off(void **state) {
   (void)state;
   double off[5], on[5];
-  cnn_losses(rt_none, off);
-  cnn_losses(rt_all, on);
+  int nodes_off, nodes_on;
+  model_losses(rt_none, 1, off, &nodes_off);
+  model_losses(rt_all, 1, on, &nodes_on);
   for (int k = 0; k < 5; k++)
     assert_float_equal(on[k], off[k], 1e-5 * fabs(off[k]) + 1e-6);
   assert_true(off[4] < off[0]);
+  assert_true(nodes_on < nodes_off);
 }
 
 int main(void) {
