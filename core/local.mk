@@ -65,10 +65,14 @@ core_libweft_la_LIBADD = core/libweftcore.la
 core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
 
 weftinclude_HEADERS += \
+	sdk/include/weft/checkpoint.h \
 	sdk/include/weft/data.h \
 	sdk/include/weft/export.h \
 	sdk/include/weft/gradients.h \
 	sdk/include/weft/graph.h \
+	sdk/include/weft/graph_file.h \
+	sdk/include/weft/npy.h \
+	sdk/include/weft/saved_model.h \
 	sdk/include/weft/layers.h \
 	sdk/include/weft/plugin.h \
 	sdk/include/weft/runtime.h \
@@ -77,3 +81,10 @@ weftinclude_HEADERS += \
 	sdk/include/weft/tensor.h \
 	sdk/include/weft/types.h \
 	sdk/include/weft/weft.h
+
+# Persistence: graph files (protobuf-c), checkpoints (safetensors), .npy
+# arrays and saved models.
+include core/graph_file.mk
+include core/checkpoint.mk
+include core/npy.mk
+include core/saved_model.mk

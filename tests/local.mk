@@ -27,6 +27,10 @@ include tests/fuzz/local.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/ops/rnn.mk
+include tests/core/graph_file.mk
+include tests/core/checkpoint.mk
+include tests/core/npy.mk
+include tests/core/saved_model.mk
 # The CPU plugin runs oneDNN (dlopened with the plugin), whose C++
 # thread_local state lives in dynamic TLS; in oneDNN's OpenMP worker
 # threads, LeakSanitizer's tracking of __tls_get_addr (GCC 12 with glibc

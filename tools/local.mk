@@ -1,5 +1,8 @@
-# tools/weft: the command-line program (public API only).
+# tools/weft: the command-line program (public API only). weft.c holds the
+# dispatch and the inspection commands; graph, ckpt and run have files of
+# their own (tools/commands.h).
 bin_PROGRAMS += tools/weft
-tools_weft_SOURCES = tools/weft.c
+tools_weft_SOURCES = tools/weft.c tools/commands.h \
+	tools/cmd_graph.c tools/cmd_ckpt.c tools/cmd_run.c
 tools_weft_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tools_weft_LDADD = core/libweft.la $(JANSSON_LIBS)

@@ -18,6 +18,8 @@
 
 #include <weft/weft.h>
 
+#include "commands.h"
+
 #define MAX_DATA_OPTIONS 64
 
 typedef struct opts {
@@ -1052,11 +1054,73 @@ static const command commands[] = {
 
 #define NUM_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
+/* Commands with files and arguments of their own (tools/commands.h). */
+typedef struct own_command {
+  const char *name;
+  weft_cmd_main *main;
+  const char *summary;
+  const char *help;
+} own_command;
+
+static const own_command own_commands[] = {
+    {"graph", weft_cmd_graph, weft_graph_summary, weft_graph_help},
+    {"ckpt", weft_cmd_ckpt, weft_ckpt_summary, weft_ckpt_help},
+    {"run", weft_cmd_run, weft_run_summary, weft_run_help},
+};
+
+#define NUM_OWN_COMMANDS (int)(sizeof own_commands / sizeof own_commands[0])
+
+static const own_command *find_own_command(const char *name) {
+  for (int i = 0; i < NUM_OWN_COMMANDS; i++)
+    if (strcmp(own_commands[i].name, name) == 0)
+      return &own_commands[i];
+  return NULL;
+}
+
+/* Runs an own command if argv names one after the global options
+ * (--config FILE, --config=FILE); -1 when it does not. */
+static int try_own_command(int argc, char **argv) {
+  const char *config = NULL;
+  int i = 1;
+  while (i < argc) {
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+      config = argv[i + 1];
+      i += 2;
+    } else if (strncmp(argv[i], "--config=", 9) == 0) {
+      config = argv[i] + 9;
+      i++;
+    } else {
+      break;
+    }
+  }
+  if (i >= argc)
+    return -1;
+  const own_command *c = find_own_command(argv[i]);
+  if (!c)
+    return -1;
+  for (int k = i + 1; k < argc; k++) {
+    if (strcmp(argv[k], "--") == 0)
+      break;
+    if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
+      fputs(c->help, stdout);
+      return 0;
+    }
+  }
+  int rc = c->main(argc - i, argv + i, config);
+  if (fflush(stdout) != 0) {
+    fprintf(stderr, "weft: writing output: %s\n", strerror(errno));
+    return 1;
+  }
+  return rc;
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: weft [--config FILE] COMMAND [OPTIONS]\n\n"
              "weft is a dataflow-graph machine-learning runtime. Commands:\n");
   for (int i = 0; i < NUM_COMMANDS; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  for (int i = 0; i < NUM_OWN_COMMANDS; i++)
+    fprintf(f, "  %-10s %s\n", own_commands[i].name, own_commands[i].summary);
   fprintf(f,
           "\nOptions for every command:\n"
           "  --config FILE  read this config (default: $WEFT_CONFIG, then "
@@ -1073,7 +1137,7 @@ static const command *find_command(const char *name) {
   return NULL;
 }
 
-static wf_runtime *open_runtime(const opts *o) {
+wf_runtime *weft_open_runtime(const char *config) {
   wf_status *st = wf_status_new();
   wf_config *cfg = wf_config_new();
   wf_runtime *rt = NULL;
@@ -1081,7 +1145,7 @@ static wf_runtime *open_runtime(const opts *o) {
     fprintf(stderr, "weft: out of memory\n");
     goto done;
   }
-  const char *path = o->config ? o->config : wf_config_default_path();
+  const char *path = config ? config : wf_config_default_path();
   if (path && wf_config_load(cfg, path, st)) {
     fprintf(stderr, "weft: %s\n", wf_status_message(st));
     goto done;
@@ -1099,6 +1163,9 @@ int main(int argc, char **argv) {
   opts o = {0};
   int help = 0;
   const command *cmd = NULL;
+  int own = try_own_command(argc, argv);
+  if (own >= 0)
+    return own;
   static const struct option longopts[] = {
       {"config", required_argument, NULL, 'c'},
       {"json", no_argument, NULL, 'j'},
@@ -1203,7 +1270,7 @@ int main(int argc, char **argv) {
   }
   wf_runtime *rt = NULL;
   if (cmd->needs_runtime) {
-    rt = open_runtime(&o);
+    rt = weft_open_runtime(o.config);
     if (!rt)
       return 1;
   }

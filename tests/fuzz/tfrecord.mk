@@ -22,7 +22,6 @@ TFRECORD_FUZZ_SRCS = \
 	plugins/readers/tfrecord/reader.c
 EXTRA_DIST += tests/fuzz/corpus/tfrecord
 
-if HAVE_PROTOBUF_C
 check_PROGRAMS += tests/fuzz/replay_tfrecord
 TESTS += tests/fuzz/replay_tfrecord
 tests_fuzz_replay_tfrecord_SOURCES = tests/fuzz/replay.c \
@@ -69,5 +68,4 @@ fuzz-tfrecord-run: $(READER_FUZZ_DIR)/fuzz_tfrecord
 fuzz-tfrecord-smoke: $(READER_FUZZ_DIR)/fuzz_tfrecord
 	$(READER_FUZZ_DIR)/fuzz_tfrecord -runs=0 \
 		$(top_srcdir)/tests/fuzz/corpus/tfrecord
-endif
 .PHONY: fuzz-tfrecord fuzz-tfrecord-run fuzz-tfrecord-smoke

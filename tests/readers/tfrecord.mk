@@ -26,7 +26,6 @@ TFRECORD_FIXTURES = \
 	tests/readers/fixtures/tfrecord/zlib_lookalike.tfrecord
 EXTRA_DIST += $(TFRECORD_FIXTURES)
 
-if HAVE_PROTOBUF_C
 check_PROGRAMS += tests/readers/test_tfrecord
 TESTS += tests/readers/test_tfrecord
 tests_readers_test_tfrecord_SOURCES = tests/readers/test_tfrecord.c \
@@ -42,4 +41,3 @@ tests_readers_test_tfrecord_LDADD = $(TEST_LDADD)
 EXTRA_tests_readers_test_tfrecord_DEPENDENCIES = \
 	plugins/readers/tfrecord/reader_tfrecord.la
 $(tests_readers_test_tfrecord_OBJECTS): $(TFRECORD_PB)
-endif

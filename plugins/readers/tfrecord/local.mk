@@ -1,10 +1,9 @@
 # plugins/readers/tfrecord: the TFRecord reader plugin (reader_tfrecord.so).
-# Built only with protobuf-c: the tf.train.Example code is generated from
+# The tf.train.Example code is generated from
 # example.proto by protoc-c at build time (into the build tree, never
 # distributed). Links zlib and protobuf-c, nothing of libweft.
 EXTRA_DIST += plugins/readers/tfrecord/example.proto
 
-if HAVE_PROTOBUF_C
 pkgplugin_LTLIBRARIES += plugins/readers/tfrecord/reader_tfrecord.la
 plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
 	plugins/readers/tfrecord/tfrecord.h \
@@ -37,4 +36,3 @@ plugins/readers/tfrecord/example.pb-c.c: $(top_srcdir)/plugins/readers/tfrecord/
 		$(top_srcdir)/plugins/readers/tfrecord/example.proto
 plugins/readers/tfrecord/example.pb-c.h: plugins/readers/tfrecord/example.pb-c.c
 	@test -f $@ || { rm -f $<; $(MAKE) $(AM_MAKEFLAGS) $<; }
-endif

@@ -13,5 +13,9 @@
 #include <weft/gradients.h>
 #include <weft/layers.h>
 #include <weft/data.h>
+#include <weft/graph_file.h>
+#include <weft/checkpoint.h>
+#include <weft/npy.h>
+#include <weft/saved_model.h>
 
 #endif /* WEFT_WEFT_H */

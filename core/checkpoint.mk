@@ -1,0 +1,1 @@
+# core/checkpoint.mk — (being written)

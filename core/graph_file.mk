@@ -1,0 +1,1 @@
+# core/graph_file.mk — (being written)

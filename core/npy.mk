@@ -1,0 +1,1 @@
+# core/npy.mk — (being written)

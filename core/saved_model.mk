@@ -1,0 +1,1 @@
+# core/saved_model.mk — (being written)

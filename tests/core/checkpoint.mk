@@ -1,0 +1,1 @@
+# tests/core/checkpoint.mk — (being written)

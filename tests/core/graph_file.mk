@@ -1,0 +1,1 @@
+# tests/core/graph_file.mk — (being written)

@@ -1,0 +1,1 @@
+# tests/core/saved_model.mk — (being written)

@@ -1,0 +1,28 @@
+/* tools/commands.h — the `weft` subcommands that live in files of their own
+ * and parse their own arguments (graph, ckpt, run). weft.c dispatches to
+ * them; everything they use of weft is the public API. */
+#ifndef WEFT_TOOLS_COMMANDS_H
+#define WEFT_TOOLS_COMMANDS_H
+
+#include <weft/weft.h>
+
+/* A command's entry point. argv[0] is the command's name ("graph"), the
+ * rest its own arguments; config is the --config FILE given before the
+ * command, or NULL. Returns the exit status: 0 success, 1 failure (a message
+ * on stderr naming the file and the problem), 2 bad usage. */
+typedef int weft_cmd_main(int argc, char **argv, const char *config);
+
+int weft_cmd_graph(int argc, char **argv, const char *config);
+int weft_cmd_ckpt(int argc, char **argv, const char *config);
+int weft_cmd_run(int argc, char **argv, const char *config);
+
+/* Each command's one-line summary and full help (printed for --help). */
+extern const char weft_graph_summary[], weft_graph_help[];
+extern const char weft_ckpt_summary[], weft_ckpt_help[];
+extern const char weft_run_summary[], weft_run_help[];
+
+/* A runtime with the config at path (NULL: $WEFT_CONFIG, then the installed
+ * weft.conf). Prints the reason on stderr and returns NULL on failure. */
+wf_runtime *weft_open_runtime(const char *config);
+
+#endif
