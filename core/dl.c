@@ -54,6 +54,29 @@ static char *open_error(const char *path) {
   return msg;
 }
 
+/* A module with an unresolved function must be refused when it is opened,
+ * not kill the process at its first call: libltdl binds lazily, so the
+ * file is first opened with immediate binding, which resolves every symbol
+ * or fails naming the missing one. The handle stays open until libltdl has
+ * its own, so the module is loaded once. NULL when path is no file that
+ * opens this way (libltdl then tries its suffixes and gives the reason);
+ * else the handle, or (void *)-1 with *err set. Assumes dl_lock is held. */
+static void *open_bound(const char *path, char **err) {
+  void *h;
+  dlerror();
+  h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    return h;
+  const char *why = dlerror();
+  if (why && strstr(why, "undefined symbol")) {
+    *err = wf__asprintf("%s (a symbol it needs is not defined by it or by "
+                        "the libraries it links)",
+                        why);
+    return (void *)-1;
+  }
+  return NULL;
+}
+
 /* Takes one reference on libltdl, initialising it for the first user.
  * Assumes dl_lock is held. */
 static int users_add(char **err) {
@@ -84,7 +107,14 @@ wf__dl *wf__dl_open(const char *path, char **err) {
   pthread_mutex_lock(&dl_lock);
   if (users_add(err))
     goto fail;
+  void *bound = open_bound(path, err);
+  if (bound == (void *)-1) {
+    users_drop();
+    goto fail;
+  }
   h = lt_dlopenext(path);
+  if (bound)
+    dlclose(bound);
   if (!h) {
     *err = open_error(path);
     users_drop();

@@ -340,6 +340,16 @@ static void test_loader_refuses_plugin_whose_init_fails(void **state) {
   wf_runtime_free(rt);
 }
 
+static void test_loader_refuses_plugin_with_unresolved_symbol(void **state) {
+  wf_runtime *rt = runtime_for(config_for(PLUGIN("unresolved")));
+  (void)state;
+  /* Refused at open: its init, which would call the missing function and
+   * end the process, never runs. */
+  assert_refused(rt, "unresolved", WF_PLUGIN_REFUSED, PLUGIN("unresolved"),
+                 "undefined symbol: wf_test_function_nobody_defines", NULL);
+  wf_runtime_free(rt);
+}
+
 static void
 test_loader_refuses_conflicting_op_naming_both_plugins(void **state) {
   wf_runtime *rt =
@@ -888,6 +898,7 @@ int main(void) {
       cmocka_unit_test(test_loader_refuses_module_without_entry_point),
       cmocka_unit_test(test_loader_refuses_file_that_is_not_an_object),
       cmocka_unit_test(test_loader_refuses_plugin_whose_init_fails),
+      cmocka_unit_test(test_loader_refuses_plugin_with_unresolved_symbol),
       cmocka_unit_test(test_loader_refuses_conflicting_op_naming_both_plugins),
       cmocka_unit_test(test_loader_skips_broken_plugins_and_loads_the_rest),
       cmocka_unit_test(test_loader_strict_turns_a_refusal_into_an_error),

@@ -29,6 +29,14 @@
 /* Records read per file at most: a tiny gzip file can hold millions. */
 #define FUZZ_MAX_RECORDS 20000
 
+/* A field struct as the core hands it to a reader: zeroed, header set. */
+static inline void fuzz_field_init(wf_reader_field *f) {
+  memset(f, 0, sizeof *f);
+  f->struct_size = (uint32_t)sizeof *f;
+  f->abi_major = WF_ABI_MAJOR;
+  f->abi_minor = WF_ABI_MINOR;
+}
+
 static wf_runtime *fuzz_rt;
 static const wf_reader_def *fuzz_reader;
 static char fuzz_dir[256];
@@ -149,6 +157,7 @@ static inline void fuzz_read_file(const char *path, const wf_attr_item *opts,
     abort();
   for (int i = 0; i < nf; i++) {
     wf_reader_field f;
+    fuzz_field_init(&f);
     fuzz_reader->field(rd, i, &f);
     if (!f.name[0] || memchr(f.name, 0, sizeof f.name) == NULL)
       abort();

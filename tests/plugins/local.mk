@@ -15,12 +15,18 @@ check_LTLIBRARIES += \
 	tests/plugins/conflict_b.la \
 	tests/plugins/needs_good.la \
 	tests/plugins/cycle_a.la \
-	tests/plugins/cycle_b.la
+	tests/plugins/cycle_b.la \
+	tests/plugins/unresolved.la
 
 tests_plugins_good_la_SOURCES = tests/plugins/good.c
 tests_plugins_good_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
 tests_plugins_good_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_good_la_LIBADD = $(PTHREAD_LIBS)
+# Deliberately without $(PLUGIN_ZDEFS): it needs a symbol nothing defines.
+tests_plugins_unresolved_la_SOURCES = tests/plugins/unresolved.c
+tests_plugins_unresolved_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_unresolved_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath /nowhere
 tests_plugins_abi_major_la_SOURCES = tests/plugins/abi_major.c
 tests_plugins_abi_major_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
 tests_plugins_abi_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)

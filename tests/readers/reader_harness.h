@@ -301,14 +301,25 @@ static inline void rh_seek(const wf_reader_def *def, void *rd, uint64_t pos) {
   wf_status_free(st);
 }
 
-/* Checks field i of the schema. */
+/* A field struct as the core hands it to a reader: zeroed, header set. */
+static inline void rh_field_init(wf_reader_field *f) {
+  memset(f, 0, sizeof *f);
+  f->struct_size = (uint32_t)sizeof *f;
+  f->abi_major = WF_ABI_MAJOR;
+  f->abi_minor = WF_ABI_MINOR;
+}
+
+/* Checks field i of the schema; the reader leaves the header alone. */
 static inline void rh_expect_field(const wf_reader_def *def, void *rd, int i,
                                    const char *name, wf_dtype dtype, int rank,
                                    const int64_t *dims) {
   wf_reader_field f;
 
+  rh_field_init(&f);
   def->field(rd, i, &f);
   assert_int_equal(f.struct_size, sizeof f);
+  assert_int_equal(f.abi_major, WF_ABI_MAJOR);
+  assert_int_equal(f.abi_minor, WF_ABI_MINOR);
   assert_string_equal(f.name, name);
   assert_int_equal(f.dtype, dtype);
   assert_int_equal(f.shape.rank, rank);

@@ -145,7 +145,7 @@ static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
     p->sets = set;
   }
   for (int i = 0; i < n; i++) {
-    wf_device_desc *d = &out[i];
+    wf_device_desc *d = WF_STRUCT_AT(out, i);
     size_t len;
     snprintf(d->name, sizeof(d->name), "cpu:%d", i);
     wf__cpudev_describe(&set->devices[i], d->description,

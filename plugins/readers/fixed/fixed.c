@@ -377,10 +377,7 @@ static int32_t fixed_num_fields(void *rd) {
 static void fixed_field_info(void *rd, int32_t i, wf_reader_field *out) {
   const fixed_field *f = &((fixed_reader *)rd)->fields[i];
 
-  memset(out, 0, sizeof *out);
-  out->struct_size = sizeof *out;
-  out->abi_major = WF_ABI_MAJOR;
-  out->abi_minor = WF_ABI_MINOR;
+  /* The core zeroed *out and set its header (plugin.h). */
   memcpy(out->name, f->name, sizeof out->name);
   out->dtype = f->type->dtype;
   out->shape = f->shape;

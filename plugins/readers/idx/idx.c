@@ -486,10 +486,7 @@ static int32_t idx_num_fields(void *rd) { return ((idx_reader *)rd)->nfiles; }
 static void idx_field(void *rd, int32_t i, wf_reader_field *out) {
   const idx_file *f = &((idx_reader *)rd)->f[i];
 
-  memset(out, 0, sizeof *out);
-  out->struct_size = sizeof *out;
-  out->abi_major = WF_ABI_MAJOR;
-  out->abi_minor = WF_ABI_MINOR;
+  /* The core zeroed *out and set its header (plugin.h). */
   memcpy(out->name, f->name, sizeof out->name);
   out->dtype = f->type->dtype;
   out->shape = f->shape;

@@ -278,10 +278,7 @@ static int32_t tfr_num_fields(void *rd) {
 
 static void tfr_field(void *rd, int32_t i, wf_reader_field *out) {
   const reader *r = rd;
-  memset(out, 0, sizeof *out);
-  out->struct_size = (uint32_t)sizeof *out;
-  out->abi_major = WF_ABI_MAJOR;
-  out->abi_minor = WF_ABI_MINOR;
+  /* The core zeroed *out and set its header (plugin.h). */
   if (r->raw) {
     snprintf(out->name, sizeof out->name, "record");
     out->dtype = WF_UINT8;

@@ -50,6 +50,17 @@ extern "C" {
 #define WF_STRUCT_HAS(p, T, m)                                                 \
   ((p)->struct_size >= offsetof(T, m) + sizeof(((T *)0)->m))
 #define WF_HOST_HAS(host, m) WF_STRUCT_HAS(host, wf_host, m)
+/* Element i of an array of size-headed structs the core handed over: the
+ * core lays it out with its own struct_size, which may differ from the
+ * plugin's sizeof. */
+#define WF_STRUCT_AT(base, i)                                                  \
+  ((__typeof__(base))((char *)(base) + (size_t)(i) * (base)->struct_size))
+
+/* Structs the core gives a plugin to fill (wf_device_desc in enumerate,
+ * wf_reader_field in a reader's field) arrive zeroed with their header set
+ * for the core's version. A plugin writes members, never the header, and a
+ * member added in a later minor only when WF_STRUCT_HAS(out, T, member)
+ * says the core has room for it. */
 
 /* ------------------------------------------------------------------------ */
 /* Op definitions                                                           */
