@@ -17,74 +17,6 @@
 
 /* ---- element conversions ------------------------------------------------------ */
 
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f,
-           man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else { /* subnormal: normalise */
-      int e = -1;
-      do {
-        e++;
-        man <<= 1;
-      } while (!(man & 0x400));
-      bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | man << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | man << 13;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff,
-           man = x & 0x7fffff;
-  if (exp == 0xff) /* inf, nan (kept quiet) */
-    return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
-  int e = (int)exp - 127 + 15;
-  if (e >= 0x1f)
-    return (uint16_t)(sign | 0x7c00);
-  if (e <= 0) {
-    if (e < -10)
-      return (uint16_t)sign;
-    man |= 0x800000;
-    uint32_t shift = (uint32_t)(14 - e);
-    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1),
-             mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1)))
-      half++;
-    return (uint16_t)(sign | half);
-  }
-  uint32_t half = sign | (uint32_t)e << 10 | man >> 13;
-  uint32_t rest = man & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    half++; /* may carry into the exponent, which rounds up correctly */
-  return (uint16_t)half;
-}
-
-static float bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffff) > 0x7f800000) /* nan: keep it a nan */
-    return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1); /* round to nearest even */
-  return (uint16_t)(x >> 16);
-}
-
 static int is_float(wf_dtype t) {
   return (WF_DTYPE_BIT(t) & WF_DTYPES_FLOAT) != 0;
 }
@@ -96,9 +28,9 @@ static double load_f(const void *p, wf_dtype t, int64_t i) {
   case WF_FLOAT64:
     return ((const double *)p)[i];
   case WF_FLOAT16:
-    return half_to_float(((const uint16_t *)p)[i]);
+    return wf__half_to_float(((const uint16_t *)p)[i]);
   case WF_BFLOAT16:
-    return bf16_to_float(((const uint16_t *)p)[i]);
+    return wf__bf16_to_float(((const uint16_t *)p)[i]);
   default:
     return 0;
   }
@@ -142,10 +74,10 @@ static void store_f(void *p, wf_dtype t, int64_t i, double v) {
     ((double *)p)[i] = v;
     break;
   case WF_FLOAT16:
-    ((uint16_t *)p)[i] = float_to_half((float)v);
+    ((uint16_t *)p)[i] = wf__float_to_half((float)v);
     break;
   case WF_BFLOAT16:
-    ((uint16_t *)p)[i] = float_to_bf16((float)v);
+    ((uint16_t *)p)[i] = wf__float_to_bf16((float)v);
     break;
   case WF_INT8:
     ((int8_t *)p)[i] = (int8_t)sat(v, INT8_MIN, INT8_MAX);

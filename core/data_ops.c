@@ -98,6 +98,24 @@ wf_iterator *wf__iterators_find(wf__iterators *t, const char *name) {
   return it;
 }
 
+int wf__iterators_count(wf__iterators *t) {
+  pthread_mutex_lock(&t->mu);
+  int n = t->n;
+  pthread_mutex_unlock(&t->mu);
+  return n;
+}
+
+wf_iterator *wf__iterators_at(wf__iterators *t, int i, const char **name) {
+  wf_iterator *it = NULL;
+  pthread_mutex_lock(&t->mu);
+  if (i >= 0 && i < t->n) {
+    it = t->items[i].it;
+    *name = t->items[i].name;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return it;
+}
+
 /* ---- IteratorGetNext ------------------------------------------------------------ */
 
 static const wf_host *host;

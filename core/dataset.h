@@ -219,6 +219,12 @@ int wf__iterators_attach(wf__iterators *t, const char *name, wf_iterator *it,
                          wf_status *st);
 /* The iterator attached as name, or NULL. */
 wf_iterator *wf__iterators_find(wf__iterators *t, const char *name);
+/* The attached iterators, in no particular order (for checkpoints):
+ * iterator i and, in *name, the name it is attached as (borrowed until it
+ * is detached). i from 0 to count - 1; attaching or detaching meanwhile
+ * changes the numbering. */
+int wf__iterators_count(wf__iterators *t);
+wf_iterator *wf__iterators_at(wf__iterators *t, int i, const char **name);
 
 /* The core-data plugin: the IteratorGetNext op, its kernel and gradient
  * registration, added to every runtime by wf_runtime_new. */

@@ -6,7 +6,10 @@
 
 #include <weft/tensor.h>
 
+#include "tensor.h"
+
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -141,4 +144,74 @@ char *wf_shape_str(const wf_shape *s, char *buf, size_t len) {
   if (used < len)
     snprintf(buf + used, len - used, ")");
   return buf;
+}
+
+/* ---- 16-bit floats ---------------------------------------------------------- */
+
+float wf__half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f,
+           man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else { /* subnormal: normalise */
+      int e = -1;
+      do {
+        e++;
+        man <<= 1;
+      } while (!(man & 0x400));
+      bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | man << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t wf__float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff,
+           man = x & 0x7fffff;
+  if (exp == 0xff) /* inf, nan (kept quiet) */
+    return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+  int e = (int)exp - 127 + 15;
+  if (e >= 0x1f)
+    return (uint16_t)(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10)
+      return (uint16_t)sign;
+    man |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1),
+             mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1)))
+      half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | (uint32_t)e << 10 | man >> 13;
+  uint32_t rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    half++; /* may carry into the exponent, which rounds up correctly */
+  return (uint16_t)half;
+}
+
+float wf__bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t wf__float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffff) > 0x7f800000) /* nan: keep it a nan */
+    return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1); /* round to nearest even */
+  return (uint16_t)(x >> 16);
 }

@@ -3,6 +3,7 @@
 noinst_LTLIBRARIES += core/libweftcore.la
 core_libweftcore_la_SOURCES = \
 	core/alloc.c core/alloc.h \
+	core/file_io.c core/file_io.h \
 	core/attr.c core/attr.h \
 	core/config.c core/settings.h \
 	core/core_ops.c core/core_ops.h \

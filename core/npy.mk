@@ -1,1 +1,2 @@
-# core/npy.mk — (being written)
+# core/npy.mk: NumPy .npy files (weft/npy.h), part of the core library.
+core_libweftcore_la_SOURCES += core/npy.c

@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include "runtime.h"
+#include "checkpoint_internal.h"
 #include "core_ops.h"
 #include "dataset.h"
 #include "threadpool.h"
@@ -329,6 +330,8 @@ wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
   int rc =
       wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
       wf__runtime_add_plugin(rt, wf__data_ops(), "(built in)", NULL, st) ||
+      wf__runtime_add_plugin(rt, wf__checkpoint_ops(), "(built in)", NULL,
+                             st) ||
       wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st);
   creating = NULL;
   if (rc) {

@@ -399,3 +399,7 @@ int wf__session_cache_count(wf_session *s) {
 }
 
 int wf__session_cache_capacity(void) { return CACHE_SIZE; }
+
+wf__session_state *wf__session_state_of(wf_session *s) { return &s->state; }
+
+wf_graph *wf__session_graph(const wf_session *s) { return s->graph; }

@@ -10,7 +10,9 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +279,63 @@ int64_t wf_tensor_count(const wf_tensor *t) {
 }
 size_t wf_tensor_nbytes(const wf_tensor *t) { return t->nbytes; }
 void *wf_tensor_data(const wf_tensor *t) { return t->data; }
+
+double wf_tensor_element(const wf_tensor *t, int64_t i) {
+  const void *p = t->data;
+  if (i < 0 || i >= wf_tensor_count(t))
+    return NAN;
+  switch (t->dtype) {
+  case WF_FLOAT32: return ((const float *)p)[i];
+  case WF_FLOAT64: return ((const double *)p)[i];
+  case WF_FLOAT16: return wf__half_to_float(((const uint16_t *)p)[i]);
+  case WF_BFLOAT16: return wf__bf16_to_float(((const uint16_t *)p)[i]);
+  case WF_INT8: return ((const int8_t *)p)[i];
+  case WF_UINT8: return ((const uint8_t *)p)[i];
+  case WF_INT32: return ((const int32_t *)p)[i];
+  case WF_INT64: return (double)((const int64_t *)p)[i];
+  case WF_BOOL: return ((const uint8_t *)p)[i] != 0;
+  default: return NAN;
+  }
+}
+
+char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
+                    size_t len) {
+  char shape[160];
+  size_t used = 0;
+  int64_t n = wf_tensor_count(t);
+  int is_int = (WF_DTYPE_BIT(t->dtype) & WF_DTYPES_FLOAT) == 0;
+  if (!len)
+    return buf;
+  buf[0] = '\0';
+#define PUT(...)                                                               \
+  do {                                                                         \
+    int w_ = snprintf(buf + used, len - used, __VA_ARGS__);                    \
+    if (w_ < 0 || (size_t)w_ >= len - used)                                    \
+      return buf;                                                              \
+    used += (size_t)w_;                                                        \
+  } while (0)
+  PUT("%s %s", wf_dtype_name(t->dtype) ? wf_dtype_name(t->dtype) : "?",
+      wf_shape_str(&t->shape, shape, sizeof shape));
+  if (t->dtype == WF_RESOURCE)
+    return buf;
+  PUT(" [");
+  for (int64_t i = 0; i < n && i < max_values; i++) {
+    double v = wf_tensor_element(t, i);
+    if (t->dtype == WF_BOOL)
+      PUT("%s%s", i ? ", " : "", v != 0 ? "true" : "false");
+    else if (is_int && t->dtype == WF_INT64)
+      PUT("%s%lld", i ? ", " : "", (long long)((const int64_t *)t->data)[i]);
+    else if (is_int)
+      PUT("%s%.0f", i ? ", " : "", v);
+    else
+      PUT("%s%.6g", i ? ", " : "", v);
+  }
+  if (n > max_values)
+    PUT(", ... %lld values", (long long)n);
+  PUT("]");
+#undef PUT
+  return buf;
+}
 
 /* Views keep their parent alive through the wrapped buffer's deallocator. */
 static void release_parent(void *data, size_t len, void *arg) {

@@ -39,4 +39,11 @@ size_t wf__tensor_cache_bytes(void);
 int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
                      size_t *nbytes, wf_status *st);
 
+/* IEEE half and bfloat16 to and from float (core/dtype.c): exact widening;
+ * narrowing rounds to nearest even, overflow to infinity, NaN stays NaN. */
+float wf__half_to_float(uint16_t h);
+uint16_t wf__float_to_half(float f);
+float wf__bf16_to_float(uint16_t h);
+uint16_t wf__float_to_bf16(float f);
+
 #endif

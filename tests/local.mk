@@ -24,6 +24,9 @@ include tests/readers/tfrecord.mk
 include tests/readers/local.mk
 include tests/fuzz/tfrecord.mk
 include tests/fuzz/local.mk
+include tests/fuzz/checkpoint.mk
+include tests/fuzz/graph_file.mk
+include tests/fuzz/npy.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/ops/rnn.mk
@@ -31,6 +34,8 @@ include tests/core/graph_file.mk
 include tests/core/checkpoint.mk
 include tests/core/npy.mk
 include tests/core/saved_model.mk
+include tests/abi/local.mk
+include tests/sdk/local.mk
 # The CPU plugin runs oneDNN (dlopened with the plugin), whose C++
 # thread_local state lives in dynamic TLS; in oneDNN's OpenMP worker
 # threads, LeakSanitizer's tracking of __tls_get_addr (GCC 12 with glibc

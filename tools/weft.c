@@ -1,7 +1,8 @@
 /* tools/weft.c — the `weft` command-line program: what a runtime has loaded
  * (plugins, ops, devices) and what data files hold (`weft data`), in text
- * or JSON. It uses only the public API; each subcommand is a table entry
- * with its own help. */
+ * or JSON, and the dispatch to the commands with files of their own (graph,
+ * ckpt, run: tools/commands.h). It uses only the public API; each
+ * subcommand is a table entry with its own help. */
 #include <config.h>
 
 #include <ctype.h>

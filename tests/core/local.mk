@@ -1,6 +1,7 @@
 # tests/core: cmocka tests of the core, one program per source file.
 core_tests = \
 	tests/core/test_alloc \
+	tests/core/test_file_io \
 	tests/core/test_attr \
 	tests/core/test_graph \
 	tests/core/test_registry \
@@ -16,6 +17,11 @@ tests_core_test_alloc_SOURCES = tests/core/test_alloc.c
 tests_core_test_alloc_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_alloc_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_alloc_LDADD = $(TEST_LDADD)
+
+tests_core_test_file_io_SOURCES = tests/core/test_file_io.c
+tests_core_test_file_io_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_file_io_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_file_io_LDADD = $(TEST_LDADD)
 
 tests_core_test_attr_SOURCES = tests/core/test_attr.c
 tests_core_test_attr_CPPFLAGS = $(TEST_CPPFLAGS)

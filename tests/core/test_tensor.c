@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -297,6 +298,60 @@ static void test_block_cache_keeps_to_its_budget(void **state) {
   wf__tensor_cache_clear();
 }
 
+static void test_elements_read_as_doubles_in_every_dtype(void **state) {
+  (void)state;
+  wf_status *st = wf_status_new();
+  int64_t n = 3;
+  wf_tensor *h = wf_tensor_new(WF_FLOAT16, &n, 1, st);
+  uint16_t *hp = wf_tensor_data(h);
+  hp[0] = 0x3c00;                    /* 1 */
+  hp[1] = 0xc000;                    /* -2 */
+  hp[2] = 0x0001;                    /* smallest subnormal, 2^-24 */
+  assert_true(wf_tensor_element(h, 0) == 1.0);
+  assert_true(wf_tensor_element(h, 1) == -2.0);
+  assert_true(wf_tensor_element(h, 2) == 0x1p-24);
+  assert_true(isnan(wf_tensor_element(h, 3)));
+  assert_true(isnan(wf_tensor_element(h, -1)));
+  wf_tensor *b = wf_tensor_new(WF_BFLOAT16, &n, 1, st);
+  uint16_t *bp = wf_tensor_data(b);
+  bp[0] = 0x3fc0;                    /* 1.5 */
+  bp[1] = wf__float_to_bf16(-0.25f);
+  bp[2] = wf__float_to_bf16(NAN);
+  assert_true(wf_tensor_element(b, 0) == 1.5);
+  assert_true(wf_tensor_element(b, 1) == -0.25);
+  assert_true(isnan(wf_tensor_element(b, 2)));
+  wf_tensor *q = wf_tensor_new(WF_INT64, &n, 1, st);
+  int64_t *qp = wf_tensor_data(q);
+  qp[0] = -7;
+  qp[1] = 1;
+  qp[2] = (int64_t)1 << 40;
+  assert_true(wf_tensor_element(q, 0) == -7.0);
+  assert_true(wf_tensor_element(q, 2) == 0x1p40);
+  wf_tensor *z = wf_tensor_new(WF_BOOL, &n, 1, st);
+  uint8_t *zp = wf_tensor_data(z);
+  zp[0] = 0;
+  zp[1] = 1;
+  zp[2] = 7; /* any non-zero byte is true */
+  assert_true(wf_tensor_element(z, 2) == 1.0);
+
+  char buf[128];
+  assert_string_equal(wf_tensor_str(h, 8, buf, sizeof buf),
+                      "float16 (3) [1, -2, 5.96046e-08]");
+  assert_string_equal(wf_tensor_str(q, 2, buf, sizeof buf),
+                      "int64 (3) [-7, 1, ... 3 values]");
+  assert_string_equal(wf_tensor_str(z, 3, buf, sizeof buf),
+                      "bool (3) [false, true, true]");
+  /* A short buffer is cut, never overrun. */
+  char small[12];
+  wf_tensor_str(q, 3, small, sizeof small);
+  assert_true(strlen(small) < sizeof small);
+  wf_tensor_release(h);
+  wf_tensor_release(b);
+  wf_tensor_release(q);
+  wf_tensor_release(z);
+  wf_status_free(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tensor_new_is_64_byte_aligned),
@@ -313,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_refcount_is_thread_safe),
       cmocka_unit_test(test_large_freed_blocks_are_reused_by_the_same_size),
       cmocka_unit_test(test_block_cache_keeps_to_its_budget),
+      cmocka_unit_test(test_elements_read_as_doubles_in_every_dtype),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

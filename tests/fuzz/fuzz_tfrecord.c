@@ -19,14 +19,13 @@
 #include <zlib.h>
 
 #include "fuzz_common.h"
+/* The plugin's CRC (core/crc32c.c, compiled in; tests/readers checks it
+ * against a bitwise one) and TFRecord's masking. */
+#include "tfrecord.h"
 
 const wf_plugin_desc *reader_tfrecord_LTX_weft_plugin(void);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-/* The plugin's CRC (crc32c.c, compiled in; tests/readers checks it
- * against a bitwise one). */
-uint32_t wf__tfr_crc32c(uint32_t crc, const void *data, size_t n);
-uint32_t wf__tfr_crc_mask(uint32_t crc);
 
 #define CHECK(c)                                                               \
   do {                                                                         \
@@ -62,9 +61,9 @@ static void repair_framing(uint8_t *d, size_t size) {
       for (int i = 0; i < 8; i++)
         d[o + (size_t)i] = (uint8_t)(len >> (8 * i));
     }
-    put_le32(d + o + 8, wf__tfr_crc_mask(wf__tfr_crc32c(0, d + o, 8)));
+    put_le32(d + o + 8, wf__tfr_crc_mask(wf__crc32c(0, d + o, 8)));
     put_le32(d + o + 12 + len,
-             wf__tfr_crc_mask(wf__tfr_crc32c(0, d + o + 12, (size_t)len)));
+             wf__tfr_crc_mask(wf__crc32c(0, d + o + 12, (size_t)len)));
     o += 16 + (size_t)len;
   }
 }
@@ -119,6 +118,7 @@ static void check_fields(void *rd, wf_tensor **f, int n) {
     wf_reader_field fd;
     wf_shape s;
     CHECK(f[i] != NULL);
+    fuzz_field_init(&fd);
     fuzz_reader->field(rd, i, &fd);
     wf_tensor_shape(f[i], &s);
     CHECK(fd.dtype == (int32_t)wf_tensor_dtype(f[i]));

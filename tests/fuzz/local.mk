@@ -17,6 +17,11 @@
 # configure the tree without sanitizer flags of its own (the fuzzer brings
 # ASan and UBSan). The tfrecord target has its own rules (tfrecord.mk).
 READER_FUZZ_NAMES = idx csv fixed
+# What every libFuzzer build links: the core's convenience library (built
+# by `make`) and the libraries it needs.
+FUZZ_CORE_LIBS = core/.libs/libweftcore.a $(LTDL_LIBS) $(INIH_LIBS) \
+	$(HWLOC_LIBS) $(JANSSON_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) \
+	$(PTHREAD_LIBS) $(LIBM)
 READER_FUZZ_idx_SRCS = plugins/readers/idx/idx.c \
 	plugins/readers/idx/idx_stream.c plugins/readers/idx/idx_stream.h
 READER_FUZZ_csv_SRCS = plugins/readers/csv/csv.c \
@@ -68,8 +73,7 @@ $(READER_FUZZ_BINS): $(READER_FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c \
 		-I$(top_builddir) -I$(top_srcdir)/sdk/include -I$(top_srcdir)/core \
 		$(ZLIB_CFLAGS) -o $@ $(top_srcdir)/tests/fuzz/fuzz_$*.c \
 		$(addprefix $(top_srcdir)/,$(filter %.c,$(READER_FUZZ_$*_SRCS))) \
-		core/.libs/libweftcore.a $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) \
-		$(ZLIB_LIBS) $(PTHREAD_LIBS) $(LIBM)
+		$(FUZZ_CORE_LIBS)
 
 fuzz-readers: $(READER_FUZZ_BINS)
 $(READER_FUZZ_NAMES:%=fuzz-%): fuzz-%: $(READER_FUZZ_DIR)/fuzz_%

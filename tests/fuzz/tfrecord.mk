@@ -15,7 +15,7 @@
 #   make fuzz-tfrecord-smoke              run the seed corpus once (for CI)
 TFRECORD_FUZZ_SRCS = \
 	plugins/readers/tfrecord/tfrecord.h \
-	plugins/readers/tfrecord/crc32c.c \
+	core/crc32c.c core/crc32c.h \
 	plugins/readers/tfrecord/stream.c \
 	plugins/readers/tfrecord/record.c \
 	plugins/readers/tfrecord/example.c \
@@ -29,6 +29,7 @@ tests_fuzz_replay_tfrecord_SOURCES = tests/fuzz/replay.c \
 	$(TFRECORD_FUZZ_SRCS)
 nodist_tests_fuzz_replay_tfrecord_SOURCES = $(TFRECORD_PB)
 tests_fuzz_replay_tfrecord_CPPFLAGS = $(TEST_CPPFLAGS) -DWF_PLUGIN_STATIC \
+	-I$(top_srcdir)/plugins/readers/tfrecord \
 	-I$(top_builddir)/plugins/readers/tfrecord \
 	$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS) \
 	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/tfrecord"'
@@ -53,8 +54,7 @@ $(READER_FUZZ_DIR)/fuzz_tfrecord: tests/fuzz/fuzz_tfrecord.c \
 		$(top_srcdir)/tests/fuzz/fuzz_tfrecord.c \
 		$(addprefix $(top_srcdir)/,$(filter %.c,$(TFRECORD_FUZZ_SRCS))) \
 		$(READER_FUZZ_DIR)/tfrecord-pb/example.pb-c.c \
-		core/.libs/libweftcore.a $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) \
-		$(PROTOBUF_C_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS) $(LIBM)
+		$(FUZZ_CORE_LIBS)
 
 fuzz-tfrecord: $(READER_FUZZ_DIR)/fuzz_tfrecord
 fuzz-tfrecord-run: $(READER_FUZZ_DIR)/fuzz_tfrecord

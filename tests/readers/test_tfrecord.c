@@ -252,13 +252,13 @@ static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
 
 static void test_crc32c_matches_the_check_value(void **state) {
   (void)state;
-  assert_int_equal(wf__tfr_crc32c_portable(0, "123456789", 9), 0xE3069283u);
-  assert_int_equal(wf__tfr_crc32c(0, "123456789", 9), 0xE3069283u);
-  if (wf__tfr_crc32c_hw_available())
-    assert_int_equal(wf__tfr_crc32c_hw(0, "123456789", 9), 0xE3069283u);
+  assert_int_equal(wf__crc32c_portable(0, "123456789", 9), 0xE3069283u);
+  assert_int_equal(wf__crc32c(0, "123456789", 9), 0xE3069283u);
+  if (wf__crc32c_hw_available())
+    assert_int_equal(wf__crc32c_hw(0, "123456789", 9), 0xE3069283u);
   else
     print_message("SSE4.2 not available: only the portable CRC-32C runs\n");
-  assert_int_equal(wf__tfr_crc32c(0, "", 0), 0);
+  assert_int_equal(wf__crc32c(0, "", 0), 0);
   /* TFRecord's mask of it, as the fixture generator computes it. */
   assert_int_equal(wf__tfr_crc_mask(0xE3069283u), 0xc78ab0e5u);
 }
@@ -275,13 +275,13 @@ static void test_crc32c_implementations_agree_on_every_length_and_alignment(
   for (size_t off = 0; off < 8; off++)
     for (size_t n = 0; n <= 1024; n += (n < 80 ? 1 : 37)) {
       uint32_t want = crc_bitwise(buf + off, n);
-      assert_int_equal(wf__tfr_crc32c_portable(0, buf + off, n), want);
-      if (wf__tfr_crc32c_hw_available())
-        assert_int_equal(wf__tfr_crc32c_hw(0, buf + off, n), want);
-      assert_int_equal(wf__tfr_crc32c(0, buf + off, n), want);
+      assert_int_equal(wf__crc32c_portable(0, buf + off, n), want);
+      if (wf__crc32c_hw_available())
+        assert_int_equal(wf__crc32c_hw(0, buf + off, n), want);
+      assert_int_equal(wf__crc32c(0, buf + off, n), want);
       /* Continuing a CRC over two pieces gives the whole one. */
       assert_int_equal(
-          wf__tfr_crc32c(wf__tfr_crc32c(0, buf + off, n / 3), buf + off + n / 3,
+          wf__crc32c(wf__crc32c(0, buf + off, n / 3), buf + off + n / 3,
                          n - n / 3),
           want);
     }
@@ -352,6 +352,14 @@ static void test_open_names_a_missing_file(void **state) {
   assert_contains(msg, "not a regular file");
 }
 
+/* A field struct as the core hands it to a reader: zeroed, header set. */
+static void rh_field_init(wf_reader_field *f) {
+  memset(f, 0, sizeof *f);
+  f->struct_size = (uint32_t)sizeof *f;
+  f->abi_major = WF_ABI_MAJOR;
+  f->abi_minor = WF_ABI_MINOR;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 static void test_reads_float_int64_and_bytes_features(void **state) {
@@ -361,6 +369,7 @@ static void test_reads_float_int64_and_bytes_features(void **state) {
   (void)state;
 
   assert_int_equal(def->num_fields(rd), 4);
+  rh_field_init(&f);
   def->field(rd, 0, &f);
   assert_string_equal(f.name, "image");
   assert_int_equal(f.dtype, WF_FLOAT32);
@@ -433,6 +442,7 @@ static void test_without_features_every_feature_of_the_first_record(
   assert_int_equal(def->num_fields(rd), 4);
   for (int i = 0; i < 4; i++) {
     wf_reader_field fd;
+    rh_field_init(&fd);
     def->field(rd, i, &fd);
     assert_string_equal(fd.name, names[i]);
     assert_int_equal(fd.dtype, dtypes[i]);
@@ -552,6 +562,7 @@ static void test_raw_yields_each_record_unparsed(void **state) {
   void *rd = open_ok(FIX("raw.tfrecord"), &opt, 1);
   (void)state;
   assert_int_equal(def->num_fields(rd), 1);
+  rh_field_init(&fd);
   def->field(rd, 0, &fd);
   assert_string_equal(fd.name, "record");
   assert_int_equal(fd.dtype, WF_UINT8);

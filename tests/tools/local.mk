@@ -6,3 +6,5 @@ EXTRA_DIST += tests/tools/test_cli.sh tests/tools/test_examples.sh \
 # A quick run of the GRU example (examples/train_rnn).
 TESTS += tests/tools/test_train_rnn.sh
 EXTRA_DIST += tests/tools/test_train_rnn.sh
+TESTS += tests/tools/test_graph_cli.sh
+TESTS += tests/tools/test_ckpt.sh

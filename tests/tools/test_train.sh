@@ -1,6 +1,9 @@
 #!/bin/sh
 # tests/tools/test_train.sh — end to end: the mlp of DESIGN.md trained for
-# one epoch on 6,000 Fashion-MNIST samples reaches test accuracy >= 0.75.
+# one epoch on 6,000 Fashion-MNIST samples reaches test accuracy >= 0.75;
+# training resumed from the first epoch's checkpoint ends where an
+# uninterrupted two-epoch run does; the exported saved model runs under
+# `weft run` (tests/core/test_saved_model checks its numbers).
 set -eu
 : "${top_builddir:=.}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -9,10 +12,50 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
   echo "SKIP: $data is missing (Debian package dataset-fashion-mnist)"
   exit 77
 fi
-out=$("$top_builddir/examples/train_fashion" --model mlp --epochs 1 \
-      --limit 6000 --quiet) || fail "train_fashion exited $?: $out"
+train="$top_builddir/examples/train_fashion"
+weft="$top_builddir/tools/weft"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$train" --model mlp --epochs 1 --limit 6000 --quiet \
+      --checkpoints "$tmp/ckpt" --export "$tmp/model" \
+      --sample "$tmp/sample.npy") || fail "train_fashion exited $?: $out"
 echo "$out"
 acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')
 [ -n "$acc" ] || fail "no accuracy in the output"
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.75) }' || fail "accuracy $acc < 0.75"
 echo "test_train: accuracy $acc >= 0.75"
+
+# Resuming: one more epoch from the checkpoint against two in one go.
+two=$("$train" --model mlp --epochs 2 --limit 6000 --quiet) ||
+  fail "train_fashion (2 epochs) exited $?"
+resumed=$("$train" --model mlp --epochs 2 --limit 6000 --quiet \
+          --checkpoints "$tmp/ckpt" --resume) ||
+  fail "train_fashion --resume exited $?: $resumed"
+echo "$resumed"
+echo "$resumed" | grep -q "^resumed from .*ckpt-0*94.safetensors" ||
+  fail "did not resume from the end of the first epoch"
+a2=$(echo "$two" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')
+ar=$(echo "$resumed" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')
+[ -n "$a2" ] && [ "$a2" = "$ar" ] ||
+  fail "resumed run ends at accuracy '$ar', the uninterrupted one at '$a2'"
+echo "test_train: resumed and uninterrupted runs both end at $a2"
+
+# The saved model under `weft run`.
+run=$("$weft" run "$tmp/model" --input image="$tmp/sample.npy" \
+      --output "$tmp/pred") || fail "weft run exited $?: $run"
+echo "$run"
+for k in logits probabilities class; do
+  [ -s "$tmp/pred/$k.npy" ] || fail "weft run wrote no $k.npy"
+done
+echo "$run" | grep -q "^class: int64 (8) " || fail "class is not 8 int64s"
+echo "$run" | grep -q "^probabilities: float32 (8, 10) " ||
+  fail "probabilities are not (8, 10) float32"
+"$weft" run "$tmp/model" --show | grep -q "input  image" ||
+  fail "weft run --show lists no image input"
+if "$weft" run "$tmp/model" --input wrong="$tmp/sample.npy" \
+     --output "$tmp/pred" 2>"$tmp/err"; then
+  fail "weft run accepted an unknown input key"
+fi
+grep -q "no input 'wrong'" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
+echo "test_train: weft run on the saved model works"

@@ -1,13 +1,14 @@
 # plugins/readers/tfrecord: the TFRecord reader plugin (reader_tfrecord.so).
 # The tf.train.Example code is generated from
 # example.proto by protoc-c at build time (into the build tree, never
-# distributed). Links zlib and protobuf-c, nothing of libweft.
+# distributed). CRC-32C is the core's source (core/crc32c.c), compiled in:
+# the plugin links zlib and protobuf-c, nothing of libweft.
 EXTRA_DIST += plugins/readers/tfrecord/example.proto
 
 pkgplugin_LTLIBRARIES += plugins/readers/tfrecord/reader_tfrecord.la
 plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
 	plugins/readers/tfrecord/tfrecord.h \
-	plugins/readers/tfrecord/crc32c.c \
+	core/crc32c.c core/crc32c.h \
 	plugins/readers/tfrecord/stream.c \
 	plugins/readers/tfrecord/record.c \
 	plugins/readers/tfrecord/example.c \
@@ -17,6 +18,7 @@ nodist_plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
 	plugins/readers/tfrecord/example.pb-c.h
 plugins_readers_tfrecord_reader_tfrecord_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_builddir) -I$(top_builddir)/plugins/readers/tfrecord \
+	-I$(top_srcdir)/core \
 	$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS)
 plugins_readers_tfrecord_reader_tfrecord_la_LIBADD = $(ZLIB_LIBS) \
 	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)

@@ -79,7 +79,7 @@ static int header(wf__tfr_stream *s, uint64_t number, uint64_t max_len,
   }
   *len = le64(p);
   stored = le32(p + 8);
-  computed = wf__tfr_crc_mask(wf__tfr_crc32c(0, p, 8));
+  computed = wf__tfr_crc_mask(wf__crc32c(0, p, 8));
   if (stored != computed) {
     wf__tfr_where w = where_at(s, number, s->pos);
     host->status_set(st, WF_INVALID_ARGUMENT,
@@ -127,7 +127,7 @@ int wf__tfr_record_read(wf__tfr_stream *s, uint64_t number, uint64_t max_len,
   rec->size = size;
   rec->data = p + HEADER_BYTES;
   stored = le32(p + HEADER_BYTES + len);
-  computed = wf__tfr_crc_mask(wf__tfr_crc32c(0, rec->data, (size_t)len));
+  computed = wf__tfr_crc_mask(wf__crc32c(0, rec->data, (size_t)len));
   if (stored != computed) {
     char at[1024];
     wf__tfr_where w = where_at(s, number, s->pos);

@@ -72,7 +72,7 @@ static uint32_t le32(const uint8_t *p) {
  * header wins: a plain file's first length may look like a zlib header
  * (0x78 0x01 is length 376), but its CRC will not match by chance. */
 static int detect(const uint8_t *h, size_t n) {
-  if (n >= 12 && wf__tfr_crc_mask(wf__tfr_crc32c(0, h, 8)) == le32(h + 8))
+  if (n >= 12 && wf__tfr_crc_mask(wf__crc32c(0, h, 8)) == le32(h + 8))
     return WF__TFR_CODEC_NONE;
   if (n >= 2 && h[0] == 0x1f && h[1] == 0x8b)
     return WF__TFR_CODEC_GZIP;
@@ -376,7 +376,7 @@ int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
     uint64_t rem = s->file_size - s->pos;
     uint64_t k = rem < n ? rem : n;
     if (crc && k > 0)
-      *crc = wf__tfr_crc32c(*crc, s->map + s->pos, (size_t)k);
+      *crc = wf__crc32c(*crc, s->map + s->pos, (size_t)k);
     s->pos += k;
     *done = k;
     return 0;
@@ -391,7 +391,7 @@ int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
     if (avail == 0)
       break;
     if (crc)
-      *crc = wf__tfr_crc32c(*crc, p, avail);
+      *crc = wf__crc32c(*crc, p, avail);
     wf__tfr_stream_skip(s, avail);
     *done += avail;
   }

@@ -1,7 +1,8 @@
 /* plugins/readers/tfrecord/tfrecord.h — internals of the tfrecord reader
- * plugin: CRC-32C, the byte stream under the records (a memory-mapped file
- * or a gzip/zlib-compressed one), TFRecord framing and the tf.train.Example
- * decoder. Nothing here is seen by the core; reader.c is the plugin. */
+ * plugin: CRC masking, the byte stream under the records (a memory-mapped
+ * file or a gzip/zlib-compressed one), TFRecord framing and the
+ * tf.train.Example decoder. Nothing here is seen by the core; reader.c is
+ * the plugin. */
 #ifndef WF_TFRECORD_H
 #define WF_TFRECORD_H
 
@@ -11,6 +12,7 @@
 #include <weft/plugin.h>
 #include <zlib.h>
 
+#include "crc32c.h"
 #include "example.pb-c.h"
 
 /* ---- the host table (reader.c) ------------------------------------------ */
@@ -22,19 +24,12 @@ const wf_host *wf__tfr_host(void);
  * without the loader, such as the fuzz target). */
 void wf__tfr_set_host(const wf_host *host);
 
-/* ---- CRC-32C (crc32c.c) ------------------------------------------------- */
+/* ---- CRC-32C (core/crc32c.c, compiled into the plugin) ------------------ */
 
-/* Continues a CRC-32C over n more bytes: crc is the CRC of what came before
- * (0 to start), the result is the CRC of everything. Thread-safe. */
-uint32_t wf__tfr_crc32c(uint32_t crc, const void *data, size_t n);
-/* The two implementations wf__tfr_crc32c chooses between. The second uses
- * SSE4.2's crc32 instruction and may only be called when
- * wf__tfr_crc32c_hw_available() is 1 (elsewhere it is the first). */
-uint32_t wf__tfr_crc32c_portable(uint32_t crc, const void *data, size_t n);
-uint32_t wf__tfr_crc32c_hw(uint32_t crc, const void *data, size_t n);
-int wf__tfr_crc32c_hw_available(void);
 /* TFRecord's masked CRC: rotated right by 15 bits plus 0xa282ead8. */
-uint32_t wf__tfr_crc_mask(uint32_t crc);
+static inline uint32_t wf__tfr_crc_mask(uint32_t crc) {
+  return ((crc >> 15) | (crc << 17)) + UINT32_C(0xa282ead8);
+}
 
 /* ---- the byte stream (stream.c) ----------------------------------------- */
 

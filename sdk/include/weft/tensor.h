@@ -62,6 +62,15 @@ WF_API int64_t wf_tensor_count(const wf_tensor *t);
 WF_API size_t wf_tensor_nbytes(const wf_tensor *t);
 /* The element buffer; valid while a reference is held. */
 WF_API void *wf_tensor_data(const wf_tensor *t);
+/* Element i (row-major) as a double: exact for every dtype except int64
+ * values beyond 2^53 (rounded); bool reads 0 or 1. NaN for a resource
+ * tensor or an i outside [0, count). */
+WF_API double wf_tensor_element(const wf_tensor *t, int64_t i);
+/* Writes "dtype (shape) [v0, v1, ...]" into buf (len bytes, always
+ * terminated): at most max_values values, then ", ... N values". Returns
+ * buf. */
+WF_API char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
+                           size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,13 @@
-/* plugins/readers/tfrecord/crc32c.c — CRC-32C (Castagnoli, reflected
- * polynomial 0x82F63B78): a portable slicing-by-8 version and, on x86 CPUs
- * with SSE4.2, one built on the crc32 instruction; TFRecord's masking.
+/* core/crc32c.c — CRC-32C (Castagnoli, reflected polynomial 0x82F63B78):
+ * a portable slicing-by-8 version and, on x86 CPUs with SSE4.2, one built
+ * on the crc32 instruction. Compiled into libweft (checkpoints) and into
+ * the tfrecord plugin (its framing), so it uses nothing of the core.
  *
- * It does not combine CRCs of separate pieces or interleave streams. */
+ * It does not combine CRCs of separate pieces, interleave streams or mask
+ * CRCs (TFRecord's masking is the reader's). */
 #include <config.h>
 
-#include "tfrecord.h"
+#include "crc32c.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -40,7 +42,7 @@ static uint32_t load_le32(const uint8_t *p) {
          (uint32_t)p[3] << 24;
 }
 
-uint32_t wf__tfr_crc32c_portable(uint32_t crc, const void *data, size_t n) {
+uint32_t wf__crc32c_portable(uint32_t crc, const void *data, size_t n) {
   const uint8_t *p = data;
   uint32_t c = ~crc;
 
@@ -66,7 +68,7 @@ uint32_t wf__tfr_crc32c_portable(uint32_t crc, const void *data, size_t n) {
 }
 
 #ifdef HAVE_X86_CRC
-int wf__tfr_crc32c_hw_available(void) {
+int wf__crc32c_hw_available(void) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d))
     return 0;
@@ -74,7 +76,7 @@ int wf__tfr_crc32c_hw_available(void) {
 }
 
 __attribute__((target("sse4.2"))) uint32_t
-wf__tfr_crc32c_hw(uint32_t crc, const void *data, size_t n) {
+wf__crc32c_hw(uint32_t crc, const void *data, size_t n) {
   const uint8_t *p = data;
   uint32_t c = ~crc;
 
@@ -107,10 +109,10 @@ wf__tfr_crc32c_hw(uint32_t crc, const void *data, size_t n) {
   return ~c;
 }
 #else
-int wf__tfr_crc32c_hw_available(void) { return 0; }
+int wf__crc32c_hw_available(void) { return 0; }
 
-uint32_t wf__tfr_crc32c_hw(uint32_t crc, const void *data, size_t n) {
-  return wf__tfr_crc32c_portable(crc, data, n);
+uint32_t wf__crc32c_hw(uint32_t crc, const void *data, size_t n) {
+  return wf__crc32c_portable(crc, data, n);
 }
 #endif
 
@@ -119,15 +121,10 @@ static uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_choose(void) {
-  crc_fn = wf__tfr_crc32c_hw_available() ? wf__tfr_crc32c_hw
-                                         : wf__tfr_crc32c_portable;
+  crc_fn = wf__crc32c_hw_available() ? wf__crc32c_hw : wf__crc32c_portable;
 }
 
-uint32_t wf__tfr_crc32c(uint32_t crc, const void *data, size_t n) {
+uint32_t wf__crc32c(uint32_t crc, const void *data, size_t n) {
   pthread_once(&crc_once, crc_choose);
   return crc_fn(crc, data, n);
-}
-
-uint32_t wf__tfr_crc_mask(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + UINT32_C(0xa282ead8);
 }

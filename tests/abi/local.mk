@@ -1,0 +1,45 @@
+# tests/abi: stability of the plugin ABI and of what libweft and the
+# plugins export (tests/abi/README.md says how to keep them).
+#  - Each released ABI minor has a frozen copy of the plugin headers in
+#    tests/abi/MAJOR.MINOR/weft/. The test plugin abi_plugin.c is built
+#    against each copy (its own -I, never sdk/include) as abi_vMAJOR_MINOR,
+#    and test_abi_frozen loads them all into this core and runs them.
+#  - check_symbols.sh compares the dynamic symbols of libweft and of every
+#    installed plugin with tests/abi/symbols/*.txt; `make
+#    update-abi-symbols` rewrites those lists on purpose.
+
+# One module per frozen directory; a new minor adds a block like this one.
+check_LTLIBRARIES += tests/abi/abi_v1_0.la
+tests_abi_abi_v1_0_la_SOURCES = tests/abi/abi_plugin.c \
+	tests/abi/1.0/weft/plugin.h tests/abi/1.0/weft/types.h
+tests_abi_abi_v1_0_la_CPPFLAGS = -I$(top_srcdir)/tests/abi/1.0 \
+	-DABI_MODULE=abi_v1_0
+tests_abi_abi_v1_0_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+
+check_PROGRAMS += tests/abi/test_abi_frozen
+TESTS += tests/abi/test_abi_frozen
+tests_abi_test_abi_frozen_SOURCES = tests/abi/test_abi_frozen.c
+tests_abi_test_abi_frozen_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_abi_test_abi_frozen_CFLAGS = $(TEST_CFLAGS)
+tests_abi_test_abi_frozen_LDADD = $(TEST_LDADD)
+EXTRA_tests_abi_test_abi_frozen_DEPENDENCIES = tests/abi/abi_v1_0.la \
+	plugins/ops/array/ops_array.la plugins/devices/cpu/device_cpu.la
+
+# The installed plugins' libtool names, one a line, for check_symbols.sh.
+check_DATA = tests/abi/plugins.list
+CLEANFILES += tests/abi/plugins.list
+tests/abi/plugins.list: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests/abi && \
+	for p in $(pkgplugin_LTLIBRARIES); do echo "$$p"; done >$@.tmp && \
+	mv $@.tmp $@
+
+TESTS += tests/abi/check_symbols.sh
+EXTRA_DIST += tests/abi/check_symbols.sh tests/abi/README.md \
+	tests/abi/symbols
+
+# Rewrites tests/abi/symbols/ from the built libraries (in the source tree).
+update-abi-symbols: core/libweft.la $(pkgplugin_LTLIBRARIES) \
+		tests/abi/plugins.list
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	$(SHELL) $(top_srcdir)/tests/abi/check_symbols.sh --update
+.PHONY: update-abi-symbols
