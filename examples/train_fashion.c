@@ -54,6 +54,7 @@ typedef struct options {
   int resume;
   const char *export_dir; /* saved model */
   const char *sample;     /* .npy of test images */
+  const char *graph_file; /* the whole graph, as a graph file */
 } options;
 
 static void check(int failed, wf_status *st, const char *what) {
@@ -258,13 +259,14 @@ static void usage(FILE *f) {
              "training step, before and after each pass)\n"
              "                     [--checkpoints DIR [--checkpoint-every N] "
              "[--resume]]\n"
-             "                     [--export DIR] [--sample FILE.npy]\n");
+             "                     [--export DIR] [--sample FILE.npy] "
+             "[--save-graph FILE]\n");
 }
 
 int main(int argc, char **argv) {
   options o = {"cnn", 128, 3, 64, 0, 2, 0, 42, 0,
                "/usr/share/datasets/fashion-mnist", NULL, NULL, 0, 0,
-               NULL, NULL};
+               NULL, NULL, NULL};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"units", required_argument, NULL, 'u'},
@@ -282,6 +284,7 @@ int main(int argc, char **argv) {
       {"resume", no_argument, NULL, 'R'},
       {"export", required_argument, NULL, 'x'},
       {"sample", required_argument, NULL, 'S'},
+      {"save-graph", required_argument, NULL, 'G'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -303,6 +306,7 @@ int main(int argc, char **argv) {
     case 'R': o.resume = 1; break;
     case 'x': o.export_dir = optarg; break;
     case 'S': o.sample = optarg; break;
+    case 'G': o.graph_file = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -387,6 +391,11 @@ int main(int argc, char **argv) {
   check(test_n.node == NULL, st, "batch size");
   wf_node *init = wf_model_init_op(m, st);
   check(init == NULL, st, "init");
+  if (o.graph_file) {
+    check(wf_graph_save(g, o.graph_file, st), st, o.graph_file);
+    printf("graph written to %s (training step: fetch %s, target %s)\n",
+           o.graph_file, wf_node_name(loss.node), wf_node_name(train_op));
+  }
   if (o.dot) {
     check(wf_graph_write_dot_passes(g, NULL, 0, &loss, 1, &train_op, 1, o.dot,
                                     st),

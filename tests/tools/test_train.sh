@@ -19,7 +19,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 out=$("$train" --model mlp --epochs 1 --limit 6000 --quiet \
       --checkpoints "$tmp/ckpt" --export "$tmp/model" \
-      --sample "$tmp/sample.npy") || fail "train_fashion exited $?: $out"
+      --sample "$tmp/sample.npy" --save-graph "$tmp/train.wfg") ||
+  fail "train_fashion exited $?: $out"
 echo "$out"
 acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\).*/\1/p')
 [ -n "$acc" ] || fail "no accuracy in the output"
@@ -59,3 +60,15 @@ if "$weft" run "$tmp/model" --input wrong="$tmp/sample.npy" \
 fi
 grep -q "no input 'wrong'" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
 echo "test_train: weft run on the saved model works"
+
+# The training graph as a file: `weft graph` draws it before and after each
+# pass for the training step.
+"$weft" graph info "$tmp/train.wfg" | grep -q "IteratorGetNext" ||
+  fail "weft graph info shows no IteratorGetNext"
+fetch=$(echo "$out" | sed -n 's/^graph written to .* fetch \([^,]*\), target \(.*\))$/\1/p')
+target=$(echo "$out" | sed -n 's/^graph written to .* fetch \([^,]*\), target \(.*\))$/\2/p')
+"$weft" graph --dot-passes "$tmp/dots" "$tmp/train.wfg" --fetch "$fetch" \
+  --target "$target" >/dev/null || fail "weft graph --dot-passes failed"
+[ -s "$tmp/dots/05-after-fusion.dot" ] && [ -s "$tmp/dots/99-partitioned.dot" ] ||
+  fail "weft graph --dot-passes wrote no pass files"
+echo "test_train: weft graph drew the saved training graph"
