@@ -1,8 +1,29 @@
 /* core/config.c — the configuration: defaults, INI files (read with
  * libinih), single keys set by a program, and where the default file lives.
  *
- * It only parses and checks values; what they mean is up to the loader, the
- * passes and the thread pools that read struct wf_config. */
+ * It only parses and checks values (the form of each [kernels] item
+ * included, and where each item of [devices] order and [kernels] came
+ * from); what they mean is up to the loader, the passes, placement, kernel
+ * selection (core/registry.c) and the thread pools that read struct
+ * wf_config. Whether an item names something a plugin provides is only
+ * known once plugins are loaded: placement reports that (core/placement.c).
+ *
+ * Sections and keys (README.md "Configuration" shows a complete file):
+ *   [plugins]  paths, load, deny, strict, use_env_path, use_default_dir
+ *   [devices]  order (device types, most preferred first; a type that no
+ *              loaded plugin provides is skipped with a note), cpu_devices
+ *   [threads]  inter_op, intra_op, pin
+ *   [passes]   prune, cse, constant_folding, constant_folding_max_bytes,
+ *              arithmetic, fusion, dead_nodes, placement
+ *   [kernels]  deny: kernels never chosen, though their plugin stays
+ *              loaded; prefer: kernels chosen before all others that fit,
+ *              earlier items first. Items are LABEL or OP:LABEL (LABEL '*'
+ *              with an op: all its kernels); a LABEL matches a kernel whose
+ *              label, or one '/'-separated part of it, equals it ignoring
+ *              case ("openblas" matches "onednn/openblas"). Deny wins over
+ *              prefer. Both choose among the kernels of the device type a
+ *              node is placed on; a device type whose every kernel for a
+ *              node is denied is skipped for that node. */
 #include <config.h>
 
 #include "settings.h"
@@ -92,6 +113,11 @@ static void config_clear(wf_config *cfg) {
   wf__free(cfg->plugin_load_from);
   wf__free(cfg->plugin_deny_from);
   strlist_clear(&cfg->device_order);
+  strlist_clear(&cfg->device_order_at);
+  strlist_clear(&cfg->kernel_deny);
+  strlist_clear(&cfg->kernel_deny_at);
+  strlist_clear(&cfg->kernel_prefer);
+  strlist_clear(&cfg->kernel_prefer_at);
   strlist_clear(&cfg->files);
 }
 
@@ -117,12 +143,19 @@ wf_config *wf__config_copy(const wf_config *cfg) {
     return NULL;
   *c = *cfg; /* scalars; every owned member is replaced below */
   c->plugin_paths = c->plugin_load = c->plugin_deny = (wf__strlist){0};
-  c->device_order = c->files = (wf__strlist){0};
+  c->device_order = c->device_order_at = c->files = (wf__strlist){0};
+  c->kernel_deny = c->kernel_deny_at = (wf__strlist){0};
+  c->kernel_prefer = c->kernel_prefer_at = (wf__strlist){0};
   c->plugin_load_from = c->plugin_deny_from = NULL;
   if (strlist_copy(&c->plugin_paths, &cfg->plugin_paths) ||
       strlist_copy(&c->plugin_load, &cfg->plugin_load) ||
       strlist_copy(&c->plugin_deny, &cfg->plugin_deny) ||
       strlist_copy(&c->device_order, &cfg->device_order) ||
+      strlist_copy(&c->device_order_at, &cfg->device_order_at) ||
+      strlist_copy(&c->kernel_deny, &cfg->kernel_deny) ||
+      strlist_copy(&c->kernel_deny_at, &cfg->kernel_deny_at) ||
+      strlist_copy(&c->kernel_prefer, &cfg->kernel_prefer) ||
+      strlist_copy(&c->kernel_prefer_at, &cfg->kernel_prefer_at) ||
       strlist_copy(&c->files, &cfg->files))
     goto fail;
   if (cfg->plugin_load_from &&
@@ -141,12 +174,14 @@ fail:
 /* ---- keys --------------------------------------------------------------- */
 
 typedef enum key_kind {
-  KEY_BOOL,     /* int member */
-  KEY_COUNT,    /* int member, 0..INT_MAX */
-  KEY_BYTES,    /* long long member, 0..LLONG_MAX */
-  KEY_LIST,     /* wf__strlist member */
-  KEY_PATH_LIST /* wf__strlist member; relative items are made relative to
-                   the directory of the file that names them */
+  KEY_BOOL,       /* int member */
+  KEY_COUNT,      /* int member, 0..INT_MAX */
+  KEY_BYTES,      /* long long member, 0..LLONG_MAX */
+  KEY_LIST,       /* wf__strlist member */
+  KEY_PATH_LIST,  /* wf__strlist member; relative items are made relative to
+                     the directory of the file that names them */
+  KEY_KERNEL_LIST /* wf__strlist member of [kernels] rules: LABEL or
+                     OP:LABEL items */
 } key_kind;
 
 typedef struct key_def {
@@ -155,33 +190,40 @@ typedef struct key_def {
   key_kind kind;
   size_t offset;      /* of the member in struct wf_config */
   size_t from_offset; /* of a char * naming the file that set it, or 0 */
+  size_t at_offset;   /* of a wf__strlist getting each item's origin, or 0 */
 } key_def;
 
 #define MEMBER(m) offsetof(struct wf_config, m)
 
 static const key_def keys[] = {
-    {"plugins", "paths", KEY_PATH_LIST, MEMBER(plugin_paths), 0},
-    {"plugins", "load", KEY_LIST, MEMBER(plugin_load),
-     MEMBER(plugin_load_from)},
-    {"plugins", "deny", KEY_LIST, MEMBER(plugin_deny),
-     MEMBER(plugin_deny_from)},
-    {"plugins", "strict", KEY_BOOL, MEMBER(plugin_strict), 0},
-    {"plugins", "use_env_path", KEY_BOOL, MEMBER(plugin_env_path), 0},
-    {"plugins", "use_default_dir", KEY_BOOL, MEMBER(plugin_default_dir), 0},
-    {"devices", "order", KEY_LIST, MEMBER(device_order), 0},
-    {"devices", "cpu_devices", KEY_COUNT, MEMBER(cpu_devices), 0},
-    {"threads", "inter_op", KEY_COUNT, MEMBER(inter_op), 0},
-    {"threads", "intra_op", KEY_COUNT, MEMBER(intra_op), 0},
-    {"threads", "pin", KEY_BOOL, MEMBER(pin), 0},
-    {"passes", "prune", KEY_BOOL, MEMBER(pass_prune), 0},
-    {"passes", "cse", KEY_BOOL, MEMBER(pass_cse), 0},
-    {"passes", "constant_folding", KEY_BOOL, MEMBER(pass_constant_folding), 0},
-    {"passes", "arithmetic", KEY_BOOL, MEMBER(pass_arithmetic), 0},
-    {"passes", "fusion", KEY_BOOL, MEMBER(pass_fusion), 0},
-    {"passes", "dead_nodes", KEY_BOOL, MEMBER(pass_dead_nodes), 0},
-    {"passes", "placement", KEY_BOOL, MEMBER(pass_placement), 0},
+    {"plugins", "paths", KEY_PATH_LIST, MEMBER(plugin_paths), 0, 0},
+    {"plugins", "load", KEY_LIST, MEMBER(plugin_load), MEMBER(plugin_load_from),
+     0},
+    {"plugins", "deny", KEY_LIST, MEMBER(plugin_deny), MEMBER(plugin_deny_from),
+     0},
+    {"plugins", "strict", KEY_BOOL, MEMBER(plugin_strict), 0, 0},
+    {"plugins", "use_env_path", KEY_BOOL, MEMBER(plugin_env_path), 0, 0},
+    {"plugins", "use_default_dir", KEY_BOOL, MEMBER(plugin_default_dir), 0, 0},
+    {"devices", "order", KEY_LIST, MEMBER(device_order), 0,
+     MEMBER(device_order_at)},
+    {"devices", "cpu_devices", KEY_COUNT, MEMBER(cpu_devices), 0, 0},
+    {"threads", "inter_op", KEY_COUNT, MEMBER(inter_op), 0, 0},
+    {"threads", "intra_op", KEY_COUNT, MEMBER(intra_op), 0, 0},
+    {"threads", "pin", KEY_BOOL, MEMBER(pin), 0, 0},
+    {"passes", "prune", KEY_BOOL, MEMBER(pass_prune), 0, 0},
+    {"passes", "cse", KEY_BOOL, MEMBER(pass_cse), 0, 0},
+    {"passes", "constant_folding", KEY_BOOL, MEMBER(pass_constant_folding), 0,
+     0},
+    {"passes", "arithmetic", KEY_BOOL, MEMBER(pass_arithmetic), 0, 0},
+    {"passes", "fusion", KEY_BOOL, MEMBER(pass_fusion), 0, 0},
+    {"passes", "dead_nodes", KEY_BOOL, MEMBER(pass_dead_nodes), 0, 0},
+    {"passes", "placement", KEY_BOOL, MEMBER(pass_placement), 0, 0},
     {"passes", "constant_folding_max_bytes", KEY_BYTES,
-     MEMBER(constant_folding_max_bytes), 0},
+     MEMBER(constant_folding_max_bytes), 0, 0},
+    {"kernels", "deny", KEY_KERNEL_LIST, MEMBER(kernel_deny), 0,
+     MEMBER(kernel_deny_at)},
+    {"kernels", "prefer", KEY_KERNEL_LIST, MEMBER(kernel_prefer), 0,
+     MEMBER(kernel_prefer_at)},
 };
 
 #define NUM_KEYS ((int)(sizeof keys / sizeof keys[0]))
@@ -285,6 +327,50 @@ static int push_items(wf__strlist *l, const char *v, const char *base_dir,
   return WF_OK;
 }
 
+/* 1 when s (of n bytes) is a name of letters, digits and "_.-+", and for
+ * a label also '/' between such parts ("onednn/openblas"). */
+static int name_ok(const char *s, size_t n, int label) {
+  if (n == 0 || (label && (s[0] == '/' || s[n - 1] == '/')))
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '+')
+      continue;
+    if (label && c == '/' && s[i + 1] != '/')
+      continue;
+    return 0;
+  }
+  return 1;
+}
+
+/* 1 when item is a [kernels] rule: LABEL, OP:LABEL or OP:*. */
+static int kernel_item_ok(const char *item) {
+  const char *colon = strchr(item, ':');
+  if (!colon)
+    return name_ok(item, strlen(item), 1);
+  if (strchr(colon + 1, ':') || !name_ok(item, (size_t)(colon - item), 0))
+    return 0;
+  return strcmp(colon + 1, "*") == 0 ||
+         name_ok(colon + 1, strlen(colon + 1), 1);
+}
+
+/* Appends "FILE:LINE" (or "config" for a program's value) to at n times,
+ * first emptying it unless the value continues the previous line. */
+static int record_origins(wf__strlist *at, int append, int n, const origin *o) {
+  char *text =
+      o->file ? wf__asprintf("%s:%ld", o->file, o->line) : wf__strdup("config");
+  int rc = 0;
+  if (!append)
+    strlist_clear(at);
+  if (!text)
+    return -1;
+  for (int i = 0; i < n && !rc; i++)
+    rc = strlist_push(at, text, strlen(text));
+  wf__free(text);
+  return rc;
+}
+
 /* Sets key k of cfg from text v. append: v continues the previous line of a
  * list value. On error cfg may be half changed: callers work on a copy. */
 static int set_value(wf_config *cfg, const key_def *k, const char *v,
@@ -310,14 +396,25 @@ static int set_value(wf_config *cfg, const key_def *k, const char *v,
     *(long long *)(base + k->offset) = x;
     return WF_OK;
   case KEY_LIST:
-  case KEY_PATH_LIST: {
+  case KEY_PATH_LIST:
+  case KEY_KERNEL_LIST: {
     wf__strlist *l = (wf__strlist *)(base + k->offset);
-    int rc;
+    int rc, first;
     if (!append)
       strlist_clear(l);
+    first = l->n;
     rc = push_items(l, v, k->kind == KEY_PATH_LIST ? o->base_dir : NULL, st);
     if (rc)
       return rc;
+    if (k->kind == KEY_KERNEL_LIST)
+      for (int i = first; i < l->n; i++)
+        if (!kernel_item_ok(l->items[i]))
+          return bad_value(st, o, k, l->items[i],
+                           "kernel labels (onednn, reference) or OP:LABEL "
+                           "items (Conv2D:onednn, Conv2D:*), comma-separated");
+    if (k->at_offset && record_origins((wf__strlist *)(base + k->at_offset),
+                                       append, l->n - first, o))
+      return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "config: out of memory");
     if (k->from_offset) {
       char **from = (char **)(base + k->from_offset);
       char *copy = NULL;
@@ -357,7 +454,8 @@ static int set_key(wf_config *cfg, const char *section, const char *key,
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "%s%s: unknown key '%s' in section [%s]",
                          o->file ? o->file : "config", where, key, section);
-  if (append && k->kind != KEY_LIST && k->kind != KEY_PATH_LIST)
+  if (append && k->kind != KEY_LIST && k->kind != KEY_PATH_LIST &&
+      k->kind != KEY_KERNEL_LIST)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "%s%s: indented line continues %s in [%s], which "
                          "takes one value (remove the indentation)",

@@ -771,6 +771,7 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
         ns->op = pt->nodes[i].node->op->def.name;
         ns->device = pt->nodes[i].device;
         ns->thread = -1;
+        s->md->kernels[r->md_base + i] = pt->nodes[i].kernel;
       }
     for (int i = 0; i < pt->num_nodes; i++)
       atomic_store_explicit(&r->pending[i], pt->nodes[i].pending,

@@ -113,11 +113,13 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
 
 struct wf_run_metadata {
   wf_node_stats *nodes;
+  const wf__kernel **kernels; /* per node record: the kernel that ran it */
   int num_nodes, cap_nodes;
   int64_t step_ns;
   wf_placement_info *placements; /* strings owned: copies */
   int num_placements;
-  struct wf__exec *held; /* the node records' strings live in its graph */
+  struct wf__exec *held; /* the node records' strings live in its graph;
+                            its placement holds the config notes */
 };
 
 /* Keeps x (and so the strings of md's node records) alive until md's next

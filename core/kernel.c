@@ -1,6 +1,7 @@
-/* core/kernel.c — choosing a kernel for a node and running it once through
- * a kernel context, plus the kernel_* entries of the host table that
- * plugins call on those contexts.
+/* core/kernel.c — choosing a kernel for a node (the registry's choice under
+ * the config's [kernels] rules, with messages saying why none fits) and
+ * running it once through a kernel context, plus the kernel_* entries of
+ * the host table that plugins call on those contexts.
  *
  * It does not schedule, keep per-node state between runs or place nodes on
  * devices: the executor does that with the same contexts. */
@@ -17,6 +18,7 @@
 
 #include "alloc.h"
 #include "graph.h"
+#include "placement.h"
 #include "runtime.h"
 #include "status.h"
 #include "tensor.h"
@@ -30,6 +32,11 @@ static wf_dtype node_type_attr(const wf_node *n, const char *attr) {
   if (!v || v->type != WF_ATTR_DTYPE)
     return WF_DTYPE_INVALID;
   return (wf_dtype)v->u.dtype;
+}
+
+/* wf__attr_dtype_fn for a node at user. */
+static wf_dtype node_dtype_of(const char *attr, const void *user) {
+  return node_type_attr(user, attr);
 }
 
 /* Appends the dtype names of mask to buf ("float32|int32"). */
@@ -48,23 +55,50 @@ static void mask_str(uint32_t mask, char *buf, size_t len) {
   }
 }
 
-/* Index of the first kernel of op on device_type in the registry's sorted
- * list (or where it would be). */
-static int first_kernel(const wf__registry *r, const char *op,
-                        const char *device_type) {
-  int lo = 0, hi = wf__registry_kernel_count(r);
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    const wf__kernel *k = wf__registry_kernel_at(r, mid);
-    int c = strcmp(k->def.op, op);
-    if (c == 0)
-      c = strcmp(k->def.device_type, device_type);
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* 1 when k accepts what n gives its type attribute. */
+static int kernel_fits(const wf__kernel *k, const wf_node *n) {
+  wf_dtype dt;
+  if (!k->def.type_attr)
+    return 1;
+  dt = node_type_attr(n, k->def.type_attr);
+  return dt != WF_DTYPE_INVALID && (k->def.dtypes & WF_DTYPE_BIT(dt));
+}
+
+const wf__kernel *wf__kernel_choose(const wf_runtime *rt, const wf_node *n,
+                                    const char *device_type,
+                                    wf__kernel_choice *out) {
+  assert(rt && n && device_type);
+  return wf__registry_choose_kernel(rt->reg, rt->cfg, n->op->def.name,
+                                    device_type, node_dtype_of, n, out);
+}
+
+size_t wf__kernel_denials(const wf_runtime *rt, const wf_node *n,
+                          const char *device_type, char *buf, size_t len) {
+  const wf__registry *r = rt->reg;
+  const char *op = n->op->def.name;
+  int count = wf__registry_kernel_count(r);
+  size_t used = 0;
+
+  assert(len > 0);
+  buf[0] = '\0';
+  for (int i = wf__registry_kernel_first(r, op, device_type); i < count; i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    const char *item, *at = NULL;
+    int w;
+    if (strcmp(k->def.op, op) != 0 ||
+        strcmp(k->def.device_type, device_type) != 0)
+      break;
+    if (!kernel_fits(k, n) || !(item = wf__kernel_denied(rt->cfg, k, &at)))
+      continue;
+    w = snprintf(buf + used, len - used,
+                 "%s%s (plugin %s) by [kernels] deny = %s (%s)",
+                 used ? "; " : "", k->def.label ? k->def.label : "unlabelled",
+                 k->plugin, item, at);
+    if (w < 0 || (size_t)w >= len - used)
+      break;
+    used += (size_t)w;
   }
-  return lo;
+  return used;
 }
 
 const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
@@ -72,38 +106,38 @@ const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
   const wf__registry *r = rt->reg;
   const char *op = n->op->def.name;
   int count = wf__registry_kernel_count(r), i;
+  wf__kernel_choice c;
+  const wf__kernel *k;
   char have[512];
   size_t used = 0;
 
-  assert(rt && n && device_type);
-  for (i = first_kernel(r, op, device_type); i < count; i++) {
-    const wf__kernel *k = wf__registry_kernel_at(r, i);
-    wf_dtype dt;
-    if (strcmp(k->def.op, op) != 0 ||
-        strcmp(k->def.device_type, device_type) != 0)
-      break;
-    if (!k->def.type_attr)
-      return k;
-    dt = node_type_attr(n, k->def.type_attr);
-    if (dt != WF_DTYPE_INVALID && (k->def.dtypes & WF_DTYPE_BIT(dt)))
-      return k;
-  }
+  k = wf__kernel_choose(rt, n, device_type, &c);
+  if (k)
+    return k;
 
+  if (c.num_denied > 0) {
+    wf__kernel_denials(rt, n, device_type, have, sizeof have);
+    wf_status_set(st, WF_NOT_FOUND,
+                  "node '%s' (op '%s'): the config denies every kernel on "
+                  "device type '%s' for its dtypes: %s",
+                  n->name, op, device_type, have);
+    return NULL;
+  }
   /* None: say what there is for this op on this device type. */
   have[0] = '\0';
-  for (i = first_kernel(r, op, device_type); i < count; i++) {
-    const wf__kernel *k = wf__registry_kernel_at(r, i);
+  for (i = wf__registry_kernel_first(r, op, device_type); i < count; i++) {
+    const wf__kernel *o = wf__registry_kernel_at(r, i);
     char types[160];
+    const char *given;
     int w;
-    if (strcmp(k->def.op, op) != 0 ||
-        strcmp(k->def.device_type, device_type) != 0)
+    if (strcmp(o->def.op, op) != 0 ||
+        strcmp(o->def.device_type, device_type) != 0)
       break;
-    mask_str(k->def.dtypes, types, sizeof types);
+    mask_str(o->def.dtypes, types, sizeof types);
+    given = wf_dtype_name(node_type_attr(n, o->def.type_attr));
     w = snprintf(have + used, sizeof have - used, "%s%s=%s (node has %s)",
-                 used ? "; " : "", k->def.type_attr, types,
-                 wf_dtype_name(node_type_attr(n, k->def.type_attr))
-                     ? wf_dtype_name(node_type_attr(n, k->def.type_attr))
-                     : "no dtype");
+                 used ? "; " : "", o->def.type_attr, types,
+                 given ? given : "no dtype");
     if (w < 0 || (size_t)w >= sizeof have - used)
       break;
     used += (size_t)w;
@@ -119,6 +153,31 @@ const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
                   "type '%s'",
                   n->name, op, device_type);
   return NULL;
+}
+
+/* ---- what `weft ops` asks (weft/runtime.h) ------------------------------- */
+
+const char *wf_runtime_kernel_denied(const wf_runtime *rt, int i) {
+  assert(rt && i >= 0 && i < wf__registry_kernel_count(rt->reg));
+  wf__config_notice(rt);
+  return wf__kernel_denied(rt->cfg, wf__registry_kernel_at(rt->reg, i), NULL);
+}
+
+const char *wf_runtime_kernel_preferred(const wf_runtime *rt, int i) {
+  assert(rt && i >= 0 && i < wf__registry_kernel_count(rt->reg));
+  wf__config_notice(rt);
+  return wf__kernel_preferred(rt->cfg, wf__registry_kernel_at(rt->reg, i),
+                              NULL);
+}
+
+int wf_runtime_kernel_select(const wf_runtime *rt, const char *op,
+                             const char *device_type, wf_dtype dtype) {
+  wf__kernel_choice c;
+  assert(rt && op && device_type);
+  wf__config_notice(rt);
+  wf__registry_find_allowed_kernel(rt->reg, rt->cfg, op, device_type, dtype,
+                                   &c);
+  return c.index;
 }
 
 /* ---- running ------------------------------------------------------------ */

@@ -1,7 +1,10 @@
-/* core/metadata.c — run metadata: per-node timings of a step, and their
- * export as Chrome trace-event JSON. Filling it is the executor's job. */
+/* core/metadata.c — run metadata: per-node timings of a step and the
+ * kernel each node ran, the placement fallbacks and config notes of its
+ * signature, and their export as Chrome trace-event JSON. Filling it is the
+ * executor's job. */
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +44,7 @@ void wf_run_metadata_free(wf_run_metadata *md) {
   wf__metadata_hold(md, NULL);
   clear_placements(md);
   wf__free(md->nodes);
+  wf__free(md->kernels);
   wf__free(md);
 }
 
@@ -77,13 +81,20 @@ void wf_run_metadata_placement(const wf_run_metadata *md, int i,
 int wf__metadata_reset(wf_run_metadata *md, int n) {
   if (n > md->cap_nodes) {
     wf_node_stats *nodes = wf__calloc((size_t)n, sizeof *nodes);
-    if (!nodes)
+    const wf__kernel **kernels = wf__calloc((size_t)n, sizeof *kernels);
+    if (!nodes || !kernels) {
+      wf__free(nodes);
+      wf__free(kernels);
       return -1;
+    }
     wf__free(md->nodes);
+    wf__free(md->kernels);
     md->nodes = nodes;
+    md->kernels = kernels;
     md->cap_nodes = n;
   } else if (n > 0) {
     memset(md->nodes, 0, (size_t)n * sizeof *md->nodes);
+    memset(md->kernels, 0, (size_t)n * sizeof *md->kernels);
   }
   md->num_nodes = n;
   md->step_ns = 0;
@@ -99,8 +110,29 @@ void wf_run_metadata_node(const wf_run_metadata *md, int i,
   *out = md->nodes[i];
 }
 
+const char *wf_run_metadata_node_kernel(const wf_run_metadata *md, int i) {
+  assert(md && i >= 0 && i < md->num_nodes);
+  const wf__kernel *k = md->kernels[i];
+  return k && k->def.label ? k->def.label : "";
+}
+
+const char *wf_run_metadata_node_kernel_plugin(const wf_run_metadata *md,
+                                               int i) {
+  assert(md && i >= 0 && i < md->num_nodes);
+  return md->kernels[i] ? md->kernels[i]->plugin : "";
+}
+
 int64_t wf_run_metadata_step_ns(const wf_run_metadata *md) {
   return md->step_ns;
+}
+
+int wf_run_metadata_num_notes(const wf_run_metadata *md) {
+  return md->held ? md->held->placement.num_config_notes : 0;
+}
+
+const char *wf_run_metadata_note(const wf_run_metadata *md, int i) {
+  assert(i >= 0 && i < wf_run_metadata_num_notes(md));
+  return md->held->placement.config_notes[i].text;
 }
 
 /* Writes s as a JSON string body (quotes and control characters escaped). */
@@ -139,10 +171,48 @@ int wf_run_metadata_write_trace(const wf_run_metadata *md, const char *path,
     json_escape(f, n->op);
     fprintf(f, "\",\"device\":\"");
     json_escape(f, n->device);
-    fprintf(f, "\",\"output_bytes\":%lld}}", (long long)n->output_bytes);
+    fprintf(f, "\",\"kernel\":\"");
+    json_escape(f, wf_run_metadata_node_kernel(md, i));
+    fprintf(f, "\",\"kernel_plugin\":\"");
+    json_escape(f, wf_run_metadata_node_kernel_plugin(md, i));
+    fprintf(f, "\"");
+    for (int p = 0; p < md->num_placements; p++) {
+      const wf_placement_info *pl = &md->placements[p];
+      if (strcmp(pl->node, n->node) != 0)
+        continue;
+      fprintf(f, ",\"requested\":\"");
+      json_escape(f, pl->requested);
+      fprintf(f, "\",\"placement\":\"");
+      json_escape(f, pl->reason);
+      fprintf(f, "\"");
+      break;
+    }
+    fprintf(f, ",\"output_bytes\":%lld}}", (long long)n->output_bytes);
   }
-  fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"step_ns\":%lld}}\n",
+  fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"step_ns\":%lld",
           (long long)md->step_ns);
+  /* What did not go as configured: placement fallbacks (also in the args
+   * of the nodes that ran) and config items that named nothing loaded. */
+  fprintf(f, ",\"placements\":[");
+  for (int p = 0; p < md->num_placements; p++) {
+    const wf_placement_info *pl = &md->placements[p];
+    fprintf(f, "%s{\"node\":\"", p ? "," : "");
+    json_escape(f, pl->node);
+    fprintf(f, "\",\"requested\":\"");
+    json_escape(f, pl->requested);
+    fprintf(f, "\",\"device\":\"");
+    json_escape(f, pl->device);
+    fprintf(f, "\",\"reason\":\"");
+    json_escape(f, pl->reason);
+    fprintf(f, "\"}");
+  }
+  fprintf(f, "],\"notes\":[");
+  for (int i = 0; i < wf_run_metadata_num_notes(md); i++) {
+    fprintf(f, "%s\"", i ? "," : "");
+    json_escape(f, wf_run_metadata_note(md, i));
+    fprintf(f, "\"");
+  }
+  fprintf(f, "]}}\n");
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return wf_status_set(st, WF_DATA_LOSS, "trace file '%s': write failed: %s",

@@ -89,7 +89,7 @@ static int resolve(const wf_runtime *rt, const char *req) {
 
 /* 1 when the device the chain requested (request, "" for none), or when it
  * names no device of the runtime any available one, has a kernel for op
- * with dtype. */
+ * with dtype that the config's [kernels] rules allow. */
 static int kernel_available(const wf_runtime *rt, const char *request,
                             const char *op, wf_dtype dtype) {
   int want = request[0] ? resolve(rt, request) : -1;
@@ -98,8 +98,9 @@ static int kernel_available(const wf_runtime *rt, const char *request,
       continue;
     if (!rt->devices[d].desc.available)
       continue;
-    if (wf__registry_find_kernel(rt->reg, op, rt->devices[d].type->def.type,
-                                 dtype))
+    if (wf__registry_find_allowed_kernel(rt->reg, rt->cfg, op,
+                                         rt->devices[d].type->def.type, dtype,
+                                         NULL))
       return 1;
   }
   return 0;

@@ -1,12 +1,16 @@
 /* core/placement.c — choosing a device (and so a kernel) for every node of
  * a working graph: explicit requests first, stateful nodes together with the
  * variables they use, then the config's device order among the devices that
- * have a kernel. A request that cannot be met falls back to another device
- * and is recorded (and logged once) — never silently.
+ * have a kernel the config's [kernels] rules allow. A request that cannot be
+ * met falls back to another device and is recorded (and logged once) —
+ * never silently; so are config items that name nothing loaded (a device
+ * type of [devices] order without devices here is skipped, not an error).
  *
- * It does not split the graph between devices; partitioning does. */
+ * It does not split the graph between devices (partitioning does), nor
+ * rank kernels (core/registry.c does). */
 #include <config.h>
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -17,6 +21,7 @@
 #include "kernel.h"
 #include "placement.h"
 #include "runtime.h"
+#include "settings.h"
 #include "status.h"
 
 void wf__placement_deinit(wf__placement *p) {
@@ -25,6 +30,7 @@ void wf__placement_deinit(wf__placement *p) {
     wf__free(p->notes[i].reason);
   }
   wf__free(p->notes);
+  wf__config_notes_free(p->config_notes, p->num_config_notes);
   wf__free(p->device);
   wf__free(p->kernel);
   memset(p, 0, sizeof *p);
@@ -85,25 +91,210 @@ static int add_note(wf__placement *p, const wf_node *n, const char *req,
   return 0;
 }
 
-/* For the error when nothing fits: which device types have kernels for op. */
-static void kernel_devices(const wf_runtime *rt, const char *op, char *buf,
+/* For the error when nothing fits: which device types have kernels for
+ * node's op, and where the config's [kernels] deny is why none is left. */
+static void kernel_devices(const wf_runtime *rt, const wf_node *node, char *buf,
                            size_t len) {
+  const char *op = node->op->def.name, *last = NULL;
   size_t used = 0;
-  const char *last = NULL;
   buf[0] = '\0';
   for (int i = 0; i < wf__registry_kernel_count(rt->reg); i++) {
     const wf__kernel *k = wf__registry_kernel_at(rt->reg, i);
-    if (strcmp(k->def.op, op) != 0 || (last && !strcmp(last, k->def.device_type)))
+    wf__kernel_choice c;
+    char denied[512];
+    if (strcmp(k->def.op, op) != 0 ||
+        (last && !strcmp(last, k->def.device_type)))
       continue;
     last = k->def.device_type;
-    int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                     k->def.device_type);
+    denied[0] = '\0';
+    if (!wf__kernel_choose(rt, node, last, &c) && c.num_denied > 0)
+      wf__kernel_denials(rt, node, last, denied, sizeof denied);
+    int w = snprintf(buf + used, len - used, "%s%s%s%s%s%s", used ? ", " : "",
+                     last, denied[0] ? " (every one for its dtypes " : "",
+                     denied[0] ? "denied by the config: " : "", denied,
+                     denied[0] ? ")" : "");
     if (w < 0 || (size_t)w >= len - used)
       break;
     used += (size_t)w;
   }
   if (!used)
     snprintf(buf, len, "none");
+}
+
+/* ---- config notes ------------------------------------------------------- */
+
+void wf__config_notes_free(wf__config_note *notes, int n) {
+  for (int i = 0; i < n; i++)
+    wf__free(notes[i].text);
+  wf__free(notes);
+}
+
+/* Appends a note of level with the text fmt makes. -1 when out of memory
+ * (*notes stays valid for wf__config_notes_free with *n). */
+static int push_note(wf__config_note **notes, int *n, int level,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int push_note(wf__config_note **notes, int *n, int level,
+                     const char *fmt, ...) {
+  char text[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  wf__config_note *grown =
+      wf__realloc(*notes, (size_t)(*n + 1) * sizeof **notes);
+  if (!grown)
+    return -1;
+  *notes = grown;
+  if (!(grown[*n].text = wf__strdup(text)))
+    return -1;
+  grown[(*n)++].level = level;
+  return 0;
+}
+
+static const wf__device_type *device_type_named(const wf_runtime *rt,
+                                                const char *type) {
+  for (int i = 0; i < wf__registry_device_type_count(rt->reg); i++) {
+    const wf__device_type *t = wf__registry_device_type_at(rt->reg, i);
+    if (strcmp(t->def.type, type) == 0)
+      return t;
+  }
+  return NULL;
+}
+
+/* Where item i of a config list was set, from its parallel list at. */
+static const char *origin_of(const wf__strlist *at, int i) {
+  return i < at->n ? at->items[i] : "config";
+}
+
+/* The note on [devices] order item i, if it names no usable device. */
+static int order_note(const wf_runtime *rt, int i, wf__config_note **notes,
+                      int *n) {
+  const char *type = rt->cfg->device_order.items[i];
+  const char *at = origin_of(&rt->cfg->device_order_at, i);
+  const wf__device_type *t = device_type_named(rt, type);
+  const wf__device *first = NULL;
+  int count = 0, available = 0;
+
+  if (!t)
+    return push_note(notes, n, WF_LOG_INFO,
+                     "%s: [devices] order names device type '%s', which no "
+                     "loaded plugin provides; skipped",
+                     at, type);
+  for (int d = 0; d < rt->num_devices; d++) {
+    if (rt->devices[d].type != t)
+      continue;
+    if (!first)
+      first = &rt->devices[d];
+    count++;
+    available += rt->devices[d].desc.available != 0;
+  }
+  if (count == 0)
+    return push_note(notes, n, WF_LOG_INFO,
+                     "%s: [devices] order names device type '%s' (plugin "
+                     "%s), which has no devices here; skipped",
+                     at, type, t->plugin);
+  if (available == 0)
+    return push_note(notes, n, WF_LOG_INFO,
+                     "%s: [devices] order names device type '%s', whose "
+                     "devices are all unavailable (%s: %s); skipped",
+                     at, type, first->desc.name, first->desc.reason);
+  return 0;
+}
+
+/* The note on [kernels] item `item` of `key`, if it names no kernel of a
+ * loaded device type (the core's transfer kernels are not chosen by the
+ * rules, and kernels of absent device types never run). */
+static int rule_note(const wf_runtime *rt, const char *key, const char *item,
+                     const char *at, wf__config_note **notes, int *n) {
+  const wf__registry *r = rt->reg;
+  const char *colon = strchr(item, ':');
+  char labels[512];
+  size_t used = 0;
+  int op_found = 0;
+
+  labels[0] = '\0';
+  for (int i = 0; i < wf__registry_kernel_count(r); i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    if (!device_type_named(rt, k->def.device_type))
+      continue;
+    if (wf__kernel_rule_matches(item, k))
+      return 0;
+    if (colon && (strncmp(k->def.op, item, (size_t)(colon - item)) != 0 ||
+                  k->def.op[colon - item] != '\0'))
+      continue;
+    op_found = 1;
+    /* The distinct labels the item could have named, for the message. */
+    const char *label = k->def.label ? k->def.label : "unlabelled";
+    size_t ln = strlen(label);
+    int seen = 0;
+    for (const char *p = labels; *p && !seen;) {
+      const char *end = strstr(p, ", ");
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      seen = len == ln && strncmp(p, label, ln) == 0;
+      p += len + (end ? 2 : 0);
+    }
+    if (!seen) {
+      int w = snprintf(labels + used, sizeof labels - used, "%s%s",
+                       used ? ", " : "", label);
+      if (w > 0 && (size_t)w < sizeof labels - used)
+        used += (size_t)w;
+    }
+  }
+  if (colon && !op_found)
+    return push_note(notes, n, WF_LOG_WARNING,
+                     "%s: [kernels] %s item '%s' names op '%.*s', which has "
+                     "no kernel here; ignored",
+                     at, key, item, (int)(colon - item), item);
+  if (colon)
+    return push_note(notes, n, WF_LOG_WARNING,
+                     "%s: [kernels] %s item '%s' matches none of the "
+                     "kernels of op '%.*s' (labelled %s); ignored",
+                     at, key, item, (int)(colon - item), item, labels);
+  return push_note(notes, n, WF_LOG_WARNING,
+                   "%s: [kernels] %s item '%s' matches no kernel label "
+                   "(the labels are %s); ignored",
+                   at, key, item, used ? labels : "none");
+}
+
+int wf__config_notes(const wf_runtime *rt, wf__config_note **notes, int *n) {
+  const wf_config *cfg = rt->cfg;
+  *notes = NULL;
+  *n = 0;
+  for (int i = 0; i < cfg->device_order.n; i++)
+    if (order_note(rt, i, notes, n))
+      goto oom;
+  for (int i = 0; i < cfg->kernel_deny.n; i++)
+    if (rule_note(rt, "deny", cfg->kernel_deny.items[i],
+                  origin_of(&cfg->kernel_deny_at, i), notes, n))
+      goto oom;
+  for (int i = 0; i < cfg->kernel_prefer.n; i++)
+    if (rule_note(rt, "prefer", cfg->kernel_prefer.items[i],
+                  origin_of(&cfg->kernel_prefer_at, i), notes, n))
+      goto oom;
+  return 0;
+
+oom:
+  wf__config_notes_free(*notes, *n);
+  *notes = NULL;
+  *n = 0;
+  return -1;
+}
+
+void wf__config_notice(const wf_runtime *rt) {
+  wf__config_note *notes;
+  int n;
+  if (!wf__registry_claim_notice(rt->reg))
+    return;
+  if (wf__config_notes(rt, &notes, &n)) {
+    wf__log(WF_LOG_WARNING, "config",
+            "out of memory checking the config against the loaded plugins");
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    wf__log(notes[i].level, "config", "%s", notes[i].text);
+  wf__config_notes_free(notes, n);
 }
 
 int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
@@ -117,16 +308,17 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
   const wf__kernel **fits =
       wf__calloc((size_t)n * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *fits);
   unsigned char *ok = wf__calloc((size_t)(nd > 0 ? nd : 1), 1);
-  if (!p->device || !p->kernel || !parent || !fits || !ok) {
+  if (!p->device || !p->kernel || !parent || !fits || !ok ||
+      wf__config_notes(rt, &p->config_notes, &p->num_config_notes)) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED, "placement: out of memory");
     goto out;
   }
+  wf__config_notice(rt);
   for (int id = 0; id < n; id++) {
     p->device[id] = -1;
     parent[id] = id;
   }
-  /* Which devices can run each node. */
-  wf_status scratch = {WF_OK, NULL};
+  /* Which devices can run each node (with a kernel the config allows). */
   for (int id = 0; id < n; id++) {
     const wf_node *node = g->nodes[id];
     if (!keep[id] || (node->op->def.flags & WF_OP_SOURCE_FED))
@@ -136,8 +328,7 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
       if (!dev->desc.available)
         continue;
       fits[(size_t)id * nd + d] =
-          wf__kernel_select(rt, node, dev->type->def.type, &scratch);
-      wf_status_reset(&scratch);
+          wf__kernel_choose(rt, node, dev->type->def.type, NULL);
     }
   }
   /* Stateful nodes go with the variables (resource handles) they use. */
@@ -198,15 +389,15 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
           chosen = d;
     if (chosen < 0) {
       /* Name every op of the group and where its kernels are. */
-      char msg[1024];
+      char msg[2048];
       size_t used = 0;
       for (int id = root; id < n && used < sizeof msg; id++) {
         const wf_node *node = g->nodes[id];
         if (!keep[id] || find(parent, id) != root ||
             (node->op->def.flags & WF_OP_SOURCE_FED))
           continue;
-        char have[256];
-        kernel_devices(rt, node->op->def.name, have, sizeof have);
+        char have[1024];
+        kernel_devices(rt, node, have, sizeof have);
         int w = snprintf(msg + used, sizeof msg - used,
                          "%snode '%s' (op '%s'): kernels for %s",
                          used ? "; " : "", node->name, node->op->def.name,

@@ -1,7 +1,9 @@
 /* core/registry.c — the registry of what plugins registered: normalised
  * copies of their op, kernel, gradient, device-type, reader and pass
  * definitions, checked for well-formedness and for conflicts between
- * plugins, added all or nothing per plugin.
+ * plugins, added all or nothing per plugin; and the choice of one kernel
+ * for an op on a device type under the config's [kernels] deny and prefer
+ * rules.
  *
  * Loading plugins and calling their functions is not done here (see
  * core/runtime.c and core/loader.c). */
@@ -10,14 +12,18 @@
 #include "registry.h"
 
 #include <assert.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <weft/status.h>
 #include <weft/tensor.h>
 
 #include "alloc.h"
 #include "attr.h"
+#include "settings.h"
 #include "status.h"
 
 /* Upper bounds that catch an unterminated array in a plugin before we walk
@@ -40,6 +46,7 @@ struct wf__registry {
   int num_passes, cap_passes;
   char **plugin_names; /* owned copies, referenced by the entries */
   int num_plugin_names, cap_plugin_names;
+  atomic_int noticed; /* wf__registry_claim_notice was called */
 };
 
 /* Entries of one plugin, checked but not yet part of the registry. */
@@ -736,7 +743,10 @@ fail:
 /* ---- the registry -------------------------------------------------------- */
 
 wf__registry *wf__registry_new(void) {
-  return wf__calloc(1, sizeof(wf__registry));
+  wf__registry *r = wf__calloc(1, sizeof(wf__registry));
+  if (r)
+    atomic_init(&r->noticed, 0);
+  return r;
 }
 
 void wf__registry_free(wf__registry *r) {
@@ -1158,15 +1168,9 @@ const wf__kernel *wf__registry_kernel_at(const wf__registry *r, int i) {
   return r->kernels[i];
 }
 
-const wf__kernel *wf__registry_find_kernel(const wf__registry *r,
-                                           const char *op,
-                                           const char *device_type,
-                                           wf_dtype dtype) {
+int wf__registry_kernel_first(const wf__registry *r, const char *op,
+                              const char *device_type) {
   int lo = 0, hi = r->num_kernels;
-  if (!wf__registry_find_op(r, op))
-    return NULL;
-  /* First kernel of op on device_type, then the first that accepts dtype:
-   * the sort order puts the highest priority first. */
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
     const wf__kernel *k = r->kernels[mid];
@@ -1178,18 +1182,139 @@ const wf__kernel *wf__registry_find_kernel(const wf__registry *r,
     else
       hi = mid;
   }
-  for (int i = lo; i < r->num_kernels; i++) {
-    const wf__kernel *k = r->kernels[i];
-    if (strcmp(k->def.op, op) != 0 ||
-        strcmp(k->def.device_type, device_type) != 0)
-      break;
-    if (!k->def.type_attr)
-      return k;
-    if (dtype > WF_DTYPE_INVALID && dtype < WF_DTYPE_COUNT &&
-        (k->def.dtypes & WF_DTYPE_BIT(dtype)))
-      return k;
+  return lo;
+}
+
+/* ---- choosing a kernel under the config's rules -------------------------- */
+
+/* 1 when label holds name as the whole or as one '/'-separated part,
+ * ignoring case. */
+static int label_has(const char *label, const char *name) {
+  size_t n = strlen(name);
+  if (!label)
+    return 0;
+  if (strcasecmp(label, name) == 0)
+    return 1;
+  for (const char *p = label; *p;) {
+    const char *end = strchr(p, '/');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncasecmp(p, name, n) == 0)
+      return 1;
+    p += len + (end ? 1 : 0);
+  }
+  return 0;
+}
+
+int wf__kernel_rule_matches(const char *item, const wf__kernel *k) {
+  const char *colon = strchr(item, ':');
+  if (colon) {
+    size_t n = (size_t)(colon - item);
+    if (strncmp(k->def.op, item, n) != 0 || k->def.op[n] != '\0')
+      return 0;
+    item = colon + 1;
+    if (strcmp(item, "*") == 0)
+      return 1;
+  }
+  return label_has(k->def.label, item);
+}
+
+const char *wf__kernel_denied(const struct wf_config *cfg, const wf__kernel *k,
+                              const char **at) {
+  if (!cfg)
+    return NULL;
+  for (int i = 0; i < cfg->kernel_deny.n; i++) {
+    if (!wf__kernel_rule_matches(cfg->kernel_deny.items[i], k))
+      continue;
+    if (at)
+      *at = i < cfg->kernel_deny_at.n ? cfg->kernel_deny_at.items[i] : "config";
+    return cfg->kernel_deny.items[i];
   }
   return NULL;
+}
+
+const char *wf__kernel_preferred(const struct wf_config *cfg,
+                                 const wf__kernel *k, int *rank) {
+  if (rank)
+    *rank = INT_MAX;
+  if (!cfg)
+    return NULL;
+  for (int i = 0; i < cfg->kernel_prefer.n; i++) {
+    if (!wf__kernel_rule_matches(cfg->kernel_prefer.items[i], k))
+      continue;
+    if (rank)
+      *rank = i;
+    return cfg->kernel_prefer.items[i];
+  }
+  return NULL;
+}
+
+const wf__kernel *
+wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
+                           const char *op, const char *device_type,
+                           wf__attr_dtype_fn *dtype_of, const void *user,
+                           wf__kernel_choice *out) {
+  wf__kernel_choice c = {-1, 0, 0, 0, 0};
+  int best_rank = INT_MAX;
+
+  assert(r && op && device_type && dtype_of);
+  if (wf__registry_find_op(r, op)) {
+    /* The sort order puts the highest priority first: a later kernel wins
+     * only by a better prefer rank. */
+    for (int i = wf__registry_kernel_first(r, op, device_type);
+         i < r->num_kernels; i++) {
+      const wf__kernel *k = r->kernels[i];
+      int rank;
+      if (strcmp(k->def.op, op) != 0 ||
+          strcmp(k->def.device_type, device_type) != 0)
+        break;
+      c.num_kernels++;
+      if (k->def.type_attr) {
+        wf_dtype dt = dtype_of(k->def.type_attr, user);
+        if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT ||
+            !(k->def.dtypes & WF_DTYPE_BIT(dt)))
+          continue;
+      }
+      c.num_fitting++;
+      if (wf__kernel_denied(cfg, k, NULL)) {
+        c.num_denied++;
+        continue;
+      }
+      if (wf__kernel_preferred(cfg, k, &rank))
+        c.num_preferred++;
+      if (c.index < 0 || rank < best_rank) {
+        c.index = i;
+        best_rank = rank;
+      }
+    }
+  }
+  if (out)
+    *out = c;
+  return c.index < 0 ? NULL : r->kernels[c.index];
+}
+
+/* wf__attr_dtype_fn giving every attribute the dtype at user. */
+static wf_dtype fixed_dtype(const char *attr, const void *user) {
+  (void)attr;
+  return *(const wf_dtype *)user;
+}
+
+const wf__kernel *wf__registry_find_allowed_kernel(
+    const wf__registry *r, const struct wf_config *cfg, const char *op,
+    const char *device_type, wf_dtype dtype, wf__kernel_choice *out) {
+  return wf__registry_choose_kernel(r, cfg, op, device_type, fixed_dtype,
+                                    &dtype, out);
+}
+
+const wf__kernel *wf__registry_find_kernel(const wf__registry *r,
+                                           const char *op,
+                                           const char *device_type,
+                                           wf_dtype dtype) {
+  return wf__registry_find_allowed_kernel(r, NULL, op, device_type, dtype,
+                                          NULL);
+}
+
+int wf__registry_claim_notice(wf__registry *r) {
+  return atomic_exchange(&r->noticed, 1) == 0;
 }
 
 const wf__gradient *wf__registry_find_gradient(const wf__registry *r,

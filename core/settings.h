@@ -22,6 +22,7 @@ struct wf_config {
   int plugin_default_dir;   /* use_default_dir = true */
   /* [devices] */
   wf__strlist device_order; /* order = cuda, cpu */
+  wf__strlist device_order_at; /* where each item was set, as below */
   int cpu_devices;          /* cpu_devices = N: split the CPU (0: one) */
   /* [threads] */
   int inter_op;             /* inter_op = N (0: automatic) */
@@ -31,6 +32,15 @@ struct wf_config {
   int pass_prune, pass_cse, pass_constant_folding, pass_arithmetic,
       pass_fusion, pass_dead_nodes, pass_placement;
   long long constant_folding_max_bytes;
+  /* [kernels]: rules over the kernels registered for one device type. An
+   * item is LABEL (matches a kernel whose label, or one of its '/'-separated
+   * parts, equals it ignoring case) or OP:LABEL (only op OP's kernels;
+   * LABEL may be '*' for all of them). */
+  wf__strlist kernel_deny;   /* deny = onednn, Conv2D:reference */
+  wf__strlist kernel_prefer; /* prefer = reference: ranked first, in order */
+  /* Where each item of kernel_deny and kernel_prefer was set, for messages:
+   * "FILE:LINE", or "config" when a program set it; parallel lists. */
+  wf__strlist kernel_deny_at, kernel_prefer_at;
   /* Files loaded, for messages. */
   wf__strlist files;
 };

@@ -109,27 +109,74 @@ static json_t *json_str_or_null(const char *s) {
 }
 
 /* Comma-joined device types that have a kernel for op (kernels are sorted by
- * op, then device type). */
-static void op_devices(wf_runtime *rt, const char *op, char *buf,
-                       size_t len) {
+ * op, then device type), each marked when the config denies all of its
+ * kernels for op there. */
+static void op_devices(wf_runtime *rt, const char *op, char *buf, size_t len) {
   size_t used = 0;
-  const char *last = NULL;
-  buf[0] = '\0';
   int n = wf_runtime_kernel_count(rt);
-  for (int i = 0; i < n; i++) {
-    wf_kernel_info k;
+  buf[0] = '\0';
+  for (int i = 0; i < n;) {
+    wf_kernel_info k, o;
+    int allowed = 0, j = i;
     wf_runtime_kernel_get(rt, i, &k);
-    if (strcmp(k.op, op) != 0)
+    if (strcmp(k.op, op) != 0) {
+      i++;
       continue;
-    if (last && strcmp(last, k.device_type) == 0)
-      continue;
-    last = k.device_type;
-    int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                     k.device_type);
+    }
+    /* Kernels i .. j-1 are op's on k.device_type. */
+    for (; j < n; j++) {
+      wf_runtime_kernel_get(rt, j, &o);
+      if (strcmp(o.op, op) != 0 || strcmp(o.device_type, k.device_type) != 0)
+        break;
+      allowed += wf_runtime_kernel_denied(rt, j) == NULL;
+    }
+    int w = snprintf(buf + used, len - used, "%s%s%s", used ? ", " : "",
+                     k.device_type,
+                     allowed ? "" : " (every kernel denied by the config)");
     if (w < 0 || (size_t)w >= len - used)
       break;
     used += (size_t)w;
+    i = j;
   }
+}
+
+/* Per kernel of op on device (indexed like wf_runtime_kernel_get; the
+ * caller's array of wf_runtime_kernel_count entries), the WF_DTYPE_BIT mask
+ * of the dtypes it is chosen for; bit 0 (WF_DTYPE_INVALID) stands for nodes
+ * without a dtype, which only kernels without a type attribute serve. */
+static void chosen_masks(wf_runtime *rt, const char *op, const char *device,
+                         uint32_t *mask) {
+  for (int t = 0; t < WF_DTYPE_COUNT; t++) {
+    if (t != WF_DTYPE_INVALID && !(WF_DTYPE_BIT(t) & WF_DTYPES_ALL))
+      continue;
+    int k = wf_runtime_kernel_select(rt, op, device, (wf_dtype)t);
+    if (k >= 0)
+      mask[k] |= WF_DTYPE_BIT(t);
+  }
+}
+
+/* What a kernel is chosen for, from its chosen_masks entry: "any" for an
+ * untyped kernel chosen for every node, else dtype names; "" for none. */
+static const char *chosen_str(const wf_kernel_info *k, uint32_t mask, char *buf,
+                              size_t len) {
+  const uint32_t every = WF_DTYPES_ALL | WF_DTYPE_BIT(WF_DTYPE_INVALID);
+  if (!k->type_attr && (mask & every) == every)
+    snprintf(buf, len, "any");
+  else if (!(mask & WF_DTYPES_ALL))
+    buf[0] = '\0';
+  else
+    dtype_mask_str(mask & WF_DTYPES_ALL, buf, len);
+  return buf;
+}
+
+/* A kernel's dtypes: "any" when it has no type attribute. */
+static const char *kernel_dtypes_str(const wf_kernel_info *k, char *buf,
+                                     size_t len) {
+  if (!k->type_attr) {
+    snprintf(buf, len, "any");
+    return buf;
+  }
+  return dtype_mask_str(k->dtypes, buf, len);
 }
 
 /* ---- version -------------------------------------------------------------- */
@@ -244,25 +291,91 @@ static json_t *args_json(const wf_arg_def *a) {
   return arr;
 }
 
+/* Op's kernels (on device, or on every device type when NULL) with what
+ * the config's [kernels] rules make of them: "denied" and "preferred" (the
+ * config item, or null) and "chosen_for" (the dtypes it runs for, "any",
+ * or null when it is never chosen). */
 static json_t *kernels_json(wf_runtime *rt, const char *op,
                             const char *device) {
   json_t *arr = json_array();
-  char buf[128];
+  char buf[128], chosen[128];
   int n = wf_runtime_kernel_count(rt);
+  uint32_t *mask = calloc((size_t)n + 1, sizeof *mask);
+  const char *masked = NULL; /* device type mask was filled for */
+  if (!mask) {
+    json_decref(arr);
+    return NULL;
+  }
   for (int i = 0; arr && i < n; i++) {
     wf_kernel_info k;
     wf_runtime_kernel_get(rt, i, &k);
     if (strcmp(k.op, op) != 0 || (device && strcmp(k.device_type, device)))
       continue;
+    if (!masked || strcmp(masked, k.device_type) != 0) {
+      chosen_masks(rt, op, k.device_type, mask);
+      masked = k.device_type;
+    }
+    chosen_str(&k, mask[i], chosen, sizeof chosen);
     json_array_append_new(
-        arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b}", "device",
-                       k.device_type, "label", k.label ? k.label : "",
-                       "plugin", k.plugin, "dtypes",
-                       dtype_mask_str(k.dtypes, buf, sizeof buf), "priority",
+        arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:o, s:o, s:o}",
+                       "device", k.device_type, "label",
+                       k.label ? k.label : "", "plugin", k.plugin, "dtypes",
+                       kernel_dtypes_str(&k, buf, sizeof buf), "priority",
                        k.priority, "cheap", !!(k.flags & WF_KERNEL_CHEAP),
-                       "async", !!(k.flags & WF_KERNEL_ASYNC)));
+                       "async", !!(k.flags & WF_KERNEL_ASYNC), "denied",
+                       json_str_or_null(wf_runtime_kernel_denied(rt, i)),
+                       "preferred",
+                       json_str_or_null(wf_runtime_kernel_preferred(rt, i)),
+                       "chosen_for",
+                       json_str_or_null(chosen[0] ? chosen : NULL)));
   }
+  free(mask);
   return arr;
+}
+
+/* Prints op's kernels on device by priority: "* " marks one chosen for
+ * some dtype, and each says what it is chosen for, or that the config
+ * denies or prefers it. */
+static void print_kernels(wf_runtime *rt, const char *op, const char *device) {
+  int n = wf_runtime_kernel_count(rt), listed = 0, allowed = 0;
+  uint32_t *mask = calloc((size_t)n + 1, sizeof *mask);
+  char buf[256], chosen[256];
+  if (!mask) {
+    fprintf(stderr, "weft: out of memory listing kernels\n");
+    return;
+  }
+  chosen_masks(rt, op, device, mask);
+  printf("  kernels on %s (highest priority first; * = chosen):\n", device);
+  for (int k = 0; k < n; k++) {
+    wf_kernel_info ki;
+    wf_runtime_kernel_get(rt, k, &ki);
+    if (strcmp(ki.op, op) || strcmp(ki.device_type, device))
+      continue;
+    const char *denied = wf_runtime_kernel_denied(rt, k);
+    const char *preferred = wf_runtime_kernel_preferred(rt, k);
+    chosen_str(&ki, mask[k], chosen, sizeof chosen);
+    printf("    %s%-10s priority %d, dtypes %s, plugin %s",
+           chosen[0] ? "* " : "  ", ki.label ? ki.label : "", ki.priority,
+           kernel_dtypes_str(&ki, buf, sizeof buf), ki.plugin);
+    if (denied)
+      printf("; denied by config ([kernels] deny = %s)", denied);
+    else if (preferred)
+      printf("; preferred by config ([kernels] prefer = %s)", preferred);
+    if (chosen[0])
+      printf("; chosen for %s", chosen);
+    else if (!denied)
+      printf("; not chosen (outranked)");
+    printf("\n");
+    listed++;
+    allowed += denied == NULL;
+  }
+  if (!listed)
+    printf("    (none)\n");
+  else if (!allowed)
+    printf("    (the config denies every kernel here: nodes of %s are not "
+           "placed on %s)\n",
+           op, device);
+  free(mask);
 }
 
 static json_t *op_json(wf_runtime *rt, int i, const char *device) {
@@ -329,20 +442,7 @@ static void print_op(wf_runtime *rt, int i, const char *device) {
                              : grad == 0 ? "not differentiable"
                                          : "none");
   if (device) {
-    int n = wf_runtime_kernel_count(rt), first = 1;
-    printf("  kernels on %s (first one wins):\n", device);
-    for (int k = 0; k < n; k++) {
-      wf_kernel_info ki;
-      wf_runtime_kernel_get(rt, k, &ki);
-      if (strcmp(ki.op, d->name) || strcmp(ki.device_type, device))
-        continue;
-      printf("    %s%-10s priority %d, dtypes %s, plugin %s\n",
-             first ? "* " : "  ", ki.label ? ki.label : "", ki.priority,
-             dtype_mask_str(ki.dtypes, buf, sizeof buf), ki.plugin);
-      first = 0;
-    }
-    if (first)
-      printf("    (none)\n");
+    print_kernels(rt, d->name, device);
   } else {
     op_devices(rt, d->name, buf, sizeof buf);
     printf("  devices:  %s\n", buf[0] ? buf : "(no kernels)");
@@ -1023,7 +1123,9 @@ static const command commands[] = {
      "Lists every registered op (or only NAME) with its inputs, outputs,\n"
      "attributes, documentation, gradient and the devices that have\n"
      "kernels for it. With --device TYPE, lists that device's kernels for\n"
-     "each op in the order they are chosen (highest priority first).\n"},
+     "each op, highest priority first, each with the dtypes it is chosen\n"
+     "for (marked *), or why the config's [kernels] section denies or\n"
+     "prefers it; a kernel outranked for every dtype is 'not chosen'.\n"},
     {"devices", cmd_devices, 1, "list devices and their topology",
      "usage: weft devices [--json] [--config FILE]\n\n"
      "Lists every device instance the device plugins found, in the\n"

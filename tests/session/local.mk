@@ -18,3 +18,12 @@ tests_session_test_placement_SOURCES = tests/session/test_placement.c
 tests_session_test_placement_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_session_test_placement_CFLAGS = $(TEST_CFLAGS)
 tests_session_test_placement_LDADD = $(TEST_LDADD)
+
+# One program on different kernels by config alone ([kernels] deny and
+# prefer, [devices] order), with the built-in plugins of the build tree.
+check_PROGRAMS += tests/session/test_backends
+TESTS += tests/session/test_backends
+tests_session_test_backends_SOURCES = tests/session/test_backends.c
+tests_session_test_backends_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_backends_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_backends_LDADD = $(TEST_LDADD)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/tools/test_cli.sh — the in-tree `weft` program: every command runs,
-# finds the built-in plugins, and its --json output parses.
+# finds the built-in plugins, and its --json output parses; `weft ops
+# --device` shows which kernel the config's [kernels] section lets win.
 set -eu
 : "${top_builddir:=.}"
 weft="$top_builddir/tools/weft"
@@ -47,4 +48,55 @@ printf '[plugins]\ndeny = ops-nn\n' > "$tmp/deny.conf"
 "$weft" --config "$tmp/deny.conf" plugins | grep -A8 "^ops-nn" | grep -q "state:    denied" ||
   fail "denied plugin not shown as denied"
 "$weft" --config "$tmp/deny.conf" ops Conv2D >/dev/null 2>&1 && fail "denied plugin's op still registered"
+
+# [kernels]: `weft ops --device cpu` lists every op's kernels by priority,
+# marks the chosen ones with the dtypes they are chosen for, and shows the
+# kernels the config denies and why.
+section() { awk -v op="$1" '/^[^ ]/ { p = ($1 == op); next } p'; }
+all=$("$weft" ops --device cpu)
+echo "$all" | section Conv2D | grep -q "^    \* onednn .*; chosen for float32$" ||
+  fail "default Conv2D kernel is not onednn:
+$(echo "$all" | section Conv2D)"
+echo "$all" | section Conv2D | grep -q "^    \* reference .*; chosen for float64$" ||
+  fail "default Conv2D float64 kernel is not the reference"
+printf '[kernels]\ndeny = onednn, openblas\n' > "$tmp/ref.conf"
+all=$("$weft" --config "$tmp/ref.conf" ops --device cpu 2>"$tmp/ref.err")
+[ -s "$tmp/ref.err" ] && fail "a config whose items all match warns: $(cat "$tmp/ref.err")"
+for op in Conv2D MatMul Relu _FusedConv2D _FusedMatMul; do
+  echo "$all" | section "$op" | grep -q "denied by config (\[kernels\] deny = onednn)" ||
+    fail "$op's onednn kernel is not shown as denied:
+$(echo "$all" | section "$op")"
+  echo "$all" | section "$op" | grep -q "^    \* reference .*; chosen for float32" ||
+    fail "$op's reference kernel is not shown as chosen"
+done
+echo "$all" | section Conv2D | grep "onednn" | grep -q "chosen" &&
+  fail "a denied kernel is shown as chosen"
+"$weft" --config "$tmp/ref.conf" ops Conv2D --device cpu --json | python3 -c '
+import json, sys
+ks = {k["label"]: k for k in json.load(sys.stdin)[0]["kernels"]}
+assert ks["onednn"]["denied"] == "onednn" and ks["onednn"]["chosen_for"] is None, ks
+assert ks["reference"]["denied"] is None, ks
+assert ks["reference"]["chosen_for"] == "float32,float64", ks
+' || fail "weft ops --json does not show the denied and the chosen kernel"
+
+# prefer ranks a kernel above higher priorities; OP:* denies all of an op's.
+printf '[kernels]\nprefer = Relu:reference\ndeny = Conv2D:*\n' > "$tmp/op.conf"
+"$weft" --config "$tmp/op.conf" ops Relu --device cpu |
+  grep -q "^    \* reference .*preferred by config (\[kernels\] prefer = Relu:reference); chosen for float32" ||
+  fail "preferred Relu kernel is not shown as chosen"
+"$weft" --config "$tmp/op.conf" ops Conv2D | grep -q "devices:  cpu (every kernel denied by the config)" ||
+  fail "weft ops Conv2D does not say every kernel is denied"
+"$weft" --config "$tmp/op.conf" ops Conv2D --device cpu | grep -q "the config denies every kernel here" ||
+  fail "weft ops Conv2D --device cpu does not say every kernel is denied"
+
+# Items that match nothing are warned about with file and line; malformed
+# ones are refused with file and line.
+printf '[kernels]\ndeny = onedn\n' > "$tmp/typo.conf"
+"$weft" --config "$tmp/typo.conf" ops MatMul --device cpu 2>&1 >/dev/null |
+  grep -q "typo.conf:2: \[kernels\] deny item 'onedn' matches no kernel label" ||
+  fail "an unknown kernel label is not reported with file and line"
+printf '[kernels]\nprefer = reference\ndeny = Conv2D:\n' > "$tmp/bad.conf"
+msg=$("$weft" --config "$tmp/bad.conf" ops 2>&1) && fail "malformed [kernels] item accepted"
+echo "$msg" | grep -q "bad.conf:3: bad value 'Conv2D:' for deny in \[kernels\]" ||
+  fail "malformed [kernels] item message: $msg"
 echo "test_cli: all passed"

@@ -107,6 +107,24 @@ WF_API int wf_runtime_kernel_count(const wf_runtime *rt);
 WF_API void wf_runtime_kernel_get(const wf_runtime *rt, int i,
                                   wf_kernel_info *out);
 
+/* The config's [kernels] rules applied to kernel i (0 <= i < count; see
+ * README.md "Configuration"). wf_runtime_kernel_denied: the deny item that
+ * keeps kernel i from ever being chosen ("onednn", "Conv2D:onednn"), or
+ * NULL. wf_runtime_kernel_preferred: the first prefer item that ranks it
+ * above the kernels no item names, or NULL. Strings borrowed from the
+ * runtime. The first call on a runtime logs the config items that match
+ * nothing loaded (as the first session placement does). */
+WF_API const char *wf_runtime_kernel_denied(const wf_runtime *rt, int i);
+WF_API const char *wf_runtime_kernel_preferred(const wf_runtime *rt, int i);
+/* The kernel that runs a node of op placed on device_type whose kernel type
+ * attribute is dtype (WF_DTYPE_INVALID: a node without one): its index for
+ * wf_runtime_kernel_get, or -1 when no kernel there accepts dtype, or the
+ * config denies every one that does, or op is not registered. Among the
+ * allowed kernels that accept dtype, the one named by the earliest prefer
+ * item wins, else the highest priority. */
+WF_API int wf_runtime_kernel_select(const wf_runtime *rt, const char *op,
+                                    const char *device_type, wf_dtype dtype);
+
 typedef struct wf_device_info {
   const char *name;        /* "cpu:0" */
   const char *type;        /* "cpu" */

@@ -112,6 +112,15 @@ WF_API int wf_run_metadata_num_nodes(const wf_run_metadata *md);
 /* Node i's statistics; strings borrowed until the next run or free. */
 WF_API void wf_run_metadata_node(const wf_run_metadata *md, int i,
                                  wf_node_stats *out);
+/* The kernel that ran node i (0 <= i < wf_run_metadata_num_nodes): its
+ * label ("onednn", "reference"; "" for a kernel registered without one)
+ * and the plugin that registered it ("device-cpu"), as chosen for the node's
+ * device under the config's [kernels] rules. Borrowed until the next run or
+ * free, and while the runtime lives. */
+WF_API const char *wf_run_metadata_node_kernel(const wf_run_metadata *md,
+                                               int i);
+WF_API const char *wf_run_metadata_node_kernel_plugin(
+    const wf_run_metadata *md, int i);
 /* Wall time of the step in nanoseconds. */
 WF_API int64_t wf_run_metadata_step_ns(const wf_run_metadata *md);
 /* A device request that could not be met (soft placement): the node runs
@@ -129,8 +138,22 @@ WF_API int wf_run_metadata_num_placements(const wf_run_metadata *md);
 WF_API void wf_run_metadata_placement(const wf_run_metadata *md, int i,
                                       wf_placement_info *out);
 
+/* Config items that had no effect with the plugins loaded, each a line
+ * "FILE:LINE: [devices] order names device type 'cuda', which no loaded
+ * plugin provides; skipped" (such a device type is skipped, not an error)
+ * or "FILE:LINE: [kernels] deny item 'X' matches no kernel label ...;
+ * ignored" ("config" instead of FILE:LINE for values a program set).
+ * Every run that is given metadata lists them, whatever its trace level;
+ * they are also logged once per runtime. Borrowed until the next run or
+ * free. */
+WF_API int wf_run_metadata_num_notes(const wf_run_metadata *md);
+WF_API const char *wf_run_metadata_note(const wf_run_metadata *md, int i);
+
 /* Writes the node timings as Chrome trace-event JSON (chrome://tracing,
- * Perfetto). Errors name the file. */
+ * Perfetto): one complete event per node with args op, device, kernel,
+ * kernel_plugin, output_bytes (and requested and placement for a node that
+ * fell back from its device request); otherData holds step_ns, placements
+ * and notes. Errors name the file. */
 WF_API int wf_run_metadata_write_trace(const wf_run_metadata *md,
                                        const char *path, wf_status *st);
 
