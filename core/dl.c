@@ -1,6 +1,6 @@
 /* core/dl.c — libltdl behind one lock: open, look up, close, and open the
- * statically preloaded modules. libltdl is initialised while any handle is
- * open.
+ * statically preloaded modules (the program's, and the plugins linked into
+ * libweft). libltdl is initialised while any handle is open.
  *
  * It knows nothing about plugins: checking what a module exports is the
  * loader's job (core/loader.c). */
@@ -22,6 +22,27 @@ struct wf__dl {
 
 static pthread_mutex_t dl_lock = PTHREAD_MUTEX_INITIALIZER;
 static long dl_users; /* open handles (and calls in progress) holding libltdl */
+
+/* The plugins linked into libweft are preloaded under this name, libtool's
+ * for core/libweft.la. */
+#define LIBWEFT_ORIGINATOR "libweft"
+
+#ifdef WF_STATIC_PLUGINS
+/* The table libtool writes when libweft is linked with -dlpreopen
+ * (Makefile.am). Weak: the core's convenience library, which the tests
+ * link, comes without it. */
+extern const lt_dlsymlist lt_libweft_LTX_preloaded_symbols[]
+    __attribute__((weak));
+#endif
+
+/* libweft's table of preloaded plugins, or NULL when it has none. */
+static const lt_dlsymlist *libweft_table(void) {
+#ifdef WF_STATIC_PLUGINS
+  return lt_libweft_LTX_preloaded_symbols;
+#else
+  return NULL;
+#endif
+}
 
 /* libltdl's last error as a new string (fallback when it has none).
  * Assumes dl_lock is held. */
@@ -80,9 +101,20 @@ static void *open_bound(const char *path, char **err) {
 /* Takes one reference on libltdl, initialising it for the first user.
  * Assumes dl_lock is held. */
 static int users_add(char **err) {
-  if (dl_users == 0 && lt_dlinit() != 0) {
-    *err = take_error("libltdl failed to initialise");
-    return -1;
+  const lt_dlsymlist *table = libweft_table();
+
+  if (dl_users == 0) {
+    if (lt_dlinit() != 0) {
+      *err = take_error("libltdl failed to initialise");
+      return -1;
+    }
+    /* lt_dlexit forgets the tables added since lt_dlinit: libweft's is
+     * added again each time (libltdl ignores a table it already has). */
+    if (table && lt_dlpreload(table) != 0) {
+      *err = take_error("cannot register the plugins linked into libweft");
+      lt_dlexit();
+      return -1;
+    }
   }
   dl_users++;
   return 0;
@@ -246,4 +278,15 @@ fail:
   users_drop();
   pthread_mutex_unlock(&dl_lock);
   return -1;
+}
+
+int wf__dl_open_libweft_plugins(wf__dl ***out, int *n, char **err) {
+  assert(out && n && err);
+  if (!libweft_table()) {
+    *out = NULL;
+    *n = 0;
+    *err = NULL;
+    return 0;
+  }
+  return wf__dl_open_preloaded(LIBWEFT_ORIGINATOR, out, n, err);
 }

@@ -1,5 +1,6 @@
 /* core/dl.h — the one internal interface over libltdl: open a module, look
- * up a symbol, close it, and open the modules linked in statically.
+ * up a symbol, close it, and open the modules linked in statically (into
+ * the program, or into libweft by --enable-static-plugins).
  *
  * Every call holds one process-wide lock (libltdl keeps global state and a
  * global error string). libltdl is initialised on the first open and shut
@@ -34,5 +35,12 @@ void wf__dl_close(wf__dl *dl);
  * *err set. */
 int wf__dl_open_preloaded(const char *originator, wf__dl ***out, int *n,
                           char **err);
+
+/* Opens the plugins linked into libweft itself (configure
+ * --enable-static-plugins: libtool's -dlpreopen table of libweft), as
+ * wf__dl_open_preloaded does. *n is 0 and 0 is returned when there are
+ * none: a build without static plugins, or the core linked without
+ * libweft's table (as the tests link it). */
+int wf__dl_open_libweft_plugins(wf__dl ***out, int *n, char **err);
 
 #endif

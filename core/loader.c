@@ -1,8 +1,8 @@
-/* core/loader.c — finding plugin files and loading them: the search order
- * (config paths, $WEFT_PLUGIN_PATH, the build tree's plugins when libweft
- * runs from it, the installed directory), the checks made before a module
- * is opened, shadowing, the config's deny and load lists, and dependency
- * order.
+/* core/loader.c — finding plugins and loading them: the search order (the
+ * plugins linked into libweft, config paths, $WEFT_PLUGIN_PATH, the build
+ * tree's plugins when libweft runs from it, the installed directory), the
+ * checks made before a module is opened, shadowing, the config's deny and
+ * load lists, and dependency order.
  *
  * Checking and registering one description is wf__runtime_add_plugin's job
  * (core/runtime.c); opening modules goes through core/dl.c. */
@@ -29,6 +29,9 @@
 #define DESC_MIN_SIZE                                                          \
   (offsetof(wf_plugin_desc, name) + sizeof(((wf_plugin_desc *)0)->name))
 
+/* The path shown for a plugin linked into libweft. */
+#define PRELOADED "(preloaded)"
+
 typedef enum mark { UNSEEN, VISITING, DONE } mark;
 
 /* A module that was opened and described itself, waiting to be registered. */
@@ -49,6 +52,7 @@ typedef struct loader {
   candidate *cands;
   int num_cands, cap_cands;
   wf__strlist seen; /* real paths of files already looked at */
+  int in_tree;      /* searching the build tree's plugins */
   int *stack;       /* candidates being visited, for cycle messages */
   int depth;
   wf_status *st;
@@ -172,60 +176,16 @@ static candidate *find_candidate(loader *L, const char *name) {
   return NULL;
 }
 
-/* Opens the module at path (found in directory dir), asks it for its
- * description and keeps it as a candidate, or records why not. */
-static int probe(loader *L, const char *path, const char *dir) {
-  char *real = NULL, *why = NULL, *err = NULL;
-  wf__dl *dl = NULL;
+/* Asks the open module dl (from path) for its description and keeps it as
+ * a candidate, or records why not. Takes dl. */
+static int consider(loader *L, const char *path, wf__dl *dl) {
+  char *why = NULL, *err = NULL;
   wf_plugin_entry_fn *entry;
   const wf_plugin_desc *desc;
   candidate *c;
-  int code = WF_OK, no_mem;
+  int code = WF_OK;
   void *sym;
 
-  real = realpath(path, NULL);
-  if (!real) {
-    why = wf__asprintf("cannot resolve the path: %s", strerror(errno));
-    code = why ? refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why)
-               : oom(L, path);
-    goto out;
-  }
-  /* The same file reached twice (a directory listed twice, a link) is
-   * looked at once. */
-  if (wf__strlist_has(&L->seen, real))
-    goto out;
-  {
-    char **grown =
-        wf__realloc(L->seen.items, (size_t)(L->seen.n + 1) * sizeof *grown);
-    char *copy = wf__strdup(real);
-    if (grown)
-      L->seen.items = grown;
-    if (!grown || !copy) {
-      wf__free(copy);
-      code = oom(L, path);
-      goto out;
-    }
-    L->seen.items[L->seen.n++] = copy;
-  }
-
-  why = writable_by_others(path, dir, real, &no_mem);
-  if (no_mem) {
-    code = oom(L, path);
-    goto out;
-  }
-  if (why) {
-    code = refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why);
-    goto out;
-  }
-
-  dl = wf__dl_open(path, &err);
-  if (!dl) {
-    why =
-        wf__asprintf("not a loadable object: %s", err ? err : "out of memory");
-    code = why ? refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why)
-               : oom(L, path);
-    goto out;
-  }
   sym = wf__dl_sym(dl, WF_PLUGIN_ENTRY_NAME, &err);
   if (!sym) {
     why = wf__asprintf("no entry point '%s' (%s)", WF_PLUGIN_ENTRY_NAME,
@@ -246,8 +206,12 @@ static int probe(loader *L, const char *path, const char *dir) {
     goto out;
   }
 
-  /* The first plugin of a name wins; later ones are shadowed. */
+  /* The first plugin of a name wins; later ones are shadowed. The build
+   * tree's module of a plugin linked into this libweft is that plugin, not
+   * worth a record. */
   c = find_candidate(L, desc->name);
+  if (c && L->in_tree && strcmp(c->path, PRELOADED) == 0)
+    goto out;
   if (c || wf__runtime_find_loaded(L->rt, desc->name)) {
     why = wf__asprintf("shadowed by %s",
                        c ? c->path
@@ -292,7 +256,89 @@ out:
   wf__dl_close(dl);
   wf__free(err);
   wf__free(why);
+  return code;
+}
+
+/* Opens the module at path (found in directory dir), asks it for its
+ * description and keeps it as a candidate, or records why not. */
+static int probe(loader *L, const char *path, const char *dir) {
+  char *real = NULL, *why = NULL, *err = NULL;
+  wf__dl *dl = NULL;
+  int code = WF_OK, no_mem;
+
+  real = realpath(path, NULL);
+  if (!real) {
+    why = wf__asprintf("cannot resolve the path: %s", strerror(errno));
+    code = why ? refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why)
+               : oom(L, path);
+    goto out;
+  }
+  /* The same file reached twice (a directory listed twice, a link) is
+   * looked at once. */
+  if (wf__strlist_has(&L->seen, real))
+    goto out;
+  {
+    char **grown =
+        wf__realloc(L->seen.items, (size_t)(L->seen.n + 1) * sizeof *grown);
+    char *copy = wf__strdup(real);
+    if (grown)
+      L->seen.items = grown;
+    if (!grown || !copy) {
+      wf__free(copy);
+      code = oom(L, path);
+      goto out;
+    }
+    L->seen.items[L->seen.n++] = copy;
+  }
+
+  why = writable_by_others(path, dir, real, &no_mem);
+  if (no_mem) {
+    code = oom(L, path);
+    goto out;
+  }
+  if (why) {
+    code = refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why);
+    goto out;
+  }
+
+  dl = wf__dl_open(path, &err);
+  if (!dl) {
+    why =
+        wf__asprintf("not a loadable object: %s", err ? err : "out of memory");
+    code = why ? refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why)
+               : oom(L, path);
+    goto out;
+  }
+  code = consider(L, path, dl);
+
+out:
+  wf__free(err);
+  wf__free(why);
   free(real);
+  return code;
+}
+
+/* Takes the plugins linked into libweft (--enable-static-plugins) as
+ * candidates, ahead of every file: a file of the same name is shadowed. */
+static int collect_linked_in(loader *L) {
+  wf__dl **dls = NULL;
+  char *err = NULL;
+  int n = 0, code = WF_OK;
+
+  if (wf__dl_open_libweft_plugins(&dls, &n, &err)) {
+    if (!err)
+      return oom(L, PRELOADED);
+    code = refuse(L, NULL, PRELOADED, -1, -1, WF_PLUGIN_REFUSED, err);
+    wf__free(err);
+    return code;
+  }
+  for (int i = 0; i < n; i++) {
+    if (code)
+      wf__dl_close(dls[i]);
+    else
+      code = consider(L, PRELOADED, dls[i]);
+  }
+  wf__free(dls);
   return code;
 }
 
@@ -415,16 +461,19 @@ static int search_list(loader *L, const char *list, const char *from) {
 
 static int collect(loader *L) {
   const char *env;
-  int code = WF_OK;
+  int code = collect_linked_in(L);
 
   for (int i = 0; i < L->cfg->plugin_paths.n && !code; i++)
     code = search(L, L->cfg->plugin_paths.items[i], "from the config", 1);
   if (!code && L->cfg->plugin_env_path && (env = getenv("WEFT_PLUGIN_PATH")))
     code = search_list(L, env, "from WEFT_PLUGIN_PATH");
   if (!code && L->cfg->plugin_default_dir) {
-    if (in_build_tree())
+    if (in_build_tree()) {
+      L->in_tree = 1;
       code = search_list(L, WF_UNINSTALLED_PLUGIN_PATH,
                          "in-tree plugins of the build tree");
+      L->in_tree = 0;
+    }
     if (!code)
       code = search(L, WF_PLUGIN_DIR, "installed plugin directory", 0);
   }

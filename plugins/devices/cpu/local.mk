@@ -1,32 +1,31 @@
 # plugins/devices/cpu: the CPU device plugin (module device_cpu). It reaches
 # the core only through the host table, so it links hwloc and nothing of
-# libweft (PLUGIN_LDFLAGS carries -z defs to prove it).
-pkgplugin_LTLIBRARIES += plugins/devices/cpu/device_cpu.la
-plugins_devices_cpu_device_cpu_la_SOURCES = \
+# libweft (PLUGIN_LDFLAGS carries -z defs to prove it). plugins/local.mk
+# says how a plugin is built in each configuration.
+DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_alloc.c \
 	plugins/devices/cpu/cpu_describe.c \
 	plugins/devices/cpu/cpu_device.h \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
-	plugins/devices/cpu/cpu_kernels.h \
-	plugins/ops/common/opfused.c plugins/ops/common/opfused.h
-plugins_devices_cpu_device_cpu_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
+	plugins/devices/cpu/cpu_kernels.h
+DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common
-plugins_devices_cpu_device_cpu_la_LIBADD = $(HWLOC_LIBS) \
+DEVICE_CPU_HELPERS = plugins/ops/common/libopfused.la \
 	plugins/ops/common/libopcommon.la
-plugins_devices_cpu_device_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+DEVICE_CPU_LIBS = $(HWLOC_LIBS)
 EXTRA_DIST += plugins/devices/cpu/README.md
 
 # Fast kernels (cpu_kernels.c lists them): MatMul and BatchMatMul with
 # oneDNN or OpenBLAS, the nn ops and LSTM/GRU with oneDNN. Their reference
-# fallbacks are the op plugins' own reference kernels, compiled in here
-# from plugins/ops/nn and plugins/ops/rnn (hidden symbols: nothing clashes
-# with ops_nn or ops_rnn loaded beside). oneDNN runs on OpenMP (libgomp),
-# whose per-thread team size the kernels set; the plugin is marked
-# nodelete so that unloading it never unmaps libgomp or oneDNN under their
-# own idle threads.
+# fallbacks are the op plugins' own reference kernels: libnnref
+# (plugins/ops/nn) and librnnref (plugins/ops/rnn), linked in here too
+# (hidden symbols: nothing clashes with ops_nn or ops_rnn loaded beside).
+# oneDNN runs on OpenMP (libgomp), whose per-thread team size the kernels
+# set; the module is marked nodelete so that unloading it never unmaps
+# libgomp or oneDNN under their own idle threads.
 if HAVE_DNNL
-plugins_devices_cpu_device_cpu_la_SOURCES += \
+DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_dnnl.c \
 	plugins/devices/cpu/cpu_nn.h \
 	plugins/devices/cpu/cpu_gemm.c \
@@ -36,30 +35,44 @@ plugins_devices_cpu_device_cpu_la_SOURCES += \
 	plugins/devices/cpu/cpu_softmax.c \
 	plugins/devices/cpu/cpu_bnorm.c \
 	plugins/devices/cpu/cpu_bias.c \
-	plugins/devices/cpu/cpu_rnn.c \
-	plugins/ops/nn/nn.h \
-	plugins/ops/nn/util.c \
-	plugins/ops/nn/bias.c \
-	plugins/ops/nn/conv.c \
-	plugins/ops/nn/pool.c \
-	plugins/ops/nn/softmax.c \
-	plugins/ops/nn/batchnorm.c \
-	plugins/ops/nn/fused.c \
-	plugins/ops/rnn/rnn.h \
-	plugins/ops/rnn/lstm.c \
-	plugins/ops/rnn/gru.c \
-	plugins/ops/rnn/rnn.c
-plugins_devices_cpu_device_cpu_la_CPPFLAGS += \
+	plugins/devices/cpu/cpu_rnn.c
+DEVICE_CPU_CPPFLAGS += \
 	-I$(top_srcdir)/plugins/ops/nn -I$(top_srcdir)/plugins/ops/rnn
-plugins_devices_cpu_device_cpu_la_LIBADD += $(DNNL_LIBS) -lgomp
-plugins_devices_cpu_device_cpu_la_LDFLAGS += -Wl,-z,nodelete
+DEVICE_CPU_HELPERS += plugins/ops/nn/libnnref.la plugins/ops/rnn/librnnref.la
+DEVICE_CPU_LIBS += $(DNNL_LIBS) -lgomp
 else
 if HAVE_OPENBLAS
-plugins_devices_cpu_device_cpu_la_SOURCES += plugins/devices/cpu/cpu_gemm.c
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_gemm.c
 endif
 endif
 if HAVE_OPENBLAS
-plugins_devices_cpu_device_cpu_la_CPPFLAGS += $(OPENBLAS_CFLAGS)
-plugins_devices_cpu_device_cpu_la_LIBADD += $(OPENBLAS_LIBS)
+DEVICE_CPU_CPPFLAGS += $(OPENBLAS_CFLAGS)
+DEVICE_CPU_LIBS += $(OPENBLAS_LIBS)
 endif
-plugins_devices_cpu_device_cpu_la_LIBADD += $(LIBM)
+DEVICE_CPU_LIBS += $(LIBM)
+
+WF_PLUGIN_MODULES += plugins/devices/cpu/device_cpu.la
+plugins_devices_cpu_device_cpu_la_SOURCES = $(DEVICE_CPU_SOURCES)
+plugins_devices_cpu_device_cpu_la_CPPFLAGS = $(DEVICE_CPU_CPPFLAGS)
+plugins_devices_cpu_device_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_devices_cpu_device_cpu_la_LIBADD = $(DEVICE_CPU_HELPERS) \
+	$(DEVICE_CPU_LIBS)
+if HAVE_DNNL
+plugins_devices_cpu_device_cpu_la_LDFLAGS += -Wl,-z,nodelete
+endif
+if WF_PLUGIN_DEVICES_CPU_SHARED
+pkgplugin_LTLIBRARIES += plugins/devices/cpu/device_cpu.la
+else
+check_LTLIBRARIES += plugins/devices/cpu/device_cpu.la
+plugins_devices_cpu_device_cpu_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
+
+if WF_PLUGIN_DEVICES_CPU_STATIC
+noinst_LTLIBRARIES += plugins/static/device_cpu.la
+WF_PRELOADED += plugins/static/device_cpu.la
+WF_PRELOADED_HELPERS += $(DEVICE_CPU_HELPERS)
+endif
+plugins_static_device_cpu_la_SOURCES = $(DEVICE_CPU_SOURCES)
+plugins_static_device_cpu_la_CPPFLAGS = $(DEVICE_CPU_CPPFLAGS) $(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_device_cpu_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
+plugins_static_device_cpu_la_LIBADD = $(DEVICE_CPU_LIBS)

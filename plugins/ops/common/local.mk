@@ -1,7 +1,16 @@
-# plugins/ops/common: helpers shared by the op plugins (broadcasting, dtype
-# dispatch, axes, attributes). A libtool convenience library that each op
-# plugin links statically; it uses only the host table, never libweft.
-noinst_LTLIBRARIES += plugins/ops/common/libopcommon.la
+# plugins/ops/common: helpers shared by the op plugins, each a libtool
+# convenience library that uses only the host table, never libweft:
+#  - libopcommon: broadcasting, dtype dispatch, axes, attributes (every op
+#    plugin and the CPU device plugin);
+#  - libopfused: the fused ops' attributes and epilogues (ops-math, ops-nn
+#    and the CPU device plugin).
+# A module links the ones it needs whole; a build with static plugins links
+# each once into libweft (Makefile.am), so no helper is defined twice there.
+noinst_LTLIBRARIES += plugins/ops/common/libopcommon.la \
+	plugins/ops/common/libopfused.la
 plugins_ops_common_libopcommon_la_SOURCES = \
 	plugins/ops/common/opcommon.c plugins/ops/common/opcommon.h
 plugins_ops_common_libopcommon_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+plugins_ops_common_libopfused_la_SOURCES = \
+	plugins/ops/common/opfused.c plugins/ops/common/opfused.h
+plugins_ops_common_libopfused_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)

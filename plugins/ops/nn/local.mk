@@ -1,25 +1,58 @@
 # plugins/ops/nn: the nn op plugin (ops_nn.so): op definitions, shape
 # inference and reference CPU kernels for BiasAdd, Conv2D, the pools,
 # softmax and its losses, BatchNorm and Dropout, their backward ops and
-# gradient functions. Dropout draws from the Philox streams of
-# plugins/ops/random/philox.c, compiled in here too. Links libopcommon
-# statically; needs nothing from libweft.
-pkgplugin_LTLIBRARIES += plugins/ops/nn/ops_nn.la
-plugins_ops_nn_ops_nn_la_SOURCES = \
+# gradient functions. Links libopcommon, libopfused, libphilox (Dropout's
+# Philox streams, plugins/ops/random) and libnnref; needs nothing from
+# libweft. plugins/local.mk says how a plugin is built in each
+# configuration.
+#
+# libnnref: the ops whose reference kernels the CPU device plugin falls back
+# to (it links the same library), kept apart from the plugin's entry point,
+# Dropout and the gradient functions.
+noinst_LTLIBRARIES += plugins/ops/nn/libnnref.la
+plugins_ops_nn_libnnref_la_SOURCES = \
 	plugins/ops/nn/nn.h \
-	plugins/ops/nn/plugin.c \
 	plugins/ops/nn/util.c \
 	plugins/ops/nn/bias.c \
 	plugins/ops/nn/conv.c \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
 	plugins/ops/nn/batchnorm.c \
+	plugins/ops/nn/fused.c
+plugins_ops_nn_libnnref_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/ops/common
+
+OPS_NN_SOURCES = \
+	plugins/ops/nn/nn.h \
+	plugins/ops/nn/plugin.c \
 	plugins/ops/nn/dropout.c \
-	plugins/ops/nn/grad.c \
-	plugins/ops/nn/fused.c \
-	plugins/ops/common/opfused.c plugins/ops/common/opfused.h \
-	plugins/ops/random/philox.c plugins/ops/random/philox.h
-plugins_ops_nn_ops_nn_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
+	plugins/ops/nn/grad.c
+OPS_NN_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common -I$(top_srcdir)/plugins/ops/random
+OPS_NN_HELPERS = plugins/ops/nn/libnnref.la \
+	plugins/ops/random/libphilox.la \
+	plugins/ops/common/libopfused.la \
+	plugins/ops/common/libopcommon.la
+OPS_NN_LIBS = $(LIBM)
+
+WF_PLUGIN_MODULES += plugins/ops/nn/ops_nn.la
+plugins_ops_nn_ops_nn_la_SOURCES = $(OPS_NN_SOURCES)
+plugins_ops_nn_ops_nn_la_CPPFLAGS = $(OPS_NN_CPPFLAGS)
 plugins_ops_nn_ops_nn_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-plugins_ops_nn_ops_nn_la_LIBADD = plugins/ops/common/libopcommon.la $(LIBM)
+plugins_ops_nn_ops_nn_la_LIBADD = $(OPS_NN_HELPERS) $(OPS_NN_LIBS)
+if WF_PLUGIN_OPS_NN_SHARED
+pkgplugin_LTLIBRARIES += plugins/ops/nn/ops_nn.la
+else
+check_LTLIBRARIES += plugins/ops/nn/ops_nn.la
+plugins_ops_nn_ops_nn_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
+
+if WF_PLUGIN_OPS_NN_STATIC
+noinst_LTLIBRARIES += plugins/static/ops_nn.la
+WF_PRELOADED += plugins/static/ops_nn.la
+WF_PRELOADED_HELPERS += $(OPS_NN_HELPERS)
+endif
+plugins_static_ops_nn_la_SOURCES = $(OPS_NN_SOURCES)
+plugins_static_ops_nn_la_CPPFLAGS = $(OPS_NN_CPPFLAGS) $(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_ops_nn_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
+plugins_static_ops_nn_la_LIBADD = $(OPS_NN_LIBS)

@@ -1,14 +1,41 @@
 # plugins/ops/random: the random op plugin (ops_random.so): RandomUniform,
 # RandomNormal, TruncatedNormal, the Glorot/He/LeCun initializers, Zeros,
-# Ones and Constant, over counter-based Philox-4x32-10 streams (philox.c,
-# which tests/ops/test_random also links directly). Links libopcommon
-# statically; needs nothing from libweft.
-pkgplugin_LTLIBRARIES += plugins/ops/random/ops_random.la
-plugins_ops_random_ops_random_la_SOURCES = \
-	plugins/ops/random/philox.c plugins/ops/random/philox.h \
-	plugins/ops/random/random.c
-plugins_ops_random_ops_random_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
+# Ones and Constant, over counter-based Philox-4x32-10 streams. Links
+# libphilox and libopcommon; needs nothing from libweft. plugins/local.mk
+# says how a plugin is built in each configuration.
+#
+# libphilox: the streams (philox.c), shared with ops-nn's Dropout;
+# tests/ops/test_random compiles philox.c directly.
+noinst_LTLIBRARIES += plugins/ops/random/libphilox.la
+plugins_ops_random_libphilox_la_SOURCES = \
+	plugins/ops/random/philox.c plugins/ops/random/philox.h
+plugins_ops_random_libphilox_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+
+OPS_RANDOM_SOURCES = plugins/ops/random/philox.h plugins/ops/random/random.c
+OPS_RANDOM_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
+OPS_RANDOM_HELPERS = plugins/ops/random/libphilox.la \
+	plugins/ops/common/libopcommon.la
+OPS_RANDOM_LIBS = $(LIBM)
+
+WF_PLUGIN_MODULES += plugins/ops/random/ops_random.la
+plugins_ops_random_ops_random_la_SOURCES = $(OPS_RANDOM_SOURCES)
+plugins_ops_random_ops_random_la_CPPFLAGS = $(OPS_RANDOM_CPPFLAGS)
 plugins_ops_random_ops_random_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-plugins_ops_random_ops_random_la_LIBADD = \
-	plugins/ops/common/libopcommon.la $(LIBM)
+plugins_ops_random_ops_random_la_LIBADD = $(OPS_RANDOM_HELPERS) \
+	$(OPS_RANDOM_LIBS)
+if WF_PLUGIN_OPS_RANDOM_SHARED
+pkgplugin_LTLIBRARIES += plugins/ops/random/ops_random.la
+else
+check_LTLIBRARIES += plugins/ops/random/ops_random.la
+plugins_ops_random_ops_random_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
+
+if WF_PLUGIN_OPS_RANDOM_STATIC
+noinst_LTLIBRARIES += plugins/static/ops_random.la
+WF_PRELOADED += plugins/static/ops_random.la
+WF_PRELOADED_HELPERS += $(OPS_RANDOM_HELPERS)
+endif
+plugins_static_ops_random_la_SOURCES = $(OPS_RANDOM_SOURCES)
+plugins_static_ops_random_la_CPPFLAGS = $(OPS_RANDOM_CPPFLAGS) $(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_ops_random_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
+plugins_static_ops_random_la_LIBADD = $(OPS_RANDOM_LIBS)

@@ -1,17 +1,36 @@
 # plugins/ops/train: the train op plugin (ops_train.so): fused optimizer
 # updates on resource variables (dense and sparse), ClipByGlobalNorm and
-# learning-rate schedules. Links libopcommon statically; needs nothing from
-# libweft.
-pkgplugin_LTLIBRARIES += plugins/ops/train/ops_train.la
-plugins_ops_train_ops_train_la_SOURCES = \
+# learning-rate schedules. Links libopcommon; needs nothing from libweft.
+# plugins/local.mk says how a plugin is built in each configuration.
+OPS_TRAIN_SOURCES = \
 	plugins/ops/train/train.h \
 	plugins/ops/train/plugin.c \
 	plugins/ops/train/vars.c \
 	plugins/ops/train/apply.c \
 	plugins/ops/train/clip.c \
 	plugins/ops/train/schedule.c
-plugins_ops_train_ops_train_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
+OPS_TRAIN_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
+OPS_TRAIN_HELPERS = plugins/ops/common/libopcommon.la
+OPS_TRAIN_LIBS = $(LIBM)
+
+WF_PLUGIN_MODULES += plugins/ops/train/ops_train.la
+plugins_ops_train_ops_train_la_SOURCES = $(OPS_TRAIN_SOURCES)
+plugins_ops_train_ops_train_la_CPPFLAGS = $(OPS_TRAIN_CPPFLAGS)
 plugins_ops_train_ops_train_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-plugins_ops_train_ops_train_la_LIBADD = \
-	plugins/ops/common/libopcommon.la $(LIBM)
+plugins_ops_train_ops_train_la_LIBADD = $(OPS_TRAIN_HELPERS) $(OPS_TRAIN_LIBS)
+if WF_PLUGIN_OPS_TRAIN_SHARED
+pkgplugin_LTLIBRARIES += plugins/ops/train/ops_train.la
+else
+check_LTLIBRARIES += plugins/ops/train/ops_train.la
+plugins_ops_train_ops_train_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
+
+if WF_PLUGIN_OPS_TRAIN_STATIC
+noinst_LTLIBRARIES += plugins/static/ops_train.la
+WF_PRELOADED += plugins/static/ops_train.la
+WF_PRELOADED_HELPERS += $(OPS_TRAIN_HELPERS)
+endif
+plugins_static_ops_train_la_SOURCES = $(OPS_TRAIN_SOURCES)
+plugins_static_ops_train_la_CPPFLAGS = $(OPS_TRAIN_CPPFLAGS) $(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_ops_train_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
+plugins_static_ops_train_la_LIBADD = $(OPS_TRAIN_LIBS)

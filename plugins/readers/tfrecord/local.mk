@@ -1,34 +1,60 @@
 # plugins/readers/tfrecord: the TFRecord reader plugin (reader_tfrecord.so).
 # The tf.train.Example code is generated from
 # example.proto by protoc-c at build time (into the build tree, never
-# distributed). CRC-32C is the core's source (core/crc32c.c), compiled in:
-# the plugin links zlib and protobuf-c, nothing of libweft.
+# distributed). CRC-32C is the core's source (core/crc32c.c): the module
+# compiles it in, so it links zlib and protobuf-c, nothing of libweft;
+# linked into libweft (static plugins), it uses the core's copy instead.
+# plugins/local.mk says how a plugin is built in each configuration.
 EXTRA_DIST += plugins/readers/tfrecord/example.proto
 
-pkgplugin_LTLIBRARIES += plugins/readers/tfrecord/reader_tfrecord.la
-plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
+READER_TFRECORD_SOURCES = \
 	plugins/readers/tfrecord/tfrecord.h \
-	core/crc32c.c core/crc32c.h \
 	plugins/readers/tfrecord/stream.c \
 	plugins/readers/tfrecord/record.c \
 	plugins/readers/tfrecord/example.c \
 	plugins/readers/tfrecord/reader.c
-nodist_plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
-	plugins/readers/tfrecord/example.pb-c.c \
-	plugins/readers/tfrecord/example.pb-c.h
-plugins_readers_tfrecord_reader_tfrecord_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
+READER_TFRECORD_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_builddir) -I$(top_builddir)/plugins/readers/tfrecord \
 	-I$(top_srcdir)/core \
 	$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS)
-plugins_readers_tfrecord_reader_tfrecord_la_LIBADD = $(ZLIB_LIBS) \
-	$(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+READER_TFRECORD_LIBS = $(ZLIB_LIBS) $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
+
+WF_PLUGIN_MODULES += plugins/readers/tfrecord/reader_tfrecord.la
+plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
+	$(READER_TFRECORD_SOURCES) core/crc32c.c core/crc32c.h
+nodist_plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
+	plugins/readers/tfrecord/example.pb-c.c \
+	plugins/readers/tfrecord/example.pb-c.h
+plugins_readers_tfrecord_reader_tfrecord_la_CPPFLAGS = \
+	$(READER_TFRECORD_CPPFLAGS)
+plugins_readers_tfrecord_reader_tfrecord_la_LIBADD = $(READER_TFRECORD_LIBS)
 plugins_readers_tfrecord_reader_tfrecord_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+if WF_PLUGIN_READERS_TFRECORD_SHARED
+pkgplugin_LTLIBRARIES += plugins/readers/tfrecord/reader_tfrecord.la
+else
+check_LTLIBRARIES += plugins/readers/tfrecord/reader_tfrecord.la
+plugins_readers_tfrecord_reader_tfrecord_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
+
+if WF_PLUGIN_READERS_TFRECORD_STATIC
+noinst_LTLIBRARIES += plugins/static/reader_tfrecord.la
+WF_PRELOADED += plugins/static/reader_tfrecord.la
+endif
+plugins_static_reader_tfrecord_la_SOURCES = $(READER_TFRECORD_SOURCES)
+nodist_plugins_static_reader_tfrecord_la_SOURCES = \
+	plugins/readers/tfrecord/example.pb-c.c \
+	plugins/readers/tfrecord/example.pb-c.h
+plugins_static_reader_tfrecord_la_CPPFLAGS = $(READER_TFRECORD_CPPFLAGS) \
+	$(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_reader_tfrecord_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
+plugins_static_reader_tfrecord_la_LIBADD = $(READER_TFRECORD_LIBS)
 
 TFRECORD_PB = plugins/readers/tfrecord/example.pb-c.c \
 	plugins/readers/tfrecord/example.pb-c.h
 BUILT_SOURCES += $(TFRECORD_PB)
 # Also when the plugin is built on its own (make <target>, not all).
 $(plugins_readers_tfrecord_reader_tfrecord_la_OBJECTS): $(TFRECORD_PB)
+$(plugins_static_reader_tfrecord_la_OBJECTS): $(TFRECORD_PB)
 CLEANFILES += $(TFRECORD_PB)
 # One protoc-c run writes both files; the header follows the source.
 plugins/readers/tfrecord/example.pb-c.c: $(top_srcdir)/plugins/readers/tfrecord/example.proto

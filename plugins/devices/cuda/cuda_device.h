@@ -1,0 +1,78 @@
+/* plugins/devices/cuda/cuda_device.h — the CUDA device plugin's state: what
+ * probing the CUDA runtime found, and per usable GPU its stream, pool of
+ * events, cuBLAS handle and memory cache. Internal to the plugin; nothing
+ * here crosses the plugin boundary except as a void *.
+ *
+ * The state is one per process (the CUDA runtime is): every runtime that
+ * loads the plugin shares it, counted by init and fini. */
+#ifndef WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
+#define WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
+
+#include <weft/plugin.h>
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_cache.h"
+
+#define WF_CUDA_PLUGIN_NAME "device-cuda"
+
+/* Devices listed at most (the core takes a bounded number per type). */
+#define WF_CUDA_MAX_DEVICES 16
+
+/* The oldest GPUs this build has code for: sm_90 machine code plus
+ * compute_90 PTX, which newer GPUs compile when loading. */
+#define WF_CUDA_MIN_MAJOR 9
+#define WF_CUDA_MIN_MINOR 0
+
+/* One GPU. Everything below `usable` is set only for a usable one. */
+typedef struct wf__cudev {
+  int ordinal;  /* N in "cuda:N", and the CUDA device number */
+  char label[16];   /* "cuda:N" */
+  int usable;   /* kernels may run here */
+  char reason[256]; /* why not, when !usable */
+  char name[256];   /* "NVIDIA H200" */
+  char bus_id[32];  /* PCI "0000:3b:00.0", "" if unknown */
+  char cpus[256];   /* the CPUs nearest to it, hwloc list syntax; "" if unknown */
+  int cc_major, cc_minor;
+  int multiprocessors;
+  size_t total_memory;
+
+  cudaStream_t stream;   /* every kernel's work on this device, in order */
+  cublasHandle_t blas;   /* bound to stream */
+  wf__cucache *cache;    /* device memory, over cudaMalloc/cudaFree */
+  pthread_mutex_t events_mu;
+  cudaEvent_t *events;   /* idle events for waiting on one kernel's work */
+  int num_events, cap_events;
+} wf__cudev;
+
+typedef struct wf__cuda {
+  const wf_host *host;
+  char probe_reason[256]; /* why no GPU is listed, when none is */
+  int runtime_version, driver_version;
+  int num_devices;        /* listed in `devices` */
+  wf__cudev devices[WF_CUDA_MAX_DEVICES];
+} wf__cuda;
+
+/* The device kernels run on: the first usable one of the process's plugin
+ * state, which lives from the first init to the last fini (kernels only run
+ * in between); NULL when none is usable (then no kernel is registered). */
+wf__cudev *wf__cuda_kernel_device(void);
+
+/* "cudaErrorNoDevice: no CUDA-capable device is detected" into buf (at
+ * most len bytes, terminated); returns buf. */
+const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len);
+
+/* An idle event of dev's pool, or a new one; NULL with why set when CUDA
+ * cannot make one. Give it back with wf__cudev_event_put. */
+cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen);
+void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev);
+
+/* The kernels this plugin registers when a device is usable
+ * (NULL-terminated; cuda_kernels.c). */
+extern const wf_kernel_def *const wf__cuda_kernels[];
+
+#endif /* WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H */

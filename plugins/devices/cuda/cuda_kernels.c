@@ -1,0 +1,519 @@
+/* plugins/devices/cuda/cuda_kernels.c — the CUDA kernels: MatMul with cuBLAS,
+ * Add/Sub/Mul with broadcasting, Relu/Sigmoid/Tanh, and the uniform Philox
+ * initializers (RandomUniform, GlorotUniform, HeUniform), for float32 and
+ * float64, and the table the plugin registers.
+ *
+ * The core hands kernels host tensors and takes host tensors back, so each
+ * kernel copies its inputs to device memory from the device's cache, runs
+ * on the device's stream, copies the result back and waits for it (on an
+ * event of its own, not the whole stream). Kernels are therefore neither
+ * cheap nor asynchronous to the executor; they run on the plugin's first
+ * usable GPU (cuda_plugin.c). Normal-distributed initializers are not here:
+ * see cuda_philox.h. */
+#include <config.h>
+
+#include "cuda_device.h"
+#include "cuda_launch.h"
+#include "opcommon.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+/* Messages do not name the node: the core prefixes them with it. */
+
+/* ---- device work of one kernel call -------------------------------------- */
+
+#define MAX_BLOCKS 4
+
+/* The device memory one call uses and whether work of it may still be
+ * queued (so that an error path waits before the host buffers go). */
+typedef struct work {
+  wf__cudev *dev;
+  void *blocks[MAX_BLOCKS];
+  int num_blocks;
+  int queued;
+} work;
+
+static int cuda_fail(wf_status *st, const wf__cudev *dev, const char *call,
+                     cudaError_t err) {
+  char text[192];
+
+  return opc_fail(st, WF_INTERNAL, "%s: %s failed (%s)", dev->label, call,
+                  wf__cuda_error_text(err, text, sizeof text));
+}
+
+/* Starts w on the kernels' device, made current for this thread. */
+static int work_begin(work *w, wf_status *st) {
+  cudaError_t err;
+
+  memset(w, 0, sizeof *w);
+  w->dev = wf__cuda_kernel_device();
+  if (!w->dev)
+    return opc_fail(st, WF_FAILED_PRECONDITION,
+                    "the CUDA plugin has no usable GPU (its state was "
+                    "released)");
+  if ((err = cudaSetDevice(w->dev->ordinal)) != cudaSuccess)
+    return cuda_fail(st, w->dev, "cudaSetDevice", err);
+  return 0;
+}
+
+/* A device block of bytes (> 0) for this call. */
+static int work_alloc(work *w, size_t bytes, void **out, wf_status *st) {
+  char why[512];
+  int rc;
+
+  if (w->num_blocks == MAX_BLOCKS)
+    return opc_fail(st, WF_INTERNAL, "more than %d device blocks in one "
+                    "kernel call", MAX_BLOCKS);
+  rc = wf__cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
+  if (rc)
+    return opc_fail(st, rc, "%s", why);
+  w->blocks[w->num_blocks++] = *out;
+  return 0;
+}
+
+/* Input t copied to a new device block *out (NULL when t is empty). */
+static int work_upload(work *w, const wf_tensor *t, int32_t index, void **out,
+                       wf_status *st) {
+  const wf_host *h = opc_host();
+  size_t bytes = h->tensor_nbytes(t);
+  cudaError_t err;
+  int rc;
+
+  *out = NULL;
+  if (!bytes)
+    return 0;
+  if ((rc = work_alloc(w, bytes, out, st)) != 0)
+    return rc;
+  w->queued = 1;
+  err = cudaMemcpyAsync(*out, h->tensor_data(t), bytes, cudaMemcpyHostToDevice,
+                        w->dev->stream);
+  if (err != cudaSuccess) {
+    char text[192];
+    return opc_fail(st, WF_INTERNAL,
+                    "%s: copying input %d (%zu bytes) to the device failed "
+                    "(%s)",
+                    w->dev->label, (int)index, bytes,
+                    wf__cuda_error_text(err, text, sizeof text));
+  }
+  return 0;
+}
+
+/* Waits until everything this call queued is done; reports the first
+ * error of the queued work. */
+static int work_wait(work *w, wf_status *st) {
+  char why[256];
+  cudaEvent_t ev = wf__cudev_event_get(w->dev, why, sizeof why);
+  cudaError_t err;
+
+  if (!ev) {
+    /* Without an event, the whole stream. */
+    err = cudaStreamSynchronize(w->dev->stream);
+    w->queued = 0;
+    return err == cudaSuccess ? 0
+                              : cuda_fail(st, w->dev, "cudaStreamSynchronize",
+                                          err);
+  }
+  err = cudaEventRecord(ev, w->dev->stream);
+  if (err == cudaSuccess) {
+    err = cudaEventSynchronize(ev);
+    w->queued = 0;
+  }
+  wf__cudev_event_put(w->dev, ev);
+  if (err != cudaSuccess)
+    return cuda_fail(st, w->dev, "waiting for the kernel's device work", err);
+  return 0;
+}
+
+/* Copies bytes of device memory src into the host tensor out and waits. */
+static int work_download(work *w, wf_tensor *out, const void *src,
+                         wf_status *st) {
+  size_t bytes = opc_host()->tensor_nbytes(out);
+  cudaError_t err;
+
+  err = cudaMemcpyAsync(opc_host()->tensor_data(out), src, bytes,
+                        cudaMemcpyDeviceToHost, w->dev->stream);
+  if (err != cudaSuccess) {
+    char text[192];
+    return opc_fail(st, WF_INTERNAL,
+                    "%s: copying the result (%zu bytes) from the device "
+                    "failed (%s)",
+                    w->dev->label, bytes,
+                    wf__cuda_error_text(err, text, sizeof text));
+  }
+  return work_wait(w, st);
+}
+
+/* Ends the call: on an error path, waits for what is still queued (it
+ * reads and writes host tensors the core is about to release), then gives
+ * the blocks back to the cache. */
+static void work_end(work *w) {
+  if (!w->dev)
+    return;
+  if (w->queued) {
+    cudaStreamSynchronize(w->dev->stream);
+    (void)cudaGetLastError();
+  }
+  for (int i = 0; i < w->num_blocks; i++)
+    wf__cucache_block_free(w->dev->cache, w->blocks[i]);
+  w->num_blocks = 0;
+}
+
+static int device_type_of(int32_t dtype, int *type, wf_status *st) {
+  if (dtype == WF_FLOAT32)
+    *type = WF_CUDA_F32;
+  else if (dtype == WF_FLOAT64)
+    *type = WF_CUDA_F64;
+  else
+    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA kernel for %s",
+                    opc_dtype_name(dtype));
+  return 0;
+}
+
+static int launch_fail(wf_status *st, const work *w, const char *what,
+                       cudaError_t err) {
+  char text[192];
+
+  return opc_fail(st, WF_INTERNAL, "%s: launching %s failed (%s)",
+                  w->dev->label, what, wf__cuda_error_text(err, text,
+                                                          sizeof text));
+}
+
+/* ---- MatMul -------------------------------------------------------------- */
+
+/* z (M, N) = op(a) op(b) with a (M, K) or (K, M) under transpose_a, b (K,
+ * N) or (N, K) under transpose_b. cuBLAS is column-major: a row-major
+ * (R, C) matrix is its (C, R) transpose there, so it computes z^T = op(b)^T
+ * op(a)^T, which is z in row-major order. */
+static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *a, *b;
+  wf_shape as, bs, zs;
+  wf_tensor *z;
+  int ta = 0, tb = 0, type = -1;
+  int64_t m, k, k2, n;
+  void *da, *db, *dz;
+  work w = {0};
+  int rc;
+
+  if (opc_kernel_input(ctx, 0, &a, &as, st) ||
+      opc_kernel_input(ctx, 1, &b, &bs, st) ||
+      opc_kernel_attr_bool(ctx, "transpose_a", &ta, st) ||
+      opc_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
+      device_type_of(h->tensor_dtype(a), &type, st))
+    return h->status_code(st);
+  if (as.rank != 2 || bs.rank != 2)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "a and b must be matrices; got ranks %d and %d",
+                    (int)as.rank, (int)bs.rank);
+  m = ta ? as.dims[1] : as.dims[0];
+  k = ta ? as.dims[0] : as.dims[1];
+  k2 = tb ? bs.dims[1] : bs.dims[0];
+  n = tb ? bs.dims[0] : bs.dims[1];
+  if (k != k2)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "inner dimensions differ: a%s gives K = %lld, b%s gives "
+                    "K = %lld",
+                    ta ? " (transposed)" : "", (long long)k,
+                    tb ? " (transposed)" : "", (long long)k2);
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+    return opc_fail(st, WF_UNIMPLEMENTED,
+                    "(%lld, %lld) x (%lld, %lld): cuBLAS takes dimensions "
+                    "below 2^31",
+                    (long long)m, (long long)k, (long long)k, (long long)n);
+  opc_shape_make(&zs, 2, (int64_t[]){m, n});
+  z = h->kernel_output_new(ctx, 0, &zs, st);
+  if (!z)
+    return h->status_code(st);
+  if (m == 0 || n == 0)
+    return 0;
+  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, a, 0, &da, st)) ||
+      (rc = work_upload(&w, b, 1, &db, st)) ||
+      (rc = work_alloc(&w, h->tensor_nbytes(z), &dz, st)))
+    goto out;
+  if (k == 0) {
+    /* An empty sum: zeros (cuBLAS is not asked about k = 0). */
+    cudaError_t err =
+        cudaMemsetAsync(dz, 0, h->tensor_nbytes(z), w.dev->stream);
+    if (err != cudaSuccess) {
+      rc = cuda_fail(st, w.dev, "cudaMemsetAsync", err);
+      goto out;
+    }
+  } else {
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+    cublasStatus_t bst;
+
+    if (type == WF_CUDA_F32) {
+      const float one = 1, zero = 0;
+      bst = cublasSgemm(w.dev->blas, opb, opa, (int)n, (int)m, (int)k, &one,
+                        db, ldb, da, lda, &zero, dz, (int)n);
+    } else {
+      const double one = 1, zero = 0;
+      bst = cublasDgemm(w.dev->blas, opb, opa, (int)n, (int)m, (int)k, &one,
+                        db, ldb, da, lda, &zero, dz, (int)n);
+    }
+    if (bst != CUBLAS_STATUS_SUCCESS) {
+      rc = opc_fail(st, WF_INTERNAL, "%s: cublas%cgemm failed (%s: %s)",
+                    w.dev->label, type == WF_CUDA_F32 ? 'S' : 'D',
+                    cublasGetStatusName(bst), cublasGetStatusString(bst));
+      goto out;
+    }
+  }
+  rc = work_download(&w, z, dz, st);
+
+out:
+  work_end(&w);
+  return rc;
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+/* z = x op y with NumPy broadcasting (opcommon's rules and walk). */
+static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x, *y;
+  wf_shape in[2], zs;
+  wf__cuda_bcast cb;
+  opc_bcast walk;
+  wf_tensor *z;
+  void *dx, *dy, *dz;
+  work w = {0};
+  int type = -1, rc;
+  cudaError_t err;
+
+  if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
+      opc_kernel_input(ctx, 1, &y, &in[1], st) ||
+      device_type_of(h->tensor_dtype(x), &type, st) ||
+      opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
+    return h->status_code(st);
+  z = h->kernel_output_new(ctx, 0, &zs, st);
+  if (!z)
+    return h->status_code(st);
+  if (h->tensor_count(z) == 0)
+    return 0;
+  opc_bcast_init(&walk, &zs, 2, in);
+  memset(&cb, 0, sizeof cb);
+  cb.rank = walk.rank;
+  for (int d = 0; d < walk.rank; d++) {
+    cb.dims[d] = walk.dims[d];
+    cb.xstride[d] = walk.strides[0][d];
+    cb.ystride[d] = walk.strides[1][d];
+  }
+  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, x, 0, &dx, st)) ||
+      (rc = work_upload(&w, y, 1, &dy, st)) ||
+      (rc = work_alloc(&w, h->tensor_nbytes(z), &dz, st)))
+    goto out;
+  err = wf__cuda_binary(op, type, &cb, walk.count, dx, dy, dz, w.dev->stream);
+  if (err != cudaSuccess) {
+    rc = launch_fail(st, &w, "the elementwise kernel", err);
+    goto out;
+  }
+  rc = work_download(&w, z, dz, st);
+
+out:
+  work_end(&w);
+  return rc;
+}
+
+static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  wf_shape xs;
+  wf_tensor *y;
+  void *dx, *dy;
+  work w = {0};
+  int type = -1, rc;
+  cudaError_t err;
+
+  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
+      device_type_of(h->tensor_dtype(x), &type, st))
+    return h->status_code(st);
+  y = h->kernel_output_new(ctx, 0, &xs, st);
+  if (!y)
+    return h->status_code(st);
+  if (h->tensor_count(y) == 0)
+    return 0;
+  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, x, 0, &dx, st)) ||
+      (rc = work_alloc(&w, h->tensor_nbytes(y), &dy, st)))
+    goto out;
+  err = wf__cuda_unary(op, type, h->tensor_count(y), dx, dy, w.dev->stream);
+  if (err != cudaSuccess) {
+    rc = launch_fail(st, &w, "the elementwise kernel", err);
+    goto out;
+  }
+  rc = work_download(&w, y, dy, st);
+
+out:
+  work_end(&w);
+  return rc;
+}
+
+#define BINARY(name, op)                                                       \
+  static int name(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {           \
+    return binary_compute(ctx, (op), st);                                      \
+  }
+#define UNARY(name, op)                                                        \
+  static int name(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {           \
+    return unary_compute(ctx, (op), st);                                       \
+  }
+BINARY(add_compute, WF_CUDA_ADD)
+BINARY(sub_compute, WF_CUDA_SUB)
+BINARY(mul_compute, WF_CUDA_MUL)
+UNARY(relu_compute, WF_CUDA_RELU)
+UNARY(sigmoid_compute, WF_CUDA_SIGMOID)
+UNARY(tanh_compute, WF_CUDA_TANH)
+
+/* ---- uniform initializers ------------------------------------------------ */
+
+/* The ops-random plugin's ops, with its keys, streams, bounds and fans
+ * (plugins/ops/random/random.c), so that values match its CPU kernels. */
+typedef enum uniform_kind {
+  UNIFORM_RANDOM, /* RandomUniform: [minval, maxval) */
+  UNIFORM_GLOROT, /* GlorotUniform: limit sqrt(6 / (fan_in + fan_out)) */
+  UNIFORM_HE      /* HeUniform: limit sqrt(6 / fan_in) */
+} uniform_kind;
+
+/* Keras's fans of a weight shape, as random.c's. */
+static void fans(const wf_shape *s, double *fan_in, double *fan_out) {
+  double in = 1, out = 1;
+
+  if (s->rank == 1) {
+    in = out = (double)s->dims[0];
+  } else if (s->rank >= 2) {
+    double receptive = 1;
+    for (int i = 0; i < s->rank - 2; i++)
+      receptive *= (double)s->dims[i];
+    in = (double)s->dims[s->rank - 2] * receptive;
+    out = (double)s->dims[s->rank - 1] * receptive;
+  }
+  *fan_in = in < 1 ? 1 : in;
+  *fan_out = out < 1 ? 1 : out;
+}
+
+static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
+                          const wf_shape *s, double *lo, double *hi,
+                          wf_status *st) {
+  double fin, fout, x;
+
+  switch (kind) {
+  case UNIFORM_RANDOM:
+    if (opc_kernel_attr_float(ctx, "minval", lo, st) ||
+        opc_kernel_attr_float(ctx, "maxval", hi, st))
+      return opc_host()->status_code(st);
+    if (!isfinite(*lo) || !isfinite(*hi) || *lo > *hi)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "minval %g and maxval %g must be finite with minval "
+                      "<= maxval",
+                      *lo, *hi);
+    return 0;
+  case UNIFORM_GLOROT:
+    fans(s, &fin, &fout);
+    x = sqrt(6.0 / (fin + fout));
+    break;
+  case UNIFORM_HE:
+    fans(s, &fin, &fout);
+    x = sqrt(6.0 / fin);
+    break;
+  default:
+    return opc_fail(st, WF_INTERNAL, "unknown uniform kind %d", (int)kind);
+  }
+  *lo = -x;
+  *hi = x;
+  return 0;
+}
+
+static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
+                           wf_status *st) {
+  const wf_host *h = opc_host();
+  wf_attr_value v;
+  int64_t seed = 0, seed2 = 0, n;
+  double lo, hi;
+  wf__cuphilox stream;
+  wf_tensor *out;
+  void *dout;
+  work w = {0};
+  int type = -1, rc;
+  cudaError_t err;
+
+  if (!WF_HOST_HAS(h, kernel_step))
+    return opc_fail(st, WF_FAILED_PRECONDITION,
+                    "this core has no kernel_step to key random streams by");
+  if (h->kernel_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE ||
+      !opc_shape_is_known(&v.u.shape))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "attribute 'shape' is missing or not fully known");
+  if (device_type_of(h->kernel_output_dtype(ctx, 0), &type, st) ||
+      uniform_bounds(ctx, kind, &v.u.shape, &lo, &hi, st) ||
+      opc_kernel_attr_int(ctx, "seed", &seed, st) ||
+      opc_kernel_attr_int(ctx, "seed2", &seed2, st))
+    return h->status_code(st);
+  if (opc_shape_count(&v.u.shape) > ((int64_t)1 << 48))
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "attribute 'shape' has more than 2^48 elements");
+  cuphilox_init(&stream,
+                seed || seed2
+                    ? cuphilox_key_from_seeds(seed, seed2)
+                    : cuphilox_key_from_name(h->kernel_node_name(ctx)),
+                h->kernel_step(ctx));
+  out = h->kernel_output_new(ctx, 0, &v.u.shape, st);
+  if (!out)
+    return h->status_code(st);
+  n = h->tensor_count(out);
+  if (n == 0)
+    return 0;
+  if ((rc = work_begin(&w, st)) ||
+      (rc = work_alloc(&w, h->tensor_nbytes(out), &dout, st)))
+    goto out;
+  w.queued = 1;
+  err = wf__cuda_uniform(type, dout, n, stream, lo, hi, w.dev->stream);
+  if (err != cudaSuccess) {
+    rc = launch_fail(st, &w, "the uniform random kernel", err);
+    goto out;
+  }
+  rc = work_download(&w, out, dout, st);
+
+out:
+  work_end(&w);
+  return rc;
+}
+
+#define UNIFORM(name, kind)                                                    \
+  static int name(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {           \
+    return uniform_compute(ctx, (kind), st);                                   \
+  }
+UNIFORM(random_uniform_compute, UNIFORM_RANDOM)
+UNIFORM(glorot_uniform_compute, UNIFORM_GLOROT)
+UNIFORM(he_uniform_compute, UNIFORM_HE)
+
+/* ---- the table ----------------------------------------------------------- */
+
+#define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
+#define KERNEL(var, nm, tattr, lbl, fn)                                        \
+  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
+                                    .op = (nm),                                \
+                                    .device_type = "cuda",                     \
+                                    .type_attr = (tattr),                      \
+                                    .dtypes = FLT,                             \
+                                    .priority = 0,                             \
+                                    .label = (lbl),                            \
+                                    .compute = (fn)}
+
+KERNEL(k_matmul, "MatMul", "T", "cublas", matmul_compute);
+KERNEL(k_add, "Add", "T", "cuda", add_compute);
+KERNEL(k_sub, "Sub", "T", "cuda", sub_compute);
+KERNEL(k_mul, "Mul", "T", "cuda", mul_compute);
+KERNEL(k_relu, "Relu", "T", "cuda", relu_compute);
+KERNEL(k_sigmoid, "Sigmoid", "T", "cuda", sigmoid_compute);
+KERNEL(k_tanh, "Tanh", "T", "cuda", tanh_compute);
+KERNEL(k_uniform, "RandomUniform", "dtype", "philox", random_uniform_compute);
+KERNEL(k_glorot_uniform, "GlorotUniform", "dtype", "philox",
+       glorot_uniform_compute);
+KERNEL(k_he_uniform, "HeUniform", "dtype", "philox", he_uniform_compute);
+
+const wf_kernel_def *const wf__cuda_kernels[] = {
+    &k_matmul, &k_add,     &k_sub,           &k_mul,         &k_relu,
+    &k_sigmoid, &k_tanh,   &k_uniform,       &k_glorot_uniform,
+    &k_he_uniform, NULL};

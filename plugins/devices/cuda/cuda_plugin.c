@@ -1,0 +1,550 @@
+/* plugins/devices/cuda/cuda_plugin.c — the "device-cuda" plugin: registers
+ * the device type "cuda", probes the CUDA runtime once per process, lists
+ * every GPU (or one unavailable cuda:0 saying why there is none), sets up
+ * the GPU kernels run on (stream, events, cuBLAS, memory cache) and
+ * registers the kernels only when there is one.
+ *
+ * It does not implement kernels (cuda_kernels.c, cuda_*.cu) or the memory
+ * cache's bookkeeping (cuda_cache.c). */
+#include <config.h>
+
+#include "cuda_device.h"
+#include "opcommon.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cudnn.h>
+#include <hwloc.h>
+#include <hwloc/cudart.h>
+
+/* Kernels registered at most (wf__cuda_kernels is checked against it). */
+#define MAX_KERNELS 64
+
+static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
+static int state_refs;  /* inits not yet balanced by fini */
+static wf__cuda *state; /* while state_refs > 0 */
+
+/* The plugin's kernel table: the core reads it after init, which fills it
+ * with wf__cuda_kernels when a GPU is usable and leaves it empty when
+ * none is, so that nothing unrunnable is registered. */
+static const wf_kernel_def *registered[MAX_KERNELS + 1];
+
+wf__cudev *wf__cuda_kernel_device(void) {
+  if (!state)
+    return NULL;
+  for (int i = 0; i < state->num_devices; i++)
+    if (state->devices[i].usable)
+      return &state->devices[i];
+  return NULL;
+}
+
+const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len) {
+  snprintf(buf, len, "%s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
+  return buf;
+}
+
+/* "13.0" from CUDA's 1000 major + 10 minor encoding. */
+static void cuda_version_text(int v, char *buf, size_t len) {
+  snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen) {
+  cudaEvent_t ev = NULL;
+  cudaError_t err;
+  char text[192];
+
+  pthread_mutex_lock(&dev->events_mu);
+  if (dev->num_events > 0)
+    ev = dev->events[--dev->num_events];
+  pthread_mutex_unlock(&dev->events_mu);
+  if (ev)
+    return ev;
+  err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  if (err != cudaSuccess) {
+    snprintf(why, whylen, "cuda:%d: cudaEventCreateWithFlags failed (%s)",
+             dev->ordinal, wf__cuda_error_text(err, text, sizeof text));
+    return NULL;
+  }
+  return ev;
+}
+
+void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
+  pthread_mutex_lock(&dev->events_mu);
+  if (dev->num_events == dev->cap_events) {
+    int cap = dev->cap_events ? dev->cap_events * 2 : 8;
+    cudaEvent_t *grown =
+        state->host->alloc((size_t)cap * sizeof *grown, 0);
+    if (!grown) {
+      /* No room to keep it idle: it is simply destroyed. */
+      pthread_mutex_unlock(&dev->events_mu);
+      cudaEventDestroy(ev);
+      return;
+    }
+    if (dev->num_events)
+      memcpy(grown, dev->events, (size_t)dev->num_events * sizeof *grown);
+    state->host->free(dev->events);
+    dev->events = grown;
+    dev->cap_events = cap;
+  }
+  dev->events[dev->num_events++] = ev;
+  pthread_mutex_unlock(&dev->events_mu);
+}
+
+/* ---- device memory ------------------------------------------------------- */
+
+/* The cache's backend: cudaMalloc and cudaFree on one device, made current
+ * first (the calling thread may have used another). */
+static int backend_malloc(void *ctx, size_t bytes, void **out, char *why,
+                          size_t whylen) {
+  wf__cudev *dev = ctx;
+  cudaError_t err = cudaSetDevice(dev->ordinal);
+
+  if (err == cudaSuccess)
+    err = cudaMalloc(out, bytes);
+  if (err == cudaSuccess)
+    return WF_CUCACHE_BACKEND_OK;
+  /* Out of memory is not sticky: clear it so later calls do not see it. */
+  (void)cudaGetLastError();
+  wf__cuda_error_text(err, why, whylen);
+  return err == cudaErrorMemoryAllocation ? WF_CUCACHE_BACKEND_NOMEM
+                                          : WF_CUCACHE_BACKEND_ERROR;
+}
+
+static void backend_free(void *ctx, void *ptr) {
+  wf__cudev *dev = ctx;
+  cudaError_t err = cudaSetDevice(dev->ordinal);
+  char text[192];
+
+  if (err == cudaSuccess)
+    err = cudaFree(ptr);
+  if (err != cudaSuccess)
+    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                     "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
+                     wf__cuda_error_text(err, text, sizeof text));
+}
+
+/* wf_device_def.alloc: device memory from the device's cache, aligned to
+ * 256 bytes (cudaMalloc's); NULL for a larger alignment, on an unusable
+ * device, or when the device is out of memory. */
+static void *cuda_alloc(void *device_state, size_t bytes, size_t align) {
+  wf__cudev *dev = device_state;
+  char why[512];
+  void *ptr;
+
+  if (!dev->usable || align > 256)
+    return NULL;
+  if (wf__cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
+    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
+    return NULL;
+  }
+  return ptr;
+}
+
+static void cuda_free(void *device_state, void *ptr, size_t bytes) {
+  wf__cudev *dev = device_state;
+
+  if (!ptr)
+    return;
+  if (!dev->usable || wf__cucache_block_free(dev->cache, ptr))
+    state->host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
+                     "cuda:%d: free of %p (%zu bytes), which this device did "
+                     "not allocate; ignored",
+                     dev->ordinal, ptr, bytes);
+}
+
+/* ---- setting up and tearing down a GPU ---------------------------------- */
+
+/* The stream, cuBLAS handle and cache of dev; on failure dev is left
+ * unusable with the reason, holding nothing. */
+static void device_setup(wf__cudev *dev) {
+  wf__cucache_backend backend = {.malloc = backend_malloc,
+                                 .free = backend_free,
+                                 .ctx = dev};
+  char text[192];
+  const char *call;
+  cudaError_t err;
+  cublasStatus_t bst;
+
+  call = "cudaSetDevice";
+  if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess)
+    goto cuda_fail;
+  call = "cudaStreamCreateWithFlags";
+  if ((err = cudaStreamCreateWithFlags(&dev->stream,
+                                       cudaStreamNonBlocking)) != cudaSuccess)
+    goto cuda_fail;
+  if ((bst = cublasCreate(&dev->blas)) != CUBLAS_STATUS_SUCCESS ||
+      (bst = cublasSetStream(dev->blas, dev->stream)) !=
+          CUBLAS_STATUS_SUCCESS) {
+    snprintf(dev->reason, sizeof dev->reason, "%s failed (%s: %s)",
+             dev->blas ? "cublasSetStream" : "cublasCreate",
+             cublasGetStatusName(bst), cublasGetStatusString(bst));
+    goto fail;
+  }
+  backend.name = dev->label; /* the cache's messages name the device */
+  dev->cache = wf__cucache_new(&backend);
+  if (!dev->cache) {
+    snprintf(dev->reason, sizeof dev->reason,
+             "out of host memory setting up its memory cache");
+    goto fail;
+  }
+  pthread_mutex_init(&dev->events_mu, NULL);
+  dev->usable = 1;
+  dev->reason[0] = '\0';
+  return;
+
+cuda_fail:
+  snprintf(dev->reason, sizeof dev->reason, "%s failed (%s)", call,
+           wf__cuda_error_text(err, text, sizeof text));
+fail:
+  if (dev->blas)
+    cublasDestroy(dev->blas);
+  dev->blas = NULL;
+  if (dev->stream)
+    cudaStreamDestroy(dev->stream);
+  dev->stream = NULL;
+  (void)cudaGetLastError();
+}
+
+static void device_teardown(const wf_host *host, wf__cudev *dev) {
+  wf__cucache_stats s;
+  size_t leaked;
+
+  if (!dev->usable)
+    return;
+  cudaSetDevice(dev->ordinal);
+  cudaStreamSynchronize(dev->stream);
+  wf__cucache_stats_get(dev->cache, &s);
+  host->log(WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
+            "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
+            "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
+            "of memory",
+            dev->ordinal, s.peak, (unsigned long long)s.allocs,
+            (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
+            (unsigned long long)s.flushes);
+  leaked = wf__cucache_free(dev->cache);
+  if (leaked)
+    host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+              "cuda:%d: %zu bytes of device memory were still in use at "
+              "shutdown; freed",
+              dev->ordinal, leaked);
+  for (int i = 0; i < dev->num_events; i++)
+    cudaEventDestroy(dev->events[i]);
+  host->free(dev->events);
+  pthread_mutex_destroy(&dev->events_mu);
+  cublasDestroy(dev->blas);
+  cudaStreamDestroy(dev->stream);
+  dev->usable = 0;
+}
+
+/* ---- probing ------------------------------------------------------------- */
+
+/* The nearest CPUs of every listed GPU, from the PCI bus's local_cpus
+ * (hwloc's CUDA helpers). Best effort: a GPU stays usable without them. */
+static void find_cpus(wf__cuda *c) {
+  hwloc_topology_t topo;
+  hwloc_bitmap_t set;
+
+  if (hwloc_topology_init(&topo) < 0)
+    return;
+  set = hwloc_bitmap_alloc();
+  if (set && hwloc_topology_load(topo) == 0) {
+    for (int i = 0; i < c->num_devices; i++) {
+      wf__cudev *dev = &c->devices[i];
+      if (hwloc_cudart_get_device_cpuset(topo, dev->ordinal, set) == 0 &&
+          hwloc_bitmap_list_snprintf(dev->cpus, sizeof dev->cpus, set) < 0)
+        dev->cpus[0] = '\0';
+    }
+  }
+  hwloc_bitmap_free(set);
+  hwloc_topology_destroy(topo);
+}
+
+/* Lists the GPUs and sets up the first one this build can run on. With no
+ * GPU (or no driver) c->probe_reason says why. */
+static void probe(wf__cuda *c) {
+  char text[160], rt[16], drv[16];
+  cudaError_t err;
+  int n = 0, kernel_device = -1;
+
+  cudaRuntimeGetVersion(&c->runtime_version);
+  if (cudaDriverGetVersion(&c->driver_version) != cudaSuccess)
+    c->driver_version = 0;
+  cuda_version_text(c->runtime_version, rt, sizeof rt);
+  cuda_version_text(c->driver_version, drv, sizeof drv);
+  err = cudaGetDeviceCount(&n);
+  if (err == cudaSuccess && n <= 0)
+    err = cudaErrorNoDevice;
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(c->probe_reason, sizeof c->probe_reason, "%s (CUDA runtime %s%s%s)",
+             wf__cuda_error_text(err, text, sizeof text), rt,
+             c->driver_version ? ", driver " : "; no NVIDIA driver found",
+             c->driver_version ? drv : "");
+    return;
+  }
+  c->num_devices = n < WF_CUDA_MAX_DEVICES ? n : WF_CUDA_MAX_DEVICES;
+  if (n > WF_CUDA_MAX_DEVICES)
+    c->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                 "%d GPUs found; listing the first %d", n,
+                 WF_CUDA_MAX_DEVICES);
+  for (int i = 0; i < c->num_devices; i++) {
+    wf__cudev *dev = &c->devices[i];
+    struct cudaDeviceProp prop;
+
+    dev->ordinal = i;
+    snprintf(dev->label, sizeof dev->label, "cuda:%d", i);
+    err = cudaGetDeviceProperties(&prop, i);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      snprintf(dev->reason, sizeof dev->reason,
+               "cudaGetDeviceProperties failed (%s)",
+               wf__cuda_error_text(err, text, sizeof text));
+      continue;
+    }
+    snprintf(dev->name, sizeof dev->name, "%s", prop.name);
+    dev->cc_major = prop.major;
+    dev->cc_minor = prop.minor;
+    dev->multiprocessors = prop.multiProcessorCount;
+    dev->total_memory = prop.totalGlobalMem;
+    if (cudaDeviceGetPCIBusId(dev->bus_id, (int)sizeof dev->bus_id, i) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      dev->bus_id[0] = '\0';
+    }
+    if (prop.major < WF_CUDA_MIN_MAJOR ||
+        (prop.major == WF_CUDA_MIN_MAJOR && prop.minor < WF_CUDA_MIN_MINOR)) {
+      snprintf(dev->reason, sizeof dev->reason,
+               "compute capability %d.%d: this build has code for %d.%d and "
+               "newer",
+               prop.major, prop.minor, WF_CUDA_MIN_MAJOR, WF_CUDA_MIN_MINOR);
+      continue;
+    }
+    if (kernel_device >= 0) {
+      /* A kernel is not told which device it was placed on, so only one
+       * GPU can be offered to placement. */
+      snprintf(dev->reason, sizeof dev->reason,
+               "kernels run on cuda:%d only: a kernel cannot yet tell which "
+               "device it was placed on",
+               kernel_device);
+      continue;
+    }
+    device_setup(dev);
+    if (dev->usable)
+      kernel_device = i;
+  }
+  find_cpus(c);
+}
+
+/* ---- the device type ----------------------------------------------------- */
+
+/* Appends printf-style text to buf of len bytes holding *used. */
+static void append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    WF_PRINTF_LIKE(4, 5);
+
+static void append(char *buf, size_t len, size_t *used, const char *fmt, ...) {
+  va_list ap;
+  int w;
+
+  if (*used >= len - 1)
+    return;
+  va_start(ap, fmt);
+  w = vsnprintf(buf + *used, len - *used, fmt, ap);
+  va_end(ap);
+  if (w > 0)
+    *used += (size_t)w < len - *used ? (size_t)w : len - *used - 1;
+}
+
+/* The library versions, for every description. */
+static void describe_libraries(const wf__cuda *c, char *buf, size_t len,
+                               size_t *used) {
+  char rt[16], drv[16];
+  int maj = 0, min = 0, patch = 0;
+  size_t dnn = cudnnGetVersion();
+
+  cublasGetProperty(MAJOR_VERSION, &maj);
+  cublasGetProperty(MINOR_VERSION, &min);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  cuda_version_text(c->runtime_version, rt, sizeof rt);
+  cuda_version_text(c->driver_version, drv, sizeof drv);
+  append(buf, len, used, "CUDA runtime %s, driver %s; cuBLAS %d.%d.%d; "
+                         "cuDNN %zu.%zu.%zu",
+         rt, c->driver_version ? drv : "none", maj, min, patch,
+         dnn / 10000, dnn / 100 % 100, dnn % 100);
+}
+
+static void describe(const wf__cuda *c, const wf__cudev *dev, char *buf,
+                     size_t len) {
+  size_t used = 0;
+
+  buf[0] = '\0';
+  if (!dev) {
+    append(buf, len, &used, "no usable GPU\n");
+    describe_libraries(c, buf, len, &used);
+    return;
+  }
+  if (dev->name[0])
+    append(buf, len, &used,
+           "%s, compute capability %d.%d, %d multiprocessors\n", dev->name,
+           dev->cc_major, dev->cc_minor, dev->multiprocessors);
+  if (dev->total_memory)
+    append(buf, len, &used,
+           "memory: %.1f GiB of device memory, cached in size buckets\n",
+           (double)dev->total_memory / (1024.0 * 1024.0 * 1024.0));
+  if (dev->bus_id[0] || dev->cpus[0])
+    append(buf, len, &used, "PCI %s, nearest CPUs %s\n",
+           dev->bus_id[0] ? dev->bus_id : "unknown",
+           dev->cpus[0] ? dev->cpus : "unknown");
+  describe_libraries(c, buf, len, &used);
+}
+
+static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
+                          wf_status *st) {
+  wf__cuda *c = plugin_state;
+
+  if (max < 1)
+    return 0;
+  if (c->num_devices == 0) {
+    wf_device_desc *d = WF_STRUCT_AT(out, 0);
+    snprintf(d->name, sizeof d->name, "cuda:0");
+    describe(c, NULL, d->description, sizeof d->description);
+    d->available = 0;
+    snprintf(d->reason, sizeof d->reason, "%s", c->probe_reason);
+    /* No device memory behind it: alloc refuses (see cuda_alloc). */
+    d->state = &c->devices[0];
+    return 1;
+  }
+  for (int i = 0; i < c->num_devices && i < max; i++) {
+    const wf__cudev *dev = &c->devices[i];
+    wf_device_desc *d = WF_STRUCT_AT(out, i);
+
+    snprintf(d->name, sizeof d->name, "cuda:%d", i);
+    describe(c, dev, d->description, sizeof d->description);
+    d->available = dev->usable;
+    snprintf(d->reason, sizeof d->reason, "%s", dev->usable ? "" : dev->reason);
+    d->state = &c->devices[i];
+    /* Executor threads of this device run nearest to it. */
+    if (WF_STRUCT_HAS(d, wf_device_desc, cpus))
+      snprintf(d->cpus, sizeof d->cpus, "%s", dev->cpus);
+  }
+  return c->num_devices < max ? c->num_devices : max;
+}
+
+/* ---- init and fini ------------------------------------------------------- */
+
+static void cuda_fini(void *plugin_state) {
+  wf__cuda *c = plugin_state;
+
+  pthread_mutex_lock(&state_mu);
+  assert(c == state && state_refs > 0);
+  if (--state_refs == 0) {
+    for (int i = 0; i < c->num_devices; i++)
+      device_teardown(c->host, &c->devices[i]);
+    registered[0] = NULL;
+    state = NULL;
+    c->host->free(c);
+  }
+  pthread_mutex_unlock(&state_mu);
+}
+
+/* A cuDNN of another major version than the headers' is refused: its API
+ * and data layouts differ. */
+static int check_cudnn(const wf_host *host, wf_status *st) {
+  size_t v = cudnnGetVersion();
+
+  if (v / 10000 == CUDNN_MAJOR)
+    return 0;
+  host->status_set(st, WF_FAILED_PRECONDITION,
+                   "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
+                   "%zu.%zu.%zu: a different major version is not "
+                   "compatible; install cuDNN %d or rebuild weft",
+                   WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
+                   CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
+                   CUDNN_MAJOR);
+  return WF_FAILED_PRECONDITION;
+}
+
+static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
+  wf__cuda *c;
+  int code = 0, nk = 0;
+
+  pthread_mutex_lock(&state_mu);
+  opc_set_host(host); /* for the kernels' helpers */
+  if (state_refs > 0) {
+    state_refs++;
+    *plugin_state = state;
+    goto out;
+  }
+  if ((code = check_cudnn(host, st)) != 0)
+    goto out;
+  c = host->alloc(sizeof *c, 0);
+  if (!c) {
+    code = WF_RESOURCE_EXHAUSTED;
+    host->status_set(st, code, "%s: out of memory for the plugin's state",
+                     WF_CUDA_PLUGIN_NAME);
+    goto out;
+  }
+  memset(c, 0, sizeof *c);
+  c->host = host;
+  state = c;
+  probe(c);
+  if (wf__cuda_kernel_device()) {
+    while (wf__cuda_kernels[nk]) {
+      assert(nk < MAX_KERNELS);
+      registered[nk] = wf__cuda_kernels[nk];
+      nk++;
+    }
+  }
+  registered[nk] = NULL;
+  state_refs = 1;
+  *plugin_state = c;
+  if (!nk)
+    host->log(WF_LOG_INFO, WF_CUDA_PLUGIN_NAME,
+              "no usable GPU (%s): no CUDA kernels registered",
+              c->num_devices ? c->devices[0].reason : c->probe_reason);
+
+out:
+  pthread_mutex_unlock(&state_mu);
+  return code;
+}
+
+static const wf_device_def cuda_device = {
+    WF_STRUCT_INIT(wf_device_def),
+    .type = "cuda",
+    .doc = "NVIDIA GPUs through the CUDA runtime: cuda:0 .. cuda:N-1 in "
+           "CUDA's order. Without a GPU or driver one cuda:0 is listed as "
+           "unavailable with CUDA's reason, and no kernel is registered. "
+           "GPUs need compute capability 9.0 or newer; kernels run on the "
+           "first such GPU (the others are listed as unavailable, saying "
+           "why). Memory is device memory from cudaMalloc, kept in a cache "
+           "of size buckets for reuse and given back when the device runs "
+           "out and at shutdown; alignment is 256 bytes.",
+    .enumerate = cuda_enumerate,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+};
+
+static const wf_device_def *const cuda_devices[] = {&cuda_device, NULL};
+
+static const wf_plugin_desc cuda_plugin = {
+    WF_STRUCT_INIT(wf_plugin_desc),
+    .name = WF_CUDA_PLUGIN_NAME,
+    .version = PACKAGE_VERSION,
+    .license = "MIT",
+    .description = "CUDA device: NVIDIA GPUs with their PCI bus and nearest "
+                   "CPUs (hwloc), one stream each, cached device memory; "
+                   "kernels MatMul (cuBLAS), Add, Sub, Mul, Relu, Sigmoid, "
+                   "Tanh and the uniform Philox initializers, registered "
+                   "only when a GPU is usable",
+    .kernels = registered,
+    .devices = cuda_devices,
+    .init = cuda_init,
+    .fini = cuda_fini,
+};
+
+WF_PLUGIN(device_cuda, cuda_plugin)

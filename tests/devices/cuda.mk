@@ -1,0 +1,29 @@
+# tests/devices/cuda.mk: the CUDA device plugin's tests, built when
+# configure found CUDA.
+#  - test_cuda_host runs without a GPU: the memory cache over a fake
+#    backend (cuda_cache.c compiled in), the device Philox functions against
+#    the CPU kernels' (philox.c compiled in), and the built plugin loaded
+#    with CUDA's devices hidden.
+#  - tests/gpu/test_cuda_kernels compares every CUDA kernel with the CPU's
+#    on a GPU; without one it says why and skips (exit 77) at once.
+if HAVE_CUDA
+check_PROGRAMS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
+TESTS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
+tests_devices_test_cuda_host_SOURCES = tests/devices/test_cuda_host.c \
+	plugins/devices/cuda/cuda_cache.c plugins/ops/random/philox.c
+tests_devices_test_cuda_host_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/devices/cuda -I$(top_srcdir)/plugins/ops/random
+tests_devices_test_cuda_host_CFLAGS = $(TEST_CFLAGS)
+tests_devices_test_cuda_host_LDADD = $(TEST_LDADD)
+# Both load the modules from their build directories.
+CUDA_TEST_MODULES = plugins/devices/cuda/device_cuda.la \
+	plugins/devices/cpu/device_cpu.la plugins/ops/math/ops_math.la \
+	plugins/ops/array/ops_array.la plugins/ops/random/ops_random.la
+EXTRA_tests_devices_test_cuda_host_DEPENDENCIES = $(CUDA_TEST_MODULES)
+tests_gpu_test_cuda_kernels_SOURCES = tests/gpu/test_cuda_kernels.c
+tests_gpu_test_cuda_kernels_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_gpu_test_cuda_kernels_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_cuda_kernels_LDADD = $(TEST_LDADD)
+EXTRA_tests_gpu_test_cuda_kernels_DEPENDENCIES = $(CUDA_TEST_MODULES)
+endif
+EXTRA_DIST += tests/gpu/run.sh
