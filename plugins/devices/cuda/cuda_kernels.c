@@ -15,6 +15,7 @@
 #include "cuda_device.h"
 #include "cuda_launch.h"
 #include "opcommon.h"
+#include "philox.h"
 
 #include <limits.h>
 #include <math.h>
@@ -376,23 +377,6 @@ typedef enum uniform_kind {
   UNIFORM_HE      /* HeUniform: limit sqrt(6 / fan_in) */
 } uniform_kind;
 
-/* Keras's fans of a weight shape, as random.c's. */
-static void fans(const wf_shape *s, double *fan_in, double *fan_out) {
-  double in = 1, out = 1;
-
-  if (s->rank == 1) {
-    in = out = (double)s->dims[0];
-  } else if (s->rank >= 2) {
-    double receptive = 1;
-    for (int i = 0; i < s->rank - 2; i++)
-      receptive *= (double)s->dims[i];
-    in = (double)s->dims[s->rank - 2] * receptive;
-    out = (double)s->dims[s->rank - 1] * receptive;
-  }
-  *fan_in = in < 1 ? 1 : in;
-  *fan_out = out < 1 ? 1 : out;
-}
-
 static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
                           const wf_shape *s, double *lo, double *hi,
                           wf_status *st) {
@@ -410,11 +394,11 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
                       *lo, *hi);
     return 0;
   case UNIFORM_GLOROT:
-    fans(s, &fin, &fout);
+    rnd_fans(s, &fin, &fout);
     x = sqrt(6.0 / (fin + fout));
     break;
   case UNIFORM_HE:
-    fans(s, &fin, &fout);
+    rnd_fans(s, &fin, &fout);
     x = sqrt(6.0 / fin);
     break;
   default:

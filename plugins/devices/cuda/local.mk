@@ -31,11 +31,13 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_philox.h \
 	plugins/devices/cuda/cuda_plugin.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common
+	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	-I$(top_srcdir)/plugins/ops/random
 plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_eltwise.lo \
 	plugins/devices/cuda/cuda_random.lo \
 	plugins/ops/common/libopcommon.la \
+	plugins/ops/random/libphilox.la \
 	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 # The CUDA libraries are not made to be unloaded (the driver keeps threads
 # and the runtime exit handlers): the module is marked nodelete, so they

@@ -170,3 +170,21 @@ static double truncated_z(const rnd_stream *s, uint64_t i) {
   }
 DEF_TRUNCATED(float, f32)
 DEF_TRUNCATED(double, f64)
+
+/* ---- fans of weight shapes ------------------------------------------------ */
+
+void rnd_fans(const wf_shape *s, double *fan_in, double *fan_out) {
+  double in = 1, out = 1;
+
+  if (s->rank == 1) {
+    in = out = (double)s->dims[0];
+  } else if (s->rank >= 2) {
+    double receptive = 1;
+    for (int i = 0; i < s->rank - 2; i++)
+      receptive *= (double)s->dims[i];
+    in = (double)s->dims[s->rank - 2] * receptive;
+    out = (double)s->dims[s->rank - 1] * receptive;
+  }
+  *fan_in = in < 1 ? 1 : in;
+  *fan_out = out < 1 ? 1 : out;
+}

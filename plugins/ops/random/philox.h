@@ -33,6 +33,8 @@
 
 #include <stdint.h>
 
+#include <weft/types.h>
+
 /* Blocks and substreams a stream can address. */
 #define RND_MAX_BLOCKS (UINT64_C(1) << 48)
 #define RND_MAX_SUBSTREAMS (UINT32_C(1) << 16)
@@ -83,5 +85,15 @@ void rnd_truncated_f32(float *out, int64_t n, const rnd_stream *s, double mean,
                        double stddev);
 void rnd_truncated_f64(double *out, int64_t n, const rnd_stream *s, double mean,
                        double stddev);
+
+/* Fan-in and fan-out of a weight shape (Keras's convention):
+ *   rank 0:        1 and 1
+ *   rank 1 (D,):   D and D
+ *   rank 2 (I, O): I and O (a dense layer's kernel)
+ *   rank >= 3 (..., I, O), e.g. a conv filter (KH, KW, C_in, C_out):
+ *                  receptive = the product of the leading dims (KH * KW),
+ *                  fan_in = I * receptive, fan_out = O * receptive.
+ * Fans below 1 (shapes with a 0 dim) are taken as 1. */
+void rnd_fans(const wf_shape *s, double *fan_in, double *fan_out);
 
 #endif /* WF_OPS_RANDOM_PHILOX_H */

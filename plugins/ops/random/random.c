@@ -27,32 +27,6 @@
  * variance (Keras's VarianceScaling does the same). */
 #define TRUNC_STDDEV 0.87962566103423978
 
-/* ---- fans -------------------------------------------------------------- */
-
-/* Fan-in and fan-out of a weight shape (Keras's convention):
- *   rank 0:        1 and 1
- *   rank 1 (D,):   D and D
- *   rank 2 (I, O): I and O (a dense layer's kernel)
- *   rank >= 3 (..., I, O), e.g. a conv filter (KH, KW, C_in, C_out):
- *                  receptive = the product of the leading dims (KH * KW),
- *                  fan_in = I * receptive, fan_out = O * receptive.
- * Fans below 1 (shapes with a 0 dim) are taken as 1. */
-static void fans(const wf_shape *s, double *fan_in, double *fan_out) {
-  double in = 1, out = 1;
-
-  if (s->rank == 1) {
-    in = out = (double)s->dims[0];
-  } else if (s->rank >= 2) {
-    double receptive = 1;
-    for (int i = 0; i < s->rank - 2; i++)
-      receptive *= (double)s->dims[i];
-    in = (double)s->dims[s->rank - 2] * receptive;
-    out = (double)s->dims[s->rank - 1] * receptive;
-  }
-  *fan_in = in < 1 ? 1 : in;
-  *fan_out = out < 1 ? 1 : out;
-}
-
 /* ---- what each op draws ------------------------------------------------ */
 
 typedef enum dist {
@@ -102,7 +76,7 @@ static int make_draw(kind k, const wf_shape *s, attr_float_fn *get,
                      const void *ctx, draw *out, wf_status *st) {
   double fin, fout, x, y;
 
-  fans(s, &fin, &fout);
+  rnd_fans(s, &fin, &fout);
   switch (k) {
   case KIND_UNIFORM:
     if (get(ctx, "minval", &x, st) || get(ctx, "maxval", &y, st))
