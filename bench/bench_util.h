@@ -25,16 +25,18 @@ static inline double bench_now(void) {
 }
 
 /* A runtime from $WEFT_CONFIG or the defaults, with `threads` inter-op
- * threads. */
+ * threads (0: the runtime's own split of the cores, as a user gets it). */
 static inline wf_runtime *bench_runtime(int threads, wf_status *st) {
   wf_config *cfg = wf_config_new();
   const char *path = wf_config_default_path();
   if (path)
     bench_check(wf_config_load(cfg, path, st), st, "config");
-  char buf[16];
-  snprintf(buf, sizeof buf, "%d", threads);
-  bench_check(wf_config_set(cfg, "threads", "inter_op", buf, st), st,
-              "config");
+  if (threads > 0) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", threads);
+    bench_check(wf_config_set(cfg, "threads", "inter_op", buf, st), st,
+                "config");
+  }
   wf_runtime *rt = wf_runtime_new(cfg, st);
   wf_config_free(cfg);
   bench_check(rt == NULL, st, "runtime");

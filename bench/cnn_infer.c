@@ -80,7 +80,9 @@ static double run_batch(wf_callable *c, int batch, int steps, int warmup,
 int main(int argc, char **argv) {
   int steps1 = argc > 1 ? atoi(argv[1]) : 200;
   int steps64 = argc > 2 ? atoi(argv[2]) : 20;
-  int threads = 2;
+  /* 0: the runtime's own split of the cores; a third argument sets the
+   * executor (inter-op) threads. */
+  int threads = argc > 3 ? atoi(argv[3]) : 0;
   wf_status *st = wf_status_new();
   wf_runtime *rt = bench_runtime(threads, st);
   wf_graph *g = wf_graph_new(rt);
