@@ -152,6 +152,8 @@ typedef struct serving {
 static serving build_serving(wf_model *m, wf_graph *g, const options *o,
                              wf_status *st) {
   serving sv;
+  /* A pass of its own, so that its layers match the trained ones. */
+  wf_model_begin(m, 0);
   int64_t dims[3] = {-1, 28, 28};
   wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "image");
   wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
@@ -187,9 +189,10 @@ static void export_model(wf_session *s, const serving *sv, const char *dir,
 }
 
 /* The first n images of the test set as an (n, 28, 28) float32 .npy file;
- * prints their labels. */
-static void write_sample(wf_dataset *test, const char *path, int n,
-                         wf_status *st) {
+ * prints their labels and the classes the session predicts for them (what
+ * `weft run` on the exported model must print too). */
+static void write_sample(wf_session *s, const serving *sv, wf_dataset *test,
+                         const char *path, int n, wf_status *st) {
   wf_iterator *it = wf_iterator_new(test, NULL, st);
   check(it == NULL, st, "sample iterator");
   wf_tensor *f[2] = {NULL, NULL};
@@ -203,7 +206,15 @@ static void write_sample(wf_dataset *test, const char *path, int n,
   printf("%d test images written to %s; their labels:", n, path);
   for (int i = 0; i < n; i++)
     printf(" %d", ((int32_t *)wf_tensor_data(f[1]))[i]);
+  wf_tensor *cls = NULL;
+  check(wf_session_run(s, NULL, &sv->image, &img, 1, &sv->cls, &cls, 1, NULL,
+                       0, NULL, st),
+        st, "predicting the sample");
+  printf("; the session predicts:");
+  for (int i = 0; i < n; i++)
+    printf(" %lld", (long long)((int64_t *)wf_tensor_data(cls))[i]);
   printf("\n");
+  wf_tensor_release(cls);
   wf_tensor_release(img);
   wf_tensor_release(f[0]);
   wf_tensor_release(f[1]);
@@ -507,7 +518,7 @@ int main(int argc, char **argv) {
   if (o.export_dir)
     export_model(s, &sv, o.export_dir, st);
   if (o.sample)
-    write_sample(test, o.sample, 8, st);
+    write_sample(s, &sv, test, o.sample, 8, st);
 
   wf_callable_free(step);
   wf_callable_free(eval);

@@ -57,7 +57,7 @@ static void show(const wf_saved_model *m, const char *dir) {
 /* "key: dtype (shape) -> path  [first values...]", on one line. */
 static void describe(const char *key, const char *path, const wf_tensor *t) {
   char buf[512];
-  wf_tensor_str(t, 6, buf, sizeof buf);
+  wf_tensor_str(t, 8, buf, sizeof buf);
   char *values = strchr(buf, '[');
   if (values)
     values[-1] = '\0';

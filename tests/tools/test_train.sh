@@ -50,6 +50,19 @@ for k in logits probabilities class; do
   [ -s "$tmp/pred/$k.npy" ] || fail "weft run wrote no $k.npy"
 done
 echo "$run" | grep -q "^class: int64 (8) " || fail "class is not 8 int64s"
+# The saved model predicts what the session did for the same images.
+want=$(echo "$out" | sed -n 's/.*the session predicts: \([0-9 ]*\)$/\1/p')
+got=$(echo "$run" | sed -n 's/^class: .*\[\([0-9, ]*\)\]$/\1/p' | tr -d ',')
+[ -n "$want" ] && [ "$want" = "$got" ] ||
+  fail "weft run predicts '$got', the session predicted '$want'"
+# ... and it is the trained model: most of the 8 labels (the sample and the
+# training are fixed, so this does not vary between runs).
+labels=$(echo "$out" | sed -n 's/.*their labels: \([0-9 ]*\); .*/\1/p')
+right=$(awk -v a="$labels" -v b="$got" 'BEGIN { n = split(a, x, " ");
+  split(b, y, " "); c = 0; for (i = 1; i <= n; i++) c += x[i] == y[i];
+  print c }')
+[ "$right" -ge 5 ] ||
+  fail "the saved model gets $right of 8 sample labels right ($got vs $labels)"
 echo "$run" | grep -q "^probabilities: float32 (8, 10) " ||
   fail "probabilities are not (8, 10) float32"
 "$weft" run "$tmp/model" --show | grep -q "input  image" ||
