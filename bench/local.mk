@@ -59,3 +59,5 @@ bench-train: bench/train
 	bench/train --model mlp
 	bench/train --model cnn
 .PHONY: bench-train
+include bench/data_parallel.mk
+include bench/allreduce.mk

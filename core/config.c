@@ -14,7 +14,7 @@
  *              loaded plugin provides is skipped with a note), cpu_devices
  *   [threads]  inter_op, intra_op, pin
  *   [passes]   prune, cse, constant_folding, constant_folding_max_bytes,
- *              arithmetic, fusion, dead_nodes, placement
+ *              arithmetic, fusion, dead_nodes, placement, memory_plan
  *   [kernels]  deny: kernels never chosen, though their plugin stays
  *              loaded; prefer: kernels chosen before all others that fit,
  *              earlier items first. Items are LABEL or OP:LABEL (LABEL '*'
@@ -102,6 +102,7 @@ static void config_defaults(wf_config *cfg) {
   cfg->pass_prune = cfg->pass_cse = cfg->pass_constant_folding = 1;
   cfg->pass_arithmetic = cfg->pass_fusion = cfg->pass_dead_nodes = 1;
   cfg->pass_placement = 1;
+  cfg->memory_plan = 1;
   cfg->constant_folding_max_bytes = DEFAULT_FOLD_BYTES;
 }
 
@@ -118,6 +119,7 @@ static void config_clear(wf_config *cfg) {
   strlist_clear(&cfg->kernel_deny_at);
   strlist_clear(&cfg->kernel_prefer);
   strlist_clear(&cfg->kernel_prefer_at);
+  strlist_clear(&cfg->cluster_transport);
   strlist_clear(&cfg->files);
 }
 
@@ -146,6 +148,7 @@ wf_config *wf__config_copy(const wf_config *cfg) {
   c->device_order = c->device_order_at = c->files = (wf__strlist){0};
   c->kernel_deny = c->kernel_deny_at = (wf__strlist){0};
   c->kernel_prefer = c->kernel_prefer_at = (wf__strlist){0};
+  c->cluster_transport = (wf__strlist){0};
   c->plugin_load_from = c->plugin_deny_from = NULL;
   if (strlist_copy(&c->plugin_paths, &cfg->plugin_paths) ||
       strlist_copy(&c->plugin_load, &cfg->plugin_load) ||
@@ -156,6 +159,7 @@ wf_config *wf__config_copy(const wf_config *cfg) {
       strlist_copy(&c->kernel_deny_at, &cfg->kernel_deny_at) ||
       strlist_copy(&c->kernel_prefer, &cfg->kernel_prefer) ||
       strlist_copy(&c->kernel_prefer_at, &cfg->kernel_prefer_at) ||
+      strlist_copy(&c->cluster_transport, &cfg->cluster_transport) ||
       strlist_copy(&c->files, &cfg->files))
     goto fail;
   if (cfg->plugin_load_from &&
@@ -224,6 +228,10 @@ static const key_def keys[] = {
      MEMBER(kernel_deny_at)},
     {"kernels", "prefer", KEY_KERNEL_LIST, MEMBER(kernel_prefer), 0,
      MEMBER(kernel_prefer_at)},
+    {"cluster", "transport", KEY_LIST, MEMBER(cluster_transport), 0, 0},
+    {"cluster", "heartbeat_timeout_ms", KEY_COUNT,
+     MEMBER(cluster_heartbeat_timeout_ms), 0, 0},
+    {"passes", "memory_plan", KEY_BOOL, MEMBER(memory_plan), 0, 0},
 };
 
 #define NUM_KEYS ((int)(sizeof keys / sizeof keys[0]))

@@ -15,9 +15,11 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "cluster.h"
 #include "executor.h"
 #include "graph.h"
 #include "kernel.h"
+#include "memplan.h"
 #include "optimize.h"
 #include "partition.h"
 #include "placement.h"
@@ -202,7 +204,19 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
   if (!keep)
     goto oom;
   if (wf__prune(work->g, sig, keep, st) < 0 ||
-      wf__place(rt, work->g, keep, &x->placement, st))
+      wf__cluster_split(rt, work, keep, &x->dist, st))
+    goto fail;
+  if (x->dist) {
+    /* Other tasks took their shares: keep this task's. */
+    n = work->g->num_nodes;
+    wf__free(keep);
+    keep = wf__calloc((size_t)n + 1, 1);
+    if (!keep)
+      goto oom;
+    if (wf__prune(work->g, sig, keep, st) < 0)
+      goto fail;
+  }
+  if (wf__place(rt, work->g, keep, &x->placement, st))
     goto fail;
   x->num_transfers = wf__partition(rt, work, &x->placement, keep, st);
   if (x->num_transfers < 0)
@@ -244,6 +258,8 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
     const wf_attr_value *t = wf__node_attr(fn, "tensor");
     x->feed_names[f] = t && t->u.s && t->u.s[0] ? t->u.s : fn->name;
   }
+  if (wf__memplan_build(x, st))
+    goto fail;
   wf__free(keep);
   wf__free(plan_of);
   return x;
@@ -268,6 +284,7 @@ static void step_free(step *s);
 static void exec_free(wf__exec *x) {
   if (!x)
     return;
+  wf__dist_free(x->dist);
   step_free(atomic_exchange(&x->spare_step, NULL));
   for (int p = 0; p < x->num_parts; p++) {
     wf__part *pt = &x->parts[p];
@@ -282,6 +299,7 @@ static void exec_free(wf__exec *x) {
     wf__free(pt->roots);
     wf__free(pt->feed_begin);
     wf__free(pt->feed_slots);
+    wf__memplan_free(pt->mem);
   }
   wf__free(x->parts);
   wf__free(x->feed_dtypes);
@@ -321,6 +339,7 @@ struct prun {
   task_arg *tasks;             /* num_nodes */
   wf_status *node_status;      /* num_nodes */
   int md_base;                 /* its first record in the metadata */
+  struct wf__arena *arena;     /* where its outputs are made */
 };
 
 /* What the partitions of a step share. */
@@ -356,6 +375,7 @@ static void prun_deinit(prun *r) {
   wf__free(r->ctxs);
   wf__free(r->tasks);
   wf__free(r->node_status);
+  wf__arena_release(r->arena);
 }
 
 static void step_free(step *s) {
@@ -401,8 +421,9 @@ static step *step_new(wf__exec *x) {
     r->ctxs = wf__calloc((size_t)nn, sizeof *r->ctxs);
     r->tasks = wf__calloc((size_t)nn, sizeof *r->tasks);
     r->node_status = wf__calloc((size_t)nn, sizeof *r->node_status);
+    r->arena = wf__arena_new(pt->mem);
     if (!r->slots || !r->outs || !r->pending || !r->ctxs || !r->tasks ||
-        !r->node_status) {
+        !r->node_status || !r->arena) {
       step_free(s);
       return NULL;
     }
@@ -417,6 +438,9 @@ static step *step_new(wf__exec *x) {
       c->num_outputs = xn->num_outputs;
       c->status = &r->node_status[i];
       c->step_ctx = &s->step_ctx;
+      c->arena = r->arena;
+      c->out_base = xn->output_base;
+      c->in_base = xn->input_base;
       r->tasks[i] = (task_arg){r, i};
     }
   }
@@ -436,6 +460,25 @@ static void step_recycle(step *s) {
 static void fail_step(step *s, wf_code code, const char *msg) {
   atomic_store(&s->failed, 1);
   wf__rendezvous_abort(s->step_ctx.rendezvous, code, msg);
+  if (s->step_ctx.job_step)
+    wf__cluster_cancel_step(s->step_ctx.cluster, s->step_ctx.job_step, code,
+                            msg);
+}
+
+/* A step of a job also fails when a task it waits on went silent. */
+static void watch_tasks(step *s) {
+  char msg[256];
+  if (!s->step_ctx.job_step || atomic_load(&s->failed))
+    return;
+  int code = wf__cluster_watch(s->step_ctx.cluster, s->x->dist, msg,
+                               sizeof msg);
+  if (!code)
+    return;
+  pthread_mutex_lock(&s->mu);
+  if (s->error.code == WF_OK)
+    wf_status_set(&s->error, (wf_code)code, "%s", msg);
+  pthread_mutex_unlock(&s->mu);
+  fail_step(s, (wf_code)code, msg);
 }
 
 static void record_error(step *s, const wf__xnode *xn, const wf_status *ks,
@@ -556,6 +599,12 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
         s->fetch_values[ed->dst_slot] = t;
       else
         r->slots[ed->dst_slot] = t;
+    }
+    /* The node's own references go before any successor can start, so a
+     * planned buffer is free as soon as its last reader is done. */
+    for (int k = 0; k < xn->num_outputs; k++) {
+      wf_tensor_release(out[k]);
+      out[k] = NULL;
     }
     /* Decrement only after every slot is written, so a consumer never runs
      * on a half-filled input list. */
@@ -714,16 +763,39 @@ static void wait_step(step *s, int64_t timeout_ms) {
       break;
     pthread_mutex_unlock(&s->mu);
     (void)cancelled(s); /* times out or notices the session closing */
+    watch_tasks(s);
     pthread_mutex_lock(&s->mu);
   }
   pthread_mutex_unlock(&s->mu);
 }
+
+static int exec_run(wf__exec *x, wf__pool *pool,
+                    wf__pool *const *device_pools,
+                    wf__session_state *session, const wf_run_options *opt,
+                    wf_tensor *const *feed_values, wf_tensor **fetch_values,
+                    wf_run_metadata *md, const wf__job_step *job,
+                    wf_status *st);
 
 int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
                  wf__session_state *session,
                  const wf_run_options *opt, wf_tensor *const *feed_values,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st) {
+  return exec_run(x, pool, device_pools, session, opt, feed_values,
+                  fetch_values, md, NULL, st);
+}
+
+int wf__exec_run_job(wf__exec *x, wf__pool *pool, wf__session_state *session,
+                     const wf__job_step *job, wf_status *st) {
+  return exec_run(x, pool, NULL, session, NULL, NULL, NULL, NULL, job, st);
+}
+
+static int exec_run(wf__exec *x, wf__pool *pool,
+                    wf__pool *const *device_pools,
+                    wf__session_state *session, const wf_run_options *opt,
+                    wf_tensor *const *feed_values, wf_tensor **fetch_values,
+                    wf_run_metadata *md, const wf__job_step *job,
+                    wf_status *st) {
   for (int f = 0; f < x->nfeeds; f++)
     if (check_feed(x, f, feed_values[f], st))
       return st ? wf_status_code(st) : WF_INVALID_ARGUMENT;
@@ -734,7 +806,8 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
   int64_t timeout_ms =
       opt && opt->struct_size >= sizeof(wf_run_options) ? opt->timeout_ms : 0;
   if (md && (wf__metadata_reset(md, trace ? x->num_nodes : 0) ||
-             wf__metadata_set_placements(md, x)))
+             wf__metadata_set_placements(md, x) ||
+             wf__metadata_reserve_peaks(md, x->num_parts)))
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "run metadata: out of memory");
   if (md)
@@ -751,8 +824,31 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
   }
   s->session = session;
   s->step_ctx.vars = session ? session->vars : NULL;
-  s->step_ctx.step = session ? atomic_fetch_add(&session->step, 1) : 0;
+  s->step_ctx.step = job       ? job->step
+                     : session ? atomic_fetch_add(&session->step, 1)
+                               : 0;
   s->step_ctx.iterators = session ? session->iterators : NULL;
+  s->step_ctx.job_step = job ? job->uid : 0;
+  s->step_ctx.cluster = job ? atomic_load(&x->rt->cluster) : NULL;
+  wf__dist_step *ds = NULL;
+  if (x->dist) {
+    wf_status dst = {WF_OK, NULL};
+    ds = wf__dist_step_begin(x->dist, session ? session->id : 0,
+                             s->step_ctx.step, &s->step_ctx.job_step, &dst);
+    if (!ds) {
+      wf_status_set(st, dst.code, "%s", dst.message);
+      wf_status_reset(&dst);
+      step_recycle(s);
+      return wf_status_code(st);
+    }
+    s->step_ctx.cluster = atomic_load(&x->rt->cluster);
+    if (dst.code) {
+      /* Some task did not get the step: fail it here at once. */
+      wf_status_set(&s->error, dst.code, "%s", dst.message);
+      fail_step(s, dst.code, dst.message);
+    }
+    wf_status_reset(&dst);
+  }
   s->fetch_values = fetch_values;
   s->md = trace ? md : NULL;
   s->finished = 0;
@@ -773,6 +869,7 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
         ns->thread = -1;
         s->md->kernels[r->md_base + i] = pt->nodes[i].kernel;
       }
+    wf__arena_begin(r->arena);
     for (int i = 0; i < pt->num_nodes; i++)
       atomic_store_explicit(&r->pending[i], pt->nodes[i].pending,
                             memory_order_relaxed);
@@ -812,6 +909,8 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
   if (code == WF_OK && session && atomic_load(&session->cancelled))
     code = wf_status_set(&s->error, WF_CANCELLED,
                          "the session was closed during the step");
+  if (ds)
+    code = wf__dist_step_end(ds, code, &s->error);
   if (code != WF_OK) {
     wf_status_set(st, (wf_code)code, "%s", s->error.message);
     for (int f = 0; f < x->nfetches; f++) {
@@ -825,8 +924,12 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
         s->parts[p].slots[k] = NULL;
       }
   }
-  if (md)
+  if (md) {
     md->step_ns = ns_since(&s->t0);
+    for (int p = 0; p < x->num_parts; p++)
+      wf__metadata_add_peak(md, x->rt->devices[x->parts[p].device].desc.name,
+                            wf__arena_peak_bytes(s->parts[p].arena));
+  }
   step_recycle(s);
   return code;
 }

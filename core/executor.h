@@ -6,7 +6,9 @@
  * counts, fills the fed slots, and runs ready nodes: cheap ones inline, the
  * rest on the thread pool (the thread that finishes a node keeps one of its
  * expensive successors for itself). Executors are immutable once built and
- * reference counted; any number of steps may run on one at once. */
+ * reference counted; any number of steps may run on one at once. Each
+ * partition carries its memory plan (core/memplan.h), and each step state
+ * an arena per partition that its steps make planned outputs in. */
 #ifndef WF_CORE_EXECUTOR_H
 #define WF_CORE_EXECUTOR_H
 
@@ -60,6 +62,8 @@ typedef struct wf__part {
   /* feeds: for feed i, slots feed_slots[feed_begin[i] .. feed_begin[i+1]) */
   int32_t *feed_begin;
   int32_t *feed_slots;
+  /* Where its outputs live (core/memplan.h); NULL when planning is off. */
+  struct wf__memplan *mem;
 } wf__part;
 
 typedef struct wf__exec {
@@ -80,6 +84,8 @@ typedef struct wf__exec {
   /* A reusable step state, taken with an atomic exchange (no malloc per
    * step when steps do not overlap). */
   _Atomic(void *) spare_step;
+  /* The shares of other tasks of the job (core/cluster.h), or NULL. */
+  struct wf__dist *dist;
 } wf__exec;
 
 /* Builds the executor for sig on g's runtime: the working graph (passes),
@@ -94,6 +100,8 @@ struct wf__iterators;
 
 /* What a session shares with its steps. */
 typedef struct wf__session_state {
+  uint64_t id;                /* unique in the process (workers key their
+                                 copies of its variables by it) */
   atomic_int cancelled;       /* the session was closed */
   struct wf__varstore *vars;  /* its variables */
   atomic_llong step;          /* steps started so far */
@@ -109,6 +117,17 @@ int wf__exec_run(wf__exec *x, wf__pool *pool, wf__pool *const *device_pools,
                  wf_tensor **fetch_values, wf_run_metadata *md,
                  wf_status *st);
 
+/* A worker's share of a step the client started (core/worker.c). */
+typedef struct wf__job_step {
+  uint64_t uid; /* the step's id in the job */
+  int64_t step; /* the client session's step counter for it */
+} wf__job_step;
+
+/* wf__exec_run for a step of the job: the step counter and the id come
+ * from the client. */
+int wf__exec_run_job(wf__exec *x, wf__pool *pool, wf__session_state *session,
+                     const wf__job_step *job, wf_status *st);
+
 /* ---- run metadata (core/metadata.c) -------------------------------------- */
 
 struct wf_run_metadata {
@@ -120,6 +139,11 @@ struct wf_run_metadata {
   int num_placements;
   struct wf__exec *held; /* the node records' strings live in its graph;
                             its placement holds the config notes */
+  /* Peak bytes of the step per device used (names borrowed from the
+   * runtime's devices). */
+  const char **peak_devices;
+  int64_t *peak_bytes;
+  int num_peaks, cap_peaks;
 };
 
 /* Keeps x (and so the strings of md's node records) alive until md's next
@@ -131,5 +155,12 @@ int wf__metadata_set_placements(wf_run_metadata *md, const wf__exec *x);
 /* Replaces md's contents with n node records (zeroed). -1 when out of
  * memory. */
 int wf__metadata_reset(wf_run_metadata *md, int n);
+/* Makes room for n devices' peak bytes and forgets the last step's. -1
+ * when out of memory. */
+int wf__metadata_reserve_peaks(wf_run_metadata *md, int n);
+/* Records the step's peak bytes on device (a name that lives as long as
+ * the runtime), within the room reserved. */
+void wf__metadata_add_peak(wf_run_metadata *md, const char *device,
+                           int64_t bytes);
 
 #endif

@@ -99,6 +99,12 @@ int wf__graph_redirect(wf_graph *g, wf_output from, wf_output to,
 /* Removes the control edge from -> to if there is one. */
 void wf__graph_remove_control_edge(wf_node *from, wf_node *to);
 
+/* core/graph_file.c: serialises exactly nodes[0..n) of g, in that order
+ * (each node's inputs must come earlier in the list), as
+ * wf_graph_to_buffer does: *buf freed with free(). */
+int wf__graph_nodes_to_buffer(const wf_graph *g, const wf_node *const *nodes,
+                              int n, void **buf, size_t *len, wf_status *st);
+
 /* The host table's grad_* entries (core/gradients.c). */
 int32_t wf__grad_num_inputs(const wf_grad_ctx *c);
 int32_t wf__grad_num_outputs(const wf_grad_ctx *c);

@@ -430,8 +430,20 @@ oom:
 
 /* Builds the file message of g's nodes with keep[id] set (all when keep is
  * NULL) into f; the pieces live in w's arena. */
+static int build_message_ordered(writer *w, const unsigned char *keep,
+                                 const wf_node *const *order, int norder,
+                                 Weft__GraphFile *f, wf_status *st);
+
 static int build_message(writer *w, const unsigned char *keep,
                          Weft__GraphFile *f, wf_status *st) {
+  return build_message_ordered(w, keep, NULL, 0, f, st);
+}
+
+/* As build_message; with order, writes exactly those nodes in that order
+ * (keep is then ignored). */
+static int build_message_ordered(writer *w, const unsigned char *keep,
+                                 const wf_node *const *order, int norder,
+                                 Weft__GraphFile *f, wf_status *st) {
   static char magic[] = MAGIC;
   const wf_graph *g = w->g;
   size_t kept = 0;
@@ -443,15 +455,20 @@ static int build_message(writer *w, const unsigned char *keep,
   f->has_min_reader_version = 1;
   f->min_reader_version = WF_GRAPH_FILE_VERSION;
   f->producer = w->producer;
-  for (int i = 0; i < g->num_nodes; i++)
-    kept += !keep || keep[i];
+  if (order) {
+    kept = (size_t)norder;
+  } else {
+    for (int i = 0; i < g->num_nodes; i++)
+      kept += !keep || keep[i];
+  }
   f->nodes = new_array(w, kept, sizeof *f->nodes);
   if (!f->nodes)
     return writer_oom(w, st);
-  for (int i = 0; i < g->num_nodes; i++) {
-    if (keep && !keep[i])
+  for (int i = 0; i < (order ? norder : g->num_nodes); i++) {
+    if (!order && keep && !keep[i])
       continue;
-    if (!(f->nodes[f->n_nodes] = node_to_pb(w, g->nodes[i], st)))
+    const wf_node *n = order ? order[i] : g->nodes[i];
+    if (!(f->nodes[f->n_nodes] = node_to_pb(w, n, st)))
       return wf_status_code(st);
     f->n_nodes++;
   }
@@ -475,31 +492,38 @@ static void writer_deinit(writer *w) {
   wf__free(w->source_list);
 }
 
-int wf_graph_to_buffer(const wf_graph *g, void **buf, size_t *len,
-                       wf_status *st) {
+int wf__graph_nodes_to_buffer(const wf_graph *g, const wf_node *const *nodes,
+                              int n, void **buf, size_t *len, wf_status *st) {
   Weft__GraphFile f = WEFT__GRAPH_FILE__INIT;
   writer w;
   int rc;
 
-  assert(g && buf && len);
+  assert(g && buf && len && (n == 0 || nodes));
   *buf = NULL;
   *len = 0;
   writer_init(&w, g, "buffer");
-  rc = build_message(&w, NULL, &f, st);
+  rc = build_message_ordered(&w, NULL, nodes, n, &f, st);
   if (rc == WF_OK) {
-    size_t n = protobuf_c_message_get_packed_size(&f.base);
+    size_t size = protobuf_c_message_get_packed_size(&f.base);
     /* Freed by the caller with free(), as the contract says. */
-    void *out = malloc(n ? n : 1);
+    void *out = malloc(size ? size : 1);
     if (!out) {
       rc = writer_oom(&w, st);
     } else {
       protobuf_c_message_pack(&f.base, out);
       *buf = out;
-      *len = n;
+      *len = size;
     }
   }
   writer_deinit(&w);
   return rc;
+}
+
+int wf_graph_to_buffer(const wf_graph *g, void **buf, size_t *len,
+                       wf_status *st) {
+  assert(g && buf && len);
+  return wf__graph_nodes_to_buffer(g, (const wf_node *const *)g->nodes,
+                                   g->num_nodes, buf, len, st);
 }
 
 /* protobuf-c's output sink: appends are gathered into 64 KiB writes to

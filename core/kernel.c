@@ -18,6 +18,7 @@
 
 #include "alloc.h"
 #include "graph.h"
+#include "memplan.h"
 #include "placement.h"
 #include "runtime.h"
 #include "status.h"
@@ -371,14 +372,45 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
   wf_tensor *t;
   if (check_output_slot(ctx, i, st))
     return NULL;
-  t = wf__tensor_new_shape(ctx->node->output_dtypes[i], shape, st);
+  /* An output made twice in one call lets go of the first one first, so
+   * its planned buffer is free for the second. */
+  wf_tensor_release(ctx->outputs[i]);
+  ctx->outputs[i] = NULL;
+  if (ctx->arena)
+    t = wf__arena_output(ctx->arena, ctx->out_base + i,
+                         ctx->node->output_dtypes[i], shape, st);
+  else
+    t = wf__tensor_new_shape(ctx->node->output_dtypes[i], shape, st);
   if (!t) {
     wf_status_prefix(st, "node '%s': output %d", ctx->node->name, (int)i);
     return NULL;
   }
-  wf_tensor_release(ctx->outputs[i]);
   ctx->outputs[i] = t;
   return t;
+}
+
+wf_tensor *wf__kernel_output_forward(wf_kernel_ctx *ctx, int32_t i,
+                                     const int32_t *candidates, int32_t n,
+                                     const wf_shape *shape, wf_status *st) {
+  if (check_output_slot(ctx, i, st))
+    return NULL;
+  for (int32_t c = 0; ctx->arena && c < n; c++) {
+    int32_t j = candidates[c];
+    if (j < 0 || j >= ctx->num_inputs || !ctx->inputs)
+      continue;
+    wf_tensor *in = (wf_tensor *)ctx->inputs[j];
+    if (!wf__arena_may_overwrite(ctx->arena, ctx->in_base + j, in,
+                                 ctx->node->output_dtypes[i], shape))
+      continue;
+    /* Retained: the input slot keeps its reference until the node is
+     * done, so the count never drops to zero on the way. */
+    wf_tensor_retain(in);
+    wf_tensor_release(ctx->outputs[i]);
+    ctx->outputs[i] = in;
+    wf__memplan_count_in_place();
+    return in;
+  }
+  return wf__kernel_output_new(ctx, i, shape, st);
 }
 
 int wf__kernel_output_set(wf_kernel_ctx *ctx, int32_t i, wf_tensor *t,

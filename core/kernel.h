@@ -20,6 +20,9 @@ typedef struct wf__step_ctx {
   struct wf__rendezvous *rendezvous; /* the step's, for _Send/_Recv */
   struct wf__iterators *iterators;   /* the session's attached iterators
                                         (core/dataset.h); NULL outside one */
+  uint64_t job_step;           /* the step's id in the job (core/cluster.h);
+                                  0 when it runs on this task alone */
+  struct wf__cluster *cluster; /* the job, when job_step is set */
 } wf__step_ctx;
 
 struct wf_kernel_ctx {
@@ -38,6 +41,11 @@ struct wf_kernel_ctx {
    * (private to core/kernel.c; NULL in contexts made elsewhere). */
   struct wf__kernel_wait *wait;
   const wf__step_ctx *step_ctx; /* NULL outside a session step */
+  /* The step's memory for the node's partition (core/memplan.h), and the
+   * node's first output and input slots in the partition: outputs are made
+   * there. NULL outside an executor (outputs are then plain tensors). */
+  struct wf__arena *arena;
+  int32_t out_base, in_base;
 };
 
 /* The kernel n runs on device_type under rt's config (dtype from each

@@ -312,9 +312,16 @@ wf_output wf_model_variable(wf_model *m, const char *name, wf_dtype dtype,
 }
 
 wf_node *wf_model_init_op(wf_model *m, wf_status *st) {
+  /* Data-parallel replicas then take task 0's values, whatever their own
+   * seeds drew. */
+  wf_node *bcast = m->data_parallel ? wf__m_broadcast(m, 1, st) : NULL;
+  if (m->data_parallel && !bcast)
+    return NULL;
   wf_node_desc *d = wf_node_desc_new(m->g, "NoOp", "init");
   for (int i = 0; i < m->num_vars; i++)
     wf_node_desc_add_control_input(d, m->vars[i]->assign);
+  if (bcast)
+    wf_node_desc_add_control_input(d, bcast);
   return wf_node_desc_finish(d, st);
 }
 

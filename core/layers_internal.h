@@ -33,6 +33,10 @@ struct wf_model {
   int num_updates_pass;
   int num_random;        /* op seeds handed out to dropout */
   wf__mvar *global_step; /* created by wf_model_global_step / minimize */
+  /* Set by a data-parallel minimize: the init op ends with a broadcast of
+   * every variable from task 0, in buckets of this size (0: default). */
+  int data_parallel;
+  int64_t bucket_bytes;
 };
 
 wf_output wf__m_op(wf_model *m, const char *op, const wf_output *in, int n,
@@ -46,5 +50,8 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
                          double init_value, int trainable, wf_status *st);
 wf_output wf__m_read(wf_model *m, const wf__mvar *v, wf_status *st);
 int wf__m_add_update(wf_model *m, wf_node *n, wf_status *st);
+/* The broadcast of every variable of m from task 0 (core/data_parallel.c);
+ * after_init: it reads them only after their initializers ran. */
+wf_node *wf__m_broadcast(wf_model *m, int after_init, wf_status *st);
 
 #endif

@@ -6,10 +6,12 @@ core_libweftcore_la_SOURCES = \
 	core/file_io.c core/file_io.h \
 	core/attr.c core/attr.h \
 	core/config.c core/settings.h \
+	core/cluster.c core/cluster.h core/worker.c \
 	core/core_ops.c core/core_ops.h \
 	core/data_codec.c \
 	core/data_map.c \
 	core/data_ops.c \
+	core/data_parallel.c \
 	core/data_source.c \
 	core/dataset.c core/dataset.h \
 	core/dl.c core/dl.h \
@@ -23,6 +25,7 @@ core_libweftcore_la_SOURCES = \
 	core/kernel.c core/kernel.h \
 	core/layers.c core/layers_internal.h \
 	core/loader.c \
+	core/memplan.c core/memplan.h \
 	core/metadata.c \
 	core/optimize.c core/optimize.h core/passes.h \
 	core/optimizer.c \
@@ -67,12 +70,14 @@ core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
 
 weftinclude_HEADERS += \
 	sdk/include/weft/checkpoint.h \
+	sdk/include/weft/cluster.h \
 	sdk/include/weft/data.h \
 	sdk/include/weft/export.h \
 	sdk/include/weft/gradients.h \
 	sdk/include/weft/graph.h \
 	sdk/include/weft/graph_file.h \
 	sdk/include/weft/npy.h \
+	sdk/include/weft/parallel.h \
 	sdk/include/weft/saved_model.h \
 	sdk/include/weft/layers.h \
 	sdk/include/weft/plugin.h \

@@ -1,7 +1,7 @@
 /* core/metadata.c — run metadata: per-node timings of a step and the
- * kernel each node ran, the placement fallbacks and config notes of its
- * signature, and their export as Chrome trace-event JSON. Filling it is the
- * executor's job. */
+ * kernel each node ran, the peak bytes of the step per device, the
+ * placement fallbacks and config notes of its signature, and their export
+ * as Chrome trace-event JSON. Filling it is the executor's job. */
 #include <config.h>
 
 #include <assert.h>
@@ -45,6 +45,8 @@ void wf_run_metadata_free(wf_run_metadata *md) {
   clear_placements(md);
   wf__free(md->nodes);
   wf__free(md->kernels);
+  wf__free(md->peak_devices);
+  wf__free(md->peak_bytes);
   wf__free(md);
 }
 
@@ -99,6 +101,42 @@ int wf__metadata_reset(wf_run_metadata *md, int n) {
   md->num_nodes = n;
   md->step_ns = 0;
   return 0;
+}
+
+int wf__metadata_reserve_peaks(wf_run_metadata *md, int n) {
+  md->num_peaks = 0;
+  if (n <= md->cap_peaks)
+    return 0;
+  const char **devices = wf__calloc((size_t)n, sizeof *devices);
+  int64_t *bytes = wf__calloc((size_t)n, sizeof *bytes);
+  if (!devices || !bytes) {
+    wf__free(devices);
+    wf__free(bytes);
+    return -1;
+  }
+  wf__free(md->peak_devices);
+  wf__free(md->peak_bytes);
+  md->peak_devices = devices;
+  md->peak_bytes = bytes;
+  md->cap_peaks = n;
+  return 0;
+}
+
+void wf__metadata_add_peak(wf_run_metadata *md, const char *device,
+                           int64_t bytes) {
+  assert(md->num_peaks < md->cap_peaks);
+  md->peak_devices[md->num_peaks] = device;
+  md->peak_bytes[md->num_peaks++] = bytes;
+}
+
+int64_t wf_run_metadata_peak_bytes(const wf_run_metadata *md,
+                                   const char *device) {
+  int64_t sum = 0;
+  assert(md);
+  for (int i = 0; i < md->num_peaks; i++)
+    if (!device || !device[0] || strcmp(device, md->peak_devices[i]) == 0)
+      sum += md->peak_bytes[i];
+  return sum;
 }
 
 int wf_run_metadata_num_nodes(const wf_run_metadata *md) {
@@ -191,6 +229,13 @@ int wf_run_metadata_write_trace(const wf_run_metadata *md, const char *path,
   }
   fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"step_ns\":%lld",
           (long long)md->step_ns);
+  fprintf(f, ",\"peak_bytes\":{");
+  for (int i = 0; i < md->num_peaks; i++) {
+    fprintf(f, "%s\"", i ? "," : "");
+    json_escape(f, md->peak_devices[i]);
+    fprintf(f, "\":%lld", (long long)md->peak_bytes[i]);
+  }
+  fprintf(f, "}");
   /* What did not go as configured: placement fallbacks (also in the args
    * of the nodes that ran) and config items that named nothing loaded. */
   fprintf(f, ",\"placements\":[");

@@ -1,5 +1,6 @@
 /* core/optimizer.c — the training step of a model (wf_model_minimize):
- * gradients, optional clipping by global norm, the learning-rate schedule,
+ * gradients, their mean over a data-parallel job (core/data_parallel.c),
+ * optional clipping by global norm, the learning-rate schedule,
  * slot variables and one fused apply op per variable (sparse where the
  * gradient is), then the global step increment.
  *
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <weft/gradients.h>
 #include <weft/layers.h>
+#include <weft/parallel.h>
 
 #include "alloc.h"
 #include "graph.h"
@@ -311,6 +313,13 @@ wf_node *wf_model_minimize(wf_model *m, wf_output loss,
   }
   if (wf_graph_add_gradients(m->g, &loss, 1, NULL, xs, nv, gs, st))
     goto done;
+  /* Replicas average their gradients before anything reads them (the
+   * clipping norm included), so every task applies the same update. */
+  if (m->data_parallel &&
+      wf_graph_add_gradient_mean(m->g, gs, nv, m->bucket_bytes, st)) {
+    wf_status_prefix(st, "minimize");
+    goto done;
+  }
 
   if (wf_graph_push_scope(m->g, "train", st))
     goto done;

@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 
@@ -19,6 +20,7 @@
 #include "graph.h"
 #include "host.h"
 #include "kernel.h"
+#include "cluster.h"
 #include "placement.h"
 #include "runtime.h"
 #include "settings.h"
@@ -55,7 +57,21 @@ static void unite(int *parent, int a, int b) {
 /* The device a request names: "cpu", "cpu:1", optionally after "/device:"
  * or "/", any case. -1 when none does; *type_only says whether only the
  * type was given. */
+/* The device part of a request that names this runtime's task
+ * ("/task:0/cpu:0" on task 0 is "cpu:0"; "/task:0" alone is ""). The
+ * split between tasks (core/cluster.c) has taken other tasks' nodes away
+ * before placement. */
+static const char *local_request(const wf_runtime *rt, const char *req) {
+  const char *rest;
+  const wf__cluster *c = atomic_load(&((wf_runtime *)rt)->cluster);
+  int task = wf__device_task(req, &rest);
+  if (task >= 0 && task == (c ? wf__cluster_task(c) : 0))
+    return rest;
+  return req ? req : "";
+}
+
 static int resolve(const wf_runtime *rt, const char *req) {
+  req = local_request(rt, req);
   if (strncasecmp(req, "/device:", 8) == 0)
     req += 8;
   else if (req[0] == '/')
@@ -360,7 +376,7 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
       any = 1;
       for (int d = 0; d < nd; d++)
         ok[d] = ok[d] && fits[(size_t)id * nd + d];
-      if (!asker && node->device && node->device[0])
+      if (!asker && node->device && local_request(rt, node->device)[0])
         asker = node;
     }
     if (!any)
@@ -431,7 +447,7 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
       p->device[id] = chosen;
       p->kernel[id] = fits[(size_t)id * nd + chosen];
       /* Another member's different request loses to the group's device. */
-      if (node != asker && node->device[0] &&
+      if (node != asker && local_request(rt, node->device)[0] &&
           resolve(rt, node->device) != chosen) {
         char share[320];
         snprintf(share, sizeof share,

@@ -8,6 +8,7 @@
 
 #include "runtime.h"
 #include "checkpoint_internal.h"
+#include "cluster.h"
 #include "core_ops.h"
 #include "dataset.h"
 #include "threadpool.h"
@@ -174,6 +175,49 @@ static int refuse(wf__plugin *p, int code, const char *why, wf_status *st) {
   return wf_status_set(st, code, "%s", reason);
 }
 
+/* Records the transports p provides. Their structs are read only as far
+ * as their size says; a transport without the functions the core calls is
+ * refused with the plugin. */
+static int add_transports(wf_runtime *rt, const wf__plugin *p, wf_status *st) {
+  int n = count_ptrs((const void *const *)p->desc.transports);
+  if (n == 0)
+    return 0;
+  wf__transport *grown = wf__realloc(
+      rt->transports, (size_t)(rt->num_transports + n) * sizeof *grown);
+  if (!grown)
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "out of memory adding the transports of plugin '%s'",
+                         p->name);
+  rt->transports = grown;
+  for (int i = 0; i < n; i++) {
+    const wf_transport_def *d = p->desc.transports[i];
+    wf__transport *t = &rt->transports[rt->num_transports];
+    memset(t, 0, sizeof *t);
+    size_t size = d->struct_size < sizeof t->def ? d->struct_size
+                                                 : sizeof t->def;
+    memcpy(&t->def, d, size);
+    t->def.struct_size = (uint32_t)sizeof t->def;
+    if (!t->def.name || !t->def.open || !t->def.rank || !t->def.size ||
+        !t->def.send || !t->def.recv || !t->def.cancel ||
+        !t->def.silent_ms || !t->def.close)
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "plugin '%s': transport %d lacks its name or one "
+                           "of open, rank, size, send, recv, cancel, "
+                           "silent_ms, close",
+                           p->name, i);
+    for (int j = 0; j < rt->num_transports; j++)
+      if (strcmp(rt->transports[j].def.name, t->def.name) == 0)
+        return wf_status_set(st, WF_ALREADY_EXISTS,
+                             "transport '%s' is registered by plugin '%s' "
+                             "and again by plugin '%s'",
+                             t->def.name, rt->transports[j].plugin, p->name);
+    t->plugin = p->name;
+    t->plugin_state = p->state;
+    rt->num_transports++;
+  }
+  return 0;
+}
+
 int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
                            const char *path, struct wf__dl *dl, wf_status *st) {
   wf_status ist = {WF_OK, NULL};
@@ -267,7 +311,10 @@ int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
     }
     p->initialised = 1;
   }
-  if (wf__registry_add(rt->reg, p->name, p->state, &p->desc, &ist)) {
+  int had_transports = rt->num_transports;
+  if (add_transports(rt, p, &ist) ||
+      wf__registry_add(rt->reg, p->name, p->state, &p->desc, &ist)) {
+    rt->num_transports = had_transports;
     why = wf__strdup(wf_status_message(&ist));
     code = refuse(p, ist.code, why, st);
     goto out;
@@ -332,6 +379,7 @@ wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
       wf__runtime_add_plugin(rt, wf__data_ops(), "(built in)", NULL, st) ||
       wf__runtime_add_plugin(rt, wf__checkpoint_ops(), "(built in)", NULL,
                              st) ||
+      wf__runtime_add_plugin(rt, wf__cluster_ops(), "(built in)", NULL, st) ||
       wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st);
   creating = NULL;
   if (rc) {
@@ -344,6 +392,10 @@ wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
 void wf_runtime_free(wf_runtime *rt) {
   if (!rt)
     return;
+  /* A client tells its workers the job is over while plugins (the
+   * transport) are still loaded. */
+  wf__cluster_free(rt);
+  wf__free(rt->transports);
   wf__free(rt->devices);
   /* The registry borrows from the plugins: it goes first, then each plugin
    * is finalised (in reverse load order) and its module closed. */

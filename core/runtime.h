@@ -32,6 +32,16 @@ typedef struct wf__device {
   const char *plugin;
 } wf__device;
 
+/* A transport a plugin provides (weft/cluster.h), normalised to the
+ * current layout (members a smaller def lacks read as NULL). */
+typedef struct wf__transport {
+  wf_transport_def def;
+  const char *plugin;
+  void *plugin_state;
+} wf__transport;
+
+struct wf__cluster;
+
 struct wf_runtime {
   wf_config *cfg;
   wf__registry *reg;
@@ -39,6 +49,10 @@ struct wf_runtime {
   int num_plugins;
   wf__device *devices;
   int num_devices;
+  wf__transport *transports;
+  int num_transports;
+  /* The job this runtime joined (core/cluster.c), NULL before. */
+  struct wf__cluster *_Atomic cluster;
 };
 
 /* A runtime with no plugins at all (tests build on it). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "alloc.h"
 #include "dataset.h"
 #include "executor.h"
@@ -179,6 +180,7 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   }
   s->graph = g;
   s->rt = g->rt;
+  s->state.id = wf__cluster_new_session_id();
   atomic_init(&s->state.cancelled, 0);
   atomic_init(&s->state.step, 0);
   s->state.vars = wf__varstore_new();
@@ -244,6 +246,7 @@ void wf_session_free(wf_session *s) {
   if (!s)
     return;
   wf_session_close(s);
+  wf__cluster_session_closed(s->rt, s->state.id);
   for (int i = 0; i < CACHE_SIZE; i++) {
     wf__exec_release(s->cache[i].x);
     wf__free(s->cache[i].key);

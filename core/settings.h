@@ -32,6 +32,8 @@ struct wf_config {
   int pass_prune, pass_cse, pass_constant_folding, pass_arithmetic,
       pass_fusion, pass_dead_nodes, pass_placement;
   long long constant_folding_max_bytes;
+  int memory_plan;          /* memory_plan = true: arenas and in-place
+                               outputs (core/memplan.h) */
   /* [kernels]: rules over the kernels registered for one device type. An
    * item is LABEL (matches a kernel whose label, or one of its '/'-separated
    * parts, equals it ignoring case) or OP:LABEL (only op OP's kernels;
@@ -41,6 +43,9 @@ struct wf_config {
   /* Where each item of kernel_deny and kernel_prefer was set, for messages:
    * "FILE:LINE", or "config" when a program set it; parallel lists. */
   wf__strlist kernel_deny_at, kernel_prefer_at;
+  /* [cluster] (weft/cluster.h) */
+  wf__strlist cluster_transport; /* transport = mpi | none (empty: first) */
+  int cluster_heartbeat_timeout_ms; /* 0: the default, 10 s */
   /* Files loaded, for messages. */
   wf__strlist files;
 };

@@ -1,8 +1,11 @@
 /* core/tensor.c — reference-counted host tensors: allocated ones (struct and
- * 64-byte-aligned data in one block) and wrapped caller buffers, with a
- * small cache of freed large blocks so that a training or inference loop,
- * which frees and allocates the same sizes every step, reuses memory that is
- * already mapped instead of faulting fresh pages in each time.
+ * 64-byte-aligned data in one block), wrapped caller buffers, and views of
+ * a step's arena (core/memplan.h: struct and buffer belong to the arena,
+ * the last release hands them back), with a small cache of freed large
+ * blocks so that a training or inference loop, which frees and allocates
+ * the same sizes every step, reuses memory that is already mapped instead
+ * of faulting fresh pages in each time. Allocated tensors made for a step
+ * may be counted by its meter until their last release.
  *
  * Device memory, layouts and copies between devices are not handled here. */
 #include <config.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "memplan.h"
 
 /* ---- the block cache ----------------------------------------------------
  *
@@ -166,7 +170,8 @@ static void tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
   t->nbytes = nbytes;
   t->dealloc = NULL;
   t->dealloc_arg = NULL;
-  t->wrapped = 0;
+  t->wrapped = WF__TENSOR_OWNED;
+  t->epoch = 0;
 }
 
 wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,
@@ -202,6 +207,27 @@ wf_tensor *wf__tensor_new_shape(wf_dtype dtype, const wf_shape *shape,
   return wf_tensor_new(dtype, shape->dims, shape->rank, st);
 }
 
+wf_tensor *wf__tensor_new_metered(wf_dtype dtype, const wf_shape *shape,
+                                  wf__meter *m, uint32_t epoch,
+                                  wf_status *st) {
+  wf_tensor *t = wf__tensor_new_shape(dtype, shape, st);
+  if (t && m) {
+    t->dealloc_arg = m;
+    t->epoch = epoch;
+    wf__meter_add(m, t->nbytes);
+  }
+  return t;
+}
+
+void wf__tensor_init_view(wf_tensor *t, wf_dtype dtype, const wf_shape *shape,
+                          void *data, size_t nbytes, wf_dealloc_fn *done,
+                          void *arg) {
+  tensor_fill(t, dtype, shape->dims, shape->rank, data, nbytes);
+  t->dealloc = done;
+  t->dealloc_arg = arg;
+  t->wrapped = WF__TENSOR_VIEW;
+}
+
 wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
                           void *data, size_t len, wf_dealloc_fn *dealloc,
                           void *arg, wf_status *st) {
@@ -231,7 +257,7 @@ wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
   tensor_fill(t, dtype, dims, rank, data, nbytes);
   t->dealloc = dealloc;
   t->dealloc_arg = arg;
-  t->wrapped = 1;
+  t->wrapped = WF__TENSOR_WRAPPED;
   return t;
 
 fail:
@@ -256,13 +282,21 @@ void wf_tensor_release(wf_tensor *t) {
   if (before != 1)
     return;
   atomic_thread_fence(memory_order_acquire);
-  if (t->wrapped) {
+  switch (t->wrapped) {
+  case WF__TENSOR_VIEW:
+    /* The arena owns the struct: it is handed out again from there. */
+    t->dealloc(t->data, t->nbytes, t->dealloc_arg);
+    return;
+  case WF__TENSOR_WRAPPED:
     if (t->dealloc)
       t->dealloc(t->data, t->nbytes, t->dealloc_arg);
     wf__free(t);
     return;
+  default:
+    if (t->dealloc_arg)
+      wf__meter_drop(t->dealloc_arg, t->nbytes, t->epoch);
+    cache_put(t, DATA_OFFSET + t->nbytes);
   }
-  cache_put(t, DATA_OFFSET + t->nbytes);
 }
 
 wf_dtype wf_tensor_dtype(const wf_tensor *t) { return t->dtype; }

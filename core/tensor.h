@@ -12,12 +12,41 @@ struct wf_tensor {
   atomic_long refs;
   void *data; /* 64-byte aligned for host tensors we allocate */
   size_t nbytes;
-  /* Wrapped buffers: called once with (data, nbytes, dealloc_arg) when the
-   * last reference goes; NULL for buffers allocated with the tensor. */
+  /* Wrapped buffers and arena views: called once with (data, nbytes,
+   * dealloc_arg) when the last reference goes; NULL for buffers allocated
+   * with the tensor. */
   wf_dealloc_fn *dealloc;
+  /* Wrapped buffers and views: dealloc's argument. Buffers allocated with
+   * the tensor: the wf__meter counting it, or NULL. */
   void *dealloc_arg;
-  int wrapped;          /* the buffer is not the core's (wf_tensor_wrap) */
+  int wrapped;          /* WF__TENSOR_*: whose the buffer and the struct are */
+  uint32_t epoch;       /* the meter's step when the tensor was counted */
 };
+
+/* wf_tensor.wrapped. Only OWNED and VIEW buffers may ever be written over
+ * an input in place: a wrapped buffer may be shared with its parent or be
+ * the caller's. Anything but OWNED counts as "not the core's" for code that
+ * must copy what it keeps (a variable's value). */
+#define WF__TENSOR_OWNED 0   /* struct and buffer in one core block */
+#define WF__TENSOR_WRAPPED 1 /* wf_tensor_wrap: someone else's buffer */
+#define WF__TENSOR_VIEW 2    /* a planned output: the struct and buffer belong
+                                to a step's arena (core/memplan.h); the last
+                                release calls dealloc and frees nothing */
+
+/* Counts the bytes of live OWNED tensors made for the steps of one step
+ * state (core/memplan.c): what a step allocated beyond its arena. */
+typedef struct wf__meter wf__meter;
+
+/* Makes t (storage the caller owns) a VIEW of nbytes at data, with one
+ * reference; done(data, nbytes, arg) runs when the last one goes. */
+void wf__tensor_init_view(wf_tensor *t, wf_dtype dtype, const wf_shape *shape,
+                          void *data, size_t nbytes, wf_dealloc_fn *done,
+                          void *arg);
+
+/* A new OWNED tensor like wf__tensor_new_shape, counted by m (may be NULL)
+ * from now until its last release, for m's step `epoch`. */
+wf_tensor *wf__tensor_new_metered(wf_dtype dtype, const wf_shape *shape,
+                                  wf__meter *m, uint32_t epoch, wf_status *st);
 
 /* wf_tensor_new taking a wf_shape (the host table's form); the shape must be
  * fully known. */

@@ -37,10 +37,33 @@ static _Thread_local int current_worker = -1;
 
 int wf__pool_current_worker(void) { return current_worker; }
 
+/* This process's place among the processes a launcher started on this
+ * host (Open MPI, MPICH's Hydra): *rank of *size; 0 of 1 when none did. */
+static void local_share(int *rank, int *size) {
+  static const char *const vars[][2] = {
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}};
+  *rank = 0;
+  *size = 1;
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *r = getenv(vars[i][0]), *n = getenv(vars[i][1]);
+    if (!r || !n)
+      continue;
+    int ri = atoi(r), ni = atoi(n);
+    if (ni >= 1 && ri >= 0 && ri < ni) {
+      *rank = ri;
+      *size = ni;
+    }
+    return;
+  }
+}
+
 int wf__num_cores(void) {
   static int cached;
   if (cached > 0)
     return cached;
+  int lrank, lsize;
+  local_share(&lrank, &lsize);
   hwloc_topology_t t;
   int n = 1;
   if (hwloc_topology_init(&t) == 0) {
@@ -53,6 +76,8 @@ int wf__num_cores(void) {
     }
     hwloc_topology_destroy(t);
   }
+  /* Processes of one job on this host share its cores. */
+  n = n / lsize > 0 ? n / lsize : 1;
   cached = n;
   return n;
 }
@@ -70,12 +95,20 @@ static void pin_self(wf__pool *p, int index) {
   int ncores = pool_cores(p);
   if (ncores < 1)
     return;
+  int at = index % ncores;
+  if (!p->only) {
+    /* Several processes of a job on this host: each pins within its own
+     * share of the cores, not all from core 0. */
+    int lrank, lsize;
+    local_share(&lrank, &lsize);
+    int share = ncores / lsize > 0 ? ncores / lsize : 1;
+    at = (lrank * share + index % share) % ncores;
+  }
   hwloc_obj_t core =
       p->only ? hwloc_get_obj_inside_cpuset_by_type(p->topo, p->only,
                                                     HWLOC_OBJ_CORE,
-                                                    (unsigned)(index % ncores))
-              : hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE,
-                                      (unsigned)(index % ncores));
+                                                    (unsigned)at)
+              : hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE, (unsigned)at);
   if (!core || !core->cpuset)
     return;
   hwloc_cpuset_t set = hwloc_bitmap_dup(core->cpuset);

@@ -26,7 +26,10 @@ int wf__pool_submit(wf__pool *p, wf__task_fn *fn, void *arg);
 int wf__pool_size(const wf__pool *p);
 /* Index of the calling worker thread in its pool, or -1 for other threads. */
 int wf__pool_current_worker(void);
-/* Number of cores (hwloc), at least 1. */
+/* The cores this process should use, at least 1: the host's (hwloc),
+ * divided among the processes a launcher started on this host
+ * (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS). Pools that pin place
+ * their threads within this process's share. */
 int wf__num_cores(void);
 
 #endif

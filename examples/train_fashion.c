@@ -9,6 +9,20 @@
  *   examples/train_fashion --checkpoints run/ckpt --export run/model \
  *       --sample run/sample.npy      # then: weft run run/model \
  *                                    #   --input image=run/sample.npy
+ *   mpirun -np 2 examples/train_fashion --model mlp --data-parallel
+ *
+ * With --data-parallel every process of the MPI job trains a replica
+ * (weft/parallel.h): --batch is the global batch, each task takes batch /
+ * tasks samples of it from its shard of the (identically shuffled) data,
+ * gradients are averaged over the job every step, and the replicas start
+ * from task 0's initial weights. An epoch is floor(samples / batch) steps
+ * on every task. Only task 0 prints (its own shard's loss in the progress
+ * line), evaluates and exports; every task saves its checkpoints in
+ * DIR/task-K (its input position is its own), and --resume, in a new job
+ * of the same size, continues from the newest step all tasks saved. Each
+ * task runs
+ * --threads executor threads (default 1 with --data-parallel) and one
+ * intra-op thread, so that the tasks on one host share its cores.
  *
  * With --checkpoints DIR it saves a checkpoint (variables, Adam's slots,
  * the global step, the random streams' step counter and both input
@@ -55,6 +69,7 @@ typedef struct options {
   const char *export_dir; /* saved model */
   const char *sample;     /* .npy of test images */
   const char *graph_file; /* the whole graph, as a graph file */
+  int data_parallel;      /* one replica per task of the MPI job */
 } options;
 
 static void check(int failed, wf_status *st, const char *what) {
@@ -94,9 +109,12 @@ static wf_output build_net(wf_model *m, const options *o, wf_output x,
 /* Images and labels of one Fashion-MNIST split as batches: the idx reader
  * pairs each images file with its labels file; pixels become float32 in
  * [0, 1] and labels int32. Training batches are shuffled; `shards` > 1
- * keeps every shards-th sample (a quick subset). */
+ * keeps every shards-th sample (a quick subset). task_batch > 0: training
+ * batches of this task of a data-parallel job, from its shard of the data
+ * shuffled alike on every task. */
 static wf_dataset *fashion(wf_runtime *rt, const options *o, const char *split,
-                           int train, int64_t shards, wf_status *st) {
+                           int train, int64_t shards, int64_t task_batch,
+                           wf_status *st) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte.gz", o->data, split);
   wf_attr_item pair = {"label_file",
@@ -107,7 +125,12 @@ static wf_dataset *fashion(wf_runtime *rt, const options *o, const char *split,
   ds = wf_dataset_cache(ds, st); /* decompress once, not every epoch */
   if (train)
     ds = wf_dataset_shuffle(ds, 60000, o->seed, st);
-  ds = wf_dataset_batch(ds, train ? o->batch : 500, 0, st);
+  if (train && task_batch > 0) {
+    ds = wf_dataset_shard_by_task(ds, rt, st);
+    ds = wf_dataset_batch(ds, task_batch, 1, st);
+  } else {
+    ds = wf_dataset_batch(ds, train ? o->batch : 500, 0, st);
+  }
   ds = wf_dataset_map_scale(ds, "image", 1.0 / 255.0, 0.0, st);
   ds = wf_dataset_map_cast(ds, "label", WF_INT32, st);
   return wf_dataset_prefetch(ds, 4, st);
@@ -237,10 +260,61 @@ static int64_t checkpoint_step(const char *path, wf_status *st) {
   return step;
 }
 
-static void save_checkpoint(wf_session *s, const options *o, int64_t step,
-                            wf_status *st) {
-  check(wf_checkpoint_save_dir(s, o->checkpoints, step, 3, st), st,
+/* Where this task keeps its checkpoints: DIR, or DIR/task-K for each task
+ * of a data-parallel job (the variables are the same on every task, but
+ * each task's input position is its own). */
+static void checkpoint_dir(const options *o, int32_t task, char *buf,
+                           size_t len) {
+  if (o->data_parallel)
+    snprintf(buf, len, "%s/task-%d", o->checkpoints, (int)task);
+  else
+    snprintf(buf, len, "%s", o->checkpoints);
+}
+
+static void save_checkpoint(wf_session *s, const options *o, int32_t task,
+                            int64_t step, wf_status *st) {
+  char dir[1024];
+  checkpoint_dir(o, task, dir, sizeof dir);
+  check(wf_checkpoint_save_dir(s, dir, step, 3, st), st,
         "saving a checkpoint");
+}
+
+/* The checkpoint to resume from: the newest one, or for a data-parallel
+ * job the newest step every task saved (a job that died between two tasks'
+ * saves resumes from the step before). Every task computes the same step
+ * from the same directories. NOT_FOUND when there is none. */
+static int resume_point(const options *o, int32_t task, int32_t tasks,
+                        char *path, size_t len, wf_status *st) {
+  char dir[1024];
+  if (!o->data_parallel)
+    return wf_checkpoint_latest(o->checkpoints, path, len, st);
+  int64_t best = -1, *mine = NULL;
+  int nmine = 0;
+  checkpoint_dir(o, 0, dir, sizeof dir);
+  if (wf_checkpoint_list(dir, &mine, &nmine, st))
+    return wf_status_code(st);
+  for (int i = 0; i < nmine; i++) {
+    int everywhere = 1;
+    for (int32_t t = 1; t < tasks && everywhere; t++) {
+      int64_t *steps = NULL;
+      int n = 0, found = 0;
+      checkpoint_dir(o, t, dir, sizeof dir);
+      if (wf_checkpoint_list(dir, &steps, &n, st) == WF_OK)
+        for (int k = 0; k < n; k++)
+          found |= steps[k] == mine[i];
+      free(steps);
+      everywhere = found;
+    }
+    if (everywhere && mine[i] > best)
+      best = mine[i];
+  }
+  free(mine);
+  if (best < 0)
+    return wf_status_set(st, WF_NOT_FOUND,
+                         "no checkpoint step saved by all %d tasks",
+                         (int)tasks);
+  checkpoint_dir(o, task, dir, sizeof dir);
+  return wf_checkpoint_path(dir, best, path, len, st);
 }
 
 static void progress(int epoch, const options *o, int done, int total,
@@ -271,13 +345,15 @@ static void usage(FILE *f) {
              "                     [--checkpoints DIR [--checkpoint-every N] "
              "[--resume]]\n"
              "                     [--export DIR] [--sample FILE.npy] "
-             "[--save-graph FILE]\n");
+             "[--save-graph FILE]\n"
+             "                     [--data-parallel]  (under mpirun: one "
+             "replica per process)\n");
 }
 
 int main(int argc, char **argv) {
-  options o = {"cnn", 128, 3, 64, 0, 2, 0, 42, 0,
+  options o = {"cnn", 128, 3, 64, 0, 0, 0, 42, 0,
                "/usr/share/datasets/fashion-mnist", NULL, NULL, 0, 0,
-               NULL, NULL, NULL};
+               NULL, NULL, NULL, 0};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"units", required_argument, NULL, 'u'},
@@ -296,6 +372,7 @@ int main(int argc, char **argv) {
       {"export", required_argument, NULL, 'x'},
       {"sample", required_argument, NULL, 'S'},
       {"save-graph", required_argument, NULL, 'G'},
+      {"data-parallel", no_argument, NULL, 'P'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -318,10 +395,14 @@ int main(int argc, char **argv) {
     case 'x': o.export_dir = optarg; break;
     case 'S': o.sample = optarg; break;
     case 'G': o.graph_file = optarg; break;
+    case 'P': o.data_parallel = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
+  if (o.threads == 0)
+    o.threads = o.data_parallel ? 1 : 2;
+
   if ((strcmp(o.model, "mlp") && strcmp(o.model, "cnn") &&
        strcmp(o.model, "rnn")) ||
       o.units < 1 || o.epochs < 1 || o.batch < 1 || o.threads < 1 ||
@@ -341,14 +422,30 @@ int main(int argc, char **argv) {
   char threads[16];
   snprintf(threads, sizeof threads, "%d", o.threads);
   check(wf_config_set(cfg, "threads", "inter_op", threads, st), st, "config");
+  /* The core splits all of the host's cores in every process: tasks that
+   * share a host keep to their executor threads. */
+  if (o.data_parallel)
+    check(wf_config_set(cfg, "threads", "intra_op", "1", st) ||
+              wf_config_set(cfg, "threads", "pin", "false", st),
+          st, "config");
   wf_runtime *rt = wf_runtime_new(cfg, st);
   check(rt == NULL, st, "runtime");
   wf_config_free(cfg);
 
+  /* This process's place in a data-parallel job; task 0 alone otherwise. */
+  int32_t task = 0, tasks = 1;
+  int64_t task_batch = 0;
+  if (o.data_parallel) {
+    check(wf_runtime_cluster(rt, &task, &tasks, st), st, "joining the job");
+    check(wf_parallel_task_batch(rt, o.batch, &task_batch, st), st,
+          "--batch");
+  }
+  int lead = task == 0; /* prints, evaluates, saves */
+
   /* The data: a subset keeps every k-th training sample. */
   int64_t shards = o.limit > 0 && o.limit < 60000 ? 60000 / o.limit : 1;
-  wf_dataset *train = fashion(rt, &o, "train", 1, shards, st);
-  wf_dataset *test = fashion(rt, &o, "t10k", 0, 1, st);
+  wf_dataset *train = fashion(rt, &o, "train", 1, shards, task_batch, st);
+  wf_dataset *test = fashion(rt, &o, "t10k", 0, 1, 0, st);
   check(!train || !test, st, "data set");
   int64_t ntrain = 0, ntest = 0;
   {
@@ -383,6 +480,9 @@ int main(int argc, char **argv) {
   check(loss.node == NULL, st, "loss");
   wf_optimizer opt = wf_optimizer_defaults(WF_OPT_ADAM);
   opt.learning_rate = o.lr;
+  if (o.data_parallel)
+    check(wf_model_set_data_parallel(m, 0, st) != WF_OK, st,
+          "data parallel");
   wf_node *train_op = wf_model_minimize(m, loss, &opt, st);
   check(train_op == NULL, st, "optimizer");
   wf_model_begin(m, 0);
@@ -402,12 +502,12 @@ int main(int argc, char **argv) {
   check(test_n.node == NULL, st, "batch size");
   wf_node *init = wf_model_init_op(m, st);
   check(init == NULL, st, "init");
-  if (o.graph_file) {
+  if (o.graph_file && lead) {
     check(wf_graph_save(g, o.graph_file, st), st, o.graph_file);
     printf("graph written to %s (training step: fetch %s, target %s)\n",
            o.graph_file, wf_node_name(loss.node), wf_node_name(train_op));
   }
-  if (o.dot) {
+  if (o.dot && lead) {
     check(wf_graph_write_dot_passes(g, NULL, 0, &loss, 1, &train_op, 1, o.dot,
                                     st),
           st, "writing the graphs");
@@ -426,13 +526,14 @@ int main(int argc, char **argv) {
    * (and the rest of the training state) from the newest good checkpoint. */
   int64_t start = 0;
   char ckpt[1024];
-  if (o.resume && wf_checkpoint_latest(o.checkpoints, ckpt, sizeof ckpt, st) ==
-                      WF_OK) {
+  if (o.resume &&
+      resume_point(&o, task, tasks, ckpt, sizeof ckpt, st) == WF_OK) {
     check(wf_session_restore(s, ckpt, NULL, st), st, ckpt);
     start = checkpoint_step(ckpt, st);
-    printf("resumed from %s (step %lld)\n", ckpt, (long long)start);
+    if (lead)
+      printf("resumed from %s (step %lld)\n", ckpt, (long long)start);
   } else {
-    if (o.resume)
+    if (o.resume && lead)
       printf("no checkpoint to resume from in %s (%s): starting afresh\n",
              o.checkpoints, wf_status_message(st));
     check(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1,
@@ -445,16 +546,28 @@ int main(int argc, char **argv) {
   wf_callable *eval = wf_session_prepare(s, NULL, 0, eval_out, 2, NULL, 0, st);
   check(eval == NULL, st, "preparing evaluation");
 
-  if (!o.quiet)
+  if (!o.quiet && lead)
     printf("%s on Fashion-MNIST: %lld training samples, %lld test samples, "
            "batch %d, Adam lr %g, %d threads\n",
            o.model, (long long)ntrain, (long long)ntest, o.batch, o.lr,
            o.threads);
+  if (!o.quiet && lead && o.data_parallel)
+    printf("data parallel: %d tasks, %lld samples of each batch per task\n",
+           (int)tasks, (long long)task_batch);
 
   /* Training: each run takes the next batch; the end of the data is the
    * end of the epoch (OUT_OF_RANGE), and a reset starts the next pass in a
-   * new order. */
-  int64_t per_epoch = (ntrain + o.batch - 1) / o.batch, step_no = start;
+   * new order. Data-parallel tasks stop after the last whole global batch,
+   * all at the same step, since each waits for the others every step. */
+  int64_t per_epoch = o.data_parallel ? ntrain / o.batch
+                                      : (ntrain + o.batch - 1) / o.batch;
+  int64_t step_no = start;
+  if (per_epoch < 1) {
+    fprintf(stderr, "train_fashion: %lld training samples make no batch of "
+                    "%d\n",
+            (long long)ntrain, o.batch);
+    return 1;
+  }
   double t_train = now();
   for (int epoch = (int)(start / per_epoch) + 1; epoch <= o.epochs; epoch++) {
     double t0 = now(), last = 0, loss_avg = 0;
@@ -462,6 +575,8 @@ int main(int argc, char **argv) {
                    ? (int)(start % per_epoch) * o.batch
                    : 0;
     for (;;) {
+      if (o.data_parallel && step_no - (epoch - 1) * per_epoch >= per_epoch)
+        break;
       wf_tensor *lv = NULL;
       int rc = wf_callable_run(step, NULL, NULL, &lv, NULL, st);
       if (rc == WF_OUT_OF_RANGE)
@@ -476,26 +591,27 @@ int main(int argc, char **argv) {
       step_no++;
       /* Mid-epoch checkpoints; one that would fall on the epoch's last
        * batch is left to the end of the epoch (after the reset). */
-      if (o.checkpoints && o.checkpoint_every &&
+      if ((lead || o.data_parallel) && o.checkpoints && o.checkpoint_every &&
           step_no % o.checkpoint_every == 0 && step_no % per_epoch != 0)
-        save_checkpoint(s, &o, step_no, st);
-      if (!o.quiet && isatty(STDOUT_FILENO) && now() - last > 0.25) {
+        save_checkpoint(s, &o, task, step_no, st);
+      if (!o.quiet && lead && isatty(STDOUT_FILENO) && now() - last > 0.25) {
         last = now();
         progress(epoch, &o, seen, (int)ntrain, t0, loss_avg, 0);
       }
     }
-    if (!o.quiet)
+    if (!o.quiet && lead)
       progress(epoch, &o, seen, (int)ntrain, t0, loss_avg, 1);
     check(wf_iterator_reset(train_it, st), st, "next epoch");
-    if (o.checkpoints)
-      save_checkpoint(s, &o, step_no, st);
+    if ((lead || o.data_parallel) && o.checkpoints)
+      save_checkpoint(s, &o, task, step_no, st);
   }
   double train_s = now() - t_train;
 
-  /* Test accuracy over the whole test set. */
+  /* Test accuracy over the whole test set (by task 0: the replicas are
+   * equal). */
   double correct = 0;
   int64_t counted = 0;
-  for (;;) {
+  for (; lead;) {
     wf_tensor *v[2] = {NULL, NULL};
     int rc = wf_callable_run(eval, NULL, NULL, v, NULL, st);
     if (rc == WF_OUT_OF_RANGE)
@@ -507,17 +623,18 @@ int main(int argc, char **argv) {
     wf_tensor_release(v[0]);
     wf_tensor_release(v[1]);
   }
-  printf("test accuracy %.4f (%lld samples) after %d epoch(s), training took "
-         "%.1f s (%.0f samples/s)\n",
-         correct / (counted ? counted : 1), (long long)counted, o.epochs,
-         train_s, (double)(step_no - start) * o.batch / train_s);
+  if (lead)
+    printf("test accuracy %.4f (%lld samples) after %d epoch(s), training "
+           "took %.1f s (%.0f samples/s)\n",
+           correct / (counted ? counted : 1), (long long)counted, o.epochs,
+           train_s, (double)(step_no - start) * o.batch / train_s);
 
-  if (o.checkpoints)
+  if (lead && o.checkpoints)
     printf("checkpoints in %s (last: step %lld)\n", o.checkpoints,
            (long long)step_no);
-  if (o.export_dir)
+  if (lead && o.export_dir)
     export_model(s, &sv, o.export_dir, st);
-  if (o.sample)
+  if (lead && o.sample)
     write_sample(s, &sv, test, o.sample, 8, st);
 
   wf_callable_free(step);

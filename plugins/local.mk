@@ -29,3 +29,4 @@ include plugins/readers/tfrecord/local.mk
 include plugins/readers/fixed/local.mk
 include plugins/ops/rnn/local.mk
 include plugins/devices/cuda/local.mk
+include plugins/transports/mpi/local.mk

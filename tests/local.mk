@@ -46,3 +46,7 @@ include tests/sdk/local.mk
 AM_TESTS_ENVIRONMENT += \
 	ASAN_OPTIONS="intercept_tls_get_addr=0$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}"; \
 	export ASAN_OPTIONS;
+include tests/transports/data_parallel.mk
+include tests/transports/task_split.mk
+include tests/transports/collectives.mk
+include tests/session/memory_plan.mk

@@ -15,11 +15,13 @@ typedef int weft_cmd_main(int argc, char **argv, const char *config);
 int weft_cmd_graph(int argc, char **argv, const char *config);
 int weft_cmd_ckpt(int argc, char **argv, const char *config);
 int weft_cmd_run(int argc, char **argv, const char *config);
+int weft_cmd_worker(int argc, char **argv, const char *config);
 
 /* Each command's one-line summary and full help (printed for --help). */
 extern const char weft_graph_summary[], weft_graph_help[];
 extern const char weft_ckpt_summary[], weft_ckpt_help[];
 extern const char weft_run_summary[], weft_run_help[];
+extern const char weft_worker_summary[], weft_worker_help[];
 
 /* A runtime with the config at path (NULL: $WEFT_CONFIG, then the installed
  * weft.conf). Prints the reason on stderr and returns NULL on failure. */

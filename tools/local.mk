@@ -3,6 +3,6 @@
 # their own (tools/commands.h).
 bin_PROGRAMS += tools/weft
 tools_weft_SOURCES = tools/weft.c tools/commands.h \
-	tools/cmd_graph.c tools/cmd_ckpt.c tools/cmd_run.c
+	tools/cmd_graph.c tools/cmd_ckpt.c tools/cmd_run.c tools/cmd_worker.c
 tools_weft_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tools_weft_LDADD = core/libweft.la $(JANSSON_LIBS)

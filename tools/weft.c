@@ -1169,6 +1169,7 @@ static const own_command own_commands[] = {
     {"graph", weft_cmd_graph, weft_graph_summary, weft_graph_help},
     {"ckpt", weft_cmd_ckpt, weft_ckpt_summary, weft_ckpt_help},
     {"run", weft_cmd_run, weft_run_summary, weft_run_help},
+    {"worker", weft_cmd_worker, weft_worker_summary, weft_worker_help},
 };
 
 #define NUM_OWN_COMMANDS (int)(sizeof own_commands / sizeof own_commands[0])

@@ -34,6 +34,11 @@
 #define BUILTIN_KERNELS builtin_count(1)
 
 /* Whether r's plugin called name is one of the core's own. */
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* "MAJOR.MINOR" of this core, as the loader words refusals. */
+#define OUR_ABI STR(WF_ABI_MAJOR) "." STR(WF_ABI_MINOR)
 static int is_builtin(wf_runtime *r, const char *name) {
   for (int i = 0; i < wf_runtime_plugin_count(r); i++) {
     wf_plugin_info p;
@@ -281,7 +286,7 @@ static void test_loader_refuses_other_abi_major(void **state) {
   (void)state;
   /* Its name cannot be trusted: the file names it. */
   assert_refused(rt, "abi_major", WF_PLUGIN_REFUSED, PLUGIN("abi_major"),
-                 "built for plugin ABI 2.0, this weft has 1.0", NULL);
+                 "built for plugin ABI 2.0, this weft has " OUR_ABI, NULL);
   info = plugin_info(rt, "abi_major");
   assert_int_equal(info.abi_major, WF_ABI_MAJOR + 1);
   assert_null(info.version);
@@ -388,7 +393,7 @@ static void test_loader_strict_turns_a_refusal_into_an_error(void **state) {
     const char *path;
     const char *why;
   } cases[] = {
-      {PLUGIN("abi_major"), "built for plugin ABI 2.0, this weft has 1.0"},
+      {PLUGIN("abi_major"), "built for plugin ABI 2.0, this weft has " OUR_ABI},
       {PLUGIN("init_fails"), "init failed: cannot open"},
       {PLUGIN("no_entry"), "no entry point"},
       {PLUGIN("needs_good"), "requires plugin 'test-good'"},

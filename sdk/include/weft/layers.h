@@ -73,7 +73,9 @@ WF_API wf_output wf_model_variable(wf_model *m, const char *name,
                                    int rank, wf_init init, double init_value,
                                    int trainable, wf_status *st);
 /* A node that, run as a target, initialises every variable created so far
- * (slots of optimizers included). Build it after the optimizer. */
+ * (slots of optimizers included). Build it after the optimizer. After a
+ * data-parallel minimize it also sets every variable to task 0's value
+ * once initialised (a Broadcast: every task of the job must run it). */
 WF_API wf_node *wf_model_init_op(wf_model *m, wf_status *st);
 WF_API int wf_model_num_variables(const wf_model *m);
 /* Name (borrowed), handle output and whether variable i is trainable. */
@@ -201,8 +203,20 @@ typedef struct wf_optimizer {
  * SGD: lr 0.01; ...). */
 WF_API wf_optimizer wf_optimizer_defaults(wf_optimizer_kind kind);
 
+/* Makes m a replica of a data-parallel job (weft/parallel.h): the
+ * gradients wf_model_minimize builds are averaged over the tasks of the job
+ * before clipping, in AllReduce buckets of at most bucket_bytes (<= 0: the
+ * default, WF_PARALLEL_BUCKET_BYTES), and the init op ends with a
+ * broadcast of task 0's variables. Call it before wf_model_minimize.
+ * NOT_FOUND when no loaded plugin provides AllReduce and Broadcast. */
+WF_API int wf_model_set_data_parallel(wf_model *m, int64_t bucket_bytes,
+                                      wf_status *st);
+
 /* Adds the training step for loss: gradients of loss with respect to every
- * trainable variable read in the training pass, optional clipping, the
+ * trainable variable read in the training pass, their mean over the tasks
+ * of the job when m is data-parallel (fused AllReduce buckets; a
+ * sparse gradient is made dense first, so its variable gets the dense
+ * update; see weft/parallel.h), optional clipping, the
  * schedule, one fused apply op per variable (sparse where the gradient is),
  * the batch-norm moving-average updates, and the global step increment.
  * Returns the node to run as a target each step. */

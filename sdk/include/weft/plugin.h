@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 0
+#define WF_ABI_MINOR 1
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -292,6 +292,60 @@ typedef struct wf_pass_def {
 } wf_pass_def;
 
 /* ------------------------------------------------------------------------ */
+/* Transports (since 1.1)                                                   */
+
+/* A transport joins the processes of one job: tasks 0 .. size-1, task 0
+ * being the client that builds graphs and runs sessions, the others
+ * workers (weft/cluster.h). It carries byte messages between tasks, each
+ * under a 128-bit key that the core chooses (a channel and a sequence, or
+ * a step and a transfer): a receive takes the one message from its source
+ * with its key, whatever the order in which messages arrive, so concurrent
+ * steps and several tensors never mix. The plugin also registers whatever
+ * collective ops it provides (AllReduce, ...) as ordinary ops.
+ *
+ * Every function may be called from any thread once open returned. */
+
+/* Completion of a receive, called once from the transport's own thread:
+ * code 0 with the message (data valid during the call only), or a status
+ * code and why (the peer failed, the receive was cancelled, ...). */
+typedef void wf_transport_recv_fn(void *arg, int32_t code, const char *why,
+                                  const void *data, size_t n);
+
+typedef struct wf_transport_def {
+  WF_STRUCT_HEADER;
+  const char *name; /* "mpi": what [cluster] transport names */
+  const char *doc;
+  /* Joins the job (a process joins once; later opens from other runtimes
+   * share it). *tp is the transport's handle for the calls below. */
+  int (*open)(void *plugin_state, void **tp, wf_status *st);
+  int32_t (*rank)(void *tp);
+  int32_t (*size)(void *tp);
+  /* Queues n bytes for task dst under key (hi, lo); data may be reused as
+   * soon as send returns. Messages from one task to another under
+   * different keys may arrive in any order. */
+  int (*send)(void *tp, int32_t dst, uint64_t key_hi, uint64_t key_lo,
+              const void *data, size_t n, wf_status *st);
+  /* Asks for the message from task src under key (hi, lo): done(arg, ...)
+   * runs once, when it arrives (at once if it already has) or when the
+   * receive fails or is cancelled. One receive per (src, key). */
+  int (*recv)(void *tp, int32_t src, uint64_t key_hi, uint64_t key_lo,
+              wf_transport_recv_fn *done, void *arg, wf_status *st);
+  /* Completes every pending receive whose key_hi equals key_hi with code
+   * and why, and drops messages under that key_hi that arrive later or
+   * arrived unclaimed (a step that failed). */
+  void (*cancel)(void *tp, uint64_t key_hi, int32_t code, const char *why);
+  /* Milliseconds since anything was last heard from task (the transport
+   * exchanges heartbeats while open); -1 for this task itself. */
+  int64_t (*silent_ms)(void *tp, int32_t task);
+  /* Ends the whole job at once with an exit code (a task that cannot go
+   * on and cannot tell the others). */
+  void (*abort)(void *tp, int32_t code);
+  /* Leaves the job: the last close of the process shuts the transport
+   * down, after every queued send went out. */
+  void (*close)(void *tp);
+} wf_transport_def;
+
+/* ------------------------------------------------------------------------ */
 /* The host table                                                           */
 
 #define WF_LOG_ERROR 0
@@ -460,6 +514,8 @@ typedef struct wf_plugin_desc {
   int (*init)(const wf_host *host, void **state, wf_status *st);
   /* Optional: called when the core unloads the plugin. */
   void (*fini)(void *state);
+  /* -- since 1.1 -- */
+  const wf_transport_def *const *transports;
 } wf_plugin_desc;
 
 /* The entry point's name and type. */

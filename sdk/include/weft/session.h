@@ -123,6 +123,15 @@ WF_API const char *wf_run_metadata_node_kernel_plugin(
     const wf_run_metadata *md, int i);
 /* Wall time of the step in nanoseconds. */
 WF_API int64_t wf_run_metadata_step_ns(const wf_run_metadata *md);
+/* The most bytes the step held at once on a device ("cpu:0"; NULL or ""
+ * for the sum over every device the step used): its planned arena (the
+ * outputs memory planning placed, see the config's [passes] memory_plan)
+ * plus the outputs it allocated otherwise, at their peak. Outputs of
+ * earlier steps that are still alive and a kernel's scratch memory are not
+ * counted. 0 for a device the step did not use. Recorded by every run that
+ * is given metadata, whatever its trace level. */
+WF_API int64_t wf_run_metadata_peak_bytes(const wf_run_metadata *md,
+                                          const char *device);
 /* A device request that could not be met (soft placement): the node runs
  * on `device` instead of `requested`, for `reason`. Every run that is given
  * metadata lists these, whatever its trace level. Strings are borrowed
@@ -152,8 +161,8 @@ WF_API const char *wf_run_metadata_note(const wf_run_metadata *md, int i);
 /* Writes the node timings as Chrome trace-event JSON (chrome://tracing,
  * Perfetto): one complete event per node with args op, device, kernel,
  * kernel_plugin, output_bytes (and requested and placement for a node that
- * fell back from its device request); otherData holds step_ns, placements
- * and notes. Errors name the file. */
+ * fell back from its device request); otherData holds step_ns, peak_bytes
+ * (per device), placements and notes. Errors name the file. */
 WF_API int wf_run_metadata_write_trace(const wf_run_metadata *md,
                                        const char *path, wf_status *st);
 

@@ -1,0 +1,24 @@
+# plugins/transports/mpi: the MPI transport plugin (module transport_mpi),
+# built and installed when configure found Open MPI (pkg-config ompi-c,
+# Debian's libopenmpi-dev; --without-mpi leaves it out). It reaches the
+# core only through the host table and links libmpi itself (-z defs in
+# PLUGIN_LDFLAGS proves it). Like the CUDA plugin it is always a shared
+# module: a process joins the MPI job once and the module then stays loaded
+# until exit. It is one of the build tree's default plugins; loading it
+# does not start MPI (docs/distributed.md says when a process joins).
+EXTRA_DIST += plugins/transports/mpi/README.md
+if HAVE_MPI
+pkgplugin_LTLIBRARIES += plugins/transports/mpi/transport_mpi.la
+WF_PLUGIN_MODULES += plugins/transports/mpi/transport_mpi.la
+plugins_transports_mpi_transport_mpi_la_SOURCES = \
+	plugins/transports/mpi/mpi_plugin.c \
+	plugins/transports/mpi/mpi_plugin.h \
+	plugins/transports/mpi/mpi_transport.c \
+	plugins/transports/mpi/mpi_collectives.c \
+	plugins/transports/mpi/mpi_coll_progress.h \
+	plugins/transports/mpi/mpi_coll_progress.c
+plugins_transports_mpi_transport_mpi_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
+	$(MPI_CFLAGS)
+plugins_transports_mpi_transport_mpi_la_LIBADD = $(MPI_LIBS) $(PTHREAD_LIBS)
+plugins_transports_mpi_transport_mpi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+endif

@@ -1,0 +1,174 @@
+/* plugins/transports/mpi/mpi_plugin.c — the MPI transport plugin: its
+ * description, and the process's membership of the MPI job.
+ *
+ * Loading the plugin does not start MPI: a process joins the job when the
+ * core opens the transport (weft/cluster.h) or a collective op's kernel is
+ * set up, and leaves it at exit. Because MPI can be initialised only once
+ * per process, the plugin then stays in memory even when a runtime unloads
+ * it (dlopen with RTLD_NODELETE), and the exit handler stops the plugin's
+ * threads before MPI_Finalize. */
+#include <config.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_plugin.h"
+
+const wf_host *wf__mpi_host;
+
+static pthread_mutex_t join_mu = PTHREAD_MUTEX_INITIALIZER;
+static wf__mpi_job job;
+static const wf__mpi_job *_Atomic joined;
+
+const char *wf__mpi_error_string(int err, char *buf, int len) {
+  int n = 0;
+  if (MPI_Error_string(err, buf, &n) != MPI_SUCCESS || n <= 0)
+    snprintf(buf, (size_t)len, "MPI error %d", err);
+  return buf;
+}
+
+const wf__mpi_job *wf__mpi_joined(void) { return joined; }
+
+static void leave_job(void) {
+  if (!joined)
+    return;
+  /* MPI_Finalize waits for every process of the job: with one gone it
+   * would hang, so a process that saw a task die leaves without it. */
+  int task;
+  int64_t silent;
+  int lost = wf__mpi_transport_lost(&task, &silent);
+  wf__mpi_transport_stop();
+  wf__mpi_collectives_stop();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return;
+  if (lost) {
+    wf__mpi_host->log(WF_LOG_WARNING, "transport-mpi",
+                      "task %d has been silent for %.1f s: leaving the job "
+                      "without MPI_Finalize",
+                      task, (double)silent / 1000.0);
+    return;
+  }
+  MPI_Comm_free(&job.p2p);
+  MPI_Comm_free(&job.coll);
+  if (job.we_initialised)
+    MPI_Finalize();
+}
+
+/* Keeps this module (and so libmpi) loaded until the process exits. */
+static int stay_resident(wf_status *st) {
+  Dl_info info;
+  if (!dladdr((void *)&wf__mpi_join, &info) || !info.dli_fname) {
+    wf__mpi_host->status_set(st, WF_INTERNAL,
+                             "mpi: cannot find the plugin's own file");
+    return -1;
+  }
+  /* Statically linked into the program: nothing can unload it. */
+  if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+    return 0;
+  return 0;
+}
+
+const wf__mpi_job *wf__mpi_join(wf_status *st) {
+  if (joined)
+    return joined;
+  pthread_mutex_lock(&join_mu);
+  if (joined) {
+    pthread_mutex_unlock(&join_mu);
+    return joined;
+  }
+  char msg[MPI_MAX_ERROR_STRING];
+  int inited = 0, finalized = 0, provided = 0, err;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    wf__mpi_host->status_set(st, WF_FAILED_PRECONDITION,
+                             "mpi: MPI was already finalized in this process");
+    goto fail;
+  }
+  if (stay_resident(st))
+    goto fail;
+  if (!inited) {
+    err = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    if (err != MPI_SUCCESS) {
+      wf__mpi_host->status_set(st, WF_UNAVAILABLE,
+                               "mpi: MPI_Init_thread failed: %s",
+                               wf__mpi_error_string(err, msg, sizeof msg));
+      goto fail;
+    }
+    job.we_initialised = 1;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    wf__mpi_host->status_set(
+        st, WF_FAILED_PRECONDITION,
+        "mpi: this MPI provides thread level %d, weft needs "
+        "MPI_THREAD_MULTIPLE (%d)%s",
+        provided, MPI_THREAD_MULTIPLE,
+        inited ? ": the program initialised MPI itself with a lower level"
+               : "");
+    goto fail;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if ((err = MPI_Comm_dup(MPI_COMM_WORLD, &job.p2p)) != MPI_SUCCESS ||
+      (err = MPI_Comm_dup(MPI_COMM_WORLD, &job.coll)) != MPI_SUCCESS) {
+    wf__mpi_host->status_set(st, WF_UNAVAILABLE,
+                             "mpi: duplicating MPI_COMM_WORLD failed: %s",
+                             wf__mpi_error_string(err, msg, sizeof msg));
+    goto fail;
+  }
+  MPI_Comm_set_errhandler(job.p2p, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(job.coll, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &job.size);
+  atexit(leave_job);
+  joined = &job;
+  pthread_mutex_unlock(&join_mu);
+  return joined;
+fail:
+  pthread_mutex_unlock(&join_mu);
+  return NULL;
+}
+
+static _Atomic int64_t heartbeat_ms = 10000;
+
+int64_t wf__mpi_heartbeat_ms(void) { return heartbeat_ms; }
+
+static int plugin_init(const wf_host *host, void **state, wf_status *st) {
+  (void)st;
+  wf__mpi_host = host;
+  int64_t ms = WF_HOST_HAS(host, config_int)
+                   ? host->config_int("cluster", "heartbeat_timeout_ms")
+                   : -1;
+  if (ms > 0)
+    heartbeat_ms = ms;
+  *state = NULL;
+  return 0;
+}
+
+static const wf_transport_def *const transports[] = {&wf__mpi_transport,
+                                                     NULL};
+
+static const wf_plugin_desc desc = {
+    WF_STRUCT_INIT(wf_plugin_desc),
+    .name = "transport-mpi",
+    .version = PACKAGE_VERSION,
+    .license = "MIT",
+    .description = "Joins the processes of an MPI job (Open MPI: shared "
+                   "memory, TCP, RDMA through UCX): keyed point-to-point "
+                   "messages for Send/Recv between tasks, and the "
+                   "collective ops AllReduce, Broadcast, AllGather and "
+                   "ReduceScatter",
+    .ops = wf__mpi_ops,
+    .kernels = wf__mpi_kernels,
+    .gradients = wf__mpi_gradients,
+    .init = plugin_init,
+    .transports = transports,
+};
+
+WF_PLUGIN(transport_mpi, desc)

@@ -1,0 +1,859 @@
+/* tests/session/test_memory_plan.c — memory planning (core/memplan.c) seen
+ * from sessions: a training loop of the mlp gives the same bits with
+ * [passes] memory_plan on and off; tensors that escape a step (a fetch, a
+ * planned output forwarded to a fetch, a variable assigned from a planned
+ * output) keep their values while later steps run; concurrent steps on one
+ * executor never share an arena; once warm, a step allocates nothing for
+ * its planned outputs; the run metadata's peak bytes of a chain of known
+ * sizes are what the plan says; in-place outputs follow their rules. Uses
+ * the built-in plugins of the build tree. Counts, never times. */
+#include <config.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <weft/weft.h>
+
+#include "alloc.h"
+#include "executor.h"
+#include "graph.h"
+#include "kernel.h"
+#include "memplan.h"
+#include "prune.h"
+#include "tensor.h"
+
+static wf_status *st;
+
+#define OK(x)                                                                  \
+  do {                                                                         \
+    if (x)                                                                     \
+      fail_msg("%s: %s", #x, wf_status_message(st));                           \
+  } while (0)
+
+static int setup(void **state) {
+  (void)state;
+  st = wf_status_new();
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  wf_status_free(st);
+  return 0;
+}
+
+/* Executor threads of the runtimes made next (0: the runtime's own split;
+ * more than one gives sessions a pool, and plans that share buffers only
+ * along dependencies). */
+static int inter_op;
+
+/* A runtime with the build tree's plugins, memory planning on or off. */
+static wf_runtime *runtime(int plan) {
+  wf_config *cfg = wf_config_new();
+  assert_non_null(cfg);
+  OK(wf_config_set(cfg, "plugins", "deny", "device-cuda", st));
+  OK(wf_config_set(cfg, "passes", "memory_plan", plan ? "true" : "false",
+                   st));
+  if (inter_op > 0) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", inter_op);
+    OK(wf_config_set(cfg, "threads", "inter_op", buf, st));
+  }
+  wf_runtime *rt = wf_runtime_new(cfg, st);
+  wf_config_free(cfg);
+  if (!rt)
+    fail_msg("runtime: %s", wf_status_message(st));
+  return rt;
+}
+
+static wf_node *finish(wf_node_desc *d) {
+  wf_node *n = wf_node_desc_finish(d, st);
+  if (!n)
+    fail_msg("adding a node: %s", wf_status_message(st));
+  return n;
+}
+
+static wf_output placeholder(wf_graph *g, const char *name, wf_dtype dt,
+                             const int64_t *dims, int rank) {
+  wf_node_desc *d = wf_node_desc_new(g, "Placeholder", name);
+  wf_node_desc_set_attr_dtype(d, "dtype", dt);
+  wf_node_desc_set_attr_shape(d, "shape", dims, rank);
+  return (wf_output){finish(d), 0};
+}
+
+static wf_output scalar(wf_graph *g, float v) {
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, NULL, 0, st);
+  assert_non_null(t);
+  *(float *)wf_tensor_data(t) = v;
+  wf_node_desc *d = wf_node_desc_new(g, "Const", NULL);
+  wf_node_desc_set_attr_tensor(d, "value", t);
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_tensor_release(t);
+  return (wf_output){finish(d), 0};
+}
+
+static wf_output op1(wf_graph *g, const char *op, wf_output a) {
+  wf_node_desc *d = wf_node_desc_new(g, op, NULL);
+  wf_node_desc_add_input(d, a);
+  return (wf_output){finish(d), 0};
+}
+
+static wf_output op2(wf_graph *g, const char *op, wf_output a, wf_output b) {
+  wf_node_desc *d = wf_node_desc_new(g, op, NULL);
+  wf_node_desc_add_input(d, a);
+  wf_node_desc_add_input(d, b);
+  return (wf_output){finish(d), 0};
+}
+
+/* A float32 tensor of dims with value(i) = sin(0.37 i + phase). */
+static wf_tensor *filled(const int64_t *dims, int rank, double phase) {
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, dims, rank, st);
+  assert_non_null(t);
+  float *v = wf_tensor_data(t);
+  for (int64_t i = 0; i < wf_tensor_count(t); i++)
+    v[i] = (float)sin(0.37 * (double)i + phase);
+  return t;
+}
+
+static wf__memplan_stats stats(void) {
+  wf__memplan_stats s;
+  wf__memplan_stats_get(&s);
+  return s;
+}
+
+/* ---- the mlp, planned and not ------------------------------------------- */
+
+enum { BATCH = 64, STEPS = 12 };
+
+typedef struct mlp {
+  wf_runtime *rt;
+  wf_graph *g;
+  wf_model *m;
+  wf_session *s;
+  wf_callable *step;
+  wf_output x, y, logits, loss;
+} mlp;
+
+/* The mlp of DESIGN.md (784-256-128-10, ReLU, Adam) on fixed-size batches. */
+static void mlp_build(mlp *n, int plan) {
+  int64_t xd[2] = {BATCH, 784}, yd[1] = {BATCH};
+  n->rt = runtime(plan);
+  n->g = wf_graph_new(n->rt);
+  n->x = placeholder(n->g, "x", WF_FLOAT32, xd, 2);
+  n->y = placeholder(n->g, "y", WF_INT32, yd, 1);
+  n->m = wf_model_new(n->g, 7, st);
+  assert_non_null(n->m);
+  wf_model_begin(n->m, 1);
+  wf_output h = wf_layer_dense(n->m, n->x, 256, WF_ACT_RELU, st);
+  h = wf_layer_dense(n->m, h, 128, WF_ACT_RELU, st);
+  n->logits = wf_layer_dense(n->m, h, 10, WF_ACT_NONE, st);
+  OK(n->logits.node == NULL);
+  n->loss = wf_loss_sparse_softmax_cross_entropy(n->m, n->logits, n->y, st);
+  OK(n->loss.node == NULL);
+  wf_optimizer opt = wf_optimizer_defaults(WF_OPT_ADAM);
+  wf_node *train = wf_model_minimize(n->m, n->loss, &opt, st);
+  OK(train == NULL);
+  wf_node *init = wf_model_init_op(n->m, st);
+  OK(init == NULL);
+  n->s = wf_session_new(n->g, st);
+  OK(n->s == NULL);
+  OK(wf_session_run(n->s, NULL, NULL, NULL, 0, NULL, NULL, 0, &init, 1, NULL,
+                    st));
+  wf_output feeds[2] = {n->x, n->y};
+  wf_output fetches[2] = {n->logits, n->loss};
+  n->step = wf_session_prepare(n->s, feeds, 2, fetches, 2, &train, 1, st);
+  OK(n->step == NULL);
+}
+
+static void mlp_free(mlp *n) {
+  wf_callable_free(n->step);
+  wf_session_free(n->s);
+  wf_model_free(n->m);
+  wf_graph_free(n->g);
+  wf_runtime_free(n->rt);
+}
+
+static void mlp_compare(void) {
+  mlp on, off;
+  mlp_build(&on, 1);
+  mlp_build(&off, 0);
+  int64_t xd[2] = {BATCH, 784}, yd[1] = {BATCH};
+  wf_tensor *y = wf_tensor_new(WF_INT32, yd, 1, st);
+  for (int i = 0; i < BATCH; i++)
+    ((int32_t *)wf_tensor_data(y))[i] = (i * 7) % 10;
+  wf__memplan_stats before = stats();
+  for (int k = 0; k < STEPS; k++) {
+    wf_tensor *x = filled(xd, 2, 0.1 * k);
+    wf_tensor *feed[2] = {x, y};
+    wf_tensor *a[2] = {NULL, NULL}, *b[2] = {NULL, NULL};
+    OK(wf_callable_run(on.step, NULL, feed, a, NULL, st));
+    OK(wf_callable_run(off.step, NULL, feed, b, NULL, st));
+    for (int f = 0; f < 2; f++) {
+      assert_int_equal(wf_tensor_nbytes(a[f]), wf_tensor_nbytes(b[f]));
+      if (memcmp(wf_tensor_data(a[f]), wf_tensor_data(b[f]),
+                 wf_tensor_nbytes(a[f])) != 0)
+        fail_msg("step %d: fetch %d differs with planning on and off", k, f);
+      wf_tensor_release(a[f]);
+      wf_tensor_release(b[f]);
+    }
+    wf_tensor_release(x);
+  }
+  wf__memplan_stats after = stats();
+  /* The planned run did hand out views (the unplanned one none). */
+  assert_true(after.views > before.views);
+  wf_tensor_release(y);
+  mlp_free(&on);
+  mlp_free(&off);
+}
+
+static void test_mlp_training_is_bit_identical_planned_or_not(void **state) {
+  (void)state;
+  inter_op = 0;
+  mlp_compare();
+}
+
+/* The same with executor threads: nodes run in parallel, and the plan may
+ * only share a buffer between outputs ordered by dependencies. */
+static void test_mlp_with_executor_threads_is_bit_identical(void **state) {
+  (void)state;
+  inter_op = 3;
+  mlp_compare();
+  inter_op = 0;
+}
+
+/* ---- escapes ---------------------------------------------------------------- */
+
+enum { LEN = 1000 };
+
+/* A step whose planned output a = 2x is forwarded to a fetch by a kernel
+ * the planner does not expect to forward (ClipByGlobalNorm with nothing
+ * to clip), and a later output c = (a + 1) * norm that the plan puts in
+ * a's buffer. */
+static void test_escaping_planned_output_is_never_overwritten(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output a = op2(g, "Mul", x, scalar(g, 2.0f));
+  wf_node_desc *cd = wf_node_desc_new(g, "ClipByGlobalNorm", "clip");
+  wf_node_desc_add_input_list(cd, &a, 1);
+  wf_node_desc_add_input(cd, scalar(g, 1e30f));
+  wf_node *clip = finish(cd);
+  wf_output forwarded = {clip, 0}, norm = {clip, 1};
+  wf_output b = op2(g, "Add", a, scalar(g, 1.0f));
+  wf_output c = op2(g, "Mul", b, norm);
+  wf_output e = op2(g, "Add", c, scalar(g, 0.5f));
+  wf_session *s = wf_session_new(g, st);
+  OK(s == NULL);
+  wf_output fetches[2] = {forwarded, e};
+  wf_callable *run = wf_session_prepare(s, &x, 1, fetches, 2, NULL, 0, st);
+  OK(run == NULL);
+
+  wf_tensor *kept[4];
+  float want[4][LEN];
+  wf__memplan_stats held0 = stats();
+  for (int k = 0; k < 4; k++) {
+    wf_tensor *in = filled(d, 1, k);
+    wf_tensor *out[2];
+    OK(wf_callable_run(run, NULL, &in, out, NULL, st));
+    const float *xv = wf_tensor_data(in);
+    double ss = 0;
+    for (int i = 0; i < LEN; i++) {
+      want[k][i] = xv[i] * 2.0f;
+      ss += (double)want[k][i] * want[k][i];
+    }
+    /* Within the step: c was computed from a while a's view was held. */
+    const float *ev = wf_tensor_data(out[1]);
+    float nrm = (float)sqrt(ss);
+    for (int i = 0; i < LEN; i++)
+      assert_true(fabsf(ev[i] - ((want[k][i] + 1.0f) * nrm + 0.5f)) <=
+                  1e-4f * fabsf(ev[i]) + 1e-4f);
+    kept[k] = out[0];
+    wf_tensor_release(out[1]);
+    wf_tensor_release(in);
+  }
+  /* The held buffers were not handed out again: those outputs were
+   * allocated instead. */
+  assert_true(stats().fallbacks > held0.fallbacks);
+  /* Every kept fetch still holds its own step's values. */
+  for (int k = 0; k < 4; k++) {
+    assert_memory_equal(wf_tensor_data(kept[k]), want[k], sizeof want[k]);
+    wf_tensor_release(kept[k]);
+  }
+  /* Once they are let go, the planned buffers serve again. */
+  wf__memplan_stats before = stats();
+  wf_tensor *in = filled(d, 1, 9);
+  wf_tensor *out[2];
+  OK(wf_callable_run(run, NULL, &in, out, NULL, st));
+  wf__memplan_stats after = stats();
+  assert_true(after.views > before.views);
+  wf_tensor_release(out[0]);
+  wf_tensor_release(out[1]);
+  wf_tensor_release(in);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* A fetched output of a chain keeps its values while later steps reuse
+ * every planned buffer. */
+static void test_fetched_tensor_survives_later_steps(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output a = op2(g, "Mul", x, scalar(g, 3.0f));
+  wf_output b = op2(g, "Add", a, scalar(g, 1.0f));
+  wf_output c = op1(g, "Relu", b);
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &c, 1, NULL, 0, st);
+  OK(run == NULL);
+  wf_tensor *first = NULL, *in = filled(d, 1, 0.5);
+  OK(wf_callable_run(run, NULL, &in, &first, NULL, st));
+  float want[LEN];
+  memcpy(want, wf_tensor_data(first), sizeof want);
+  wf_tensor_release(in);
+  for (int k = 0; k < 5; k++) {
+    wf_tensor *o = NULL;
+    in = filled(d, 1, 10.0 + k);
+    OK(wf_callable_run(run, NULL, &in, &o, NULL, st));
+    wf_tensor_release(o);
+    wf_tensor_release(in);
+  }
+  assert_memory_equal(wf_tensor_data(first), want, sizeof want);
+  wf_tensor_release(first);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+static wf_node *var_handle(wf_graph *g, const int64_t *dims, int rank) {
+  wf_node_desc *d = wf_node_desc_new(g, "VarHandle", "v");
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_node_desc_set_attr_shape(d, "shape", dims, rank);
+  return finish(d);
+}
+
+/* AssignVariable keeps the value it is given: when that is a planned
+ * output, the variable must not see the buffer reused by later steps. */
+static void test_variable_assigned_from_planned_output_keeps_its_value(
+    void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_node *h = var_handle(g, d, 1);
+  wf_output m = op2(g, "Mul", x, scalar(g, 3.0f));
+  wf_output other = op2(g, "Add", m, scalar(g, 1.0f));
+  wf_node_desc *ad = wf_node_desc_new(g, "AssignVariable", "assign");
+  wf_node_desc_add_input(ad, (wf_output){h, 0});
+  wf_node_desc_add_input(ad, m);
+  wf_node *assign = finish(ad);
+  wf_node_desc *rd = wf_node_desc_new(g, "ReadVariable", "read");
+  wf_node_desc_add_input(rd, (wf_output){h, 0});
+  wf_node_desc_set_attr_dtype(rd, "dtype", WF_FLOAT32);
+  wf_node_desc_set_attr_shape(rd, "shape", d, 1);
+  wf_output read = {finish(rd), 0};
+  /* A second chain of the same sizes that only computes. */
+  wf_output p = op2(g, "Mul", x, scalar(g, 5.0f));
+  wf_output q = op2(g, "Add", p, scalar(g, 2.0f));
+  wf_output r = op1(g, "Relu", q);
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *set =
+      wf_session_prepare(s, &x, 1, &other, 1, &assign, 1, st);
+  OK(set == NULL);
+  wf_callable *compute = wf_session_prepare(s, &x, 1, &r, 1, NULL, 0, st);
+  OK(compute == NULL);
+  wf_callable *get = wf_session_prepare(s, NULL, 0, &read, 1, NULL, 0, st);
+  OK(get == NULL);
+
+  wf__memplan_stats before = stats();
+  wf_tensor *in = filled(d, 1, 0.25), *o = NULL;
+  OK(wf_callable_run(set, NULL, &in, &o, NULL, st));
+  wf__memplan_stats after = stats();
+  assert_true(after.views > before.views); /* m was a planned view */
+  float want[LEN];
+  const float *xv = wf_tensor_data(in);
+  for (int i = 0; i < LEN; i++)
+    want[i] = xv[i] * 3.0f;
+  wf_tensor_release(o);
+  wf_tensor_release(in);
+  /* Later steps of both signatures write their planned buffers. */
+  for (int k = 0; k < 4; k++) {
+    in = filled(d, 1, 3.0 + k);
+    OK(wf_callable_run(compute, NULL, &in, &o, NULL, st));
+    wf_tensor_release(o);
+    wf_tensor_release(in);
+  }
+  OK(wf_callable_run(get, NULL, NULL, &o, NULL, st));
+  assert_memory_equal(wf_tensor_data(o), want, sizeof want);
+  wf_tensor_release(o);
+  /* And the assigning signature itself again, with other values. */
+  in = filled(d, 1, 7.0);
+  OK(wf_callable_run(set, NULL, &in, &o, NULL, st));
+  xv = wf_tensor_data(in);
+  for (int i = 0; i < LEN; i++)
+    want[i] = xv[i] * 3.0f;
+  wf_tensor_release(o);
+  wf_tensor_release(in);
+  in = filled(d, 1, 8.0);
+  OK(wf_callable_run(compute, NULL, &in, &o, NULL, st));
+  wf_tensor_release(o);
+  wf_tensor_release(in);
+  OK(wf_callable_run(get, NULL, NULL, &o, NULL, st));
+  assert_memory_equal(wf_tensor_data(o), want, sizeof want);
+  wf_tensor_release(o);
+  wf_callable_free(set);
+  wf_callable_free(compute);
+  wf_callable_free(get);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* ---- concurrent steps ----------------------------------------------------------- */
+
+enum { THREADS = 4, ROUNDS = 40, CLEN = 4096 };
+
+typedef struct worker {
+  wf_callable *run;
+  int id;
+  int bad;
+  char why[160];
+} worker;
+
+/* y = relu(x * 2 + 1) * 3 - 1, elementwise, each operation rounded. */
+static float chain_ref(float x) {
+  volatile float t = x * 2.0f;
+  t = t + 1.0f;
+  t = t > 0 ? t : 0.0f;
+  t = t * 3.0f;
+  return t - 1.0f;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  wf_status *wst = wf_status_new();
+  int64_t d[1] = {CLEN};
+  for (int k = 0; k < ROUNDS && !w->bad; k++) {
+    wf_tensor *in = wf_tensor_new(WF_FLOAT32, d, 1, wst), *out = NULL;
+    float *xv = wf_tensor_data(in);
+    for (int i = 0; i < CLEN; i++)
+      xv[i] = (float)(w->id * 1000 + k) + (float)i * 0.001f;
+    if (wf_callable_run(w->run, NULL, &in, &out, NULL, wst)) {
+      w->bad = 1;
+      snprintf(w->why, sizeof w->why, "run: %s", wf_status_message(wst));
+    } else {
+      const float *yv = wf_tensor_data(out);
+      for (int i = 0; i < CLEN && !w->bad; i++)
+        if (yv[i] != chain_ref(xv[i])) {
+          w->bad = 1;
+          snprintf(w->why, sizeof w->why,
+                   "thread %d round %d element %d: %g, want %g", w->id, k, i,
+                   (double)yv[i], (double)chain_ref(xv[i]));
+        }
+    }
+    wf_tensor_release(out);
+    wf_tensor_release(in);
+  }
+  wf_status_free(wst);
+  return NULL;
+}
+
+static void test_concurrent_steps_do_not_share_an_arena(void **state) {
+  (void)state;
+  int64_t d[1] = {CLEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
+  t = op2(g, "Add", t, scalar(g, 1.0f));
+  t = op1(g, "Relu", t);
+  t = op2(g, "Mul", t, scalar(g, 3.0f));
+  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
+  OK(run == NULL);
+  wf__memplan_stats before = stats();
+  pthread_t th[THREADS];
+  worker w[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (worker){run, i, 0, ""};
+    assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < THREADS; i++)
+    if (w[i].bad)
+      fail_msg("%s", w[i].why);
+  wf__memplan_stats after = stats();
+  assert_true(after.views > before.views);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* Two steps that overlap on one executor hold two step states, each with
+ * an arena of its own (checked on the executor itself). */
+static void test_overlapping_step_states_have_their_own_arenas(void **state) {
+  (void)state;
+  int64_t d[1] = {CLEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
+  t = op2(g, "Add", t, scalar(g, 1.0f));
+  t = op1(g, "Relu", t);
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
+  OK(run == NULL);
+  wf__memplan_stats before = stats();
+  pthread_t th[THREADS];
+  worker w[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (worker){run, i, 0, ""};
+    assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(th[i], NULL);
+  wf__memplan_stats after = stats();
+  /* Several step states existed (steps overlapped), each allocating its
+   * arena once: never more arenas than steps, never one per view. */
+  long arenas = after.arenas - before.arenas;
+  assert_true(arenas >= 1);
+  assert_true(arenas <= THREADS * ROUNDS);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* ---- the steady state -------------------------------------------------------- */
+
+/* x (LEN) -> a = 2x -> b = a + 1 -> c = 3b -> d2 = c - 1 -> e = relu(d2),
+ * e fetched: a, b, c, d2 planned in two buffers, e allocated. */
+typedef struct chain {
+  wf_runtime *rt;
+  wf_graph *g;
+  wf_session *s;
+  wf_callable *run;
+} chain;
+
+static void chain_build(chain *c, int plan) {
+  int64_t d[1] = {LEN};
+  c->rt = runtime(plan);
+  c->g = wf_graph_new(c->rt);
+  wf_output x = placeholder(c->g, "x", WF_FLOAT32, d, 1);
+  wf_output t = op2(c->g, "Mul", x, scalar(c->g, 2.0f));
+  t = op2(c->g, "Add", t, scalar(c->g, 1.0f));
+  t = op2(c->g, "Mul", t, scalar(c->g, 3.0f));
+  t = op2(c->g, "Sub", t, scalar(c->g, 1.0f));
+  t = op1(c->g, "Relu", t);
+  c->s = wf_session_new(c->g, st);
+  c->run = wf_session_prepare(c->s, &x, 1, &t, 1, NULL, 0, st);
+  OK(c->run == NULL);
+}
+
+static void chain_free(chain *c) {
+  wf_callable_free(c->run);
+  wf_session_free(c->s);
+  wf_graph_free(c->g);
+  wf_runtime_free(c->rt);
+}
+
+/* Allocations (the host allocator's count) of `steps` warm steps. */
+static long chain_allocs(chain *c, wf_tensor *in, int steps,
+                         wf__memplan_stats *delta) {
+  wf_tensor *out = NULL;
+  for (int k = 0; k < 3; k++) { /* warm: step state, arena, kernel caches */
+    OK(wf_callable_run(c->run, NULL, &in, &out, NULL, st));
+    wf_tensor_release(out);
+  }
+  wf__memplan_stats s0 = stats();
+  long n0 = wf__alloc_count();
+  for (int k = 0; k < steps; k++) {
+    OK(wf_callable_run(c->run, NULL, &in, &out, NULL, st));
+    wf_tensor_release(out);
+  }
+  long n = wf__alloc_count() - n0;
+  wf__memplan_stats s1 = stats();
+  delta->arenas = s1.arenas - s0.arenas;
+  delta->views = s1.views - s0.views;
+  delta->fallbacks = s1.fallbacks - s0.fallbacks;
+  delta->in_place = s1.in_place - s0.in_place;
+  return n;
+}
+
+static void test_steady_state_allocates_nothing_for_planned_outputs(
+    void **state) {
+  (void)state;
+  enum { N = 20, PLANNED = 4 };
+  int64_t d[1] = {LEN};
+  wf_tensor *in = filled(d, 1, 0.3);
+  chain on, off;
+  chain_build(&on, 1);
+  chain_build(&off, 0);
+  wf__memplan_stats don, doff;
+  long allocs_on = chain_allocs(&on, in, N, &don);
+  long allocs_off = chain_allocs(&off, in, N, &doff);
+  /* Planned: every planned output a view, no arena made, no fallback. */
+  assert_int_equal(don.arenas, 0);
+  assert_int_equal(don.views, N * PLANNED);
+  assert_int_equal(don.fallbacks, 0);
+  assert_int_equal(doff.views, 0);
+  /* The difference is exactly the planned outputs' allocations. */
+  assert_int_equal(allocs_off - allocs_on, (long)N * PLANNED);
+  /* What is left per step is the fetched output. */
+  assert_int_equal(allocs_on, (long)N);
+  wf_tensor_release(in);
+  chain_free(&on);
+  chain_free(&off);
+}
+
+/* ---- peak bytes -------------------------------------------------------------- */
+
+static void test_peak_bytes_of_a_chain_of_known_sizes(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  const int64_t bytes = LEN * 4, aligned = (LEN * 4 + 63) / 64 * 64;
+  wf_tensor *in = filled(d, 1, 0.3);
+  for (int plan = 0; plan <= 1; plan++) {
+    chain c;
+    chain_build(&c, plan);
+    /* Metadata holds its executor: freed before the runtime. */
+    wf_run_metadata *md = wf_run_metadata_new();
+    wf_tensor *out = NULL;
+    for (int k = 0; k < 2; k++) {
+      OK(wf_callable_run(c.run, NULL, &in, &out, md, st));
+      wf_tensor_release(out);
+
+      if (plan) {
+        /* Two buffers take a..d2 (a step's input and output never
+         * share); e, fetched, is allocated beside them. */
+        assert_int_equal(wf_run_metadata_peak_bytes(md, "cpu:0"),
+                         2 * aligned + bytes);
+      } else {
+        /* One operation's input and output alive at once, at most. */
+        assert_int_equal(wf_run_metadata_peak_bytes(md, "cpu:0"),
+                         2 * bytes);
+      }
+      assert_int_equal(wf_run_metadata_peak_bytes(md, NULL),
+                       wf_run_metadata_peak_bytes(md, "cpu:0"));
+      assert_int_equal(wf_run_metadata_peak_bytes(md, "cuda:7"), 0);
+    }
+    wf_run_metadata_free(md);
+    chain_free(&c);
+  }
+  wf_tensor_release(in);
+}
+
+/* ---- in place ----------------------------------------------------------------- */
+
+/* The executor of the signature feeding x and fetching out. */
+static wf__exec *exec_for(wf_runtime *rt, wf_graph *g, wf_output x,
+                          wf_output out) {
+  wf__signature sig = {&x, 1, &out, 1, NULL, 0};
+  wf__exec *ex = wf__exec_new(rt, g, &sig, st);
+  if (!ex)
+    fail_msg("executor: %s", wf_status_message(st));
+  assert_int_equal(ex->num_parts, 1);
+  return ex;
+}
+
+/* The plan's node for the graph's node n (matched by name: the executor
+ * runs a working copy of the graph). */
+static const wf__xnode *find_xnode(const wf__part *pt, const wf_node *n) {
+  for (int i = 0; i < pt->num_nodes; i++)
+    if (strcmp(pt->nodes[i].node->name, wf_node_name(n)) == 0)
+      return &pt->nodes[i];
+  fail_msg("node '%s' is not in the plan", wf_node_name(n));
+  return NULL;
+}
+
+/* The rules of wf__kernel_output_forward, on a context as the executor
+ * makes it: an input is taken over only when its slot holds the only
+ * reference, it is not fed, its buffer is the core's, and dtype and shape
+ * match; otherwise a new output is made. */
+static void test_in_place_rules(void **state) {
+  (void)state;
+  int64_t d[1] = {16}, d2[1] = {8};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output y = op1(g, "Relu", x);
+  wf_output z = op1(g, "Relu", y);
+  wf__exec *ex = exec_for(rt, g, x, z);
+  const wf__part *pt = &ex->parts[0];
+  /* The second Relu: its input slot is not fed; the first's is. */
+  const wf__xnode *second = find_xnode(pt, z.node);
+  const wf__xnode *first = find_xnode(pt, y.node);
+  assert_non_null(second);
+  assert_non_null(first);
+  wf__arena *arena = wf__arena_new(pt->mem);
+  assert_non_null(arena);
+
+  wf_tensor *slot[1], *outs[1] = {NULL};
+  struct wf_kernel_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.node = second->node;
+  ctx.kernel = second->kernel;
+  ctx.inputs = (const wf_tensor *const *)slot;
+  ctx.outputs = outs;
+  ctx.num_inputs = 1;
+  ctx.num_outputs = 1;
+  ctx.arena = arena;
+  ctx.out_base = second->output_base;
+  ctx.in_base = second->input_base;
+  int32_t cand = 0;
+  wf_shape sh;
+  wf_shape_init(&sh, d, 1);
+
+  /* Only reference, core buffer, same shape: taken over. */
+  slot[0] = wf_tensor_new(WF_FLOAT32, d, 1, st);
+  wf_tensor *o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_ptr_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  outs[0] = NULL;
+  /* Another reader holds it: a new output. */
+  wf_tensor *other = wf_tensor_retain(slot[0]);
+  o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_non_null(o);
+  assert_ptr_not_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  outs[0] = NULL;
+  wf_tensor_release(other);
+  wf_tensor_release(slot[0]);
+  /* A wrapped buffer (the caller's, or a view of a parent): never. */
+  float mem[16];
+  slot[0] = wf_tensor_wrap(WF_FLOAT32, d, 1, mem, sizeof mem, NULL, NULL, st);
+  o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_ptr_not_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  outs[0] = NULL;
+  wf_tensor_release(slot[0]);
+  /* Another shape: never. */
+  slot[0] = wf_tensor_new(WF_FLOAT32, d2, 1, st);
+  o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_ptr_not_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  outs[0] = NULL;
+  wf_tensor_release(slot[0]);
+  /* A fed slot: never, even as the only reference. */
+  ctx.node = first->node;
+  ctx.kernel = first->kernel;
+  ctx.out_base = first->output_base;
+  ctx.in_base = first->input_base;
+  slot[0] = wf_tensor_new(WF_FLOAT32, d, 1, st);
+  o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_ptr_not_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  outs[0] = NULL;
+  wf_tensor_release(slot[0]);
+
+  wf__arena_release(arena);
+  wf__exec_release(ex);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* With planning off nothing is taken over: the baseline stays plain. */
+static void test_in_place_is_off_without_planning(void **state) {
+  (void)state;
+  int64_t d[1] = {16};
+  wf_runtime *rt = runtime(0);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output y = op1(g, "Relu", x);
+  wf_output z = op1(g, "Relu", y);
+  wf__exec *ex = exec_for(rt, g, x, z);
+  const wf__part *pt = &ex->parts[0];
+  assert_null(pt->mem);
+  const wf__xnode *second = find_xnode(pt, z.node);
+  wf__arena *arena = wf__arena_new(NULL);
+  wf_tensor *slot[1], *outs[1] = {NULL};
+  struct wf_kernel_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.node = second->node;
+  ctx.kernel = second->kernel;
+  ctx.inputs = (const wf_tensor *const *)slot;
+  ctx.outputs = outs;
+  ctx.num_inputs = ctx.num_outputs = 1;
+  ctx.arena = arena;
+  ctx.out_base = second->output_base;
+  ctx.in_base = second->input_base;
+  int32_t cand = 0;
+  wf_shape sh;
+  wf_shape_init(&sh, d, 1);
+  slot[0] = wf_tensor_new(WF_FLOAT32, d, 1, st);
+  wf_tensor *o = wf__kernel_output_forward(&ctx, 0, &cand, 1, &sh, st);
+  assert_ptr_not_equal(o, slot[0]);
+  wf_tensor_release(outs[0]);
+  wf_tensor_release(slot[0]);
+  wf__arena_release(arena);
+  wf__exec_release(ex);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* A bad [passes] memory_plan value is refused naming the key. */
+static void test_memory_plan_key_is_checked(void **state) {
+  (void)state;
+  wf_config *cfg = wf_config_new();
+  assert_int_not_equal(wf_config_set(cfg, "passes", "memory_plan", "maybe", st),
+                       0);
+  assert_non_null(strstr(wf_status_message(st), "memory_plan"));
+  wf_config_free(cfg);
+}
+
+static int setup_threads(void **state) {
+  inter_op = 3;
+  return setup(state);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mlp_training_is_bit_identical_planned_or_not),
+      cmocka_unit_test(test_mlp_with_executor_threads_is_bit_identical),
+      cmocka_unit_test(test_escaping_planned_output_is_never_overwritten),
+      cmocka_unit_test(test_fetched_tensor_survives_later_steps),
+      cmocka_unit_test(
+          test_variable_assigned_from_planned_output_keeps_its_value),
+      cmocka_unit_test(test_concurrent_steps_do_not_share_an_arena),
+      cmocka_unit_test(test_overlapping_step_states_have_their_own_arenas),
+      cmocka_unit_test(test_steady_state_allocates_nothing_for_planned_outputs),
+      cmocka_unit_test(test_peak_bytes_of_a_chain_of_known_sizes),
+      cmocka_unit_test(test_in_place_rules),
+      cmocka_unit_test(test_in_place_is_off_without_planning),
+      cmocka_unit_test(test_memory_plan_key_is_checked),
+  };
+  /* The escapes, concurrency, counts and peaks again with executor
+   * threads (plans that share buffers along dependencies only). */
+  const struct CMUnitTest threaded[] = {
+      cmocka_unit_test(test_escaping_planned_output_is_never_overwritten),
+      cmocka_unit_test(test_fetched_tensor_survives_later_steps),
+      cmocka_unit_test(
+          test_variable_assigned_from_planned_output_keeps_its_value),
+      cmocka_unit_test(test_concurrent_steps_do_not_share_an_arena),
+      cmocka_unit_test(test_steady_state_allocates_nothing_for_planned_outputs),
+      cmocka_unit_test(test_peak_bytes_of_a_chain_of_known_sizes),
+  };
+  int failed = cmocka_run_group_tests_name("one thread", tests, setup,
+                                           teardown);
+  failed += cmocka_run_group_tests_name("executor threads", threaded,
+                                        setup_threads, teardown);
+  return failed;
+}
