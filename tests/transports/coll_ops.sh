@@ -6,6 +6,8 @@
 set -eu
 builddir=${top_builddir:-.}
 prog="$builddir/tests/transports/coll_ops"
+# Leak checking off for MPI processes under the sanitizers (mpi_env.sh).
+. "${top_srcdir:-.}/tests/transports/mpi_env.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

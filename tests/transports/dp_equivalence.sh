@@ -19,6 +19,8 @@ set -eu
 : "${top_builddir:=.}"
 prog="$top_builddir/tests/transports/dp_train"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Leak checking off for MPI processes under the sanitizers (mpi_env.sh).
+. "${top_srcdir:-.}/tests/transports/mpi_env.sh"
 command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipping"; exit 77; }
 # As root, more processes than cores, and shared memory without the
 # ptrace-based single copy that containers forbid.
