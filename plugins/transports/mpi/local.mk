@@ -1,6 +1,7 @@
 # plugins/transports/mpi: the MPI transport plugin (module transport_mpi),
-# built and installed when configure found Open MPI (pkg-config ompi-c,
-# Debian's libopenmpi-dev; --without-mpi leaves it out). It reaches the
+# built when configure found Open MPI (pkg-config ompi-c, Debian's
+# libopenmpi-dev; --without-mpi leaves it out) and installed when
+# --enable-plugins selects transports/mpi (the default: all). It reaches the
 # core only through the host table and links libmpi itself (-z defs in
 # PLUGIN_LDFLAGS proves it). Like the CUDA plugin it is always a shared
 # module: a process joins the MPI job once and the module then stays loaded
@@ -8,7 +9,6 @@
 # does not start MPI (docs/distributed.md says when a process joins).
 EXTRA_DIST += plugins/transports/mpi/README.md
 if HAVE_MPI
-pkgplugin_LTLIBRARIES += plugins/transports/mpi/transport_mpi.la
 WF_PLUGIN_MODULES += plugins/transports/mpi/transport_mpi.la
 plugins_transports_mpi_transport_mpi_la_SOURCES = \
 	plugins/transports/mpi/mpi_plugin.c \
@@ -21,4 +21,10 @@ plugins_transports_mpi_transport_mpi_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	$(MPI_CFLAGS)
 plugins_transports_mpi_transport_mpi_la_LIBADD = $(MPI_LIBS) $(PTHREAD_LIBS)
 plugins_transports_mpi_transport_mpi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+if WF_PLUGIN_TRANSPORTS_MPI_SELECTED
+pkgplugin_LTLIBRARIES += plugins/transports/mpi/transport_mpi.la
+else
+check_LTLIBRARIES += plugins/transports/mpi/transport_mpi.la
+plugins_transports_mpi_transport_mpi_la_LDFLAGS += $(PLUGIN_CHECK_LDFLAGS)
+endif
 endif
