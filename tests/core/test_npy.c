@@ -1009,7 +1009,6 @@ static void test_npy_out_of_memory_fails_cleanly(void **state) {
 static void test_numpy_loads_what_weft_writes(void **state) {
   static const int64_t d23[] = {2, 3}, d234[] = {2, 3, 4}, d03[] = {0, 3},
                        d0[] = {0}, d2345[] = {2, 3, 4, 5};
-  wf_status *st = wf_status_new();
   char dir[256], path[512], cmd[1024];
   unsigned char vals[48];
   wf_tensor *t;
@@ -1017,6 +1016,7 @@ static void test_numpy_loads_what_weft_writes(void **state) {
 
   if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0)
     skip(); /* numpy is not installed: the fixtures cover the reading side */
+  wf_status *st = wf_status_new();
   make_dir(dir, sizeof dir);
   /* Named after gen_npy.py's arrays, which --check compares them with. */
   for (size_t k = 0; k < NDTYPES; k++) {

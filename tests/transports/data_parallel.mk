@@ -1,18 +1,20 @@
 # tests/transports/data_parallel.mk: data-parallel training
 # (core/data_parallel.c, weft/parallel.h) over the MPI transport plugin.
-#  - dp_graph: cmocka, one process: the graphs built (buckets, order,
-#    chaining, sparse gradients, the init broadcast, errors) and a job of
-#    one task training exactly as alone.
+#  - dp_graph (run by dp_graph.sh, which sets the MPI test environment):
+#    cmocka, one process: the graphs built (buckets, order, chaining,
+#    sparse gradients, the init broadcast, errors) and a job of one task
+#    training exactly as alone.
 #  - dp_equivalence.sh: jobs of 1, 2 and 3 processes (mpirun) train the mlp
 #    to the weights and losses of one process training alone, within
 #    stated tolerances; replicas start from task 0's weights.
 #  - dp_shard.sh: tasks read disjoint parts covering each global batch.
 # The shell checks skip (77) when mpirun is not found.
-EXTRA_DIST += tests/transports/dp_equivalence.sh tests/transports/dp_shard.sh
+EXTRA_DIST += tests/transports/dp_equivalence.sh tests/transports/dp_shard.sh \
+	tests/transports/dp_graph.sh
 if HAVE_MPI
 check_PROGRAMS += tests/transports/dp_graph tests/transports/dp_train \
 	tests/transports/dp_shard
-TESTS += tests/transports/dp_graph tests/transports/dp_equivalence.sh \
+TESTS += tests/transports/dp_graph.sh tests/transports/dp_equivalence.sh \
 	tests/transports/dp_shard.sh
 
 tests_transports_dp_graph_SOURCES = tests/transports/dp_graph.c

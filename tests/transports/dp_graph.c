@@ -17,12 +17,6 @@
 
 #include <weft/weft.h>
 
-
-/* This process joins an MPI job (a job of one, test_job_of_one_trains_as_
- * alone): MPI's libraries keep allocations until exit by design, which
- * LeakSanitizer would report (the other sanitizer checks stay on). */
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return 1; }
 static wf_runtime *rt;
 static wf_status *st;
 
