@@ -29,6 +29,10 @@ enum { TAG_MSG = 1, TAG_HEARTBEAT = 2 };
 #define KEY_BYTES 16
 #define HEARTBEAT_NS (200 * 1000000LL)
 #define MAX_SLEEP_NS (200 * 1000LL)
+/* With no receive posted and no send in flight only heartbeats (and
+ * messages nobody waits for yet) can come: a longer nap keeps this thread
+ * off the MPI library's locks, which the collectives' thread needs. */
+#define IDLE_SLEEP_NS (2 * 1000 * 1000LL)
 #define CANCELLED_KEPT 1024
 
 typedef struct posted {
@@ -258,7 +262,10 @@ static void *progress(void *unused) {
     }
     struct timespec ts = {0, (long)sleep_ns};
     nanosleep(&ts, NULL);
-    sleep_ns = sleep_ns * 2 > MAX_SLEEP_NS ? MAX_SLEEP_NS : sleep_ns * 2;
+    pthread_mutex_lock(&T.mu);
+    int64_t cap = T.posted || T.num_sending ? MAX_SLEEP_NS : IDLE_SLEEP_NS;
+    pthread_mutex_unlock(&T.mu);
+    sleep_ns = sleep_ns * 2 > cap ? cap : sleep_ns * 2;
   }
   return NULL;
 }
