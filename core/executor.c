@@ -869,7 +869,7 @@ static int exec_run(wf__exec *x, wf__pool *pool,
         ns->thread = -1;
         s->md->kernels[r->md_base + i] = pt->nodes[i].kernel;
       }
-    wf__arena_begin(r->arena);
+    wf__arena_begin(r->arena, feed_values, x->nfeeds);
     for (int i = 0; i < pt->num_nodes; i++)
       atomic_store_explicit(&r->pending[i], pt->nodes[i].pending,
                             memory_order_relaxed);
@@ -924,6 +924,8 @@ static int exec_run(wf__exec *x, wf__pool *pool,
         s->parts[p].slots[k] = NULL;
       }
   }
+  for (int p = 0; p < x->num_parts; p++)
+    wf__arena_end(s->parts[p].arena, code == WF_OK);
   if (md) {
     md->step_ns = ns_since(&s->t0);
     for (int p = 0; p < x->num_parts; p++)

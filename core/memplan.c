@@ -1,8 +1,10 @@
 /* core/memplan.c — memory planning for the partitions of an executor (the
  * offsets of statically sized outputs in one arena per partition, shared by
- * outputs whose lifetimes do not overlap) and the arenas that step states
- * own: views handed out from them, the hold each live view keeps on its
- * buffer, and the meter of what a step allocates beyond its arena.
+ * outputs whose lifetimes do not overlap; and, per partition, a few plans
+ * placed by the shapes a step's kernels actually asked for, keyed by the
+ * step's feed shapes) and the arenas that step states own: views handed
+ * out from them, the hold each live view keeps on its buffer, and the
+ * meter of what a step allocates beyond its arena.
  *
  * It does not decide what kernels compute or where nodes run, and it never
  * moves a tensor that is already made. See memplan.h for the rules. */
@@ -11,6 +13,7 @@
 #include "memplan.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +45,25 @@
  * cores (measured: the cnn's inference at batch 64 ran 12% slower on two
  * intra-op threads when its convolutions' outputs overlapped). */
 #define SHARE_EXACT_BYTES ((size_t)256 << 10)
+/* Plans from actual shapes kept per partition (least recently used out),
+ * and feed shapes remembered as missed once. While the cache has room, a
+ * step that misses records and its plan is built at once (so the new
+ * buffer is first touched by the next step, usually still a warm-up
+ * one); once it is full, only feed shapes that missed before evict a
+ * plan, so steps cycling through more shapes than it holds build a plan
+ * every other visit at most, and shapes seen once cost none. */
+#define PLANS_MAX 4
+#define MISSED_MAX 8
 
-static atomic_long stat_arenas, stat_views, stat_fallbacks, stat_in_place;
+static atomic_long stat_arenas, stat_views, stat_fallbacks, stat_in_place,
+    stat_plans;
 
 void wf__memplan_stats_get(wf__memplan_stats *out) {
   out->arenas = atomic_load_explicit(&stat_arenas, memory_order_relaxed);
   out->views = atomic_load_explicit(&stat_views, memory_order_relaxed);
   out->fallbacks = atomic_load_explicit(&stat_fallbacks, memory_order_relaxed);
   out->in_place = atomic_load_explicit(&stat_in_place, memory_order_relaxed);
+  out->plans = atomic_load_explicit(&stat_plans, memory_order_relaxed);
 }
 
 void wf__memplan_count_in_place(void) {
@@ -70,6 +84,12 @@ typedef struct planned {
   int32_t seg_begin, seg_end;
 } planned;
 
+typedef struct plan_cache plan_cache;
+
+/* A partition's static plan (built with the executor, owned by its
+ * partition) or a plan from actual shapes (reference counted: its cache
+ * holds one reference and every arena using it another). Both are
+ * immutable once built; only last_used moves. */
 struct wf__memplan {
   int num_out_slots, num_in_slots;
   int32_t *view_of;   /* per output slot: index into planned, or -1 */
@@ -77,16 +97,80 @@ struct wf__memplan {
   int num_planned;
   int num_segs;
   size_t bytes;       /* the arena */
-  unsigned char *fed; /* per input slot */
+  unsigned char *fed; /* per input slot (the static plan's) */
+  /* The static plan: its partition and how its steps run (for plans
+   * built later), and its cache of plans from actual shapes (NULL when
+   * every output that could be planned has a known shape). */
+  const wf__part *pt;
+  int threaded;
+  plan_cache *cache;
+  /* A plan from actual shapes: the feed shapes it is for. */
+  int dynamic;
+  atomic_long refs;
+  wf_shape *key;           /* one per feed of the executor */
+  atomic_ullong last_used; /* its cache's clock when a step last chose it */
 };
+
+/* One feed-shape key missed once (see MISSED_MAX). */
+typedef struct missed {
+  wf_shape *key; /* NULL: unused */
+  unsigned long long when;
+} missed;
+
+struct plan_cache {
+  pthread_mutex_t mu;       /* guards plans and missed */
+  wf__memplan *plans[PLANS_MAX]; /* NULL: unused */
+  missed missed[MISSED_MAX];
+  int nfeeds;
+  atomic_ullong clock;
+};
+
+static void plan_destroy(wf__memplan *p) {
+  wf__free(p->view_of);
+  wf__free(p->planned);
+  wf__free(p->fed);
+  wf__free(p->key);
+  wf__free(p);
+}
+
+static wf__memplan *plan_retain(wf__memplan *p) {
+  atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+  return p;
+}
+
+static void plan_unref(wf__memplan *p) {
+  if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
+    plan_destroy(p);
+}
+
+static void cache_free(plan_cache *c) {
+  if (!c)
+    return;
+  for (int i = 0; i < PLANS_MAX; i++)
+    plan_unref(c->plans[i]);
+  for (int i = 0; i < MISSED_MAX; i++)
+    wf__free(c->missed[i].key);
+  pthread_mutex_destroy(&c->mu);
+  wf__free(c);
+}
 
 void wf__memplan_free(wf__memplan *p) {
   if (!p)
     return;
-  wf__free(p->view_of);
-  wf__free(p->planned);
-  wf__free(p->fed);
-  wf__free(p);
+  assert(!p->dynamic);
+  cache_free(p->cache);
+  plan_destroy(p);
+}
+
+int wf__memplan_num_cached(const wf__memplan *p) {
+  int n = 0;
+  if (!p || !p->cache)
+    return 0;
+  pthread_mutex_lock(&p->cache->mu);
+  for (int i = 0; i < PLANS_MAX; i++)
+    n += p->cache->plans[i] != NULL;
+  pthread_mutex_unlock(&p->cache->mu);
+  return n;
 }
 
 size_t wf__memplan_bytes(const wf__memplan *p) { return p ? p->bytes : 0; }
@@ -115,6 +199,11 @@ typedef struct builder {
   int words;
   int32_t *stamp;       /* per output slot / node: visit marks */
   int32_t *queue;
+  /* Plans from actual shapes: per output slot, whether a kernel allocated
+   * it in the recorded step, and the shape it asked for; NULL for the
+   * static plan. */
+  const unsigned char *made;
+  const wf_shape *made_shape;
 } builder;
 
 static void builder_free(builder *b) {
@@ -227,11 +316,19 @@ static int may_forward(const wf__xnode *c, int j, int m) {
   return a < 0 || b < 0 || a == b;
 }
 
+/* may_forward, knowing that an output allocated in the recorded step is
+ * a buffer of its own. */
+static int passes_on(const builder *b, const wf__xnode *c, int j, int m) {
+  if (b->made && b->made[c->output_base + m])
+    return 0;
+  return may_forward(c, j, m);
+}
+
 /* Whether output m of xn is probably one of its inputs passed on (then it
  * needs no memory of its own). */
-static int forwards(const wf__xnode *xn, int m) {
+static int forwards(const builder *b, const wf__xnode *xn, int m) {
   for (int j = 0; j < xn->num_inputs; j++)
-    if (may_forward(xn, j, m))
+    if (passes_on(b, xn, j, m))
       return 1;
   return 0;
 }
@@ -273,7 +370,7 @@ static int collect_uses(builder *b, int32_t o, int32_t mark) {
       int j = ed->dst_slot - c->input_base;
       for (int m = 0; m < c->num_outputs; m++) {
         int32_t fo = c->output_base + m;
-        if (b->stamp[fo] == mark || !may_forward(c, j, m))
+        if (b->stamp[fo] == mark || !passes_on(b, c, j, m))
           continue;
         if (tail == FORWARD_WALK_MAX) {
           b->escapes[o] = 1;
@@ -343,8 +440,9 @@ static int buffer_free_for(const builder *b, int32_t tenant, int32_t node) {
   return 1;
 }
 
-/* Whether output k of node xn may be planned (before its uses are known). */
-static int plannable(const wf__xnode *xn, int k, size_t *nbytes) {
+/* Whether output k of node xn is of a kind that may be planned, whatever
+ * its shape. */
+static int plannable_kind(const wf__xnode *xn, int k) {
   const wf_node *nd = xn->node;
   /* Sources without inputs (Const) mostly hand out a tensor they hold. */
   if (!xn->kernel || xn->num_inputs == 0 ||
@@ -352,8 +450,28 @@ static int plannable(const wf__xnode *xn, int k, size_t *nbytes) {
       (nd->op->def.flags & (WF_OP_STATEFUL | WF_OP_SOURCE_FED)))
     return 0;
   wf_dtype dt = nd->output_dtypes[k];
-  const wf_shape *s = &nd->output_shapes[k];
-  if (dt == WF_RESOURCE || !wf_dtype_size(dt) || !wf_shape_is_known(s))
+  return dt != WF_RESOURCE && wf_dtype_size(dt) != 0;
+}
+
+/* The shape output k of xn is planned with: the one its kernel asked for
+ * in the recorded step, else the static one when fully known, else NULL. */
+static const wf_shape *plan_shape(const builder *b, const wf__xnode *xn,
+                                  int k) {
+  int32_t o = xn->output_base + k;
+  if (b->made && b->made[o])
+    return &b->made_shape[o];
+  const wf_shape *s = &xn->node->output_shapes[k];
+  return wf_shape_is_known(s) ? s : NULL;
+}
+
+/* Whether output k of node xn may be planned (before its uses are known). */
+static int plannable(const builder *b, const wf__xnode *xn, int k,
+                     size_t *nbytes) {
+  if (!plannable_kind(xn, k))
+    return 0;
+  wf_dtype dt = xn->node->output_dtypes[k];
+  const wf_shape *s = plan_shape(b, xn, k);
+  if (!s)
     return 0;
   if (wf__tensor_check(dt, s->dims, s->rank, nbytes, NULL) || *nbytes == 0)
     return 0;
@@ -400,7 +518,7 @@ static void add_planned(wf__memplan *p, const wf__part *pt, const builder *b,
   planned *v = &p->planned[p->num_planned];
   v->out = o;
   v->dtype = xn->node->output_dtypes[k];
-  v->shape = xn->node->output_shapes[k];
+  v->shape = *plan_shape(b, xn, k);
   v->nbytes = nbytes;
   v->offset = offset;
   p->view_of[o] = p->num_planned++;
@@ -559,11 +677,16 @@ static int place_in_order(wf__memplan *p, const wf__part *pt,
 }
 
 /* Builds pt's plan into *out. `threaded`: its steps may run nodes on
- * several threads at once. */
-static int plan_part(const wf__part *pt, int threaded, wf__memplan **out) {
+ * several threads at once. made and made_shape: per output slot, what a
+ * recorded step allocated (see builder), or NULL for the static plan. */
+static int plan_part(const wf__part *pt, int threaded,
+                     const unsigned char *made, const wf_shape *made_shape,
+                     wf__memplan **out) {
   builder b;
   memset(&b, 0, sizeof b);
   b.pt = pt;
+  b.made = made;
+  b.made_shape = made_shape;
   b.n = pt->num_nodes;
   int nout = pt->num_out_slots;
   wf__memplan *p = wf__calloc(1, sizeof *p);
@@ -614,7 +737,8 @@ static int plan_part(const wf__part *pt, int threaded, wf__memplan **out) {
     for (int k = 0; k < xn->num_outputs; k++) {
       int32_t o = xn->output_base + k;
       size_t nbytes;
-      if (!b.escapes[o] && plannable(xn, k, &nbytes) && !forwards(xn, k))
+      if (!b.escapes[o] && plannable(&b, xn, k, &nbytes) &&
+          !forwards(&b, xn, k))
         cand[ncand++] = (candidate){o, at, nbytes};
     }
   }
@@ -634,6 +758,28 @@ oom:
   return -1;
 }
 
+/* Whether some output of pt could be planned but for its unknown shape
+ * (then its steps learn plans from the shapes they allocate). */
+static int needs_cache(const wf__part *pt) {
+  for (int i = 0; i < pt->num_nodes; i++) {
+    const wf__xnode *xn = &pt->nodes[i];
+    for (int k = 0; k < xn->num_outputs; k++)
+      if (plannable_kind(xn, k) &&
+          !wf_shape_is_known(&xn->node->output_shapes[k]))
+        return 1;
+  }
+  return 0;
+}
+
+static plan_cache *cache_new(int nfeeds) {
+  plan_cache *c = wf__calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  pthread_mutex_init(&c->mu, NULL);
+  c->nfeeds = nfeeds;
+  return c;
+}
+
 int wf__memplan_build(wf__exec *x, wf_status *st) {
   const wf_config *cfg = x->rt->cfg;
   int32_t inter, intra;
@@ -647,16 +793,18 @@ int wf__memplan_build(wf__exec *x, wf_status *st) {
      * core/session.c). */
     const wf_device_desc *dd = &x->rt->devices[pt->device].desc;
     int threaded = inter > 1 || (dd->cpus[0] && cfg->pin);
-    if (plan_part(pt, threaded, &pt->mem))
+    if (plan_part(pt, threaded, NULL, NULL, &pt->mem) ||
+        (needs_cache(pt) && !(pt->mem->cache = cache_new(x->nfeeds))))
       return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                            "memory planning of the %d nodes on %s: out of "
                            "memory",
                            pt->num_nodes,
                            x->rt->devices[pt->device].desc.name);
+    pt->mem->pt = pt;
+    pt->mem->threaded = threaded;
     /* The slots the caller fills: never written in place. */
-    if (pt->mem)
-      for (int k = 0; k < pt->feed_begin[x->nfeeds]; k++)
-        pt->mem->fed[pt->feed_slots[k]] = 1;
+    for (int k = 0; k < pt->feed_begin[x->nfeeds]; k++)
+      pt->mem->fed[pt->feed_slots[k]] = 1;
   }
   return 0;
 }
@@ -697,32 +845,98 @@ void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch) {
 
 /* ---- arenas --------------------------------------------------------------- */
 
+/* One plan's buffer: reference counted by the arena using it and by every
+ * live view of it, so it outlives an arena that moved to another plan, or
+ * a step state freed while its views are still held. */
+typedef struct store store;
+
 /* A planned output's view: the tensor struct handed out, and what its last
- * release needs (the plan may be gone by then: the arena can outlive its
+ * release needs (the plan may be gone by then: the store can outlive its
  * executor while a view escapes). */
 typedef struct view_rec {
   wf_tensor t;
-  wf__arena *a;
+  store *s;
   int32_t seg_begin, seg_end; /* the segments it holds */
 } view_rec;
 
-struct wf__arena {
-  atomic_long refs;          /* the step state's, and one per live view */
-  const wf__memplan *plan;   /* valid while the step state holds the arena */
-  unsigned char *base;       /* plan->bytes, or NULL */
-  _Atomic int32_t *holder;   /* per segment: the planned output whose view
-                                is alive over it, or -1 */
-  view_rec *views;           /* per planned output */
-  wf__meter *meter;
+struct store {
+  atomic_long refs;        /* the arena's, and one per live view */
+  unsigned char *base;     /* the plan's bytes */
+  _Atomic int32_t *holder; /* per segment: the planned output whose view
+                              is alive over it, or -1 */
+  view_rec *views;         /* per planned output */
 };
 
-static void arena_unref(wf__arena *a) {
-  if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
+struct wf__arena {
+  /* The partition's static plan, and the plan this step state uses now
+   * (the static one, or one from actual shapes it holds a reference on);
+   * both valid while the step state holds the arena. */
+  const wf__memplan *base_plan;
+  const wf__memplan *plan;
+  store *store;         /* plan's buffer; NULL when it places nothing */
+  wf__meter *meter;
+  /* Learning (only when base_plan has a cache): the feed shapes of the
+   * step, whether it records, and per output slot what its kernels
+   * allocated. Written by the step's kernels, each its own slots; read
+   * once the step is over. */
+  wf_shape *key;
+  int recording;
+  unsigned char *made;
+  wf_shape *made_shape;
+};
+
+static void store_unref(store *s) {
+  if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
     return;
-  wf__free(a->base);
-  wf__free((void *)a->holder);
-  wf__free(a->views);
+  wf__free(s->base);
+  wf__free((void *)s->holder);
+  wf__free(s->views);
+  wf__free(s);
+}
+
+/* A store for plan (NULL when out of memory); its buffer is allocated
+ * here, once. */
+static store *store_new(const wf__memplan *plan) {
+  store *s = wf__calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  atomic_init(&s->refs, 1);
+  s->base = wf__alloc(plan->bytes, WF_TENSOR_ALIGN);
+  s->holder = wf__calloc((size_t)plan->num_segs, sizeof *s->holder);
+  s->views = wf__calloc((size_t)plan->num_planned, sizeof *s->views);
+  if (!s->base || !s->holder || !s->views) {
+    store_unref(s);
+    return NULL;
+  }
+  for (int g = 0; g < plan->num_segs; g++)
+    atomic_init(&s->holder[g], -1);
+  for (int v = 0; v < plan->num_planned; v++) {
+    s->views[v].s = s;
+    s->views[v].seg_begin = plan->planned[v].seg_begin;
+    s->views[v].seg_end = plan->planned[v].seg_end;
+  }
+  atomic_fetch_add_explicit(&stat_arenas, 1, memory_order_relaxed);
+  return s;
+}
+
+/* Lets go of a's plan: the store (views keep theirs alive) and, for a plan
+ * from actual shapes, the reference on it. */
+static void arena_drop_plan(wf__arena *a) {
+  store_unref(a->store);
+  a->store = NULL;
+  if (a->plan && a->plan->dynamic)
+    plan_unref((wf__memplan *)a->plan);
+  a->plan = NULL;
+}
+
+void wf__arena_release(wf__arena *a) {
+  if (!a)
+    return;
+  arena_drop_plan(a);
   meter_unref(a->meter);
+  wf__free(a->key);
+  wf__free(a->made);
+  wf__free(a->made_shape);
   wf__free(a);
 }
 
@@ -730,7 +944,7 @@ wf__arena *wf__arena_new(const wf__memplan *plan) {
   wf__arena *a = wf__calloc(1, sizeof *a);
   if (!a)
     return NULL;
-  atomic_init(&a->refs, 1);
+  a->base_plan = plan;
   a->plan = plan;
   a->meter = wf__calloc(1, sizeof *a->meter);
   if (!a->meter) {
@@ -738,36 +952,167 @@ wf__arena *wf__arena_new(const wf__memplan *plan) {
     return NULL;
   }
   atomic_init(&a->meter->refs, 1);
-  if (plan && plan->num_planned > 0) {
-    a->base = wf__alloc(plan->bytes, WF_TENSOR_ALIGN);
-    a->holder = wf__calloc((size_t)plan->num_segs, sizeof *a->holder);
-    a->views = wf__calloc((size_t)plan->num_planned, sizeof *a->views);
-    if (!a->base || !a->holder || !a->views) {
-      arena_unref(a);
-      return NULL;
-    }
-    for (int g = 0; g < plan->num_segs; g++)
-      atomic_init(&a->holder[g], -1);
-    for (int v = 0; v < plan->num_planned; v++) {
-      a->views[v].a = a;
-      a->views[v].seg_begin = plan->planned[v].seg_begin;
-      a->views[v].seg_end = plan->planned[v].seg_end;
-    }
-    atomic_fetch_add_explicit(&stat_arenas, 1, memory_order_relaxed);
+  if (plan && plan->num_planned > 0 && !(a->store = store_new(plan)))
+    goto fail;
+  if (plan && plan->cache) {
+    int nout = plan->num_out_slots;
+    a->key = wf__calloc((size_t)plan->cache->nfeeds + 1, sizeof *a->key);
+    a->made = wf__calloc((size_t)nout + 1, 1);
+    a->made_shape = wf__calloc((size_t)nout + 1, sizeof *a->made_shape);
+    if (!a->key || !a->made || !a->made_shape)
+      goto fail;
   }
   return a;
+fail:
+  wf__arena_release(a);
+  return NULL;
 }
 
-void wf__arena_release(wf__arena *a) {
-  if (a)
-    arena_unref(a);
+static int key_equal(const wf_shape *a, const wf_shape *b, int n) {
+  for (int f = 0; f < n; f++)
+    if (!wf_shape_equal(&a[f], &b[f]))
+      return 0;
+  return 1;
 }
 
-void wf__arena_begin(wf__arena *a) {
+static void touch(plan_cache *c, wf__memplan *p) {
+  atomic_store_explicit(
+      &p->last_used,
+      atomic_fetch_add_explicit(&c->clock, 1, memory_order_relaxed) + 1,
+      memory_order_relaxed);
+}
+
+/* Notes key as missed (under c->mu); 1 when it was missed before. */
+static int note_miss(plan_cache *c, const wf_shape *key) {
+  int oldest = 0;
+  for (int i = 0; i < MISSED_MAX; i++) {
+    missed *m = &c->missed[i];
+    if (m->key && key_equal(m->key, key, c->nfeeds))
+      return 1;
+    if (!m->key || (c->missed[oldest].key && m->when < c->missed[oldest].when))
+      oldest = i;
+  }
+  missed *m = &c->missed[oldest];
+  if (!m->key)
+    m->key = wf__calloc((size_t)c->nfeeds + 1, sizeof *m->key);
+  if (m->key) {
+    memcpy(m->key, key, (size_t)c->nfeeds * sizeof *key);
+    m->when = atomic_fetch_add_explicit(&c->clock, 1, memory_order_relaxed);
+  }
+  return 0;
+}
+
+/* Makes p (a reference the caller gives) a's plan, unless its buffer
+ * cannot be had (then a keeps its plan). */
+static void arena_adopt(wf__arena *a, wf__memplan *p) {
+  store *s = NULL;
+  if (p->num_planned > 0 && !(s = store_new(p))) {
+    plan_unref(p);
+    return;
+  }
+  arena_drop_plan(a);
+  a->plan = p;
+  a->store = s;
+}
+
+void wf__arena_begin(wf__arena *a, wf_tensor *const *feeds, int nfeeds) {
   wf__meter *m = a->meter;
   atomic_fetch_add_explicit(&m->epoch, 1, memory_order_relaxed);
   atomic_store_explicit(&m->live, 0, memory_order_relaxed);
   atomic_store_explicit(&m->peak, 0, memory_order_relaxed);
+  a->recording = 0;
+  if (!a->base_plan || !a->base_plan->cache)
+    return;
+  plan_cache *c = a->base_plan->cache;
+  assert(nfeeds == c->nfeeds && (nfeeds == 0 || feeds));
+  for (int f = 0; f < nfeeds; f++)
+    a->key[f] = feeds[f]->shape;
+  /* The plan the step state already uses: no lock. */
+  if (a->plan->dynamic && key_equal(a->plan->key, a->key, nfeeds)) {
+    touch(c, (wf__memplan *)a->plan);
+    return;
+  }
+  wf__memplan *hit = NULL;
+  int again = 0;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < PLANS_MAX && !hit; i++)
+    if (c->plans[i] && key_equal(c->plans[i]->key, a->key, nfeeds)) {
+      hit = plan_retain(c->plans[i]);
+      touch(c, hit);
+    }
+  if (!hit) {
+    again = note_miss(c, a->key);
+    for (int i = 0; i < PLANS_MAX; i++)
+      again |= c->plans[i] == NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (hit) {
+    arena_adopt(a, hit);
+    return;
+  }
+  /* No plan for these shapes: the step runs with the plan it has (outputs
+   * of other shapes are allocated), and records (see PLANS_MAX). */
+  if (again) {
+    a->recording = 1;
+    memset(a->made, 0, (size_t)a->base_plan->num_out_slots);
+  }
+}
+
+void wf__arena_end(wf__arena *a, int ok) {
+  if (!a->recording)
+    return;
+  a->recording = 0;
+  if (!ok)
+    return;
+  const wf__memplan *base = a->base_plan;
+  plan_cache *c = base->cache;
+  wf__memplan *p = NULL, *evicted = NULL;
+  if (plan_part(base->pt, base->threaded, a->made, a->made_shape, &p))
+    return; /* out of memory: steps go on as they were */
+  p->dynamic = 1;
+  atomic_init(&p->refs, 1);
+  p->key = wf__calloc((size_t)c->nfeeds + 1, sizeof *p->key);
+  if (!p->key) {
+    plan_destroy(p);
+    return;
+  }
+  memcpy(p->key, a->key, (size_t)c->nfeeds * sizeof *p->key);
+  pthread_mutex_lock(&c->mu);
+  int slot = -1, dup = 0;
+  /* An unused entry, else the least recently used. */
+  for (int i = 0; i < PLANS_MAX; i++) {
+    wf__memplan *q = c->plans[i];
+    if (!q) {
+      if (slot < 0 || c->plans[slot])
+        slot = i;
+      continue;
+    }
+    if (key_equal(q->key, p->key, c->nfeeds))
+      dup = 1;
+    if (slot < 0 ||
+        (c->plans[slot] &&
+         atomic_load_explicit(&q->last_used, memory_order_relaxed) <
+             atomic_load_explicit(&c->plans[slot]->last_used,
+                                  memory_order_relaxed)))
+      slot = i;
+  }
+  if (!dup) {
+    evicted = c->plans[slot];
+    c->plans[slot] = p;
+    touch(c, p);
+    p = NULL;
+    for (int i = 0; i < MISSED_MAX; i++)
+      if (c->missed[i].key &&
+          key_equal(c->missed[i].key, a->key, c->nfeeds)) {
+        wf__free(c->missed[i].key);
+        c->missed[i].key = NULL;
+      }
+    atomic_fetch_add_explicit(&stat_plans, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (p)
+    plan_destroy(p);
+  plan_unref(evicted);
 }
 
 int64_t wf__arena_peak_bytes(const wf__arena *a) {
@@ -776,21 +1121,21 @@ int64_t wf__arena_peak_bytes(const wf__arena *a) {
 }
 
 /* Lets go of segments [from, to). */
-static void unhold(wf__arena *a, int32_t from, int32_t to) {
+static void unhold(store *s, int32_t from, int32_t to) {
   for (int32_t g = from; g < to; g++)
-    atomic_store_explicit(&a->holder[g], -1, memory_order_release);
+    atomic_store_explicit(&s->holder[g], -1, memory_order_release);
 }
 
 /* Takes every segment of planned output idx, or none (0) when a live view
  * holds any of them. Never waits: two outputs that race for a segment may
  * both go without. */
-static int hold(wf__arena *a, int32_t idx, int32_t from, int32_t to) {
+static int hold(store *s, int32_t idx, int32_t from, int32_t to) {
   for (int32_t g = from; g < to; g++) {
     int32_t free_mark = -1;
     if (!atomic_compare_exchange_strong_explicit(
-            &a->holder[g], &free_mark, idx, memory_order_acquire,
+            &s->holder[g], &free_mark, idx, memory_order_acquire,
             memory_order_relaxed)) {
-      unhold(a, from, g);
+      unhold(s, from, g);
       return 0;
     }
   }
@@ -800,24 +1145,29 @@ static int hold(wf__arena *a, int32_t idx, int32_t from, int32_t to) {
 /* The last reference to a view went: its bytes are free again. */
 static void view_done(void *data, size_t len, void *arg) {
   view_rec *r = arg;
-  wf__arena *a = r->a;
+  store *s = r->s;
   (void)data;
   (void)len;
-  unhold(a, r->seg_begin, r->seg_end);
-  arena_unref(a);
+  unhold(s, r->seg_begin, r->seg_end);
+  store_unref(s);
 }
 
 wf_tensor *wf__arena_output(wf__arena *a, int32_t out, wf_dtype dtype,
                             const wf_shape *shape, wf_status *st) {
   const wf__memplan *p = a->plan;
+  if (a->recording && out >= 0 && out < a->base_plan->num_out_slots) {
+    a->made[out] = 1;
+    a->made_shape[out] = *shape;
+  }
   if (p && out >= 0 && out < p->num_out_slots && p->view_of[out] >= 0) {
     int32_t idx = p->view_of[out];
     const planned *v = &p->planned[idx];
+    store *s = a->store;
     if (v->dtype == dtype && wf_shape_equal(&v->shape, shape) &&
-        hold(a, idx, v->seg_begin, v->seg_end)) {
-      view_rec *r = &a->views[idx];
-      atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
-      wf__tensor_init_view(&r->t, dtype, shape, a->base + v->offset,
+        hold(s, idx, v->seg_begin, v->seg_end)) {
+      view_rec *r = &s->views[idx];
+      atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+      wf__tensor_init_view(&r->t, dtype, shape, s->base + v->offset,
                            v->nbytes, view_done, r);
       atomic_fetch_add_explicit(&stat_views, 1, memory_order_relaxed);
       return &r->t;
@@ -831,7 +1181,7 @@ wf_tensor *wf__arena_output(wf__arena *a, int32_t out, wf_dtype dtype,
 
 int wf__arena_may_overwrite(const wf__arena *a, int32_t in, const wf_tensor *t,
                             wf_dtype dtype, const wf_shape *shape) {
-  const wf__memplan *p = a->plan;
+  const wf__memplan *p = a->base_plan;
   if (!p || in < 0 || in >= p->num_in_slots || p->fed[in] || !t)
     return 0;
   if (t->wrapped != WF__TENSOR_OWNED && t->wrapped != WF__TENSOR_VIEW)

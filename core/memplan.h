@@ -23,7 +23,20 @@
  * holds its bytes from the moment it is handed out until its last
  * reference goes, so planned memory is never written while anyone can
  * still read it. A variable assigned a view keeps a copy
- * (core/variables.c copies any buffer that is not the core's own). */
+ * (core/variables.c copies any buffer that is not the core's own).
+ *
+ * Outputs whose shapes are known only when the step runs (a batch
+ * dimension of -1) are planned from the shapes their kernels ask for:
+ * when a partition has such outputs, a step whose feed shapes have no
+ * plan records what its kernels allocate (once the cache is full, only
+ * when those feed shapes missed before), and once it has completed a
+ * plan of every output, placed by those shapes, is built and kept for
+ * those feed shapes (up to 4 plans per partition, the least recently used
+ * out). A later step with the same feed shapes uses it, and
+ * a step state keeps using the plan it has without a lock while the feed
+ * shapes stay the same. Feed shapes usually decide every shape of a step;
+ * when they do not, the kernel asking for another shape is allocated
+ * normally. A step whose feed shapes match no plan runs as before. */
 #ifndef WF_CORE_MEMPLAN_H
 #define WF_CORE_MEMPLAN_H
 
@@ -44,6 +57,8 @@ typedef struct wf__memplan wf__memplan;
  * [passes] memory_plan is false (then every mem stays NULL). Returns 0, or
  * RESOURCE_EXHAUSTED with st naming the partition's device. */
 int wf__memplan_build(struct wf__exec *x, wf_status *st);
+/* Frees a partition's plan (and the plans its steps learned that no arena
+ * holds any more). */
 void wf__memplan_free(wf__memplan *p);
 /* The arena's size in bytes (0: nothing planned). */
 size_t wf__memplan_bytes(const wf__memplan *p);
@@ -51,24 +66,36 @@ size_t wf__memplan_bytes(const wf__memplan *p);
  * arena bytes between output boundaries) it splits the arena into. */
 int wf__memplan_num_planned(const wf__memplan *p);
 int wf__memplan_num_segments(const wf__memplan *p);
+/* How many plans from actual shapes the partition's plan keeps now (at
+ * most 4). */
+int wf__memplan_num_cached(const wf__memplan *p);
 
 /* ---- arenas ------------------------------------------------------------- */
 
-/* One step state's memory for one partition: the arena of a plan (plan may
- * be NULL: no arena, only the meter of its allocations). Reference counted:
- * the step state holds one reference and every live view another, so an
- * arena outlives a step state that is freed while its views are still
- * held. */
+/* One step state's memory for one partition: the buffer of the plan it
+ * uses (plan may be NULL: no buffer, only the meter of its allocations),
+ * owned by the step state. A buffer is reference counted by its arena and
+ * every live view of it, so it outlives a step state that is freed, or an
+ * arena that moved to another plan, while its views are still held. */
 typedef struct wf__arena wf__arena;
 
-/* A new arena for plan (NULL when out of memory). Its buffer is allocated
- * here, once. */
+/* A new arena for the partition's plan (NULL when out of memory). The
+ * plan's buffer is allocated here, once; another one only when the arena
+ * moves to a plan learned from actual shapes. */
 wf__arena *wf__arena_new(const wf__memplan *plan);
-/* Drops the step state's reference. */
+/* Frees the step state's arena (buffers held by views stay until those
+ * go). */
 void wf__arena_release(wf__arena *a);
-/* Starts a step: the meter restarts from zero. Tensors of earlier steps
- * still alive are no longer counted. */
-void wf__arena_begin(wf__arena *a);
+/* Starts a step fed feeds[0 .. nfeeds) (the executor's feeds, in
+ * signature order; NULL when nfeeds is 0): the meter restarts from zero
+ * (tensors of earlier steps still alive are no longer counted), the arena
+ * moves to the partition's plan for those feed shapes when there is one,
+ * and otherwise may record what the step's kernels allocate. */
+void wf__arena_begin(wf__arena *a, wf_tensor *const *feeds, int nfeeds);
+/* Ends the step: when it recorded and ok (the step completed), builds the
+ * plan for its feed shapes and keeps it in the partition's cache. Called
+ * once every kernel of the step is done. */
+void wf__arena_end(wf__arena *a, int ok);
 /* The peak bytes of the step so far: the arena plus the most bytes of
  * unplanned outputs alive at once. */
 int64_t wf__arena_peak_bytes(const wf__arena *a);
@@ -119,6 +146,7 @@ typedef struct wf__memplan_stats {
   long fallbacks; /* planned outputs allocated normally (buffer busy or
                      another shape asked) */
   long in_place;  /* outputs written over an input */
+  long plans;     /* plans built from actual shapes */
 } wf__memplan_stats;
 
 /* Counters since the process started (all executors). */

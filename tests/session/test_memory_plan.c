@@ -5,7 +5,11 @@
  * output) keep their values while later steps run; concurrent steps on one
  * executor never share an arena; once warm, a step allocates nothing for
  * its planned outputs; the run metadata's peak bytes of a chain of known
- * sizes are what the plan says; in-place outputs follow their rules. Uses
+ * sizes are what the plan says; in-place outputs follow their rules.
+ * Graphs fed with an unknown batch dimension learn plans from the shapes
+ * their steps allocate: the same bits, a steady state that allocates
+ * nothing for planned outputs, another batch size served by another plan
+ * or allocated normally, and never more plans than the cache holds. Uses
  * the built-in plugins of the build tree. Counts, never times. */
 #include <config.h>
 
@@ -133,6 +137,9 @@ static wf__memplan_stats stats(void) {
 
 enum { BATCH = 64, STEPS = 12 };
 
+/* The batch dimension the mlp's placeholders declare (-1: unknown). */
+static int64_t mlp_batch_dim = BATCH;
+
 typedef struct mlp {
   wf_runtime *rt;
   wf_graph *g;
@@ -144,7 +151,7 @@ typedef struct mlp {
 
 /* The mlp of DESIGN.md (784-256-128-10, ReLU, Adam) on fixed-size batches. */
 static void mlp_build(mlp *n, int plan) {
-  int64_t xd[2] = {BATCH, 784}, yd[1] = {BATCH};
+  int64_t xd[2] = {mlp_batch_dim, 784}, yd[1] = {mlp_batch_dim};
   n->rt = runtime(plan);
   n->g = wf_graph_new(n->rt);
   n->x = placeholder(n->g, "x", WF_FLOAT32, xd, 2);
@@ -229,9 +236,285 @@ static void test_mlp_with_executor_threads_is_bit_identical(void **state) {
   inter_op = 0;
 }
 
+/* ---- an unknown batch dimension ------------------------------------------- */
+
+/* One training step of on and off at batch size `batch` (inputs from k):
+ * both fetches must be the same bits. */
+static void mlp_step_both(mlp *on, mlp *off, int64_t batch, int k) {
+  int64_t xd[2] = {batch, 784}, yd[1] = {batch};
+  wf_tensor *x = filled(xd, 2, 0.1 * k);
+  wf_tensor *y = wf_tensor_new(WF_INT32, yd, 1, st);
+  assert_non_null(y);
+  for (int64_t i = 0; i < batch; i++)
+    ((int32_t *)wf_tensor_data(y))[i] = (int32_t)((i * 7 + k) % 10);
+  wf_tensor *feed[2] = {x, y};
+  wf_tensor *a[2] = {NULL, NULL}, *b[2] = {NULL, NULL};
+  OK(wf_callable_run(on->step, NULL, feed, a, NULL, st));
+  OK(wf_callable_run(off->step, NULL, feed, b, NULL, st));
+  for (int f = 0; f < 2; f++) {
+    assert_int_equal(wf_tensor_nbytes(a[f]), wf_tensor_nbytes(b[f]));
+    if (memcmp(wf_tensor_data(a[f]), wf_tensor_data(b[f]),
+               wf_tensor_nbytes(a[f])) != 0)
+      fail_msg("step %d (batch %d): fetch %d differs with planning on and "
+               "off",
+               k, (int)batch, f);
+    wf_tensor_release(a[f]);
+    wf_tensor_release(b[f]);
+  }
+  wf_tensor_release(x);
+  wf_tensor_release(y);
+}
+
+static wf__memplan_stats stats_since(const wf__memplan_stats *s0) {
+  wf__memplan_stats s1 = stats();
+  s1.arenas -= s0->arenas;
+  s1.views -= s0->views;
+  s1.fallbacks -= s0->fallbacks;
+  s1.in_place -= s0->in_place;
+  s1.plans -= s0->plans;
+  return s1;
+}
+
+/* The mlp fed (-1, 784) batches: a plan is learned from the first step
+ * and training stays bit-identical to the unplanned run; afterwards every
+ * step hands out the same views and falls back never. */
+static void test_unknown_batch_mlp_is_bit_identical_planned_or_not(
+    void **state) {
+  (void)state;
+  mlp on, off;
+  mlp_batch_dim = -1;
+  mlp_build(&on, 1);
+  mlp_build(&off, 0);
+  mlp_batch_dim = BATCH;
+  wf__memplan_stats s0 = stats();
+  int k = 0;
+  for (; k < 3; k++)
+    mlp_step_both(&on, &off, BATCH, k);
+  wf__memplan_stats warm = stats_since(&s0);
+  /* One plan, built after the first step (the unplanned runtime builds
+   * none). */
+  assert_int_equal(warm.plans, 1);
+  wf__memplan_stats s1 = stats();
+  mlp_step_both(&on, &off, BATCH, k++);
+  wf__memplan_stats one = stats_since(&s1);
+  /* Most of the step's outputs are planned now. */
+  assert_true(one.views >= 20);
+  assert_int_equal(one.fallbacks, 0);
+  wf__memplan_stats s2 = stats();
+  for (; k < STEPS; k++)
+    mlp_step_both(&on, &off, BATCH, k);
+  wf__memplan_stats rest = stats_since(&s2);
+  assert_int_equal(rest.views, one.views * (STEPS - 4));
+  assert_int_equal(rest.fallbacks, 0);
+  assert_int_equal(rest.arenas, 0);
+  assert_int_equal(rest.plans, 0);
+  mlp_free(&on);
+  mlp_free(&off);
+}
+
+static void test_unknown_batch_mlp_with_executor_threads_is_bit_identical(
+    void **state) {
+  (void)state;
+  inter_op = 3;
+  test_unknown_batch_mlp_is_bit_identical_planned_or_not(state);
+  inter_op = 0;
+}
+
+/* Allocations of `steps` training steps of n at batch size `batch`. */
+static long mlp_allocs(mlp *n, int64_t batch, int steps,
+                       wf__memplan_stats *delta) {
+  int64_t xd[2] = {batch, 784}, yd[1] = {batch};
+  wf_tensor *x = filled(xd, 2, 0.7);
+  wf_tensor *y = wf_tensor_new(WF_INT32, yd, 1, st);
+  for (int64_t i = 0; i < batch; i++)
+    ((int32_t *)wf_tensor_data(y))[i] = (int32_t)(i % 10);
+  wf_tensor *feed[2] = {x, y}, *out[2];
+  for (int k = 0; k < 4; k++) { /* warm: the plan is learned here */
+    OK(wf_callable_run(n->step, NULL, feed, out, NULL, st));
+    wf_tensor_release(out[0]);
+    wf_tensor_release(out[1]);
+  }
+  wf__memplan_stats s0 = stats();
+  long n0 = wf__alloc_count();
+  for (int k = 0; k < steps; k++) {
+    OK(wf_callable_run(n->step, NULL, feed, out, NULL, st));
+    wf_tensor_release(out[0]);
+    wf_tensor_release(out[1]);
+  }
+  long allocs = wf__alloc_count() - n0;
+  *delta = stats_since(&s0);
+  wf_tensor_release(x);
+  wf_tensor_release(y);
+  return allocs;
+}
+
+/* Once warm, a step with an unknown batch dimension allocates nothing for
+ * its planned outputs: every planned output is a view, and the planned
+ * run saves exactly one allocation per view and per output written in
+ * place. */
+static void test_unknown_batch_steady_state_allocates_nothing_for_planned(
+    void **state) {
+  (void)state;
+  enum { N = 10 };
+  mlp on, off;
+  mlp_batch_dim = -1;
+  mlp_build(&on, 1);
+  mlp_build(&off, 0);
+  mlp_batch_dim = BATCH;
+  wf__memplan_stats don, doff;
+  long allocs_on = mlp_allocs(&on, BATCH, N, &don);
+  long allocs_off = mlp_allocs(&off, BATCH, N, &doff);
+  assert_int_equal(don.arenas, 0);
+  assert_int_equal(don.plans, 0);
+  assert_int_equal(don.fallbacks, 0);
+  assert_true(don.views >= 20 * N);
+  assert_int_equal(don.views % N, 0);
+  assert_int_equal(doff.views, 0);
+  /* Executor threads allocate a little of their own now and then (the
+   * pool's queues): exact on one thread only. */
+  if (inter_op == 0)
+    assert_int_equal(allocs_off - allocs_on, don.views + don.in_place);
+  else
+    assert_true(allocs_off - allocs_on >= (don.views + don.in_place) * 9 / 10);
+  mlp_free(&on);
+  mlp_free(&off);
+}
+
+/* Another batch size: its first steps run on the plan there is (outputs
+ * of other shapes allocated normally), then a plan of its own; going back
+ * finds the first plan again. Bit-identical all along. */
+static void test_other_batch_size_uses_another_plan_or_falls_back(
+    void **state) {
+  (void)state;
+  mlp on, off;
+  mlp_batch_dim = -1;
+  mlp_build(&on, 1);
+  mlp_build(&off, 0);
+  mlp_batch_dim = BATCH;
+  wf__memplan_stats s0 = stats();
+  int k = 0;
+  for (int i = 0; i < 3; i++)
+    mlp_step_both(&on, &off, BATCH, k++);
+  assert_int_equal(stats_since(&s0).plans, 1);
+  /* Batch 24, first step: no plan for it; outputs of batch-sized shapes
+   * are allocated normally, and a plan is built after it. */
+  wf__memplan_stats s1 = stats();
+  mlp_step_both(&on, &off, 24, k++);
+  assert_true(stats_since(&s1).fallbacks > 0);
+  assert_int_equal(stats_since(&s1).plans, 1);
+  mlp_step_both(&on, &off, 24, k++);
+  assert_int_equal(stats_since(&s1).plans, 1);
+  wf__memplan_stats s2 = stats();
+  mlp_step_both(&on, &off, 24, k++);
+  wf__memplan_stats d24 = stats_since(&s2);
+  assert_int_equal(d24.fallbacks, 0);
+  assert_true(d24.views >= 20);
+  /* Back to the first batch size: its plan is still kept. */
+  wf__memplan_stats s3 = stats();
+  for (int i = 0; i < 3; i++)
+    mlp_step_both(&on, &off, BATCH, k++);
+  wf__memplan_stats d64 = stats_since(&s3);
+  assert_int_equal(d64.plans, 0);
+  assert_int_equal(d64.fallbacks, 0);
+  /* A batch of one, seen once: a plan too while the cache has room; the
+   * first batch size keeps its own. Still the same bits. */
+  wf__memplan_stats s4 = stats();
+  mlp_step_both(&on, &off, 1, k++);
+  assert_int_equal(stats_since(&s4).plans, 1);
+  wf__memplan_stats s5 = stats();
+  mlp_step_both(&on, &off, BATCH, k++);
+  assert_int_equal(stats_since(&s5).fallbacks, 0);
+  mlp_free(&on);
+  mlp_free(&off);
+}
+
+/* y = relu(x * 2 + 1) * 3 - 1 over a (-1, CLEN) placeholder, run on the
+ * executor directly (the cache is checked on its partition). */
+static float chain_ref(float x);
+
+enum { CLEN2 = 512 };
+
+static void check_chain_rows(wf__exec *ex, int64_t rows, int k) {
+  int64_t d[2] = {rows, CLEN2};
+  wf_tensor *in = filled(d, 2, 0.5 * k), *out = NULL;
+  OK(wf__exec_run(ex, NULL, NULL, NULL, NULL, &in, &out, NULL, st));
+  assert_int_equal(wf_tensor_count(out), rows * CLEN2);
+  const float *xv = wf_tensor_data(in), *yv = wf_tensor_data(out);
+  for (int64_t i = 0; i < rows * CLEN2; i++)
+    if (yv[i] != chain_ref(xv[i]))
+      fail_msg("rows %d step %d element %d: %g, want %g", (int)rows, k,
+               (int)i, (double)yv[i], (double)chain_ref(xv[i]));
+  wf_tensor_release(out);
+  wf_tensor_release(in);
+}
+
+/* More batch sizes than the cache holds, each a few steps at a time and
+ * round after round: never more than 4 plans, a plan per batch size at
+ * most each time it comes back, and every value right. Each size visited
+ * once after the cache filled gets no plan. */
+static void test_more_batch_sizes_than_plans_stays_bounded(void **state) {
+  (void)state;
+  int64_t d[2] = {-1, CLEN2};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 2);
+  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
+  t = op2(g, "Add", t, scalar(g, 1.0f));
+  t = op1(g, "Relu", t);
+  t = op2(g, "Mul", t, scalar(g, 3.0f));
+  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf__signature sig = {&x, 1, &t, 1, NULL, 0};
+  wf__exec *ex = wf__exec_new(rt, g, &sig, st);
+  if (!ex)
+    fail_msg("executor: %s", wf_status_message(st));
+  const wf__memplan *mem = ex->parts[0].mem;
+  assert_non_null(mem);
+  /* Nothing planned statically: every output's rows are unknown. */
+  assert_int_equal(wf__memplan_num_planned(mem), 0);
+  assert_int_equal(wf__memplan_num_cached(mem), 0);
+  wf__memplan_stats s0 = stats();
+  int k = 0;
+  for (int round = 0; round < 3; round++)
+    for (int64_t rows = 1; rows <= 7; rows++) {
+      for (int i = 0; i < 3; i++)
+        check_chain_rows(ex, rows, k++);
+      assert_true(wf__memplan_num_cached(mem) <= 4);
+    }
+  assert_int_equal(wf__memplan_num_cached(mem), 4);
+  wf__memplan_stats d0 = stats_since(&s0);
+  /* Each batch size comes back after the cache forgot it: one plan per
+   * visit, never one per step. */
+  assert_int_equal(d0.plans, 3 * 7);
+  assert_true(d0.views > 0);
+  /* Once full, a size seen once builds nothing. */
+  wf__memplan_stats s2 = stats();
+  check_chain_rows(ex, 11, k++);
+  check_chain_rows(ex, 12, k++);
+  assert_int_equal(stats_since(&s2).plans, 0);
+  assert_int_equal(wf__memplan_num_cached(mem), 4);
+  /* Steady at one size: no plan built, no allocation for planned outputs. */
+  for (int i = 0; i < 3; i++)
+    check_chain_rows(ex, 5, k++);
+  wf__memplan_stats s1 = stats();
+  for (int i = 0; i < 5; i++)
+    check_chain_rows(ex, 5, k++);
+  wf__memplan_stats d1 = stats_since(&s1);
+  assert_int_equal(d1.plans, 0);
+  assert_int_equal(d1.fallbacks, 0);
+  /* Five outputs, the fetched one not planned: four views a step. */
+  assert_int_equal(d1.views, 5 * 4);
+  wf__exec_release(ex);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
 /* ---- escapes ---------------------------------------------------------------- */
 
 enum { LEN = 1000 };
+
+/* The length the escape tests' placeholders declare (-1: unknown, so what
+ * is planned is learned from the steps). */
+static int64_t escape_dim = LEN;
 
 /* A step whose planned output a = 2x is forwarded to a fetch by a kernel
  * the planner does not expect to forward (ClipByGlobalNorm with nothing
@@ -239,10 +522,10 @@ enum { LEN = 1000 };
  * a's buffer. */
 static void test_escaping_planned_output_is_never_overwritten(void **state) {
   (void)state;
-  int64_t d[1] = {LEN};
+  int64_t d[1] = {LEN}, pd[1] = {escape_dim};
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
-  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, pd, 1);
   wf_output a = op2(g, "Mul", x, scalar(g, 2.0f));
   wf_node_desc *cd = wf_node_desc_new(g, "ClipByGlobalNorm", "clip");
   wf_node_desc_add_input_list(cd, &a, 1);
@@ -309,10 +592,10 @@ static void test_escaping_planned_output_is_never_overwritten(void **state) {
  * every planned buffer. */
 static void test_fetched_tensor_survives_later_steps(void **state) {
   (void)state;
-  int64_t d[1] = {LEN};
+  int64_t d[1] = {LEN}, pd[1] = {escape_dim};
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
-  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, pd, 1);
   wf_output a = op2(g, "Mul", x, scalar(g, 3.0f));
   wf_output b = op2(g, "Add", a, scalar(g, 1.0f));
   wf_output c = op1(g, "Relu", b);
@@ -424,6 +707,14 @@ static void test_variable_assigned_from_planned_output_keeps_its_value(
   wf_runtime_free(rt);
 }
 
+/* The same escapes where the plan is learned from the steps. */
+static void test_escapes_with_unknown_length(void **state) {
+  escape_dim = -1;
+  test_escaping_planned_output_is_never_overwritten(state);
+  test_fetched_tensor_survives_later_steps(state);
+  escape_dim = LEN;
+}
+
 /* ---- concurrent steps ----------------------------------------------------------- */
 
 enum { THREADS = 4, ROUNDS = 40, CLEN = 4096 };
@@ -471,6 +762,79 @@ static void *worker_main(void *arg) {
   }
   wf_status_free(wst);
   return NULL;
+}
+
+/* Threads running a (-1, CLEN) chain at two batch sizes at once: step
+ * states learn and switch plans while others run, and every value is
+ * right. */
+static void *batch_worker_main(void *arg) {
+  worker *w = arg;
+  wf_status *wst = wf_status_new();
+  int64_t rows = w->id % 2 ? 3 : 1;
+  int64_t d[2] = {rows, CLEN};
+  for (int k = 0; k < ROUNDS && !w->bad; k++) {
+    wf_tensor *in = wf_tensor_new(WF_FLOAT32, d, 2, wst), *out = NULL;
+    float *xv = wf_tensor_data(in);
+    for (int64_t i = 0; i < rows * CLEN; i++)
+      xv[i] = (float)(w->id * 1000 + k) + (float)(i % CLEN) * 0.001f;
+    if (wf_callable_run(w->run, NULL, &in, &out, NULL, wst)) {
+      w->bad = 1;
+      snprintf(w->why, sizeof w->why, "run: %s", wf_status_message(wst));
+    } else if (wf_tensor_count(out) != rows * CLEN) {
+      w->bad = 1;
+      snprintf(w->why, sizeof w->why, "thread %d round %d: %d elements",
+               w->id, k, (int)wf_tensor_count(out));
+    } else {
+      const float *yv = wf_tensor_data(out);
+      for (int64_t i = 0; i < rows * CLEN && !w->bad; i++)
+        if (yv[i] != chain_ref(xv[i])) {
+          w->bad = 1;
+          snprintf(w->why, sizeof w->why,
+                   "thread %d round %d element %d: %g, want %g", w->id, k,
+                   (int)i, (double)yv[i], (double)chain_ref(xv[i]));
+        }
+    }
+    wf_tensor_release(out);
+    wf_tensor_release(in);
+  }
+  wf_status_free(wst);
+  return NULL;
+}
+
+static void test_concurrent_steps_of_two_batch_sizes(void **state) {
+  (void)state;
+  int64_t d[2] = {-1, CLEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 2);
+  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
+  t = op2(g, "Add", t, scalar(g, 1.0f));
+  t = op1(g, "Relu", t);
+  t = op2(g, "Mul", t, scalar(g, 3.0f));
+  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
+  OK(run == NULL);
+  wf__memplan_stats before = stats();
+  pthread_t th[THREADS];
+  worker w[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (worker){run, i, 0, ""};
+    assert_int_equal(
+        pthread_create(&th[i], NULL, batch_worker_main, &w[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < THREADS; i++)
+    if (w[i].bad)
+      fail_msg("%s", w[i].why);
+  wf__memplan_stats after = stats();
+  assert_true(after.plans > before.plans);
+  assert_true(after.views > before.views);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
 }
 
 static void test_concurrent_steps_do_not_share_an_arena(void **state) {
@@ -825,14 +1189,27 @@ static int setup_threads(void **state) {
 }
 
 int main(void) {
+  /* No cache of freed blocks (core/tensor.c): every tensor a step makes
+   * is one allocation of the host allocator, so the counts of planned and
+   * unplanned runs compare exactly. */
+  setenv("WEFT_TENSOR_CACHE_MB", "0", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mlp_training_is_bit_identical_planned_or_not),
       cmocka_unit_test(test_mlp_with_executor_threads_is_bit_identical),
+      cmocka_unit_test(test_unknown_batch_mlp_is_bit_identical_planned_or_not),
+      cmocka_unit_test(
+          test_unknown_batch_mlp_with_executor_threads_is_bit_identical),
+      cmocka_unit_test(
+          test_unknown_batch_steady_state_allocates_nothing_for_planned),
+      cmocka_unit_test(test_other_batch_size_uses_another_plan_or_falls_back),
+      cmocka_unit_test(test_more_batch_sizes_than_plans_stays_bounded),
       cmocka_unit_test(test_escaping_planned_output_is_never_overwritten),
       cmocka_unit_test(test_fetched_tensor_survives_later_steps),
       cmocka_unit_test(
           test_variable_assigned_from_planned_output_keeps_its_value),
+      cmocka_unit_test(test_escapes_with_unknown_length),
       cmocka_unit_test(test_concurrent_steps_do_not_share_an_arena),
+      cmocka_unit_test(test_concurrent_steps_of_two_batch_sizes),
       cmocka_unit_test(test_overlapping_step_states_have_their_own_arenas),
       cmocka_unit_test(test_steady_state_allocates_nothing_for_planned_outputs),
       cmocka_unit_test(test_peak_bytes_of_a_chain_of_known_sizes),
@@ -847,9 +1224,14 @@ int main(void) {
       cmocka_unit_test(test_fetched_tensor_survives_later_steps),
       cmocka_unit_test(
           test_variable_assigned_from_planned_output_keeps_its_value),
+      cmocka_unit_test(test_escapes_with_unknown_length),
       cmocka_unit_test(test_concurrent_steps_do_not_share_an_arena),
+      cmocka_unit_test(test_concurrent_steps_of_two_batch_sizes),
       cmocka_unit_test(test_steady_state_allocates_nothing_for_planned_outputs),
       cmocka_unit_test(test_peak_bytes_of_a_chain_of_known_sizes),
+      cmocka_unit_test(
+          test_unknown_batch_steady_state_allocates_nothing_for_planned),
+      cmocka_unit_test(test_more_batch_sizes_than_plans_stays_bounded),
   };
   int failed = cmocka_run_group_tests_name("one thread", tests, setup,
                                            teardown);
