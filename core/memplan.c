@@ -1110,8 +1110,14 @@ void wf__arena_end(wf__arena *a, int ok) {
     atomic_fetch_add_explicit(&stat_plans, 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&c->mu);
-  if (p)
+  if (p) {
     plan_destroy(p);
+  } else {
+    /* The blocks the unplanned steps left in the tensor cache are not
+     * needed once their outputs come from the plan's buffer: give them
+     * back before that buffer is made, so the two do not add up. */
+    wf__tensor_cache_clear();
+  }
   plan_unref(evicted);
 }
 
