@@ -891,20 +891,23 @@ typedef struct answer {
   char *message;
 } answer;
 
+typedef struct answer_arg answer_arg;
+
 struct wf__dist_step {
   wf__dist *d;
   uint64_t uid;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  answer *answers; /* per share */
+  answer *answers;  /* per share */
+  answer_arg *args; /* per share: the answers' callback arguments */
   int pending;     /* receives not completed */
   int failed;      /* some task reported an error: the step is aborted */
 };
 
-typedef struct answer_arg {
+struct answer_arg {
   wf__dist_step *ds;
   int share;
-} answer_arg;
+};
 
 static void on_answer(void *arg, int32_t code, const char *why,
                       const void *data, size_t n) {
@@ -945,15 +948,15 @@ wf__dist_step *wf__dist_step_begin(wf__dist *d, uint64_t session, int64_t step,
                                    uint64_t *uid, wf_status *st) {
   wf__cluster *c = d->c;
   wf__dist_step *ds = wf__calloc(1, sizeof *ds);
-  answer_arg *args = NULL;
-  if (ds)
+  if (ds) {
     ds->answers = wf__calloc((size_t)d->nshares + 1, sizeof *ds->answers);
-  /* One allocation keeps the callback arguments with the step. */
-  if (ds && ds->answers)
-    args = wf__calloc((size_t)d->nshares + 1, sizeof *args);
-  if (!ds || !ds->answers || !args) {
-    if (ds)
+    ds->args = wf__calloc((size_t)d->nshares + 1, sizeof *ds->args);
+  }
+  if (!ds || !ds->answers || !ds->args) {
+    if (ds) {
       wf__free(ds->answers);
+      wf__free(ds->args);
+    }
     wf__free(ds);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "step: out of memory");
     return NULL;
@@ -965,13 +968,13 @@ wf__dist_step *wf__dist_step_begin(wf__dist *d, uint64_t session, int64_t step,
   *uid = ds->uid;
   int rc = 0;
   for (int i = 0; i < d->nshares; i++) {
-    args[i] = (answer_arg){ds, i};
+    ds->args[i] = (answer_arg){ds, i};
     wf_status tst = {WF_OK, NULL};
     pthread_mutex_lock(&ds->mu);
     ds->pending++;
     pthread_mutex_unlock(&ds->mu);
     if (c->t->def.recv(c->tp, d->shares[i].task, WF__KEY_REPLY(ds->uid),
-                       (uint64_t)d->shares[i].task, on_answer, &args[i],
+                       (uint64_t)d->shares[i].task, on_answer, &ds->args[i],
                        &tst)) {
       pthread_mutex_lock(&ds->mu);
       ds->pending--;
@@ -1004,9 +1007,6 @@ wf__dist_step *wf__dist_step_begin(wf__dist *d, uint64_t session, int64_t step,
       break;
     }
   }
-  /* The arguments live as long as the step: keep them in the spare slot
-   * past the answers. */
-  ds->answers[d->nshares].message = (char *)args;
   if (rc) {
     /* Started tasks (and this one) learn of it through _step_end. */
     wf_status_set(st, WF_UNAVAILABLE,
@@ -1090,7 +1090,7 @@ int wf__dist_step_end(wf__dist_step *ds, int code, wf_status *st) {
     wf__cluster_cancel_step(c, ds->uid, WF_CANCELLED, "the step failed");
   for (int i = 0; i < d->nshares; i++)
     wf__free(ds->answers[i].message);
-  wf__free(ds->answers[d->nshares].message); /* the callback arguments */
+  wf__free(ds->args);
   wf__free(ds->answers);
   pthread_mutex_destroy(&ds->mu);
   pthread_cond_destroy(&ds->cv);
