@@ -130,6 +130,19 @@ int wf__checkpoint_save_vars(const char *path, wf__variable *const *vars, int n,
     pthread_mutex_lock(&v->mu);
     snap[i] = v->value ? wf_tensor_retain(v->value) : NULL;
     pthread_mutex_unlock(&v->mu);
+    if (snap[i] && snap[i]->mem) {
+      /* A value in a device's memory is written from a host copy. */
+      wf_status cs = {WF_OK, NULL};
+      wf_tensor *h = wf__tensor_to(NULL, snap[i], &cs);
+      wf_tensor_release(snap[i]);
+      snap[i] = h;
+      if (!h) {
+        wf__problems_add(&p, wf_status_code(&cs), "variable '%s': %s",
+                         v->name, wf_status_message(&cs));
+        wf_status_reset(&cs);
+        continue;
+      }
+    }
     if (strncmp(v->name, WF_CHECKPOINT_ITERATOR_PREFIX, plen) == 0)
       wf__problems_add(&p, WF_INVALID_ARGUMENT,
                        "variable '%s': names starting with '%s' are kept "

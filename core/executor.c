@@ -5,7 +5,15 @@
  * through kernel_done.
  *
  * All partitions of a step run at once and share its fetches, its error and
- * its rendezvous; a failure anywhere cancels every partition. */
+ * its rendezvous; a failure anywhere cancels every partition.
+ *
+ * A partition on a device with memory of its own (a GPU) keeps its
+ * kernels' tensors there; tensors move between host and device memory only
+ * at its borders: a node's output is copied in when a node of the
+ * partition reads it on the device, an input arriving from the host (a
+ * feed) when its kernel reads it, an output a host-memory partition gets
+ * from a device (a transfer, a variable's value) is copied out, and so are
+ * fetches. Kernels mark what they read or write on the host. */
 #include <config.h>
 
 #include <errno.h>
@@ -239,6 +247,10 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
       continue;
     wf__part *pt = &x->parts[x->num_parts++];
     pt->device = d;
+    if (rt->devices[d].type->def.copy) {
+      pt->memory = &rt->devices[d];
+      x->device_memory = 1;
+    }
     if (build_part(x, pt, sig, keep, plan_of, st))
       goto fail;
     x->num_nodes += pt->num_nodes;
@@ -438,7 +450,9 @@ static step *step_new(wf__exec *x) {
       c->num_outputs = xn->num_outputs;
       c->status = &r->node_status[i];
       c->step_ctx = &s->step_ctx;
-      c->arena = r->arena;
+      c->arena = pt->memory ? NULL : r->arena;
+      c->device = &x->rt->devices[pt->device];
+      c->device_memory = pt->memory != NULL;
       c->out_base = xn->output_base;
       c->in_base = xn->input_base;
       r->tasks[i] = (task_arg){r, i};
@@ -552,6 +566,8 @@ static void step_finished(step *s) {
   pthread_mutex_unlock(&s->mu);
 }
 
+static int place_outputs(prun *r, const wf__xnode *xn, wf_tensor **out);
+
 /* Node i of r is done (ran, failed, or was skipped because the step was
  * cancelled): releases its inputs, passes its outputs on, and schedules what
  * became ready — cheap nodes on the caller's inline stack, the first
@@ -589,6 +605,8 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
     s->md->nodes[r->md_base + i].output_bytes = bytes;
     s->md->nodes[r->md_base + i].end_ns = ns_since(&s->t0);
   }
+  if (ok && s->x->device_memory && place_outputs(r, xn, out))
+    ok = 0;
   int32_t ready[INLINE_MAX];
   int nready = 0;
   if (ok && !cancelled(s)) {
@@ -644,6 +662,84 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
 
 static void on_async_done(struct wf_kernel_ctx *ctx, const wf_status *st);
 
+/* Where input k of a node of r is read: the partition's device memory, or
+ * the host for devices without memory of their own and for what the
+ * kernel marks as host memory. */
+static const wf__device *input_place(const prun *r, const wf__xnode *xn,
+                                     int k) {
+  if (!r->pt->memory || wf__kernel_host_input(xn->kernel, k))
+    return NULL;
+  return r->pt->memory;
+}
+
+/* Moves tensor *t to place (replacing the reference); on failure records
+ * the error for node xn and returns non-zero. */
+static int move_tensor(step *s, const wf__xnode *xn, wf_tensor **t,
+                       const wf__device *place, const char *what, int k) {
+  wf_status ms = {WF_OK, NULL};
+  char msg[96];
+  wf_tensor *moved;
+
+  if (!*t || (*t)->mem == place || !wf__dtype_movable((*t)->dtype))
+    return 0;
+  moved = wf__tensor_to(place, *t, &ms);
+  if (!moved) {
+    snprintf(msg, sizeof msg, "%s %d: ", what, k);
+    wf_status_prefix(&ms, "%s", msg);
+    record_error(s, xn, &ms, NULL);
+    wf_status_reset(&ms);
+    return -1;
+  }
+  wf_tensor_release(*t);
+  *t = moved;
+  return 0;
+}
+
+/* Whether some node of r reads output k of xn in device memory. */
+static int read_on_device(const prun *r, const wf__xnode *xn, int k) {
+  const wf__part *pt = r->pt;
+  for (int e = xn->edge_begin; e < xn->edge_end; e++) {
+    const wf__edge *ed = &pt->edges[e];
+    if (ed->src_output != k || ed->dst_node < 0)
+      continue;
+    const wf__xnode *dst = &pt->nodes[ed->dst_node];
+    if (!wf__kernel_host_input(dst->kernel, ed->dst_slot - dst->input_base))
+      return 1;
+  }
+  return 0;
+}
+
+/* Brings a finished node's outputs to where its partition reads them: on
+ * a device without memory of its own, the host (a variable's value or a
+ * transfer may arrive from a device's memory); on one with, its memory
+ * when a node there reads it from there (else it stays where it is, and
+ * each reader takes it as it needs it). */
+static int place_outputs(prun *r, const wf__xnode *xn, wf_tensor **out) {
+  for (int k = 0; k < xn->num_outputs; k++) {
+    const wf__device *want = NULL;
+    if (!out[k])
+      continue;
+    if (r->pt->memory) {
+      if (out[k]->mem == r->pt->memory || !read_on_device(r, xn, k))
+        continue;
+      want = r->pt->memory;
+    }
+    if (move_tensor(r->s, xn, &out[k], want, "output", k))
+      return -1;
+  }
+  return 0;
+}
+
+/* Brings the inputs of a node on a device with memory of its own to where
+ * its kernel reads them (fed tensors arrive in host memory). */
+static int place_inputs(prun *r, const wf__xnode *xn) {
+  wf_tensor **in = &r->slots[xn->input_base];
+  for (int k = 0; k < xn->num_inputs; k++)
+    if (move_tensor(r->s, xn, &in[k], input_place(r, xn, k), "input", k))
+      return -1;
+  return 0;
+}
+
 /* Runs node i of r (completing it here unless an asynchronous kernel will
  * complete it later). */
 static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
@@ -659,6 +755,11 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
     s->md->nodes[r->md_base + i].thread = wf__pool_current_worker();
   }
   wf_status kst = {WF_OK, NULL};
+  if (r->pt->memory && place_inputs(r, xn)) {
+    node_done(r, i, NULL, 1, stack, next);
+    return;
+  }
+  wf__kernel_set_current_memory(r->pt->memory);
   if (xn->kernel->def.flags & WF_KERNEL_ASYNC) {
     ctx->done = 0;
     ctx->on_done = on_async_done;
@@ -669,10 +770,12 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
         wf_status_set(&kst, WF_INTERNAL, "kernel failed without a status");
       node_done(r, i, &kst, 0, stack, next);
     }
+    wf__kernel_set_current_memory(NULL);
     wf_status_reset(&kst);
     return;
   }
   int rc = xn->kernel->def.compute(ctx, xn->kstate, &kst);
+  wf__kernel_set_current_memory(NULL);
   if (rc && kst.code == WF_OK)
     wf_status_set(&kst, WF_INTERNAL, "kernel returned %d without a status",
                   rc);
@@ -906,6 +1009,21 @@ static int exec_run(wf__exec *x, wf__pool *pool,
   wait_step(s, timeout_ms);
 
   int code = s->error.code;
+  if (code == WF_OK && x->device_memory)
+    for (int f = 0; f < x->nfetches && code == WF_OK; f++) {
+      wf_tensor *t = fetch_values[f];
+      if (!t || !t->mem)
+        continue;
+      /* The caller reads fetched values in host memory. */
+      wf_tensor *h = wf__tensor_to(NULL, t, &s->error);
+      if (!h) {
+        wf_status_prefix(&s->error, "fetch %d", f);
+        code = s->error.code;
+        break;
+      }
+      wf_tensor_release(t);
+      fetch_values[f] = h;
+    }
   if (code == WF_OK && session && atomic_load(&session->cancelled))
     code = wf_status_set(&s->error, WF_CANCELLED,
                          "the session was closed during the step");

@@ -62,8 +62,14 @@ typedef struct wf__part {
   /* feeds: for feed i, slots feed_slots[feed_begin[i] .. feed_begin[i+1]) */
   int32_t *feed_begin;
   int32_t *feed_slots;
-  /* Where its outputs live (core/memplan.h); NULL when planning is off. */
+  /* Where its outputs live (core/memplan.h); NULL when planning is off or
+   * the device has memory of its own. */
   struct wf__memplan *mem;
+  /* The device when it has memory of its own (wf_device_def.copy): its
+   * kernels' tensors live there, and tensors that reach the partition from
+   * host memory (feeds, transfers, variables) are copied in. NULL for
+   * devices that compute in host memory. */
+  const struct wf__device *memory;
 } wf__part;
 
 typedef struct wf__exec {
@@ -86,6 +92,9 @@ typedef struct wf__exec {
   _Atomic(void *) spare_step;
   /* The shares of other tasks of the job (core/cluster.h), or NULL. */
   struct wf__dist *dist;
+  /* Some partition is on a device with memory of its own: tensors are
+   * checked at the partitions' borders and fetches copied to the host. */
+  int device_memory;
 } wf__exec;
 
 /* Builds the executor for sig on g's runtime: the working graph (passes),

@@ -160,6 +160,7 @@ static const wf_host host = {
     .tensor_reshape = wf__tensor_reshape,
     .threads = wf__host_threads,
     .config_int = wf__host_config_int,
+    .kernel_device_state = wf__kernel_device_state,
 };
 
 const wf_host *wf__host(void) { return &host; }

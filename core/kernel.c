@@ -376,7 +376,11 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
    * its planned buffer is free for the second. */
   wf_tensor_release(ctx->outputs[i]);
   ctx->outputs[i] = NULL;
-  if (ctx->arena)
+  if (ctx->device_memory && !wf__kernel_host_output(ctx->kernel, i) &&
+      wf__dtype_movable(ctx->node->output_dtypes[i]))
+    t = wf__tensor_new_on(ctx->device, ctx->node->output_dtypes[i], shape,
+                          st);
+  else if (ctx->arena)
     t = wf__arena_output(ctx->arena, ctx->out_base + i,
                          ctx->node->output_dtypes[i], shape, st);
   else
@@ -484,4 +488,24 @@ void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt,
 
 int64_t wf__kernel_step(const wf_kernel_ctx *ctx) {
   return ctx->step_ctx ? ctx->step_ctx->step : 0;
+}
+
+void *wf__kernel_device_state(const wf_kernel_ctx *ctx) {
+  return ctx->device ? ctx->device->desc.state : NULL;
+}
+
+int wf__kernel_host_input(const wf__kernel *k, int i) {
+  return i >= 0 && i < 64 && ((k->def.host_inputs >> i) & 1u);
+}
+
+int wf__kernel_host_output(const wf__kernel *k, int i) {
+  return i >= 0 && i < 64 && ((k->def.host_outputs >> i) & 1u);
+}
+
+static _Thread_local const wf__device *current_memory;
+
+const wf__device *wf__kernel_current_memory(void) { return current_memory; }
+
+void wf__kernel_set_current_memory(const wf__device *d) {
+  current_memory = d;
 }

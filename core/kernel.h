@@ -46,7 +46,23 @@ struct wf_kernel_ctx {
    * there. NULL outside an executor (outputs are then plain tensors). */
   struct wf__arena *arena;
   int32_t out_base, in_base;
+  /* The device the node was placed on (NULL outside an executor), and
+   * whether its outputs are made in that device's memory (a device with a
+   * copy function; then arena is NULL). */
+  const struct wf__device *device;
+  int device_memory;
 };
+
+/* 1 when kernel k reads input i (host_inputs) or writes output i
+ * (host_outputs) in host memory on a device with memory of its own. */
+int wf__kernel_host_input(const struct wf__kernel *k, int i);
+int wf__kernel_host_output(const struct wf__kernel *k, int i);
+
+/* The thread's running kernel's device memory (NULL: host), for variable
+ * updates made through the host table (core/variables.c): set by the
+ * executor around each compute. */
+const struct wf__device *wf__kernel_current_memory(void);
+void wf__kernel_set_current_memory(const struct wf__device *d);
 
 /* The kernel n runs on device_type under rt's config (dtype from each
  * kernel's type attribute on the node; see wf__registry_choose_kernel), or
@@ -90,5 +106,6 @@ const char *wf__kernel_node_name(const wf_kernel_ctx *ctx);
 void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int64_t wf__kernel_step(const wf_kernel_ctx *ctx);
+void *wf__kernel_device_state(const wf_kernel_ctx *ctx);
 
 #endif

@@ -788,6 +788,8 @@ int wf__memplan_build(wf__exec *x, wf_status *st) {
   wf__threads(cfg, &inter, &intra);
   for (int p = 0; p < x->num_parts; p++) {
     wf__part *pt = &x->parts[p];
+    if (pt->memory)
+      continue; /* device memory: the device's allocator caches */
     /* A session runs steps on the caller's thread alone unless it has
      * executor threads or the device pinned threads of its own (see
      * core/session.c). */

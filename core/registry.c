@@ -1248,11 +1248,12 @@ const char *wf__kernel_preferred(const struct wf_config *cfg,
   return NULL;
 }
 
-const wf__kernel *
-wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
-                           const char *op, const char *device_type,
-                           wf__attr_dtype_fn *dtype_of, const void *user,
-                           wf__kernel_choice *out) {
+/* wf__registry_choose_kernel among the kernels of exactly device_type. */
+static const wf__kernel *
+choose_of_type(const wf__registry *r, const struct wf_config *cfg,
+               const char *op, const char *device_type,
+               wf__attr_dtype_fn *dtype_of, const void *user,
+               wf__kernel_choice *out) {
   wf__kernel_choice c = {-1, 0, 0, 0, 0};
   int best_rank = INT_MAX;
 
@@ -1290,6 +1291,25 @@ wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
   if (out)
     *out = c;
   return c.index < 0 ? NULL : r->kernels[c.index];
+}
+
+const wf__kernel *
+wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
+                           const char *op, const char *device_type,
+                           wf__attr_dtype_fn *dtype_of, const void *user,
+                           wf__kernel_choice *out) {
+  wf__kernel_choice any;
+  const wf__kernel *k =
+      choose_of_type(r, cfg, op, device_type, dtype_of, user, out);
+  if (k || strcmp(device_type, WF_KERNEL_ANY_DEVICE) == 0 ||
+      strcmp(device_type, "host") == 0)
+    return k;
+  /* A device type without a kernel of its own for op takes one that works
+   * on any device. */
+  k = choose_of_type(r, cfg, op, WF_KERNEL_ANY_DEVICE, dtype_of, user, &any);
+  if (k && out)
+    *out = any;
+  return k;
 }
 
 /* wf__attr_dtype_fn giving every attribute the dtype at user. */

@@ -21,6 +21,10 @@ struct wf_tensor {
   void *dealloc_arg;
   int wrapped;          /* WF__TENSOR_*: whose the buffer and the struct are */
   uint32_t epoch;       /* the meter's step when the tensor was counted */
+  /* The device whose memory holds the buffer (a device with its own copy
+   * function, core/runtime.h); NULL for host memory. Device buffers are
+   * always WRAPPED, their dealloc giving them back to the device. */
+  const struct wf__device *mem;
 };
 
 /* wf_tensor.wrapped. Only OWNED and VIEW buffers may ever be written over
@@ -62,6 +66,40 @@ wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
  * reads $WEFT_TENSOR_CACHE_MB again), and how many bytes it holds. */
 void wf__tensor_cache_clear(void);
 size_t wf__tensor_cache_bytes(void);
+
+/* ---- device memory (devices whose wf_device_def has copy) --------------- */
+
+struct wf__device;
+
+/* Whether tensors of dtype may live in a device's memory: every dtype but
+ * resource handles, which are host objects. */
+int wf__dtype_movable(wf_dtype dtype);
+
+/* A new tensor of dtype and shape (fully known) in dev's memory (dev NULL:
+ * host memory), one reference; RESOURCE_EXHAUSTED naming the device when
+ * its alloc fails. */
+wf_tensor *wf__tensor_new_on(const struct wf__device *dev, wf_dtype dtype,
+                             const wf_shape *shape, wf_status *st);
+
+/* t's values in dev's memory (NULL: host): a new reference to t itself
+ * when they are there already (or t's dtype never moves), else a new
+ * tensor copied with the devices' copy functions (device to device through
+ * the host unless both are the same device). NULL with st set naming both
+ * places when a copy fails. */
+wf_tensor *wf__tensor_to(const struct wf__device *dev, wf_tensor *t,
+                         wf_status *st);
+
+/* A new tensor with t's values in t's own memory (a variable's copy on
+ * write). */
+wf_tensor *wf__tensor_clone(const wf_tensor *t, wf_status *st);
+
+/* Whether t's buffer is its own, not shared with another tensor or the
+ * caller (OWNED host tensors and device tensors made by
+ * wf__tensor_new_on): what a variable may keep and update in place. */
+int wf__tensor_owns_buffer(const wf_tensor *t);
+
+/* Where t's values are, for messages: "host memory" or "cuda:0". */
+const char *wf__tensor_place(const wf_tensor *t);
 
 /* Byte size of a tensor of dtype and shape, checking dtype, rank and every
  * dim; INVALID_ARGUMENT naming the problem otherwise. */

@@ -193,13 +193,12 @@ int wf__var_assign(const wf_tensor *handle, wf_tensor *value, wf_status *st) {
   /* A buffer the caller wrapped stays the caller's: the variable keeps a
    * copy, so reusing that buffer later cannot change the variable (and
    * in-place updates cannot write into it). */
-  if (value->wrapped) {
-    wf_tensor *copy = wf__tensor_new_shape(value->dtype, &value->shape, st);
+  if (!wf__tensor_owns_buffer(value)) {
+    wf_tensor *copy = wf__tensor_clone(value, st);
     if (!copy) {
       wf_status_prefix(st, "variable '%s'", v->name);
       return wf_status_code(st);
     }
-    memcpy(copy->data, value->data, value->nbytes);
     value = copy;
   } else {
     wf_tensor_retain(value);
@@ -222,19 +221,25 @@ wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
     uninitialised(v, st);
     return NULL;
   }
-  /* Readers take references under this lock, so none can appear now: a
-   * count of one means the store's reference is the only one. */
-  if (atomic_load(&v->value->refs) > 1) {
-    wf_tensor *copy = wf__tensor_new_shape(v->dtype, &v->shape, st);
-    if (!copy) {
-      pthread_mutex_unlock(&v->mu);
-      wf_status_prefix(st, "variable '%s'", v->name);
-      return NULL;
-    }
-    memcpy(copy->data, v->value->data, copy->nbytes);
-    wf_tensor_release(v->value);
-    v->value = copy;
+  /* The value moves to the memory of the device whose kernel updates it
+   * (it stays there for the next update). Readers take references under
+   * this lock, so none can appear now: a count of one means the store's
+   * reference is the only one; otherwise the update writes into a copy. */
+  const struct wf__device *place = wf__kernel_current_memory();
+  wf_tensor *copy = NULL;
+  if (v->value->mem != place)
+    copy = wf__tensor_to(place, v->value, st);
+  else if (atomic_load(&v->value->refs) > 1)
+    copy = wf__tensor_clone(v->value, st);
+  else
+    return v->value;
+  if (!copy) {
+    pthread_mutex_unlock(&v->mu);
+    wf_status_prefix(st, "variable '%s'", v->name);
+    return NULL;
   }
+  wf_tensor_release(v->value);
+  v->value = copy;
   return v->value;
 }
 

@@ -30,6 +30,7 @@ include tests/fuzz/npy.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/devices/cuda.mk
+include tests/devices/memory.mk
 include tests/ops/rnn.mk
 include tests/core/graph_file.mk
 include tests/core/checkpoint.mk

@@ -15,6 +15,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include "cuda_cache.h"
 
@@ -43,11 +44,25 @@ typedef struct wf__cudev {
 
   cudaStream_t stream;   /* every kernel's work on this device, in order */
   cublasHandle_t blas;   /* bound to stream */
+  cudnnHandle_t cudnn;   /* bound to stream; made on first use (cuda_nn.c) */
   wf__cucache *cache;    /* device memory, over cudaMalloc/cudaFree */
   pthread_mutex_t events_mu;
   cudaEvent_t *events;   /* idle events for waiting on one kernel's work */
   int num_events, cap_events;
+
+  /* Copies between host and device memory (wf_device_def.copy) go through
+   * pinned staging: two halves, each reused once the event recorded after
+   * its last copy has completed. Made on first use; NULL when pinned
+   * memory could not be had (copies then go from pageable memory). */
+  pthread_mutex_t stage_mu;
+  unsigned char *stage;           /* 2 * WF_CUDA_STAGE_HALF bytes */
+  cudaEvent_t stage_done[2];      /* the last copy of each half */
+  int stage_used[2];              /* stage_done[h] was recorded */
+  int stage_tried;
 } wf__cudev;
+
+/* Bytes of one half of a device's pinned staging buffer. */
+#define WF_CUDA_STAGE_HALF ((size_t)4 << 20)
 
 typedef struct wf__cuda {
   const wf_host *host;
@@ -71,8 +86,24 @@ const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len);
 cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen);
 void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev);
 
-/* The kernels this plugin registers when a device is usable
- * (NULL-terminated; cuda_kernels.c). */
+/* The kernels this plugin registers when a device is usable: a
+ * NULL-terminated list (cuda_tables.c) of NULL-terminated tables, one per
+ * source file (cuda_kernels.c: MatMul, elementwise, initializers). */
 extern const wf_kernel_def *const wf__cuda_kernels[];
+/* cuda_math.c: more elementwise ops, gradients of activations, Cast and
+ * the shape-only ops; cuda_reduce.c: reductions and their gradients;
+ * cuda_nn.c: convolutions (cuDNN), pools, softmax, losses, batch
+ * normalisation, BiasAdd; cuda_array.c: Gather and the dense gradients of
+ * sparse rows; cuda_train.c: optimizer updates and variable updates. */
+extern const wf_kernel_def *const wf__cuda_math_kernels[];
+extern const wf_kernel_def *const wf__cuda_reduce_kernels[];
+extern const wf_kernel_def *const wf__cuda_nn_kernels[];
+extern const wf_kernel_def *const wf__cuda_array_kernels[];
+extern const wf_kernel_def *const wf__cuda_train_kernels[];
+
+/* Destroys dev's cuDNN handle when cuda_nn.c made one (cudnn NULL after);
+ * for the plugin's fini, before the stream goes. */
+void wf__cuda_nn_release(wf__cudev *dev);
+extern const wf_kernel_def *const *const wf__cuda_kernel_tables[];
 
 #endif /* WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H */

@@ -1,19 +1,18 @@
 /* plugins/devices/cuda/cuda_kernels.c — the CUDA kernels: MatMul with cuBLAS,
  * Add/Sub/Mul with broadcasting, Relu/Sigmoid/Tanh, and the uniform Philox
  * initializers (RandomUniform, GlorotUniform, HeUniform), for float32 and
- * float64, and the table the plugin registers.
+ * float64, and their table.
  *
- * The core hands kernels host tensors and takes host tensors back, so each
- * kernel copies its inputs to device memory from the device's cache, runs
- * on the device's stream, copies the result back and waits for it (on an
- * event of its own, not the whole stream). Kernels are therefore neither
- * cheap nor asynchronous to the executor; they run on the plugin's first
- * usable GPU (cuda_plugin.c). Normal-distributed initializers are not here:
- * see cuda_philox.h. */
+ * Inputs and outputs are device memory (the core moves tensors at the
+ * borders of the device's partitions): each kernel queues its work on the
+ * device's stream and returns without waiting (cuda_work.h). They run on
+ * the plugin's first usable GPU (cuda_plugin.c). Normal-distributed
+ * initializers are not here: see cuda_philox.h. */
 #include <config.h>
 
 #include "cuda_device.h"
 #include "cuda_launch.h"
+#include "cuda_work.h"
 #include "opcommon.h"
 #include "philox.h"
 
@@ -23,162 +22,9 @@
 
 /* Messages do not name the node: the core prefixes them with it. */
 
-/* ---- device work of one kernel call -------------------------------------- */
-
-#define MAX_BLOCKS 4
-
-/* The device memory one call uses and whether work of it may still be
- * queued (so that an error path waits before the host buffers go). */
-typedef struct work {
-  wf__cudev *dev;
-  void *blocks[MAX_BLOCKS];
-  int num_blocks;
-  int queued;
-} work;
-
-static int cuda_fail(wf_status *st, const wf__cudev *dev, const char *call,
-                     cudaError_t err) {
-  char text[192];
-
-  return opc_fail(st, WF_INTERNAL, "%s: %s failed (%s)", dev->label, call,
-                  wf__cuda_error_text(err, text, sizeof text));
-}
-
-/* Starts w on the kernels' device, made current for this thread. */
-static int work_begin(work *w, wf_status *st) {
-  cudaError_t err;
-
-  memset(w, 0, sizeof *w);
-  w->dev = wf__cuda_kernel_device();
-  if (!w->dev)
-    return opc_fail(st, WF_FAILED_PRECONDITION,
-                    "the CUDA plugin has no usable GPU (its state was "
-                    "released)");
-  if ((err = cudaSetDevice(w->dev->ordinal)) != cudaSuccess)
-    return cuda_fail(st, w->dev, "cudaSetDevice", err);
-  return 0;
-}
-
-/* A device block of bytes (> 0) for this call. */
-static int work_alloc(work *w, size_t bytes, void **out, wf_status *st) {
-  char why[512];
-  int rc;
-
-  if (w->num_blocks == MAX_BLOCKS)
-    return opc_fail(st, WF_INTERNAL, "more than %d device blocks in one "
-                    "kernel call", MAX_BLOCKS);
-  rc = wf__cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
-  if (rc)
-    return opc_fail(st, rc, "%s", why);
-  w->blocks[w->num_blocks++] = *out;
-  return 0;
-}
-
-/* Input t copied to a new device block *out (NULL when t is empty). */
-static int work_upload(work *w, const wf_tensor *t, int32_t index, void **out,
-                       wf_status *st) {
-  const wf_host *h = opc_host();
-  size_t bytes = h->tensor_nbytes(t);
-  cudaError_t err;
-  int rc;
-
-  *out = NULL;
-  if (!bytes)
-    return 0;
-  if ((rc = work_alloc(w, bytes, out, st)) != 0)
-    return rc;
-  w->queued = 1;
-  err = cudaMemcpyAsync(*out, h->tensor_data(t), bytes, cudaMemcpyHostToDevice,
-                        w->dev->stream);
-  if (err != cudaSuccess) {
-    char text[192];
-    return opc_fail(st, WF_INTERNAL,
-                    "%s: copying input %d (%zu bytes) to the device failed "
-                    "(%s)",
-                    w->dev->label, (int)index, bytes,
-                    wf__cuda_error_text(err, text, sizeof text));
-  }
-  return 0;
-}
-
-/* Waits until everything this call queued is done; reports the first
- * error of the queued work. */
-static int work_wait(work *w, wf_status *st) {
-  char why[256];
-  cudaEvent_t ev = wf__cudev_event_get(w->dev, why, sizeof why);
-  cudaError_t err;
-
-  if (!ev) {
-    /* Without an event, the whole stream. */
-    err = cudaStreamSynchronize(w->dev->stream);
-    w->queued = 0;
-    return err == cudaSuccess ? 0
-                              : cuda_fail(st, w->dev, "cudaStreamSynchronize",
-                                          err);
-  }
-  err = cudaEventRecord(ev, w->dev->stream);
-  if (err == cudaSuccess) {
-    err = cudaEventSynchronize(ev);
-    w->queued = 0;
-  }
-  wf__cudev_event_put(w->dev, ev);
-  if (err != cudaSuccess)
-    return cuda_fail(st, w->dev, "waiting for the kernel's device work", err);
-  return 0;
-}
-
-/* Copies bytes of device memory src into the host tensor out and waits. */
-static int work_download(work *w, wf_tensor *out, const void *src,
-                         wf_status *st) {
-  size_t bytes = opc_host()->tensor_nbytes(out);
-  cudaError_t err;
-
-  err = cudaMemcpyAsync(opc_host()->tensor_data(out), src, bytes,
-                        cudaMemcpyDeviceToHost, w->dev->stream);
-  if (err != cudaSuccess) {
-    char text[192];
-    return opc_fail(st, WF_INTERNAL,
-                    "%s: copying the result (%zu bytes) from the device "
-                    "failed (%s)",
-                    w->dev->label, bytes,
-                    wf__cuda_error_text(err, text, sizeof text));
-  }
-  return work_wait(w, st);
-}
-
-/* Ends the call: on an error path, waits for what is still queued (it
- * reads and writes host tensors the core is about to release), then gives
- * the blocks back to the cache. */
-static void work_end(work *w) {
-  if (!w->dev)
-    return;
-  if (w->queued) {
-    cudaStreamSynchronize(w->dev->stream);
-    (void)cudaGetLastError();
-  }
-  for (int i = 0; i < w->num_blocks; i++)
-    wf__cucache_block_free(w->dev->cache, w->blocks[i]);
-  w->num_blocks = 0;
-}
-
-static int device_type_of(int32_t dtype, int *type, wf_status *st) {
-  if (dtype == WF_FLOAT32)
-    *type = WF_CUDA_F32;
-  else if (dtype == WF_FLOAT64)
-    *type = WF_CUDA_F64;
-  else
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA kernel for %s",
-                    opc_dtype_name(dtype));
-  return 0;
-}
-
-static int launch_fail(wf_status *st, const work *w, const char *what,
+static int launch_fail(wf_status *st, const wf__cuw *w, const char *what,
                        cudaError_t err) {
-  char text[192];
-
-  return opc_fail(st, WF_INTERNAL, "%s: launching %s failed (%s)",
-                  w->dev->label, what, wf__cuda_error_text(err, text,
-                                                          sizeof text));
+  return wf__cuw_check(w, what, err, st);
 }
 
 /* ---- MatMul -------------------------------------------------------------- */
@@ -194,15 +40,16 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   wf_tensor *z;
   int ta = 0, tb = 0, type = -1;
   int64_t m, k, k2, n;
-  void *da, *db, *dz;
-  work w = {0};
+  const void *da, *db;
+  void *dz;
+  wf__cuw w = {0};
   int rc;
 
   if (opc_kernel_input(ctx, 0, &a, &as, st) ||
       opc_kernel_input(ctx, 1, &b, &bs, st) ||
       opc_kernel_attr_bool(ctx, "transpose_a", &ta, st) ||
       opc_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
-      device_type_of(h->tensor_dtype(a), &type, st))
+      wf__cuw_float_type(h->tensor_dtype(a), &type, st))
     return h->status_code(st);
   if (as.rank != 2 || bs.rank != 2)
     return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -229,18 +76,17 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
     return h->status_code(st);
   if (m == 0 || n == 0)
     return 0;
-  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, a, 0, &da, st)) ||
-      (rc = work_upload(&w, b, 1, &db, st)) ||
-      (rc = work_alloc(&w, h->tensor_nbytes(z), &dz, st)))
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
     goto out;
+  da = h->tensor_data(a);
+  db = h->tensor_data(b);
+  dz = h->tensor_data(z);
   if (k == 0) {
     /* An empty sum: zeros (cuBLAS is not asked about k = 0). */
     cudaError_t err =
         cudaMemsetAsync(dz, 0, h->tensor_nbytes(z), w.dev->stream);
-    if (err != cudaSuccess) {
-      rc = cuda_fail(st, w.dev, "cudaMemsetAsync", err);
+    if ((rc = wf__cuw_check(&w, "cudaMemsetAsync", err, st)) != 0)
       goto out;
-    }
   } else {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -263,10 +109,10 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
       goto out;
     }
   }
-  rc = work_download(&w, z, dz, st);
+  rc = 0;
 
 out:
-  work_end(&w);
+  wf__cuw_end(&w);
   return rc;
 }
 
@@ -280,14 +126,13 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   wf__cuda_bcast cb;
   opc_bcast walk;
   wf_tensor *z;
-  void *dx, *dy, *dz;
-  work w = {0};
+  wf__cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
   if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
       opc_kernel_input(ctx, 1, &y, &in[1], st) ||
-      device_type_of(h->tensor_dtype(x), &type, st) ||
+      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
       opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
     return h->status_code(st);
   z = h->kernel_output_new(ctx, 0, &zs, st);
@@ -303,19 +148,14 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     cb.xstride[d] = walk.strides[0][d];
     cb.ystride[d] = walk.strides[1][d];
   }
-  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, x, 0, &dx, st)) ||
-      (rc = work_upload(&w, y, 1, &dy, st)) ||
-      (rc = work_alloc(&w, h->tensor_nbytes(z), &dz, st)))
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
     goto out;
-  err = wf__cuda_binary(op, type, &cb, walk.count, dx, dy, dz, w.dev->stream);
-  if (err != cudaSuccess) {
-    rc = launch_fail(st, &w, "the elementwise kernel", err);
-    goto out;
-  }
-  rc = work_download(&w, z, dz, st);
+  err = wf__cuda_binary(op, type, &cb, walk.count, h->tensor_data(x),
+                        h->tensor_data(y), h->tensor_data(z), w.dev->stream);
+  rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  work_end(&w);
+  wf__cuw_end(&w);
   return rc;
 }
 
@@ -324,31 +164,26 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   const wf_tensor *x;
   wf_shape xs;
   wf_tensor *y;
-  void *dx, *dy;
-  work w = {0};
+  wf__cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      device_type_of(h->tensor_dtype(x), &type, st))
+      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   y = h->kernel_output_new(ctx, 0, &xs, st);
   if (!y)
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = work_begin(&w, st)) || (rc = work_upload(&w, x, 0, &dx, st)) ||
-      (rc = work_alloc(&w, h->tensor_nbytes(y), &dy, st)))
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
     goto out;
-  err = wf__cuda_unary(op, type, h->tensor_count(y), dx, dy, w.dev->stream);
-  if (err != cudaSuccess) {
-    rc = launch_fail(st, &w, "the elementwise kernel", err);
-    goto out;
-  }
-  rc = work_download(&w, y, dy, st);
+  err = wf__cuda_unary(op, type, h->tensor_count(y), h->tensor_data(x),
+                       h->tensor_data(y), w.dev->stream);
+  rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  work_end(&w);
+  wf__cuw_end(&w);
   return rc;
 }
 
@@ -417,8 +252,7 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   double lo, hi;
   wf__cuphilox stream;
   wf_tensor *out;
-  void *dout;
-  work w = {0};
+  wf__cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
@@ -429,7 +263,7 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
       !opc_shape_is_known(&v.u.shape))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is missing or not fully known");
-  if (device_type_of(h->kernel_output_dtype(ctx, 0), &type, st) ||
+  if (wf__cuw_float_type(h->kernel_output_dtype(ctx, 0), &type, st) ||
       uniform_bounds(ctx, kind, &v.u.shape, &lo, &hi, st) ||
       opc_kernel_attr_int(ctx, "seed", &seed, st) ||
       opc_kernel_attr_int(ctx, "seed2", &seed2, st))
@@ -448,19 +282,14 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   n = h->tensor_count(out);
   if (n == 0)
     return 0;
-  if ((rc = work_begin(&w, st)) ||
-      (rc = work_alloc(&w, h->tensor_nbytes(out), &dout, st)))
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
     goto out;
-  w.queued = 1;
-  err = wf__cuda_uniform(type, dout, n, stream, lo, hi, w.dev->stream);
-  if (err != cudaSuccess) {
-    rc = launch_fail(st, &w, "the uniform random kernel", err);
-    goto out;
-  }
-  rc = work_download(&w, out, dout, st);
+  err = wf__cuda_uniform(type, h->tensor_data(out), n, stream, lo, hi,
+                         w.dev->stream);
+  rc = launch_fail(st, &w, "the uniform random kernel", err);
 
 out:
-  work_end(&w);
+  wf__cuw_end(&w);
   return rc;
 }
 
@@ -474,6 +303,8 @@ UNIFORM(he_uniform_compute, UNIFORM_HE)
 
 /* ---- the table ----------------------------------------------------------- */
 
+/* Each kernel only queues device work: cheap for the executor (run inline,
+ * not handed to another thread). */
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
 #define KERNEL(var, nm, tattr, lbl, fn)                                        \
   static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
@@ -482,6 +313,7 @@ UNIFORM(he_uniform_compute, UNIFORM_HE)
                                     .type_attr = (tattr),                      \
                                     .dtypes = FLT,                             \
                                     .priority = 0,                             \
+                                    .flags = WF_KERNEL_CHEAP,                  \
                                     .label = (lbl),                            \
                                     .compute = (fn)}
 

@@ -21,15 +21,15 @@
 #include <hwloc.h>
 #include <hwloc/cudart.h>
 
-/* Kernels registered at most (wf__cuda_kernels is checked against it). */
-#define MAX_KERNELS 64
+/* Kernels registered at most (the tables are checked against it). */
+#define MAX_KERNELS 512
 
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static int state_refs;  /* inits not yet balanced by fini */
 static wf__cuda *state; /* while state_refs > 0 */
 
 /* The plugin's kernel table: the core reads it after init, which fills it
- * with wf__cuda_kernels when a GPU is usable and leaves it empty when
+ * with the kernel tables when a GPU is usable and leaves it empty when
  * none is, so that nothing unrunnable is registered. */
 static const wf_kernel_def *registered[MAX_KERNELS + 1];
 
@@ -158,6 +158,196 @@ static void cuda_free(void *device_state, void *ptr, size_t bytes) {
                      dev->ordinal, ptr, bytes);
 }
 
+/* ---- copies between host and device memory ------------------------------ */
+
+static int copy_fail(wf_status *st, const wf__cudev *dev, const char *what,
+                     size_t bytes, cudaError_t err) {
+  char text[192];
+
+  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
+                          dev->label, what, bytes,
+                          wf__cuda_error_text(err, text, sizeof text));
+  return WF_INTERNAL;
+}
+
+/* Makes dev's pinned staging buffer and its events (under stage_mu); 0
+ * when it has one. */
+static int stage_ready(wf__cudev *dev) {
+  if (dev->stage)
+    return 0;
+  if (dev->stage_tried)
+    return -1;
+  dev->stage_tried = 1;
+  if (cudaHostAlloc((void **)&dev->stage, 2 * WF_CUDA_STAGE_HALF,
+                    cudaHostAllocDefault) != cudaSuccess) {
+    dev->stage = NULL;
+    (void)cudaGetLastError();
+    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                     "%s: no pinned staging memory; copies go from pageable "
+                     "memory",
+                     dev->label);
+    return -1;
+  }
+  for (int h = 0; h < 2; h++)
+    if (cudaEventCreateWithFlags(&dev->stage_done[h],
+                                 cudaEventDisableTiming) != cudaSuccess) {
+      while (--h >= 0)
+        cudaEventDestroy(dev->stage_done[h]);
+      cudaFreeHost(dev->stage);
+      dev->stage = NULL;
+      (void)cudaGetLastError();
+      return -1;
+    }
+  return 0;
+}
+
+/* Waits until half h of the staging buffer is free again. */
+static cudaError_t stage_wait(wf__cudev *dev, int h) {
+  if (!dev->stage_used[h])
+    return cudaSuccess;
+  dev->stage_used[h] = 0;
+  return cudaEventSynchronize(dev->stage_done[h]);
+}
+
+/* Host to device: each chunk is copied into a free staging half and
+ * queued from there, so src may be reused on return and the copy runs
+ * while the next chunk is staged. */
+static int copy_in(wf__cudev *dev, unsigned char *dst,
+                   const unsigned char *src, size_t bytes, wf_status *st) {
+  cudaError_t err = cudaSuccess;
+  size_t off = 0;
+  int h = 0;
+
+  if (stage_ready(dev) != 0) {
+    /* Pageable: CUDA stages it itself before the call returns. */
+    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                          dev->stream);
+    return err == cudaSuccess
+               ? 0
+               : copy_fail(st, dev, "copying to the device", bytes, err);
+  }
+  while (off < bytes && err == cudaSuccess) {
+    size_t n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
+                                                : WF_CUDA_STAGE_HALF;
+    unsigned char *half = dev->stage + (size_t)h * WF_CUDA_STAGE_HALF;
+    if ((err = stage_wait(dev, h)) != cudaSuccess)
+      break;
+    memcpy(half, src + off, n);
+    err = cudaMemcpyAsync(dst + off, half, n, cudaMemcpyHostToDevice,
+                          dev->stream);
+    if (err == cudaSuccess &&
+        (err = cudaEventRecord(dev->stage_done[h], dev->stream)) ==
+            cudaSuccess)
+      dev->stage_used[h] = 1;
+    off += n;
+    h ^= 1;
+  }
+  return err == cudaSuccess
+             ? 0
+             : copy_fail(st, dev, "copying to the device", bytes, err);
+}
+
+/* Device to host: after everything queued before on the stream, each
+ * chunk lands in a staging half and is copied out once its event has
+ * completed (the next chunk's copy is queued first, so the two overlap). */
+static int copy_out(wf__cudev *dev, unsigned char *dst,
+                    const unsigned char *src, size_t bytes, wf_status *st) {
+  cudaError_t err = cudaSuccess;
+  size_t off = 0, pending_off = 0, pending_n = 0;
+  int h = 0, pending = -1;
+
+  if (stage_ready(dev) != 0) {
+    cudaEvent_t ev;
+    char why[128];
+    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+                          dev->stream);
+    if (err == cudaSuccess) {
+      if ((ev = wf__cudev_event_get(dev, why, sizeof why)) != NULL) {
+        if ((err = cudaEventRecord(ev, dev->stream)) == cudaSuccess)
+          err = cudaEventSynchronize(ev);
+        wf__cudev_event_put(dev, ev);
+      } else {
+        err = cudaStreamSynchronize(dev->stream);
+      }
+    }
+    return err == cudaSuccess
+               ? 0
+               : copy_fail(st, dev, "copying to the host", bytes, err);
+  }
+  for (;;) {
+    if (off < bytes) {
+      size_t n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
+                                                  : WF_CUDA_STAGE_HALF;
+      if ((err = stage_wait(dev, h)) != cudaSuccess)
+        break;
+      err = cudaMemcpyAsync(dev->stage + (size_t)h * WF_CUDA_STAGE_HALF,
+                            src + off, n, cudaMemcpyDeviceToHost,
+                            dev->stream);
+      if (err != cudaSuccess ||
+          (err = cudaEventRecord(dev->stage_done[h], dev->stream)) !=
+              cudaSuccess)
+        break;
+      dev->stage_used[h] = 1;
+    }
+    if (pending >= 0) {
+      if ((err = stage_wait(dev, pending)) != cudaSuccess)
+        break;
+      memcpy(dst + pending_off,
+             dev->stage + (size_t)pending * WF_CUDA_STAGE_HALF, pending_n);
+    }
+    if (off >= bytes)
+      break;
+    pending = h;
+    pending_off = off;
+    pending_n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
+                                                 : WF_CUDA_STAGE_HALF;
+    off += pending_n;
+    h ^= 1;
+  }
+  return err == cudaSuccess
+             ? 0
+             : copy_fail(st, dev, "copying to the host", bytes, err);
+}
+
+/* wf_device_def.copy. */
+static int cuda_copy(void *device_state, void *dst, const void *src,
+                     size_t bytes, int32_t kind, wf_status *st) {
+  wf__cudev *dev = device_state;
+  cudaError_t err;
+  int rc;
+
+  if (!dev->usable) {
+    state->host->status_set(st, WF_FAILED_PRECONDITION, "%s is unavailable",
+                            dev->label);
+    return WF_FAILED_PRECONDITION;
+  }
+  if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess)
+    return copy_fail(st, dev, "cudaSetDevice", 0, err);
+  switch (kind) {
+  case WF_COPY_TO_DEVICE:
+    pthread_mutex_lock(&dev->stage_mu);
+    rc = copy_in(dev, dst, src, bytes, st);
+    pthread_mutex_unlock(&dev->stage_mu);
+    return rc;
+  case WF_COPY_TO_HOST:
+    pthread_mutex_lock(&dev->stage_mu);
+    rc = copy_out(dev, dst, src, bytes, st);
+    pthread_mutex_unlock(&dev->stage_mu);
+    return rc;
+  case WF_COPY_ON_DEVICE:
+    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                          dev->stream);
+    return err == cudaSuccess
+               ? 0
+               : copy_fail(st, dev, "copying within the device", bytes, err);
+  default:
+    state->host->status_set(st, WF_INVALID_ARGUMENT,
+                            "%s: unknown copy kind %d", dev->label,
+                            (int)kind);
+    return WF_INVALID_ARGUMENT;
+  }
+}
+
 /* ---- setting up and tearing down a GPU ---------------------------------- */
 
 /* The stream, cuBLAS handle and cache of dev; on failure dev is left
@@ -194,6 +384,7 @@ static void device_setup(wf__cudev *dev) {
     goto fail;
   }
   pthread_mutex_init(&dev->events_mu, NULL);
+  pthread_mutex_init(&dev->stage_mu, NULL);
   dev->usable = 1;
   dev->reason[0] = '\0';
   return;
@@ -237,6 +428,14 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
     cudaEventDestroy(dev->events[i]);
   host->free(dev->events);
   pthread_mutex_destroy(&dev->events_mu);
+  if (dev->stage) {
+    cudaEventDestroy(dev->stage_done[0]);
+    cudaEventDestroy(dev->stage_done[1]);
+    cudaFreeHost(dev->stage);
+    dev->stage = NULL;
+  }
+  pthread_mutex_destroy(&dev->stage_mu);
+  wf__cuda_nn_release(dev);
   cublasDestroy(dev->blas);
   cudaStreamDestroy(dev->stream);
   dev->usable = 0;
@@ -473,6 +672,15 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   wf__cuda *c;
   int code = 0, nk = 0;
 
+  /* Kernels take device pointers: a core that keeps every tensor in host
+   * memory (before ABI 1.2) must not load them. */
+  if (!WF_HOST_HAS(host, kernel_device_state)) {
+    host->status_set(st, WF_FAILED_PRECONDITION,
+                     "%s needs plugin ABI 1.2 (tensors in device memory); "
+                     "this core's host table has %u bytes",
+                     WF_CUDA_PLUGIN_NAME, (unsigned)host->struct_size);
+    return WF_FAILED_PRECONDITION;
+  }
   pthread_mutex_lock(&state_mu);
   opc_set_host(host); /* for the kernels' helpers */
   if (state_refs > 0) {
@@ -494,11 +702,11 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   state = c;
   probe(c);
   if (wf__cuda_kernel_device()) {
-    while (wf__cuda_kernels[nk]) {
-      assert(nk < MAX_KERNELS);
-      registered[nk] = wf__cuda_kernels[nk];
-      nk++;
-    }
+    for (int t = 0; wf__cuda_kernel_tables[t]; t++)
+      for (int k = 0; wf__cuda_kernel_tables[t][k]; k++) {
+        assert(nk < MAX_KERNELS);
+        registered[nk++] = wf__cuda_kernel_tables[t][k];
+      }
   }
   registered[nk] = NULL;
   state_refs = 1;
@@ -523,10 +731,14 @@ static const wf_device_def cuda_device = {
            "first such GPU (the others are listed as unavailable, saying "
            "why). Memory is device memory from cudaMalloc, kept in a cache "
            "of size buckets for reuse and given back when the device runs "
-           "out and at shutdown; alignment is 256 bytes.",
+           "out and at shutdown; alignment is 256 bytes. Tensors of the "
+           "kernels placed here stay in it; copies to and from the host go "
+           "through pinned staging buffers on the device's stream and wait "
+           "on events, never on the whole device.",
     .enumerate = cuda_enumerate,
     .alloc = cuda_alloc,
     .free = cuda_free,
+    .copy = cuda_copy,
 };
 
 static const wf_device_def *const cuda_devices[] = {&cuda_device, NULL};
@@ -537,10 +749,11 @@ static const wf_plugin_desc cuda_plugin = {
     .version = PACKAGE_VERSION,
     .license = "MIT",
     .description = "CUDA device: NVIDIA GPUs with their PCI bus and nearest "
-                   "CPUs (hwloc), one stream each, cached device memory; "
-                   "kernels MatMul (cuBLAS), Add, Sub, Mul, Relu, Sigmoid, "
-                   "Tanh and the uniform Philox initializers, registered "
-                   "only when a GPU is usable",
+                   "CPUs (hwloc), one stream each, cached device memory "
+                   "that tensors live in, copies through pinned staging "
+                   "ordered by events; kernels on cuBLAS, cuDNN and the "
+                   "plugin's own device code, registered only when a GPU "
+                   "is usable",
     .kernels = registered,
     .devices = cuda_devices,
     .init = cuda_init,

@@ -17,8 +17,14 @@
 # of the .cu files has no C++ runtime dependency (no exceptions, no
 # thread-safe statics), so the module links with the C compiler.
 EXTRA_DIST += plugins/devices/cuda/README.md \
+	plugins/devices/cuda/cuda_common.cuh \
 	plugins/devices/cuda/cuda_eltwise.cu \
-	plugins/devices/cuda/cuda_random.cu
+	plugins/devices/cuda/cuda_random.cu \
+	plugins/devices/cuda/cuda_math.cu \
+	plugins/devices/cuda/cuda_reduce.cu \
+	plugins/devices/cuda/cuda_nn.cu \
+	plugins/devices/cuda/cuda_array.cu \
+	plugins/devices/cuda/cuda_train.cu
 if HAVE_CUDA
 pkgplugin_LTLIBRARIES += plugins/devices/cuda/device_cuda.la
 WF_PLUGIN_MODULES += plugins/devices/cuda/device_cuda.la
@@ -29,13 +35,31 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_kernels.c \
 	plugins/devices/cuda/cuda_launch.h \
 	plugins/devices/cuda/cuda_philox.h \
-	plugins/devices/cuda/cuda_plugin.c
+	plugins/devices/cuda/cuda_plugin.c \
+	plugins/devices/cuda/cuda_tables.c \
+	plugins/devices/cuda/cuda_work.c \
+	plugins/devices/cuda/cuda_work.h \
+	plugins/devices/cuda/cuda_math.c \
+	plugins/devices/cuda/cuda_reduce.c \
+	plugins/devices/cuda/cuda_nn.c \
+	plugins/devices/cuda/cuda_array.c \
+	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
-	-I$(top_srcdir)/plugins/ops/random
+	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn
+# libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,
+# data formats), so that convolutions and pools size their outputs exactly
+# as the CPU kernels do; it brings libopfused along.
 plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_eltwise.lo \
 	plugins/devices/cuda/cuda_random.lo \
+	plugins/devices/cuda/cuda_math.lo \
+	plugins/devices/cuda/cuda_reduce.lo \
+	plugins/devices/cuda/cuda_nn.lo \
+	plugins/devices/cuda/cuda_array.lo \
+	plugins/devices/cuda/cuda_train.lo \
+	plugins/ops/nn/libnnref.la \
+	plugins/ops/common/libopfused.la \
 	plugins/ops/common/libopcommon.la \
 	plugins/ops/random/libphilox.la \
 	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
@@ -58,12 +82,16 @@ am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)
 am__v_NVCC_0 = @echo "  NVCC    " $@;
 am__v_NVCC_1 =
 CUDA_CU_DEPS = plugins/devices/cuda/cuda_launch.h \
-	plugins/devices/cuda/cuda_philox.h
+	plugins/devices/cuda/cuda_philox.h \
+	plugins/devices/cuda/cuda_common.cuh
 endif
 
 SUFFIXES = .cu
 .cu.lo:
 	$(AM_V_NVCC)$(LIBTOOL) $(AM_V_lt) --tag=CC $(AM_LIBTOOLFLAGS) \
 	$(LIBTOOLFLAGS) --mode=compile $(NVCC_COMPILE) -c -o $@ $<
-plugins/devices/cuda/cuda_eltwise.lo plugins/devices/cuda/cuda_random.lo: \
+plugins/devices/cuda/cuda_eltwise.lo plugins/devices/cuda/cuda_random.lo \
+plugins/devices/cuda/cuda_math.lo plugins/devices/cuda/cuda_reduce.lo \
+plugins/devices/cuda/cuda_nn.lo plugins/devices/cuda/cuda_array.lo \
+plugins/devices/cuda/cuda_train.lo: \
 	$(CUDA_CU_DEPS) plugins/devices/cuda/$(am__dirstamp) config.h

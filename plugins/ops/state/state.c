@@ -388,19 +388,33 @@ static const wf_op_def *const ops[] = {
                                     .label = "reference",                      \
                                     .compute = (fn)}
 
+/* Kernels that only pass handles and references: they run on any device,
+ * whatever memory its tensors live in (the core moves values between
+ * memories); VarIsInitialized's answer is written on the host. */
+#define ANY_KERNEL(var, nm, tattr, mask, fn, hout)                             \
+  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
+                                    .op = (nm),                                \
+                                    .device_type = WF_KERNEL_ANY_DEVICE,       \
+                                    .type_attr = (tattr),                      \
+                                    .dtypes = (mask),                          \
+                                    .priority = 0,                             \
+                                    .flags = WF_KERNEL_CHEAP,                  \
+                                    .label = "reference",                      \
+                                    .compute = (fn),                           \
+                                    .host_outputs = (hout)}
+
 /* Handle work is constant time; the elementwise updates are not. */
-KERNEL(k_var_handle, "VarHandle", "dtype", STATE_DTYPES, WF_KERNEL_CHEAP,
-       var_handle_compute);
-KERNEL(k_read, "ReadVariable", "dtype", STATE_DTYPES, WF_KERNEL_CHEAP,
-       read_compute);
-KERNEL(k_assign, "AssignVariable", "dtype", STATE_DTYPES, WF_KERNEL_CHEAP,
-       assign_compute);
+ANY_KERNEL(k_var_handle, "VarHandle", "dtype", STATE_DTYPES,
+           var_handle_compute, 0);
+ANY_KERNEL(k_read, "ReadVariable", "dtype", STATE_DTYPES, read_compute, 0);
+ANY_KERNEL(k_assign, "AssignVariable", "dtype", STATE_DTYPES, assign_compute,
+           0);
 KERNEL(k_assign_add, "AssignAddVariable", "dtype", OPC_DTYPES_NUMBER, 0,
        assign_add_compute);
 KERNEL(k_assign_sub, "AssignSubVariable", "dtype", OPC_DTYPES_NUMBER, 0,
        assign_sub_compute);
-KERNEL(k_initialized, "VarIsInitialized", NULL, 0, WF_KERNEL_CHEAP,
-       initialized_compute);
+ANY_KERNEL(k_initialized, "VarIsInitialized", NULL, 0, initialized_compute,
+           1);
 
 static const wf_kernel_def *const kernels[] = {
     &k_var_handle, &k_read,       &k_assign,      &k_assign_add,

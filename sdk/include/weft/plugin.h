@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 1
+#define WF_ABI_MINOR 2
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -168,10 +168,16 @@ typedef void wf_kernel_destroy_fn(void *state);
 
 /* A kernel is keyed by (op, device type, dtypes of its type attribute); of
  * several that match, the highest priority wins. */
+/* The device type of a kernel that works on any device (since 1.2): it
+ * only passes references and handles along, never touching elements in a
+ * device's memory (variable handles, reads, assignments). A device type
+ * without a kernel of its own for the op uses it. */
+#define WF_KERNEL_ANY_DEVICE "*"
+
 typedef struct wf_kernel_def {
   WF_STRUCT_HEADER;
   const char *op;
-  const char *device_type;
+  const char *device_type; /* "cpu", "cuda", or WF_KERNEL_ANY_DEVICE */
   const char *type_attr; /* attribute the dtype mask applies to, or NULL */
   uint32_t dtypes;       /* WF_DTYPE_BIT mask of supported values of type_attr */
   int32_t priority;      /* reference kernels use 0 */
@@ -181,6 +187,16 @@ typedef struct wf_kernel_def {
   wf_kernel_create_fn *create;   /* may be NULL */
   wf_kernel_compute_fn *compute; /* required */
   wf_kernel_destroy_fn *destroy; /* may be NULL */
+  /* -- since 1.2 -- */
+  /* For a device type with memory of its own (wf_device_def.copy): bit i
+   * set when the kernel reads input i (host_inputs) or writes output i
+   * (host_outputs) in host memory rather than in the device's: shapes,
+   * axes, sizes, scalars the host code needs. Bits past 63 cannot be set:
+   * those inputs and outputs are always in the device's memory. Resource
+   * handles (WF_RESOURCE) and strings are always host memory. Ignored on
+   * devices without memory of their own. */
+  uint64_t host_inputs;
+  uint64_t host_outputs;
 } wf_kernel_def;
 
 /* ------------------------------------------------------------------------ */
@@ -228,7 +244,32 @@ typedef struct wf_device_def {
                    wf_status *st);
   void *(*alloc)(void *device_state, size_t bytes, size_t align);
   void (*free)(void *device_state, void *ptr, size_t bytes);
+  /* -- since 1.2 -- */
+  /* Set by a device type with memory of its own (a GPU): the core then
+   * keeps the tensors of the kernels placed on it in that memory (made
+   * with alloc, given back with free, which may happen while work the
+   * device queued earlier still reads it: the device orders reuse after
+   * that work) and moves tensors between it and host memory with copy at
+   * the borders of its partitions. Kernels on such a device get device
+   * pointers from tensor_data, except for the inputs and outputs their
+   * kernel_def marks as host memory; they may queue work and return
+   * before it is done, as long as the device runs it in the order it was
+   * queued and copy waits for it. NULL: the device computes in host
+   * memory (the CPU).
+   *
+   * Copies bytes (> 0) from src to dst, kind WF_COPY_*: to the device
+   * (src is host memory and may be reused once copy returns; device work
+   * queued after the copy sees the data), to the host (returns when dst
+   * holds the data, after all work queued before on the device) or within
+   * the device. Returns 0, or a WF_* code with st set. */
+  int (*copy)(void *device_state, void *dst, const void *src, size_t bytes,
+              int32_t kind, wf_status *st);
 } wf_device_def;
+
+/* wf_device_def.copy's kinds. */
+#define WF_COPY_TO_DEVICE 1
+#define WF_COPY_TO_HOST 2
+#define WF_COPY_ON_DEVICE 3
 
 /* ------------------------------------------------------------------------ */
 /* Readers and graph passes                                                 */
@@ -490,6 +531,12 @@ typedef struct wf_host {
    * cpu_devices, [threads] pin, ... -1 outside those calls or for a key
    * that is not a number. */
   int64_t (*config_int)(const char *section, const char *key);
+
+  /* -- since 1.2 -- */
+  /* The state (wf_device_desc.state) of the device the kernel's node was
+   * placed on; NULL outside an executor (a kernel run by constant
+   * folding). */
+  void *(*kernel_device_state)(const wf_kernel_ctx *ctx);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

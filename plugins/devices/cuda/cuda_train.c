@@ -1,0 +1,561 @@
+/* plugins/devices/cuda/cuda_train.c — the optimizer updates of ops-train on
+ * the GPU: ApplyGradientDescent, ApplyMomentum, ApplyAdam, ApplyAdamW,
+ * ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad and the sparse forms
+ * (SparseApply*), plus AssignAddVariable/AssignSubVariable, on variables
+ * whose values the core keeps in device memory for kernels of this device
+ * (VarHandle, ReadVariable and AssignVariable are ops-state's kernels for
+ * any device: a read is a reference, and the core's copy on write keeps it
+ * a snapshot).
+ *
+ * As the CPU kernels (plugins/ops/train/apply.c): variables are locked in
+ * the host's order, everything is checked before anything is written, and
+ * the arithmetic is in double with the CPU's rounding. Hyperparameters,
+ * the step and sparse indices are host inputs (read and checked here);
+ * the update is queued on the device's stream and the locks released
+ * once it is queued: later work on the variables is ordered after it. */
+#include <config.h>
+
+#include "cuda_work.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_VARS 4
+
+/* ---- optimizer descriptions (input numbers as ops-train's) ------------- */
+
+typedef struct scalar_in {
+  int input;
+  const char *name;
+  size_t offset; /* into wf__cuda_apply_params */
+} scalar_in;
+
+#define SCALAR(in, field) {(in), #field, offsetof(wf__cuda_apply_params, field)}
+
+typedef struct optimizer {
+  int rule;           /* WF_CUDA_* */
+  int nres;           /* resource inputs 0..nres-1, var first */
+  const char *res[MAX_VARS];
+  int amsgrad;        /* the last resource is vhat, used with amsgrad only */
+  int grad, indices;  /* gradient (sparse: values); indices or -1 */
+  int nscalars;
+  scalar_in scalar[6];
+  int step;           /* input of the step count, or -1 */
+  int has_nesterov;
+} optimizer;
+
+static const optimizer opt_gd = {
+    WF_CUDA_SGD, 1, {"var"}, 0, 2, -1, 1, {SCALAR(1, lr)}, -1, 0};
+static const optimizer opt_momentum = {
+    WF_CUDA_MOMENTUM, 2, {"var", "accum"}, 0, 3, -1, 2,
+    {SCALAR(2, lr), SCALAR(4, momentum)}, -1, 1};
+static const optimizer opt_adam = {
+    WF_CUDA_ADAM, 4, {"var", "m", "v", "vhat"}, 1, 8, -1, 4,
+    {SCALAR(4, lr), SCALAR(5, beta1), SCALAR(6, beta2), SCALAR(7, epsilon)},
+    9, 0};
+static const optimizer opt_adamw = {
+    WF_CUDA_ADAM, 4, {"var", "m", "v", "vhat"}, 1, 9, -1, 5,
+    {SCALAR(4, lr), SCALAR(5, beta1), SCALAR(6, beta2), SCALAR(7, epsilon),
+     SCALAR(8, weight_decay)},
+    10, 0};
+static const optimizer opt_rmsprop = {
+    WF_CUDA_RMSPROP, 3, {"var", "ms", "mom"}, 0, 7, -1, 4,
+    {SCALAR(3, lr), SCALAR(4, rho), SCALAR(5, momentum), SCALAR(6, epsilon)},
+    -1, 0};
+static const optimizer opt_centered_rmsprop = {
+    WF_CUDA_CENTERED_RMSPROP, 4, {"var", "mg", "ms", "mom"}, 0, 8, -1, 4,
+    {SCALAR(4, lr), SCALAR(5, rho), SCALAR(6, momentum), SCALAR(7, epsilon)},
+    -1, 0};
+static const optimizer opt_adagrad = {
+    WF_CUDA_ADAGRAD, 2, {"var", "accum"}, 0, 4, -1, 2,
+    {SCALAR(2, lr), SCALAR(3, epsilon)}, -1, 0};
+static const optimizer opt_sparse_gd = {
+    WF_CUDA_SGD, 1, {"var"}, 0, 2, 3, 1, {SCALAR(1, lr)}, -1, 0};
+static const optimizer opt_sparse_momentum = {
+    WF_CUDA_MOMENTUM, 2, {"var", "accum"}, 0, 3, 4, 2,
+    {SCALAR(2, lr), SCALAR(5, momentum)}, -1, 1};
+static const optimizer opt_sparse_adam = {
+    WF_CUDA_ADAM, 4, {"var", "m", "v", "vhat"}, 1, 8, 9, 4,
+    {SCALAR(4, lr), SCALAR(5, beta1), SCALAR(6, beta2), SCALAR(7, epsilon)},
+    10, 0};
+static const optimizer opt_sparse_adagrad = {
+    WF_CUDA_ADAGRAD, 2, {"var", "accum"}, 0, 4, 5, 2,
+    {SCALAR(2, lr), SCALAR(3, epsilon)}, -1, 0};
+static const optimizer opt_sparse_rmsprop = {
+    WF_CUDA_RMSPROP, 3, {"var", "ms", "mom"}, 0, 7, 8, 4,
+    {SCALAR(3, lr), SCALAR(4, rho), SCALAR(5, momentum), SCALAR(6, epsilon)},
+    -1, 0};
+
+/* ---- variables ----------------------------------------------------------- */
+
+typedef struct vars {
+  int n;
+  const wf_tensor *handle[MAX_VARS];
+  const char *input[MAX_VARS];
+  wf_tensor *value[MAX_VARS];
+  int order[MAX_VARS];
+  int nlocked;
+} vars;
+
+static void vars_unlock(vars *v) {
+  const wf_host *h = opc_host();
+
+  while (v->nlocked > 0) {
+    int k = v->order[--v->nlocked];
+    h->var_unlock(v->handle[k]);
+    v->value[k] = NULL;
+  }
+}
+
+/* Locks v's variables in the host's order; the slots must have the
+ * variable's dtype and shape and be distinct variables. */
+static int vars_lock(vars *v, wf_status *st) {
+  const wf_host *h = opc_host();
+  char s0[OPC_SHAPE_STR_MAX], s1[OPC_SHAPE_STR_MAX];
+  wf_shape vs, ss;
+  int rc;
+
+  v->nlocked = 0;
+  for (int i = 0; i < v->n; i++)
+    v->order[i] = i;
+  for (int i = 1; i < v->n; i++)
+    for (int j = i; j > 0; j--) {
+      int a = v->order[j - 1], b = v->order[j];
+      int c = h->var_order(v->handle[a], v->handle[b]);
+      if (c == 0)
+        return opc_fail(st, WF_INVALID_ARGUMENT,
+                        "inputs '%s' and '%s' are the same variable '%s'; "
+                        "each needs its own",
+                        v->input[a < b ? a : b], v->input[a < b ? b : a],
+                        h->var_name(v->handle[a]));
+      if (c < 0)
+        break;
+      v->order[j - 1] = b;
+      v->order[j] = a;
+    }
+  for (int i = 0; i < v->n; i++) {
+    int k = v->order[i];
+    if (!(v->value[k] = h->var_lock(v->handle[k], st))) {
+      rc = h->status_code(st);
+      goto fail;
+    }
+    v->nlocked++;
+  }
+  h->tensor_shape(v->value[0], &vs);
+  for (int k = 1; k < v->n; k++) {
+    h->tensor_shape(v->value[k], &ss);
+    if (h->tensor_dtype(v->value[k]) != h->tensor_dtype(v->value[0]) ||
+        !wf__cuw_same_shape(&ss, &vs)) {
+      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+                    "slot '%s' (variable '%s') is %s %s but '%s' (variable "
+                    "'%s') is %s %s; a slot has its variable's dtype and "
+                    "shape",
+                    v->input[k], h->var_name(v->handle[k]),
+                    opc_dtype_name(h->tensor_dtype(v->value[k])),
+                    opc_shape_str(&ss, s1, sizeof s1), v->input[0],
+                    h->var_name(v->handle[0]),
+                    opc_dtype_name(h->tensor_dtype(v->value[0])),
+                    opc_shape_str(&vs, s0, sizeof s0));
+      goto fail;
+    }
+  }
+  return 0;
+
+fail:
+  vars_unlock(v);
+  return rc;
+}
+
+/* A host scalar input as a double. */
+static int scalar_input(const wf_kernel_ctx *ctx, int32_t i, const char *name,
+                        double *out, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *t;
+  wf_shape s;
+  char buf[OPC_SHAPE_STR_MAX];
+  const void *p;
+
+  if (opc_kernel_input(ctx, i, &t, &s, st))
+    return h->status_code(st);
+  if (s.rank != 0)
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input '%s' has shape %s; it must be a scalar", name,
+                    opc_shape_str(&s, buf, sizeof buf));
+  p = h->tensor_data(t);
+  switch (h->tensor_dtype(t)) {
+  case WF_FLOAT32: *out = *(const float *)p; return 0;
+  case WF_FLOAT64: *out = *(const double *)p; return 0;
+  case WF_INT32: *out = *(const int32_t *)p; return 0;
+  case WF_INT64: *out = (double)*(const int64_t *)p; return 0;
+  default:
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "input '%s' is %s; expected float32, float64, int32 or "
+                    "int64",
+                    name, opc_dtype_name(h->tensor_dtype(t)));
+  }
+}
+
+static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
+                       wf__cuda_apply_params *p, wf_status *st) {
+  const wf_host *h = opc_host();
+  int b;
+
+  memset(p, 0, sizeof *p);
+  if (o->has_nesterov) {
+    if (opc_kernel_attr_bool(ctx, "use_nesterov", &b, st))
+      return h->status_code(st);
+    p->nesterov = b;
+  }
+  if (o->amsgrad) {
+    if (opc_kernel_attr_bool(ctx, "amsgrad", &b, st))
+      return h->status_code(st);
+    p->amsgrad = b;
+  }
+  for (int k = 0; k < o->nscalars; k++)
+    if (scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
+                     (double *)((char *)p + o->scalar[k].offset), st))
+      return h->status_code(st);
+  if (o->step >= 0) {
+    double step, c1, c2;
+
+    if (scalar_input(ctx, o->step, "step", &step, st))
+      return h->status_code(st);
+    if (!(step >= 1))
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "input 'step' is %g; the bias correction needs the "
+                      "1-based count of updates (>= 1)",
+                      step);
+    c1 = 1 - pow(p->beta1, step);
+    c2 = 1 - pow(p->beta2, step);
+    if (c1 == 0)
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "beta1 %g gives a bias correction 1 - beta1^step of 0",
+                      p->beta1);
+    p->alpha = p->lr * sqrt(c2) / c1;
+  }
+  return 0;
+}
+
+/* One sparse row reference, sorted by (row, position) as the CPU sums. */
+typedef struct row_ref {
+  int64_t row, pos;
+} row_ref;
+
+static int row_ref_cmp(const void *a_, const void *b_) {
+  const row_ref *a = a_, *b = b_;
+
+  if (a->row != b->row)
+    return a->row < b->row ? -1 : 1;
+  return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* The rows of a sparse gradient grouped: urow[u] the distinct rows in
+ * increasing order, start[u]..start[u+1] their positions (order[]) in
+ * values. Checks every index against nrows. One host block holds all
+ * three arrays (k + 1 + 2k entries). */
+typedef struct row_lists {
+  int64_t *mem, *urow, *start, *order, nunique;
+} row_lists;
+
+static int row_lists_make(const wf_tensor *indices, int64_t nrows,
+                          const char *what, row_lists *rl, wf_status *st) {
+  const wf_host *h = opc_host();
+  int64_t k = h->tensor_count(indices);
+  const void *iv = h->tensor_data(indices);
+  int32_t idt = h->tensor_dtype(indices);
+  row_ref *refs;
+
+  memset(rl, 0, sizeof *rl);
+  if (k == 0)
+    return 0;
+  if ((uint64_t)k > SIZE_MAX / (4 * sizeof(int64_t)) ||
+      !(rl->mem = h->alloc((size_t)(3 * k + 1) * sizeof(int64_t), 0)) ||
+      !(refs = h->alloc((size_t)k * sizeof *refs, 0))) {
+    h->free(rl->mem);
+    rl->mem = NULL;
+    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of host memory for %" PRId64 " sparse rows", k);
+  }
+  for (int64_t j = 0; j < k; j++) {
+    int64_t r = idt == WF_INT32 ? ((const int32_t *)iv)[j]
+                                : ((const int64_t *)iv)[j];
+    if (r < 0 || r >= nrows) {
+      h->free(refs);
+      h->free(rl->mem);
+      rl->mem = NULL;
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "indices[%" PRId64 "] = %" PRId64 " is out of range "
+                      "for %s of %" PRId64 " rows (valid: 0 to %" PRId64 ")",
+                      j, r, what, nrows, nrows - 1);
+    }
+    refs[j] = (row_ref){r, j};
+  }
+  qsort(refs, (size_t)k, sizeof *refs, row_ref_cmp);
+  rl->order = rl->mem;          /* k */
+  rl->urow = rl->mem + k;       /* <= k */
+  rl->start = rl->mem + 2 * k;  /* <= k + 1 */
+  for (int64_t j = 0; j < k; j++) {
+    rl->order[j] = refs[j].pos;
+    if (j == 0 || refs[j].row != refs[j - 1].row) {
+      rl->urow[rl->nunique] = refs[j].row;
+      rl->start[rl->nunique++] = j;
+    }
+  }
+  rl->start[rl->nunique] = k;
+  h->free(refs);
+  return 0;
+}
+
+static void row_lists_free(row_lists *rl) {
+  opc_host()->free(rl->mem);
+  rl->mem = NULL;
+}
+
+static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *grad, *indices = NULL;
+  wf_shape gs, vs, is;
+  char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
+  void *slots[MAX_VARS] = {NULL};
+  const char *grad_name = o->indices >= 0 ? "values" : "grad";
+  wf__cuda_apply_params p;
+  row_lists rl = {0};
+  wf__cuw w = {0};
+  vars v;
+  int32_t dt;
+  int type, rc;
+  cudaError_t err;
+
+  if (read_params(ctx, o, &p, st) ||
+      opc_kernel_input(ctx, o->grad, &grad, &gs, st))
+    return h->status_code(st);
+  dt = h->tensor_dtype(grad);
+  if (wf__cuw_float_type(dt, &type, st))
+    return h->status_code(st);
+  if (o->indices >= 0) {
+    int32_t idt;
+
+    if (opc_kernel_input(ctx, o->indices, &indices, &is, st))
+      return h->status_code(st);
+    idt = h->tensor_dtype(indices);
+    if ((idt != WF_INT32 && idt != WF_INT64) || is.rank != 1 ||
+        gs.rank < 1 || gs.dims[0] != is.dims[0])
+      return opc_fail(st, WF_INVALID_ARGUMENT,
+                      "input 'indices' is %s %s and 'values' %s; expected "
+                      "int32 or int64 indices (K,) and values (K, ...)",
+                      opc_dtype_name(idt), opc_shape_str(&is, b1, sizeof b1),
+                      opc_shape_str(&gs, b2, sizeof b2));
+  }
+
+  memset(&v, 0, sizeof v);
+  v.n = o->nres - (o->amsgrad && !p.amsgrad ? 1 : 0);
+  for (int k = 0; k < v.n; k++) {
+    if (opc_kernel_input(ctx, k, &v.handle[k], NULL, st))
+      return h->status_code(st);
+    v.input[k] = o->res[k];
+  }
+  if (vars_lock(&v, st))
+    return h->status_code(st);
+  h->tensor_shape(v.value[0], &vs);
+  if (h->tensor_dtype(v.value[0]) != dt) {
+    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+                  "variable '%s' is %s but input '%s' is %s",
+                  h->var_name(v.handle[0]),
+                  opc_dtype_name(h->tensor_dtype(v.value[0])), grad_name,
+                  opc_dtype_name(dt));
+    goto done;
+  }
+  for (int k = 0; k < v.n; k++)
+    slots[k] = h->tensor_data(v.value[k]);
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
+    goto done;
+
+  if (o->indices < 0) {
+    if (!wf__cuw_same_shape(&gs, &vs)) {
+      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+                    "variable '%s' has shape %s but input 'grad' has %s",
+                    h->var_name(v.handle[0]),
+                    opc_shape_str(&vs, b1, sizeof b1),
+                    opc_shape_str(&gs, b2, sizeof b2));
+      goto done;
+    }
+    err = wf__cuda_apply(o->rule, type, h->tensor_count(grad), slots,
+                         h->tensor_data(grad), &p, w.dev->stream);
+    rc = wf__cuw_check(&w, "the update kernel", err, st);
+  } else {
+    int64_t width = 1;
+    void *dev_lists;
+
+    if (vs.rank < 1 || gs.rank != vs.rank ||
+        memcmp(gs.dims + 1, vs.dims + 1,
+               sizeof gs.dims[0] * (size_t)(gs.rank - 1)) != 0) {
+      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+                    "variable '%s' has shape %s but input 'values' has %s; "
+                    "values are rows (K, ...) of the variable (N, ...)",
+                    h->var_name(v.handle[0]),
+                    opc_shape_str(&vs, b1, sizeof b1),
+                    opc_shape_str(&gs, b2, sizeof b2));
+      goto done;
+    }
+    for (int d = 1; d < vs.rank; d++)
+      width *= vs.dims[d];
+    {
+      char what[300];
+      snprintf(what, sizeof what, "variable '%s'", h->var_name(v.handle[0]));
+      if ((rc = row_lists_make(indices, vs.dims[0], what, &rl, st)) != 0)
+        goto done;
+    }
+    if (rl.nunique == 0 || width == 0)
+      goto done;
+    {
+      int64_t k = h->tensor_count(indices);
+      if ((rc = wf__cuw_upload(&w, rl.mem,
+                               (size_t)(3 * k + 1) * sizeof(int64_t),
+                               &dev_lists, "the sparse rows", st)) != 0)
+        goto done;
+      err = wf__cuda_apply_sparse(
+          o->rule, type, rl.nunique, width, (int64_t *)dev_lists + k,
+          (int64_t *)dev_lists + 2 * k, (int64_t *)dev_lists, slots,
+          h->tensor_data(grad), &p, w.dev->stream);
+      rc = wf__cuw_check(&w, "the sparse update kernel", err, st);
+    }
+  }
+
+done:
+  row_lists_free(&rl);
+  wf__cuw_end(&w);
+  vars_unlock(&v);
+  return rc;
+}
+
+/* ---- AssignAdd / AssignSub ------------------------------------------------ */
+
+static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *handle, *delta;
+  wf_tensor *var;
+  wf_shape vs, ds;
+  int32_t vdt, ddt;
+  char sv[OPC_SHAPE_STR_MAX], sd[OPC_SHAPE_STR_MAX];
+  wf__cuw w = {0};
+  int rc = 0, type;
+
+  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
+      opc_kernel_input(ctx, 1, &delta, &ds, st))
+    return h->status_code(st);
+  if (!(var = h->var_lock(handle, st)))
+    return h->status_code(st);
+  vdt = h->tensor_dtype(var);
+  ddt = h->tensor_dtype(delta);
+  h->tensor_shape(var, &vs);
+  if (vdt != ddt || !wf__cuw_same_shape(&vs, &ds)) {
+    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+                  "variable '%s' is %s %s but the value to %s is %s %s",
+                  h->var_name(handle), opc_dtype_name(vdt),
+                  opc_shape_str(&vs, sv, sizeof sv),
+                  subtract ? "subtract" : "add", opc_dtype_name(ddt),
+                  opc_shape_str(&ds, sd, sizeof sd));
+    goto done;
+  }
+  if ((type = wf__cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
+    rc = opc_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
+                  subtract ? "AssignSubVariable" : "AssignAddVariable",
+                  opc_dtype_name(vdt));
+    goto done;
+  }
+  if ((rc = wf__cuw_begin(&w, st)) != 0)
+    goto done;
+  rc = wf__cuw_check(&w, "the accumulation kernel",
+                     wf__cuda_accumulate(type, h->tensor_count(var),
+                                         h->tensor_data(var),
+                                         h->tensor_data(delta), subtract,
+                                         w.dev->stream),
+                     st);
+
+done:
+  wf__cuw_end(&w);
+  h->var_unlock(handle);
+  return rc;
+}
+
+static int assign_add_compute(wf_kernel_ctx *ctx, void *state,
+                              wf_status *st) {
+  return update_in_place(ctx, 0, st);
+}
+
+static int assign_sub_compute(wf_kernel_ctx *ctx, void *state,
+                              wf_status *st) {
+  return update_in_place(ctx, 1, st);
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+#define APPLY(sym, o)                                                          \
+  static int compute_##sym(wf_kernel_ctx *ctx, void *state, wf_status *st) {   \
+    return apply(ctx, &(o), st);                                               \
+  }
+APPLY(gd, opt_gd)
+APPLY(momentum, opt_momentum)
+APPLY(adam, opt_adam)
+APPLY(adamw, opt_adamw)
+APPLY(rmsprop, opt_rmsprop)
+APPLY(centered_rmsprop, opt_centered_rmsprop)
+APPLY(adagrad, opt_adagrad)
+APPLY(sparse_gd, opt_sparse_gd)
+APPLY(sparse_momentum, opt_sparse_momentum)
+APPLY(sparse_adam, opt_sparse_adam)
+APPLY(sparse_adagrad, opt_sparse_adagrad)
+APPLY(sparse_rmsprop, opt_sparse_rmsprop)
+
+#define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
+#define NUM                                                                    \
+  (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
+   WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
+#define B WF_CUW_BIT
+#define KERNEL(var, nm, tattr, types, hosts, fn)                               \
+  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
+                                    .op = (nm),                                \
+                                    .device_type = "cuda",                     \
+                                    .type_attr = (tattr),                      \
+                                    .dtypes = (types),                         \
+                                    .flags = WF_KERNEL_CHEAP,                  \
+                                    .label = "cuda",                           \
+                                    .compute = (fn),                           \
+                                    .host_inputs = (hosts)}
+
+/* Host inputs: every scalar hyperparameter, the step and the indices
+ * (resource handles are host memory anyway). */
+KERNEL(k_gd, "ApplyGradientDescent", "T", FLT, B(1), compute_gd);
+KERNEL(k_momentum, "ApplyMomentum", "T", FLT, B(2) | B(4), compute_momentum);
+KERNEL(k_adam, "ApplyAdam", "T", FLT, B(4) | B(5) | B(6) | B(7) | B(9),
+       compute_adam);
+KERNEL(k_adamw, "ApplyAdamW", "T", FLT,
+       B(4) | B(5) | B(6) | B(7) | B(8) | B(10), compute_adamw);
+KERNEL(k_rmsprop, "ApplyRMSProp", "T", FLT, B(3) | B(4) | B(5) | B(6),
+       compute_rmsprop);
+KERNEL(k_centered_rmsprop, "ApplyCenteredRMSProp", "T", FLT,
+       B(4) | B(5) | B(6) | B(7), compute_centered_rmsprop);
+KERNEL(k_adagrad, "ApplyAdagrad", "T", FLT, B(2) | B(3), compute_adagrad);
+KERNEL(k_sparse_gd, "SparseApplyGradientDescent", "T", FLT, B(1) | B(3),
+       compute_sparse_gd);
+KERNEL(k_sparse_momentum, "SparseApplyMomentum", "T", FLT,
+       B(2) | B(4) | B(5), compute_sparse_momentum);
+KERNEL(k_sparse_adam, "SparseApplyAdam", "T", FLT,
+       B(4) | B(5) | B(6) | B(7) | B(9) | B(10), compute_sparse_adam);
+KERNEL(k_sparse_adagrad, "SparseApplyAdagrad", "T", FLT, B(2) | B(3) | B(5),
+       compute_sparse_adagrad);
+KERNEL(k_sparse_rmsprop, "SparseApplyRMSProp", "T", FLT,
+       B(3) | B(4) | B(5) | B(6) | B(8), compute_sparse_rmsprop);
+KERNEL(k_assign_add, "AssignAddVariable", "dtype", NUM, 0,
+       assign_add_compute);
+KERNEL(k_assign_sub, "AssignSubVariable", "dtype", NUM, 0,
+       assign_sub_compute);
+
+const wf_kernel_def *const wf__cuda_train_kernels[] = {
+    &k_gd,          &k_momentum,        &k_adam,          &k_adamw,
+    &k_rmsprop,     &k_centered_rmsprop, &k_adagrad,      &k_sparse_gd,
+    &k_sparse_momentum, &k_sparse_adam, &k_sparse_adagrad, &k_sparse_rmsprop,
+    &k_assign_add,  &k_assign_sub,      NULL};
