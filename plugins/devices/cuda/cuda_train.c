@@ -16,6 +16,7 @@
 #include <config.h>
 
 #include "cuda_work.h"
+#include "train.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -23,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VARS 4
 
 /* ---- optimizer descriptions (input numbers as ops-train's) ------------- */
 
@@ -38,7 +38,7 @@ typedef struct scalar_in {
 typedef struct optimizer {
   int rule;           /* WF_CUDA_* */
   int nres;           /* resource inputs 0..nres-1, var first */
-  const char *res[MAX_VARS];
+  const char *res[TRN_MAX_VARS];
   int amsgrad;        /* the last resource is vhat, used with amsgrad only */
   int grad, indices;  /* gradient (sparse: values); indices or -1 */
   int nscalars;
@@ -89,114 +89,6 @@ static const optimizer opt_sparse_rmsprop = {
     {SCALAR(3, lr), SCALAR(4, rho), SCALAR(5, momentum), SCALAR(6, epsilon)},
     -1, 0};
 
-/* ---- variables ----------------------------------------------------------- */
-
-typedef struct vars {
-  int n;
-  const wf_tensor *handle[MAX_VARS];
-  const char *input[MAX_VARS];
-  wf_tensor *value[MAX_VARS];
-  int order[MAX_VARS];
-  int nlocked;
-} vars;
-
-static void vars_unlock(vars *v) {
-  const wf_host *h = opc_host();
-
-  while (v->nlocked > 0) {
-    int k = v->order[--v->nlocked];
-    h->var_unlock(v->handle[k]);
-    v->value[k] = NULL;
-  }
-}
-
-/* Locks v's variables in the host's order; the slots must have the
- * variable's dtype and shape and be distinct variables. */
-static int vars_lock(vars *v, wf_status *st) {
-  const wf_host *h = opc_host();
-  char s0[OPC_SHAPE_STR_MAX], s1[OPC_SHAPE_STR_MAX];
-  wf_shape vs, ss;
-  int rc;
-
-  v->nlocked = 0;
-  for (int i = 0; i < v->n; i++)
-    v->order[i] = i;
-  for (int i = 1; i < v->n; i++)
-    for (int j = i; j > 0; j--) {
-      int a = v->order[j - 1], b = v->order[j];
-      int c = h->var_order(v->handle[a], v->handle[b]);
-      if (c == 0)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
-                        "inputs '%s' and '%s' are the same variable '%s'; "
-                        "each needs its own",
-                        v->input[a < b ? a : b], v->input[a < b ? b : a],
-                        h->var_name(v->handle[a]));
-      if (c < 0)
-        break;
-      v->order[j - 1] = b;
-      v->order[j] = a;
-    }
-  for (int i = 0; i < v->n; i++) {
-    int k = v->order[i];
-    if (!(v->value[k] = h->var_lock(v->handle[k], st))) {
-      rc = h->status_code(st);
-      goto fail;
-    }
-    v->nlocked++;
-  }
-  h->tensor_shape(v->value[0], &vs);
-  for (int k = 1; k < v->n; k++) {
-    h->tensor_shape(v->value[k], &ss);
-    if (h->tensor_dtype(v->value[k]) != h->tensor_dtype(v->value[0]) ||
-        !wf__cuw_same_shape(&ss, &vs)) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
-                    "slot '%s' (variable '%s') is %s %s but '%s' (variable "
-                    "'%s') is %s %s; a slot has its variable's dtype and "
-                    "shape",
-                    v->input[k], h->var_name(v->handle[k]),
-                    opc_dtype_name(h->tensor_dtype(v->value[k])),
-                    opc_shape_str(&ss, s1, sizeof s1), v->input[0],
-                    h->var_name(v->handle[0]),
-                    opc_dtype_name(h->tensor_dtype(v->value[0])),
-                    opc_shape_str(&vs, s0, sizeof s0));
-      goto fail;
-    }
-  }
-  return 0;
-
-fail:
-  vars_unlock(v);
-  return rc;
-}
-
-/* A host scalar input as a double. */
-static int scalar_input(const wf_kernel_ctx *ctx, int32_t i, const char *name,
-                        double *out, wf_status *st) {
-  const wf_host *h = opc_host();
-  const wf_tensor *t;
-  wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
-  const void *p;
-
-  if (opc_kernel_input(ctx, i, &t, &s, st))
-    return h->status_code(st);
-  if (s.rank != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "input '%s' has shape %s; it must be a scalar", name,
-                    opc_shape_str(&s, buf, sizeof buf));
-  p = h->tensor_data(t);
-  switch (h->tensor_dtype(t)) {
-  case WF_FLOAT32: *out = *(const float *)p; return 0;
-  case WF_FLOAT64: *out = *(const double *)p; return 0;
-  case WF_INT32: *out = *(const int32_t *)p; return 0;
-  case WF_INT64: *out = (double)*(const int64_t *)p; return 0;
-  default:
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "input '%s' is %s; expected float32, float64, int32 or "
-                    "int64",
-                    name, opc_dtype_name(h->tensor_dtype(t)));
-  }
-}
 
 static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
                        wf__cuda_apply_params *p, wf_status *st) {
@@ -215,13 +107,13 @@ static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
     p->amsgrad = b;
   }
   for (int k = 0; k < o->nscalars; k++)
-    if (scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
+    if (trn_scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
                      (double *)((char *)p + o->scalar[k].offset), st))
       return h->status_code(st);
   if (o->step >= 0) {
     double step, c1, c2;
 
-    if (scalar_input(ctx, o->step, "step", &step, st))
+    if (trn_scalar_input(ctx, o->step, "step", &step, st))
       return h->status_code(st);
     if (!(step >= 1))
       return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -319,12 +211,12 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
   const wf_tensor *grad, *indices = NULL;
   wf_shape gs, vs, is;
   char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
-  void *slots[MAX_VARS] = {NULL};
+  void *slots[TRN_MAX_VARS] = {NULL};
   const char *grad_name = o->indices >= 0 ? "values" : "grad";
   wf__cuda_apply_params p;
   row_lists rl = {0};
   wf__cuw w = {0};
-  vars v;
+  trn_vars v;
   int32_t dt;
   int type, rc;
   cudaError_t err;
@@ -357,7 +249,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       return h->status_code(st);
     v.input[k] = o->res[k];
   }
-  if (vars_lock(&v, st))
+  if (trn_lock(&v, st))
     return h->status_code(st);
   h->tensor_shape(v.value[0], &vs);
   if (h->tensor_dtype(v.value[0]) != dt) {
@@ -427,7 +319,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
 done:
   row_lists_free(&rl);
   wf__cuw_end(&w);
-  vars_unlock(&v);
+  trn_unlock(&v);
   return rc;
 }
 

@@ -46,10 +46,12 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
-	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn
+	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn \
+	-I$(top_srcdir)/plugins/ops/train
 # libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,
 # data formats), so that convolutions and pools size their outputs exactly
-# as the CPU kernels do; it brings libopfused along.
+# as the CPU kernels do; it brings libopfused along. libtrnvars: locking a
+# variable and its slots and reading scalar inputs as ops-train does.
 plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_eltwise.lo \
 	plugins/devices/cuda/cuda_random.lo \
@@ -59,6 +61,7 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_array.lo \
 	plugins/devices/cuda/cuda_train.lo \
 	plugins/ops/nn/libnnref.la \
+	plugins/ops/train/libtrnvars.la \
 	plugins/ops/common/libopfused.la \
 	plugins/ops/common/libopcommon.la \
 	plugins/ops/random/libphilox.la \

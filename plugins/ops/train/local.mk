@@ -2,10 +2,19 @@
 # updates on resource variables (dense and sparse), ClipByGlobalNorm and
 # learning-rate schedules. Links libopcommon; needs nothing from libweft.
 # plugins/local.mk says how a plugin is built in each configuration.
+#
+# libtrnvars: locking a variable and its slots in the host's order and
+# reading scalar inputs, shared with the device plugins' update kernels.
+noinst_LTLIBRARIES += plugins/ops/train/libtrnvars.la
+plugins_ops_train_libtrnvars_la_SOURCES = \
+	plugins/ops/train/train.h \
+	plugins/ops/train/vars.c
+plugins_ops_train_libtrnvars_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/ops/common
+
 OPS_TRAIN_SOURCES = \
 	plugins/ops/train/train.h \
 	plugins/ops/train/plugin.c \
-	plugins/ops/train/vars.c \
 	plugins/ops/train/apply.c \
 	plugins/ops/train/clip.c \
 	plugins/ops/train/schedule.c
@@ -15,7 +24,8 @@ OPS_TRAIN_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
 # into fused multiply-adds keeps every clone's results bit-identical.
 OPS_TRAIN_CFLAGS = $(AM_CFLAGS) -fno-math-errno -ffp-contract=off \
 	-ftree-vectorize -fvect-cost-model=dynamic
-OPS_TRAIN_HELPERS = plugins/ops/common/libopcommon.la
+OPS_TRAIN_HELPERS = plugins/ops/train/libtrnvars.la \
+	plugins/ops/common/libopcommon.la
 OPS_TRAIN_LIBS = $(LIBM)
 
 WF_PLUGIN_MODULES += plugins/ops/train/ops_train.la
