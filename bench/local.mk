@@ -61,3 +61,4 @@ bench-train: bench/train
 .PHONY: bench-train
 include bench/data_parallel.mk
 include bench/allreduce.mk
+include bench/gemm_cuda.mk
