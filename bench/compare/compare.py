@@ -15,7 +15,7 @@ to back (weft, PyTorch, ONNX Runtime), --repeat times, keeping each side's
 best run, so that a change in the machine's load hits both sides.
 
   python3 compare.py --top /work/main [--python PY] [--skip-search]
-                     [--repeat N] [--limit N]
+                     [--repeat N] [--limit N] [--only cnn-infer,gemm]
 """
 import argparse
 import json
@@ -87,6 +87,10 @@ def best_of(kept, new):
     return out
 
 
+# The workloads, in the order they run (names for --only).
+WORKLOADS = ("mlp", "cnn", "cnn-infer", "gemm", "dispatch")
+
+
 def load():
     return "load average %.2f %.2f %.2f" % os.getloadavg()
 
@@ -107,7 +111,15 @@ def main():
     p.add_argument("--limit", type=int, default=0,
                    help="train PyTorch on every (60000/LIMIT)-th sample only "
                         "(samples/s over a partial epoch; for quick runs)")
+    p.add_argument("--only", default="",
+                   help="comma-separated workloads to run (default all): "
+                        + ", ".join(WORKLOADS))
     a = p.parse_args()
+    only = [w for w in a.only.split(",") if w]
+    for w in only:
+        if w not in WORKLOADS:
+            p.error(f"--only: unknown workload '{w}' (known: "
+                    f"{', '.join(WORKLOADS)})")
     bench = lambda name: os.path.join(a.top, "bench", name)
     py = lambda script: [a.python, os.path.join(HERE, script)]
     start_load = load()
@@ -133,16 +145,19 @@ def main():
     lim = ["--limit", str(a.limit)] if a.limit else []
     weft, torch, ort = [], [], []
     workloads = [
-        ([bench("train"), "--model", "mlp"],
+        ("mlp", [bench("train"), "--model", "mlp"],
          py("torch_bench.py") + ["train", "--model", "mlp"] + lim, None),
-        ([bench("train"), "--model", "cnn"],
+        ("cnn", [bench("train"), "--model", "cnn"],
          py("torch_bench.py") + ["train", "--model", "cnn"] + lim, None),
-        ([bench("cnn_infer")], py("torch_bench.py") + ["infer"],
+        ("cnn-infer", [bench("cnn_infer")], py("torch_bench.py") + ["infer"],
          py("ort_bench.py")),
-        ([bench("gemm")], py("torch_bench.py") + ["gemm"], None),
-        ([bench("dispatch")], py("torch_bench.py") + ["dispatch"], None),
+        ("gemm", [bench("gemm")], py("torch_bench.py") + ["gemm"], None),
+        ("dispatch", [bench("dispatch")], py("torch_bench.py") + ["dispatch"],
+         None),
     ]
-    for wcmd, tcmd, ocmd in workloads:
+    for name, wcmd, tcmd, ocmd in workloads:
+        if only and name not in only:
+            continue
         w, t, o = [], [], []
         for _ in range(a.repeat):
             w = best_of(w, run_json(wcmd))
@@ -201,6 +216,8 @@ def main():
             "ratio vs PyTorch", "ratio vs ORT", "target", "met")
     table = [head]
     for name, unit, hib, w, t, o, target, test in rows:
+        if w is None and t is None and o is None:
+            continue  # a workload --only left out
         try:
             met = "yes" if test(w, t, o) else "no"
         except TypeError:
@@ -222,11 +239,13 @@ def main():
     for env, m, c, g in search:
         print(f"  search: mlp {m:.1f} samples/s, cnn {c:.1f} samples/s "
               f"({a.search_limit} samples) at {describe(env)}")
-    print(f"weft training data: {pick(weft, 'train', 'data')}; PyTorch: "
-          f"{pick(torch, 'train', 'data')}"
-          + (f", partial epoch ({a.limit} samples)" if a.limit else ""))
-    print(f"ONNX Runtime: {pick(ort, 'cnn-infer', 'runtime')}, 2 intra-op "
-          f"threads")
+    if pick(weft, "train", "data") is not None:
+        print(f"weft training data: {pick(weft, 'train', 'data')}; PyTorch: "
+              f"{pick(torch, 'train', 'data')}"
+              + (f", partial epoch ({a.limit} samples)" if a.limit else ""))
+    if ort:
+        print(f"ONNX Runtime: {pick(ort, 'cnn-infer', 'runtime')}, 2 "
+              f"intra-op threads")
     print(f"each figure: the best of {a.repeat} run(s) per side, the sides "
           f"run back to back per workload")
     print(f"machine: {os.cpu_count()} cpus; {start_load} at start, "

@@ -1,9 +1,11 @@
 /* tests/devices/test_cpu_kernels.c — the CPU plugin's fast kernels (oneDNN,
  * OpenBLAS) against the reference kernels of the op plugins, on random
  * shapes with odd sizes and every stride, padding, dilation and format
- * combination the ops define; their fallbacks (empty tensors, bad inputs);
- * plan reuse across runs, shapes and threads; weights changed in place;
- * and the thread layout the device reports.
+ * combination the ops define; the first-layer convolution oneDNN gets
+ * under other layout names; the cnn's inference layers at batch 1 (plans
+ * on one thread) and 64 (on every intra-op thread); their fallbacks (empty
+ * tensors, bad inputs); plan reuse across runs, shapes and threads;
+ * weights changed in place; and the thread layout the device reports.
  *
  * Both kernels of a case run through the core's kernel contexts
  * (wf__kernel_run) on the same node and inputs. Tolerance for float32:
@@ -765,6 +767,79 @@ static void test_conv2d_matches_reference_on_the_cnn_layers(void **state) {
     }
 }
 
+/* Convolutions of one input channel into 8 or 16 (NHWC), which the fast
+ * kernel hands to oneDNN as NCHW in and blocked out without a reorder
+ * (the bytes read the same): random windows, plain and fused. */
+static void test_first_layer_conv2d_matches_reference(void **state) {
+  rng r = {23};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 8 * NFUSED; i++) {
+    int fused = i % 2;
+    int64_t xd[4], fd[4];
+    win w;
+    kcase c;
+
+    draw_window(&r, &w, 1);
+    w.nchw = 0;
+    w.n = irand(&r, 1, 3);
+    w.c = 1;
+    w.co = i % 4 < 2 ? 16 : 8;
+    act_dims(&w, w.h, w.w, w.c, xd);
+    fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
+    case_init(&c, fused ? "_FusedConv2D" : "Conv2D", WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -1, 1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    if (fused)
+      fused_attrs(&c, (i / 2) % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("first-layer Conv2D", before);
+}
+
+/* The cnn's inference layers (_FusedConv2D with relu, then 2x2 MaxPool) at
+ * batch 1, where the smaller ones run on one thread, and at batch 64, on
+ * every intra-op thread. */
+static void test_cnn_inference_layers_match_reference(void **state) {
+  static const int64_t layers[2][4] = {{28, 28, 1, 16}, {14, 14, 16, 32}};
+  static const int64_t batches[2] = {1, 64};
+  rng r = {24};
+
+  for (int b = 0; b < 2; b++)
+    for (int l = 0; l < 2; l++) {
+      win w = {.padding = 0, .n = batches[b], .h = layers[l][0],
+               .w = layers[l][1], .c = layers[l][2], .co = layers[l][3],
+               .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+      int64_t xd[4], yd[4], fd[4] = {3, 3, w.c, w.co};
+      kcase c;
+
+      w.oh = w.h, w.ow = w.w;
+      act_dims(&w, w.h, w.w, w.c, xd);
+      case_init(&c, "_FusedConv2D", WF_FLOAT32);
+      add_input(&c, &r, WF_FLOAT32, xd, 4, 0, 1);
+      add_input(&c, &r, WF_FLOAT32, fd, 4, -0.3, 0.3);
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -0.1, 0.1);
+      window_attrs(&c, &w, 1);
+      fused_attrs(&c, 1); /* BiasAdd, Relu */
+      check_case(&c);
+      case_free(&c);
+
+      w.c = w.co, w.kh = w.kw = w.sh = w.sw = 2, w.padding = 1;
+      w.oh = w.h / 2, w.ow = w.w / 2;
+      act_dims(&w, w.h, w.w, w.c, xd);
+      act_dims(&w, w.oh, w.ow, w.c, yd);
+      case_init(&c, "MaxPool", WF_FLOAT32);
+      add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+      window_attrs(&c, &w, 0);
+      check_case(&c);
+      case_free(&c);
+    }
+}
+
 static void pool_case(rng *r, const char *op) {
   int grad = strstr(op, "Grad") != NULL, avg_grad = strcmp(op, "AvgPoolGrad") == 0;
   int64_t xd[4], yd[4];
@@ -1319,6 +1394,8 @@ int main(void) {
       cmocka_unit_test(test_conv2d_backprop_input_matches_reference),
       cmocka_unit_test(test_conv2d_backprop_filter_matches_reference),
       cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),
+      cmocka_unit_test(test_first_layer_conv2d_matches_reference),
+      cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),

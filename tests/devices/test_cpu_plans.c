@@ -24,6 +24,7 @@ static dnnl_engine_t engine;
 
 dnnl_engine_t wf__dnnl_engine(void) { return engine; }
 void wf__cpu_omp_threads(void) {}
+void wf__cpu_omp_threads_n(int32_t n) { (void)n; }
 
 static int setup(void **state) {
   opc_set_host(wf__host());

@@ -332,6 +332,11 @@ int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
   return 0;
 }
 
+void wf__dnnl_plan_threads(wf__dnnl_plan *p, int64_t work) {
+  p->threads = work < WF_DNNL_SMALL_WORK ? 1 : 0;
+  wf__cpu_omp_threads_n(p->threads);
+}
+
 int wf__dnnl_plan_finish(wf__dnnl_plan *p, wf_status *st) {
   if (p->scratch_bytes == 0)
     return 0;
@@ -388,7 +393,7 @@ static int run_prim(dnnl_primitive_t prim, dnnl_stream_t stream, int nargs,
 
 int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
                       wf_status *st) {
-  wf__cpu_omp_threads();
+  wf__cpu_omp_threads_n(p->threads);
   for (int i = 0; i < p->nmems; i++) {
     wf__dnnl_mem *m = &p->mems[i];
     dnnl_status_t s;
@@ -487,6 +492,8 @@ wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
    * shapes of this node need not wait for it. */
   if (wf__dnnl_plan_new(&p, st))
     return NULL;
+  /* The team the primitives are made for, unless build sizes it. */
+  wf__cpu_omp_threads_n(p->threads);
   if (build(arg, p, st) || wf__dnnl_plan_finish(p, st)) {
     wf__dnnl_plan_free(p);
     if (h->status_code(st) != WF_UNIMPLEMENTED)

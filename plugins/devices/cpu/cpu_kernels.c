@@ -124,14 +124,20 @@ void wf__cpu_threads(int32_t *inter_op, int32_t *intra_op) {
   *intra_op = atomic_load(&intra_threads);
 }
 
-void wf__cpu_omp_threads(void) {
+void wf__cpu_omp_threads(void) { wf__cpu_omp_threads_n(0); }
+
+void wf__cpu_omp_threads_n(int32_t n) {
 #ifdef HAVE_DNNL
   int32_t intra = atomic_load(&intra_threads);
 
-  if (omp_set_here != intra) {
-    omp_set_num_threads(intra);
-    omp_set_here = intra;
+  if (n <= 0 || n > intra)
+    n = intra;
+  if (omp_set_here != n) {
+    omp_set_num_threads(n);
+    omp_set_here = n;
   }
+#else
+  (void)n;
 #endif
 }
 

@@ -79,6 +79,9 @@ void wf__cpu_kernels_describe(char *out, size_t size);
  * keeps it per thread; executor threads start with the library default).
  * Cheap after the first call on a thread. */
 void wf__cpu_omp_threads(void);
+/* The same with n threads (at most the intra-op count; n <= 0: the
+ * intra-op count). */
+void wf__cpu_omp_threads_n(int32_t n);
 
 #ifdef HAVE_DNNL
 
@@ -146,6 +149,24 @@ int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 #define WF_DNNL_MAX_STEPS 3
 #define WF_DNNL_MAX_ARGS 24
 
+/* Work (see wf__dnnl_plan_threads) below which a plan runs on one thread:
+ * 2^16 input elements of a pooling, 2^20 multiply-adds of a convolution
+ * (16 to a unit). Measured with oneDNN 2.6 (AVX-512, 1 against 2 threads),
+ * microseconds, each primitive alone:
+ *   2x2 max pooling 28x28x16, batch 1 (12.5k elements)            0.6  1.8
+ *   2x2 max pooling 28x28x16, batch 4 (50k)                       2.0  2.6
+ *   2x2 max pooling 28x28x16, batch 8 (100k)                      4.0  3.6
+ *   3x3 convolution 28x28, 1 -> 16, batch 1 (113k multiply-adds)  1.9  2.5
+ *   3x3 convolution 28x28, 1 -> 16, batch 8 (904k)               12.9  8.4
+ *   3x3 convolution 14x14, 16 -> 32, batch 1 (903k)               9.6  6.3
+ * and the last one inside bench/cnn_infer at batch 1 (convolution, pool,
+ * convolution, pool, product): 17.0 us a step with it on one thread, 19.8
+ * on two. Alone, a convolution gains from the second thread from about
+ * 2^17 multiply-adds on; between other kernels its share of the data has
+ * to cross to the other core's cache and back, and the second thread has
+ * to be woken and joined. */
+#define WF_DNNL_SMALL_WORK ((int64_t)1 << 16)
+
 /* Memory flags. */
 #define WF_DNNL_IN 0x1      /* a user tensor the steps read */
 #define WF_DNNL_OUT 0x2     /* a user tensor the steps write */
@@ -188,6 +209,10 @@ typedef struct wf__dnnl_plan {
   /* Set when oneDNN cannot run this shape: the kernel does it another way
    * (the reference computation) every time this shape comes back. */
   int fallback;
+  /* The OpenMP team its primitives were made for and run with: 1 for
+   * work too small to share, 0 for the intra-op count (see
+   * wf__dnnl_plan_threads). */
+  int threads;
 } wf__dnnl_plan;
 
 /* A new empty plan with its own stream. */
@@ -209,6 +234,15 @@ int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
 int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
                        const int *arg_ids, const int *mem_of, int nargs,
                        wf_status *st);
+
+/* Sizes the plan's OpenMP team from its work (one element loaded or
+ * stored, or 16 multiply-adds, per unit) and gives the calling thread that
+ * team. Call it first in a build function, before any primitive descriptor
+ * is made: oneDNN fixes a primitive's thread count when it is made. Below
+ * WF_DNNL_SMALL_WORK the plan runs on the calling thread alone, where
+ * waking the other threads and joining them costs more than they save;
+ * plans whose build does not call it get the intra-op count. */
+void wf__dnnl_plan_threads(wf__dnnl_plan *p, int64_t work);
 
 /* Allocates the scratchpad for the steps added (call once, after the last
  * step). */

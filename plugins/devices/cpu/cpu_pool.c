@@ -138,6 +138,7 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   const dnnl_memory_desc_t *ws;
   int rc = 0;
 
+  wf__dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
   if (pool_pds(j, 0, &fwd, &bwd, st))
     return h->status_code(st);
   last = bwd ? bwd : fwd;
