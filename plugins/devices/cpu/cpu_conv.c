@@ -9,9 +9,10 @@
  * 16 out, under another name for the same bytes); otherwise the plan
  * reorders into oneDNN's choice at the kernel's borders. Filters are
  * always handed over in oneDNN's preferred layout, reordered once and kept
- * while the filter's bytes do not change. Calls the fast path does not take (bad inputs, whose errors
- * the reference kernel reports; empty tensors; shapes oneDNN refuses) run
- * the nn plugin's reference kernels, compiled into this plugin. */
+ * while the filter's bytes do not change. Calls the fast path does not
+ * take (bad inputs, whose errors the reference kernel reports; empty
+ * tensors; shapes oneDNN refuses) run the nn plugin's reference kernels,
+ * compiled into this plugin. */
 #include <config.h>
 
 #include "cpu_nn.h"
