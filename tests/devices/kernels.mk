@@ -27,3 +27,19 @@ tests_devices_test_cpu_plans_CFLAGS = $(TEST_CFLAGS)
 tests_devices_test_cpu_plans_LDADD = plugins/ops/common/libopcommon.la \
 	$(TEST_LDADD) $(DNNL_LIBS)
 endif
+
+# The threaded dense optimizer updates against ops-train's reference
+# kernels, through the public API (two runtimes, one denying them).
+if HAVE_DNNL
+check_PROGRAMS += tests/devices/test_cpu_apply
+TESTS += tests/devices/test_cpu_apply
+tests_devices_test_cpu_apply_SOURCES = tests/devices/test_cpu_apply.c
+tests_devices_test_cpu_apply_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_devices_test_cpu_apply_CFLAGS = $(TEST_CFLAGS)
+tests_devices_test_cpu_apply_LDADD = $(TEST_LDADD)
+EXTRA_tests_devices_test_cpu_apply_DEPENDENCIES = \
+	plugins/devices/cpu/device_cpu.la plugins/ops/math/ops_math.la \
+	plugins/ops/array/ops_array.la plugins/ops/nn/ops_nn.la \
+	plugins/ops/state/ops_state.la plugins/ops/random/ops_random.la \
+	plugins/ops/train/ops_train.la
+endif

@@ -49,6 +49,7 @@ const wf_kernel_def *const wf__cpu_kernels[] = {
     &wf__cpu_k_bias_add,
     &wf__cpu_k_bias_add_grad,
     WF_CPU_ELTWISE_KERNELS,
+    WF_CPU_APPLY_KERNELS,
     &wf__cpu_k_lstm,
     &wf__cpu_k_lstm_grad,
     &wf__cpu_k_gru,

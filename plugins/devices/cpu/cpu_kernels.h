@@ -51,6 +51,15 @@ extern const wf_kernel_def wf__cpu_k_relu, wf__cpu_k_leaky_relu,
     wf__cpu_k_relu_grad, wf__cpu_k_leaky_relu_grad, wf__cpu_k_elu_grad,
     wf__cpu_k_sigmoid_grad, wf__cpu_k_tanh_grad, wf__cpu_k_gelu_grad,
     wf__cpu_k_softplus_grad, wf__cpu_k_sqrt_grad;
+/* cpu_apply.c: ops-train's dense updates on the intra-op threads. */
+extern const wf_kernel_def wf__cpu_k_apply_gradient_descent,
+    wf__cpu_k_apply_momentum, wf__cpu_k_apply_adam, wf__cpu_k_apply_adamw,
+    wf__cpu_k_apply_rmsprop, wf__cpu_k_apply_centered_rmsprop,
+    wf__cpu_k_apply_adagrad;
+#define WF_CPU_APPLY_KERNELS                                                   \
+  &wf__cpu_k_apply_gradient_descent, &wf__cpu_k_apply_momentum,                \
+      &wf__cpu_k_apply_adam, &wf__cpu_k_apply_adamw, &wf__cpu_k_apply_rmsprop, \
+      &wf__cpu_k_apply_centered_rmsprop, &wf__cpu_k_apply_adagrad
 #define WF_CPU_ELTWISE_KERNELS                                                 \
   &wf__cpu_k_relu, &wf__cpu_k_leaky_relu, &wf__cpu_k_elu, &wf__cpu_k_sigmoid,  \
       &wf__cpu_k_tanh, &wf__cpu_k_gelu, &wf__cpu_k_softplus, &wf__cpu_k_exp,   \

@@ -35,10 +35,15 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_softmax.c \
 	plugins/devices/cpu/cpu_bnorm.c \
 	plugins/devices/cpu/cpu_bias.c \
-	plugins/devices/cpu/cpu_rnn.c
-DEVICE_CPU_CPPFLAGS += \
-	-I$(top_srcdir)/plugins/ops/nn -I$(top_srcdir)/plugins/ops/rnn
-DEVICE_CPU_HELPERS += plugins/ops/nn/libnnref.la plugins/ops/rnn/librnnref.la
+	plugins/devices/cpu/cpu_rnn.c \
+	plugins/devices/cpu/cpu_apply.c
+# -fopenmp: cpu_apply.c shares an update among the intra-op threads with
+# an OpenMP parallel region (the other files have no OpenMP directives).
+DEVICE_CPU_CPPFLAGS += -fopenmp \
+	-I$(top_srcdir)/plugins/ops/nn -I$(top_srcdir)/plugins/ops/rnn \
+	-I$(top_srcdir)/plugins/ops/train
+DEVICE_CPU_HELPERS += plugins/ops/nn/libnnref.la plugins/ops/rnn/librnnref.la \
+	plugins/ops/train/libtrnref.la
 DEVICE_CPU_LIBS += $(DNNL_LIBS) -lgomp
 else
 if HAVE_OPENBLAS

@@ -50,7 +50,7 @@ plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/train
 # libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,
 # data formats), so that convolutions and pools size their outputs exactly
-# as the CPU kernels do; it brings libopfused along. libtrnvars: locking a
+# as the CPU kernels do; it brings libopfused along. libtrnref: locking a
 # variable and its slots and reading scalar inputs as ops-train does.
 plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_eltwise.lo \
@@ -61,7 +61,7 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_array.lo \
 	plugins/devices/cuda/cuda_train.lo \
 	plugins/ops/nn/libnnref.la \
-	plugins/ops/train/libtrnvars.la \
+	plugins/ops/train/libtrnref.la \
 	plugins/ops/common/libopfused.la \
 	plugins/ops/common/libopcommon.la \
 	plugins/ops/random/libphilox.la \

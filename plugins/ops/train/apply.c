@@ -269,21 +269,44 @@ static int shape_apply(wf_shape_ctx *ctx, const optimizer *o,
 /* ---- kernels ----------------------------------------------------------- */
 
 /* Dense: the gradient converted to double a chunk at a time. */
-static void update_dense(rule_fn *rule, void *const *slots, int32_t dtype,
-                         const void *grad, int64_t count, const params *p) {
-  double buf[256];
+/* A dense update of elements [begin, end) (begin a multiple of
+ * TRN_PIECE): what update_dense runs, whole or in pieces on several
+ * threads. Each element's arithmetic is the same wherever it is cut, so
+ * the results are the same bits. */
+typedef struct dense_job {
+  rule_fn *rule;
+  void *const *slots;
+  int32_t dtype;
+  const void *grad;
+  const params *p;
+} dense_job;
 
-  for (int64_t off = 0; off < count; off += 256) {
-    int64_t n = count - off < 256 ? count - off : 256;
+static void update_range(void *arg, int64_t begin, int64_t end) {
+  const dense_job *j = arg;
+  double buf[TRN_PIECE];
 
-    if (dtype == WF_FLOAT32)
+  for (int64_t off = begin; off < end; off += TRN_PIECE) {
+    int64_t n = end - off < TRN_PIECE ? end - off : TRN_PIECE;
+
+    if (j->dtype == WF_FLOAT32)
       for (int64_t i = 0; i < n; i++)
-        buf[i] = ((const float *)grad)[off + i];
+        buf[i] = ((const float *)j->grad)[off + i];
     else
       for (int64_t i = 0; i < n; i++)
-        buf[i] = ((const double *)grad)[off + i];
-    rule(slots, off, buf, n, p);
+        buf[i] = ((const double *)j->grad)[off + i];
+    j->rule(j->slots, off, buf, n, j->p);
   }
+}
+
+static void update_dense(rule_fn *rule, void *const *slots, int32_t dtype,
+                         const void *grad, int64_t count, const params *p,
+                         trn_parallel_fn *par) {
+  dense_job j = {rule, slots, dtype, grad, p};
+
+  if (par)
+    par(update_range, &j, count);
+  else
+    update_range(&j, 0, count);
 }
 
 /* One row of a sparse gradient: its variable row and its place in values. */
@@ -401,7 +424,8 @@ static int read_params(const wf_kernel_ctx *ctx, const optimizer *o, params *p,
   return 0;
 }
 
-static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
+static int apply(wf_kernel_ctx *ctx, const optimizer *o,
+                 trn_parallel_fn *par, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *grad, *indices = NULL;
   wf_shape gs, vs, is;
@@ -471,7 +495,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       goto done;
     }
     update_dense(rule, slots, dt, h->tensor_data(grad), h->tensor_count(grad),
-                 &p);
+                 &p, par);
   } else {
     if (vs.rank < 1 || gs.rank != vs.rank ||
         memcmp(gs.dims + 1, vs.dims + 1,
@@ -658,7 +682,7 @@ static const wf_attr_def attrs_sparse_adam[] = {
     return shape_apply(ctx, &(o), st);                                         \
   }                                                                            \
   static int compute_##sym(wf_kernel_ctx *ctx, void *state, wf_status *st) {   \
-    return apply(ctx, &(o), st);                                               \
+    return apply(ctx, &(o), NULL, st);                                         \
   }                                                                            \
   const wf_op_def trn_##sym##_op = {WF_STRUCT_INIT(wf_op_def),                 \
                                     .name = (nm),                              \
@@ -733,3 +757,30 @@ APPLY_OP(sparse_apply_rmsprop, "SparseApplyRMSProp", in_sparse_rmsprop,
          "rho) * g^2; mom = momentum * mom + lr * g / sqrt(ms + epsilon); "
          "var -= mom) applied to the touched rows only; untouched rows' ms "
          "and mom do not decay." SPARSE_DOC LOCK_DOC);
+
+/* ---- the dense updates for other kernels ------------------------------- */
+
+static const struct {
+  const char *op;
+  const optimizer *o;
+} dense_updates[] = {
+    {"ApplyGradientDescent", &opt_gd},
+    {"ApplyMomentum", &opt_momentum},
+    {"ApplyAdam", &opt_adam},
+    {"ApplyAdamW", &opt_adamw},
+    {"ApplyRMSProp", &opt_rmsprop},
+    {"ApplyCenteredRMSProp", &opt_centered_rmsprop},
+    {"ApplyAdagrad", &opt_adagrad},
+};
+
+const trn_update *trn_dense_update(const char *op) {
+  for (size_t i = 0; i < sizeof dense_updates / sizeof dense_updates[0]; i++)
+    if (strcmp(dense_updates[i].op, op) == 0)
+      return (const trn_update *)dense_updates[i].o;
+  return NULL;
+}
+
+int trn_apply_parallel(wf_kernel_ctx *ctx, const trn_update *u,
+                       trn_parallel_fn *par, wf_status *st) {
+  return apply(ctx, (const optimizer *)u, par, st);
+}

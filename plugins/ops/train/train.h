@@ -57,6 +57,28 @@ int trn_shape_scalar(wf_shape_ctx *ctx, int32_t i, const char *name,
 /* Float dtypes the kernels implement. */
 #define TRN_DTYPES OPC_DTYPES_FLOAT
 
+/* ---- dense updates on several threads ---------------------------------- */
+
+/* Elements a dense update converts and updates at a time. */
+#define TRN_PIECE 256
+
+/* Runs body(arg, begin, end) over [0, n) in ranges whose begin is a
+ * multiple of TRN_PIECE, possibly on several threads at once, and returns
+ * when all are done. */
+typedef void trn_body_fn(void *arg, int64_t begin, int64_t end);
+typedef void trn_parallel_fn(trn_body_fn *body, void *arg, int64_t n);
+
+/* The dense update of op (ApplyGradientDescent, ApplyMomentum, ApplyAdam,
+ * ApplyAdamW, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad), or NULL
+ * for any other op. */
+typedef struct trn_update trn_update;
+const trn_update *trn_dense_update(const char *op);
+
+/* Runs update u as its reference kernel does (the same checks, messages,
+ * locking and bits), with the element loop split by par. */
+int trn_apply_parallel(wf_kernel_ctx *ctx, const trn_update *u,
+                       trn_parallel_fn *par, wf_status *st);
+
 /* ---- what plugin.c lists ----------------------------------------------- */
 
 /* apply.c: the dense and sparse optimizer updates. */
