@@ -57,8 +57,13 @@ endif
 DEVICE_CPU_LIBS += $(LIBM)
 
 WF_PLUGIN_MODULES += plugins/devices/cpu/device_cpu.la
+# The plugin's own loops (BiasAdd, its gradient) vectorize only with the
+# dynamic cost model (it allows a loop epilogue); IEEE operations without
+# contraction (-std=c11) keep the results the same bits.
+DEVICE_CPU_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fvect-cost-model=dynamic
 plugins_devices_cpu_device_cpu_la_SOURCES = $(DEVICE_CPU_SOURCES)
 plugins_devices_cpu_device_cpu_la_CPPFLAGS = $(DEVICE_CPU_CPPFLAGS)
+plugins_devices_cpu_device_cpu_la_CFLAGS = $(DEVICE_CPU_CFLAGS)
 plugins_devices_cpu_device_cpu_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_devices_cpu_device_cpu_la_LIBADD = $(DEVICE_CPU_HELPERS) \
 	$(DEVICE_CPU_LIBS)
@@ -79,5 +84,6 @@ WF_PRELOADED_HELPERS += $(DEVICE_CPU_HELPERS)
 endif
 plugins_static_device_cpu_la_SOURCES = $(DEVICE_CPU_SOURCES)
 plugins_static_device_cpu_la_CPPFLAGS = $(DEVICE_CPU_CPPFLAGS) $(PLUGIN_STATIC_CPPFLAGS)
+plugins_static_device_cpu_la_CFLAGS = $(DEVICE_CPU_CFLAGS)
 plugins_static_device_cpu_la_LDFLAGS = $(PLUGIN_STATIC_LDFLAGS)
 plugins_static_device_cpu_la_LIBADD = $(DEVICE_CPU_LIBS)
