@@ -133,7 +133,7 @@ static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   rc = 0;
   if (h->tensor_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, st)) ||
+  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
       (rc = wf__cuw_upload(&w, idx, (size_t)k * sizeof *idx, &didx,
                            "the indices", st)))
     goto done;
@@ -208,7 +208,7 @@ static int scatter_output(wf_kernel_ctx *ctx, const wf_shape *out,
   if (h->tensor_count(y) == 0)
     return 0;
   if ((rc = segment_lists(idx, k, rows, &lists, st)) ||
-      (rc = wf__cuw_begin(&w, st)) ||
+      (rc = wf__cuw_begin(&w, ctx, st)) ||
       (rc = wf__cuw_upload(&w, lists,
                            (size_t)(rows + 1 + k) * sizeof *lists, &dl,
                            "the row lists", st)))

@@ -72,9 +72,10 @@ typedef struct wf__cuda {
   wf__cudev devices[WF_CUDA_MAX_DEVICES];
 } wf__cuda;
 
-/* The device kernels run on: the first usable one of the process's plugin
- * state, which lives from the first init to the last fini (kernels only run
- * in between); NULL when none is usable (then no kernel is registered). */
+/* The first usable GPU of the process's plugin state, which lives from the
+ * first init to the last fini (kernels only run in between); NULL when none
+ * is usable (then no kernel is registered). Kernels run on the GPU their
+ * node was placed on, and on this one when run outside an executor. */
 wf__cudev *wf__cuda_kernel_device(void);
 
 /* "cudaErrorNoDevice: no CUDA-capable device is detected" into buf (at

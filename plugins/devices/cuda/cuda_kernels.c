@@ -5,9 +5,9 @@
  *
  * Inputs and outputs are device memory (the core moves tensors at the
  * borders of the device's partitions): each kernel queues its work on the
- * device's stream and returns without waiting (cuda_work.h). They run on
- * the plugin's first usable GPU (cuda_plugin.c). Normal-distributed
- * initializers are not here: see cuda_philox.h. */
+ * device's stream and returns without waiting (cuda_work.h), on the GPU
+ * its node was placed on. Normal-distributed initializers are not here: see
+ * cuda_philox.h. */
 #include <config.h>
 
 #include "cuda_device.h"
@@ -76,7 +76,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
     return h->status_code(st);
   if (m == 0 || n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto out;
   da = h->tensor_data(a);
   db = h->tensor_data(b);
@@ -148,7 +148,7 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     cb.xstride[d] = walk.strides[0][d];
     cb.ystride[d] = walk.strides[1][d];
   }
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto out;
   err = wf__cuda_binary(op, type, &cb, walk.count, h->tensor_data(x),
                         h->tensor_data(y), h->tensor_data(z), w.dev->stream);
@@ -176,7 +176,7 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto out;
   err = wf__cuda_unary(op, type, h->tensor_count(y), h->tensor_data(x),
                        h->tensor_data(y), w.dev->stream);
@@ -282,7 +282,7 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   n = h->tensor_count(out);
   if (n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto out;
   err = wf__cuda_uniform(type, h->tensor_data(out), n, stream, lo, hi,
                          w.dev->stream);

@@ -38,7 +38,7 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the elementwise kernel",
                        wf__cuda_unary_ex(op, type, h->tensor_count(y),
                                          h->tensor_data(x), h->tensor_data(y),
@@ -80,7 +80,7 @@ static int grad_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the gradient kernel",
                        wf__cuda_act_grad(op, type, h->tensor_count(dx),
                                          h->tensor_data(dy), h->tensor_data(v),
@@ -111,7 +111,7 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   if (h->tensor_count(z) == 0)
     return 0;
   wf__cuw_bcast(&zs, in, &b, &count);
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the elementwise kernel",
                        wf__cuda_binary_ex(op, type, &b, count,
                                           h->tensor_data(x), h->tensor_data(y),
@@ -207,7 +207,7 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   rc = 0;
   if (h->tensor_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, st)) ||
+  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
       (rc = wf__cuw_upload(&w, ptrs, (size_t)n * sizeof *ptrs, &dptrs,
                            "the input pointers", st)))
     goto done;
@@ -243,7 +243,7 @@ static int cast_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the cast kernel",
                        wf__cuda_cast(from, to, h->tensor_count(y),
                                      h->tensor_data(x), h->tensor_data(y),
@@ -271,7 +271,7 @@ static int fill_like(wf_kernel_ctx *ctx, double value, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the fill kernel",
                        wf__cuda_fill(type, h->tensor_count(y), value,
                                      h->tensor_data(y), w.dev->stream),

@@ -442,7 +442,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
     return h->status_code(st);
   if (h->tensor_count(res) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto done;
   /* An empty sum: zeros (cuDNN is not asked about empty tensors). */
   if (opc_shape_count(&xs) == 0 || opc_shape_count(&fs) == 0 ||
@@ -652,7 +652,7 @@ static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the pooling kernel",
                        wf__cuda_pool(max, type, &g, h->tensor_data(x),
                                      h->tensor_data(y), w.dev->stream),
@@ -703,7 +703,7 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(
         &w, "the pooling gradient kernel",
         wf__cuda_pool_grad(max, type, &g, max ? h->tensor_data(first) : NULL,
@@ -746,7 +746,7 @@ static int softmax_compute(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
   c = s.dims[s.rank - 1];
   if (c == 0 || h->tensor_count(x) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the softmax kernel",
                        wf__cuda_softmax(want_log, type,
                                         h->tensor_count(x) / c, c,
@@ -791,7 +791,7 @@ static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
   c = ys.dims[ys.rank - 1];
   if (c == 0 || h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the softmax gradient kernel",
                        wf__cuda_softmax_grad(
                            want_log, type, h->tensor_count(y) / c, c,
@@ -872,7 +872,7 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   rc = 0;
   if (n == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, st)) ||
+  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
       (sparse && (rc = wf__cuw_upload(&w, cls, (size_t)n * sizeof *cls,
                                       &dcls, "the labels", st))))
     goto done;
@@ -979,7 +979,7 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     return h->status_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(
         &w, "the batch normalisation kernel",
         wf__cuda_batch_norm(type, outer, c, inner, training, eps,
@@ -1030,7 +1030,7 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
     return h->status_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(
         &w, "the batch normalisation gradient kernel",
         wf__cuda_batch_norm_grad(
@@ -1086,7 +1086,7 @@ static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   b.dims[0] = outer, b.dims[1] = c, b.dims[2] = inner;
   b.xstride[0] = c * inner, b.xstride[1] = inner, b.xstride[2] = 1;
   b.ystride[1] = 1;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the bias kernel",
                        wf__cuda_binary(WF_CUDA_ADD, type, &b,
                                        h->tensor_count(y), h->tensor_data(x),
@@ -1125,7 +1125,7 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     return 0;
   mask = ((UINT32_C(1) << dys.rank) - 1) & ~(UINT32_C(1) << axis);
   wf__cuw_reduce_geom(&dys, mask, &g);
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the bias gradient kernel",
                        wf__cuda_reduce(WF_CUDA_SUM, type, &g,
                                        h->tensor_data(dy), h->tensor_data(db),

@@ -469,7 +469,7 @@ static void find_cpus(wf__cuda *c) {
 static void probe(wf__cuda *c) {
   char text[160], rt[16], drv[16];
   cudaError_t err;
-  int n = 0, kernel_device = -1;
+  int n = 0;
 
   cudaRuntimeGetVersion(&c->runtime_version);
   if (cudaDriverGetVersion(&c->driver_version) != cudaSuccess)
@@ -524,18 +524,7 @@ static void probe(wf__cuda *c) {
                prop.major, prop.minor, WF_CUDA_MIN_MAJOR, WF_CUDA_MIN_MINOR);
       continue;
     }
-    if (kernel_device >= 0) {
-      /* A kernel is not told which device it was placed on, so only one
-       * GPU can be offered to placement. */
-      snprintf(dev->reason, sizeof dev->reason,
-               "kernels run on cuda:%d only: a kernel cannot yet tell which "
-               "device it was placed on",
-               kernel_device);
-      continue;
-    }
     device_setup(dev);
-    if (dev->usable)
-      kernel_device = i;
   }
   find_cpus(c);
 }
@@ -727,9 +716,9 @@ static const wf_device_def cuda_device = {
     .doc = "NVIDIA GPUs through the CUDA runtime: cuda:0 .. cuda:N-1 in "
            "CUDA's order. Without a GPU or driver one cuda:0 is listed as "
            "unavailable with CUDA's reason, and no kernel is registered. "
-           "GPUs need compute capability 9.0 or newer; kernels run on the "
-           "first such GPU (the others are listed as unavailable, saying "
-           "why). Memory is device memory from cudaMalloc, kept in a cache "
+           "GPUs need compute capability 9.0 or newer; each has its own "
+           "stream, handles and memory, and a kernel runs on the GPU its "
+           "node was placed on. Memory is device memory from cudaMalloc, kept in a cache "
            "of size buckets for reuse and given back when the device runs "
            "out and at shutdown; alignment is 256 bytes. Tensors of the "
            "kernels placed here stay in it; copies to and from the host go "

@@ -88,7 +88,7 @@ static int reduce_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   wf__cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the reduction kernel",
                        wf__cuda_reduce(op, type, &g, h->tensor_data(x),
                                        h->tensor_data(y), w.dev->stream),
@@ -148,7 +148,7 @@ static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
   wf__cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0 || g.group == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto out;
   if (y)
     err = wf__cuda_max_min_grad(type, &g, h->tensor_data(dy),
@@ -216,7 +216,7 @@ static int sum_to_like_compute(wf_kernel_ctx *ctx, void *kstate,
   wf__cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, st)) == 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
     rc = wf__cuw_check(&w, "the reduction kernel",
                        wf__cuda_reduce(WF_CUDA_SUM, type, &g,
                                        h->tensor_data(x), h->tensor_data(y),

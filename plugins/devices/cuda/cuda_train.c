@@ -262,7 +262,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
   }
   for (int k = 0; k < v.n; k++)
     slots[k] = h->tensor_data(v.value[k]);
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto done;
 
   if (o->indices < 0) {
@@ -358,7 +358,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
                   opc_dtype_name(vdt));
     goto done;
   }
-  if ((rc = wf__cuw_begin(&w, st)) != 0)
+  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
     goto done;
   rc = wf__cuw_check(&w, "the accumulation kernel",
                      wf__cuda_accumulate(type, h->tensor_count(var),

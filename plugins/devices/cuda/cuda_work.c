@@ -8,12 +8,16 @@
 #include <inttypes.h>
 #include <string.h>
 
-int wf__cuw_begin(wf__cuw *w, wf_status *st) {
+int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
   char text[192];
   cudaError_t err;
 
   memset(w, 0, sizeof *w);
-  w->dev = wf__cuda_kernel_device();
+  /* The GPU the node was placed on; outside an executor (no device), the
+   * first usable one. */
+  w->dev = ctx ? opc_host()->kernel_device_state(ctx) : NULL;
+  if (!w->dev || !w->dev->usable)
+    w->dev = wf__cuda_kernel_device();
   if (!w->dev)
     return opc_fail(st, WF_FAILED_PRECONDITION,
                     "the CUDA plugin has no usable GPU (its state was "

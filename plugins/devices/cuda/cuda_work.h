@@ -29,8 +29,9 @@ typedef struct wf__cuw {
   int num_blocks;
 } wf__cuw;
 
-/* Starts w on the kernels' device, made current for this thread. */
-int wf__cuw_begin(wf__cuw *w, wf_status *st);
+/* Starts w on the device the kernel's node was placed on (ctx's; the
+ * first usable GPU when ctx has none), made current for this thread. */
+int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st);
 /* A scratch block of bytes (> 0) in *out, given back at wf__cuw_end. */
 int wf__cuw_scratch(wf__cuw *w, size_t bytes, void **out, wf_status *st);
 /* bytes (> 0) of host memory copied to a new scratch block *out, queued on
