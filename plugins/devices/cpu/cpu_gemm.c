@@ -27,10 +27,25 @@
  * OPENBLAS_CORETYPE=SkylakeX it wins only on tiny products (M*N*K up to
  * about 2^17, where it also stays on one thread). oneDNN's matmul
  * primitive beats its dnnl_sgemm on transposed operands and ties it up
- * to 512^3; from 1024^3 on, dnnl_sgemm is 3-10% faster. So, for float32:
+ * to 512^3; from 1024^3 on, dnnl_sgemm is 3-10% faster.
+ *
+ * On an Intel Xeon (Sapphire Rapids, AVX-512; 2 cores), the same program:
+ *
+ *   M x N x K (transposes)     thr  OpenBLAS  oneDNN  oneDNN
+ *                                   SkylakeX  sgemm   matmul
+ *   512^3                       1    1371.5  1332.3  1254.2
+ *   512^3, A^T B^T              1    1355.5  1341.8  1256.3
+ *   512^3                       2     784.1   591.0   607.8
+ *   512^3, A^T B^T              2     769.5   692.1   629.2
+ *   1024^3                      2    5316.5  5068.4  5472.8
+ *   2048^3                      2   42647.8 40018.6 46474.5
+ *
+ * so dnnl_sgemm takes over at 512^3 there when the operands are not
+ * transposed and two threads share the product. For float32:
  *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
  *     OpenBLAS sgemm;
- *   - at least 2^30 multiply-adds per matrix: dnnl_sgemm, per matrix;
+ *   - at least 2^30 multiply-adds per matrix, or 2^27 without transposes
+ *     on more than one intra-op thread: dnnl_sgemm, per matrix;
  *   - otherwise the matmul primitive, cached per shape, whole batches (with
  *     broadcasting) in one call.
  * float64 goes to OpenBLAS dgemm (oneDNN has none). A shape the matmul
@@ -55,8 +70,10 @@
 
 /* Products this small go to OpenBLAS when it runs AVX-512 kernels. */
 #define SMALL_PRODUCT ((int64_t)1 << 17)
-/* Products this large go to dnnl_sgemm. */
+/* Products this large go to dnnl_sgemm; untransposed ones from
+ * MEDIUM_PRODUCT on when they run on several threads. */
 #define LARGE_PRODUCT ((int64_t)1 << 30)
+#define MEDIUM_PRODUCT ((int64_t)1 << 27)
 
 /* The library of one product. */
 typedef enum backend {
@@ -398,7 +415,15 @@ static backend choose(const gemm_job *j) {
 #ifdef HAVE_DNNL
   if (openblas_avx512() && mnk <= SMALL_PRODUCT)
     return BACKEND_OPENBLAS;
-  return mnk >= LARGE_PRODUCT ? BACKEND_ONEDNN_SGEMM : BACKEND_ONEDNN_MATMUL;
+  if (mnk >= LARGE_PRODUCT)
+    return BACKEND_ONEDNN_SGEMM;
+  if (mnk >= MEDIUM_PRODUCT && !j->ta && !j->tb) {
+    int32_t inter, intra;
+    wf__cpu_threads(&inter, &intra);
+    if (intra > 1)
+      return BACKEND_ONEDNN_SGEMM;
+  }
+  return BACKEND_ONEDNN_MATMUL;
 #else
   (void)mnk;
   return BACKEND_OPENBLAS;
