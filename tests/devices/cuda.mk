@@ -1,9 +1,9 @@
 # tests/devices/cuda.mk: the CUDA device plugin's tests, built when
 # configure found CUDA.
-#  - test_cuda_host runs without a GPU: the memory cache over a fake
-#    backend (cuda_cache.c compiled in), the device Philox functions against
-#    the CPU kernels' (philox.c compiled in), and the built plugin loaded
-#    with CUDA's devices hidden.
+#  - test_cuda_host runs without a GPU: the staged copies (cuda_stage.c)
+#    and the memory cache (cuda_cache.c) over fake backends, the device
+#    Philox functions against the CPU kernels' (philox.c compiled in), and
+#    the built plugin loaded with CUDA's devices hidden.
 #  - tests/gpu/test_cuda_kernels compares every CUDA kernel with the CPU's
 #    on a GPU; without one it says why and skips (exit 77) at once.
 #  - tests/gpu/test_cuda_graph runs graphs split over cpu:0 and cuda:0 and
@@ -15,7 +15,8 @@ if HAVE_CUDA
 check_PROGRAMS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
 TESTS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
 tests_devices_test_cuda_host_SOURCES = tests/devices/test_cuda_host.c \
-	plugins/devices/cuda/cuda_cache.c plugins/ops/random/philox.c
+	plugins/devices/cuda/cuda_cache.c plugins/devices/cuda/cuda_stage.c \
+	plugins/ops/random/philox.c
 tests_devices_test_cuda_host_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/devices/cuda -I$(top_srcdir)/plugins/ops/random
 tests_devices_test_cuda_host_CFLAGS = $(TEST_CFLAGS)

@@ -27,6 +27,7 @@
 
 #include "cuda_cache.h"
 #include "cuda_philox.h"
+#include "cuda_stage.h"
 #include "philox.h"
 #include "registry.h"
 #include "runtime.h"
@@ -761,6 +762,154 @@ static void test_runtimes_share_the_plugin_state(void **state) {
   wf_runtime_free(a);
 }
 
+/* ---- staged copies over a fake asynchronous device ---------------------- */
+
+/* Queued work: a copy (h < 0) or half h's event. Nothing runs until a wait
+ * (or the test's sync) makes the device catch up to that point, so a
+ * staging half written before its copy ran shows as corrupt data. */
+typedef struct fake_op {
+  void *dst;
+  const void *src;
+  size_t n;
+  int h;
+} fake_op;
+
+typedef struct fake_dev {
+  fake_op ops[256];
+  int head, tail;
+  int fail_copy_at; /* the copy number that fails, or -1 */
+  int copies, waits;
+} fake_dev;
+
+static void fake_run_one(fake_dev *d) {
+  fake_op *o = &d->ops[d->head++ % 256];
+  if (o->h < 0)
+    memcpy(o->dst, o->src, o->n);
+}
+
+static void fake_sync(fake_dev *d) {
+  while (d->head < d->tail)
+    fake_run_one(d);
+}
+
+static int fake_copy(void *ctx, void *dst, const void *src, size_t n,
+                     int to_device, char *why, size_t whylen) {
+  fake_dev *d = ctx;
+  (void)to_device;
+  if (d->copies++ == d->fail_copy_at) {
+    snprintf(why, whylen, "fake copy error");
+    return 1;
+  }
+  assert_true(d->tail - d->head < 256);
+  d->ops[d->tail++ % 256] = (fake_op){dst, src, n, -1};
+  return 0;
+}
+
+static int fake_record(void *ctx, int h, char *why, size_t whylen) {
+  fake_dev *d = ctx;
+  (void)why;
+  (void)whylen;
+  assert_true(d->tail - d->head < 256);
+  d->ops[d->tail++ % 256] = (fake_op){NULL, NULL, 0, h};
+  return 0;
+}
+
+/* Runs queued work up to the last record of half h's event. */
+static int fake_wait(void *ctx, int h, char *why, size_t whylen) {
+  fake_dev *d = ctx;
+  int last = -1;
+  (void)why;
+  (void)whylen;
+  d->waits++;
+  for (int i = d->head; i < d->tail; i++)
+    if (d->ops[i % 256].h == h)
+      last = i;
+  while (last >= 0 && d->head <= last)
+    fake_run_one(d);
+  return 0;
+}
+
+static void fill_bytes(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++)
+    p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
+}
+
+static void test_staged_copies_survive_an_asynchronous_device(void **state) {
+  enum { HALF = 64 };
+  static const size_t sizes[] = {0, 1, HALF - 1, HALF, HALF + 1, 2 * HALF,
+                                 2 * HALF + 1, 5 * HALF + 3};
+  unsigned char stage[2 * HALF];
+  fake_dev d = {.fail_copy_at = -1};
+  wf__custage_backend b = {fake_copy, fake_record, fake_wait, &d};
+  wf__custage s;
+  char why[64];
+  (void)state;
+
+  wf__custage_init(&s, &b, stage, HALF);
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t n = sizes[k];
+    unsigned char host[5 * HALF + 3], dev[5 * HALF + 3], back[5 * HALF + 3],
+        want[5 * HALF + 3], later[5 * HALF + 3];
+
+    /* In: the host buffer is reused at once; the device still gets it. */
+    fill_bytes(host, n, (unsigned)k);
+    memcpy(want, host, n);
+    memset(dev, 0, sizeof dev);
+    assert_int_equal(wf__custage_in(&s, dev, host, n, why, sizeof why), 0);
+    memset(host, 0xEE, sizeof host);
+    fake_sync(&d);
+    if (n)
+      assert_memory_equal(dev, want, n);
+
+    /* Out: work queued before the copy (a kernel writing dev) is in what
+     * comes back, which is there when the call returns. */
+    fill_bytes(later, n, (unsigned)k + 100);
+    if (n)
+      assert_int_equal(fake_copy(&d, dev, later, n, 1, why, sizeof why), 0);
+    memset(back, 0, sizeof back);
+    assert_int_equal(wf__custage_out(&s, back, dev, n, why, sizeof why), 0);
+    if (n)
+      assert_memory_equal(back, later, n);
+  }
+  /* Back-to-back copies in reuse the halves only after their events. */
+  {
+    unsigned char a[3 * HALF], b2[3 * HALF], da[3 * HALF], db[3 * HALF];
+    fill_bytes(a, sizeof a, 1);
+    fill_bytes(b2, sizeof b2, 2);
+    assert_int_equal(wf__custage_in(&s, da, a, sizeof a, why, sizeof why), 0);
+    assert_int_equal(wf__custage_in(&s, db, b2, sizeof b2, why, sizeof why),
+                     0);
+    memset(a, 0, sizeof a);
+    fill_bytes(b2, sizeof b2, 3);
+    fake_sync(&d);
+    fill_bytes(a, sizeof a, 1);
+    assert_memory_equal(da, a, sizeof a);
+    fill_bytes(b2, sizeof b2, 2);
+    assert_memory_equal(db, b2, sizeof b2);
+  }
+  assert_int_equal(wf__custage_drain(&s, why, sizeof why), 0);
+  assert_true(d.waits > 0);
+}
+
+static void test_a_failed_staged_copy_says_why(void **state) {
+  enum { HALF = 16 };
+  unsigned char stage[2 * HALF], host[5 * HALF], dev[5 * HALF];
+  fake_dev d = {.fail_copy_at = 2};
+  wf__custage_backend b = {fake_copy, fake_record, fake_wait, &d};
+  wf__custage s;
+  char why[64] = "";
+  (void)state;
+
+  wf__custage_init(&s, &b, stage, HALF);
+  fill_bytes(host, sizeof host, 9);
+  assert_int_not_equal(
+      wf__custage_in(&s, dev, host, sizeof host, why, sizeof why), 0);
+  assert_string_equal(why, "fake copy error");
+  /* What was queued still runs, and the stage can be drained. */
+  assert_int_equal(wf__custage_drain(&s, why, sizeof why), 0);
+  fake_sync(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_rounds_sizes_to_buckets),
@@ -775,6 +924,8 @@ int main(void) {
       cmocka_unit_test(test_cache_zero_bytes_is_no_block),
       cmocka_unit_test(test_cache_tracks_many_blocks),
       cmocka_unit_test(test_cache_is_safe_from_several_threads),
+      cmocka_unit_test(test_staged_copies_survive_an_asynchronous_device),
+      cmocka_unit_test(test_a_failed_staged_copy_says_why),
       cmocka_unit_test(test_philox_keys_match_the_cpu),
       cmocka_unit_test(test_philox_blocks_match_the_cpu),
       cmocka_unit_test(test_philox_uniform_f32_matches_the_cpu_bit_for_bit),

@@ -18,6 +18,7 @@
 #include <cudnn.h>
 
 #include "cuda_cache.h"
+#include "cuda_stage.h"
 
 #define WF_CUDA_PLUGIN_NAME "device-cuda"
 
@@ -51,13 +52,14 @@ typedef struct wf__cudev {
   int num_events, cap_events;
 
   /* Copies between host and device memory (wf_device_def.copy) go through
-   * pinned staging: two halves, each reused once the event recorded after
-   * its last copy has completed. Made on first use; NULL when pinned
-   * memory could not be had (copies then go from pageable memory). */
+   * pinned staging (cuda_stage.h): two halves, each reused once the event
+   * recorded after its last copy has completed. Made on first use;
+   * stage_buf NULL when pinned memory could not be had (copies then go
+   * from pageable memory). Under stage_mu. */
   pthread_mutex_t stage_mu;
-  unsigned char *stage;           /* 2 * WF_CUDA_STAGE_HALF bytes */
+  unsigned char *stage_buf;       /* 2 * WF_CUDA_STAGE_HALF bytes */
   cudaEvent_t stage_done[2];      /* the last copy of each half */
-  int stage_used[2];              /* stage_done[h] was recorded */
+  wf__custage stage;
   int stage_tried;
 } wf__cudev;
 

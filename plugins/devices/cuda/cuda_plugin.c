@@ -170,17 +170,53 @@ static int copy_fail(wf_status *st, const wf__cudev *dev, const char *what,
   return WF_INTERNAL;
 }
 
+/* cuda_stage.h's backend on one device: its stream and two events. */
+static int stage_copy(void *ctx, void *dst, const void *src, size_t n,
+                      int to_device, char *why, size_t whylen) {
+  wf__cudev *dev = ctx;
+  cudaError_t err = cudaMemcpyAsync(
+      dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+      dev->stream);
+  if (err == cudaSuccess)
+    return 0;
+  if (whylen)
+    wf__cuda_error_text(err, why, whylen);
+  return 1;
+}
+
+static int stage_record(void *ctx, int h, char *why, size_t whylen) {
+  wf__cudev *dev = ctx;
+  cudaError_t err = cudaEventRecord(dev->stage_done[h], dev->stream);
+  if (err == cudaSuccess)
+    return 0;
+  if (whylen)
+    wf__cuda_error_text(err, why, whylen);
+  return 1;
+}
+
+static int stage_wait(void *ctx, int h, char *why, size_t whylen) {
+  wf__cudev *dev = ctx;
+  cudaError_t err = cudaEventSynchronize(dev->stage_done[h]);
+  if (err == cudaSuccess)
+    return 0;
+  if (whylen)
+    wf__cuda_error_text(err, why, whylen);
+  return 1;
+}
+
 /* Makes dev's pinned staging buffer and its events (under stage_mu); 0
- * when it has one. */
+ * when it has them. */
 static int stage_ready(wf__cudev *dev) {
-  if (dev->stage)
+  const wf__custage_backend b = {stage_copy, stage_record, stage_wait, dev};
+
+  if (dev->stage_buf)
     return 0;
   if (dev->stage_tried)
     return -1;
   dev->stage_tried = 1;
-  if (cudaHostAlloc((void **)&dev->stage, 2 * WF_CUDA_STAGE_HALF,
+  if (cudaHostAlloc((void **)&dev->stage_buf, 2 * WF_CUDA_STAGE_HALF,
                     cudaHostAllocDefault) != cudaSuccess) {
-    dev->stage = NULL;
+    dev->stage_buf = NULL;
     (void)cudaGetLastError();
     state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
                      "%s: no pinned staging memory; copies go from pageable "
@@ -193,120 +229,61 @@ static int stage_ready(wf__cudev *dev) {
                                  cudaEventDisableTiming) != cudaSuccess) {
       while (--h >= 0)
         cudaEventDestroy(dev->stage_done[h]);
-      cudaFreeHost(dev->stage);
-      dev->stage = NULL;
+      cudaFreeHost(dev->stage_buf);
+      dev->stage_buf = NULL;
       (void)cudaGetLastError();
       return -1;
     }
+  wf__custage_init(&dev->stage, &b, dev->stage_buf, WF_CUDA_STAGE_HALF);
   return 0;
 }
 
-/* Waits until half h of the staging buffer is free again. */
-static cudaError_t stage_wait(wf__cudev *dev, int h) {
-  if (!dev->stage_used[h])
-    return cudaSuccess;
-  dev->stage_used[h] = 0;
-  return cudaEventSynchronize(dev->stage_done[h]);
-}
-
-/* Host to device: each chunk is copied into a free staging half and
- * queued from there, so src may be reused on return and the copy runs
- * while the next chunk is staged. */
-static int copy_in(wf__cudev *dev, unsigned char *dst,
-                   const unsigned char *src, size_t bytes, wf_status *st) {
-  cudaError_t err = cudaSuccess;
-  size_t off = 0;
-  int h = 0;
-
-  if (stage_ready(dev) != 0) {
-    /* Pageable: CUDA stages it itself before the call returns. */
-    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                          dev->stream);
-    return err == cudaSuccess
-               ? 0
-               : copy_fail(st, dev, "copying to the device", bytes, err);
-  }
-  while (off < bytes && err == cudaSuccess) {
-    size_t n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
-                                                : WF_CUDA_STAGE_HALF;
-    unsigned char *half = dev->stage + (size_t)h * WF_CUDA_STAGE_HALF;
-    if ((err = stage_wait(dev, h)) != cudaSuccess)
-      break;
-    memcpy(half, src + off, n);
-    err = cudaMemcpyAsync(dst + off, half, n, cudaMemcpyHostToDevice,
-                          dev->stream);
-    if (err == cudaSuccess &&
-        (err = cudaEventRecord(dev->stage_done[h], dev->stream)) ==
-            cudaSuccess)
-      dev->stage_used[h] = 1;
-    off += n;
-    h ^= 1;
-  }
-  return err == cudaSuccess
-             ? 0
-             : copy_fail(st, dev, "copying to the device", bytes, err);
-}
-
-/* Device to host: after everything queued before on the stream, each
- * chunk lands in a staging half and is copied out once its event has
- * completed (the next chunk's copy is queued first, so the two overlap). */
-static int copy_out(wf__cudev *dev, unsigned char *dst,
-                    const unsigned char *src, size_t bytes, wf_status *st) {
-  cudaError_t err = cudaSuccess;
-  size_t off = 0, pending_off = 0, pending_n = 0;
-  int h = 0, pending = -1;
-
-  if (stage_ready(dev) != 0) {
-    cudaEvent_t ev;
+/* From pageable memory, waiting on an event (or the stream) to the host. */
+static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
+                         size_t bytes, int to_device, wf_status *st) {
+  cudaError_t err = cudaMemcpyAsync(
+      dst, src, bytes,
+      to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+      dev->stream);
+  if (err == cudaSuccess && !to_device) {
     char why[128];
-    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
-                          dev->stream);
-    if (err == cudaSuccess) {
-      if ((ev = wf__cudev_event_get(dev, why, sizeof why)) != NULL) {
-        if ((err = cudaEventRecord(ev, dev->stream)) == cudaSuccess)
-          err = cudaEventSynchronize(ev);
-        wf__cudev_event_put(dev, ev);
-      } else {
-        err = cudaStreamSynchronize(dev->stream);
-      }
+    cudaEvent_t ev = wf__cudev_event_get(dev, why, sizeof why);
+    if (ev) {
+      if ((err = cudaEventRecord(ev, dev->stream)) == cudaSuccess)
+        err = cudaEventSynchronize(ev);
+      wf__cudev_event_put(dev, ev);
+    } else {
+      err = cudaStreamSynchronize(dev->stream);
     }
-    return err == cudaSuccess
-               ? 0
-               : copy_fail(st, dev, "copying to the host", bytes, err);
-  }
-  for (;;) {
-    if (off < bytes) {
-      size_t n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
-                                                  : WF_CUDA_STAGE_HALF;
-      if ((err = stage_wait(dev, h)) != cudaSuccess)
-        break;
-      err = cudaMemcpyAsync(dev->stage + (size_t)h * WF_CUDA_STAGE_HALF,
-                            src + off, n, cudaMemcpyDeviceToHost,
-                            dev->stream);
-      if (err != cudaSuccess ||
-          (err = cudaEventRecord(dev->stage_done[h], dev->stream)) !=
-              cudaSuccess)
-        break;
-      dev->stage_used[h] = 1;
-    }
-    if (pending >= 0) {
-      if ((err = stage_wait(dev, pending)) != cudaSuccess)
-        break;
-      memcpy(dst + pending_off,
-             dev->stage + (size_t)pending * WF_CUDA_STAGE_HALF, pending_n);
-    }
-    if (off >= bytes)
-      break;
-    pending = h;
-    pending_off = off;
-    pending_n = bytes - off < WF_CUDA_STAGE_HALF ? bytes - off
-                                                 : WF_CUDA_STAGE_HALF;
-    off += pending_n;
-    h ^= 1;
   }
   return err == cudaSuccess
              ? 0
-             : copy_fail(st, dev, "copying to the host", bytes, err);
+             : copy_fail(st, dev,
+                         to_device ? "copying to the device"
+                                   : "copying to the host",
+                         bytes, err);
+}
+
+/* Host to device or back through the staging halves. */
+static int copy_staged(wf__cudev *dev, void *dst, const void *src,
+                       size_t bytes, int to_device, wf_status *st) {
+  char why[192];
+  int rc;
+
+  if (stage_ready(dev) != 0)
+    return copy_pageable(dev, dst, src, bytes, to_device, st);
+  rc = to_device ? wf__custage_in(&dev->stage, dst, src, bytes, why,
+                                  sizeof why)
+                 : wf__custage_out(&dev->stage, dst, src, bytes, why,
+                                   sizeof why);
+  if (!rc)
+    return 0;
+  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
+                          dev->label,
+                          to_device ? "copying to the device"
+                                    : "copying to the host",
+                          bytes, why);
+  return WF_INTERNAL;
 }
 
 /* wf_device_def.copy. */
@@ -325,13 +302,9 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
     return copy_fail(st, dev, "cudaSetDevice", 0, err);
   switch (kind) {
   case WF_COPY_TO_DEVICE:
-    pthread_mutex_lock(&dev->stage_mu);
-    rc = copy_in(dev, dst, src, bytes, st);
-    pthread_mutex_unlock(&dev->stage_mu);
-    return rc;
   case WF_COPY_TO_HOST:
     pthread_mutex_lock(&dev->stage_mu);
-    rc = copy_out(dev, dst, src, bytes, st);
+    rc = copy_staged(dev, dst, src, bytes, kind == WF_COPY_TO_DEVICE, st);
     pthread_mutex_unlock(&dev->stage_mu);
     return rc;
   case WF_COPY_ON_DEVICE:
@@ -428,11 +401,12 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
     cudaEventDestroy(dev->events[i]);
   host->free(dev->events);
   pthread_mutex_destroy(&dev->events_mu);
-  if (dev->stage) {
+  if (dev->stage_buf) {
+    wf__custage_drain(&dev->stage, NULL, 0);
     cudaEventDestroy(dev->stage_done[0]);
     cudaEventDestroy(dev->stage_done[1]);
-    cudaFreeHost(dev->stage);
-    dev->stage = NULL;
+    cudaFreeHost(dev->stage_buf);
+    dev->stage_buf = NULL;
   }
   pthread_mutex_destroy(&dev->stage_mu);
   wf__cuda_nn_release(dev);

@@ -31,6 +31,8 @@ WF_PLUGIN_MODULES += plugins/devices/cuda/device_cuda.la
 plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_cache.c \
 	plugins/devices/cuda/cuda_cache.h \
+	plugins/devices/cuda/cuda_stage.c \
+	plugins/devices/cuda/cuda_stage.h \
 	plugins/devices/cuda/cuda_device.h \
 	plugins/devices/cuda/cuda_kernels.c \
 	plugins/devices/cuda/cuda_launch.h \
