@@ -354,6 +354,45 @@ static void test_csv_bad_rows_name_file_and_line(void **state) {
                  "still open at the end of the file");
 }
 
+/* A NUL byte inside a field would end the C parsers' view of it ("3\0" read
+ * as 3): each such field is refused with its file and line, quoted or not,
+ * for every numeric type and bool. */
+static void test_csv_nul_byte_in_a_number_is_refused(void **state) {
+  fixture *f = *state;
+  static const struct {
+    const char *cols;
+    const char *text;
+    size_t n;
+    int good;
+  } cases[] = {
+#define BYTES(s) s, sizeof s - 1
+      {"a:int32,b:int32", BYTES("1,2\n3\0,4\n"), 1},
+      {"a:float32", BYTES("1.5\n\"2\0\"\n"), 1},
+      {"a:float64", BYTES("\0\n"), 0},
+      {"a:int64,b:bool", BYTES("7,1\0\n"), 0},
+      {"a:uint8", BYTES("\n\n 3\0 \n"), 0},
+#undef BYTES
+  };
+  static const char *lines[] = {"bad.csv:2:", "bad.csv:2:", "bad.csv:1:",
+                                "bad.csv:1:", "bad.csv:3:"};
+
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const char *p = rh_path(f->dir, "bad.csv", 0);
+    void *rd;
+    wf_tensor *rec[4];
+
+    rh_write(p, cases[c].text, cases[c].n);
+    rd = rh_open(f->csv, p, RH_OPTS(RH_STR("columns", cases[c].cols)), 1);
+    for (int i = 0; i < cases[c].good; i++) {
+      rh_next(f->csv, rd, rec);
+      rh_release_all(rec, f->csv->num_fields(rd));
+    }
+    rh_next_fails(f->csv, rd, WF_INVALID_ARGUMENT, lines[c], "a NUL byte",
+                  NULL);
+    f->csv->close(rd);
+  }
+}
+
 static void test_csv_numbers_allow_spaces_and_special_values(void **state) {
   fixture *f = *state;
   const char *p = put(f, "num.csv", " 1.5 ,\t-2\t, nan ,+3,inf\n");
@@ -550,6 +589,7 @@ int main(void) {
       cmocka_unit_test(test_csv_header_names_and_selects_columns),
       cmocka_unit_test(test_csv_missing_values_follow_the_policy),
       cmocka_unit_test(test_csv_bad_rows_name_file_and_line),
+      cmocka_unit_test(test_csv_nul_byte_in_a_number_is_refused),
       cmocka_unit_test(test_csv_numbers_allow_spaces_and_special_values),
       cmocka_unit_test(test_csv_bad_rows_skip_returns_data_loss),
       cmocka_unit_test(test_csv_seek_and_tell_round_trip),

@@ -89,13 +89,19 @@ static const char *dtype_name(int32_t dtype) {
   return "?";
 }
 
-/* Parses s (mutable: trimmed in place) as dtype. Returns 0, 1 when it is
- * empty (a missing value), or -1 with a description in why[0..n). */
-static int parse_value(char *s, int32_t dtype, locale_t loc, csv_value *out,
-                       char *why, size_t n) {
+/* Parses s[0..size) (mutable: trimmed in place; s[size] == 0) as dtype.
+ * Returns 0, 1 when it is empty (a missing value), or -1 with a
+ * description in why[0..n). A NUL byte inside the field is refused: the
+ * C parsers would stop at it and take "3\0x" for 3. */
+static int parse_value(char *s, size_t size, int32_t dtype, locale_t loc,
+                       csv_value *out, char *why, size_t n) {
   size_t len = strlen(s);
   char *end;
 
+  if (len != size) {
+    snprintf(why, n, "a NUL byte at byte %zu of the field", len + 1);
+    return -1;
+  }
   while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
     s[--len] = 0;
   while (*s == ' ' || *s == '\t')
@@ -652,8 +658,8 @@ static int csv_open(const char *path, const wf_attr_item *options,
         goto fail;
       }
       memcpy(copy, text, strlen(text) + 1);
-      if (parse_value(copy, r->cols[i].dtype, r->c_locale, &r->cols[i].def, why,
-                      sizeof why) != 0) {
+      if (parse_value(copy, strlen(copy), r->cols[i].dtype, r->c_locale,
+                      &r->cols[i].def, why, sizeof why) != 0) {
         host->status_set(st, WF_INVALID_ARGUMENT,
                          "%s: default for column '%s': %s", path,
                          r->cols[i].name, *copy ? why : "it is empty");
@@ -708,9 +714,8 @@ static int scan_row(csv_reader *r, char *err, size_t errlen, wf_status *st) {
     if (nf < r->nfields && r->slot[nf] >= 0 && !err[0]) {
       int k = r->slot[nf];
       char why_value[160];
-      int pv = parse_value(sc->buf, r->cols[k].dtype, r->c_locale, &r->vals[k],
-                           why_value,
-                           sizeof why_value);
+      int pv = parse_value(sc->buf, sc->len, r->cols[k].dtype, r->c_locale,
+                           &r->vals[k], why_value, sizeof why_value);
       if (pv < 0)
         snprintf(err, errlen, "column '%s' (field %d): %s", r->cols[k].name,
                  nf + 1, why_value);
