@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "dl.h"
@@ -116,42 +117,101 @@ static int in_build_tree(void) {
 
 /* ---- looking at one file ------------------------------------------------ */
 
-/* The reason a plugin at path may not be opened because others could
- * have put it there, or NULL (a new string; *no_mem set when out of
- * memory). dir: the directory it was found in; real: its resolved path. */
-static char *writable_by_others(const char *path, const char *dir,
-                                const char *real, int *no_mem) {
-  struct stat sb;
-  const char *slash = strrchr(real, '/');
-  char *real_dir, *why = NULL;
+/* Whether st's owner is one a plugin may come from: root or this user. */
+static int trusted_owner(const struct stat *sb) {
+  return sb->st_uid == 0 || sb->st_uid == geteuid();
+}
 
-  *no_mem = 0;
-  if (stat(path, &sb) == 0 && (sb.st_mode & S_IWOTH)) {
-    why = wf__asprintf("refused: the file is world-writable (mode %04o)",
-                       (unsigned)(sb.st_mode & 07777));
-  } else if (stat(dir, &sb) == 0 && (sb.st_mode & S_IWOTH)) {
-    why = wf__asprintf("refused: its directory %s is world-writable "
-                       "(mode %04o)",
-                       dir, (unsigned)(sb.st_mode & 07777));
-  } else {
-    real_dir = slash && slash != real
-                   ? wf__strndup(real, (size_t)(slash - real))
-                   : wf__strdup("/");
-    if (!real_dir) {
+/* Whether others than root and this user may write the object behind sb:
+ * world-writable, or group-writable for a group other than root's and the
+ * process's own. A directory that is sticky and owned by root or this user
+ * (like /tmp) is safe to pass through: others cannot rename or remove what
+ * they do not own in it. */
+static int writable_by_others(const struct stat *sb) {
+  int w = (sb->st_mode & S_IWOTH) ||
+          ((sb->st_mode & S_IWGRP) && sb->st_gid != 0 &&
+           sb->st_gid != getegid());
+  if (w && S_ISDIR(sb->st_mode) && (sb->st_mode & S_ISVTX) &&
+      trusted_owner(sb))
+    return 0;
+  return w;
+}
+
+/* Judges the absolute path p and every directory above it the way sudo
+ * and OpenSSH judge a file they are about to trust: each must be owned by
+ * root or this user and not be writable by others. Returns the reason for
+ * the first one that fails (a new string), or NULL with *no_mem set when
+ * out of memory or clear when all pass. */
+static char *unsafe_chain(const char *p, int *no_mem) {
+  struct stat sb;
+  char *buf = wf__strdup(p), *why = NULL;
+  const char *what;
+  int bad = 1;
+  size_t n;
+
+  *no_mem = buf == NULL;
+  if (!buf)
+    return NULL;
+  for (;;) {
+    if (stat(buf, &sb) != 0) {
+      why = wf__asprintf("refused: cannot check %s: %s", buf, strerror(errno));
+      break;
+    }
+    what = S_ISDIR(sb.st_mode) ? "directory" : "file";
+    if (!trusted_owner(&sb)) {
+      why = wf__asprintf("refused: the %s %s is owned by uid %u, neither "
+                         "root nor this user",
+                         what, buf, (unsigned)sb.st_uid);
+      break;
+    }
+    if (writable_by_others(&sb)) {
+      why = wf__asprintf("refused: the %s %s is writable by others "
+                         "(mode %04o)",
+                         what, buf, (unsigned)(sb.st_mode & 07777));
+      break;
+    }
+    n = strlen(buf);
+    if (n == 1) { /* "/" passed too */
+      bad = 0;
+      break;
+    }
+    while (n > 1 && buf[n - 1] != '/')
+      n--;
+    buf[n > 1 ? n - 1 : 1] = 0; /* the parent; "/" for "/x" */
+  }
+  wf__free(buf);
+  *no_mem = bad && why == NULL;
+  return why;
+}
+
+/* The reason a plugin at path may not be opened because others could have
+ * put it there or could replace it, or NULL (*no_mem set when out of
+ * memory). Both the path as given (its directories may hold links) and the
+ * resolved path real are judged, the file and every directory above it. */
+static char *unsafe_plugin_path(const char *path, const char *real,
+                                int *no_mem) {
+  char *given = NULL, *why = NULL;
+
+  if (path[0] != '/') {
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+      why = wf__asprintf("refused: cannot resolve the current directory: %s",
+                         strerror(errno));
+      *no_mem = why == NULL;
+      return why;
+    }
+    given = wf__asprintf("%s/%s", cwd, path);
+    free(cwd);
+    if (!given) {
       *no_mem = 1;
       return NULL;
     }
-    if (strcmp(real_dir, dir) == 0 || stat(real_dir, &sb) != 0 ||
-        !(sb.st_mode & S_IWOTH)) {
-      wf__free(real_dir);
-      return NULL;
-    }
-    why = wf__asprintf("refused: the directory %s it resolves to is "
-                       "world-writable (mode %04o)",
-                       real_dir, (unsigned)(sb.st_mode & 07777));
-    wf__free(real_dir);
+    path = given;
   }
-  *no_mem = why == NULL;
+  why = unsafe_chain(path, no_mem);
+  if (!why && !*no_mem && strcmp(path, real) != 0)
+    why = unsafe_chain(real, no_mem);
+  wf__free(given);
   return why;
 }
 
@@ -259,9 +319,9 @@ out:
   return code;
 }
 
-/* Opens the module at path (found in directory dir), asks it for its
- * description and keeps it as a candidate, or records why not. */
-static int probe(loader *L, const char *path, const char *dir) {
+/* Opens the module at path, asks it for its description and keeps it as a
+ * candidate, or records why not. */
+static int probe(loader *L, const char *path) {
   char *real = NULL, *why = NULL, *err = NULL;
   wf__dl *dl = NULL;
   int code = WF_OK, no_mem;
@@ -291,7 +351,7 @@ static int probe(loader *L, const char *path, const char *dir) {
     L->seen.items[L->seen.n++] = copy;
   }
 
-  why = writable_by_others(path, dir, real, &no_mem);
+  why = unsafe_plugin_path(path, real, &no_mem);
   if (no_mem) {
     code = oom(L, path);
     goto out;
@@ -391,7 +451,7 @@ static int scan_dir(loader *L, const char *dir) {
     struct stat sb;
     if (stat(names[i], &sb) != 0 || !S_ISREG(sb.st_mode))
       continue;
-    code = probe(L, names[i], dir);
+    code = probe(L, names[i]);
   }
 
 out:
@@ -408,9 +468,6 @@ out:
 static int search(loader *L, const char *path, const char *from,
                   int must_exist) {
   struct stat sb;
-  char *dir;
-  const char *slash;
-  int code;
 
   if (stat(path, &sb) != 0) {
     if (!must_exist) {
@@ -427,15 +484,7 @@ static int search(loader *L, const char *path, const char *from,
   }
   if (S_ISDIR(sb.st_mode))
     return scan_dir(L, path);
-  slash = strrchr(path, '/');
-  dir = slash ? (slash == path ? wf__strdup("/")
-                               : wf__strndup(path, (size_t)(slash - path)))
-              : wf__strdup(".");
-  if (!dir)
-    return oom(L, path);
-  code = probe(L, path, dir);
-  wf__free(dir);
-  return code;
+  return probe(L, path);
 }
 
 /* Searches each entry of a colon-separated list. */

@@ -538,7 +538,8 @@ test_loader_refuses_plugin_in_world_writable_directory(void **state) {
   (void)state;
   copy_file(PLUGIN("good"), dir, "good.so", 0755);
   snprintf(path, sizeof path, "%s/good.so", dir);
-  snprintf(why, sizeof why, "directory %s is world-writable (mode 0777)", dir);
+  snprintf(why, sizeof why, "the directory %s is writable by others (mode 0777)",
+           dir);
   rt = runtime_for(config_for(dir));
   assert_refused(rt, "good", WF_PLUGIN_REFUSED, path, why, NULL);
   assert_int_equal(wf_runtime_op_count(rt), 0 + BUILTIN_OPS);
@@ -553,9 +554,97 @@ static void test_loader_refuses_world_writable_file(void **state) {
   copy_file(PLUGIN("good"), dir, "good.so", 0666);
   snprintf(path, sizeof path, "%s/good.so", dir);
   rt = runtime_for(config_for(path));
-  assert_refused(rt, "good", WF_PLUGIN_REFUSED, path,
-                 "the file is world-writable (mode 0666)", NULL);
+  assert_refused(rt, "good", WF_PLUGIN_REFUSED, path, "the file", path,
+                 "is writable by others (mode 0666)", NULL);
   wf_runtime_free(rt);
+}
+
+/* Loads what cfg names and expects "good" loaded (why == NULL) or refused
+ * with a reason holding why. */
+static void expect_good(const char *paths, const char *why) {
+  wf_runtime *rt = runtime_for(config_for(paths));
+  if (why)
+    assert_refused(rt, "good", WF_PLUGIN_REFUSED, why, NULL);
+  else
+    assert_int_equal(plugin_info(rt, "test-good").state, WF_PLUGIN_LOADED);
+  wf_runtime_free(rt);
+}
+
+/* Every directory above the plugin is judged, not only its own: a 0755
+ * directory inside a world-writable one that is not sticky could be
+ * renamed away and replaced. A sticky one owned by root or this user (like
+ * /tmp) is safe to pass through. */
+static void test_loader_judges_every_directory_above_the_plugin(void **state) {
+  const char *top = new_dir(0777);
+  char sub[256], file[256], why[512];
+  (void)state;
+  snprintf(sub, sizeof sub, "%s/sub", top);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(chmod(sub, 0755), 0);
+  copy_file(PLUGIN("good"), sub, "good.so", 0755);
+  snprintf(file, sizeof file, "%s/good.so", sub);
+
+  snprintf(why, sizeof why,
+           "the directory %s is writable by others (mode 0777)", top);
+  expect_good(sub, why);
+  expect_good(file, why);
+  /* Group-writable for a group other than root's and ours: others too. */
+  if (geteuid() == 0) {
+    assert_int_equal(chown(top, 0, 12345), 0);
+    assert_int_equal(chmod(top, 0775), 0);
+    snprintf(why, sizeof why,
+             "the directory %s is writable by others (mode 0775)", top);
+    expect_good(sub, why);
+    assert_int_equal(chown(top, 0, 0), 0);
+  }
+  assert_int_equal(chmod(top, 01777), 0);
+  expect_good(sub, NULL);
+  /* Sticky helps only when root or this user owns the directory. */
+  if (geteuid() == 0) {
+    assert_int_equal(chown(top, 12345, 0), 0);
+    snprintf(why, sizeof why,
+             "the directory %s is owned by uid 12345, neither root nor this "
+             "user",
+             top);
+    expect_good(sub, why);
+    assert_int_equal(chmod(top, 0755), 0);
+    expect_good(file, why);
+    assert_int_equal(chown(top, 0, 0), 0);
+    assert_int_equal(chown(file, 12345, 0), 0);
+    snprintf(why, sizeof why,
+             "the file %s is owned by uid 12345, neither root nor this user",
+             file);
+    expect_good(sub, why);
+    assert_int_equal(chown(file, 0, 0), 0);
+  }
+  assert_int_equal(chmod(top, 0755), 0);
+  expect_good(sub, NULL);
+}
+
+/* A path through a link is judged as given and as resolved: a link kept in
+ * a world-writable directory could be pointed elsewhere, and a safe link
+ * to an unsafe place leads there. */
+static void test_loader_judges_links_as_given_and_resolved(void **state) {
+  const char *open_dir = new_dir(0777);
+  const char *safe = new_dir(0755);
+  const char *holder = new_dir(0755);
+  char link[256], bad_target[256], why[512], path[300];
+  (void)state;
+  copy_file(PLUGIN("good"), safe, "good.so", 0755);
+  snprintf(link, sizeof link, "%s/link", open_dir);
+  assert_int_equal(symlink(safe, link), 0);
+  snprintf(why, sizeof why,
+           "the directory %s is writable by others (mode 0777)", open_dir);
+  snprintf(path, sizeof path, "%s/good.so", link);
+  expect_good(path, why);
+  expect_good(safe, NULL);
+
+  /* A link in a safe directory to a plugin in an unsafe one. */
+  copy_file(PLUGIN("good"), open_dir, "good.so", 0755);
+  snprintf(bad_target, sizeof bad_target, "%s/good.so", open_dir);
+  snprintf(link, sizeof link, "%s/good.so", holder);
+  assert_int_equal(symlink(bad_target, link), 0);
+  expect_good(link, why);
 }
 
 static void test_loader_first_plugin_of_a_name_wins(void **state) {
@@ -916,6 +1005,8 @@ int main(void) {
       cmocka_unit_test(test_loader_refuses_dependency_cycle),
       cmocka_unit_test(test_loader_refuses_plugin_in_world_writable_directory),
       cmocka_unit_test(test_loader_refuses_world_writable_file),
+      cmocka_unit_test(test_loader_judges_every_directory_above_the_plugin),
+      cmocka_unit_test(test_loader_judges_links_as_given_and_resolved),
       cmocka_unit_test(test_loader_first_plugin_of_a_name_wins),
       cmocka_unit_test(test_loader_scans_directory_in_name_order),
       cmocka_unit_test(test_loader_reads_env_path_only_when_allowed),
