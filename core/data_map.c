@@ -325,6 +325,9 @@ wf__stage *wf__map_stage_new(const wf_dataset *ds, wf__stage *input,
   m->base.ops = &map_ops;
   m->base.ds = ds;
   m->base.nfields = ds->nfields;
+  /* A graph may hold stateful ops (random numbers by step): its outputs
+   * are not assumed to come out the same when re-read. */
+  m->base.compact = input->compact && ds->u.map.kind != WF__MAP_GRAPH;
   m->in = input;
   if (ds->u.map.kind != WF__MAP_GRAPH)
     return &m->base;

@@ -304,6 +304,7 @@ wf__stage *wf__source_stage_new(const wf_dataset *ds, wf_status *st) {
   s->base.ops = &source_ops;
   s->base.ds = ds;
   s->base.nfields = ds->nfields;
+  s->base.compact = 1; /* files and offsets */
   s->nslots = n;
   for (int i = 0; i < n; i++)
     s->slots[i].file = -1;

@@ -126,7 +126,26 @@ struct wf__stage {
   const wf__stage_ops *ops;
   const wf_dataset *ds; /* borrowed from the iterator's reference */
   int nfields;
+  /* Its position (save) is a few bytes whatever it holds, and restoring it
+   * re-reads the data: cheap to take per element, and what buffering
+   * stages above it save instead of their buffered elements. */
+  int compact;
 };
+
+/* How a buffering stage (shuffle, batch, prefetch) saved its position: its
+ * buffered elements themselves, or — over a compact input — where its
+ * input stood and how many input calls it made since, so that a restore
+ * re-reads (and reshuffles) to the same state. The first byte after the
+ * stage's kind. */
+#define WF__SAVED_DATA 0
+#define WF__SAVED_REPLAY 1
+
+/* Restores stage s from the nested position bytes[0..len) (all of them
+ * must be used). Returns WF_OK or a positive code with st set. */
+int wf__stage_restore_bytes(wf__stage *s, const void *bytes, size_t len,
+                            wf_status *st);
+/* Replaces w's bytes with s's position: WF_OK or a positive code. */
+int wf__stage_save_into(wf__stage *s, wf__wbuf *w, wf_status *st);
 
 /* The stages for ds and everything it reads (core/iterator.c). */
 wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st);

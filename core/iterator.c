@@ -17,7 +17,8 @@
 #include "tensor.h"
 
 #define POSITION_MAGIC "WFDP"
-#define POSITION_VERSION 1
+/* 2: buffering stages say how they saved (WF__SAVED_*). */
+#define POSITION_VERSION 2
 /* Bad records logged one by one before the rest are only counted. */
 #define LOGGED_BAD_RECORDS 10
 
@@ -63,6 +64,98 @@ static int grow_elements(wf_tensor ***buf, int64_t *cap, int64_t need,
 static int oom(wf_status *st, const char *what) {
   return -wf_status_set(st, WF_RESOURCE_EXHAUSTED, "%s: out of memory",
                         what);
+}
+
+int wf__stage_save_into(wf__stage *s, wf__wbuf *w, wf_status *st) {
+  w->len = 0;
+  w->failed = 0;
+  int rc = s->ops->save(s, w, st);
+  if (rc < 0)
+    rc = -rc;
+  if (!rc)
+    rc = wf__wbuf_check(w, st);
+  return rc;
+}
+
+int wf__stage_restore_bytes(wf__stage *s, const void *bytes, size_t len,
+                            wf_status *st) {
+  wf__rbuf sub = {bytes, len, 0};
+  int rc = s->ops->restore(s, &sub, st);
+  if (rc < 0)
+    rc = -rc;
+  if (!rc && sub.pos != sub.len)
+    rc = wf_status_set(st, WF_INVALID_ARGUMENT,
+                       "iterator position: %zu bytes follow a nested "
+                       "position",
+                       sub.len - sub.pos);
+  return rc;
+}
+
+/* Writes a nested position: its length, then its bytes. */
+static void put_nested(wf__wbuf *w, const wf__wbuf *pos) {
+  wf__wbuf_u64(w, (uint64_t)pos->len);
+  wf__wbuf_bytes(w, pos->data, pos->len);
+}
+
+/* Reads a nested position written by put_nested (borrowed bytes). */
+static int get_nested(wf__rbuf *r, const void **bytes, size_t *len,
+                      const char *what, wf_status *st) {
+  uint64_t n;
+  if (wf__rbuf_count(r, &n, 1, what, st) ||
+      wf__rbuf_bytes(r, bytes, (size_t)n, what, st))
+    return WF_INVALID_ARGUMENT;
+  *len = (size_t)n;
+  return WF_OK;
+}
+
+/* Checks a buffering stage's saved form against the one it uses. */
+static int expect_saved_form(wf__rbuf *r, int replay, const char *stage,
+                             wf_status *st) {
+  uint8_t form;
+  if (wf__rbuf_u8(r, &form, "saved form", st))
+    return WF_INVALID_ARGUMENT;
+  if (form != (replay ? WF__SAVED_REPLAY : WF__SAVED_DATA))
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "iterator position: the %s stage was saved as %s "
+                         "but this dataset's %s saves %s",
+                         stage,
+                         form == WF__SAVED_REPLAY ? "a position to re-read"
+                         : form == WF__SAVED_DATA ? "its buffered elements"
+                                                  : "an unknown form",
+                         stage,
+                         replay ? "a position to re-read"
+                                : "its buffered elements");
+  return WF_OK;
+}
+
+/* Calls next on s n times, dropping what comes (elements and bad
+ * records), to bring a just-restored stage back to where it stood. An
+ * early end means the data changed. Returns WF_OK or a positive code. */
+static int replay_calls(wf__stage *s, uint64_t n,
+                        int (*next)(wf__stage *, wf_tensor **, wf_status *),
+                        const char *stage, wf_status *st) {
+  wf_tensor **tmp = wf__calloc((size_t)s->nfields + 1, sizeof *tmp);
+  int code = WF_OK;
+  if (!tmp)
+    return -oom(st, "iterator restore");
+  for (uint64_t i = 0; i < n && !code; i++) {
+    int rc = next(s, tmp, st);
+    if (rc == WF__ELEMENT)
+      wf__element_clear(tmp, s->nfields);
+    else if (rc == -WF_DATA_LOSS)
+      wf_status_reset(st);
+    else if (rc == WF__END)
+      code = wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "iterator position: the %s stage had taken %llu "
+                           "elements of its input but it now ends after "
+                           "%llu (did the data change?)",
+                           stage, (unsigned long long)n,
+                           (unsigned long long)i);
+    else
+      code = rc < 0 ? -rc : WF_INTERNAL;
+  }
+  wf__free(tmp);
+  return code;
 }
 
 /* ---- zip ---------------------------------------------------------------------- */
@@ -264,6 +357,11 @@ static uint64_t pass_state(uint64_t seed, uint64_t pass) {
   return seed ^ splitmix(&s);
 }
 
+/* Over a compact input that ends, the position is the input's position at
+ * the start of the pass (the anchor) and the calls made since: a restore
+ * re-reads and reshuffles the same way (the random state at a pass's start
+ * follows from the seed and the pass), so a checkpoint does not hold the
+ * buffer. Over other inputs the buffered elements are saved. */
 typedef struct shuffle_stage {
   wf__stage base;
   wf__stage *in;
@@ -272,9 +370,13 @@ typedef struct shuffle_stage {
   uint64_t rng;
   uint64_t pass;
   int in_done;
+  int replay;         /* saves WF__SAVED_REPLAY */
+  wf__wbuf anchor;    /* the input's position at the start of the pass */
+  int have_anchor;
+  uint64_t calls;     /* of this pass: elements and bad records out */
 } shuffle_stage;
 
-static int shuffle_next(wf__stage *s, wf_tensor **out, wf_status *st) {
+static int shuffle_pick(wf__stage *s, wf_tensor **out, wf_status *st) {
   shuffle_stage *h = (shuffle_stage *)s;
   int nf = s->nfields;
   int64_t size = s->ds->u.shuffle.size;
@@ -301,6 +403,20 @@ static int shuffle_next(wf__stage *s, wf_tensor **out, wf_status *st) {
   return WF__ELEMENT;
 }
 
+static int shuffle_next(wf__stage *s, wf_tensor **out, wf_status *st) {
+  shuffle_stage *h = (shuffle_stage *)s;
+  if (h->replay && !h->have_anchor) {
+    int rc = wf__stage_save_into(h->in, &h->anchor, st);
+    if (rc)
+      return -rc;
+    h->have_anchor = 1;
+  }
+  int rc = shuffle_pick(s, out, st);
+  if (rc == WF__ELEMENT || rc == -WF_DATA_LOSS)
+    h->calls++;
+  return rc;
+}
+
 static int shuffle_reset(wf__stage *s, wf_status *st) {
   shuffle_stage *h = (shuffle_stage *)s;
   if (h->buf)
@@ -309,13 +425,28 @@ static int shuffle_reset(wf__stage *s, wf_status *st) {
   h->in_done = 0;
   h->pass++;
   h->rng = pass_state(s->ds->u.shuffle.seed, h->pass);
+  h->have_anchor = 0;
+  h->calls = 0;
   return h->in->ops->reset(h->in, st);
 }
 
 static int shuffle_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
   shuffle_stage *h = (shuffle_stage *)s;
   wf__wbuf_u8(w, WF__DS_SHUFFLE);
+  wf__wbuf_u8(w, h->replay ? WF__SAVED_REPLAY : WF__SAVED_DATA);
   wf__wbuf_u64(w, h->pass);
+  if (h->replay) {
+    /* No call yet in this pass: the input still stands at its start. */
+    if (!h->have_anchor) {
+      int rc = wf__stage_save_into(h->in, &h->anchor, st);
+      if (rc)
+        return rc;
+      h->have_anchor = 1;
+    }
+    wf__wbuf_u64(w, h->calls);
+    put_nested(w, &h->anchor);
+    return WF_OK;
+  }
   wf__wbuf_u64(w, h->rng);
   wf__wbuf_u8(w, (uint8_t)h->in_done);
   wf__wbuf_u64(w, (uint64_t)h->count);
@@ -326,12 +457,33 @@ static int shuffle_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
 
 static int shuffle_restore(wf__stage *s, wf__rbuf *r, wf_status *st) {
   shuffle_stage *h = (shuffle_stage *)s;
-  uint64_t n;
+  uint64_t n, calls;
   uint8_t done;
-  /* Each buffered tensor takes at least its dtype and rank. */
   if (wf__rbuf_expect(r, WF__DS_SHUFFLE, st) ||
-      wf__rbuf_u64(r, &h->pass, "shuffle pass", st) ||
-      wf__rbuf_u64(r, &h->rng, "shuffle random state", st) ||
+      expect_saved_form(r, h->replay, "shuffle", st) ||
+      wf__rbuf_u64(r, &h->pass, "shuffle pass", st))
+    return WF_INVALID_ARGUMENT;
+  if (h->replay) {
+    const void *bytes;
+    size_t len;
+    int rc;
+    if (wf__rbuf_u64(r, &calls, "shuffle calls", st) ||
+        get_nested(r, &bytes, &len, "shuffle input position", st))
+      return WF_INVALID_ARGUMENT;
+    h->rng = pass_state(s->ds->u.shuffle.seed, h->pass);
+    if ((rc = wf__stage_restore_bytes(h->in, bytes, len, st)))
+      return rc;
+    wf__wbuf_bytes(&h->anchor, bytes, len);
+    if ((rc = wf__wbuf_check(&h->anchor, st)))
+      return rc;
+    h->have_anchor = 1;
+    if ((rc = replay_calls(s, calls, shuffle_pick, "shuffle", st)))
+      return rc;
+    h->calls = calls;
+    return WF_OK;
+  }
+  /* Each buffered tensor takes at least its dtype and rank. */
+  if (wf__rbuf_u64(r, &h->rng, "shuffle random state", st) ||
       wf__rbuf_u8(r, &done, "shuffle state", st) ||
       wf__rbuf_count(r, &n, (size_t)s->nfields * 8, "shuffle buffer size",
                      st))
@@ -360,6 +512,7 @@ static void shuffle_free(wf__stage *s) {
   if (h->buf)
     wf__element_clear(h->buf, (int)(h->count * s->nfields));
   wf__free(h->buf);
+  wf__wbuf_deinit(&h->anchor);
   wf__stage_free(h->in);
   wf__free(h);
 }
@@ -370,12 +523,19 @@ static const wf__stage_ops shuffle_ops = {shuffle_next, shuffle_reset,
 
 /* ---- batch -------------------------------------------------------------------- */
 
+/* Over a compact input, the position of a batch in progress is the
+ * input's position before its first element (the snapshot, taken once per
+ * batch) and the input calls made since; a restore re-reads them. */
 typedef struct batch_stage {
   wf__stage base;
   wf__stage *in;
   wf_tensor **pend; /* elements of the batch in progress */
   int64_t count, cap;
   int in_done;
+  int replay;        /* saves WF__SAVED_REPLAY */
+  wf__wbuf snap;     /* the input's position before this batch */
+  int have_snap;
+  uint64_t pulls;    /* input calls for this batch (elements, bad records) */
 } batch_stage;
 
 /* Stacks the count pending elements into out (one tensor per field). */
@@ -415,38 +575,60 @@ static int stack(batch_stage *b, wf_tensor **out, wf_status *st) {
   return WF__ELEMENT;
 }
 
+/* Pulls one input element into the batch in progress (replay: after
+ * taking the snapshot). */
+static int batch_pull(batch_stage *b, wf_status *st) {
+  int nf = b->base.nfields;
+  if (b->replay && !b->have_snap) {
+    int rc = wf__stage_save_into(b->in, &b->snap, st);
+    if (rc)
+      return -rc;
+    b->have_snap = 1;
+    b->pulls = 0;
+  }
+  if (grow_elements(&b->pend, &b->cap, b->count + 1, b->base.ds->u.batch.size,
+                    nf))
+    return oom(st, "batch");
+  int rc = b->in->ops->next(b->in, b->pend + (size_t)b->count * nf, st);
+  if (rc == WF__ELEMENT || rc == -WF_DATA_LOSS)
+    b->pulls++;
+  if (rc == WF__ELEMENT)
+    b->count++;
+  return rc;
+}
+
+/* The batch in progress is gone (handed out, dropped or cleared). */
+static void batch_clear(batch_stage *b) {
+  if (b->pend)
+    wf__element_clear(b->pend, (int)(b->count * b->base.nfields));
+  b->count = 0;
+  b->have_snap = 0;
+  b->pulls = 0;
+}
+
 static int batch_next(wf__stage *s, wf_tensor **out, wf_status *st) {
   batch_stage *b = (batch_stage *)s;
-  int nf = s->nfields;
   int64_t size = s->ds->u.batch.size;
   while (!b->in_done && b->count < size) {
-    if (grow_elements(&b->pend, &b->cap, b->count + 1, size, nf))
-      return oom(st, "batch");
-    int rc = b->in->ops->next(b->in, b->pend + (size_t)b->count * nf, st);
-    if (rc == WF__ELEMENT)
-      b->count++;
-    else if (rc == WF__END)
+    int rc = batch_pull(b, st);
+    if (rc == WF__END)
       b->in_done = 1;
-    else
+    else if (rc != WF__ELEMENT)
       return rc;
   }
   if (b->count == 0 || (b->count < size && s->ds->u.batch.drop)) {
-    wf__element_clear(b->pend, (int)(b->count * nf));
-    b->count = 0;
+    batch_clear(b);
     return WF__END;
   }
   int rc = stack(b, out, st);
   /* A batch that cannot be stacked is dropped with the error. */
-  wf__element_clear(b->pend, (int)(b->count * nf));
-  b->count = 0;
+  batch_clear(b);
   return rc;
 }
 
 static int batch_reset(wf__stage *s, wf_status *st) {
   batch_stage *b = (batch_stage *)s;
-  if (b->pend)
-    wf__element_clear(b->pend, (int)(b->count * s->nfields));
-  b->count = 0;
+  batch_clear(b);
   b->in_done = 0;
   return b->in->ops->reset(b->in, st);
 }
@@ -454,8 +636,22 @@ static int batch_reset(wf__stage *s, wf_status *st) {
 static int batch_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
   batch_stage *b = (batch_stage *)s;
   wf__wbuf_u8(w, WF__DS_BATCH);
+  wf__wbuf_u8(w, b->replay ? WF__SAVED_REPLAY : WF__SAVED_DATA);
   wf__wbuf_u8(w, (uint8_t)b->in_done);
   wf__wbuf_u64(w, (uint64_t)b->count);
+  if (b->replay) {
+    /* No pull since the last batch: the input stands where it is. */
+    if (!b->have_snap) {
+      int rc = wf__stage_save_into(b->in, &b->snap, st);
+      if (rc)
+        return rc;
+      b->have_snap = 1;
+      b->pulls = 0;
+    }
+    wf__wbuf_u64(w, b->pulls);
+    put_nested(w, &b->snap);
+    return WF_OK;
+  }
   for (int64_t i = 0; i < b->count; i++)
     wf__wbuf_element(w, b->pend + (size_t)i * s->nfields, s->nfields);
   return b->in->ops->save(b->in, w, st);
@@ -464,11 +660,12 @@ static int batch_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
 static int batch_restore(wf__stage *s, wf__rbuf *r, wf_status *st) {
   batch_stage *b = (batch_stage *)s;
   const wf_dataset *in_ds = s->ds->input;
-  uint64_t n;
+  uint64_t n, pulls;
   uint8_t done;
   if (wf__rbuf_expect(r, WF__DS_BATCH, st) ||
+      expect_saved_form(r, b->replay, "batch", st) ||
       wf__rbuf_u8(r, &done, "batch state", st) ||
-      wf__rbuf_count(r, &n, (size_t)s->nfields * 8, "batch size", st))
+      wf__rbuf_u64(r, &n, "batch size", st))
     return WF_INVALID_ARGUMENT;
   if (n >= (uint64_t)s->ds->u.batch.size)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
@@ -476,6 +673,54 @@ static int batch_restore(wf__stage *s, wf__rbuf *r, wf_status *st) {
                          "elements, the batch size is %lld",
                          (unsigned long long)n,
                          (long long)s->ds->u.batch.size);
+  if (b->replay) {
+    const void *bytes;
+    size_t len;
+    int rc;
+    if (wf__rbuf_u64(r, &pulls, "batch input calls", st) ||
+        get_nested(r, &bytes, &len, "batch input position", st))
+      return WF_INVALID_ARGUMENT;
+    if (pulls < n)
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "iterator position: a batch of %llu elements "
+                           "from %llu input calls",
+                           (unsigned long long)n, (unsigned long long)pulls);
+    if ((rc = wf__stage_restore_bytes(b->in, bytes, len, st)))
+      return rc;
+    wf__wbuf_bytes(&b->snap, bytes, len);
+    if ((rc = wf__wbuf_check(&b->snap, st)))
+      return rc;
+    b->have_snap = 1;
+    while (b->pulls < pulls) {
+      rc = batch_pull(b, st);
+      if (rc == -WF_DATA_LOSS) {
+        wf_status_reset(st);
+      } else if (rc == WF__END) {
+        return wf_status_set(st, WF_INVALID_ARGUMENT,
+                             "iterator position: the batch in progress had "
+                             "%llu elements but its input now ends after "
+                             "%lld (did the data change?)",
+                             (unsigned long long)n, (long long)b->count);
+      } else if (rc != WF__ELEMENT) {
+        return rc < 0 ? -rc : WF_INTERNAL;
+      } else if ((uint64_t)b->count > n) {
+        break;
+      }
+    }
+    if ((uint64_t)b->count != n)
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "iterator position: the batch in progress had "
+                           "%llu elements, re-reading gave %lld (did the "
+                           "data change?)",
+                           (unsigned long long)n, (long long)b->count);
+    b->in_done = done != 0;
+    return WF_OK;
+  }
+  if (n > (uint64_t)(r->len - r->pos) / ((size_t)s->nfields * 8))
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "iterator position: a batch in progress of %llu "
+                         "elements does not fit in the bytes left",
+                         (unsigned long long)n);
   b->in_done = done != 0;
   if (grow_elements(&b->pend, &b->cap, (int64_t)n, s->ds->u.batch.size,
                     s->nfields))
@@ -494,6 +739,7 @@ static void batch_free(wf__stage *s) {
   if (b->pend)
     wf__element_clear(b->pend, (int)(b->count * s->nfields));
   wf__free(b->pend);
+  wf__wbuf_deinit(&b->snap);
   wf__stage_free(b->in);
   wf__free(b);
 }
@@ -783,6 +1029,7 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
     }
     z->a = in;
     z->b = in2;
+    z->base.compact = in->compact && in2->compact;
     return &z->base;
   }
   case WF__DS_SHARD: {
@@ -790,6 +1037,7 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
     if (!h)
       break;
     h->in = in;
+    h->base.compact = in->compact;
     return &h->base;
   }
   case WF__DS_SHUFFLE: {
@@ -798,6 +1046,10 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
       break;
     h->in = in;
     h->rng = pass_state(ds->u.shuffle.seed, 0);
+    /* Re-reading an input that never ends from the start of its (only)
+     * pass would take ever longer: there the buffer is saved. */
+    h->replay = in->compact && !ds->input->forever;
+    h->base.compact = h->replay;
     return &h->base;
   }
   case WF__DS_BATCH: {
@@ -805,6 +1057,8 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
     if (!b)
       break;
     b->in = in;
+    b->replay = in->compact;
+    b->base.compact = b->replay;
     return &b->base;
   }
   case WF__DS_CACHE: {
@@ -812,6 +1066,7 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
     if (!c)
       break;
     c->in = in;
+    c->base.compact = in->compact;
     return &c->base;
   }
   case WF__DS_REPEAT: {
@@ -819,6 +1074,7 @@ wf__stage *wf__stage_new(const wf_dataset *ds, wf_status *st) {
     if (!p)
       break;
     p->in = in;
+    p->base.compact = in->compact;
     return &p->base;
   }
   case WF__DS_FILES:

@@ -4,7 +4,12 @@
  * exactly that of the input.
  *
  * The thread starts on the first next. Reset, save and free pause it
- * between two input calls; nothing else touches the input meanwhile. */
+ * between two input calls; nothing else touches the input meanwhile.
+ *
+ * Over a compact input the thread notes the input's position before each
+ * call, and a saved position is the one before the oldest item not yet
+ * taken: a restore re-reads the queued items instead of holding them in
+ * the checkpoint. Over other inputs the queued items are saved. */
 #include <config.h>
 
 #include <errno.h>
@@ -38,6 +43,9 @@ typedef struct prefetch_stage {
   int at_end;          /* the consumer has taken the end */
   int failed_code;     /* the consumer has taken a fatal error */
   char *failed_msg;
+  int replay;          /* saves WF__SAVED_REPLAY */
+  wf__wbuf *pos;       /* replay: per item, the input's position before it */
+  wf__wbuf scratch_pos; /* the thread's: before the call in progress */
 } prefetch_stage;
 
 static wf_tensor **slot_fields(prefetch_stage *p, int k) {
@@ -63,6 +71,11 @@ static void push(prefetch_stage *p, int code, wf_tensor **f,
       p->done = 1;
   } else {
     p->done = 1;
+  }
+  if (p->replay) {
+    wf__wbuf t = p->pos[k];
+    p->pos[k] = p->scratch_pos;
+    p->scratch_pos = t;
   }
   p->count++;
 }
@@ -98,7 +111,16 @@ static void *producer(void *arg) {
     p->busy = 1;
     pthread_mutex_unlock(&p->mu);
     wf_status st = {WF_OK, NULL};
-    int rc = p->in->ops->next(p->in, p->scratch, &st);
+    int rc = 0;
+    if (p->replay) {
+      int code = wf__stage_save_into(p->in, &p->scratch_pos, &st);
+      if (code) {
+        wf_status_prefix(&st, "prefetch: noting the input's position");
+        rc = -code;
+      }
+    }
+    if (!rc)
+      rc = p->in->ops->next(p->in, p->scratch, &st);
     if (rc < 0 && wf_status_code(&st) == WF_OK)
       wf_status_set(&st, WF_INTERNAL, "prefetch: the input failed (%d) "
                     "without a message", rc);
@@ -214,11 +236,32 @@ static int prefetch_reset(wf__stage *s, wf_status *st) {
 
 static int prefetch_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
   prefetch_stage *p = (prefetch_stage *)s;
+  int rc = WF_OK;
   pause_producer(p);
   wf__wbuf_u8(w, WF__DS_PREFETCH);
+  wf__wbuf_u8(w, p->replay ? WF__SAVED_REPLAY : WF__SAVED_DATA);
   wf__wbuf_u8(w, (uint8_t)p->at_end);
   wf__wbuf_u32(w, (uint32_t)p->failed_code);
   wf__wbuf_str(w, p->failed_msg ? p->failed_msg : "");
+  if (p->replay) {
+    /* Where the oldest item not taken was read from; with none queued,
+     * where the (paused) input stands now. */
+    if (p->count > 0) {
+      const wf__wbuf *at = &p->pos[p->head];
+      wf__wbuf_u64(w, (uint64_t)at->len);
+      wf__wbuf_bytes(w, at->data, at->len);
+    } else {
+      wf__wbuf now = {0};
+      rc = wf__stage_save_into(p->in, &now, st);
+      if (!rc) {
+        wf__wbuf_u64(w, (uint64_t)now.len);
+        wf__wbuf_bytes(w, now.data, now.len);
+      }
+      wf__wbuf_deinit(&now);
+    }
+    resume_producer(p);
+    return rc;
+  }
   wf__wbuf_u64(w, (uint64_t)p->count);
   for (int i = 0; i < p->count; i++) {
     int k = (p->head + i) % p->cap;
@@ -229,34 +272,56 @@ static int prefetch_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
     else if (it->code < 0)
       wf__wbuf_str(w, it->msg ? it->msg : "");
   }
-  int rc = p->in->ops->save(p->in, w, st);
+  rc = p->in->ops->save(p->in, w, st);
   resume_producer(p);
   return rc;
 }
 
 static int prefetch_restore(wf__stage *s, wf__rbuf *r, wf_status *st) {
   prefetch_stage *p = (prefetch_stage *)s;
-  uint8_t at_end;
+  uint8_t at_end, form;
   uint32_t failed, len;
   uint64_t n;
   const void *bytes;
   if (wf__rbuf_expect(r, WF__DS_PREFETCH, st) ||
-      wf__rbuf_u8(r, &at_end, "prefetch state", st) ||
+      wf__rbuf_u8(r, &form, "prefetch saved form", st))
+    return WF_INVALID_ARGUMENT;
+  if (form != (p->replay ? WF__SAVED_REPLAY : WF__SAVED_DATA))
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "iterator position: the prefetch stage was saved in "
+                         "form %u, this dataset's saves form %d",
+                         (unsigned)form,
+                         p->replay ? WF__SAVED_REPLAY : WF__SAVED_DATA);
+  if (wf__rbuf_u8(r, &at_end, "prefetch state", st) ||
       wf__rbuf_u32(r, &failed, "prefetch state", st) ||
       wf__rbuf_u32(r, &len, "prefetch message", st) ||
-      wf__rbuf_bytes(r, &bytes, len, "prefetch message", st) ||
-      wf__rbuf_count(r, &n, 4, "prefetched elements", st))
+      wf__rbuf_bytes(r, &bytes, len, "prefetch message", st))
     return WF_INVALID_ARGUMENT;
-  if (failed > WF_UNAUTHENTICATED || n > (uint64_t)p->cap)
+  if (failed > WF_UNAUTHENTICATED)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
-                         "iterator position: the prefetch state (code %u, "
-                         "%llu elements for a buffer of %d) does not fit",
-                         (unsigned)failed, (unsigned long long)n, p->cap);
+                         "iterator position: the prefetch state (code %u) "
+                         "is not a status code",
+                         (unsigned)failed);
   p->at_end = at_end != 0;
   p->failed_code = (int)failed;
   if (failed && !(p->failed_msg = wf__strndup(bytes, len)))
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "iterator restore: out of memory");
+  if (p->replay) {
+    if (wf__rbuf_count(r, &n, 1, "prefetch input position", st) ||
+        wf__rbuf_bytes(r, &bytes, (size_t)n, "prefetch input position", st))
+      return WF_INVALID_ARGUMENT;
+    /* Past the end or a fatal error nothing more is read. */
+    p->done = p->at_end || p->failed_code;
+    return wf__stage_restore_bytes(p->in, bytes, (size_t)n, st);
+  }
+  if (wf__rbuf_count(r, &n, 4, "prefetched elements", st))
+    return WF_INVALID_ARGUMENT;
+  if (n > (uint64_t)p->cap)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "iterator position: %llu prefetched elements for a "
+                         "buffer of %d",
+                         (unsigned long long)n, p->cap);
   for (uint64_t i = 0; i < n; i++) {
     uint32_t code;
     item *it = &p->items[p->count];
@@ -303,6 +368,10 @@ static void prefetch_free(wf__stage *s) {
   if (p->scratch)
     wf__element_clear(p->scratch, s->nfields);
   wf__free(p->scratch);
+  for (int i = 0; p->pos && i < p->cap; i++)
+    wf__wbuf_deinit(&p->pos[i]);
+  wf__free(p->pos);
+  wf__wbuf_deinit(&p->scratch_pos);
   wf__free(p->items);
   wf__free(p->fields);
   wf__stage_free(p->in);
@@ -336,7 +405,11 @@ wf__stage *wf__prefetch_stage_new(const wf_dataset *ds, wf__stage *input,
   p->fields =
       wf__calloc((size_t)p->cap * (size_t)ds->nfields, sizeof *p->fields);
   p->scratch = wf__calloc((size_t)ds->nfields, sizeof *p->scratch);
-  if (!p->items || !p->fields || !p->scratch) {
+  p->replay = input->compact;
+  p->base.compact = input->compact;
+  if (p->replay)
+    p->pos = wf__calloc((size_t)p->cap, sizeof *p->pos);
+  if (!p->items || !p->fields || !p->scratch || (p->replay && !p->pos)) {
     prefetch_free(&p->base);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                   "iterator: out of memory for a prefetch buffer of %d",

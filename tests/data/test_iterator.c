@@ -595,6 +595,165 @@ static void test_resume_with_batch_prefetch_and_cache(void **state) {
   wf_dataset_release(ds);
 }
 
+/* A position of stages that buffer elements over an input that can be
+ * read again holds where to re-read from, not the elements: its size does
+ * not grow with the buffer. Over an input that never ends the shuffle
+ * buffer itself is saved (re-reading from the start would take ever
+ * longer), and resuming is exact either way. */
+static void test_positions_re_read_instead_of_holding_the_buffer(void **state) {
+  (void)state;
+  int64_t a[MAXV], b[MAXV];
+  static const int cuts[] = {0, 1, 9, 40, 74, 75};
+  dh_write_range("big.tst", 0, 300);
+  wf_dataset *ds = wf_dataset_shuffle(dh_files("big.tst"), 256, 5, st);
+  ds = wf_dataset_prefetch(wf_dataset_batch(ds, 4, 0, st), 3, st);
+  DH_CHECK(!ds);
+  int64_t small = 0;
+  for (int buffered = 0; buffered < 2; buffered++) {
+    wf_iterator *it = wf_iterator_new(ds, NULL, st);
+    DH_CHECK(!it);
+    assert_int_equal(dh_take(it, 0, buffered ? 60 : 1, a, MAXV),
+                     buffered ? 240 : 4);
+    wf_tensor *pos = wf_iterator_save(it, st);
+    DH_CHECK(!pos);
+    /* 256 buffered elements of 3 fields would take kilobytes. */
+    if (wf_tensor_nbytes(pos) > 512)
+      fail_msg("the position takes %zu bytes", wf_tensor_nbytes(pos));
+    if (buffered)
+      assert_int_equal((int64_t)wf_tensor_nbytes(pos), small);
+    small = (int64_t)wf_tensor_nbytes(pos);
+    wf_tensor_release(pos);
+    wf_iterator_free(it);
+  }
+  check_resume(ds, cuts, 6);
+  wf_dataset_release(ds);
+
+  /* Shuffled after a repeat forever: the buffer is saved. */
+  dh_write_range("loop.tst", 0, 7);
+  ds = wf_dataset_repeat(dh_files("loop.tst"), -1, st);
+  ds = wf_dataset_prefetch(wf_dataset_shuffle(ds, 20, 8, st), 2, st);
+  DH_CHECK(!ds);
+  wf_iterator *it = wf_iterator_new(ds, NULL, st);
+  DH_CHECK(!it);
+  assert_int_equal(dh_take(it, 0, 13, a, MAXV), 13);
+  wf_tensor *pos = wf_iterator_save(it, st);
+  DH_CHECK(!pos);
+  assert_true(wf_tensor_nbytes(pos) > 20 * 8);
+  assert_int_equal(dh_take(it, 0, 50, a, MAXV), 50);
+  wf_iterator_free(it);
+  it = wf_iterator_new(ds, NULL, st);
+  DH_CHECK(!it);
+  DH_CHECK(wf_iterator_restore(it, pos, st));
+  assert_int_equal(dh_take(it, 0, 50, b, MAXV), 50);
+  assert_values(b, 50, a, 50);
+  wf_tensor_release(pos);
+  wf_iterator_free(it);
+  wf_dataset_release(ds);
+}
+
+/* Takes cut elements of ds (skipping bad records), saves, restores into a
+ * new iterator and takes the rest: the values must be those of whole[0..n)
+ * and the bad records counted exactly `bad` times in all. */
+static void check_resume_skipping(wf_dataset *ds, int cut,
+                                  const int64_t *whole, int n, int64_t bad) {
+  int64_t part[MAXV];
+  wf_iterator_options opt = WF_ITERATOR_OPTIONS_INIT;
+  opt.skip_bad_records = 1;
+  wf_iterator *it = wf_iterator_new(ds, &opt, st);
+  DH_CHECK(!it);
+  int got = dh_take(it, 0, cut, part, MAXV);
+  int64_t bad_then = wf_iterator_bad_records(it);
+  wf_tensor *pos = wf_iterator_save(it, st);
+  DH_CHECK(!pos);
+  wf_iterator_free(it);
+  it = wf_iterator_new(ds, &opt, st);
+  DH_CHECK(!it);
+  DH_CHECK(wf_iterator_restore(it, pos, st));
+  assert_int_equal(wf_iterator_bad_records(it), bad_then);
+  got += dh_take(it, 0, -1, part + got, MAXV - got);
+  assert_values(part, got, whole, n);
+  if (wf_iterator_bad_records(it) != bad)
+    fail_msg("cut %d: %lld bad records counted, %lld uninterrupted", cut,
+             (long long)wf_iterator_bad_records(it), (long long)bad);
+  wf_tensor_release(pos);
+  wf_iterator_free(it);
+}
+
+/* Up to max calls of next on it (all when max < 0): each element's values,
+ * or -1 for a bad record handed to the caller; returns how many entries. */
+static int outcomes(wf_iterator *it, int max, int64_t *out) {
+  int n = 0;
+  wf_tensor *f[16];
+  for (int c = 0; max < 0 || c < max; c++) {
+    int rc = wf_iterator_next(it, f, st);
+    if (rc == WF_OUT_OF_RANGE)
+      break;
+    if (rc == WF_DATA_LOSS) {
+      wf_status_reset(st);
+      out[n++] = -1;
+      continue;
+    }
+    DH_CHECK(rc != WF_OK);
+    const int64_t *v = wf_tensor_data(f[0]);
+    for (int64_t k = 0; k < wf_tensor_count(f[0]); k++)
+      out[n++] = v[k];
+    dh_release(f, wf_dataset_num_fields(wf_iterator_dataset(it)));
+  }
+  return n;
+}
+
+/* Re-reading after a restore meets the bad records again: a position
+ * saved right after a bad record was handed out does not hand it out
+ * again, and skipped ones are not counted twice — with a prefetch above
+ * the batch and without (where the batch and the shuffle stand right after
+ * the bad record they read). */
+static void test_resume_over_bad_records_is_exact(void **state) {
+  (void)state;
+  int64_t whole[MAXV], part[MAXV];
+  wf_iterator_options opt = WF_ITERATOR_OPTIONS_INIT;
+  opt.skip_bad_records = 1;
+  dh_write_lines("sbad.tst", "0", "1", "bad", "2", "3", "bad", "bad", "4",
+                 "5", "6", "bad", "7", "8", "9", "10", "bad", "11", NULL);
+  for (int prefetch = 0; prefetch < 2; prefetch++) {
+    wf_dataset *ds = wf_dataset_shuffle(dh_files("sbad.tst"), 5, 17, st);
+    ds = wf_dataset_batch(ds, 2, 0, st);
+    if (prefetch)
+      ds = wf_dataset_prefetch(ds, 2, st);
+    DH_CHECK(!ds);
+    /* Bad records handed out: saved between any two calls. */
+    wf_iterator *it = wf_iterator_new(ds, NULL, st);
+    DH_CHECK(!it);
+    int n = outcomes(it, -1, whole);
+    assert_int_equal(n, 12 + 5);
+    wf_iterator_free(it);
+    for (int cut = 0; cut <= 11; cut++) {
+      it = wf_iterator_new(ds, NULL, st);
+      DH_CHECK(!it);
+      int got = outcomes(it, cut, part);
+      wf_tensor *pos = wf_iterator_save(it, st);
+      DH_CHECK(!pos);
+      wf_iterator_free(it);
+      it = wf_iterator_new(ds, NULL, st);
+      DH_CHECK(!it);
+      DH_CHECK(wf_iterator_restore(it, pos, st));
+      got += outcomes(it, -1, part + got);
+      assert_values(part, got, whole, n);
+      wf_tensor_release(pos);
+      wf_iterator_free(it);
+    }
+    /* Skipped and counted. */
+    it = wf_iterator_new(ds, &opt, st);
+    DH_CHECK(!it);
+    n = dh_take(it, 0, -1, whole, MAXV);
+    assert_int_equal(n, 12);
+    assert_int_equal(wf_iterator_bad_records(it), 5);
+    wf_iterator_free(it);
+    for (int cut = 0; cut <= 6; cut++)
+      check_resume_skipping(ds, cut, whole, n, 5);
+    wf_dataset_release(ds);
+  }
+}
+
 static void test_resumed_cache_serves_from_memory_again(void **state) {
   (void)state;
   int64_t v[MAXV];
@@ -870,6 +1029,8 @@ int main(void) {
       cmocka_unit_test(test_bad_record_inside_a_batch_keeps_the_batch),
       cmocka_unit_test(test_resume_yields_the_rest_exactly_once),
       cmocka_unit_test(test_resume_with_batch_prefetch_and_cache),
+      cmocka_unit_test(test_positions_re_read_instead_of_holding_the_buffer),
+      cmocka_unit_test(test_resume_over_bad_records_is_exact),
       cmocka_unit_test(test_resumed_cache_serves_from_memory_again),
       cmocka_unit_test(test_restore_refuses_another_dataset),
       cmocka_unit_test(

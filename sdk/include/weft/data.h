@@ -243,11 +243,21 @@ WF_API int64_t wf_iterator_bad_records(const wf_iterator *it);
  * description, in this process or another (of the same byte order). It
  * holds a fingerprint of the dataset description; for a file source, how
  * many files are done and each open file's reader position; the shard,
- * repeat and pass counters; each shuffle's random state and buffered
- * elements; a batch in progress; prefetched elements; a cache's progress
- * (not its contents: a restored cache reads its input again up to where it
- * stopped). Its size therefore grows with the shuffle buffers. Prefetch
- * threads pause while it is taken. */
+ * repeat and pass counters; a cache's progress (not its contents: a
+ * restored cache reads its input again up to where it stopped). Shuffle,
+ * batch and prefetch stages over data that can be read again (files, and
+ * what cache, shard, zip, repeat and the built-in maps make of them; not a
+ * graph map) save where to read again from, not what they hold: a shuffle
+ * its input's position at the start of the pass and the elements it handed
+ * out since (a restore re-reads and reshuffles them, the random state
+ * following from seed and pass), a batch in progress its input's position
+ * before its first element, a prefetch the position before the oldest
+ * element not yet taken. Such a position takes a few hundred bytes however
+ * large the buffers are, and restoring it costs up to one pass over the
+ * shuffle's input. A shuffle over an input that never ends (a repeat(-1)
+ * below it), and stages above one, save their buffered elements instead,
+ * and so grow with their buffers. Prefetch threads pause while it is
+ * taken. */
 WF_API wf_tensor *wf_iterator_save(wf_iterator *it, wf_status *st);
 /* Replaces the iterator's state with a saved position: the next element is
  * the one that followed when it was saved. The files open at that point
