@@ -15,6 +15,9 @@
  *   [threads]  inter_op, intra_op, pin
  *   [passes]   prune, cse, constant_folding, constant_folding_max_bytes,
  *              arithmetic, fusion, dead_nodes, placement, memory_plan
+ *   [debug]    check_numerics (every float output of every node is
+ *              checked for NaN and Inf; the first node found fails the
+ *              step, named with its op, output and count; off by default)
  *   [kernels]  deny: kernels never chosen, though their plugin stays
  *              loaded; prefer: kernels chosen before all others that fit,
  *              earlier items first. Items are LABEL or OP:LABEL (LABEL '*'
@@ -232,6 +235,7 @@ static const key_def keys[] = {
     {"cluster", "heartbeat_timeout_ms", KEY_COUNT,
      MEMBER(cluster_heartbeat_timeout_ms), 0, 0},
     {"passes", "memory_plan", KEY_BOOL, MEMBER(memory_plan), 0, 0},
+    {"debug", "check_numerics", KEY_BOOL, MEMBER(check_numerics), 0, 0},
 };
 
 #define NUM_KEYS ((int)(sizeof keys / sizeof keys[0]))

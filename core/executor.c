@@ -198,6 +198,7 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
   atomic_init(&x->refs, 1);
   atomic_init(&x->spare_step, NULL);
   x->rt = rt;
+  x->check_numerics = rt->cfg->check_numerics;
   /* Everything below works on the signature's working graph. */
   if (wf__work_build(rt, user_graph, user_sig, work, st)) {
     wf__free(work);
@@ -568,6 +569,47 @@ static void step_finished(step *s) {
 
 static int place_outputs(prun *r, const wf__xnode *xn, wf_tensor **out);
 
+/* [debug] check_numerics: fails the step at node xn when one of its float
+ * outputs holds NaN or Inf, naming the output and the count. Returns
+ * non-zero when it did. Outputs in device memory are looked at through a
+ * host copy. */
+static int check_numerics(step *s, const wf__xnode *xn, wf_tensor **out) {
+  for (int k = 0; k < xn->num_outputs; k++) {
+    wf_tensor *t = out[k], *host = NULL;
+    wf_status cs = {WF_OK, NULL};
+    int64_t nan = 0, inf = 0, first = -1;
+    if (!t || !(WF_DTYPE_BIT(t->dtype) & WF_DTYPES_FLOAT))
+      continue;
+    if (t->mem) {
+      host = wf__tensor_to(NULL, t, &cs);
+      if (!host) {
+        wf_status_prefix(&cs, "check_numerics: output %d: ", k);
+        record_error(s, xn, &cs, NULL);
+        wf_status_reset(&cs);
+        return 1;
+      }
+      t = host;
+    }
+    if (wf__tensor_count_nonfinite(t, &nan, &inf, &first) > 0) {
+      char shape[96];
+      wf_status_set(&cs, WF_INVALID_ARGUMENT,
+                    "output %d (%s %s) holds %lld NaN or Inf values of "
+                    "%lld (%lld NaN, %lld Inf; the first at element %lld) "
+                    "([debug] check_numerics)",
+                    k, wf_dtype_name(t->dtype),
+                    wf_shape_str(&t->shape, shape, sizeof shape),
+                    (long long)(nan + inf), (long long)wf_tensor_count(t),
+                    (long long)nan, (long long)inf, (long long)first);
+      record_error(s, xn, &cs, NULL);
+      wf_status_reset(&cs);
+      wf_tensor_release(host);
+      return 1;
+    }
+    wf_tensor_release(host);
+  }
+  return 0;
+}
+
 /* Node i of r is done (ran, failed, or was skipped because the step was
  * cancelled): releases its inputs, passes its outputs on, and schedules what
  * became ready — cheap nodes on the caller's inline stack, the first
@@ -598,6 +640,8 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
   } else if (!skipped) {
     record_error(s, xn, ks, NULL);
   }
+  if (ok && s->x->check_numerics && check_numerics(s, xn, out))
+    ok = 0;
   if (s->md && ok) {
     int64_t bytes = 0;
     for (int k = 0; k < xn->num_outputs; k++)

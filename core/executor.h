@@ -95,6 +95,8 @@ typedef struct wf__exec {
   /* Some partition is on a device with memory of its own: tensors are
    * checked at the partitions' borders and fetches copied to the host. */
   int device_memory;
+  /* [debug] check_numerics: float outputs are checked for NaN and Inf. */
+  int check_numerics;
 } wf__exec;
 
 /* Builds the executor for sig on g's runtime: the working graph (passes),

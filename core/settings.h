@@ -46,6 +46,9 @@ struct wf_config {
   /* [cluster] (weft/cluster.h) */
   wf__strlist cluster_transport; /* transport = mpi | none (empty: first) */
   int cluster_heartbeat_timeout_ms; /* 0: the default, 10 s */
+  /* [debug] */
+  int check_numerics; /* check_numerics = true: a float output holding
+                         NaN or Inf fails the step at its node */
   /* Files loaded, for messages. */
   wf__strlist files;
 };

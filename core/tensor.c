@@ -335,6 +335,54 @@ double wf_tensor_element(const wf_tensor *t, int64_t i) {
   }
 }
 
+int64_t wf__tensor_count_nonfinite(const wf_tensor *t, int64_t *nan,
+                                   int64_t *inf, int64_t *first) {
+  int64_t n = wf_tensor_count(t), bad = 0;
+  *first = -1;
+  /* By the bits: an all-ones exponent is NaN (mantissa set) or Inf. */
+  for (int64_t i = 0; i < n; i++) {
+    int is_nan, is_inf;
+    switch (t->dtype) {
+    case WF_FLOAT32: {
+      uint32_t b;
+      memcpy(&b, (const char *)t->data + i * 4, 4);
+      is_nan = (b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu);
+      is_inf = (b & 0x7FFFFFFFu) == 0x7F800000u;
+      break;
+    }
+    case WF_FLOAT64: {
+      uint64_t b;
+      memcpy(&b, (const char *)t->data + i * 8, 8);
+      is_nan = (b & 0x7FF0000000000000ull) == 0x7FF0000000000000ull &&
+               (b & 0x000FFFFFFFFFFFFFull);
+      is_inf = (b & 0x7FFFFFFFFFFFFFFFull) == 0x7FF0000000000000ull;
+      break;
+    }
+    case WF_FLOAT16: {
+      uint16_t b = ((const uint16_t *)t->data)[i];
+      is_nan = (b & 0x7C00) == 0x7C00 && (b & 0x03FF);
+      is_inf = (b & 0x7FFF) == 0x7C00;
+      break;
+    }
+    case WF_BFLOAT16: {
+      uint16_t b = ((const uint16_t *)t->data)[i];
+      is_nan = (b & 0x7F80) == 0x7F80 && (b & 0x007F);
+      is_inf = (b & 0x7FFF) == 0x7F80;
+      break;
+    }
+    default:
+      return 0;
+    }
+    if (is_nan || is_inf) {
+      if (bad++ == 0)
+        *first = i;
+      *nan += is_nan;
+      *inf += is_inf;
+    }
+  }
+  return bad;
+}
+
 char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
                     size_t len) {
   char shape[160];

@@ -109,6 +109,11 @@ int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
 /* IEEE half and bfloat16 to and from float (core/dtype.c): exact widening;
  * narrowing rounds to nearest even, overflow to infinity, NaN stays NaN. */
 float wf__half_to_float(uint16_t h);
+/* Counts the NaN and Inf elements of t (a float dtype, in host memory):
+ * adds them to *nan and *inf, sets *first to the index of the first one
+ * (-1 when none) and returns how many there are. */
+int64_t wf__tensor_count_nonfinite(const wf_tensor *t, int64_t *nan,
+                                   int64_t *inf, int64_t *first);
 uint16_t wf__float_to_half(float f);
 float wf__bf16_to_float(uint16_t h);
 uint16_t wf__float_to_bf16(float f);

@@ -27,3 +27,12 @@ tests_session_test_backends_SOURCES = tests/session/test_backends.c
 tests_session_test_backends_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_session_test_backends_CFLAGS = $(TEST_CFLAGS)
 tests_session_test_backends_LDADD = $(TEST_LDADD)
+
+# [debug] check_numerics and the CheckNumerics op, with the build tree's
+# plugins.
+check_PROGRAMS += tests/session/test_check_numerics
+TESTS += tests/session/test_check_numerics
+tests_session_test_check_numerics_SOURCES = tests/session/test_check_numerics.c
+tests_session_test_check_numerics_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_check_numerics_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_check_numerics_LDADD = $(TEST_LDADD)

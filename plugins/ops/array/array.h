@@ -143,10 +143,10 @@ int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out, wf_status *st);
 /* ---- what plugin.c lists ------------------------------------------------- */
 
 extern const wf_op_def ary_const_op, ary_placeholder_op, ary_identity_op,
-    ary_stop_gradient_op, ary_noop_op, ary_fill_op, ary_zeros_like_op,
+    ary_stop_gradient_op, ary_check_numerics_op, ary_noop_op, ary_fill_op, ary_zeros_like_op,
     ary_ones_like_op, ary_shape_op, ary_size_op;
 extern const wf_kernel_def ary_const_kernel, ary_identity_kernel,
-    ary_stop_gradient_kernel, ary_noop_kernel, ary_fill_kernel,
+    ary_stop_gradient_kernel, ary_check_numerics_kernel, ary_noop_kernel, ary_fill_kernel,
     ary_zeros_like_kernel, ary_ones_like_kernel, ary_shape_kernel,
     ary_size_kernel;
 

@@ -381,6 +381,7 @@ static int grad_gather_grad(wf_grad_ctx *ctx, wf_status *st) {
 
 static const wf_gradient_def gradient_defs[] = {
     GRADIENT("Identity", grad_identity),
+    GRADIENT("CheckNumerics", grad_identity),
     GRADIENT("Reshape", grad_reshape),
     GRADIENT("Squeeze", grad_reshape),
     GRADIENT("ExpandDims", grad_reshape),
@@ -412,7 +413,7 @@ static const wf_gradient_def gradient_defs[] = {
 };
 
 #define NGRADS (sizeof gradient_defs / sizeof gradient_defs[0])
-_Static_assert(NGRADS == 27, "list every entry of gradient_defs below");
+_Static_assert(NGRADS == 28, "list every entry of gradient_defs below");
 
 const wf_gradient_def *const ary_gradients[NGRADS + 1] = {
     &gradient_defs[0],  &gradient_defs[1],
@@ -428,4 +429,4 @@ const wf_gradient_def *const ary_gradients[NGRADS + 1] = {
     &gradient_defs[20], &gradient_defs[21],
     &gradient_defs[22], &gradient_defs[23],
     &gradient_defs[24], &gradient_defs[25],
-    &gradient_defs[26], NULL};
+    &gradient_defs[26], &gradient_defs[27], NULL};

@@ -1,6 +1,6 @@
 /* plugins/ops/array/source.c — ops that make or forward whole tensors:
- * Const, Placeholder, Identity, StopGradient, NoOp, Fill, ZerosLike,
- * OnesLike, Shape and Size. Placeholder has no kernel: the executor feeds
+ * Const, Placeholder, Identity, StopGradient, CheckNumerics, NoOp, Fill,
+ * ZerosLike, OnesLike, Shape and Size. Placeholder has no kernel: the executor feeds
  * it. Gradients are not defined here (plugin.c marks the ones that have
  * none). */
 #include <config.h>
@@ -160,6 +160,90 @@ const wf_op_def ary_stop_gradient_op = {
 
 const wf_kernel_def ary_stop_gradient_kernel = ARY_KERNEL(
     "StopGradient", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, forward_compute);
+
+/* ---- CheckNumerics -------------------------------------------------------- */
+
+/* The NaN and Inf elements of x (a float dtype), by the bits: an all-ones
+ * exponent. *first: the index of the first (-1 when none). */
+static int64_t count_nonfinite(const wf_tensor *x, int64_t *first) {
+  const wf_host *h = opc_host();
+  int64_t n = h->tensor_count(x), bad = 0;
+  const unsigned char *p = h->tensor_data(x);
+  int32_t dtype = h->tensor_dtype(x);
+
+  *first = -1;
+  for (int64_t i = 0; i < n; i++) {
+    int nf;
+    if (dtype == WF_FLOAT32) {
+      uint32_t b;
+      memcpy(&b, p + i * 4, 4);
+      nf = (b & 0x7F800000u) == 0x7F800000u;
+    } else if (dtype == WF_FLOAT64) {
+      uint64_t b;
+      memcpy(&b, p + i * 8, 8);
+      nf = (b & 0x7FF0000000000000ull) == 0x7FF0000000000000ull;
+    } else {
+      uint16_t b;
+      memcpy(&b, p + i * 2, 2);
+      nf = dtype == WF_FLOAT16 ? (b & 0x7C00) == 0x7C00
+                               : (b & 0x7F80) == 0x7F80;
+    }
+    if (nf && bad++ == 0)
+      *first = i;
+  }
+  return bad;
+}
+
+static int check_numerics_compute(wf_kernel_ctx *ctx, void *state,
+                                  wf_status *st) {
+  const wf_host *h = opc_host();
+  const wf_tensor *x;
+  wf_attr_value v;
+  int64_t first, bad;
+
+  if (opc_kernel_input(ctx, 0, &x, NULL, st))
+    return h->status_code(st);
+  bad = count_nonfinite(x, &first);
+  if (bad > 0) {
+    const char *msg = h->kernel_attr(ctx, "message", &v) == 0 &&
+                              v.type == WF_ATTR_STRING && v.u.s
+                          ? v.u.s
+                          : "";
+    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    "%s%s%" PRId64 " NaN or Inf values of %" PRId64
+                    " (the first at element %" PRId64 ")",
+                    msg, *msg ? ": " : "", bad, h->tensor_count(x), first);
+  }
+  /* Forwarded, not copied, as Identity. */
+  return h->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
+}
+
+static const wf_arg_def float_inputs[] = {
+    WF_ARG_T("input", "T", "any shape, e.g. (N, D)"), WF_ARG_END};
+static const wf_attr_def check_numerics_attrs[] = {
+    ARY_ATTR_TYPE("T", WF_DTYPES_FLOAT, "element type"),
+    {WF_STRUCT_INIT(wf_attr_def), .name = "message", .type = WF_ATTR_STRING,
+     .has_default = 1,
+     .default_value = {.type = WF_ATTR_STRING, .count = 1, .u.s = ""},
+     .doc = "put before the count in the error"},
+    WF_ATTR_END};
+
+const wf_op_def ary_check_numerics_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "CheckNumerics",
+    .inputs = float_inputs,
+    .outputs = unary_outputs,
+    .attrs = check_numerics_attrs,
+    .shape_fn = same_shape,
+    .doc = "Outputs its input unchanged (the same tensor) when it holds no "
+           "NaN or Inf; otherwise fails the step with INVALID_ARGUMENT, "
+           "'message' followed by the count of such values and the index "
+           "of the first. Its gradient passes the incoming one through "
+           "unchecked."};
+
+const wf_kernel_def ary_check_numerics_kernel =
+    ARY_KERNEL("CheckNumerics", "T", WF_DTYPES_FLOAT, 0,
+               check_numerics_compute);
 
 /* ---- NoOp
  * --------------------------------------------------------------------- */
