@@ -76,7 +76,17 @@ class Model:
         return len(self._m.variables())
 
     def init_op(self):
-        return self.graph._op(self._m.init_op())
+        """The operation assigning every variable its initial value (made
+        again when variables were added since the last call)."""
+        n = self._num_variables()
+        cached = getattr(self, "_init", None)
+        if cached is not None and cached[0] == n:
+            return cached[1]
+        # The core names it "init": a scope keeps several models apart.
+        with self.graph.name_scope("model"):
+            op = self.graph._op(self._m.init_op())
+        self._init = (n, op)
+        return op
 
     # layers
     def dense(self, x, units, activation=None, kernel_initializer=None):
