@@ -502,10 +502,23 @@ wf_tensor *wp_to_tensor(PyObject *obj, wf_dtype want, const char *what) {
       return (wf_tensor *)wp_raise_code(
           WF_INVALID_ARGUMENT, "%s: a %s value cannot be made from Python",
           what, wf_dtype_name(want));
-    arr = PyObject_CallFunction(np_ascontiguousarray, "Os", obj,
-                                wf_dtype_name(want));
+    arr = PyObject_CallFunction(np_asarray, "Os", obj, wf_dtype_name(want));
   } else {
-    arr = PyObject_CallFunctionObjArgs(np_ascontiguousarray, obj, NULL);
+    arr = PyObject_CallFunctionObjArgs(np_asarray, obj, NULL);
+  }
+  if (arr && PyObject_CheckBuffer(arr)) {
+    /* numpy.ascontiguousarray makes 0-d arrays 1-d: only for the others,
+     * which may be strided. */
+    Py_buffer probe;
+    if (PyObject_GetBuffer(arr, &probe, PyBUF_C_CONTIGUOUS) == 0) {
+      PyBuffer_Release(&probe);
+    } else {
+      PyErr_Clear();
+      PyObject *c = PyObject_CallFunctionObjArgs(np_ascontiguousarray, arr,
+                                                 NULL);
+      Py_DECREF(arr);
+      arr = c;
+    }
   }
   if (!arr) {
     /* Keep the cause, say where it happened. */

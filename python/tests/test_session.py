@@ -208,3 +208,15 @@ def test_session_with_its_own_config(graph):
         np.testing.assert_array_equal(s.run(z, {x: [1.0]}), [4.0])
     with pytest.raises(weft.InvalidArgumentError, match="no_such"):
         weft.Session(graph, config={"threads": {"no_such": 1}})
+
+
+def test_scalar_and_strided_feeds(graph):
+    x = weft.placeholder(weft.float32, (), name="s")
+    y = x * 2.0
+    v = weft.placeholder(weft.int64, (3,), name="v")
+    with weft.Session(graph) as s:
+        r = s.run(y, {x: 1.5})
+        assert r.shape == () and r == 3.0
+        assert s.run(y, {x: np.float64(2.0)}) == 4.0
+        np.testing.assert_array_equal(
+            s.run(weft.identity(v), {v: np.arange(6)[::2]}), [0, 2, 4])

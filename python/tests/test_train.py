@@ -144,3 +144,34 @@ def test_saved_model(tmp_path):
         sm.run({"nope": xs})
     with pytest.raises(weft.NotFoundError):
         sm.run({"x": xs}, signature="other")
+
+
+@pytest.mark.parametrize("opt", [
+    weft.train.GradientDescentOptimizer(0.1),
+    weft.train.MomentumOptimizer(0.05, momentum=0.9),
+    weft.train.AdamOptimizer(0.1)], ids=["sgd", "momentum", "adam"])
+def test_minimize_python_variables(opt):
+    """Least squares on weft.Variable objects, updated by apply ops."""
+    r = np.random.default_rng(1)
+    xs = r.normal(0, 1, (64, 3)).astype(np.float32)
+    ys = xs @ np.array([1.0, -2.0, 0.5], np.float32) + 0.3
+    g = weft.Graph()
+    with g.as_default():
+        x = weft.placeholder(weft.float32, (None, 3))
+        y = weft.placeholder(weft.float32, (None,))
+        w = weft.Variable(np.zeros(3, np.float32), name="w")
+        b = weft.Variable(np.float32(0.0), name="b")
+        pred = weft.reduce_sum(x * w, axes=[1]) + b
+        err = pred - y
+        loss = weft.reduce_mean(err * err)
+        train = opt.minimize(loss, var_list=[w, b])
+        init = weft.global_variables_initializer()
+    with weft.Session(g) as s:
+        s.run(init)
+        for _ in range(300):
+            s.run(train, {x: xs, y: ys})
+        rw, rb = s.run([w, b])
+    np.testing.assert_allclose(rw, [1.0, -2.0, 0.5], atol=0.02)
+    assert abs(rb - 0.3) < 0.02
+    with pytest.raises(weft.UnimplementedError):
+        weft.train.RMSPropOptimizer(0.1).minimize(loss, var_list=[w])

@@ -576,7 +576,8 @@ def _attr_value(adef, v, what="attribute"):
     if base == 6:
         return None if v is None else tuple(v)
     if base == 7:
-        return _np.ascontiguousarray(v)
+        a = _np.asarray(v)
+        return a if a.flags.c_contiguous else _np.ascontiguousarray(a)
     return v
 
 

@@ -4,6 +4,8 @@ checkpoints in a directory, the latest one, reading one back."""
 
 import os
 
+import numpy as _np
+
 from . import _weft
 from .layers import default_model
 
@@ -56,9 +58,13 @@ class Optimizer:
     def _options(self):
         return dict(self.options)
 
-    def minimize(self, loss, model=None):
-        """The training-step operation for model's (default: the graph's
-        default model's) trainable variables."""
+    def minimize(self, loss, model=None, var_list=None):
+        """The training-step operation. With var_list (weft.Variable
+        objects) it updates those, from the gradients of loss with respect
+        to their values (Variable.value()); otherwise it trains model's (by
+        default the graph's default model's) trainable variables."""
+        if var_list is not None:
+            return _minimize_variables(self, loss, list(var_list))
         if model is None:
             model = default_model(getattr(loss, "graph", None))
         return model.minimize(loss, self)
@@ -116,6 +122,63 @@ class AdagradOptimizer(Optimizer):
         super().__init__(learning_rate,
                          initial_accumulator=float(initial_accumulator_value),
                          epsilon=float(epsilon), **kw)
+
+
+def _minimize_variables(opt, loss, var_list):
+    """Apply ops for weft.Variable objects: gradient descent, momentum and
+    Adam at a constant learning rate, their slots made as variables."""
+    from . import gradients, constant, control_dependencies, raw_ops
+    from .variables import Variable
+    o = opt.options
+    if "schedule" in o or o.get("clip_norm") or o.get("warmup_steps"):
+        raise _weft.UnimplementedError(
+            "minimize(var_list=...): schedules, warm-up and clipping need a "
+            "weft.Model")
+    if o["kind"] not in (0, 1, 2) or o.get("amsgrad"):
+        raise _weft.UnimplementedError(
+            "minimize(var_list=...) supports gradient descent, momentum and "
+            "Adam; other optimizers need a weft.Model")
+    if not var_list or not all(isinstance(v, Variable) for v in var_list):
+        raise TypeError("weft: var_list holds weft.Variable objects")
+    g = var_list[0].graph
+    with g.as_default():
+        grads = gradients(loss, [v.value() for v in var_list])
+        updates = []
+        step = None
+        with g.name_scope("train"):
+            if o["kind"] == 2:
+                step = Variable(_np.int64(0), name="step", trainable=False)
+                inc = step.assign_add(_np.int64(1))
+                with control_dependencies([inc]):
+                    t = step.read_value()
+            for v, d in zip(var_list, grads):
+                if d is None:
+                    continue
+                if isinstance(d, tuple):
+                    raise _weft.UnimplementedError(
+                        "minimize(var_list=...): sparse gradient of '%s'" %
+                        v.name)
+                lr = constant(o["learning_rate"], dtype=v.dtype)
+                zeros = _np.zeros(v.shape, v.dtype.numpy)
+                if o["kind"] == 0:
+                    updates.append(raw_ops.ApplyGradientDescent(
+                        v.handle, lr, d))
+                elif o["kind"] == 1:
+                    acc = Variable(zeros, name="momentum", trainable=False)
+                    updates.append(raw_ops.ApplyMomentum(
+                        v.handle, acc.handle, lr, d,
+                        constant(o["momentum"], dtype=v.dtype),
+                        use_nesterov=bool(o.get("nesterov"))))
+                else:
+                    m = Variable(zeros, name="m", trainable=False)
+                    vv = Variable(zeros, name="v", trainable=False)
+                    updates.append(raw_ops.ApplyAdam(
+                        v.handle, m.handle, vv.handle, vv.handle, lr,
+                        constant(o["beta1"], dtype=v.dtype),
+                        constant(o["beta2"], dtype=v.dtype),
+                        constant(o["epsilon"], dtype=v.dtype), d, t))
+            with control_dependencies(updates):
+                return raw_ops.NoOp(name="step")
 
 
 def get_global_step(model=None):
