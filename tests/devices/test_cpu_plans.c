@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "host.h"
-#include "status.h"
+#include "plugin/host.h"
+#include "graph/status_internal.h"
 
 /* What cpu_kernels.c provides the plans in the plugin. */
 static dnnl_engine_t engine;
