@@ -14,10 +14,10 @@
 #include <weft/layers.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "layers_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* ---- small builders ------------------------------------------------------ */
 

@@ -4,7 +4,7 @@ noinst_LTLIBRARIES += core/libweftcore.la
 # Each room of the core (one stage of the pipeline) lists its own sources in
 # its local.mk, below; a room includes only headers of its own room and of
 # the rooms under it (tests/core/check_rooms.sh):
-#   graph <- plugin <- compile <- exec <- data <- io <- dist
+#   base <- graph <- plugin <- compile <- exec <- data <- io <- dist <- host
 core_libweftcore_la_SOURCES =
 nodist_core_libweftcore_la_SOURCES =
 core_libweftcore_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core -I$(top_builddir)/core \
@@ -50,6 +50,7 @@ weftinclude_HEADERS += \
 	sdk/include/weft/weft.h
 
 
+include core/base/local.mk
 include core/graph/local.mk
 include core/plugin/local.mk
 include core/compile/local.mk
@@ -57,6 +58,7 @@ include core/exec/local.mk
 include core/data/local.mk
 include core/io/local.mk
 include core/dist/local.mk
+include core/host/local.mk
 # The training helpers still inside the core (layers, optimizers,
 # data-parallel training).
 core_libweftcore_la_SOURCES += \

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/optimize.h"
 #include "compile/partition.h"
 #include "compile/placement.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 static const char *const palette[] = {"#cfe2f3", "#d9ead3", "#fce5cd",
                                       "#ead1dc", "#fff2cc", "#d0e0e3",

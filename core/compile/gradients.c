@@ -15,11 +15,11 @@
 #include <weft/gradients.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* ---- adding nodes from flat input lists ------------------------------------ */
 

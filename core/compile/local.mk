@@ -12,4 +12,5 @@ core_libweftcore_la_SOURCES += \
 	core/compile/pass_fusion.c \
 	core/compile/partition.c core/compile/partition.h \
 	core/compile/placement.c core/compile/placement.h \
+	core/compile/plan.h \
 	core/compile/prune.c core/compile/prune.h

@@ -1,4 +1,4 @@
-/* core/compile/memplan.c — memory planning for the partitions of an executor (the
+/* core/compile/memplan.c — memory planning for the partitions of a signature (the
  * offsets of statically sized outputs in one arena per partition, shared by
  * outputs whose lifetimes do not overlap; and, per partition, a few plans
  * placed by the shapes a step's kernels actually asked for, keyed by the
@@ -18,12 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/alloc.h"
-#include "exec/executor.h"
+#include "base/alloc.h"
+#include "compile/plan.h"
+#include "plugin/runtime_internal.h"
 #include "graph/graph_internal.h"
 #include "plugin/runtime_internal.h"
 #include "plugin/settings.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 /* Dependencies are tracked as ancestor bit sets up to this many nodes per
@@ -780,69 +781,36 @@ static plan_cache *cache_new(int nfeeds) {
   return c;
 }
 
-int wf__memplan_build(wf__exec *x, wf_status *st) {
-  const wf_config *cfg = x->rt->cfg;
+int wf__memplan_build(const wf_runtime *rt, wf__part *parts, int num_parts,
+                      int nfeeds, wf_status *st) {
+  const wf_config *cfg = rt->cfg;
   int32_t inter, intra;
   if (!cfg->memory_plan)
     return 0;
   wf__threads(cfg, &inter, &intra);
-  for (int p = 0; p < x->num_parts; p++) {
-    wf__part *pt = &x->parts[p];
+  for (int p = 0; p < num_parts; p++) {
+    wf__part *pt = &parts[p];
     if (pt->memory)
       continue; /* device memory: the device's allocator caches */
     /* A session runs steps on the caller's thread alone unless it has
      * executor threads or the device pinned threads of its own (see
      * core/exec/session.c). */
-    const wf_device_desc *dd = &x->rt->devices[pt->device].desc;
+    const wf_device_desc *dd = &rt->devices[pt->device].desc;
     int threaded = inter > 1 || (dd->cpus[0] && cfg->pin);
     if (plan_part(pt, threaded, NULL, NULL, &pt->mem) ||
-        (needs_cache(pt) && !(pt->mem->cache = cache_new(x->nfeeds))))
+        (needs_cache(pt) && !(pt->mem->cache = cache_new(nfeeds))))
       return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                            "memory planning of the %d nodes on %s: out of "
                            "memory",
                            pt->num_nodes,
-                           x->rt->devices[pt->device].desc.name);
+                           rt->devices[pt->device].desc.name);
     pt->mem->pt = pt;
     pt->mem->threaded = threaded;
     /* The slots the caller fills: never written in place. */
-    for (int k = 0; k < pt->feed_begin[x->nfeeds]; k++)
+    for (int k = 0; k < pt->feed_begin[nfeeds]; k++)
       pt->mem->fed[pt->feed_slots[k]] = 1;
   }
   return 0;
-}
-
-/* ---- meters --------------------------------------------------------------- */
-
-struct wf__meter {
-  atomic_long refs;  /* the arena's, and one per counted tensor */
-  atomic_uint epoch; /* the step being counted */
-  atomic_llong live; /* bytes of its step's counted tensors alive now */
-  atomic_llong peak; /* the most live has been in its step */
-};
-
-static void meter_unref(wf__meter *m) {
-  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
-    wf__free(m);
-}
-
-void wf__meter_add(wf__meter *m, size_t nbytes) {
-  atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
-  long long now = atomic_fetch_add_explicit(&m->live, (long long)nbytes,
-                                            memory_order_relaxed) +
-                  (long long)nbytes;
-  long long peak = atomic_load_explicit(&m->peak, memory_order_relaxed);
-  while (now > peak &&
-         !atomic_compare_exchange_weak_explicit(&m->peak, &peak, now,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed))
-    ;
-}
-
-void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch) {
-  if (atomic_load_explicit(&m->epoch, memory_order_relaxed) == epoch)
-    atomic_fetch_sub_explicit(&m->live, (long long)nbytes,
-                              memory_order_relaxed);
-  meter_unref(m);
 }
 
 /* ---- arenas --------------------------------------------------------------- */
@@ -935,7 +903,7 @@ void wf__arena_release(wf__arena *a) {
   if (!a)
     return;
   arena_drop_plan(a);
-  meter_unref(a->meter);
+  wf__meter_unref(a->meter);
   wf__free(a->key);
   wf__free(a->made);
   wf__free(a->made_shape);

@@ -44,19 +44,22 @@
 #include <stdint.h>
 
 #include <weft/status.h>
+#include <weft/runtime.h>
 #include <weft/tensor.h>
 
 struct wf__part;
-struct wf__exec;
 typedef struct wf__meter wf__meter;
 
 /* The plan of one partition (immutable once built, shared by every step). */
 typedef struct wf__memplan wf__memplan;
 
-/* Plans every partition of x (x->parts[p].mem), unless the config's
- * [passes] memory_plan is false (then every mem stays NULL). Returns 0, or
- * RESOURCE_EXHAUSTED with st naming the partition's device. */
-int wf__memplan_build(struct wf__exec *x, wf_status *st);
+/* Plans every partition (parts[p].mem; nfeeds: the signature's feeds),
+ * unless rt's config has [passes] memory_plan false (then every mem stays
+ * NULL). Returns 0, or RESOURCE_EXHAUSTED with st naming the partition's
+ * device. */
+struct wf__part;
+int wf__memplan_build(const wf_runtime *rt, struct wf__part *parts,
+                      int num_parts, int nfeeds, wf_status *st);
 /* Frees a partition's plan (and the plans its steps learned that no arena
  * holds any more). */
 void wf__memplan_free(wf__memplan *p);
@@ -126,14 +129,6 @@ struct wf_kernel_ctx;
 wf_tensor *wf__kernel_output_forward(struct wf_kernel_ctx *ctx, int32_t i,
                                      const int32_t *candidates, int32_t n,
                                      const wf_shape *shape, wf_status *st);
-
-/* ---- meters (what wf_tensor_release calls back) ------------------------- */
-
-/* Counts nbytes more live for the meter's current step (and keeps m). */
-void wf__meter_add(wf__meter *m, size_t nbytes);
-/* A counted tensor of step `epoch` went: nbytes fewer live if that is still
- * the current step; drops the tensor's hold on m. */
-void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch);
 
 /* ---- what tests count ----------------------------------------------------- */
 

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/settings.h"
 #include "graph/graph_internal.h"
 #include "compile/optimize.h"
 #include "compile/passes.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* The passes, in the order they run, each switched by a [passes] key. */
 static const struct {

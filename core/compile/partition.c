@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/partition.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 typedef struct transfer {
   wf_output src;

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/passes.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* ---- reading the graph ------------------------------------------------- */
 

@@ -14,14 +14,14 @@
 #include <string.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/settings.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "exec/kernel.h"
 #include "compile/passes.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 #define FOLD_NEVER (WF_OP_STATEFUL | WF_OP_RANDOM | WF_OP_SOURCE_FED)
 

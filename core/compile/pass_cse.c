@@ -9,11 +9,11 @@
 
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/attr.h"
 #include "graph/graph_internal.h"
 #include "compile/passes.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Nodes whose every execution may differ from another's (state, effects,
  * random streams keyed by node) or that stand for a feed are never merged. */

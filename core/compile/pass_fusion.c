@@ -15,12 +15,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/passes.h"
 #include "plugin/registry.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* The activations the fused kernels apply after the bias. */
 static const char *const activations[] = {"Relu", "Sigmoid", "Tanh",

@@ -16,15 +16,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "exec/kernel.h"
 #include "dist/cluster_internal.h"
 #include "compile/placement.h"
 #include "plugin/runtime_internal.h"
 #include "plugin/settings.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 void wf__placement_deinit(wf__placement *p) {
   for (int i = 0; i < p->num_notes; i++) {

@@ -5,10 +5,10 @@
 
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/prune.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 int wf__signature_fed(const wf__signature *sig, const wf_node *n, int index,
                       int *which) {

@@ -10,10 +10,10 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "data/dataset.h"
 #include "exec/kernel.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 /* ---- a session's iterators --------------------------------------------------- */

@@ -10,9 +10,9 @@
 
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "data/dataset.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 typedef struct slot {

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/attr.h"
 #include "data/dataset.h"
 #include "graph/graph_internal.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Bounds that keep a broken reader from making us allocate absurdly. */
 #define MAX_FIELDS 1024

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "data/dataset.h"
-#include "plugin/host.h"
-#include "graph/status_internal.h"
+#include "base/log.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 #define POSITION_MAGIC "WFDP"

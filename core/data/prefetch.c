@@ -11,9 +11,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "data/dataset.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 typedef struct item {
   int code;  /* WF__ELEMENT, WF__END or -code */

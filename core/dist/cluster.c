@@ -16,12 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "dist/cluster_internal.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "exec/kernel.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 #include <weft/cluster.h>
 
@@ -243,6 +243,7 @@ wf__cluster *wf__cluster_get(wf_runtime *rt, wf_status *st) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "cluster: out of memory");
     goto out;
   }
+  rt->leave_job = wf__cluster_free;
   atomic_store(&rt->cluster, c);
 out:
   pthread_mutex_unlock(&join_mu);

@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "dist/cluster_internal.h"
 #include "data/dataset.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
-#include "graph/status_internal.h"
+#include "base/log.h"
+#include "base/status_internal.h"
 #include "exec/variables.h"
 #include <weft/cluster.h>
 #include <weft/graph_file.h>

@@ -11,7 +11,7 @@
 
 #include "exec/core_ops.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "exec/kernel.h"
 #include "exec/rendezvous.h"
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "dist/cluster_internal.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
@@ -33,8 +33,9 @@
 #include "compile/placement.h"
 #include "exec/rendezvous.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
+#include "plugin/device_memory.h"
 
 /* ---- building ---------------------------------------------------------------- */
 
@@ -270,7 +271,7 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
     const wf_attr_value *t = wf__node_attr(fn, "tensor");
     x->feed_names[f] = t && t->u.s && t->u.s[0] ? t->u.s : fn->name;
   }
-  if (wf__memplan_build(x, st))
+  if (wf__memplan_build(x->rt, x->parts, x->num_parts, x->nfeeds, st))
     goto fail;
   wf__free(keep);
   wf__free(plan_of);

@@ -16,13 +16,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/memplan.h"
 #include "compile/placement.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
+#include "plugin/device_memory.h"
 
 /* ---- selection ---------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
-# core/exec — running compiled graphs: executors, kernel contexts, the
-# thread pools, rendezvous, variables, run metadata, sessions and the core's
+# core/exec — running compiled graphs: executors, kernel contexts,
+# rendezvous, variables, run metadata, sessions and the core's
 # own ops. Above core/compile.
 core_libweftcore_la_SOURCES += \
 	core/exec/core_ops.c core/exec/core_ops.h \
@@ -8,5 +8,4 @@ core_libweftcore_la_SOURCES += \
 	core/exec/metadata.c \
 	core/exec/rendezvous.c core/exec/rendezvous.h \
 	core/exec/session.c core/exec/session_internal.h \
-	core/exec/threadpool.c core/exec/threadpool.h \
 	core/exec/variables.c core/exec/variables.h

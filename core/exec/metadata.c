@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 wf_run_metadata *wf_run_metadata_new(void) {
   return wf__calloc(1, sizeof(wf_run_metadata));

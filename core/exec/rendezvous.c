@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "exec/kernel.h"
 #include "exec/rendezvous.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 typedef struct slot {

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "dist/cluster_internal.h"
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "data/dataset.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
 #include "plugin/runtime_internal.h"
 #include "exec/session_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "exec/variables.h"
 
 #define CACHE_SIZE 64

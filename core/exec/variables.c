@@ -7,12 +7,13 @@
 
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "exec/kernel.h"
 #include "graph/graph_internal.h"
-#include "graph/status_internal.h"
-#include "graph/strmap.h"
+#include "base/status_internal.h"
+#include "base/strmap.h"
 #include "graph/tensor_internal.h"
+#include "plugin/device_memory.h"
 #include "exec/variables.h"
 
 struct wf__varstore {

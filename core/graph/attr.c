@@ -13,7 +13,7 @@
 #include <string.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 
 /* Element size of list items stored as plain arrays; 0 for strings and
  * tensors, which need per-item work. */

@@ -16,10 +16,9 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/attr.h"
-#include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Most tensors one list output may expand to: a bound that keeps a wild
  * number attribute from asking for absurd amounts of memory. */
@@ -107,15 +106,25 @@ static int edge_reserve(wf_node ***arr, int n, int extra) {
   return reserve_pow2(arr, n, extra, sizeof **arr);
 }
 
+int wf__op_attr_index(const wf__op *op, const char *name) {
+  for (int i = 0; i < op->num_attrs; i++)
+    if (strcmp(op->attrs[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
 /* ---- graph --------------------------------------------------------------- */
 
-wf_graph *wf_graph_new(wf_runtime *rt) {
+wf_graph *wf__graph_new(wf_runtime *rt, wf__op_lookup_fn *find_op,
+                        const void *ops) {
   wf_graph *g;
-  assert(rt);
+  assert(rt && find_op);
   g = wf__calloc(1, sizeof *g);
   if (!g)
     return NULL;
   g->rt = rt;
+  g->find_op = find_op;
+  g->ops = ops;
   wf__strmap_init(&g->names);
   return g;
 }
@@ -1205,7 +1214,7 @@ wf_node *wf_node_desc_finish(wf_node_desc *d, wf_status *st) {
   }
   if (choose_name(&p, st))
     goto done;
-  p.op = wf__registry_find_op(p.g->rt->reg, d->op);
+  p.op = p.g->find_op(p.g->ops, d->op);
   if (!p.op) {
     wf_status_set(st, WF_NOT_FOUND,
                   "node '%s': op '%s' is not registered by any loaded plugin",

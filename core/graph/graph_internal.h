@@ -5,8 +5,8 @@
 
 #include <weft/graph.h>
 
-#include "plugin/registry.h"
-#include "graph/strmap.h"
+#include "graph/op.h"
+#include "base/strmap.h"
 
 typedef struct wf__attr {
   char *name;
@@ -36,7 +36,9 @@ struct wf_node {
 };
 
 struct wf_graph {
-  wf_runtime *rt;
+  wf_runtime *rt;      /* borrowed, opaque here (core/plugin) */
+  wf__op_lookup_fn *find_op; /* how nodes' ops are found */
+  const void *ops;           /* find_op's table: the runtime's registry */
   wf_node **nodes;
   int num_nodes, cap_nodes;
   wf__strmap names;    /* node name -> node; also holds reserved scope names */
@@ -47,6 +49,12 @@ struct wf_graph {
   char **reserved;     /* names reserved by scopes (owned) */
   int num_reserved;
 };
+
+/* A new empty graph whose ops are found by find_op in ops; rt is kept for
+ * wf_graph_runtime. wf_graph_new (core/plugin/runtime.c) passes the
+ * runtime's registry. NULL when out of memory. */
+wf_graph *wf__graph_new(wf_runtime *rt, wf__op_lookup_fn *find_op,
+                        const void *ops);
 
 /* The attribute called name on n (defaults filled in), or NULL. */
 const wf_attr_value *wf__node_attr(const wf_node *n, const char *name);

@@ -12,6 +12,8 @@
 
 #include "graph/tensor_internal.h"
 
+#include <weft/plugin.h>
+
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
@@ -19,10 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/alloc.h"
-#include "compile/memplan.h"
-#include "graph/status_internal.h"
-#include "plugin/runtime_internal.h"
+#include "base/alloc.h"
+#include "base/status_internal.h"
 
 /* ---- the block cache ----------------------------------------------------
  *
@@ -163,7 +163,7 @@ int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
   return WF_OK;
 }
 
-static void tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
+void wf__tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
                         int rank, void *data, size_t nbytes) {
   t->dtype = dtype;
   wf_shape_init(&t->shape, dims, rank);
@@ -193,7 +193,7 @@ wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,
                   wf_dtype_name(dtype));
     return NULL;
   }
-  tensor_fill((wf_tensor *)block, dtype, dims, rank, block + DATA_OFFSET,
+  wf__tensor_fill((wf_tensor *)block, dtype, dims, rank, block + DATA_OFFSET,
               nbytes);
   return (wf_tensor *)block;
 }
@@ -225,7 +225,7 @@ wf_tensor *wf__tensor_new_metered(wf_dtype dtype, const wf_shape *shape,
 void wf__tensor_init_view(wf_tensor *t, wf_dtype dtype, const wf_shape *shape,
                           void *data, size_t nbytes, wf_dealloc_fn *done,
                           void *arg) {
-  tensor_fill(t, dtype, shape->dims, shape->rank, data, nbytes);
+  wf__tensor_fill(t, dtype, shape->dims, shape->rank, data, nbytes);
   t->dealloc = done;
   t->dealloc_arg = arg;
   t->wrapped = WF__TENSOR_VIEW;
@@ -257,7 +257,7 @@ wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
                   "tensor: out of memory wrapping a buffer");
     goto fail;
   }
-  tensor_fill(t, dtype, dims, rank, data, nbytes);
+  wf__tensor_fill(t, dtype, dims, rank, data, nbytes);
   t->dealloc = dealloc;
   t->dealloc_arg = arg;
   t->wrapped = WF__TENSOR_WRAPPED;
@@ -356,7 +356,7 @@ char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
   if (t->dtype == WF_RESOURCE)
     return buf;
   if (t->mem) {
-    PUT(" on %s", t->mem->desc.name);
+    PUT(" on %s", wf__tensor_memory_name(t));
     return buf;
   }
   PUT(" [");
@@ -403,121 +403,37 @@ wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
   return v;
 }
 
-/* ---- device memory -------------------------------------------------------- */
+/* ---- device memory ------------------------------------------------------ */
 
-int wf__dtype_movable(wf_dtype dtype) { return dtype != WF_RESOURCE; }
-
-const char *wf__tensor_place(const wf_tensor *t) {
-  return t->mem ? t->mem->desc.name : "host memory";
+const char *wf__tensor_memory_name(const wf_tensor *t) {
+  /* A device starts with its description (core/plugin/runtime_internal.h). */
+  return t->mem ? ((const wf_device_desc *)(const void *)t->mem)->name
+                : "host memory";
 }
 
-/* wf_dealloc_fn of device buffers: back to the device. */
-static void device_free(void *data, size_t len, void *arg) {
-  const wf__device *d = arg;
-  if (data)
-    d->type->def.free(d->desc.state, data, len);
+/* ---- meters --------------------------------------------------------------- */
+
+void wf__meter_unref(wf__meter *m) {
+  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    wf__free(m);
 }
 
-int wf__tensor_owns_buffer(const wf_tensor *t) {
-  return t->wrapped == WF__TENSOR_OWNED ||
-         (t->mem && t->dealloc == device_free && t->dealloc_arg == t->mem);
+void wf__meter_add(wf__meter *m, size_t nbytes) {
+  atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+  long long now = atomic_fetch_add_explicit(&m->live, (long long)nbytes,
+                                            memory_order_relaxed) +
+                  (long long)nbytes;
+  long long peak = atomic_load_explicit(&m->peak, memory_order_relaxed);
+  while (now > peak &&
+         !atomic_compare_exchange_weak_explicit(&m->peak, &peak, now,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
 }
 
-wf_tensor *wf__tensor_new_on(const wf__device *dev, wf_dtype dtype,
-                             const wf_shape *shape, wf_status *st) {
-  char buf[128];
-  size_t nbytes;
-  void *data = NULL;
-  wf_tensor *t;
-
-  if (!dev)
-    return wf__tensor_new_shape(dtype, shape, st);
-  if (!wf_shape_is_known(shape)) {
-    wf_status_set(st, WF_INVALID_ARGUMENT,
-                  "tensor: shape %s is not fully known",
-                  wf_shape_str(shape, buf, sizeof buf));
-    return NULL;
-  }
-  if (wf__tensor_check(dtype, shape->dims, shape->rank, &nbytes, st))
-    return NULL;
-  if (nbytes > 0 &&
-      !(data = dev->type->def.alloc(dev->desc.state, nbytes, 256))) {
-    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                  "tensor: %s has no memory left for %zu bytes of %s %s",
-                  dev->desc.name, nbytes, wf_dtype_name(dtype),
-                  wf_shape_str(shape, buf, sizeof buf));
-    return NULL;
-  }
-  t = wf__alloc(sizeof *t, 0);
-  if (!t) {
-    if (data)
-      dev->type->def.free(dev->desc.state, data, nbytes);
-    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                  "tensor: out of memory for a tensor on %s", dev->desc.name);
-    return NULL;
-  }
-  tensor_fill(t, dtype, shape->dims, shape->rank, data, nbytes);
-  t->dealloc = device_free;
-  t->dealloc_arg = (void *)dev;
-  t->wrapped = WF__TENSOR_WRAPPED;
-  t->mem = dev;
-  return t;
-}
-
-/* Copies t's bytes into out (same size), across memories as kind says. */
-static int copy_bytes(const wf__device *dev, wf_tensor *out,
-                      const wf_tensor *t, int32_t kind, wf_status *st) {
-  wf_status cs = {WF_OK, NULL};
-  int rc;
-
-  if (!t->nbytes)
-    return WF_OK;
-  rc = dev->type->def.copy(dev->desc.state, out->data, t->data, t->nbytes,
-                           kind, &cs);
-  if (!rc)
-    return WF_OK;
-  rc = wf_status_set(st, cs.code != WF_OK ? cs.code : WF_INTERNAL,
-                     "copying %zu bytes from %s to %s failed: %s", t->nbytes,
-                     wf__tensor_place(t), wf__tensor_place(out),
-                     cs.message ? cs.message : "no reason given");
-  wf_status_reset(&cs);
-  return rc;
-}
-
-wf_tensor *wf__tensor_to(const wf__device *dev, wf_tensor *t, wf_status *st) {
-  wf_tensor *out, *staged;
-
-  if (t->mem == dev || !wf__dtype_movable(t->dtype))
-    return wf_tensor_retain(t);
-  if (t->mem && dev) {
-    /* Between two devices: through the host. */
-    if (!(staged = wf__tensor_to(NULL, t, st)))
-      return NULL;
-    out = wf__tensor_to(dev, staged, st);
-    wf_tensor_release(staged);
-    return out;
-  }
-  out = wf__tensor_new_on(dev, t->dtype, &t->shape, st);
-  if (!out)
-    return NULL;
-  if (copy_bytes(dev ? dev : t->mem, out, t,
-                 dev ? WF_COPY_TO_DEVICE : WF_COPY_TO_HOST, st)) {
-    wf_tensor_release(out);
-    return NULL;
-  }
-  return out;
-}
-
-wf_tensor *wf__tensor_clone(const wf_tensor *t, wf_status *st) {
-  wf_tensor *out = wf__tensor_new_on(t->mem, t->dtype, &t->shape, st);
-  if (!out)
-    return NULL;
-  if (!t->mem) {
-    if (t->nbytes)
-      memcpy(out->data, t->data, t->nbytes);
-  } else if (copy_bytes(t->mem, out, t, WF_COPY_ON_DEVICE, st)) {
-    wf_tensor_release(out);
-    return NULL;
-  }
-  return out;
+void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch) {
+  if (atomic_load_explicit(&m->epoch, memory_order_relaxed) == epoch)
+    atomic_fetch_sub_explicit(&m->live, (long long)nbytes,
+                              memory_order_relaxed);
+  wf__meter_unref(m);
 }

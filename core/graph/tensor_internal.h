@@ -38,8 +38,22 @@ struct wf_tensor {
                                 release calls dealloc and frees nothing */
 
 /* Counts the bytes of live OWNED tensors made for the steps of one step
- * state (core/compile/memplan.c): what a step allocated beyond its arena. */
-typedef struct wf__meter wf__meter;
+ * state: what a step allocated beyond its arena (core/compile/memplan.c
+ * makes one per arena and reads it; tensors count themselves in and out). */
+typedef struct wf__meter {
+  atomic_long refs;  /* the arena's, and one per counted tensor */
+  atomic_uint epoch; /* the step being counted */
+  atomic_llong live; /* bytes of its step's counted tensors alive now */
+  atomic_llong peak; /* the most live has been in its step */
+} wf__meter;
+
+/* Counts nbytes more live for the meter's current step (and keeps m). */
+void wf__meter_add(wf__meter *m, size_t nbytes);
+/* A counted tensor of step `epoch` went: nbytes fewer live if that is still
+ * the current step; drops the tensor's hold on m. */
+void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch);
+/* Drops one hold on m; the last frees it. */
+void wf__meter_unref(wf__meter *m);
 
 /* Makes t (storage the caller owns) a VIEW of nbytes at data, with one
  * reference; done(data, nbytes, arg) runs when the last one goes. */
@@ -67,39 +81,16 @@ wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
 void wf__tensor_cache_clear(void);
 size_t wf__tensor_cache_bytes(void);
 
-/* ---- device memory (devices whose wf_device_def has copy) --------------- */
+/* ---- device memory (core/plugin/device_memory.h) ---------------------- */
 
-struct wf__device;
+/* Where t's values are, for messages: "host memory" or the device's name
+ * ("cuda:0"). */
+const char *wf__tensor_memory_name(const wf_tensor *t);
 
-/* Whether tensors of dtype may live in a device's memory: every dtype but
- * resource handles, which are host objects. */
-int wf__dtype_movable(wf_dtype dtype);
-
-/* A new tensor of dtype and shape (fully known) in dev's memory (dev NULL:
- * host memory), one reference; RESOURCE_EXHAUSTED naming the device when
- * its alloc fails. */
-wf_tensor *wf__tensor_new_on(const struct wf__device *dev, wf_dtype dtype,
-                             const wf_shape *shape, wf_status *st);
-
-/* t's values in dev's memory (NULL: host): a new reference to t itself
- * when they are there already (or t's dtype never moves), else a new
- * tensor copied with the devices' copy functions (device to device through
- * the host unless both are the same device). NULL with st set naming both
- * places when a copy fails. */
-wf_tensor *wf__tensor_to(const struct wf__device *dev, wf_tensor *t,
-                         wf_status *st);
-
-/* A new tensor with t's values in t's own memory (a variable's copy on
- * write). */
-wf_tensor *wf__tensor_clone(const wf_tensor *t, wf_status *st);
-
-/* Whether t's buffer is its own, not shared with another tensor or the
- * caller (OWNED host tensors and device tensors made by
- * wf__tensor_new_on): what a variable may keep and update in place. */
-int wf__tensor_owns_buffer(const wf_tensor *t);
-
-/* Where t's values are, for messages: "host memory" or "cuda:0". */
-const char *wf__tensor_place(const wf_tensor *t);
+/* Sets every member of t (storage the caller owns) for a tensor of dtype
+ * and dims over data (nbytes), in host memory, with no reference yet. */
+void wf__tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
+                     int rank, void *data, size_t nbytes);
 
 /* Byte size of a tensor of dtype and shape, checking dtype, rank and every
  * dim; INVALID_ARGUMENT naming the problem otherwise. */

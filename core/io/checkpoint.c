@@ -21,17 +21,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/checkpoint_internal.h"
 #include "data/dataset.h"
 #include "exec/executor.h"
 #include "io/file_io.h"
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "exec/session_internal.h"
-#include "graph/status_internal.h"
-#include "graph/strmap.h"
+#include "base/status_internal.h"
+#include "base/strmap.h"
 #include "graph/tensor_internal.h"
+#include "plugin/device_memory.h"
 
 /* Options members are read only when the caller's struct holds them. */
 #define OPT_HAS(o, T, m)                                                       \

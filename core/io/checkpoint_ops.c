@@ -10,10 +10,10 @@
 
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/checkpoint_internal.h"
 #include "exec/kernel.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 /* The distinct variables behind the handle inputs (*vars wf__calloc'd). */

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/file_io.h"
 
 #define TEMP_MARK ".tmp-"

@@ -24,15 +24,15 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/crc32c.h"
 #include "io/file_io.h"
 #include "graph/graph_internal.h"
 #include "io/graph.pb-c.h"
 #include "plugin/registry.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
-#include "graph/strmap.h"
+#include "base/status_internal.h"
+#include "base/strmap.h"
 #include "graph/tensor_internal.h"
 
 #define MAGIC "weft.graph"

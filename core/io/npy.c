@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/file_io.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 #define MAGIC "\x93NUMPY"

@@ -19,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/crc32c.h"
 #include "io/file_io.h"
 #include "io/safetensors.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Pieces in which tensors are checksummed and byte-swapped. */
 #define CHUNK ((size_t)1 << 20)

@@ -20,7 +20,7 @@
 
 #include <weft/weft.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/file_io.h"
 #include "exec/session_internal.h"
 

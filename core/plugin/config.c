@@ -40,8 +40,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "graph/alloc.h"
-#include "graph/status_internal.h"
+#include "base/alloc.h"
+#include "base/status_internal.h"
 
 /* Default cap on the bytes of one constant made by constant folding. */
 #define DEFAULT_FOLD_BYTES (10LL * 1024 * 1024)

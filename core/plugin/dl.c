@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 
 struct wf__dl {
   lt_dlhandle handle;

@@ -17,12 +17,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/dl.h"
-#include "plugin/host.h"
+#include "base/log.h"
 #include "plugin/runtime_internal.h"
 #include "plugin/uninstalled.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Same bound as core/plugin/runtime.c: a description holds at least its header
  * and its name before its name is read. */

@@ -4,8 +4,8 @@
 # Above core/graph.
 core_libweftcore_la_SOURCES += \
 	core/plugin/config.c core/plugin/settings.h \
+	core/plugin/device_memory.c core/plugin/device_memory.h \
 	core/plugin/dl.c core/plugin/dl.h \
-	core/plugin/host.c core/plugin/host.h \
 	core/plugin/loader.c \
 	core/plugin/registry.c core/plugin/registry.h \
 	core/plugin/runtime.c core/plugin/runtime_internal.h

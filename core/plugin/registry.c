@@ -21,10 +21,10 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/attr.h"
 #include "plugin/settings.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* Upper bounds that catch an unterminated array in a plugin before we walk
  * off into unrelated memory. */
@@ -1152,13 +1152,6 @@ int wf__registry_op_count(const wf__registry *r) { return r->num_ops; }
 const wf__op *wf__registry_op_at(const wf__registry *r, int i) {
   assert(i >= 0 && i < r->num_ops);
   return r->ops[i];
-}
-
-int wf__op_attr_index(const wf__op *op, const char *name) {
-  for (int i = 0; i < op->num_attrs; i++)
-    if (strcmp(op->attrs[i].name, name) == 0)
-      return i;
-  return -1;
 }
 
 int wf__registry_kernel_count(const wf__registry *r) { return r->num_kernels; }

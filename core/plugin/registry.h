@@ -12,17 +12,11 @@
 
 #include <weft/plugin.h>
 
+#include "graph/op.h"
+
 typedef struct wf__registry wf__registry;
 struct wf_config;
 
-typedef struct wf__op {
-  wf_op_def def;       /* inputs/outputs/attrs point at the arrays below */
-  wf_arg_def *inputs;  /* num_inputs entries + WF_ARG_END */
-  wf_arg_def *outputs; /* num_outputs entries + WF_ARG_END */
-  wf_attr_def *attrs;  /* num_attrs entries + WF_ATTR_END */
-  int num_inputs, num_outputs, num_attrs;
-  const char *plugin; /* registering plugin's name */
-} wf__op;
 
 typedef struct wf__kernel {
   wf_kernel_def def;
@@ -66,8 +60,6 @@ int wf__registry_add(wf__registry *r, const char *plugin, void *state,
 int wf__registry_op_count(const wf__registry *r);
 const wf__op *wf__registry_op_at(const wf__registry *r, int i);
 const wf__op *wf__registry_find_op(const wf__registry *r, const char *name);
-/* Index of an op argument or attribute by name; -1 if absent. */
-int wf__op_attr_index(const wf__op *op, const char *name);
 
 /* Kernels, sorted by op, device type, then priority (highest first). */
 int wf__registry_kernel_count(const wf__registry *r);

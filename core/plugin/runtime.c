@@ -7,21 +7,18 @@
 #include <config.h>
 
 #include "plugin/runtime_internal.h"
-#include "io/checkpoint_internal.h"
-#include "dist/cluster_internal.h"
-#include "exec/core_ops.h"
-#include "data/dataset.h"
-#include "exec/threadpool.h"
+#include "base/threadpool.h"
 #include <stdatomic.h>
 
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
+#include "graph/graph_internal.h"
 #include "plugin/dl.h"
-#include "plugin/host.h"
-#include "graph/status_internal.h"
+#include "base/log.h"
+#include "base/status_internal.h"
 
 /* A description must at least hold its header and its name to be read. */
 #define DESC_MIN_SIZE                                                          \
@@ -298,7 +295,7 @@ int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
   }
 
   if (p->desc.init) {
-    if (p->desc.init(wf__host(), &p->state, &ist)) {
+    if (p->desc.init(rt->host, &p->state, &ist)) {
       /* A failed init cleaned up after itself: no fini is owed. */
       p->state = NULL;
       if (ist.code != WF_OK)
@@ -339,10 +336,12 @@ out:
 
 /* ---- creating and freeing ----------------------------------------------- */
 
-wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st) {
+wf_runtime *wf__runtime_alloc(const wf_config *cfg, const wf_host *host,
+                              wf_status *st) {
   wf_runtime *rt = wf__calloc(1, sizeof *rt);
   if (!rt)
     goto oom;
+  rt->host = host;
   rt->cfg = cfg ? wf__config_copy(cfg) : wf_config_new();
   rt->reg = wf__registry_new();
   if (!rt->cfg || !rt->reg)
@@ -355,11 +354,13 @@ oom:
   return NULL;
 }
 
-static void publish_threads(const wf_config *cfg);
-
 /* The config plugins read through host->config_int while this thread
  * creates a runtime (their init and device enumeration run inside it). */
 static _Thread_local const wf_config *creating;
+
+void wf__runtime_set_creating(const wf_runtime *rt) {
+  creating = rt ? rt->cfg : NULL;
+}
 
 int64_t wf__host_config_int(const char *section, const char *key) {
   int64_t v;
@@ -368,33 +369,13 @@ int64_t wf__host_config_int(const char *section, const char *key) {
   return v;
 }
 
-wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
-  wf_runtime *rt = wf__runtime_new_empty(cfg, st);
-  if (!rt)
-    return NULL;
-  publish_threads(rt->cfg); /* plugins may ask during init */
-  creating = rt->cfg;
-  int rc =
-      wf__runtime_add_plugin(rt, wf__core_ops(), "(built in)", NULL, st) ||
-      wf__runtime_add_plugin(rt, wf__data_ops(), "(built in)", NULL, st) ||
-      wf__runtime_add_plugin(rt, wf__checkpoint_ops(), "(built in)", NULL,
-                             st) ||
-      wf__runtime_add_plugin(rt, wf__cluster_ops(), "(built in)", NULL, st) ||
-      wf__loader_load_all(rt, st) || wf__runtime_enumerate_devices(rt, st);
-  creating = NULL;
-  if (rc) {
-    wf_runtime_free(rt);
-    return NULL;
-  }
-  return rt;
-}
-
 void wf_runtime_free(wf_runtime *rt) {
   if (!rt)
     return;
   /* A client tells its workers the job is over while plugins (the
    * transport) are still loaded. */
-  wf__cluster_free(rt);
+  if (rt->leave_job)
+    rt->leave_job(rt);
   wf__free(rt->transports);
   wf__free(rt->devices);
   /* The registry borrows from the plugins: it goes first, then each plugin
@@ -414,6 +395,15 @@ void wf_runtime_free(wf_runtime *rt) {
 }
 
 const char *wf_version(void) { return PACKAGE_VERSION; }
+
+static const wf__op *find_registered_op(const void *reg, const char *name) {
+  return wf__registry_find_op(reg, name);
+}
+
+wf_graph *wf_graph_new(wf_runtime *rt) {
+  assert(rt);
+  return wf__graph_new(rt, find_registered_op, rt->reg);
+}
 
 /* ---- devices ------------------------------------------------------------ */
 
@@ -629,7 +619,7 @@ void wf__host_threads(int32_t *inter_op, int32_t *intra_op) {
   *intra_op = intra;
 }
 
-static void publish_threads(const wf_config *cfg) {
+void wf__runtime_publish_threads(const wf_config *cfg) {
   int32_t inter, intra;
   wf__threads(cfg, &inter, &intra);
   atomic_store(&host_inter, inter);

@@ -51,12 +51,23 @@ struct wf_runtime {
   int num_devices;
   wf__transport *transports;
   int num_transports;
-  /* The job this runtime joined (core/dist/cluster.c), NULL before. */
+  /* The table handed to every plugin's init (core/host/host.c). */
+  const wf_host *host;
+  /* The job this runtime joined (core/dist/cluster.c), NULL before; and
+   * what leaves it when the runtime is freed (set with it). */
   struct wf__cluster *_Atomic cluster;
+  void (*leave_job)(wf_runtime *rt);
 };
 
-/* A runtime with no plugins at all (tests build on it). */
-wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st);
+/* A runtime with no plugins yet, whose plugins will be given host
+ * (core/host/runtime_new.c makes runtimes with the core's table). */
+wf_runtime *wf__runtime_alloc(const wf_config *cfg, const wf_host *host,
+                              wf_status *st);
+/* Marks rt as the runtime this thread is creating (NULL: none), whose
+ * config the host table's config_int reads. */
+void wf__runtime_set_creating(const wf_runtime *rt);
+/* Publishes cfg's thread split to plugins (the host table's threads). */
+void wf__runtime_publish_threads(const wf_config *cfg);
 /* Registers an in-process plugin description as if loaded from `path`
  * (the loader's last step; also used by tests and static builds). The
  * plugin is recorded either way; on refusal the code is returned and st

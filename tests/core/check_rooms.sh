@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/core/check_rooms.sh — the core's rooms depend in one direction only:
-#   graph <- plugin <- compile <- exec <- data <- io <- dist
+#   base <- graph <- plugin <- compile <- exec <- data <- io <- dist <- host
 # A source or header of a room may include headers of its own room and of
 # the rooms below it, never one of a room above (core/local.mk). Fails
 # naming every include that points up. With --graph, also prints the
@@ -8,7 +8,7 @@
 # includes (0 when the include graph has no cycle).
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$srcdir/core" || exit 1
-rooms="graph plugin compile exec data io dist"
+rooms="base graph plugin compile exec data io dist host"
 rank() {
   i=0
   for r in $rooms; do

@@ -13,9 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/attr.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 static wf_tensor *make_tensor(float a, float b) {

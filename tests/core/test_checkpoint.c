@@ -24,6 +24,7 @@
 
 #include "checkpoint_harness.h"
 #include "exec/executor.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
 #include "exec/session_internal.h"
 #include "train_harness.h"

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/runtime_internal.h" /* and through it core/config.h */
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* ---- helpers ---------------------------------------------------------------
  */

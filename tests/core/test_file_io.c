@@ -19,7 +19,7 @@
 
 #include <errno.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "io/file_io.h"
 
 static char dir[128];

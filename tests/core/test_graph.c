@@ -15,10 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "graph/graph_internal.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 /* ---- the test ops -------------------------------------------------------- */

@@ -14,10 +14,11 @@
 #include <cmocka.h>
 
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
+#include "host/host.h"
 #include "exec/kernel.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 #define GOOD_PLUGIN TEST_PLUGIN_DIR "/good.so"

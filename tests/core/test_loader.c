@@ -16,10 +16,11 @@
 
 #include <cmocka.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/dl.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 #define PLUGIN(name) TEST_PLUGIN_DIR "/" name ".so"
 

@@ -31,7 +31,7 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 
 #define FIXDIR TEST_SRCDIR "/tests/core/fixtures/npy/"
 

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/registry.h"
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 /* ---- definitions used by several tests ----------------------------------- */
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/alloc.h"
-#include "graph/status_internal.h"
+#include "base/alloc.h"
+#include "base/status_internal.h"
 #include "graph/tensor_internal.h"
 
 typedef struct dealloc_record {

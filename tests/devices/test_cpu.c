@@ -19,7 +19,7 @@
 
 #include <weft/weft.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "cpu_device.h"
 #include "plugin/registry.h"
 #include "plugin/runtime_internal.h"

@@ -27,6 +27,7 @@
 #include <weft/weft.h>
 
 #include "exec/executor.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
 #include "exec/session_internal.h"
 #include "exec/variables.h"

@@ -24,6 +24,7 @@
 #include <weft/weft.h>
 
 #include "plugin/registry.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
 
 /* Records read per file at most: a tiny gzip file can hold millions. */

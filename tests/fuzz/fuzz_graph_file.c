@@ -30,6 +30,7 @@
 
 #include "graph/graph_internal.h"
 #include "plugin/registry.h"
+#include "host/host.h"
 #include "plugin/runtime_internal.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

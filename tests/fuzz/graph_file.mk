@@ -31,7 +31,7 @@ tests_fuzz_replay_graph_file_LDADD = $(TEST_LDADD)
 
 # ---- libFuzzer build (GNU make; compiler and flags from local.mk) ----
 GRAPH_FUZZ_DIR = tests/fuzz/graph_file.build
-GRAPH_FUZZ_CORE = core/io/graph_file.c core/graph/graph.c core/graph/attr.c core/graph/strmap.c \
+GRAPH_FUZZ_CORE = core/io/graph_file.c core/graph/graph.c core/graph/attr.c core/base/strmap.c \
 	core/graph/tensor.c
 
 $(GRAPH_FUZZ_DIR)/fuzz_graph_file: tests/fuzz/fuzz_graph_file.c \

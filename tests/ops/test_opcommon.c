@@ -17,7 +17,8 @@
 #include <weft/weft.h>
 
 #include "graph/graph_internal.h"
-#include "plugin/host.h"
+#include "base/log.h"
+#include "host/host.h"
 #include "exec/kernel.h"
 #include "opcommon.h"
 #include "plugin/runtime_internal.h"

@@ -23,7 +23,7 @@
 
 #include <weft/weft.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "plugin/registry.h"
 #include "plugin/runtime_internal.h"
 #include "tfrecord.h"

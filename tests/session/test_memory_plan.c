@@ -26,7 +26,7 @@
 
 #include <weft/weft.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
 #include "exec/kernel.h"

@@ -1,11 +1,11 @@
-/* core/graph/alloc.c — the host allocator: aligned blocks with a small header in
+/* core/base/alloc.c — the host allocator: aligned blocks with a small header in
  * front, so that wf__free releases any of them, plus failure injection and an
  * allocation counter for tests.
  *
  * It does not pool or cache: every call goes to malloc/free. */
 #include <config.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 
 #include <assert.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* core/graph/strmap.h — an open-addressing hash map from strings to pointers.
+/* core/base/strmap.h — an open-addressing hash map from strings to pointers.
  * Keys are borrowed (the caller keeps them alive while they are in the map);
  * used for node names and registry look-ups. Not thread-safe. */
 #ifndef WF_CORE_STRMAP_H

@@ -1,12 +1,12 @@
-/* core/graph/status.c — status objects: a code and a heap message.
+/* core/base/status.c — status objects: a code and a heap message.
  *
- * Messages use the C library's allocator, not core/graph/alloc.h, so that a
+ * Messages use the C library's allocator, not core/base/alloc.h, so that a
  * failure injected into the host allocator still reports its message. A
  * message that cannot be formatted for lack of memory is replaced by a fixed
  * text; the code is always kept. */
 #include <config.h>
 
-#include "graph/status_internal.h"
+#include "base/status_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,16 +1,16 @@
-/* core/graph/strmap.c — open addressing with linear probing and tombstones, keyed
+/* core/base/strmap.c — open addressing with linear probing and tombstones, keyed
  * by borrowed C strings.
  *
  * No iteration order is promised and nothing here is thread-safe. */
 #include <config.h>
 
-#include "graph/strmap.h"
+#include "base/strmap.h"
 
 #include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "graph/alloc.h"
+#include "base/alloc.h"
 
 /* Marks a slot whose entry was deleted; never a real key. */
 static const char tombstone[1];

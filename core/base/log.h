@@ -1,12 +1,10 @@
-/* core/plugin/host.h — the table of host functions handed to every plugin, and the
- * log the core writes to through the same filter. */
-#ifndef WF_CORE_HOST_H
-#define WF_CORE_HOST_H
+/* core/base/log.h — the log the core and plugins write to (core/base/log.c). */
+#ifndef WF_CORE_LOG_H
+#define WF_CORE_LOG_H
+
+#include <stdarg.h>
 
 #include <weft/plugin.h>
-
-/* The one host table (static, read-only, current ABI). */
-const wf_host *wf__host(void);
 
 /* Writes "weft: [who] level: message" to stderr when level passes
  * $WEFT_LOG_LEVEL (error, warning, info, debug or 0-3; default warning).
@@ -15,5 +13,7 @@ void wf__log(int32_t level, const char *who, const char *fmt, ...)
     WF_PRINTF_LIKE(3, 4);
 /* 1 when a message of level would be written. */
 int wf__log_enabled(int32_t level);
+/* wf__log with a va_list (the host table's log entry). */
+void wf__log_v(int32_t level, const char *who, const char *fmt, va_list ap);
 
 #endif

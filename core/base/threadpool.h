@@ -1,4 +1,4 @@
-/* core/exec/threadpool.h — a fixed pool of worker threads, optionally pinned to
+/* core/base/threadpool.h — a fixed pool of worker threads, optionally pinned to
  * cores through hwloc, running submitted closures in FIFO order.
  *
  * It does no work stealing and knows nothing about graphs: the executor

@@ -1,4 +1,4 @@
-/* core/graph/status_internal.h — the status object behind weft/status.h, and the va_list
+/* core/base/status_internal.h — the status object behind weft/status.h, and the va_list
  * setter the host table forwards plugin calls to. */
 #ifndef WF_CORE_STATUS_H
 #define WF_CORE_STATUS_H

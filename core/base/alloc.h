@@ -1,4 +1,4 @@
-/* core/graph/alloc.h — the host allocator: aligned memory that may cross the
+/* core/base/alloc.h — the host allocator: aligned memory that may cross the
  * plugin boundary, with failure injection for tests.
  *
  * Every allocation of the core that a test may want to fail goes through

@@ -1,4 +1,4 @@
-/* core/exec/threadpool.c — worker threads pinned through hwloc, and a FIFO task
+/* core/base/threadpool.c — worker threads pinned through hwloc, and a FIFO task
  * queue under one mutex. Chunked ring storage keeps submission free of
  * allocation in the steady state. */
 #include <config.h>
@@ -7,9 +7,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "graph/alloc.h"
-#include "graph/status_internal.h"
-#include "exec/threadpool.h"
+#include "base/alloc.h"
+#include "base/status_internal.h"
+#include "base/threadpool.h"
 
 typedef struct task {
   wf__task_fn *fn;
