@@ -18,7 +18,7 @@
 #include "plugin/settings.h"
 #include "graph/graph_internal.h"
 #include "base/log.h"
-#include "exec/kernel.h"
+#include "plugin/kernel_choice.h"
 #include "compile/passes.h"
 #include "plugin/runtime_internal.h"
 #include "base/status_internal.h"
@@ -139,7 +139,7 @@ static int fold(wf__pass_env *env, wf_node *n, int *folded, wf_status *st) {
     goto done;
   for (int i = 0; i < nin; i++)
     in[i] = const_value(n->inputs[i].node);
-  if (wf__kernel_run(k, n, in, out, &ks)) {
+  if (env->rt->run_kernel(k, n, in, out, &ks)) {
     wf__log(WF_LOG_DEBUG, "constant folding", "node '%s' not folded: %s",
             n->name, wf_status_message(&ks));
     goto done;

@@ -6,6 +6,7 @@
 
 #include <weft/graph.h>
 
+#include "plugin/config_notes.h"
 #include "plugin/registry.h"
 
 /* A request that was not met: node asked for `requested`, runs on device
@@ -18,10 +19,6 @@ typedef struct wf__placement_note {
 } wf__placement_note;
 
 /* A config item that had no effect with what the runtime loaded. */
-typedef struct wf__config_note {
-  int level;  /* WF_LOG_INFO (expected on some machines) or WF_LOG_WARNING */
-  char *text; /* "FILE:LINE: [section] key item ...; skipped" */
-} wf__config_note;
 
 typedef struct wf__placement {
   int *device;               /* per node id: runtime device index, -1 none */
@@ -38,15 +35,10 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
               wf__placement *p, wf_status *st);
 void wf__placement_deinit(wf__placement *p);
 
-/* The items of rt's config that name nothing rt has: [devices] order types
- * that no loaded plugin provides, or whose devices are missing or all
- * unavailable (placement skips them: INFO), and [kernels] items that match
- * no kernel of a loaded device type (ignored: WARNING). *notes gets a new
- * array (NULL when *n is 0) for wf__config_notes_free. -1 when out of
- * memory (nothing returned). */
-int wf__config_notes(const wf_runtime *rt, wf__config_note **notes, int *n);
-void wf__config_notes_free(wf__config_note *notes, int n);
-/* Logs rt's config notes, the first time it is called on rt only. */
-void wf__config_notice(const wf_runtime *rt);
+
+/* The task a device request names: "/task:K" or "/task:K/DEVICE" gives K
+ * and *rest "DEVICE" ("" for none); any other request gives -1 and *rest
+ * the request itself. -2 for a malformed "/task:" prefix. */
+int wf__device_task(const char *request, const char **rest);
 
 #endif

@@ -1,8 +1,8 @@
 /* core/data/data_ops.c — how graphs read iterators: the "core-data" plugin
  * (the IteratorGetNext op, its CPU kernel, its registration as not
  * differentiable), registered like any plugin's description by every
- * runtime; a session's table of attached iterators, which the kernel
- * reaches through its step context; and wf_graph_add_get_next.
+ * runtime, reading the session's attached iterators (core/exec/iterators.c)
+ * through its step context; and wf_graph_add_get_next.
  *
  * Iteration itself is core/data/iterator.c's. */
 #include <config.h>
@@ -12,109 +12,10 @@
 
 #include "base/alloc.h"
 #include "data/dataset.h"
+#include "exec/iterators.h"
 #include "exec/kernel.h"
 #include "base/status_internal.h"
 #include "graph/tensor_internal.h"
-
-/* ---- a session's iterators --------------------------------------------------- */
-
-typedef struct attached {
-  char *name;
-  wf_iterator *it;
-} attached;
-
-struct wf__iterators {
-  pthread_mutex_t mu;
-  attached *items;
-  int n, cap;
-};
-
-wf__iterators *wf__iterators_new(void) {
-  wf__iterators *t = wf__calloc(1, sizeof *t);
-  if (t)
-    pthread_mutex_init(&t->mu, NULL);
-  return t;
-}
-
-void wf__iterators_free(wf__iterators *t) {
-  if (!t)
-    return;
-  for (int i = 0; i < t->n; i++)
-    wf__free(t->items[i].name);
-  wf__free(t->items);
-  pthread_mutex_destroy(&t->mu);
-  wf__free(t);
-}
-
-int wf__iterators_attach(wf__iterators *t, const char *name, wf_iterator *it,
-                         wf_status *st) {
-  if (!name || !*name)
-    return wf_status_set(st, WF_INVALID_ARGUMENT,
-                         "attaching an iterator: the name is empty");
-  int code = WF_OK;
-  pthread_mutex_lock(&t->mu);
-  int i;
-  for (i = 0; i < t->n; i++)
-    if (strcmp(t->items[i].name, name) == 0)
-      break;
-  if (i < t->n) {
-    if (it) {
-      t->items[i].it = it;
-    } else {
-      wf__free(t->items[i].name);
-      t->items[i] = t->items[--t->n];
-    }
-  } else if (it) {
-    char *copy = wf__strdup(name);
-    if (copy && t->n == t->cap) {
-      int cap = t->cap ? 2 * t->cap : 4;
-      attached *grown = wf__realloc(t->items, (size_t)cap * sizeof *grown);
-      if (grown) {
-        t->items = grown;
-        t->cap = cap;
-      }
-    }
-    if (!copy || t->n == t->cap) {
-      wf__free(copy);
-      code = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                           "attaching iterator '%s': out of memory", name);
-    } else {
-      t->items[t->n].name = copy;
-      t->items[t->n].it = it;
-      t->n++;
-    }
-  }
-  pthread_mutex_unlock(&t->mu);
-  return code;
-}
-
-wf_iterator *wf__iterators_find(wf__iterators *t, const char *name) {
-  wf_iterator *it = NULL;
-  pthread_mutex_lock(&t->mu);
-  for (int i = 0; i < t->n && !it; i++)
-    if (strcmp(t->items[i].name, name) == 0)
-      it = t->items[i].it;
-  pthread_mutex_unlock(&t->mu);
-  return it;
-}
-
-int wf__iterators_count(wf__iterators *t) {
-  pthread_mutex_lock(&t->mu);
-  int n = t->n;
-  pthread_mutex_unlock(&t->mu);
-  return n;
-}
-
-wf_iterator *wf__iterators_at(wf__iterators *t, int i, const char **name) {
-  wf_iterator *it = NULL;
-  pthread_mutex_lock(&t->mu);
-  if (i >= 0 && i < t->n) {
-    it = t->items[i].it;
-    *name = t->items[i].name;
-  }
-  pthread_mutex_unlock(&t->mu);
-  return it;
-}
 
 /* ---- IteratorGetNext ------------------------------------------------------------ */
 

@@ -11,6 +11,7 @@
 #include <weft/data.h>
 #include <weft/tensor.h>
 
+#include "exec/iterators.h"
 #include "plugin/registry.h"
 
 /* ---- descriptions ----------------------------------------------------------- */
@@ -206,25 +207,6 @@ int wf__rbuf_element(wf__rbuf *r, const wf_dataset *ds, wf_tensor **f,
                      const char *what, wf_status *st);
 /* A stage's tag: each stage's position starts with its kind. */
 int wf__rbuf_expect(wf__rbuf *r, wf__ds_kind kind, wf_status *st);
-
-/* ---- sessions (core/data/data_ops.c) -------------------------------------------- */
-
-typedef struct wf__iterators wf__iterators;
-
-/* A session's attached iterators by name. */
-wf__iterators *wf__iterators_new(void);
-void wf__iterators_free(wf__iterators *t);
-/* Attaches it under name (it NULL: detaches). */
-int wf__iterators_attach(wf__iterators *t, const char *name, wf_iterator *it,
-                         wf_status *st);
-/* The iterator attached as name, or NULL. */
-wf_iterator *wf__iterators_find(wf__iterators *t, const char *name);
-/* The attached iterators, in no particular order (for checkpoints):
- * iterator i and, in *name, the name it is attached as (borrowed until it
- * is detached). i from 0 to count - 1; attaching or detaching meanwhile
- * changes the numbering. */
-int wf__iterators_count(wf__iterators *t);
-wf_iterator *wf__iterators_at(wf__iterators *t, int i, const char **name);
 
 /* The core-data plugin: the IteratorGetNext op, its kernel and gradient
  * registration, added to every runtime by wf_runtime_new. */

@@ -38,11 +38,7 @@ struct wf__cluster {
 };
 
 static pthread_mutex_t join_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t session_ids = 1;
 
-uint64_t wf__cluster_new_session_id(void) {
-  return atomic_fetch_add(&session_ids, 1);
-}
 
 /* ---- messages ---------------------------------------------------------------- */
 
@@ -146,19 +142,6 @@ const char *wf__msg_get_str(wf__msg *m) {
 
 /* ---- joining ------------------------------------------------------------------ */
 
-int wf__device_task(const char *request, const char **rest) {
-  *rest = request ? request : "";
-  if (!request || strncmp(request, "/task:", 6) != 0)
-    return -1;
-  const char *p = request + 6;
-  char *end;
-  long k = strtol(p, &end, 10);
-  if (end == p || k < 0 || k > INT32_MAX || (*end && *end != '/'))
-    return -2;
-  *rest = *end ? end + 1 : "";
-  return (int)k;
-}
-
 static const wf__transport *choose_transport(const wf_runtime *rt,
                                              int *none, wf_status *st) {
   const wf__strlist *want = &rt->cfg->cluster_transport;
@@ -243,7 +226,7 @@ wf__cluster *wf__cluster_get(wf_runtime *rt, wf_status *st) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "cluster: out of memory");
     goto out;
   }
-  rt->leave_job = wf__cluster_free;
+  atomic_store(&rt->task, c->task);
   atomic_store(&rt->cluster, c);
 out:
   pthread_mutex_unlock(&join_mu);
@@ -1373,3 +1356,16 @@ static const wf_plugin_desc desc = {
 };
 
 const wf_plugin_desc *wf__cluster_ops(void) { return &desc; }
+
+/* ---- what executors and sessions call (core/plugin/runtime_internal.h) --- */
+
+const wf__job wf__cluster_job = {
+    .split = wf__cluster_split,
+    .dist_free = wf__dist_free,
+    .step_begin = wf__dist_step_begin,
+    .step_end = wf__dist_step_end,
+    .cancel_step = wf__cluster_cancel_step,
+    .watch = wf__cluster_watch,
+    .session_closed = wf__cluster_session_closed,
+    .leave = wf__cluster_free,
+};

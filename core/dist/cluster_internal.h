@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "compile/optimize.h"
+#include "compile/placement.h"
 #include "plugin/runtime_internal.h"
 
 typedef struct wf__cluster wf__cluster;
@@ -24,10 +25,6 @@ int32_t wf__cluster_size(const wf__cluster *c);
 /* Tells the workers the job is over (task 0) and leaves it. */
 void wf__cluster_free(wf_runtime *rt);
 
-/* The task a device request names: "/task:K" or "/task:K/DEVICE" gives K
- * and *rest "DEVICE" ("" for none); any other request gives -1 and *rest
- * the request itself. -2 for a malformed "/task:" prefix. */
-int wf__device_task(const char *request, const char **rest);
 
 /* Splits w between tasks when some kept node asks for another task than
  * this one: every data or control edge that crosses tasks becomes a
@@ -62,8 +59,9 @@ int wf__cluster_watch(wf__cluster *c, const wf__dist *d, char *msg,
                       size_t len);
 /* A client session is gone: the workers drop its variables. */
 void wf__cluster_session_closed(wf_runtime *rt, uint64_t session);
-/* A new session id, unique in this process. */
-uint64_t wf__cluster_new_session_id(void);
+/* The functions above as the runtime's job table (core/host installs it
+ * in every runtime). */
+extern const wf__job wf__cluster_job;
 
 /* The built-in "core-cluster" plugin: _TaskSend, _TaskRecv,
  * _TaskSendControl, _TaskRecvControl. */

@@ -23,7 +23,6 @@
 #include <time.h>
 
 #include "base/alloc.h"
-#include "dist/cluster_internal.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
 #include "exec/kernel.h"
@@ -213,7 +212,7 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
   if (!keep)
     goto oom;
   if (wf__prune(work->g, sig, keep, st) < 0 ||
-      wf__cluster_split(rt, work, keep, &x->dist, st))
+      (rt->job && rt->job->split(rt, work, keep, &x->dist, st)))
     goto fail;
   if (x->dist) {
     /* Other tasks took their shares: keep this task's. */
@@ -297,7 +296,8 @@ static void step_free(step *s);
 static void exec_free(wf__exec *x) {
   if (!x)
     return;
-  wf__dist_free(x->dist);
+  if (x->dist)
+    x->rt->job->dist_free(x->dist);
   step_free(atomic_exchange(&x->spare_step, NULL));
   for (int p = 0; p < x->num_parts; p++) {
     wf__part *pt = &x->parts[p];
@@ -476,7 +476,7 @@ static void fail_step(step *s, wf_code code, const char *msg) {
   atomic_store(&s->failed, 1);
   wf__rendezvous_abort(s->step_ctx.rendezvous, code, msg);
   if (s->step_ctx.job_step)
-    wf__cluster_cancel_step(s->step_ctx.cluster, s->step_ctx.job_step, code,
+    s->x->rt->job->cancel_step(s->step_ctx.cluster, s->step_ctx.job_step, code,
                             msg);
 }
 
@@ -485,7 +485,7 @@ static void watch_tasks(step *s) {
   char msg[256];
   if (!s->step_ctx.job_step || atomic_load(&s->failed))
     return;
-  int code = wf__cluster_watch(s->step_ctx.cluster, s->x->dist, msg,
+  int code = s->x->rt->job->watch(s->step_ctx.cluster, s->x->dist, msg,
                                sizeof msg);
   if (!code)
     return;
@@ -934,10 +934,10 @@ static int exec_run(wf__exec *x, wf__pool *pool,
   s->step_ctx.iterators = session ? session->iterators : NULL;
   s->step_ctx.job_step = job ? job->uid : 0;
   s->step_ctx.cluster = job ? atomic_load(&x->rt->cluster) : NULL;
-  wf__dist_step *ds = NULL;
+  struct wf__dist_step *ds = NULL;
   if (x->dist) {
     wf_status dst = {WF_OK, NULL};
-    ds = wf__dist_step_begin(x->dist, session ? session->id : 0,
+    ds = x->rt->job->step_begin(x->dist, session ? session->id : 0,
                              s->step_ctx.step, &s->step_ctx.job_step, &dst);
     if (!ds) {
       wf_status_set(st, dst.code, "%s", dst.message);
@@ -1029,7 +1029,7 @@ static int exec_run(wf__exec *x, wf__pool *pool,
     code = wf_status_set(&s->error, WF_CANCELLED,
                          "the session was closed during the step");
   if (ds)
-    code = wf__dist_step_end(ds, code, &s->error);
+    code = x->rt->job->step_end(ds, code, &s->error);
   if (code != WF_OK) {
     wf_status_set(st, (wf_code)code, "%s", s->error.message);
     for (int f = 0; f < x->nfetches; f++) {

@@ -4,6 +4,7 @@
 core_libweftcore_la_SOURCES += \
 	core/exec/core_ops.c core/exec/core_ops.h \
 	core/exec/executor.c core/exec/executor.h \
+	core/exec/iterators.c core/exec/iterators.h \
 	core/exec/kernel.c core/exec/kernel.h \
 	core/exec/metadata.c \
 	core/exec/rendezvous.c core/exec/rendezvous.h \

@@ -6,12 +6,12 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/cluster_internal.h"
 #include "base/alloc.h"
-#include "data/dataset.h"
+#include "exec/iterators.h"
 #include "exec/executor.h"
 #include "graph/graph_internal.h"
 #include "plugin/runtime_internal.h"
@@ -50,6 +50,9 @@ struct wf_callable {
 };
 
 /* ---- signatures as keys ----------------------------------------------------- */
+
+/* Session ids, unique in this process (a job's workers key variables by them). */
+static _Atomic uint64_t session_ids = 1;
 
 static int key_len(const wf__signature *sig) {
   return 3 + 2 * sig->nfeeds + 2 * sig->nfetches + sig->ntargets;
@@ -180,7 +183,7 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   }
   s->graph = g;
   s->rt = g->rt;
-  s->state.id = wf__cluster_new_session_id();
+  s->state.id = atomic_fetch_add(&session_ids, 1);
   atomic_init(&s->state.cancelled, 0);
   atomic_init(&s->state.step, 0);
   s->state.vars = wf__varstore_new();
@@ -246,7 +249,8 @@ void wf_session_free(wf_session *s) {
   if (!s)
     return;
   wf_session_close(s);
-  wf__cluster_session_closed(s->rt, s->state.id);
+  if (s->rt->job)
+    s->rt->job->session_closed(s->rt, s->state.id);
   for (int i = 0; i < CACHE_SIZE; i++) {
     wf__exec_release(s->cache[i].x);
     wf__free(s->cache[i].key);

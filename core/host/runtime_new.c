@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "dist/cluster_internal.h"
 #include "exec/core_ops.h"
+#include "exec/kernel.h"
 #include "io/checkpoint_internal.h"
 #include "plugin/runtime_internal.h"
 
@@ -24,7 +25,12 @@ static const wf_plugin_desc *(*const builtins[])(void) = {
 };
 
 wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st) {
-  return wf__runtime_alloc(cfg, wf__host(), st);
+  wf_runtime *rt = wf__runtime_alloc(cfg, wf__host(), st);
+  if (rt) {
+    rt->job = &wf__cluster_job;
+    rt->run_kernel = wf__kernel_run;
+  }
+  return rt;
 }
 
 wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {

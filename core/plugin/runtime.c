@@ -374,8 +374,8 @@ void wf_runtime_free(wf_runtime *rt) {
     return;
   /* A client tells its workers the job is over while plugins (the
    * transport) are still loaded. */
-  if (rt->leave_job)
-    rt->leave_job(rt);
+  if (rt->job)
+    rt->job->leave(rt);
   wf__free(rt->transports);
   wf__free(rt->devices);
   /* The registry borrows from the plugins: it goes first, then each plugin

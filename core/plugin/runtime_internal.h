@@ -53,11 +53,44 @@ struct wf_runtime {
   int num_transports;
   /* The table handed to every plugin's init (core/host/host.c). */
   const wf_host *host;
-  /* The job this runtime joined (core/dist/cluster.c), NULL before; and
-   * what leaves it when the runtime is freed (set with it). */
+  /* The job this runtime joined (core/dist/cluster.c), NULL before, and
+   * this runtime's task in it (0 before). */
   struct wf__cluster *_Atomic cluster;
-  void (*leave_job)(wf_runtime *rt);
+  _Atomic int32_t task;
+  /* What executors and sessions call to reach the job (core/dist's
+   * wf__cluster_job, installed by core/host); NULL: this task alone. */
+  const struct wf__job *job;
+  /* Runs kernel k on node n's inputs outside any step, as constant folding
+   * does at compile time (core/exec/kernel.c's wf__kernel_run, installed by
+   * core/host); NULL: nothing is folded. */
+  int (*run_kernel)(const wf__kernel *k, const wf_node *n,
+                    const wf_tensor *const *inputs, wf_tensor **outputs,
+                    wf_status *st);
 };
+
+struct wf__work;
+struct wf__dist;
+struct wf__dist_step;
+
+/* A job of processes as the rooms below core/dist see it: a table of
+ * core/dist/cluster.c's functions (their contracts are in
+ * core/dist/cluster_internal.h). */
+typedef struct wf__job {
+  int (*split)(wf_runtime *rt, struct wf__work *w, const unsigned char *keep,
+               struct wf__dist **out, wf_status *st);
+  void (*dist_free)(struct wf__dist *d);
+  struct wf__dist_step *(*step_begin)(struct wf__dist *d, uint64_t session,
+                                      int64_t step, uint64_t *uid,
+                                      wf_status *st);
+  int (*step_end)(struct wf__dist_step *ds, int code, wf_status *st);
+  void (*cancel_step)(struct wf__cluster *c, uint64_t uid, int code,
+                      const char *msg);
+  int (*watch)(struct wf__cluster *c, const struct wf__dist *d, char *msg,
+               size_t len);
+  void (*session_closed)(wf_runtime *rt, uint64_t session);
+  /* Leaves the job when the runtime is freed. */
+  void (*leave)(wf_runtime *rt);
+} wf__job;
 
 /* A runtime with no plugins yet, whose plugins will be given host
  * (core/host/runtime_new.c makes runtimes with the core's table). */
