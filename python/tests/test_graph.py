@@ -136,13 +136,15 @@ def test_list_inputs_and_multiple_outputs(graph):
     a = weft.constant([1.0, 2.0])
     b = weft.constant([3.0, 4.0])
     s = weft.add_n([a, b, a])
+    assert s.op.get_attr("N") == 3
     parts = weft.split(weft.constant(np.arange(6, dtype=np.float32)),
-                       num_split=3) if "num_split" in inspect.signature(
-        weft.split).parameters else None
+                       num_split=3)
+    assert isinstance(parts, list) and len(parts) == 3
+    with pytest.raises(TypeError, match="num_split"):
+        weft.split(a)                     # a required attribute
     with weft.Session(graph) as sess:
         np.testing.assert_array_equal(sess.run(s), [5.0, 8.0])
-        if parts is not None:
-            assert isinstance(parts, list) and len(parts) == 3
+        np.testing.assert_array_equal(sess.run(parts[2]), [4.0, 5.0])
 
 
 def test_graph_file_round_trip(tmp_path, graph):

@@ -108,8 +108,7 @@ def test_make_callable(xy):
     with weft.Session(g) as s:
         f = s.make_callable(y, [x])
         np.testing.assert_array_equal(f(a), 2 * a)
-        f2 = s.make_callable([y, x], [x]) if False else s.make_callable(
-            [y, weft.identity(x)], [x])
+        f2 = s.make_callable([y, weft.identity(x)], [x])
         r = f2(a)
         assert isinstance(r, list) and len(r) == 2
         f3 = s.make_callable({"y": y, "t": (y,)}, [x])

@@ -34,7 +34,7 @@ from .framework import (Graph, Operation, Tensor, get_default_graph,
                         convert_to_tensor, load_graph, apply_op,
                         default_runtime, _runtimes)
 from . import framework as _framework
-from .session import (Session, InteractiveSession, RunOptions, RunMetadata,
+from .session import (Session, RunOptions, RunMetadata,
                       FULL_TRACE, NO_TRACE)
 from .variables import (Variable, global_variables, trainable_variables,
                         variables_initializer, global_variables_initializer)

@@ -104,7 +104,6 @@ class Dataset:
         return Iterator(self, skip_bad_records)
 
     make_one_shot_iterator = make_iterator
-    make_initializable_iterator = make_iterator
 
     def __iter__(self):
         return iter(Iterator(self))
@@ -136,8 +135,6 @@ class Iterator:
     def reset(self):
         """Starts the next pass over the data."""
         self._it.reset()
-
-    initializer = property(lambda self: None)
 
     def save(self):
         """The position as bytes, for restore()."""

@@ -208,9 +208,6 @@ class Graph:
     def write_dot(self, path):
         self._g.write_dot(path)
 
-    def finalize_model(self):
-        return self._model
-
 
 def load_graph(path=None, data=None, config=None):
     """A Graph read from a graph file (path) or its bytes (data)."""

@@ -272,6 +272,3 @@ class Session:
     def _csession(self):
         return self._s
 
-
-class InteractiveSession(Session):
-    pass
