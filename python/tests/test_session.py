@@ -219,3 +219,24 @@ def test_scalar_and_strided_feeds(graph):
         assert s.run(y, {x: np.float64(2.0)}) == 4.0
         np.testing.assert_array_equal(
             s.run(weft.identity(v), {v: np.arange(6)[::2]}), [0, 2, 4])
+
+
+def test_kernels_and_devices_by_config(graph):
+    info = weft.runtime_info()
+    assert any(d["type"] == "cpu" and d["available"] for d in info["devices"])
+    assert any(p["name"] == "ops-math" and p["state"] == "loaded"
+               for p in info["plugins"])
+    a = weft.placeholder(weft.float32, (64, 64), name="a")
+    p = weft.matmul(a, a, name="product")
+    feed = {a: np.eye(64, dtype=np.float32)}
+
+    def kernel(config):
+        md = weft.RunMetadata()
+        with weft.Session(graph, config=config) as s:
+            r = s.run(p, feed, options=weft.RunOptions(weft.FULL_TRACE),
+                      run_metadata=md)
+        np.testing.assert_array_equal(r, np.eye(64))
+        return {n["node"]: n["kernel"] for n in md.nodes()}["product"]
+
+    assert kernel({"kernels": {"prefer": "reference"}}) == "reference"
+    assert kernel({"kernels": {"deny": "reference"}}) != "reference"
