@@ -3,7 +3,10 @@
 driven from Python, against bench/train (the same workload from C: the
 input pipeline from its cache, Adam lr 1e-3, batch 64) run as a child
 process, alternating rounds; prints one JSON line per round pair and a
-summary with the ratio of medians (goal: Python >= 0.95x C).
+summary with the ratio of medians (goal: Python >= 0.95x C). Each round
+also runs one epoch in alternating blocks of steps made from Python and
+from C on the same prepared step (Callable.time_c), which a loaded machine
+disturbs far less than separate runs ("interleaved_ratio").
 
     PYTHONPATH=... python3 bench/python_train.py --model mlp [--limit N]
         [--rounds R] [--threads N] [--c-bench bench/train]
@@ -75,6 +78,31 @@ def epoch(step, it, batch, total):
     return min(seen, total) / dt
 
 
+def interleaved(step, it, batch, block=4):
+    """One epoch in alternating blocks of `block` steps, called from Python
+    and from C (Callable.time_c) on the same session and data: seconds per
+    step of each, immune to load that comes and goes slower than a block.
+    A block cut short by the end of the data is not counted."""
+    tp = tc = 0.0
+    np_ = nc = 0
+    while True:
+        t0 = time.perf_counter()
+        try:
+            for _ in range(block):
+                step()
+        except weft.OutOfRangeError:
+            break
+        tp += time.perf_counter() - t0
+        np_ += block
+        try:
+            tc += step.time_c(block)
+        except weft.OutOfRangeError:
+            break
+        nc += block
+    it.reset()
+    return batch * np_ / tp, batch * nc / tc
+
+
 def c_bench(path, model, limit, threads):
     cmd = [path, "--model", model, "--warm", "1"]
     if limit:
@@ -102,20 +130,28 @@ def main():
     total = a.limit if a.limit else 60000
     s, step, it = build(a.model, a.limit, a.batch, a.threads)
     epoch(step, it, a.batch, total)           # fill the cache, warm up
-    py, c = [], []
+    py, c, ip, ic = [], [], [], []
     for r in range(a.rounds):
         py.append(epoch(step, it, a.batch, total))
         c.append(c_bench(a.c_bench, a.model, a.limit, a.threads))
+        p_, c_ = interleaved(step, it, a.batch)
+        ip.append(p_)
+        ic.append(c_)
         print(json.dumps({"bench": "python-train", "model": a.model,
                           "round": r, "python_samples_per_s": round(py[-1]),
-                          "c_samples_per_s": round(c[-1])}), flush=True)
+                          "c_samples_per_s": round(c[-1]),
+                          "interleaved_python_samples_per_s": round(p_),
+                          "interleaved_c_samples_per_s": round(c_)}),
+              flush=True)
     s.close()
+    med = statistics.median
     print(json.dumps({"bench": "python-train-summary", "model": a.model,
                       "limit": a.limit, "rounds": a.rounds,
-                      "python_samples_per_s": round(statistics.median(py)),
-                      "c_samples_per_s": round(statistics.median(c)),
-                      "ratio": round(statistics.median(py) /
-                                     statistics.median(c), 3)}))
+                      "python_samples_per_s": round(med(py)),
+                      "c_samples_per_s": round(med(c)),
+                      "ratio": round(med(py) / med(c), 3),
+                      "interleaved_ratio": round(
+                          med([p_ / c_ for p_, c_ in zip(ip, ic)]), 3)}))
 
 
 if __name__ == "__main__":
