@@ -686,14 +686,20 @@ static PyObject *graph_copy_to(PyObject *self, PyObject *args) {
           if (!wf_node_get_attr(s, a->number_attr, &v, st))
             cnt = v.u.i;
           wf_status_reset(st);
-          wf_output tmp[64];
+          wf_output *tmp = malloc(sizeof *tmp * (size_t)(cnt + 1));
+          if (!tmp) {
+            wf_node_desc_free(d);
+            wf_status_free(st);
+            return PyErr_NoMemory();
+          }
           int m = 0;
-          for (int64_t j = 0; j < cnt && k < nin && m < 64; j++, k++) {
+          for (int64_t j = 0; j < cnt && k < nin; j++, k++) {
             wf_output in = wf_node_input(s, k);
             tmp[m++] = (wf_output){wf_graph_node(dst, wf_node_id(in.node)),
                                    in.index};
           }
           wf_node_desc_add_input_list(d, tmp, m);
+          free(tmp);
         } else if (k < nin) {
           wf_output in = wf_node_input(s, k++);
           wf_node_desc_add_input(

@@ -240,3 +240,13 @@ def test_kernels_and_devices_by_config(graph):
 
     assert kernel({"kernels": {"prefer": "reference"}}) == "reference"
     assert kernel({"kernels": {"deny": "reference"}}) != "reference"
+
+
+def test_config_session_copies_list_inputs(graph):
+    xs = [weft.placeholder(weft.float32, (2,), name="x%d" % i)
+          for i in range(70)]
+    total = weft.add_n(xs)
+    feed = {x: np.full(2, i, np.float32) for i, x in enumerate(xs)}
+    with weft.Session(graph, config={"passes": {"cse": False}}) as s:
+        np.testing.assert_array_equal(s.run(total, feed),
+                                      [sum(range(70))] * 2)
