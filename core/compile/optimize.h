@@ -19,8 +19,7 @@ typedef struct wf__work {
  * may add nodes, rewire inputs (wf__node_set_input, wf__graph_redirect) and
  * add control edges; nodes left unused drop out of the working graph's
  * live set (core/compile/compile.c). A pass must keep fetched outputs'
- * values and every
- * stateful node's effects. */
+ * values and every stateful node's effects. */
 typedef struct wf__pass_env {
   wf__work *work;
   wf_runtime *rt;
