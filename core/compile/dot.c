@@ -68,15 +68,6 @@ static int write_dot(const wf_graph *g, const int *device,
     if (open)
       fprintf(f, "  }\n");
   }
-  if (!device)
-    for (int id = 0; id < g->num_nodes; id++) {
-      const wf_node *n = g->nodes[id];
-      char label[512];
-      snprintf(label, sizeof label, "%s\\n%s", n->name, n->op->def.name);
-      fprintf(f, "  n%d [label=", id);
-      quoted(f, label);
-      fprintf(f, "];\n");
-    }
   for (int id = 0; id < g->num_nodes; id++) {
     const wf_node *n = g->nodes[id];
     for (int i = 0; i < n->num_inputs; i++)

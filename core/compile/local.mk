@@ -14,4 +14,5 @@ core_libweftcore_la_SOURCES += \
 	core/compile/partition.c core/compile/partition.h \
 	core/compile/placement.c core/compile/placement.h \
 	core/compile/plan.h \
+	core/compile/plugin_passes.c core/compile/plugin_passes.h \
 	core/compile/prune.c core/compile/prune.h

@@ -75,3 +75,16 @@ tests_core_test_kernel_LDADD = $(TEST_LDADD)
 # No plugin, in-tree or test, may need libweft (readelf -d).
 TESTS += tests/plugins/test_no_libweft.sh
 EXTRA_DIST += tests/plugins/test_no_libweft.sh
+
+# Graph passes from a plugin (tests/core/test_plugin_passes.c).
+check_LTLIBRARIES += tests/plugins/passes.la
+tests_plugins_passes_la_SOURCES = tests/plugins/passes.c
+tests_plugins_passes_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_passes_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/core/test_plugin_passes
+TESTS += tests/core/test_plugin_passes
+tests_core_test_plugin_passes_SOURCES = tests/core/test_plugin_passes.c
+tests_core_test_plugin_passes_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_plugin_passes_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_plugin_passes_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_plugin_passes_DEPENDENCIES = tests/plugins/passes.la
