@@ -88,3 +88,17 @@ tests_core_test_plugin_passes_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_plugin_passes_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_plugin_passes_LDADD = $(TEST_LDADD)
 EXTRA_tests_core_test_plugin_passes_DEPENDENCIES = tests/plugins/passes.la
+
+# Importers (tests/core/test_import.c).
+check_LTLIBRARIES += tests/plugins/importer.la
+tests_plugins_importer_la_SOURCES = tests/plugins/importer.c
+tests_plugins_importer_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_importer_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/core/test_import
+TESTS += tests/core/test_import
+tests_core_test_import_SOURCES = tests/core/test_import.c
+tests_core_test_import_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_import_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_import_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_import_DEPENDENCIES = tests/plugins/importer.la \
+	tools/weft
