@@ -197,6 +197,13 @@ typedef struct wf_kernel_def {
    * devices without memory of their own. */
   uint64_t host_inputs;
   uint64_t host_outputs;
+  /* -- since 1.3 -- */
+  /* Optional: 0 when this kernel cannot run node (an attribute value, a
+   * rank or a shape it does not handle), so the next kernel by priority
+   * (or another device) is chosen instead; 1 when it can. Asked while the
+   * node is placed, with the host's node_* entries to read it; it must not
+   * keep node. Without it the kernel takes every node of its dtypes. */
+  int (*supports)(const wf_node *node);
 } wf_kernel_def;
 
 /* ------------------------------------------------------------------------ */
@@ -638,6 +645,13 @@ typedef struct wf_host {
                                wf_status *st);
   void (*pass_remove_control_edge)(wf_pass_ctx *ctx, wf_node *from,
                                    wf_node *to);
+
+  /* Output i's shape as the op's shape function gives it for the inputs
+   * of this call (valid during compute): what a kernel allocates, so it
+   * need not derive or re-check shapes itself. 0, or the code with st
+   * set (an output index out of range). */
+  int (*kernel_output_shape)(const wf_kernel_ctx *ctx, int32_t i,
+                             wf_shape *shape, wf_status *st);
 
   /* Importers (valid during a wf_importer_def.import call). Nodes are
    * added as pass_add_node adds them (device NULL: none asked); a name
