@@ -7,6 +7,7 @@ tools_weft_SOURCES = tools/weft.c tools/commands.h \
 	tools/inspect.c tools/inspect.h \
 	tools/cmd_version.c tools/cmd_plugins.c tools/cmd_ops.c \
 	tools/cmd_devices.c tools/cmd_data.c \
-	tools/cmd_graph.c tools/cmd_ckpt.c tools/cmd_run.c tools/cmd_worker.c
+	tools/cmd_graph.c tools/cmd_ckpt.c tools/cmd_run.c tools/cmd_worker.c \
+	tools/cmd_import.c
 tools_weft_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tools_weft_LDADD = core/libweft.la $(JANSSON_LIBS)
