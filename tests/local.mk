@@ -38,6 +38,7 @@ include tests/core/npy.mk
 include tests/core/saved_model.mk
 include tests/abi/local.mk
 include tests/sdk/local.mk
+include tests/serve/local.mk
 # The CPU plugin runs oneDNN (dlopened with the plugin), whose C++
 # thread_local state lives in dynamic TLS; in oneDNN's OpenMP worker
 # threads, LeakSanitizer's tracking of __tls_get_addr (GCC 12 with glibc

@@ -1170,6 +1170,7 @@ static const own_command own_commands[] = {
     {"ckpt", weft_cmd_ckpt, weft_ckpt_summary, weft_ckpt_help},
     {"run", weft_cmd_run, weft_run_summary, weft_run_help},
     {"worker", weft_cmd_worker, weft_worker_summary, weft_worker_help},
+    {"serve", weft_cmd_serve, weft_serve_summary, weft_serve_help},
 };
 
 #define NUM_OWN_COMMANDS (int)(sizeof own_commands / sizeof own_commands[0])
