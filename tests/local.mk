@@ -27,6 +27,7 @@ include tests/fuzz/local.mk
 include tests/fuzz/checkpoint.mk
 include tests/fuzz/graph_file.mk
 include tests/fuzz/npy.mk
+include tests/fuzz/serve_json.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/devices/cuda.mk

@@ -403,7 +403,8 @@ static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
     if (!json_is_boolean(v))
       return fail_at(st, w, "expected true or false for a bool, got %s",
                      json_kind(v));
-    ((uint8_t *)data)[i] = json_is_true(v);
+    if (data)
+      ((uint8_t *)data)[i] = json_is_true(v);
     return 0;
   }
   if (dtype == WF_FLOAT32 || dtype == WF_FLOAT64) {
@@ -414,6 +415,8 @@ static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
     else if (!special_token(v, &d))
       return fail_at(st, w, "expected a number for %s, got %s",
                      wf_dtype_name(dtype), json_kind(v));
+    if (!data)
+      return 0;
     if (dtype == WF_FLOAT32)
       ((float *)data)[i] = (float)d;
     else
@@ -428,20 +431,24 @@ static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
   case WF_INT8:
     if (x < INT8_MIN || x > INT8_MAX)
       goto range;
-    ((int8_t *)data)[i] = (int8_t)x;
+    if (data)
+      ((int8_t *)data)[i] = (int8_t)x;
     return 0;
   case WF_UINT8:
     if (x < 0 || x > UINT8_MAX)
       goto range;
-    ((uint8_t *)data)[i] = (uint8_t)x;
+    if (data)
+      ((uint8_t *)data)[i] = (uint8_t)x;
     return 0;
   case WF_INT32:
     if (x < INT32_MIN || x > INT32_MAX)
       goto range;
-    ((int32_t *)data)[i] = (int32_t)x;
+    if (data)
+      ((int32_t *)data)[i] = (int32_t)x;
     return 0;
   case WF_INT64:
-    ((int64_t *)data)[i] = (int64_t)x;
+    if (data)
+      ((int64_t *)data)[i] = (int64_t)x;
     return 0;
   default:
     return fail_at(st, w, "dtype %s is not supported", wf_dtype_name(dtype));
@@ -452,7 +459,8 @@ range:
 }
 
 /* Writes the nested lists v, which must have exactly the shape dims[0..rank)
- * (ragged lists are refused), into data from element *pos on. */
+ * (ragged lists are refused), into data from element *pos on. With data
+ * NULL it only checks, so nothing is allocated for a body that is wrong. */
 static int fill(const json_t *v, const int64_t *dims, int rank, wf_dtype dtype,
                 void *data, int64_t *pos, where *w, wf_status *st) {
   if (rank == 0)
@@ -465,8 +473,9 @@ static int fill(const json_t *v, const int64_t *dims, int rank, wf_dtype dtype,
     if (n != dims[0])
       return fail_at(st, w, "'b64' holds %" PRId64 " bytes, expected %" PRId64,
                      n, dims[0]);
-    b64_decode(json_string_value(b), json_string_length(b),
-               (unsigned char *)data + *pos);
+    if (data)
+      b64_decode(json_string_value(b), json_string_length(b),
+                 (unsigned char *)data + *pos);
     *pos += n;
     return 0;
   }
@@ -596,16 +605,20 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
     if (rank + 1 > WF_MAX_RANK)
       return fail_at(st, &w, "more than %d dimensions", WF_MAX_RANK);
     dims[0] = (int64_t)n;
-    values[j] = new_tensor(a, dims, rank + 1, st);
-    if (!values[j])
+    if (check_shape(a, dims, rank + 1, st))
       return -1;
-    int64_t pos = 0;
-    for (size_t i = 0; i < n; i++) {
-      const json_t *inst = json_array_get(r->inputs, i);
-      snprintf(w.base, sizeof w.base, "instances[%zu]", i);
-      if (fill(named ? json_object_get(inst, a->key) : inst, dims + 1, rank,
-               a->dtype, wf_tensor_data(values[j]), &pos, &w, st))
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && !(values[j] = new_tensor(a, dims, rank + 1, st)))
         return -1;
+      int64_t pos = 0;
+      for (size_t i = 0; i < n; i++) {
+        const json_t *inst = json_array_get(r->inputs, i);
+        snprintf(w.base, sizeof w.base, "instances[%zu]", i);
+        if (fill(named ? json_object_get(inst, a->key) : inst, dims + 1, rank,
+                 a->dtype, pass ? wf_tensor_data(values[j]) : NULL, &pos, &w,
+                 st))
+          return -1;
+      }
     }
   }
   return 0;
@@ -620,10 +633,14 @@ static int decode_one_columnar(const srv_arg *a, const json_t *v,
   snprintf(w.base, sizeof w.base, "%s", base);
   if (infer_shape(v, a->dtype, dims, &rank, &w, st))
     return -1;
+  int64_t pos = 0;
+  if (check_shape(a, dims, rank, st) ||
+      fill(v, dims, rank, a->dtype, NULL, &pos, &w, st))
+    return -1;
   *out = new_tensor(a, dims, rank, st);
   if (!*out)
     return -1;
-  int64_t pos = 0;
+  pos = 0;
   return fill(v, dims, rank, a->dtype, wf_tensor_data(*out), &pos, &w, st);
 }
 
@@ -742,19 +759,30 @@ static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
     if (!data)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' has no 'data'", key);
-    values[j] = new_tensor(a, dims, rank, st);
-    if (!values[j])
-      return -1;
+    /* The values are checked and counted before anything is allocated. */
+    int64_t count = 1;
+    for (int k = 0; k < rank; k++) {
+      if (dims[k] > 0 && count > INT64_MAX / dims[k])
+        return wf_status_set(st, WF_INVALID_ARGUMENT,
+                             "input '%s': the shape is too large", key);
+      count *= dims[k];
+    }
     where w = {.input = key};
     snprintf(w.base, sizeof w.base, "inputs[%zu].data", i);
-    int64_t pos = 0, count = wf_tensor_count(values[j]);
-    if (fill_flat(data, t, wf_tensor_data(values[j]), &pos, count, &w, st))
+    int64_t pos = 0;
+    if (fill_flat(data, t, NULL, &pos, count, &w, st))
       return -1;
     if (pos != count)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' has %" PRId64 " values, its shape "
                            "holds %" PRId64,
                            key, pos, count);
+    values[j] = new_tensor(a, dims, rank, st);
+    if (!values[j])
+      return -1;
+    pos = 0;
+    if (fill_flat(data, t, wf_tensor_data(values[j]), &pos, count, &w, st))
+      return -1;
   }
   for (int j = 0; j < sig->ninputs; j++)
     if (!values[j])
