@@ -1,9 +1,8 @@
 /* lib/serve/codec.c — decoding predict/infer request bodies into tensors and
- * encoding outputs as JSON (codec.h). Input goes through jansson after the
- * non-standard tokens NaN, Infinity and -Infinity are rewritten into
- * strings jansson keeps (a NUL and a tag, which no JSON text can produce
- * as a number); output is written directly, so a large tensor never becomes
- * a tree of JSON values. It does no HTTP and runs no model. */
+ * encoding outputs as JSON (codec.h). Input is read by json_read.c (which
+ * takes NaN, Infinity and -Infinity as numbers); output is written
+ * directly, so a large tensor never becomes a tree of JSON values. It does
+ * no HTTP and runs no model. */
 #include <config.h>
 
 #include "codec.h"
@@ -136,120 +135,64 @@ static int supported(wf_dtype t) {
          t == WF_INT32 || t == WF_INT64 || t == WF_BOOL;
 }
 
+/* ---- JSON values ----------------------------------------------------------- */
+
+static int is_type(const srv_json *v, int t) { return v && v->type == t; }
+static int is_object(const srv_json *v) { return is_type(v, SRV_JSON_OBJECT); }
+static int is_array(const srv_json *v) { return is_type(v, SRV_JSON_ARRAY); }
+static int is_string(const srv_json *v) { return is_type(v, SRV_JSON_STRING); }
+static int is_number(const srv_json *v) { return is_type(v, SRV_JSON_NUMBER); }
+static int is_integer(const srv_json *v) { return is_number(v) && v->is_int; }
+static int is_true(const srv_json *v) { return is_type(v, SRV_JSON_TRUE); }
+static int is_bool(const srv_json *v) {
+  return is_true(v) || is_type(v, SRV_JSON_FALSE);
+}
+static size_t arr_len(const srv_json *v) { return is_array(v) ? v->n : 0; }
+static const srv_json *arr_at(const srv_json *v, size_t i) {
+  return is_array(v) && i < v->n ? &v->u.items[i] : NULL;
+}
+static size_t obj_len(const srv_json *v) { return is_object(v) ? v->n : 0; }
+/* Member i's key and value of object v. */
+static const char *obj_key(const srv_json *v, size_t i) {
+  return v->u.items[2 * i].u.s;
+}
+
 /* ---- parsing ------------------------------------------------------------- */
-
-/* The strings the special tokens become: a NUL, then a tag. */
-#define TOK_NAN "\\u0000n"
-#define TOK_INF "\\u0000i"
-#define TOK_NINF "\\u0000m"
-
-static int word_end(const char *p, const char *end) {
-  return p == end || !(isalnum((unsigned char)*p) || *p == '_');
-}
-
-/* Copies body into a NUL-terminated buffer, the special tokens outside
- * strings replaced by their tagged strings. NULL when out of memory. */
-static char *rewrite_tokens(const char *body, size_t len, size_t *out_len) {
-  srv_buf b = {0};
-  const char *p = body, *end = body + len, *run = body;
-  int in_string = 0;
-  while (p < end) {
-    char c = *p;
-    if (in_string) {
-      if (c == '\\' && p + 1 < end)
-        p++;
-      else if (c == '"')
-        in_string = 0;
-      p++;
-      continue;
-    }
-    if (c == '"') {
-      in_string = 1;
-      p++;
-      continue;
-    }
-    const char *tok = NULL;
-    size_t n = 0;
-    if (c == 'N' && (size_t)(end - p) >= 3 && !memcmp(p, "NaN", 3) &&
-        word_end(p + 3, end))
-      tok = TOK_NAN, n = 3;
-    else if (c == 'I' && (size_t)(end - p) >= 8 && !memcmp(p, "Infinity", 8) &&
-             word_end(p + 8, end))
-      tok = TOK_INF, n = 8;
-    else if (c == '-' && (size_t)(end - p) >= 9 &&
-             !memcmp(p, "-Infinity", 9) && word_end(p + 9, end))
-      tok = TOK_NINF, n = 9;
-    if (!tok) {
-      p++;
-      continue;
-    }
-    srv_buf_put(&b, run, (size_t)(p - run));
-    srv_buf_put(&b, "\"", 1);
-    srv_buf_puts(&b, tok);
-    srv_buf_put(&b, "\"", 1);
-    p += n;
-    run = p;
-  }
-  srv_buf_put(&b, run, (size_t)(end - run));
-  char *s = srv_buf_take(&b, out_len);
-  srv_buf_free(&b);
-  return s;
-}
-
-/* 1 when v is one of the special tokens (its value in *d). */
-static int special_token(const json_t *v, double *d) {
-  if (!json_is_string(v) || json_string_length(v) != 2 ||
-      json_string_value(v)[0] != '\0')
-    return 0;
-  switch (json_string_value(v)[1]) {
-  case 'n': *d = NAN; return 1;
-  case 'i': *d = INFINITY; return 1;
-  case 'm': *d = -INFINITY; return 1;
-  default: return 0;
-  }
-}
 
 int srv_request_parse(srv_request *r, const char *body, size_t len,
                       int kserve, wf_status *st) {
+  char err[256];
   memset(r, 0, sizeof *r);
-  size_t n = 0;
-  char *text = rewrite_tokens(body, len, &n);
-  json_error_t err;
-  if (!text)
-    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "out of memory reading a %zu-byte request", len);
-  r->root = json_loadb(text, n, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &err);
-  free(text);
-  if (!r->root)
-    return wf_status_set(st, WF_INVALID_ARGUMENT,
-                         "malformed JSON at line %d, column %d: %s", err.line,
-                         err.column, err.text);
-  if (!json_is_object(r->root))
+  const srv_json *root = srv_json_parse(body, len, &r->doc, err, sizeof err);
+  if (!root)
+    return wf_status_set(st, WF_INVALID_ARGUMENT, "malformed JSON at %s",
+                         err);
+  if (!is_object(root))
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "the request body must be a JSON object");
   if (kserve) {
     r->format = SRV_KSERVE;
-    json_t *id = json_object_get(r->root, "id");
-    if (id && !json_is_string(id))
+    const srv_json *id = srv_json_get(root, "id");
+    if (id && !is_string(id))
       return wf_status_set(st, WF_INVALID_ARGUMENT, "'id' must be a string");
-    r->id = id ? json_string_value(id) : NULL;
-    r->inputs = json_object_get(r->root, "inputs");
-    if (!json_is_array(r->inputs))
+    r->id = id ? id->u.s : NULL;
+    r->inputs = srv_json_get(root, "inputs");
+    if (!is_array(r->inputs))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "the request needs an 'inputs' list");
-    r->outputs = json_object_get(r->root, "outputs");
-    if (r->outputs && !json_is_array(r->outputs))
+    r->outputs = srv_json_get(root, "outputs");
+    if (r->outputs && !is_array(r->outputs))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "'outputs' must be a list");
     return 0;
   }
-  json_t *sig = json_object_get(r->root, "signature_name");
-  if (sig && !json_is_string(sig))
+  const srv_json *sig = srv_json_get(root, "signature_name");
+  if (sig && !is_string(sig))
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "'signature_name' must be a string");
-  r->signature_name = sig ? json_string_value(sig) : NULL;
-  json_t *inst = json_object_get(r->root, "instances");
-  json_t *cols = json_object_get(r->root, "inputs");
+  r->signature_name = sig ? sig->u.s : NULL;
+  const srv_json *inst = srv_json_get(root, "instances");
+  const srv_json *cols = srv_json_get(root, "inputs");
   if (inst && cols)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "give either 'instances' or 'inputs', not both");
@@ -257,7 +200,7 @@ int srv_request_parse(srv_request *r, const char *body, size_t len,
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "missing 'instances' or 'inputs' in the request");
   if (inst) {
-    if (!json_is_array(inst))
+    if (!is_array(inst))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "'instances' must be a list");
     r->format = SRV_TF_ROW;
@@ -270,7 +213,7 @@ int srv_request_parse(srv_request *r, const char *body, size_t len,
 }
 
 void srv_request_deinit(srv_request *r) {
-  json_decref(r->root);
+  srv_json_doc_free(r->doc);
   memset(r, 0, sizeof *r);
 }
 
@@ -300,18 +243,14 @@ static int fail_at(wf_status *st, const where *w, const char *fmt, ...) {
                        w->input, at, msg);
 }
 
-static const char *json_kind(const json_t *v) {
-  double d;
-  if (special_token(v, &d))
-    return "a number";
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "a list";
-  case JSON_STRING: return "a string";
-  case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a number";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
+static const char *json_kind(const srv_json *v) {
+  switch (v ? v->type : SRV_JSON_NULL) {
+  case SRV_JSON_OBJECT: return "an object";
+  case SRV_JSON_ARRAY: return "a list";
+  case SRV_JSON_STRING: return "a string";
+  case SRV_JSON_NUMBER: return v->is_int ? "an integer" : "a number";
+  case SRV_JSON_TRUE:
+  case SRV_JSON_FALSE: return "a boolean";
   default: return "null";
   }
 }
@@ -357,62 +296,60 @@ static int64_t b64_decode(const char *s, size_t n, unsigned char *out) {
 }
 
 /* The string of a {"b64": "..."} object, or NULL when v is not one. */
-static const json_t *b64_object(const json_t *v) {
-  if (!json_is_object(v) || json_object_size(v) != 1)
+static const srv_json *b64_object(const srv_json *v) {
+  if (!is_object(v) || obj_len(v) != 1)
     return NULL;
-  const json_t *s = json_object_get(v, "b64");
-  return json_is_string(s) ? s : NULL;
+  const srv_json *s = srv_json_get(v, "b64");
+  return is_string(s) ? s : NULL;
 }
 
 static int bytes_dtype(wf_dtype t) { return t == WF_UINT8 || t == WF_INT8; }
 
 /* Infers the shape of nested lists v by following first elements; a b64
  * object is a vector of its bytes. */
-static int infer_shape(const json_t *v, wf_dtype dtype, int64_t *dims,
+static int infer_shape(const srv_json *v, wf_dtype dtype, int64_t *dims,
                        int *rank, const where *w, wf_status *st) {
   int r = 0;
   for (;;) {
-    const json_t *b = bytes_dtype(dtype) ? b64_object(v) : NULL;
+    const srv_json *b = bytes_dtype(dtype) ? b64_object(v) : NULL;
     if (b) {
       if (r == WF_MAX_RANK)
         return fail_at(st, w, "more than %d dimensions", WF_MAX_RANK);
-      int64_t n = b64_decode(json_string_value(b), json_string_length(b),
+      int64_t n = b64_decode(b->u.s, (size_t)b->n,
                              NULL);
       if (n < 0)
         return fail_at(st, w, "'b64' holds no valid base64");
       dims[r++] = n;
       break;
     }
-    if (!json_is_array(v))
+    if (!is_array(v))
       break;
     if (r == WF_MAX_RANK)
       return fail_at(st, w, "more than %d dimensions", WF_MAX_RANK);
-    dims[r++] = (int64_t)json_array_size(v);
-    if (json_array_size(v) == 0)
+    dims[r++] = (int64_t)arr_len(v);
+    if (arr_len(v) == 0)
       break;
-    v = json_array_get(v, 0);
+    v = arr_at(v, 0);
   }
   *rank = r;
   return 0;
 }
 
-static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
+static int put_element(const srv_json *v, wf_dtype dtype, void *data, int64_t i,
                        const where *w, wf_status *st) {
   double d;
   if (dtype == WF_BOOL) {
-    if (!json_is_boolean(v))
+    if (!is_bool(v))
       return fail_at(st, w, "expected true or false for a bool, got %s",
                      json_kind(v));
     if (data)
-      ((uint8_t *)data)[i] = json_is_true(v);
+      ((uint8_t *)data)[i] = is_true(v);
     return 0;
   }
   if (dtype == WF_FLOAT32 || dtype == WF_FLOAT64) {
-    if (json_is_integer(v))
-      d = (double)json_integer_value(v);
-    else if (json_is_real(v))
-      d = json_real_value(v);
-    else if (!special_token(v, &d))
+    if (is_number(v))
+      d = v->d;
+    else
       return fail_at(st, w, "expected a number for %s, got %s",
                      wf_dtype_name(dtype), json_kind(v));
     if (!data)
@@ -423,10 +360,10 @@ static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
       ((double *)data)[i] = d;
     return 0;
   }
-  if (!json_is_integer(v))
+  if (!is_integer(v))
     return fail_at(st, w, "expected an integer for %s, got %s",
                    wf_dtype_name(dtype), json_kind(v));
-  json_int_t x = json_integer_value(v);
+  int64_t x = v->u.i;
   switch (dtype) {
   case WF_INT8:
     if (x < INT8_MIN || x > INT8_MAX)
@@ -454,42 +391,42 @@ static int put_element(const json_t *v, wf_dtype dtype, void *data, int64_t i,
     return fail_at(st, w, "dtype %s is not supported", wf_dtype_name(dtype));
   }
 range:
-  return fail_at(st, w, "%" JSON_INTEGER_FORMAT " is out of range for %s", x,
+  return fail_at(st, w, "%" PRId64 " is out of range for %s", x,
                  wf_dtype_name(dtype));
 }
 
 /* Writes the nested lists v, which must have exactly the shape dims[0..rank)
  * (ragged lists are refused), into data from element *pos on. With data
  * NULL it only checks, so nothing is allocated for a body that is wrong. */
-static int fill(const json_t *v, const int64_t *dims, int rank, wf_dtype dtype,
+static int fill(const srv_json *v, const int64_t *dims, int rank, wf_dtype dtype,
                 void *data, int64_t *pos, where *w, wf_status *st) {
   if (rank == 0)
     return put_element(v, dtype, data, (*pos)++, w, st);
-  const json_t *b = bytes_dtype(dtype) && rank == 1 ? b64_object(v) : NULL;
+  const srv_json *b = bytes_dtype(dtype) && rank == 1 ? b64_object(v) : NULL;
   if (b) {
-    int64_t n = b64_decode(json_string_value(b), json_string_length(b), NULL);
+    int64_t n = b64_decode(b->u.s, (size_t)b->n, NULL);
     if (n < 0)
       return fail_at(st, w, "'b64' holds no valid base64");
     if (n != dims[0])
       return fail_at(st, w, "'b64' holds %" PRId64 " bytes, expected %" PRId64,
                      n, dims[0]);
     if (data)
-      b64_decode(json_string_value(b), json_string_length(b),
+      b64_decode(b->u.s, (size_t)b->n,
                  (unsigned char *)data + *pos);
     *pos += n;
     return 0;
   }
-  if (!json_is_array(v))
+  if (!is_array(v))
     return fail_at(st, w, "expected a list of %" PRId64 ", got %s", dims[0],
                    json_kind(v));
-  if ((int64_t)json_array_size(v) != dims[0])
+  if ((int64_t)arr_len(v) != dims[0])
     return fail_at(st, w,
                    "expected %" PRId64 " values, got %zu (lists must not be "
                    "ragged)",
-                   dims[0], json_array_size(v));
+                   dims[0], arr_len(v));
   for (int64_t i = 0; i < dims[0]; i++) {
     w->idx[w->depth++] = i;
-    int rc = fill(json_array_get(v, (size_t)i), dims + 1, rank - 1, dtype,
+    int rc = fill(arr_at(v, (size_t)i), dims + 1, rank - 1, dtype,
                   data, pos, w, st);
     w->depth--;
     if (rc)
@@ -557,20 +494,20 @@ static int find_input(const srv_sig_desc *sig, const char *key) {
 /* Row format: instances[i] is the i-th row of every input. */
 static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
                        wf_tensor **values, wf_status *st) {
-  size_t n = json_array_size(r->inputs);
+  size_t n = arr_len(r->inputs);
   if (n == 0)
     return wf_status_set(st, WF_INVALID_ARGUMENT, "'instances' is empty");
-  const json_t *first = json_array_get(r->inputs, 0);
+  const srv_json *first = arr_at(r->inputs, 0);
   /* One input may be given bare; otherwise each instance names its inputs. */
-  int named = json_is_object(first) && !b64_object(first);
+  int named = is_object(first) && !b64_object(first);
   if (!named && sig->ninputs != 1)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "the signature has %d inputs: each instance must be "
                          "an object naming them",
                          sig->ninputs);
   for (size_t i = 0; i < n; i++) {
-    const json_t *inst = json_array_get(r->inputs, i);
-    int is_named = json_is_object(inst) && !b64_object(inst);
+    const srv_json *inst = arr_at(r->inputs, i);
+    int is_named = is_object(inst) && !b64_object(inst);
     if (is_named != named)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "instances[%zu] is %s, instances[0] is not", i,
@@ -578,17 +515,14 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
                                  : "an object of named inputs");
     if (!named)
       continue;
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)inst, key, val) {
-      if (find_input(sig, key) < 0)
+    for (size_t k = 0; k < obj_len(inst); k++)
+      if (find_input(sig, obj_key(inst, k)) < 0)
         return wf_status_set(st, WF_INVALID_ARGUMENT,
                              "instances[%zu] names '%s', which is not an input "
                              "of the signature",
-                             i, key);
-    }
+                             i, obj_key(inst, k));
     for (int j = 0; j < sig->ninputs; j++)
-      if (!json_object_get(inst, sig->inputs[j].key))
+      if (!srv_json_get(inst, sig->inputs[j].key))
         return wf_status_set(st, WF_INVALID_ARGUMENT,
                              "instances[%zu] lacks input '%s'", i,
                              sig->inputs[j].key);
@@ -599,7 +533,7 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
     int64_t dims[WF_MAX_RANK + 1];
     int rank;
     snprintf(w.base, sizeof w.base, "instances[0]");
-    const json_t *v0 = named ? json_object_get(first, a->key) : first;
+    const srv_json *v0 = named ? srv_json_get(first, a->key) : first;
     if (infer_shape(v0, a->dtype, dims + 1, &rank, &w, st))
       return -1;
     if (rank + 1 > WF_MAX_RANK)
@@ -612,9 +546,9 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
         return -1;
       int64_t pos = 0;
       for (size_t i = 0; i < n; i++) {
-        const json_t *inst = json_array_get(r->inputs, i);
+        const srv_json *inst = arr_at(r->inputs, i);
         snprintf(w.base, sizeof w.base, "instances[%zu]", i);
-        if (fill(named ? json_object_get(inst, a->key) : inst, dims + 1, rank,
+        if (fill(named ? srv_json_get(inst, a->key) : inst, dims + 1, rank,
                  a->dtype, pass ? wf_tensor_data(values[j]) : NULL, &pos, &w,
                  st))
           return -1;
@@ -624,7 +558,7 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
   return 0;
 }
 
-static int decode_one_columnar(const srv_arg *a, const json_t *v,
+static int decode_one_columnar(const srv_arg *a, const srv_json *v,
                                const char *base, wf_tensor **out,
                                wf_status *st) {
   where w = {.input = a->key};
@@ -647,8 +581,8 @@ static int decode_one_columnar(const srv_arg *a, const json_t *v,
 /* Columnar format: inputs is {key: value} or, for one input, the value. */
 static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
                           wf_tensor **values, wf_status *st) {
-  const json_t *in = r->inputs;
-  if (!json_is_object(in) || b64_object(in)) {
+  const srv_json *in = r->inputs;
+  if (!is_object(in) || b64_object(in)) {
     if (sig->ninputs != 1)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "the signature has %d inputs: 'inputs' must be an "
@@ -656,17 +590,14 @@ static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
                            sig->ninputs);
     return decode_one_columnar(&sig->inputs[0], in, "inputs", &values[0], st);
   }
-  const char *key;
-  json_t *val;
-  json_object_foreach((json_t *)in, key, val) {
-    if (find_input(sig, key) < 0)
+  for (size_t k = 0; k < obj_len(in); k++)
+    if (find_input(sig, obj_key(in, k)) < 0)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "'inputs' names '%s', which is not an input of the "
                            "signature",
-                           key);
-  }
+                           obj_key(in, k));
   for (int j = 0; j < sig->ninputs; j++) {
-    const json_t *v = json_object_get(in, sig->inputs[j].key);
+    const srv_json *v = srv_json_get(in, sig->inputs[j].key);
     char base[96];
     if (!v)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
@@ -679,14 +610,14 @@ static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
 }
 
 /* Flattens nested lists v into data (KServe allows both forms). */
-static int fill_flat(const json_t *v, wf_dtype dtype, void *data, int64_t *pos,
+static int fill_flat(const srv_json *v, wf_dtype dtype, void *data, int64_t *pos,
                      int64_t count, where *w, wf_status *st) {
-  if (json_is_array(v)) {
+  if (is_array(v)) {
     if (w->depth > WF_MAX_RANK)
       return fail_at(st, w, "lists nested too deeply");
-    for (size_t i = 0; i < json_array_size(v); i++) {
+    for (size_t i = 0; i < arr_len(v); i++) {
       w->idx[w->depth++] = (int64_t)i;
-      int rc = fill_flat(json_array_get(v, i), dtype, data, pos, count, w, st);
+      int rc = fill_flat(arr_at(v, i), dtype, data, pos, count, w, st);
       w->depth--;
       if (rc)
         return rc;
@@ -710,19 +641,19 @@ static wf_dtype kserve_dtype(const char *name) {
 
 static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
                          wf_tensor **values, wf_status *st) {
-  for (size_t i = 0; i < json_array_size(r->inputs); i++) {
-    const json_t *in = json_array_get(r->inputs, i);
-    const json_t *name = json_object_get(in, "name");
-    const json_t *shape = json_object_get(in, "shape");
-    const json_t *dt = json_object_get(in, "datatype");
-    const json_t *data = json_object_get(in, "data");
-    if (!json_is_object(in))
+  for (size_t i = 0; i < arr_len(r->inputs); i++) {
+    const srv_json *in = arr_at(r->inputs, i);
+    const srv_json *name = srv_json_get(in, "name");
+    const srv_json *shape = srv_json_get(in, "shape");
+    const srv_json *dt = srv_json_get(in, "datatype");
+    const srv_json *data = srv_json_get(in, "data");
+    if (!is_object(in))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "inputs[%zu] must be an object", i);
-    if (!json_is_string(name))
+    if (!is_string(name))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "inputs[%zu] needs a 'name' string", i);
-    const char *key = json_string_value(name);
+    const char *key = name->u.s;
     int j = find_input(sig, key);
     if (j < 0)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
@@ -733,28 +664,28 @@ static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
     if (values[j])
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' is given twice", key);
-    if (!json_is_string(dt))
+    if (!is_string(dt))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' needs a 'datatype' string", key);
-    wf_dtype t = kserve_dtype(json_string_value(dt));
+    wf_dtype t = kserve_dtype(dt->u.s);
     if (t != a->dtype)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' has datatype '%s', the model wants %s",
-                           key, json_string_value(dt),
+                           key, dt->u.s,
                            srv_kserve_dtype_name(a->dtype));
-    if (!json_is_array(shape) || json_array_size(shape) > WF_MAX_RANK)
+    if (!is_array(shape) || arr_len(shape) > WF_MAX_RANK)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' needs a 'shape' list of at most %d "
                            "sizes",
                            key, WF_MAX_RANK);
     int64_t dims[WF_MAX_RANK];
-    int rank = (int)json_array_size(shape);
+    int rank = (int)arr_len(shape);
     for (int k = 0; k < rank; k++) {
-      const json_t *d = json_array_get(shape, (size_t)k);
-      if (!json_is_integer(d) || json_integer_value(d) < 0)
+      const srv_json *d = arr_at(shape, (size_t)k);
+      if (!is_integer(d) || d->u.i < 0)
         return wf_status_set(st, WF_INVALID_ARGUMENT,
                              "input '%s': shape[%d] is not a size", key, k);
-      dims[k] = json_integer_value(d);
+      dims[k] = d->u.i;
     }
     if (!data)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
@@ -816,23 +747,23 @@ int srv_request_decode(const srv_request *r, const srv_sig_desc *sig,
 
 int srv_request_wanted(const srv_request *r, const srv_sig_desc *sig,
                        int *want, wf_status *st) {
-  size_t n = r->outputs ? json_array_size(r->outputs) : 0;
+  size_t n = r->outputs ? arr_len(r->outputs) : 0;
   for (int j = 0; j < sig->noutputs; j++)
     want[j] = n == 0;
   for (size_t i = 0; i < n; i++) {
-    const json_t *name = json_object_get(json_array_get(r->outputs, i), "name");
+    const srv_json *name = srv_json_get(arr_at(r->outputs, i), "name");
     int found = 0;
-    if (!json_is_string(name))
+    if (!is_string(name))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "outputs[%zu] needs a 'name' string", i);
     for (int j = 0; j < sig->noutputs; j++)
-      if (!strcmp(sig->outputs[j].key, json_string_value(name)))
+      if (!strcmp(sig->outputs[j].key, name->u.s))
         want[j] = found = 1;
     if (!found)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "outputs[%zu] names '%s', which is not an output of "
                            "the model",
-                           i, json_string_value(name));
+                           i, name->u.s);
   }
   return 0;
 }

@@ -3,8 +3,9 @@
  * "inputs") and of KServe v2's infer API decoded into tensors checked
  * against a signature, and outputs encoded in the format asked for.
  *
- * Knows nothing of HTTP, models or sessions. The literal tokens NaN,
- * Infinity and -Infinity are accepted and written; {"b64": "..."} stands for
+ * Knows nothing of HTTP, models or sessions. Bodies are read with
+ * json_read.h. The literal tokens NaN, Infinity and -Infinity are accepted
+ * and written; {"b64": "..."} stands for
  * the bytes of a uint8 or int8 vector (weft has no string dtype). */
 #ifndef WEFT_LIB_SERVE_CODEC_H
 #define WEFT_LIB_SERVE_CODEC_H
@@ -12,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include <weft/weft.h>
+
+#include "json_read.h"
 
 /* A signature as the codec sees it: keys, dtypes and shapes (-1: any size).
  * Everything borrowed. */
@@ -39,12 +40,12 @@ typedef enum srv_format {
 
 /* A parsed request body. */
 typedef struct srv_request {
-  json_t *root;
+  srv_json_doc *doc;
   srv_format format;
   const char *signature_name; /* TF's signature_name, or NULL; borrowed */
   const char *id;             /* KServe's id, or NULL; borrowed */
-  json_t *inputs;             /* "instances" or "inputs"; borrowed */
-  json_t *outputs;            /* KServe's requested outputs, or NULL */
+  const srv_json *inputs;     /* "instances" or "inputs"; borrowed */
+  const srv_json *outputs;    /* KServe's requested outputs, or NULL */
 } srv_request;
 
 /* Parses body (len bytes, not NUL-terminated) as a predict request

@@ -6,13 +6,14 @@
 if HAVE_MICROHTTPD
 noinst_LTLIBRARIES += lib/serve/libweftserve.la
 lib_serve_libweftserve_la_SOURCES = lib/serve/serve.h lib/serve/server.c \
-	lib/serve/codec.h lib/serve/codec.c lib/serve/model.h \
+	lib/serve/codec.h lib/serve/codec.c lib/serve/json_read.h \
+	lib/serve/json_read.c lib/serve/model.h \
 	lib/serve/model.c lib/serve/metrics.h lib/serve/metrics.c
-lib_serve_libweftserve_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
-	$(MICROHTTPD_CFLAGS)
+lib_serve_libweftserve_la_CFLAGS = $(AM_CFLAGS) $(MICROHTTPD_CFLAGS)
 lib_serve_libweftserve_la_LIBADD = core/libweft.la $(MICROHTTPD_LIBS) \
-	$(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBM)
+	$(PTHREAD_LIBS) $(LIBM)
 endif
 EXTRA_DIST += lib/serve/serve.h lib/serve/server.c lib/serve/codec.h \
-	lib/serve/codec.c lib/serve/model.h lib/serve/model.c \
+	lib/serve/codec.c lib/serve/json_read.h lib/serve/json_read.c \
+	lib/serve/model.h lib/serve/model.c \
 	lib/serve/metrics.h lib/serve/metrics.c
