@@ -16,7 +16,7 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "layers_internal.h"
 
 /* NOT_FOUND unless op is registered in g's runtime. */

@@ -14,10 +14,10 @@
 #include <weft/layers.h>
 #include <weft/tensor.h>
 
-#include "alloc.h"
-#include "graph.h"
+#include "base/alloc.h"
+#include "graph/graph_internal.h"
 #include "layers_internal.h"
-#include "status.h"
+#include "base/status_internal.h"
 
 /* ---- small builders ------------------------------------------------------ */
 

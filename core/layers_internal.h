@@ -5,7 +5,7 @@
 
 #include <weft/layers.h>
 
-#include "strmap.h"
+#include "base/strmap.h"
 
 typedef struct wf__mvar {
   char *name;           /* the session variable's name (shared_name) */

@@ -15,11 +15,11 @@
 #include <weft/layers.h>
 #include <weft/parallel.h>
 
-#include "alloc.h"
-#include "graph.h"
+#include "base/alloc.h"
+#include "graph/graph_internal.h"
 #include "layers_internal.h"
-#include "runtime.h"
-#include "status.h"
+#include "plugin/runtime_internal.h"
+#include "base/status_internal.h"
 
 typedef struct named {
   const char *name;
