@@ -163,6 +163,7 @@ int srv_request_parse(srv_request *r, const char *body, size_t len,
                       int kserve, wf_status *st) {
   char err[256];
   memset(r, 0, sizeof *r);
+  r->body_len = len;
   const srv_json *root = srv_json_parse(body, len, &r->doc, err, sizeof err);
   if (!root)
     return wf_status_set(st, WF_INVALID_ARGUMENT, "malformed JSON at %s",
@@ -457,6 +458,22 @@ static int check_shape(const srv_arg *a, const int64_t *dims, int rank,
                        wf_shape_str(&a->shape, want, sizeof want));
 }
 
+/* Whether a tensor of these dims may be allocated before its values are
+ * checked: when it is no larger than the body could hold (every value
+ * takes two bytes of text or more, a b64 byte four thirds), a wrong body
+ * costs no more memory than its own size. Otherwise a checking pass comes
+ * first. */
+static int fits_body(const int64_t *dims, int rank, wf_dtype dtype,
+                     size_t body_len) {
+  int64_t bytes = (int64_t)wf_dtype_size(dtype);
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] > 0 && bytes > ((int64_t)1 << 40) / dims[i])
+      return 0;
+    bytes *= dims[i];
+  }
+  return bytes <= 8 * (int64_t)body_len + 65536;
+}
+
 static wf_tensor *new_tensor(const srv_arg *a, const int64_t *dims, int rank,
                              wf_status *st) {
   if (!supported(a->dtype)) {
@@ -541,7 +558,8 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
     dims[0] = (int64_t)n;
     if (check_shape(a, dims, rank + 1, st))
       return -1;
-    for (int pass = 0; pass < 2; pass++) {
+    int start = fits_body(dims, rank + 1, a->dtype, r->body_len);
+    for (int pass = start; pass < 2; pass++) {
       if (pass == 1 && !(values[j] = new_tensor(a, dims, rank + 1, st)))
         return -1;
       int64_t pos = 0;
@@ -559,8 +577,8 @@ static int decode_rows(const srv_request *r, const srv_sig_desc *sig,
 }
 
 static int decode_one_columnar(const srv_arg *a, const srv_json *v,
-                               const char *base, wf_tensor **out,
-                               wf_status *st) {
+                               const char *base, size_t body_len,
+                               wf_tensor **out, wf_status *st) {
   where w = {.input = a->key};
   int64_t dims[WF_MAX_RANK];
   int rank;
@@ -568,7 +586,9 @@ static int decode_one_columnar(const srv_arg *a, const srv_json *v,
   if (infer_shape(v, a->dtype, dims, &rank, &w, st))
     return -1;
   int64_t pos = 0;
-  if (check_shape(a, dims, rank, st) ||
+  if (check_shape(a, dims, rank, st))
+    return -1;
+  if (!fits_body(dims, rank, a->dtype, body_len) &&
       fill(v, dims, rank, a->dtype, NULL, &pos, &w, st))
     return -1;
   *out = new_tensor(a, dims, rank, st);
@@ -588,7 +608,8 @@ static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
                            "the signature has %d inputs: 'inputs' must be an "
                            "object naming them",
                            sig->ninputs);
-    return decode_one_columnar(&sig->inputs[0], in, "inputs", &values[0], st);
+    return decode_one_columnar(&sig->inputs[0], in, "inputs", r->body_len,
+                               &values[0], st);
   }
   for (size_t k = 0; k < obj_len(in); k++)
     if (find_input(sig, obj_key(in, k)) < 0)
@@ -603,7 +624,8 @@ static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "'inputs' lacks input '%s'", sig->inputs[j].key);
     snprintf(base, sizeof base, "inputs.%s", sig->inputs[j].key);
-    if (decode_one_columnar(&sig->inputs[j], v, base, &values[j], st))
+    if (decode_one_columnar(&sig->inputs[j], v, base, r->body_len,
+                            &values[j], st))
       return -1;
   }
   return 0;

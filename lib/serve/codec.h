@@ -46,6 +46,7 @@ typedef struct srv_request {
   const char *id;             /* KServe's id, or NULL; borrowed */
   const srv_json *inputs;     /* "instances" or "inputs"; borrowed */
   const srv_json *outputs;    /* KServe's requested outputs, or NULL */
+  size_t body_len;
 } srv_request;
 
 /* Parses body (len bytes, not NUL-terminated) as a predict request
