@@ -436,6 +436,10 @@ static void handle_v1(wf_server *srv, const char *method, const char *path,
   a->api = "status";
   if (parse_model_path(path, name, sizeof name, &version, &rest, st))
     goto fail;
+  if (*rest == ':')
+    a->api = "predict";
+  else if (!strcmp(rest, "/metadata"))
+    a->api = "metadata";
   srv_model *m = lookup_model(srv, name, a, st);
   if (!m)
     goto fail;
