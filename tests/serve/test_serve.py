@@ -538,7 +538,7 @@ def main():
         conf = os.path.join(TMP, "serve.conf")
         with open(conf, "w") as f:
             f.write("[serve]\nmax-batch-size = 16\nbatch-timeout-micros = "
-                    "20000\nnum-batch-threads = 2\nlog-level = warn\n"
+                    "100000\nnum-batch-threads = 2\nlog-level = warn\n"
                     "[model m]\npath = %s\n" % os.path.join(base, "1"))
         batched = Server(["--model-config", conf], "batched")
         test_batching(srv, batched)
