@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ typedef struct task {
   wf_tensor **outputs;
   int64_t rows;
   int64_t enqueued_ns;
-  int done;
+  sem_t done; /* posted by the batch thread when the outputs are there */
   wf_code code;
   char message[512];
 } task;
@@ -65,7 +66,7 @@ struct srv_version {
   atomic_int refs;
   /* Batching. */
   pthread_mutex_t mu;
-  pthread_cond_t work, done;
+  pthread_cond_t work;
   pthread_t *threads;
   int nthreads;
   int stop;
@@ -277,19 +278,18 @@ static void *batch_thread(void *arg) {
       if (!tasks) { /* no memory for the list: run them one by one */
         pthread_mutex_unlock(&v->mu);
         run_batch(v, s, &t, 1, t->rows);
+        sem_post(&t->done);
         pthread_mutex_lock(&v->mu);
-        t->done = 1;
-        pthread_cond_broadcast(&v->done);
       }
     }
     if (!tasks)
       continue;
     pthread_mutex_unlock(&v->mu);
     run_batch(v, s, tasks, n, rows);
-    pthread_mutex_lock(&v->mu);
+    /* Each request wakes alone: no herd on the lock. */
     for (int i = 0; i < n; i++)
-      tasks[i]->done = 1;
-    pthread_cond_broadcast(&v->done);
+      sem_post(&tasks[i]->done);
+    pthread_mutex_lock(&v->mu);
   }
   pthread_mutex_unlock(&v->mu);
   free(tasks);
@@ -326,7 +326,12 @@ int srv_version_run(srv_version *v, int sig, wf_tensor *const *inputs,
                          "%" PRId64 ")",
                          v->model->name, v->label, s->name, queued, limit);
   }
+  if (sem_init(&t.done, 0, 0)) {
+    pthread_mutex_unlock(&v->mu);
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "cannot make a semaphore");
+  }
   t.enqueued_ns = now_ns();
+  int was_empty = !s->head;
   if (s->tail)
     s->tail->next = &t;
   else
@@ -334,10 +339,13 @@ int srv_version_run(srv_version *v, int sig, wf_tensor *const *inputs,
   s->tail = &t;
   s->queued_rows += rows;
   s->queued_tasks++;
-  pthread_cond_broadcast(&v->work);
-  while (!t.done)
-    pthread_cond_wait(&v->done, &v->mu);
+  /* A batch thread needs waking only for a new deadline or a full batch. */
+  if (was_empty || s->queued_rows >= b->max_batch_size)
+    pthread_cond_broadcast(&v->work);
   pthread_mutex_unlock(&v->mu);
+  while (sem_wait(&t.done) != 0)
+    ;
+  sem_destroy(&t.done);
   if (t.code != WF_OK)
     return wf_status_set(st, t.code, "%s", t.message);
   return 0;
@@ -366,7 +374,6 @@ static void version_free(srv_version *v) {
   wf_saved_model_free(v->sm);
   pthread_mutex_destroy(&v->mu);
   pthread_cond_destroy(&v->work);
-  pthread_cond_destroy(&v->done);
   free(v);
 }
 
@@ -432,7 +439,6 @@ static srv_version *version_load(srv_model *m, int64_t number,
   atomic_init(&v->refs, 1);
   pthread_mutex_init(&v->mu, NULL);
   pthread_cond_init(&v->work, NULL);
-  pthread_cond_init(&v->done, NULL);
   v->sm = wf_saved_model_load(m->env->rt, path, st);
   if (!v->sm)
     goto fail;
