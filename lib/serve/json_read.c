@@ -448,7 +448,8 @@ static int parse_value(parser *ps, int depth) {
   if (c == '"')
     return parse_string(ps, v);
   if (c == '-' || (c >= '0' && c <= '9')) {
-    if (literal(ps, "-Infinity")) {
+    if (c == '-' && ps->p + 1 < ps->end && ps->p[1] == 'I' &&
+        literal(ps, "-Infinity")) {
       v->type = SRV_JSON_NUMBER;
       v->d = -INFINITY;
       return 0;
