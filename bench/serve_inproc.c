@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
   qsort(lat, (size_t)runs, sizeof *lat, cmp);
   printf("{\"bench\":\"serve\",\"mode\":\"in-process\",\"batch\":%s%d%s,"
          "\"runs_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-         vary ? "\"1.." : "", batch, vary ? "\"" : "", runs / total, lat[runs / 2] * 1e6,
-         lat[(int)(runs * 0.99)] * 1e6);
+         vary ? "\"1.." : "", batch, vary ? "\"" : "", runs / total,
+         lat[runs / 2] * 1e6, lat[(int)(runs * 0.99)] * 1e6);
   free(lat);
   for (int b = 0; b < 65; b++)
     wf_tensor_release(ins[b]);

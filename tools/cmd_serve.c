@@ -87,8 +87,9 @@ static int parse_int(const char *what, const char *s, int64_t lo, int64_t hi,
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "weft serve: %s wants a whole number from %" PRId64
-                    " to %" PRId64 ", not '%s'\n",
+    fprintf(stderr,
+            "weft serve: %s wants a whole number from %" PRId64 " to %" PRId64
+            ", not '%s'\n",
             what, lo, hi, s);
     return -1;
   }
@@ -136,8 +137,9 @@ static int set_option(serve_cli *c, const char *name, const char *value) {
   }
   if (!strcmp(name, "log-level")) {
     if ((o->log_level = parse_level(value)) < 0) {
-      fprintf(stderr, "weft serve: --log-level wants error, warn, info or "
-                      "debug, not '%s'\n",
+      fprintf(stderr,
+              "weft serve: --log-level wants error, warn, info or "
+              "debug, not '%s'\n",
               value);
       return -1;
     }
@@ -167,18 +169,34 @@ static int set_option(serve_cli *c, const char *name, const char *value) {
     if (parse_int(what, value, ints[i].lo, ints[i].hi, &v))
       return -1;
     switch (i) {
-    case 0: o->port = (int)v; break;
-    case 1: o->threads = (int)v; break;
-    case 2: o->max_body_bytes = v; break;
-    case 3: o->timeout_s = (int)v; break;
-    case 4: o->poll_ms = v; break;
+    case 0:
+      o->port = (int)v;
+      break;
+    case 1:
+      o->threads = (int)v;
+      break;
+    case 2:
+      o->max_body_bytes = v;
+      break;
+    case 3:
+      o->timeout_s = (int)v;
+      break;
+    case 4:
+      o->poll_ms = v;
+      break;
     case 5:
       o->max_batch_size = (int)v;
       c->batching = 1;
       break;
-    case 6: o->batch_timeout_us = v; break;
-    case 7: o->num_batch_threads = (int)v; break;
-    case 8: o->max_enqueued_batches = (int)v; break;
+    case 6:
+      o->batch_timeout_us = v;
+      break;
+    case 7:
+      o->num_batch_threads = (int)v;
+      break;
+    case 8:
+      o->max_enqueued_batches = (int)v;
+      break;
     }
     return 0;
   }
@@ -205,8 +223,9 @@ static int on_ini(void *arg, const char *section, const char *key,
     }
     return 1;
   }
-  fprintf(stderr, "weft serve: %s: unknown section [%s] (use [serve] and "
-                  "[model NAME])\n",
+  fprintf(stderr,
+          "weft serve: %s: unknown section [%s] (use [serve] and "
+          "[model NAME])\n",
           c->config_file, section);
   return 0;
 }
@@ -255,8 +274,7 @@ int weft_cmd_serve(int argc, char **argv, const char *config) {
       {
         int line = ini_parse(optarg, on_ini, &c);
         if (line < 0) {
-          fprintf(stderr, "weft serve: cannot read model config %s\n",
-                  optarg);
+          fprintf(stderr, "weft serve: cannot read model config %s\n", optarg);
           goto done;
         }
         if (line > 0) {
@@ -270,15 +288,17 @@ int weft_cmd_serve(int argc, char **argv, const char *config) {
         goto done;
       break;
     default:
-      fprintf(stderr, "weft serve: unknown option '%s' (see weft serve "
-                      "--help)\n",
+      fprintf(stderr,
+              "weft serve: unknown option '%s' (see weft serve "
+              "--help)\n",
               argv[optind - 1]);
       goto done;
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "weft serve: unexpected argument '%s' (models are given "
-                    "with --model NAME=DIR)\n",
+    fprintf(stderr,
+            "weft serve: unexpected argument '%s' (models are given "
+            "with --model NAME=DIR)\n",
             argv[optind]);
     goto done;
   }

@@ -98,35 +98,56 @@ void srv_buf_free(srv_buf *b) {
   b->failed = 0;
 }
 
-/* ---- dtype names ----------------------------------------------------------- */
+/* ---- dtype names -----------------------------------------------------------
+ */
 
 const char *srv_tf_dtype_name(wf_dtype t) {
   switch (t) {
-  case WF_FLOAT32: return "DT_FLOAT";
-  case WF_FLOAT64: return "DT_DOUBLE";
-  case WF_FLOAT16: return "DT_HALF";
-  case WF_BFLOAT16: return "DT_BFLOAT16";
-  case WF_INT8: return "DT_INT8";
-  case WF_UINT8: return "DT_UINT8";
-  case WF_INT32: return "DT_INT32";
-  case WF_INT64: return "DT_INT64";
-  case WF_BOOL: return "DT_BOOL";
-  default: return "DT_INVALID";
+  case WF_FLOAT32:
+    return "DT_FLOAT";
+  case WF_FLOAT64:
+    return "DT_DOUBLE";
+  case WF_FLOAT16:
+    return "DT_HALF";
+  case WF_BFLOAT16:
+    return "DT_BFLOAT16";
+  case WF_INT8:
+    return "DT_INT8";
+  case WF_UINT8:
+    return "DT_UINT8";
+  case WF_INT32:
+    return "DT_INT32";
+  case WF_INT64:
+    return "DT_INT64";
+  case WF_BOOL:
+    return "DT_BOOL";
+  default:
+    return "DT_INVALID";
   }
 }
 
 const char *srv_kserve_dtype_name(wf_dtype t) {
   switch (t) {
-  case WF_FLOAT32: return "FP32";
-  case WF_FLOAT64: return "FP64";
-  case WF_FLOAT16: return "FP16";
-  case WF_BFLOAT16: return "BF16";
-  case WF_INT8: return "INT8";
-  case WF_UINT8: return "UINT8";
-  case WF_INT32: return "INT32";
-  case WF_INT64: return "INT64";
-  case WF_BOOL: return "BOOL";
-  default: return "INVALID";
+  case WF_FLOAT32:
+    return "FP32";
+  case WF_FLOAT64:
+    return "FP64";
+  case WF_FLOAT16:
+    return "FP16";
+  case WF_BFLOAT16:
+    return "BF16";
+  case WF_INT8:
+    return "INT8";
+  case WF_UINT8:
+    return "UINT8";
+  case WF_INT32:
+    return "INT32";
+  case WF_INT64:
+    return "INT64";
+  case WF_BOOL:
+    return "BOOL";
+  default:
+    return "INVALID";
   }
 }
 
@@ -135,7 +156,8 @@ static int supported(wf_dtype t) {
          t == WF_INT32 || t == WF_INT64 || t == WF_BOOL;
 }
 
-/* ---- JSON values ----------------------------------------------------------- */
+/* ---- JSON values -----------------------------------------------------------
+ */
 
 static int is_type(const srv_json *v, int t) { return v && v->type == t; }
 static int is_object(const srv_json *v) { return is_type(v, SRV_JSON_OBJECT); }
@@ -159,15 +181,14 @@ static const char *obj_key(const srv_json *v, size_t i) {
 
 /* ---- parsing ------------------------------------------------------------- */
 
-int srv_request_parse(srv_request *r, const char *body, size_t len,
-                      int kserve, wf_status *st) {
+int srv_request_parse(srv_request *r, const char *body, size_t len, int kserve,
+                      wf_status *st) {
   char err[256];
   memset(r, 0, sizeof *r);
   r->body_len = len;
   const srv_json *root = srv_json_parse(body, len, &r->doc, err, sizeof err);
   if (!root)
-    return wf_status_set(st, WF_INVALID_ARGUMENT, "malformed JSON at %s",
-                         err);
+    return wf_status_set(st, WF_INVALID_ARGUMENT, "malformed JSON at %s", err);
   if (!is_object(root))
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "the request body must be a JSON object");
@@ -183,8 +204,7 @@ int srv_request_parse(srv_request *r, const char *body, size_t len,
                            "the request needs an 'inputs' list");
     r->outputs = srv_json_get(root, "outputs");
     if (r->outputs && !is_array(r->outputs))
-      return wf_status_set(st, WF_INVALID_ARGUMENT,
-                           "'outputs' must be a list");
+      return wf_status_set(st, WF_INVALID_ARGUMENT, "'outputs' must be a list");
     return 0;
   }
   const srv_json *sig = srv_json_get(root, "signature_name");
@@ -246,13 +266,19 @@ static int fail_at(wf_status *st, const where *w, const char *fmt, ...) {
 
 static const char *json_kind(const srv_json *v) {
   switch (v ? v->type : SRV_JSON_NULL) {
-  case SRV_JSON_OBJECT: return "an object";
-  case SRV_JSON_ARRAY: return "a list";
-  case SRV_JSON_STRING: return "a string";
-  case SRV_JSON_NUMBER: return v->is_int ? "an integer" : "a number";
+  case SRV_JSON_OBJECT:
+    return "an object";
+  case SRV_JSON_ARRAY:
+    return "a list";
+  case SRV_JSON_STRING:
+    return "a string";
+  case SRV_JSON_NUMBER:
+    return v->is_int ? "an integer" : "a number";
   case SRV_JSON_TRUE:
-  case SRV_JSON_FALSE: return "a boolean";
-  default: return "null";
+  case SRV_JSON_FALSE:
+    return "a boolean";
+  default:
+    return "null";
   }
 }
 
@@ -316,8 +342,7 @@ static int infer_shape(const srv_json *v, wf_dtype dtype, int64_t *dims,
     if (b) {
       if (r == WF_MAX_RANK)
         return fail_at(st, w, "more than %d dimensions", WF_MAX_RANK);
-      int64_t n = b64_decode(b->u.s, (size_t)b->n,
-                             NULL);
+      int64_t n = b64_decode(b->u.s, (size_t)b->n, NULL);
       if (n < 0)
         return fail_at(st, w, "'b64' holds no valid base64");
       dims[r++] = n;
@@ -399,8 +424,9 @@ range:
 /* Writes the nested lists v, which must have exactly the shape dims[0..rank)
  * (ragged lists are refused), into data from element *pos on. With data
  * NULL it only checks, so nothing is allocated for a body that is wrong. */
-static int fill(const srv_json *v, const int64_t *dims, int rank, wf_dtype dtype,
-                void *data, int64_t *pos, where *w, wf_status *st) {
+static int fill(const srv_json *v, const int64_t *dims, int rank,
+                wf_dtype dtype, void *data, int64_t *pos, where *w,
+                wf_status *st) {
   if (rank == 0)
     return put_element(v, dtype, data, (*pos)++, w, st);
   const srv_json *b = bytes_dtype(dtype) && rank == 1 ? b64_object(v) : NULL;
@@ -412,8 +438,7 @@ static int fill(const srv_json *v, const int64_t *dims, int rank, wf_dtype dtype
       return fail_at(st, w, "'b64' holds %" PRId64 " bytes, expected %" PRId64,
                      n, dims[0]);
     if (data)
-      b64_decode(b->u.s, (size_t)b->n,
-                 (unsigned char *)data + *pos);
+      b64_decode(b->u.s, (size_t)b->n, (unsigned char *)data + *pos);
     *pos += n;
     return 0;
   }
@@ -427,8 +452,8 @@ static int fill(const srv_json *v, const int64_t *dims, int rank, wf_dtype dtype
                    dims[0], arr_len(v));
   for (int64_t i = 0; i < dims[0]; i++) {
     w->idx[w->depth++] = i;
-    int rc = fill(arr_at(v, (size_t)i), dims + 1, rank - 1, dtype,
-                  data, pos, w, st);
+    int rc =
+        fill(arr_at(v, (size_t)i), dims + 1, rank - 1, dtype, data, pos, w, st);
     w->depth--;
     if (rc)
       return rc;
@@ -489,8 +514,7 @@ static wf_tensor *new_tensor(const srv_arg *a, const int64_t *dims, int rank,
   int64_t count = 1;
   for (int i = 0; i < rank; i++) {
     if (dims[i] > 0 && count > INT64_MAX / 16 / dims[i]) {
-      wf_status_set(st, WF_INVALID_ARGUMENT, "input '%s' is too large",
-                    a->key);
+      wf_status_set(st, WF_INVALID_ARGUMENT, "input '%s' is too large", a->key);
       return NULL;
     }
     count *= dims[i];
@@ -621,19 +645,19 @@ static int decode_columns(const srv_request *r, const srv_sig_desc *sig,
     const srv_json *v = srv_json_get(in, sig->inputs[j].key);
     char base[96];
     if (!v)
-      return wf_status_set(st, WF_INVALID_ARGUMENT,
-                           "'inputs' lacks input '%s'", sig->inputs[j].key);
+      return wf_status_set(st, WF_INVALID_ARGUMENT, "'inputs' lacks input '%s'",
+                           sig->inputs[j].key);
     snprintf(base, sizeof base, "inputs.%s", sig->inputs[j].key);
-    if (decode_one_columnar(&sig->inputs[j], v, base, r->body_len,
-                            &values[j], st))
+    if (decode_one_columnar(&sig->inputs[j], v, base, r->body_len, &values[j],
+                            st))
       return -1;
   }
   return 0;
 }
 
 /* Flattens nested lists v into data (KServe allows both forms). */
-static int fill_flat(const srv_json *v, wf_dtype dtype, void *data, int64_t *pos,
-                     int64_t count, where *w, wf_status *st) {
+static int fill_flat(const srv_json *v, wf_dtype dtype, void *data,
+                     int64_t *pos, int64_t count, where *w, wf_status *st) {
   if (is_array(v)) {
     if (w->depth > WF_MAX_RANK)
       return fail_at(st, w, "lists nested too deeply");
@@ -652,9 +676,9 @@ static int fill_flat(const srv_json *v, wf_dtype dtype, void *data, int64_t *pos
 }
 
 static wf_dtype kserve_dtype(const char *name) {
-  static const wf_dtype all[] = {WF_FLOAT32, WF_FLOAT64, WF_FLOAT16,
-                                 WF_BFLOAT16, WF_INT8,   WF_UINT8,
-                                 WF_INT32,   WF_INT64,   WF_BOOL};
+  static const wf_dtype all[] = {WF_FLOAT32,  WF_FLOAT64, WF_FLOAT16,
+                                 WF_BFLOAT16, WF_INT8,    WF_UINT8,
+                                 WF_INT32,    WF_INT64,   WF_BOOL};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     if (!strcmp(srv_kserve_dtype_name(all[i]), name))
       return all[i];
@@ -684,8 +708,8 @@ static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
                            i, key);
     const srv_arg *a = &sig->inputs[j];
     if (values[j])
-      return wf_status_set(st, WF_INVALID_ARGUMENT,
-                           "input '%s' is given twice", key);
+      return wf_status_set(st, WF_INVALID_ARGUMENT, "input '%s' is given twice",
+                           key);
     if (!is_string(dt))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' needs a 'datatype' string", key);
@@ -693,8 +717,7 @@ static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
     if (t != a->dtype)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' has datatype '%s', the model wants %s",
-                           key, dt->u.s,
-                           srv_kserve_dtype_name(a->dtype));
+                           key, dt->u.s, srv_kserve_dtype_name(a->dtype));
     if (!is_array(shape) || arr_len(shape) > WF_MAX_RANK)
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "input '%s' needs a 'shape' list of at most %d "
@@ -710,8 +733,8 @@ static int decode_kserve(const srv_request *r, const srv_sig_desc *sig,
       dims[k] = d->u.i;
     }
     if (!data)
-      return wf_status_set(st, WF_INVALID_ARGUMENT,
-                           "input '%s' has no 'data'", key);
+      return wf_status_set(st, WF_INVALID_ARGUMENT, "input '%s' has no 'data'",
+                           key);
     /* The values are checked and counted before anything is allocated. */
     int64_t count = 1;
     for (int k = 0; k < rank; k++) {
@@ -767,8 +790,8 @@ int srv_request_decode(const srv_request *r, const srv_sig_desc *sig,
   return 0;
 }
 
-int srv_request_wanted(const srv_request *r, const srv_sig_desc *sig,
-                       int *want, wf_status *st) {
+int srv_request_wanted(const srv_request *r, const srv_sig_desc *sig, int *want,
+                       wf_status *st) {
   size_t n = r->outputs ? arr_len(r->outputs) : 0;
   for (int j = 0; j < sig->noutputs; j++)
     want[j] = n == 0;
@@ -811,13 +834,20 @@ static void put_double(srv_buf *b, double d, int float32) {
   srv_buf_puts(b, s);
 }
 
-static void put_value(srv_buf *b, wf_dtype dtype, const void *data,
-                      int64_t i) {
+static void put_value(srv_buf *b, wf_dtype dtype, const void *data, int64_t i) {
   switch (dtype) {
-  case WF_FLOAT32: put_double(b, ((const float *)data)[i], 1); break;
-  case WF_FLOAT64: put_double(b, ((const double *)data)[i], 0); break;
-  case WF_INT8: srv_buf_printf(b, "%d", ((const int8_t *)data)[i]); break;
-  case WF_UINT8: srv_buf_printf(b, "%u", ((const uint8_t *)data)[i]); break;
+  case WF_FLOAT32:
+    put_double(b, ((const float *)data)[i], 1);
+    break;
+  case WF_FLOAT64:
+    put_double(b, ((const double *)data)[i], 0);
+    break;
+  case WF_INT8:
+    srv_buf_printf(b, "%d", ((const int8_t *)data)[i]);
+    break;
+  case WF_UINT8:
+    srv_buf_printf(b, "%u", ((const uint8_t *)data)[i]);
+    break;
   case WF_INT32:
     srv_buf_printf(b, "%" PRId32, ((const int32_t *)data)[i]);
     break;
@@ -888,8 +918,8 @@ int srv_encode_tf(srv_buf *b, srv_format format, const srv_sig_desc *sig,
   }
   int64_t n = -1;
   for (int j = 0; j < sig->noutputs; j++) {
-    int64_t d0 = wf_tensor_rank(outputs[j]) > 0 ? wf_tensor_dim(outputs[j], 0)
-                                                : -1;
+    int64_t d0 =
+        wf_tensor_rank(outputs[j]) > 0 ? wf_tensor_dim(outputs[j], 0) : -1;
     if (d0 < 0 || (n >= 0 && d0 != n))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "output '%s' does not share the batch size of the "
@@ -899,8 +929,8 @@ int srv_encode_tf(srv_buf *b, srv_format format, const srv_sig_desc *sig,
     n = d0;
   }
   int64_t pos[64] = {0};
-  int64_t *p = sig->noutputs <= 64 ? pos : calloc((size_t)sig->noutputs,
-                                                  sizeof *p);
+  int64_t *p =
+      sig->noutputs <= 64 ? pos : calloc((size_t)sig->noutputs, sizeof *p);
   if (!p)
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
   srv_buf_puts(b, "{\"predictions\":[");
@@ -930,8 +960,8 @@ int srv_encode_tf(srv_buf *b, srv_format format, const srv_sig_desc *sig,
 }
 
 void srv_encode_kserve(srv_buf *b, const char *model, const char *version,
-                       const char *id, const srv_sig_desc *sig,
-                       const int *want, wf_tensor *const *outputs) {
+                       const char *id, const srv_sig_desc *sig, const int *want,
+                       wf_tensor *const *outputs) {
   srv_buf_puts(b, "{\"model_name\":");
   srv_buf_json_string(b, model);
   srv_buf_puts(b, ",\"model_version\":");

@@ -53,8 +53,8 @@ typedef struct srv_request {
  * (kserve 0) or an infer request (kserve 1). INVALID_ARGUMENT saying where
  * the JSON is malformed or which member is wrong. On success the request
  * must be released with srv_request_deinit (also safe after failure). */
-int srv_request_parse(srv_request *r, const char *body, size_t len,
-                      int kserve, wf_status *st);
+int srv_request_parse(srv_request *r, const char *body, size_t len, int kserve,
+                      wf_status *st);
 void srv_request_deinit(srv_request *r);
 
 /* Decodes the request's inputs against sig into sig->ninputs new tensors,
@@ -68,8 +68,8 @@ int srv_request_decode(const srv_request *r, const srv_sig_desc *sig,
 /* KServe: which outputs the request asks for (want[j] = 1 for
  * sig->outputs[j]); all when it names none. INVALID_ARGUMENT for an
  * unknown name. */
-int srv_request_wanted(const srv_request *r, const srv_sig_desc *sig,
-                       int *want, wf_status *st);
+int srv_request_wanted(const srv_request *r, const srv_sig_desc *sig, int *want,
+                       wf_status *st);
 
 /* A growing text buffer; `failed` is set when memory ran out. */
 typedef struct srv_buf {
@@ -95,8 +95,8 @@ int srv_encode_tf(srv_buf *b, srv_format format, const srv_sig_desc *sig,
                   wf_tensor *const *outputs, wf_status *st);
 /* Writes KServe's infer response for the wanted outputs. */
 void srv_encode_kserve(srv_buf *b, const char *model, const char *version,
-                       const char *id, const srv_sig_desc *sig,
-                       const int *want, wf_tensor *const *outputs);
+                       const char *id, const srv_sig_desc *sig, const int *want,
+                       wf_tensor *const *outputs);
 
 /* TensorFlow's name for a dtype ("DT_FLOAT") and KServe's ("FP32"). */
 const char *srv_tf_dtype_name(wf_dtype t);

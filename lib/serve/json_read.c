@@ -221,14 +221,30 @@ static int parse_string(parser *ps, srv_json *v) {
       char e = p[1];
       p += 2;
       switch (e) {
-      case '"': out[n++] = '"'; break;
-      case '\\': out[n++] = '\\'; break;
-      case '/': out[n++] = '/'; break;
-      case 'b': out[n++] = '\b'; break;
-      case 'f': out[n++] = '\f'; break;
-      case 'n': out[n++] = '\n'; break;
-      case 'r': out[n++] = '\r'; break;
-      case 't': out[n++] = '\t'; break;
+      case '"':
+        out[n++] = '"';
+        break;
+      case '\\':
+        out[n++] = '\\';
+        break;
+      case '/':
+        out[n++] = '/';
+        break;
+      case 'b':
+        out[n++] = '\b';
+        break;
+      case 'f':
+        out[n++] = '\f';
+        break;
+      case 'n':
+        out[n++] = '\n';
+        break;
+      case 'r':
+        out[n++] = '\r';
+        break;
+      case 't':
+        out[n++] = '\t';
+        break;
       case 'u': {
         unsigned cp, lo;
         if (q - p < 4 || hex4(p, &cp)) {
@@ -277,10 +293,9 @@ static int parse_string(parser *ps, srv_json *v) {
   return 0;
 }
 
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,
-                                     1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-                                     1e18, 1e19, 1e20, 1e21, 1e22};
+static const double pow10_exact[] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static int parse_number(parser *ps, srv_json *v) {
   const char *p = ps->p, *s = p;
@@ -439,6 +454,9 @@ static int parse_value(parser *ps, int depth) {
         return close_container(ps, base,
                                obj ? SRV_JSON_OBJECT : SRV_JSON_ARRAY);
       }
+      if (ps->p >= ps->end)
+        return fail(ps, "the text ends inside %s",
+                    obj ? "an object" : "a list");
       return fail(ps, "',' or '%c' expected", obj ? '}' : ']');
     }
   }
@@ -471,9 +489,12 @@ static int parse_value(parser *ps, int depth) {
   return 0;
 }
 
-const srv_json *srv_json_parse(const char *text, size_t len,
-                               srv_json_doc **doc, char *err, size_t errlen) {
-  parser ps = {.start = text, .p = text, .end = text + len, .err = err,
+const srv_json *srv_json_parse(const char *text, size_t len, srv_json_doc **doc,
+                               char *err, size_t errlen) {
+  parser ps = {.start = text,
+               .p = text,
+               .end = text + len,
+               .err = err,
                .errlen = errlen};
   if (errlen)
     err[0] = '\0';

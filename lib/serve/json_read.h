@@ -43,8 +43,8 @@ typedef struct srv_json_doc srv_json_doc;
 /* Parses len bytes of text. Returns the root (owned by *doc, which the
  * caller frees with srv_json_doc_free, also after a failure), or NULL with
  * "line L, column C: what" in err. Nesting deeper than 64 is refused. */
-const srv_json *srv_json_parse(const char *text, size_t len,
-                               srv_json_doc **doc, char *err, size_t errlen);
+const srv_json *srv_json_parse(const char *text, size_t len, srv_json_doc **doc,
+                               char *err, size_t errlen);
 void srv_json_doc_free(srv_json_doc *doc);
 
 /* Object member called key (the first one), or NULL (also for a non-object). */

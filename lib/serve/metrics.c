@@ -14,10 +14,9 @@
 
 enum { KIND_REQUESTS, KIND_LATENCY, KIND_BATCH, KIND_BATCHED_REQUESTS };
 
-static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001,
-                                        0.0025, 0.005,   0.01,   0.025,
-                                        0.05,   0.1,     0.25,   0.5,
-                                        1,      2.5,     5,      10};
+static const double latency_bounds[] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 #define NLAT (sizeof latency_bounds / sizeof *latency_bounds)
 #define NBATCH (sizeof batch_bounds / sizeof *batch_bounds)
@@ -97,9 +96,8 @@ static void observe(series *s, const double *bounds, size_t n, double v) {
       s->buckets[i]++;
 }
 
-void srv_metrics_request(srv_metrics *m, const char *model,
-                         const char *version, const char *api, int code,
-                         double seconds) {
+void srv_metrics_request(srv_metrics *m, const char *model, const char *version,
+                         const char *api, int code, double seconds) {
   srv_buf b = {0}, c = {0};
   char scode[16];
   snprintf(scode, sizeof scode, "%d", code);

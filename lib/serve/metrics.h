@@ -17,9 +17,8 @@ void srv_metrics_free(srv_metrics *m);
 /* One answered request: its model and version ("" when the request named
  * none that exists), the API ("predict", "infer", "status", "metadata",
  * "health", "metrics", "other"), the HTTP code and the time taken. */
-void srv_metrics_request(srv_metrics *m, const char *model,
-                         const char *version, const char *api, int code,
-                         double seconds);
+void srv_metrics_request(srv_metrics *m, const char *model, const char *version,
+                         const char *api, int code, double seconds);
 /* One session run of a batch of `rows` rows made of `requests` requests. */
 void srv_metrics_batch(srv_metrics *m, const char *model, const char *version,
                        const char *signature, int64_t rows, int requests);

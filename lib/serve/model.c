@@ -150,8 +150,8 @@ static void run_batch(srv_version *v, signature *s, task **tasks, int n,
     finish(tasks[0], st);
     if (rc)
       goto done;
-    srv_metrics_batch(v->model->env->metrics, v->model->name, v->label,
-                      s->name, rows, 1);
+    srv_metrics_batch(v->model->env->metrics, v->model->name, v->label, s->name,
+                      rows, 1);
     goto done;
   }
   for (int j = 0; j < ni; j++) {
@@ -189,9 +189,8 @@ static void run_batch(srv_version *v, signature *s, task **tasks, int n,
         dims[k] = wf_tensor_dim(out[j], k);
       dims[0] = tasks[i]->rows;
       size_t row_bytes = rows ? wf_tensor_nbytes(out[j]) / (size_t)rows : 0;
-      wf_tensor *t =
-          wf_tensor_new(wf_tensor_dtype(out[j]), dims, wf_tensor_rank(out[j]),
-                        st);
+      wf_tensor *t = wf_tensor_new(wf_tensor_dtype(out[j]), dims,
+                                   wf_tensor_rank(out[j]), st);
       if (!t) {
         for (int k = 0; k < j; k++) {
           wf_tensor_release(tasks[i]->outputs[k]);
@@ -245,8 +244,7 @@ static void *batch_thread(void *arg) {
       continue;
     }
     int64_t deadline = s->head->enqueued_ns + timeout_ns;
-    if (s->queued_rows < b->max_batch_size && !v->stop &&
-        now_ns() < deadline) {
+    if (s->queued_rows < b->max_batch_size && !v->stop && now_ns() < deadline) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       int64_t wait = deadline - now_ns();
@@ -310,8 +308,8 @@ int srv_version_run(srv_version *v, int sig, wf_tensor *const *inputs,
   if (!v->nthreads || !s->batchable || rows <= 0 || rows > b->max_batch_size) {
     if (wf_callable_run(s->callable, NULL, inputs, outputs, NULL, st))
       return -1;
-    srv_metrics_batch(v->model->env->metrics, v->model->name, v->label,
-                      s->name, rows, 1);
+    srv_metrics_batch(v->model->env->metrics, v->model->name, v->label, s->name,
+                      rows, 1);
     return 0;
   }
   task t = {.inputs = inputs, .outputs = outputs, .rows = rows};
@@ -351,7 +349,8 @@ int srv_version_run(srv_version *v, int sig, wf_tensor *const *inputs,
   return 0;
 }
 
-/* ---- versions ------------------------------------------------------------- */
+/* ---- versions -------------------------------------------------------------
+ */
 
 static void version_free(srv_version *v) {
   if (!v)
@@ -426,8 +425,8 @@ static int prepare_signature(srv_version *v, int i, wf_status *st) {
   return 0;
 }
 
-static srv_version *version_load(srv_model *m, int64_t number,
-                                 const char *path, wf_status *st) {
+static srv_version *version_load(srv_model *m, int64_t number, const char *path,
+                                 wf_status *st) {
   srv_version *v = calloc(1, sizeof *v);
   if (!v) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
@@ -460,8 +459,7 @@ static srv_version *version_load(srv_model *m, int64_t number,
     }
     for (int i = 0; i < b->num_batch_threads; i++) {
       if (pthread_create(&v->threads[i], NULL, batch_thread, v)) {
-        wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                      "cannot start a batch thread");
+        wf_status_set(st, WF_RESOURCE_EXHAUSTED, "cannot start a batch thread");
         goto fail;
       }
       v->nthreads++;
@@ -469,13 +467,14 @@ static srv_version *version_load(srv_model *m, int64_t number,
   }
   return v;
 fail:
-  wf_status_prefix(st, "model '%s' version %" PRId64 " (%s): ", m->name,
-                   number, path);
+  wf_status_prefix(st, "model '%s' version %" PRId64 " (%s): ", m->name, number,
+                   path);
   version_free(v);
   return NULL;
 }
 
-/* ---- models ---------------------------------------------------------------- */
+/* ---- models ----------------------------------------------------------------
+ */
 
 static int is_saved_model(const char *dir) {
   char path[4096];
@@ -675,13 +674,23 @@ static const char *state_name(int s) {
 }
 
 static const char *tf_code_name(wf_code c) {
-  static const char *names[] = {
-      "OK",           "CANCELLED",         "UNKNOWN",
-      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED",      "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",
-      "DATA_LOSS",     "UNAUTHENTICATED"};
+  static const char *names[] = {"OK",
+                                "CANCELLED",
+                                "UNKNOWN",
+                                "INVALID_ARGUMENT",
+                                "DEADLINE_EXCEEDED",
+                                "NOT_FOUND",
+                                "ALREADY_EXISTS",
+                                "PERMISSION_DENIED",
+                                "RESOURCE_EXHAUSTED",
+                                "FAILED_PRECONDITION",
+                                "ABORTED",
+                                "OUT_OF_RANGE",
+                                "UNIMPLEMENTED",
+                                "INTERNAL",
+                                "UNAVAILABLE",
+                                "DATA_LOSS",
+                                "UNAUTHENTICATED"};
   return (unsigned)c < sizeof names / sizeof *names ? names[c] : "UNKNOWN";
 }
 
@@ -694,9 +703,8 @@ int srv_model_write_status(srv_model *m, int64_t version, srv_buf *b,
       found = 1;
   if (!found) {
     pthread_mutex_unlock(&m->mu);
-    return wf_status_set(st, WF_NOT_FOUND,
-                         "model '%s' has no version %" PRId64, m->name,
-                         version);
+    return wf_status_set(st, WF_NOT_FOUND, "model '%s' has no version %" PRId64,
+                         m->name, version);
   }
   srv_buf_puts(b, "{\"model_version_status\":[");
   int first = 1;
@@ -740,16 +748,15 @@ void srv_model_write_gauges(srv_model *m, srv_buf *b) {
     return;
   pthread_mutex_lock(&v->mu);
   for (int i = 0; i < v->nsigs; i++) {
-    srv_buf_printf(b,
-                   "weft_serve_queue_depth_requests{model=\"%s\",version=\"%s\","
-                   "signature=\"%s\"} %d\n",
-                   m->name, v->label, v->sigs[i].name,
-                   v->sigs[i].queued_tasks);
+    srv_buf_printf(
+        b,
+        "weft_serve_queue_depth_requests{model=\"%s\",version=\"%s\","
+        "signature=\"%s\"} %d\n",
+        m->name, v->label, v->sigs[i].name, v->sigs[i].queued_tasks);
     srv_buf_printf(b,
                    "weft_serve_queue_depth_rows{model=\"%s\",version=\"%s\","
                    "signature=\"%s\"} %" PRId64 "\n",
-                   m->name, v->label, v->sigs[i].name,
-                   v->sigs[i].queued_rows);
+                   m->name, v->label, v->sigs[i].name, v->sigs[i].queued_rows);
   }
   pthread_mutex_unlock(&v->mu);
   srv_version_release(v);

@@ -3,9 +3,9 @@
  * v2 (Open Inference Protocol) REST endpoints over saved models, with
  * version polling and hot swap, dynamic batching and Prometheus metrics.
  *
- * Built on weft's public API only (sdk/include/weft). Not thread-safe to configure:
- * add models before wf_server_start; once started, the server serves from
- * its own threads until wf_server_stop. */
+ * Built on weft's public API only (sdk/include/weft). Not thread-safe to
+ * configure: add models before wf_server_start; once started, the server serves
+ * from its own threads until wf_server_stop. */
 #ifndef WEFT_LIB_SERVE_H
 #define WEFT_LIB_SERVE_H
 
@@ -29,15 +29,15 @@ typedef struct wf_server wf_server;
 #define WF_SERVE_LOG_DEBUG 3
 
 typedef struct wf_server_options {
-  uint32_t struct_size;       /* sizeof(wf_server_options) */
-  const char *address;        /* numeric IPv4 or IPv6 address to listen on */
-  int port;                   /* 0: any free port (see wf_server_port) */
-  int threads;                /* connections served at once, one thread each */
-  int64_t max_body_bytes;     /* larger request bodies get 413 */
-  int timeout_s;              /* a connection idle this long is closed */
-  int log_level;              /* WF_SERVE_LOG_* */
-  FILE *log;                  /* where log lines go (NULL: stderr) */
-  int64_t poll_ms;            /* version polling interval; 0: load once */
+  uint32_t struct_size;   /* sizeof(wf_server_options) */
+  const char *address;    /* numeric IPv4 or IPv6 address to listen on */
+  int port;               /* 0: any free port (see wf_server_port) */
+  int threads;            /* connections served at once, one thread each */
+  int64_t max_body_bytes; /* larger request bodies get 413 */
+  int timeout_s;          /* a connection idle this long is closed */
+  int log_level;          /* WF_SERVE_LOG_* */
+  FILE *log;              /* where log lines go (NULL: stderr) */
+  int64_t poll_ms;        /* version polling interval; 0: load once */
   /* Dynamic batching (TensorFlow Serving's knobs); max_batch_size 0: off. */
   int max_batch_size;
   int64_t batch_timeout_us;

@@ -72,8 +72,7 @@ static int64_t now_ns(void) {
 
 /* ---- logging ----------------------------------------------------------- */
 
-static void vlog_line(wf_server *srv, int level, const char *fmt,
-                      va_list ap) {
+static void vlog_line(wf_server *srv, int level, const char *fmt, va_list ap) {
   static const char *names[] = {"error", "warn", "info", "debug"};
   if (level > srv->o.log_level)
     return;
@@ -156,8 +155,8 @@ wf_server *wf_server_new(wf_runtime *rt, const wf_server_options *o,
     return NULL;
   }
   wf_server *srv = calloc(1, sizeof *srv);
-  if (!srv || !(srv->address = strdup(o->address ? o->address : "127.0.0.1"))
-      || !(srv->metrics = srv_metrics_new())) {
+  if (!srv || !(srv->address = strdup(o->address ? o->address : "127.0.0.1")) ||
+      !(srv->metrics = srv_metrics_new())) {
     if (srv)
       free(srv->address);
     free(srv);
@@ -204,8 +203,8 @@ int wf_server_add_model(wf_server *srv, const char *name, const char *dir,
                          "'_', '-' or '.'",
                          name);
   if (find_model(srv, name))
-    return wf_status_set(st, WF_INVALID_ARGUMENT,
-                         "model '%s' is given twice", name);
+    return wf_status_set(st, WF_INVALID_ARGUMENT, "model '%s' is given twice",
+                         name);
   if (srv->nmodels == MAX_MODELS)
     return wf_status_set(st, WF_INVALID_ARGUMENT, "at most %d models",
                          MAX_MODELS);
@@ -216,26 +215,39 @@ int wf_server_add_model(wf_server *srv, const char *name, const char *dir,
   return 0;
 }
 
-/* ---- status codes --------------------------------------------------------- */
+/* ---- status codes ---------------------------------------------------------
+ */
 
 /* TensorFlow Serving's mapping of status codes to HTTP codes. */
 static int http_code(wf_code c) {
   switch (c) {
-  case WF_OK: return 200;
-  case WF_CANCELLED: return 499;
+  case WF_OK:
+    return 200;
+  case WF_CANCELLED:
+    return 499;
   case WF_INVALID_ARGUMENT:
   case WF_FAILED_PRECONDITION:
-  case WF_OUT_OF_RANGE: return 400;
-  case WF_DEADLINE_EXCEEDED: return 504;
-  case WF_NOT_FOUND: return 404;
+  case WF_OUT_OF_RANGE:
+    return 400;
+  case WF_DEADLINE_EXCEEDED:
+    return 504;
+  case WF_NOT_FOUND:
+    return 404;
   case WF_ALREADY_EXISTS:
-  case WF_ABORTED: return 409;
-  case WF_PERMISSION_DENIED: return 403;
-  case WF_RESOURCE_EXHAUSTED: return 429;
-  case WF_UNIMPLEMENTED: return 501;
-  case WF_UNAVAILABLE: return 503;
-  case WF_UNAUTHENTICATED: return 401;
-  default: return 500;
+  case WF_ABORTED:
+    return 409;
+  case WF_PERMISSION_DENIED:
+    return 403;
+  case WF_RESOURCE_EXHAUSTED:
+    return 429;
+  case WF_UNIMPLEMENTED:
+    return 501;
+  case WF_UNAVAILABLE:
+    return 503;
+  case WF_UNAUTHENTICATED:
+    return 401;
+  default:
+    return 500;
   }
 }
 
@@ -273,7 +285,8 @@ static void answer_status(answer *a, int code, const char *fmt, ...) {
   srv_buf_puts(&a->body, "}");
 }
 
-/* ---- handlers ------------------------------------------------------------- */
+/* ---- handlers -------------------------------------------------------------
+ */
 
 static srv_model *lookup_model(wf_server *srv, const char *name, answer *a,
                                wf_status *st) {
@@ -385,8 +398,9 @@ static void run_request(srv_version *v, const char *model, const char *body,
   else if (srv_encode_tf(&a->body, r.format, d, values + d->ninputs, st))
     goto fail;
   if (a->body.failed) {
-    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory writing the "
-                                             "answer");
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "out of memory writing the "
+                  "answer");
     goto fail;
   }
   goto done;
@@ -427,8 +441,7 @@ static int parse_model_path(const char *p, char *name, size_t nlen,
 }
 
 static void handle_v1(wf_server *srv, const char *method, const char *path,
-                      const char *body, size_t len, answer *a,
-                      wf_status *st) {
+                      const char *body, size_t len, answer *a, wf_status *st) {
   char name[160];
   int64_t version;
   const char *rest;
@@ -492,8 +505,7 @@ method:
 }
 
 static void handle_v2(wf_server *srv, const char *method, const char *path,
-                      const char *body, size_t len, answer *a,
-                      wf_status *st) {
+                      const char *body, size_t len, answer *a, wf_status *st) {
   int is_get = !strcmp(method, "GET");
   a->api = "health";
   if (!strcmp(path, "") || !strcmp(path, "/")) {
@@ -647,7 +659,8 @@ static void route(wf_server *srv, const char *method, const char *url,
   wf_status_free(st);
 }
 
-/* ---- libmicrohttpd glue --------------------------------------------------- */
+/* ---- libmicrohttpd glue ---------------------------------------------------
+ */
 
 static void client_name(struct MHD_Connection *c, char *buf, size_t len) {
   const union MHD_ConnectionInfo *ci =
@@ -670,8 +683,8 @@ static void client_name(struct MHD_Connection *c, char *buf, size_t len) {
 }
 
 static enum MHD_Result respond(wf_server *srv, struct MHD_Connection *c,
-                               const char *method, const char *url,
-                               request *r, answer *a) {
+                               const char *method, const char *url, request *r,
+                               answer *a) {
   size_t len = 0;
   char *text = srv_buf_take(&a->body, &len);
   int code = a->code;
@@ -703,8 +716,8 @@ static enum MHD_Result respond(wf_server *srv, struct MHD_Connection *c,
   if (level <= srv->o.log_level) {
     char who[80];
     client_name(c, who, sizeof who);
-    log_line(srv, level, "%s \"%s %s\" %d %zu %.3f ms", who, method, url,
-             code, len, secs * 1e3);
+    log_line(srv, level, "%s \"%s %s\" %d %zu %.3f ms", who, method, url, code,
+             len, secs * 1e3);
   }
   return ok;
 }
@@ -726,8 +739,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     srv->inflight++;
     pthread_mutex_unlock(&srv->mu);
     /* A declared body over the limit is refused before it is read. */
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = MHD_lookup_connection_value(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoll(cl, NULL, 10) > srv->o.max_body_bytes) {
       a.api = "other";
       answer_status(&a, 413,
@@ -751,8 +764,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   }
   if (r->too_large) {
     a.api = "other";
-    answer_status(&a, 413, "the request body is over the limit of %" PRId64
-                           " bytes",
+    answer_status(&a, 413,
+                  "the request body is over the limit of %" PRId64 " bytes",
                   srv->o.max_body_bytes);
   } else if (r->body.failed) {
     a.api = "other";
@@ -852,8 +865,7 @@ int wf_server_start(wf_server *srv, wf_status *st) {
                "loaded");
   }
   log_line(srv, WF_SERVE_LOG_INFO, "serving %d model%s on %s port %d",
-           srv->nmodels, srv->nmodels == 1 ? "" : "s", srv->address,
-           srv->port);
+           srv->nmodels, srv->nmodels == 1 ? "" : "s", srv->address, srv->port);
   return 0;
 }
 
@@ -887,8 +899,8 @@ void wf_server_stop(wf_server *srv) {
     pthread_mutex_unlock(&srv->mu);
     if (left)
       log_line(srv, WF_SERVE_LOG_WARN,
-               "%d request%s still unanswered after %d s; closing them",
-               left, left == 1 ? "" : "s", srv->o.timeout_s);
+               "%d request%s still unanswered after %d s; closing them", left,
+               left == 1 ? "" : "s", srv->o.timeout_s);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
     log_line(srv, WF_SERVE_LOG_INFO, "stopped");

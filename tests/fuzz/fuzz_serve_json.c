@@ -37,7 +37,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   } while (0)
 
 #define SHAPE(r, ...)                                                          \
-  { r, 0, { __VA_ARGS__ } }
+  {                                                                            \
+    r, 0, { __VA_ARGS__ }                                                      \
+  }
 
 static const srv_arg sig0[] = {{"x", WF_FLOAT32, SHAPE(2, -1, 4)}};
 static const srv_arg sig1[] = {{"a", WF_FLOAT64, SHAPE(2, -1, 2)},

@@ -7,3 +7,12 @@ tests_serve_make_model_SOURCES = tests/serve/make_model.c
 tests_serve_make_model_LDADD = core/libweft.la
 TESTS += tests/serve/test_serve.sh
 EXTRA_DIST += tests/serve/test_serve.sh tests/serve/test_serve.py
+# The JSON reader and the codec on their own (no HTTP, no model).
+check_PROGRAMS += tests/serve/test_codec
+TESTS += tests/serve/test_codec
+tests_serve_test_codec_SOURCES = tests/serve/test_codec.c \
+	lib/serve/codec.c lib/serve/codec.h lib/serve/json_read.c \
+	lib/serve/json_read.h
+tests_serve_test_codec_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_serve_test_codec_CFLAGS = $(TEST_CFLAGS)
+tests_serve_test_codec_LDADD = $(TEST_LDADD)

@@ -49,8 +49,8 @@ static wf_node *constant(wf_graph *g, const char *name, const int64_t *dims,
   return n;
 }
 
-static wf_node *op2(wf_graph *g, const char *type, const char *name,
-                    wf_node *a, wf_node *b) {
+static wf_node *op2(wf_graph *g, const char *type, const char *name, wf_node *a,
+                    wf_node *b) {
   wf_node_desc *d = wf_node_desc_new(g, type, name);
   wf_node_desc_add_input(d, (wf_output){a, 0});
   if (b)
