@@ -26,7 +26,7 @@ core/plugin/uninstalled.h: Makefile
 
 lib_LTLIBRARIES += core/libweft.la
 core_libweft_la_SOURCES =
-core_libweft_la_LIBADD = core/libweftcore.la
+core_libweft_la_LIBADD = lib/train/libwefttrain.la core/libweftcore.la
 core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
 
 weftinclude_HEADERS += \
@@ -59,9 +59,3 @@ include core/data/local.mk
 include core/io/local.mk
 include core/dist/local.mk
 include core/host/local.mk
-# The training helpers still inside the core (layers, optimizers,
-# data-parallel training).
-core_libweftcore_la_SOURCES += \
-	core/data_parallel.c \
-	core/layers.c core/layers_internal.h \
-	core/optimizer.c

@@ -1,6 +1,6 @@
-/* tools/commands.h — the `weft` subcommands that live in files of their own
- * and parse their own arguments (graph, ckpt, run, worker, serve). weft.c dispatches to
- * them; everything they use of weft is the public API. */
+/* tools/commands.h — the `weft` subcommands that parse their own arguments
+ * (graph, ckpt, run, worker, serve). weft.c dispatches to them; everything
+ * they use of weft is the public API. */
 #ifndef WEFT_TOOLS_COMMANDS_H
 #define WEFT_TOOLS_COMMANDS_H
 

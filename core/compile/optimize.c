@@ -2,7 +2,7 @@
  * left into a working graph (fed tensors become _Feed nodes), then run the
  * graph passes the config switches on, in their fixed order.
  *
- * Each pass is its own file (core/pass_*.c); this file only sequences them
+ * Each pass is its own file (core/compile/pass_*.c); this file only sequences them
  * and knows how to copy a graph. */
 #include <config.h>
 

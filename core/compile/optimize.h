@@ -17,9 +17,9 @@ typedef struct wf__work {
 
 /* Context handed to each pass: the working graph and its signature. Passes
  * may add nodes, rewire inputs (wf__node_set_input, wf__graph_redirect) and
- * add control edges; nodes left unused disappear when the executor prunes
- * the working graph. A pass must keep fetched outputs' values and every
- * stateful node's effects. */
+ * add control edges; nodes left unused drop out of the working graph's
+ * live set (core/compile/compile.c). A pass must keep fetched outputs'
+ * values and every stateful node's effects. */
 typedef struct wf__pass_env {
   wf__work *work;
   wf_runtime *rt;

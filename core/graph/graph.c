@@ -1429,3 +1429,11 @@ void wf__graph_remove_control_edge(wf_node *from, wf_node *to) {
     }
   }
 }
+
+wf_node *wf_graph_add_op(wf_graph *g, const char *op, const char *name,
+                         const wf_output *inputs, int ninputs,
+                         const wf_attr_item *attrs, int nattrs,
+                         wf_status *st) {
+  assert(g && op && (inputs || ninputs == 0) && (attrs || nattrs == 0));
+  return wf__node_add_flat(g, op, name, inputs, ninputs, attrs, nattrs, st);
+}

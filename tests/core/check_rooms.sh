@@ -3,9 +3,9 @@
 #   base <- graph <- plugin <- compile <- exec <- data <- io <- dist <- host
 # A source or header of a room may include headers of its own room and of
 # the rooms below it, never one of a room above (core/local.mk). Fails
-# naming every include that points up. With --graph, also prints the
-# largest group of core files that reach each other through their
-# includes (0 when the include graph has no cycle).
+# naming every include that points up, and every core source outside the
+# rooms. The libraries under lib/ are kept off the core by their include
+# path (the public headers only).
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$srcdir/core" || exit 1
 rooms="base graph plugin compile exec data io dist host"

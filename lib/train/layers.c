@@ -1,4 +1,4 @@
-/* core/layers.c — the layers API (weft/layers.h): model variables with
+/* lib/train/layers.c — the layers API (weft/layers.h): model variables with
  * their initializers, layers, losses and metrics, built from the ops of the
  * standard plugins by name.
  *
@@ -6,37 +6,37 @@
  * layer, one direction, zero initial state); there is no orthogonal
  * initializer, so their recurrent kernels are Glorot-uniform.
  *
- * It only adds graph nodes; the optimizer step is core/optimizer.c's. */
+ * It only adds graph nodes; the optimizer step is lib/train/optimizer.c's. */
 #include <config.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <weft/layers.h>
 #include <weft/tensor.h>
 
-#include "base/alloc.h"
-#include "graph/graph_internal.h"
-#include "layers_internal.h"
-#include "base/status_internal.h"
+#include <weft/status.h>
+
+#include "model.h"
 
 /* ---- small builders ------------------------------------------------------ */
 
-wf_output wf__m_op(wf_model *m, const char *op, const wf_output *in, int n,
+wf_output train_op(wf_model *m, const char *op, const wf_output *in, int n,
                    const wf_attr_item *attrs, int nattrs, wf_status *st) {
-  wf_node *nd = wf__node_add_flat(m->g, op, NULL, in, n, attrs, nattrs, st);
+  wf_node *nd = wf_graph_add_op(m->g, op, NULL, in, n, attrs, nattrs, st);
   return (wf_output){nd, 0};
 }
 
-wf_output wf__m_const_tensor(wf_model *m, wf_tensor *t, wf_status *st) {
+wf_output train_const_tensor(wf_model *m, wf_tensor *t, wf_status *st) {
   wf_attr_item a[2] = {
       {"value", {.type = WF_ATTR_TENSOR, .count = 1, .u.tensor = t}},
       {"dtype", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = wf_tensor_dtype(t)}}};
-  wf_output o = wf__m_op(m, "Const", NULL, 0, a, 2, st);
+  wf_output o = train_op(m, "Const", NULL, 0, a, 2, st);
   wf_tensor_release(t);
   return o;
 }
 
-wf_output wf__m_scalar(wf_model *m, wf_dtype dt, double v, wf_status *st) {
+wf_output train_scalar(wf_model *m, wf_dtype dt, double v, wf_status *st) {
   wf_tensor *t = wf_tensor_new(dt, NULL, 0, st);
   if (!t)
     return (wf_output){NULL, 0};
@@ -51,11 +51,11 @@ wf_output wf__m_scalar(wf_model *m, wf_dtype dt, double v, wf_status *st) {
                   wf_dtype_name(dt));
     return (wf_output){NULL, 0};
   }
-  return wf__m_const_tensor(m, t, st);
+  return train_const_tensor(m, t, st);
 }
 
 static wf_output op1(wf_model *m, const char *op, wf_output a, wf_status *st) {
-  return a.node ? wf__m_op(m, op, &a, 1, NULL, 0, st) : a;
+  return a.node ? train_op(m, op, &a, 1, NULL, 0, st) : a;
 }
 
 static wf_output op2(wf_model *m, const char *op, wf_output a, wf_output b,
@@ -65,7 +65,7 @@ static wf_output op2(wf_model *m, const char *op, wf_output a, wf_output b,
   if (!b.node)
     return b;
   wf_output in[2] = {a, b};
-  return wf__m_op(m, op, in, 2, NULL, 0, st);
+  return train_op(m, op, in, 2, NULL, 0, st);
 }
 
 static wf_attr_item int_list(const char *name, const int64_t *v, int n) {
@@ -80,7 +80,7 @@ static wf_attr_item str_attr(const char *name, const char *v) {
 /* ---- the model ----------------------------------------------------------- */
 
 wf_model *wf_model_new(wf_graph *g, uint64_t seed, wf_status *st) {
-  wf_model *m = wf__calloc(1, sizeof *m);
+  wf_model *m = calloc(1, sizeof *m);
   if (!m) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
     return NULL;
@@ -88,33 +88,28 @@ wf_model *wf_model_new(wf_graph *g, uint64_t seed, wf_status *st) {
   m->g = g;
   m->seed = seed;
   m->training = 1;
-  wf__strmap_init(&m->var_index);
-  wf__strmap_init(&m->counters);
   return m;
 }
 
 static void clear_counters(wf_model *m) {
   for (int i = 0; i < m->num_counter_keys; i++)
-    wf__free(m->counter_keys[i]);
+    free(m->counter_keys[i]);
   m->num_counter_keys = 0;
-  wf__strmap_deinit(&m->counters);
-  wf__strmap_init(&m->counters);
 }
 
 void wf_model_free(wf_model *m) {
   if (!m)
     return;
   for (int i = 0; i < m->num_vars; i++) {
-    wf__free(m->vars[i]->name);
-    wf__free(m->vars[i]);
+    free(m->vars[i]->name);
+    free(m->vars[i]);
   }
-  wf__free(m->vars);
-  wf__free(m->updates);
+  free(m->vars);
+  free(m->updates);
   clear_counters(m);
-  wf__free(m->counter_keys);
-  wf__strmap_deinit(&m->var_index);
-  wf__strmap_deinit(&m->counters);
-  wf__free(m);
+  free(m->counter_keys);
+  free(m->counter_vals);
+  free(m);
 }
 
 void wf_model_begin(wf_model *m, int training) {
@@ -124,32 +119,35 @@ void wf_model_begin(wf_model *m, int training) {
 }
 
 /* The pass-local unique form of base: base, base_1, base_2, ... in order of
- * request, the same in every pass. Written into buf. The map stores how
- * many times base was asked for, plus one (so that absent reads as 0). */
+ * request, the same in every pass. Written into buf. The counters say
+ * how many times each base was asked for in this pass. */
 static int unique_in_pass(wf_model *m, const char *base, char *buf,
                           size_t len, wf_status *st) {
-  intptr_t k = (intptr_t)wf__strmap_get(&m->counters, base);
-  if (k == 0)
-    snprintf(buf, len, "%s", base);
-  else
-    snprintf(buf, len, "%s_%ld", base, (long)(k - 1));
-  if (k == 0) {
-    char *key = wf__strdup(base);
-    char **grown = key ? wf__realloc(m->counter_keys,
-                                     (size_t)(m->num_counter_keys + 1) *
-                                         sizeof *grown)
-                       : NULL;
-    if (!grown) {
-      wf__free(key);
-      return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
-    }
-    m->counter_keys = grown;
-    m->counter_keys[m->num_counter_keys++] = key;
-    if (wf__strmap_put(&m->counters, key, (void *)(intptr_t)2))
-      return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
-  } else if (wf__strmap_put(&m->counters, base, (void *)(k + 1))) {
+  int i;
+  for (i = 0; i < m->num_counter_keys; i++)
+    if (strcmp(m->counter_keys[i], base) == 0)
+      break;
+  if (i < m->num_counter_keys) {
+    snprintf(buf, len, "%s_%d", base, m->counter_vals[i]++);
+    return 0;
+  }
+  snprintf(buf, len, "%s", base);
+  char *key = strdup(base);
+  char **keys = key ? realloc(m->counter_keys,
+                              (size_t)(m->num_counter_keys + 1) * sizeof *keys)
+                    : NULL;
+  if (keys)
+    m->counter_keys = keys;
+  int *vals = keys ? realloc(m->counter_vals,
+                             (size_t)(m->num_counter_keys + 1) * sizeof *vals)
+                   : NULL;
+  if (!vals) {
+    free(key);
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
   }
+  m->counter_vals = vals;
+  m->counter_keys[m->num_counter_keys] = key;
+  m->counter_vals[m->num_counter_keys++] = 1;
   return 0;
 }
 
@@ -171,7 +169,7 @@ static const char *init_op_name(wf_init init) {
 }
 
 /* Builds the initial value of variable v and its AssignVariable. */
-static int build_initializer(wf_model *m, wf__mvar *v, wf_init init,
+static int build_initializer(wf_model *m, train_var *v, wf_init init,
                              double value, wf_status *st) {
   const char *op = init_op_name(init);
   if (!op)
@@ -213,11 +211,11 @@ static int build_initializer(wf_model *m, wf__mvar *v, wf_init init,
     a[n++] = (wf_attr_item){"seed2", {.type = WF_ATTR_INT, .count = 1,
                                       .u.i = m->num_vars + 1}};
   }
-  wf_output initial = wf__m_op(m, op, NULL, 0, a, n, st);
+  wf_output initial = train_op(m, op, NULL, 0, a, n, st);
   if (!initial.node)
     goto fail;
   wf_output in[2] = {v->handle, initial};
-  wf_node *assign = wf__node_add_flat(m->g, "AssignVariable", NULL, in, 2,
+  wf_node *assign = wf_graph_add_op(m->g, "AssignVariable", NULL, in, 2,
                                       NULL, 0, st);
   if (!assign)
     goto fail;
@@ -228,14 +226,14 @@ fail:
   return wf_status_code(st);
 }
 
-wf_output wf__m_read(wf_model *m, const wf__mvar *v, wf_status *st) {
+wf_output train_read(wf_model *m, const train_var *v, wf_status *st) {
   wf_attr_item a[2] = {
       {"dtype", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = v->dtype}},
       {"shape", {.type = WF_ATTR_SHAPE, .count = 1, .u.shape = v->shape}}};
-  return wf__m_op(m, "ReadVariable", &v->handle, 1, a, 2, st);
+  return train_op(m, "ReadVariable", &v->handle, 1, a, 2, st);
 }
 
-wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
+train_var *train_variable(wf_model *m, const char *name, wf_dtype dtype,
                          const int64_t *dims, int rank, wf_init init,
                          double init_value, int trainable, wf_status *st) {
   char full[256];
@@ -243,7 +241,10 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
     return NULL;
   wf_shape shape;
   wf_shape_init(&shape, dims, rank);
-  wf__mvar *v = wf__strmap_get(&m->var_index, full);
+  train_var *v = NULL;
+  for (int i = 0; i < m->num_vars && !v; i++)
+    if (strcmp(m->vars[i]->name, full) == 0)
+      v = m->vars[i];
   if (v) {
     /* An earlier pass made it: the same layer, so the same shape. */
     if (v->dtype != dtype || !wf_shape_equal(&v->shape, &shape)) {
@@ -260,7 +261,7 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
   }
   if (m->num_vars == m->cap_vars) {
     int cap = m->cap_vars ? 2 * m->cap_vars : 16;
-    wf__mvar **grown = wf__realloc(m->vars, (size_t)cap * sizeof *grown);
+    train_var **grown = realloc(m->vars, (size_t)cap * sizeof *grown);
     if (!grown) {
       wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
       return NULL;
@@ -268,9 +269,9 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
     m->vars = grown;
     m->cap_vars = cap;
   }
-  v = wf__calloc(1, sizeof *v);
-  if (!v || !(v->name = wf__strdup(full))) {
-    wf__free(v);
+  v = calloc(1, sizeof *v);
+  if (!v || !(v->name = strdup(full))) {
+    free(v);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
     return NULL;
   }
@@ -281,17 +282,11 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
       {"dtype", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = dtype}},
       {"shape", {.type = WF_ATTR_SHAPE, .count = 1, .u.shape = shape}},
       {"shared_name", {.type = WF_ATTR_STRING, .count = 1, .u.s = v->name}}};
-  wf_node *h = wf__node_add_flat(m->g, "VarHandle", NULL, NULL, 0, a, 3, st);
+  wf_node *h = wf_graph_add_op(m->g, "VarHandle", NULL, NULL, 0, a, 3, st);
   if (!h || (v->handle = (wf_output){h, 0},
              build_initializer(m, v, init, init_value, st))) {
-    wf__free(v->name);
-    wf__free(v);
-    return NULL;
-  }
-  if (wf__strmap_put(&m->var_index, v->name, v)) {
-    wf__free(v->name);
-    wf__free(v);
-    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
+    free(v->name);
+    free(v);
     return NULL;
   }
   m->vars[m->num_vars++] = v;
@@ -301,11 +296,11 @@ wf__mvar *wf__m_variable(wf_model *m, const char *name, wf_dtype dtype,
 wf_output wf_model_variable(wf_model *m, const char *name, wf_dtype dtype,
                             const int64_t *dims, int rank, wf_init init,
                             double init_value, int trainable, wf_status *st) {
-  wf__mvar *v = wf__m_variable(m, name, dtype, dims, rank, init, init_value,
+  train_var *v = train_variable(m, name, dtype, dims, rank, init, init_value,
                                trainable, st);
   if (!v)
     return (wf_output){NULL, 0};
-  wf_output r = wf__m_read(m, v, st);
+  wf_output r = train_read(m, v, st);
   if (r.node && m->training)
     v->read_train = r;
   return r;
@@ -314,7 +309,7 @@ wf_output wf_model_variable(wf_model *m, const char *name, wf_dtype dtype,
 wf_node *wf_model_init_op(wf_model *m, wf_status *st) {
   /* Data-parallel replicas then take task 0's values, whatever their own
    * seeds drew. */
-  wf_node *bcast = m->data_parallel ? wf__m_broadcast(m, 1, st) : NULL;
+  wf_node *bcast = m->data_parallel ? train_broadcast(m, 1, st) : NULL;
   if (m->data_parallel && !bcast)
     return NULL;
   wf_node_desc *d = wf_node_desc_new(m->g, "NoOp", "init");
@@ -372,18 +367,24 @@ wf_output wf_layer_activation(wf_model *m, wf_output x, wf_activation act,
 }
 
 static int64_t static_dim(wf_output x, int i) {
-  if (!x.node || i >= x.node->output_shapes[x.index].rank)
+  wf_shape s;
+  if (!x.node)
     return -1;
-  return x.node->output_shapes[x.index].dims[i];
+  wf_node_output_shape(x.node, x.index, &s);
+  return i < s.rank ? s.dims[i] : -1;
 }
 
 static int static_rank(wf_output x) {
-  return x.node ? x.node->output_shapes[x.index].rank : -1;
+  wf_shape s;
+  if (!x.node)
+    return -1;
+  wf_node_output_shape(x.node, x.index, &s);
+  return s.rank;
 }
 
-wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
-                              wf_activation act, wf_init kernel_init,
-                              wf_status *st) {
+wf_output wf_layer_dense_with_initializer(wf_model *m, wf_output x,
+                                          int units, wf_activation act,
+                                          wf_init kernel_init, wf_status *st) {
   char name[128];
   wf_output out = {NULL, 0};
   if (!x.node)
@@ -392,7 +393,7 @@ wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
   if (static_rank(x) != 2 || d <= 0) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "dense layer: input '%s' must be (N, D) with D known",
-                  x.node->name);
+                  wf_node_name(x.node));
     return out;
   }
   if (layer_begin(m, "dense", name, sizeof name, st))
@@ -400,14 +401,14 @@ wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
   int64_t kd[2] = {d, units}, bd[1] = {units};
   char vn[160];
   snprintf(vn, sizeof vn, "%s/kernel", name);
-  wf__mvar *k = wf__m_variable(m, vn, WF_FLOAT32, kd, 2, kernel_init, 0, 1, st);
+  train_var *k = train_variable(m, vn, WF_FLOAT32, kd, 2, kernel_init, 0, 1, st);
   snprintf(vn, sizeof vn, "%s/bias", name);
-  wf__mvar *b = k ? wf__m_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
+  train_var *b = k ? train_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
                                    1, st)
                   : NULL;
   if (k && b) {
     k->is_kernel = 1;
-    wf_output kr = wf__m_read(m, k, st), br = wf__m_read(m, b, st);
+    wf_output kr = train_read(m, k, st), br = train_read(m, b, st);
     if (m->training) {
       k->read_train = kr;
       b->read_train = br;
@@ -421,7 +422,7 @@ wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
 
 wf_output wf_layer_dense(wf_model *m, wf_output x, int units,
                          wf_activation act, wf_status *st) {
-  return wf_layer_dense_init(
+  return wf_layer_dense_with_initializer(
       m, x, units, act,
       act == WF_ACT_RELU ? WF_INIT_HE_UNIFORM : WF_INIT_GLOROT_UNIFORM, st);
 }
@@ -437,7 +438,7 @@ wf_output wf_layer_conv2d(wf_model *m, wf_output x, int filters, int kh,
   if (static_rank(x) != 4 || c <= 0) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "conv2d layer: input '%s' must be (N, H, W, C) with C known",
-                  x.node->name);
+                  wf_node_name(x.node));
     return out;
   }
   if (layer_begin(m, "conv2d", name, sizeof name, st))
@@ -445,17 +446,17 @@ wf_output wf_layer_conv2d(wf_model *m, wf_output x, int filters, int kh,
   int64_t kd[4] = {kh, kw, c, filters}, bd[1] = {filters};
   char vn[160];
   snprintf(vn, sizeof vn, "%s/kernel", name);
-  wf__mvar *k = wf__m_variable(
+  train_var *k = train_variable(
       m, vn, WF_FLOAT32, kd, 4,
       act == WF_ACT_RELU ? WF_INIT_HE_UNIFORM : WF_INIT_GLOROT_UNIFORM, 0, 1,
       st);
   snprintf(vn, sizeof vn, "%s/bias", name);
-  wf__mvar *b = k ? wf__m_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
+  train_var *b = k ? train_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
                                    1, st)
                   : NULL;
   if (k && b) {
     k->is_kernel = 1;
-    wf_output kr = wf__m_read(m, k, st), br = wf__m_read(m, b, st);
+    wf_output kr = train_read(m, k, st), br = train_read(m, b, st);
     if (m->training) {
       k->read_train = kr;
       b->read_train = br;
@@ -465,7 +466,7 @@ wf_output wf_layer_conv2d(wf_model *m, wf_output x, int filters, int kh,
                          str_attr("padding", padding)};
     wf_output in[2] = {x, kr};
     if (kr.node)
-      out = wf__m_op(m, "Conv2D", in, 2, a, 2, st);
+      out = train_op(m, "Conv2D", in, 2, a, 2, st);
     out = op2(m, "BiasAdd", out, br, st);
     out = wf_layer_activation(m, out, act, st);
   }
@@ -483,7 +484,7 @@ static wf_output pool(wf_model *m, const char *op, const char *kind,
   const int64_t k[4] = {1, size, size, 1}, s[4] = {1, stride, stride, 1};
   wf_attr_item a[3] = {int_list("ksize", k, 4), int_list("strides", s, 4),
                        str_attr("padding", padding)};
-  wf_output out = wf__m_op(m, op, &x, 1, a, 3, st);
+  wf_output out = train_op(m, op, &x, 1, a, 3, st);
   return layer_end(m, name, out, st);
 }
 
@@ -507,7 +508,7 @@ wf_output wf_layer_flatten(wf_model *m, wf_output x, wf_status *st) {
     if (d < 0) {
       wf_status_set(st, WF_INVALID_ARGUMENT,
                     "flatten: dimension %d of '%s' is not known", i,
-                    x.node->name);
+                    wf_node_name(x.node));
       return (wf_output){NULL, 0};
     }
     inner *= d;
@@ -515,7 +516,7 @@ wf_output wf_layer_flatten(wf_model *m, wf_output x, wf_status *st) {
   if (rank < 1) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "flatten: '%s' needs a known rank of at least 1",
-                  x.node->name);
+                  wf_node_name(x.node));
     return (wf_output){NULL, 0};
   }
   int64_t two = 2;
@@ -524,7 +525,7 @@ wf_output wf_layer_flatten(wf_model *m, wf_output x, wf_status *st) {
     return (wf_output){NULL, 0};
   ((int64_t *)wf_tensor_data(shape))[0] = -1;
   ((int64_t *)wf_tensor_data(shape))[1] = inner;
-  wf_output s = wf__m_const_tensor(m, shape, st);
+  wf_output s = train_const_tensor(m, shape, st);
   return op2(m, "Reshape", x, s, st);
 }
 
@@ -540,13 +541,13 @@ wf_output wf_layer_dropout(wf_model *m, wf_output x, double rate,
       {"seed", {.type = WF_ATTR_INT, .count = 1,
                 .u.i = (int64_t)(m->seed & 0x7fffffff)}},
       {"seed2", {.type = WF_ATTR_INT, .count = 1, .u.i = ++m->num_random}}};
-  wf_output out = wf__m_op(m, "Dropout", &x, 1, a, 3, st);
+  wf_output out = train_op(m, "Dropout", &x, 1, a, 3, st);
   return layer_end(m, name, out, st);
 }
 
-int wf__m_add_update(wf_model *m, wf_node *n, wf_status *st) {
+int train_add_update(wf_model *m, wf_node *n, wf_status *st) {
   wf_node **grown =
-      wf__realloc(m->updates, (size_t)(m->num_updates + 1) * sizeof *grown);
+      realloc(m->updates, (size_t)(m->num_updates + 1) * sizeof *grown);
   if (!grown)
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
   m->updates = grown;
@@ -565,7 +566,7 @@ wf_output wf_layer_batch_norm(wf_model *m, wf_output x, double momentum,
   if (c <= 0) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "batch_norm: the last dimension of '%s' must be known",
-                  x.node->name);
+                  wf_node_name(x.node));
     return out;
   }
   if (layer_begin(m, "batch_norm", name, sizeof name, st))
@@ -580,15 +581,15 @@ wf_output wf_layer_batch_norm(wf_model *m, wf_output x, double momentum,
                {"beta", WF_INIT_ZEROS, 1},
                {"moving_mean", WF_INIT_ZEROS, 0},
                {"moving_variance", WF_INIT_ONES, 0}};
-  wf__mvar *v[4];
+  train_var *v[4];
   wf_output r[4];
   for (int i = 0; i < 4; i++) {
     snprintf(vn, sizeof vn, "%s/%s", name, spec[i].suffix);
-    v[i] = wf__m_variable(m, vn, WF_FLOAT32, cd, 1, spec[i].init, 0,
+    v[i] = train_variable(m, vn, WF_FLOAT32, cd, 1, spec[i].init, 0,
                           spec[i].trainable, st);
     if (!v[i])
       return layer_end(m, name, out, st);
-    r[i] = wf__m_read(m, v[i], st);
+    r[i] = train_read(m, v[i], st);
     if (!r[i].node)
       return layer_end(m, name, out, st);
     if (m->training)
@@ -600,7 +601,7 @@ wf_output wf_layer_batch_norm(wf_model *m, wf_output x, double momentum,
       {"is_training", {.type = WF_ATTR_BOOL, .count = 1, .u.b = m->training}},
       str_attr("data_format", fmt)};
   wf_output in[5] = {x, r[0], r[1], r[2], r[3]};
-  wf_node *bn = wf__node_add_flat(m->g, "BatchNorm", NULL, in, 5, a, 3, st);
+  wf_node *bn = wf_graph_add_op(m->g, "BatchNorm", NULL, in, 5, a, 3, st);
   if (!bn)
     return layer_end(m, name, out, st);
   out = (wf_output){bn, 0};
@@ -608,16 +609,16 @@ wf_output wf_layer_batch_norm(wf_model *m, wf_output x, double momentum,
     /* moving = moving * momentum + batch * (1 - momentum) */
     for (int i = 0; i < 2; i++) {
       wf_output batch = {bn, 1 + i};
-      wf_output mom = wf__m_scalar(m, WF_FLOAT32, momentum, st);
-      wf_output rest = wf__m_scalar(m, WF_FLOAT32, 1.0 - momentum, st);
+      wf_output mom = train_scalar(m, WF_FLOAT32, momentum, st);
+      wf_output rest = train_scalar(m, WF_FLOAT32, 1.0 - momentum, st);
       wf_output upd = op2(m, "Add", op2(m, "Mul", r[2 + i], mom, st),
                           op2(m, "Mul", batch, rest, st), st);
       if (!upd.node)
         return layer_end(m, name, (wf_output){NULL, 0}, st);
       wf_output ain[2] = {v[2 + i]->handle, upd};
-      wf_node *assign = wf__node_add_flat(m->g, "AssignVariable", NULL, ain,
+      wf_node *assign = wf_graph_add_op(m->g, "AssignVariable", NULL, ain,
                                           2, NULL, 0, st);
-      if (!assign || wf__m_add_update(m, assign, st))
+      if (!assign || train_add_update(m, assign, st))
         return layer_end(m, name, (wf_output){NULL, 0}, st);
     }
   }
@@ -632,7 +633,7 @@ static wf_output int64_vector(wf_model *m, const int64_t *v, int64_t n,
   if (!t)
     return (wf_output){NULL, 0};
   memcpy(wf_tensor_data(t), v, (size_t)n * sizeof *v);
-  return wf__m_const_tensor(m, t, st);
+  return train_const_tensor(m, t, st);
 }
 
 /* (A, B, C) -> (B, A, C): batch-major to time-major and back. */
@@ -650,17 +651,17 @@ static wf_output zero_state(wf_model *m, wf_output x, int units,
   wf_attr_item out_type = {"out_type", {.type = WF_ATTR_DTYPE, .count = 1,
                                         .u.dtype = WF_INT64}};
   wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
-  wf_output shape = wf__m_op(m, "Shape", &x, 1, &out_type, 1, st);
+  wf_output shape = train_op(m, "Shape", &x, 1, &out_type, 1, st);
   wf_output in[3] = {shape, int64_vector(m, &first, 1, st),
                      int64_vector(m, &one, 1, st)};
   if (!in[0].node || !in[1].node || !in[2].node)
     return (wf_output){NULL, 0};
-  wf_output parts[2] = {wf__m_op(m, "Slice", in, 3, NULL, 0, st),
+  wf_output parts[2] = {train_op(m, "Slice", in, 3, NULL, 0, st),
                         int64_vector(m, &h, 1, st)};
   if (!parts[0].node || !parts[1].node)
     return (wf_output){NULL, 0};
-  wf_output dims = wf__m_op(m, "Concat", parts, 2, &axis, 1, st);
-  return op2(m, "Fill", dims, wf__m_scalar(m, WF_FLOAT32, 0.0, st), st);
+  wf_output dims = train_op(m, "Concat", parts, 2, &axis, 1, st);
+  return op2(m, "Fill", dims, train_scalar(m, WF_FLOAT32, 0.0, st), st);
 }
 
 /* A GRU (gates 3) or LSTM (gates 4) layer as weft/layers.h describes. */
@@ -678,7 +679,7 @@ static wf_output recurrent(wf_model *m, const char *kind, const char *op,
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "%s layer: input '%s' must be (N, T, C) with C known and "
                   "units (%d) at least 1",
-                  kind, x.node->name, units);
+                  kind, wf_node_name(x.node), units);
     return out;
   }
   if (layer_begin(m, kind, name, sizeof name, st))
@@ -687,21 +688,21 @@ static wf_output recurrent(wf_model *m, const char *kind, const char *op,
   int64_t kd[2] = {c, gh}, rd[2] = {units, gh}, bd[1] = {gh};
   char vn[160];
   snprintf(vn, sizeof vn, "%s/kernel", name);
-  wf__mvar *k = wf__m_variable(m, vn, WF_FLOAT32, kd, 2,
+  train_var *k = train_variable(m, vn, WF_FLOAT32, kd, 2,
                                WF_INIT_GLOROT_UNIFORM, 0, 1, st);
   snprintf(vn, sizeof vn, "%s/recurrent_kernel", name);
-  wf__mvar *r = k ? wf__m_variable(m, vn, WF_FLOAT32, rd, 2,
+  train_var *r = k ? train_variable(m, vn, WF_FLOAT32, rd, 2,
                                    WF_INIT_GLOROT_UNIFORM, 0, 1, st)
                   : NULL;
   snprintf(vn, sizeof vn, "%s/bias", name);
-  wf__mvar *b = r ? wf__m_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS,
+  train_var *b = r ? train_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS,
                                    0, 1, st)
                   : NULL;
   if (!b)
     return layer_end(m, name, out, st);
   k->is_kernel = r->is_kernel = 1;
-  wf_output kr = wf__m_read(m, k, st), rr = wf__m_read(m, r, st),
-            br = wf__m_read(m, b, st);
+  wf_output kr = train_read(m, k, st), rr = train_read(m, r, st),
+            br = train_read(m, b, st);
   if (m->training) {
     k->read_train = kr;
     r->read_train = rr;
@@ -718,7 +719,7 @@ static wf_output recurrent(wf_model *m, const char *kind, const char *op,
   for (int i = 0; i < 6; i++)
     if (i != 2 || gates == 4)
       args[n++] = in[i];
-  wf_node *cell = wf__node_add_flat(m->g, op, NULL, args, n, NULL, 0, st);
+  wf_node *cell = wf_graph_add_op(m->g, op, NULL, args, n, NULL, 0, st);
   if (!cell)
     return layer_end(m, name, out, st);
   out = (wf_output){cell, 1};
@@ -744,7 +745,7 @@ wf_output wf_layer_lstm(wf_model *m, wf_output x, int units,
 
 static wf_output mean_all(wf_model *m, wf_output x, wf_status *st) {
   wf_attr_item a[1] = {int_list("axes", NULL, 0)};
-  return x.node ? wf__m_op(m, "Mean", &x, 1, a, 1, st) : x;
+  return x.node ? train_op(m, "Mean", &x, 1, a, 1, st) : x;
 }
 
 wf_output wf_loss_sparse_softmax_cross_entropy(wf_model *m, wf_output logits,
@@ -753,7 +754,7 @@ wf_output wf_loss_sparse_softmax_cross_entropy(wf_model *m, wf_output logits,
   if (!logits.node || !labels.node)
     return logits.node ? labels : logits;
   wf_output in[2] = {logits, labels};
-  wf_output per = wf__m_op(m, "SparseSoftmaxCrossEntropyWithLogits", in, 2,
+  wf_output per = train_op(m, "SparseSoftmaxCrossEntropyWithLogits", in, 2,
                            NULL, 0, st);
   return mean_all(m, per, st);
 }
@@ -764,7 +765,7 @@ wf_output wf_loss_softmax_cross_entropy(wf_model *m, wf_output logits,
     return logits.node ? labels : logits;
   wf_output in[2] = {logits, labels};
   wf_output per =
-      wf__m_op(m, "SoftmaxCrossEntropyWithLogits", in, 2, NULL, 0, st);
+      train_op(m, "SoftmaxCrossEntropyWithLogits", in, 2, NULL, 0, st);
   return mean_all(m, per, st);
 }
 
@@ -779,40 +780,46 @@ wf_output wf_loss_l2(wf_model *m, double scale, wf_status *st) {
   int n = 0;
   wf_attr_item a[1] = {int_list("axes", NULL, 0)};
   for (int i = 0; i < m->num_vars && n < 256; i++) {
-    wf__mvar *v = m->vars[i];
+    train_var *v = m->vars[i];
     if (!v->is_kernel || !v->trainable || !v->read_train.node)
       continue;
     wf_output sq = op1(m, "Square", v->read_train, st);
-    wf_output s = sq.node ? wf__m_op(m, "Sum", &sq, 1, a, 1, st) : sq;
+    wf_output s = sq.node ? train_op(m, "Sum", &sq, 1, a, 1, st) : sq;
     if (!s.node)
       return s;
     terms[n++] = s;
   }
   if (n == 0)
-    return wf__m_scalar(m, WF_FLOAT32, 0.0, st);
-  wf_output total = n == 1 ? terms[0] : wf__m_op(m, "AddN", terms, n, NULL, 0, st);
-  return op2(m, "Mul", total, wf__m_scalar(m, WF_FLOAT32, scale / 2.0, st), st);
+    return train_scalar(m, WF_FLOAT32, 0.0, st);
+  wf_output total = n == 1 ? terms[0] : train_op(m, "AddN", terms, n, NULL, 0, st);
+  return op2(m, "Mul", total, train_scalar(m, WF_FLOAT32, scale / 2.0, st), st);
 }
 
 wf_output wf_metric_accuracy(wf_model *m, wf_output logits, wf_output labels,
                              wf_status *st) {
   if (!logits.node || !labels.node)
     return logits.node ? labels : logits;
-  wf_dtype lt = labels.node->output_dtypes[labels.index];
+  wf_dtype lt = wf_node_output_dtype(labels.node, labels.index);
   wf_attr_item a[2] = {
       {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 1}},
       {"output_type", {.type = WF_ATTR_DTYPE, .count = 1,
                        .u.dtype = lt == WF_INT32 ? WF_INT32 : WF_INT64}}};
-  wf_output pred = wf__m_op(m, "ArgMax", &logits, 1, a, 2, st);
+  wf_output pred = train_op(m, "ArgMax", &logits, 1, a, 2, st);
   wf_output lab = labels;
   if (lt != WF_INT32 && lt != WF_INT64) {
     wf_attr_item c = {"DstT", {.type = WF_ATTR_DTYPE, .count = 1,
                                .u.dtype = WF_INT64}};
-    lab = wf__m_op(m, "Cast", &labels, 1, &c, 1, st);
+    lab = train_op(m, "Cast", &labels, 1, &c, 1, st);
   }
   wf_output eq = op2(m, "Equal", pred, lab, st);
   wf_attr_item c = {"DstT", {.type = WF_ATTR_DTYPE, .count = 1,
                              .u.dtype = WF_FLOAT32}};
-  wf_output f = eq.node ? wf__m_op(m, "Cast", &eq, 1, &c, 1, st) : eq;
+  wf_output f = eq.node ? train_op(m, "Cast", &eq, 1, &c, 1, st) : eq;
   return mean_all(m, f, st);
+}
+
+wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
+                              wf_activation act, wf_init kernel_init,
+                              wf_status *st) {
+  return wf_layer_dense_with_initializer(m, x, units, act, kernel_init, st);
 }

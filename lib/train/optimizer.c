@@ -1,5 +1,5 @@
-/* core/optimizer.c — the training step of a model (wf_model_minimize):
- * gradients, their mean over a data-parallel job (core/data_parallel.c),
+/* lib/train/optimizer.c — the training step of a model (wf_model_minimize):
+ * gradients, their mean over a data-parallel job (lib/train/data_parallel.c),
  * optional clipping by global norm, the learning-rate schedule,
  * slot variables and one fused apply op per variable (sparse where the
  * gradient is), then the global step increment.
@@ -10,16 +10,15 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <weft/gradients.h>
 #include <weft/layers.h>
 #include <weft/parallel.h>
 
-#include "base/alloc.h"
-#include "graph/graph_internal.h"
-#include "layers_internal.h"
-#include "plugin/runtime_internal.h"
-#include "base/status_internal.h"
+#include <weft/status.h>
+
+#include "model.h"
 
 typedef struct named {
   const char *name;
@@ -32,7 +31,7 @@ typedef struct named {
 static wf_node *add_named(wf_model *m, const char *op, const named *in, int n,
                           const wf_attr_item *attrs, int nattrs,
                           wf_status *st) {
-  const wf__op *def = wf__registry_find_op(m->g->rt->reg, op);
+  const wf_op_def *def = wf_runtime_op_find(wf_graph_runtime(m->g), op);
   if (!def) {
     wf_status_set(st, WF_NOT_FOUND,
                   "op '%s' is not registered (is the train op plugin "
@@ -41,11 +40,14 @@ static wf_node *add_named(wf_model *m, const char *op, const named *in, int n,
     return NULL;
   }
   wf_output ordered[16];
-  if (def->num_inputs > 16) {
+  int num_inputs = 0;
+  while (def->inputs && def->inputs[num_inputs].struct_size)
+    num_inputs++;
+  if (num_inputs > 16) {
     wf_status_set(st, WF_INTERNAL, "op '%s' has too many inputs", op);
     return NULL;
   }
-  for (int a = 0; a < def->num_inputs; a++) {
+  for (int a = 0; a < num_inputs; a++) {
     int found = 0;
     for (int k = 0; k < n; k++) {
       if (strcmp(in[k].name, def->inputs[a].name) == 0) {
@@ -56,9 +58,9 @@ static wf_node *add_named(wf_model *m, const char *op, const named *in, int n,
     }
     if (!found) {
       wf_status_set(st, WF_INVALID_ARGUMENT,
-                    "op '%s' (plugin '%s') has an input '%s' that the "
-                    "optimizer does not provide",
-                    op, def->plugin, def->inputs[a].name);
+                    "op '%s' has an input '%s' that the optimizer does not "
+                    "provide",
+                    op, def->inputs[a].name);
       return NULL;
     }
     if (!ordered[a].node) {
@@ -67,7 +69,7 @@ static wf_node *add_named(wf_model *m, const char *op, const named *in, int n,
       return NULL;
     }
   }
-  return wf__node_add_flat(m->g, op, NULL, ordered, def->num_inputs, attrs,
+  return wf_graph_add_op(m->g, op, NULL, ordered, num_inputs, attrs,
                            nattrs, st);
 }
 
@@ -92,18 +94,18 @@ wf_optimizer wf_optimizer_defaults(wf_optimizer_kind kind) {
   return o;
 }
 
-static wf__mvar *global_step_var(wf_model *m, wf_status *st) {
+static train_var *global_step_var(wf_model *m, wf_status *st) {
   if (m->global_step)
     return m->global_step;
   /* One global step per model, made the first time it is asked for. */
-  m->global_step = wf__m_variable(m, "global_step", WF_INT64, NULL, 0,
+  m->global_step = train_variable(m, "global_step", WF_INT64, NULL, 0,
                                   WF_INIT_ZEROS, 0, 0, st);
   return m->global_step;
 }
 
 wf_output wf_model_global_step(wf_model *m, wf_status *st) {
-  wf__mvar *v = global_step_var(m, st);
-  return v ? wf__m_read(m, v, st) : (wf_output){NULL, 0};
+  train_var *v = global_step_var(m, st);
+  return v ? train_read(m, v, st) : (wf_output){NULL, 0};
 }
 
 static wf_attr_item f_attr(const char *name, double v) {
@@ -116,7 +118,7 @@ static wf_output learning_rate(wf_model *m, const wf_optimizer *o,
   wf_output lr;
   switch (o->schedule) {
   case WF_LR_CONSTANT:
-    lr = wf__m_scalar(m, WF_FLOAT32, o->learning_rate, st);
+    lr = train_scalar(m, WF_FLOAT32, o->learning_rate, st);
     break;
   case WF_LR_EXPONENTIAL: {
     wf_attr_item a[4] = {
@@ -125,7 +127,7 @@ static wf_output learning_rate(wf_model *m, const wf_optimizer *o,
                          .u.i = o->decay_steps}},
         f_attr("decay_rate", o->decay_rate),
         {"staircase", {.type = WF_ATTR_BOOL, .count = 1, .u.b = o->staircase}}};
-    lr = wf__m_op(m, "ExponentialDecay", &step, 1, a, 4, st);
+    lr = train_op(m, "ExponentialDecay", &step, 1, a, 4, st);
     break;
   }
   case WF_LR_COSINE: {
@@ -134,7 +136,7 @@ static wf_output learning_rate(wf_model *m, const wf_optimizer *o,
         {"decay_steps", {.type = WF_ATTR_INT, .count = 1,
                          .u.i = o->decay_steps}},
         f_attr("alpha", o->alpha)};
-    lr = wf__m_op(m, "CosineDecay", &step, 1, a, 3, st);
+    lr = train_op(m, "CosineDecay", &step, 1, a, 3, st);
     break;
   }
   case WF_LR_PIECEWISE: {
@@ -143,7 +145,7 @@ static wf_output learning_rate(wf_model *m, const wf_optimizer *o,
                         .count = o->num_boundaries, .u.ints = o->boundaries}},
         {"values", {.type = WF_ATTR_LIST | WF_ATTR_FLOAT,
                     .count = o->num_boundaries + 1, .u.floats = o->values}}};
-    lr = wf__m_op(m, "PiecewiseConstant", &step, 1, a, 2, st);
+    lr = train_op(m, "PiecewiseConstant", &step, 1, a, 2, st);
     break;
   }
   default:
@@ -155,24 +157,24 @@ static wf_output learning_rate(wf_model *m, const wf_optimizer *o,
     wf_output in[2] = {step, lr};
     wf_attr_item a[1] = {{"warmup_steps", {.type = WF_ATTR_INT, .count = 1,
                                            .u.i = o->warmup_steps}}};
-    lr = wf__m_op(m, "LinearWarmup", in, 2, a, 1, st);
+    lr = train_op(m, "LinearWarmup", in, 2, a, 1, st);
   }
   return lr;
 }
 
 /* A zero-initialised (or constant) slot of variable v. */
-static wf_output slot(wf_model *m, const wf__mvar *v, const char *suffix,
+static wf_output slot(wf_model *m, const train_var *v, const char *suffix,
                       wf_init init, double value, wf_status *st) {
   char name[320];
   snprintf(name, sizeof name, "%s/%s", v->name, suffix);
-  wf__mvar *s = wf__m_variable(m, name, v->dtype, v->shape.dims, v->shape.rank,
+  train_var *s = train_variable(m, name, v->dtype, v->shape.dims, v->shape.rank,
                                init, value, 0, st);
   return s ? s->handle : (wf_output){NULL, 0};
 }
 
 /* One variable's update with dense (or sparse) gradient. */
 static wf_node *apply_one(wf_model *m, const wf_optimizer *o,
-                          const wf__mvar *v, const wf_gradient *g,
+                          const train_var *v, const wf_gradient *g,
                           wf_output lr, wf_output step1, wf_status *st) {
   int sparse = g->indices.node != NULL;
   named in[16];
@@ -184,7 +186,7 @@ static wf_node *apply_one(wf_model *m, const wf_optimizer *o,
     /* The schedule computes in float32; the update wants the var's type. */
     wf_attr_item c = {"DstT", {.type = WF_ATTR_DTYPE, .count = 1,
                                .u.dtype = v->dtype}};
-    lr = wf__m_op(m, "Cast", &lr, 1, &c, 1, st);
+    lr = train_op(m, "Cast", &lr, 1, &c, 1, st);
     if (!lr.node)
       return NULL;
   }
@@ -197,7 +199,7 @@ static wf_node *apply_one(wf_model *m, const wf_optimizer *o,
     in[n++] = (named){"grad", g->dense};
   }
 #define SCALAR(nm, val)                                                        \
-  in[n++] = (named){nm, wf__m_scalar(m, v->dtype, (val), st)}
+  in[n++] = (named){nm, train_scalar(m, v->dtype, (val), st)}
   switch (o->kind) {
   case WF_OPT_SGD:
     op = sparse ? "SparseApplyGradientDescent" : "ApplyGradientDescent";
@@ -288,18 +290,18 @@ wf_node *wf_model_minimize(wf_model *m, wf_output loss,
 
   /* The trainable variables read in the training pass. */
   int nv = 0;
-  wf__mvar **vars = wf__calloc((size_t)m->num_vars + 1, sizeof *vars);
-  wf_output *xs = wf__calloc((size_t)m->num_vars + 1, sizeof *xs);
-  wf_gradient *gs = wf__calloc((size_t)m->num_vars + 1, sizeof *gs);
-  wf_node **applies = wf__calloc((size_t)m->num_vars + 1, sizeof *applies);
-  wf_output *clip_in = wf__calloc((size_t)m->num_vars + 2, sizeof *clip_in);
+  train_var **vars = calloc((size_t)m->num_vars + 1, sizeof *vars);
+  wf_output *xs = calloc((size_t)m->num_vars + 1, sizeof *xs);
+  wf_gradient *gs = calloc((size_t)m->num_vars + 1, sizeof *gs);
+  wf_node **applies = calloc((size_t)m->num_vars + 1, sizeof *applies);
+  wf_output *clip_in = calloc((size_t)m->num_vars + 2, sizeof *clip_in);
   wf_node *train = NULL;
   if (!vars || !xs || !gs || !applies || !clip_in) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "minimize: out of memory");
     goto done;
   }
   for (int i = 0; i < m->num_vars; i++) {
-    wf__mvar *v = m->vars[i];
+    train_var *v = m->vars[i];
     if (v->trainable && v->read_train.node) {
       vars[nv] = v;
       xs[nv++] = v->read_train;
@@ -323,13 +325,13 @@ wf_node *wf_model_minimize(wf_model *m, wf_output loss,
 
   if (wf_graph_push_scope(m->g, "train", st))
     goto done;
-  wf__mvar *gsv = global_step_var(m, st);
-  wf_output step = gsv ? wf__m_read(m, gsv, st) : (wf_output){NULL, 0};
-  wf_output one = wf__m_scalar(m, WF_INT64, 1, st);
+  train_var *gsv = global_step_var(m, st);
+  wf_output step = gsv ? train_read(m, gsv, st) : (wf_output){NULL, 0};
+  wf_output one = train_scalar(m, WF_INT64, 1, st);
   wf_output step1 = {NULL, 0};
   if (step.node && one.node) {
     wf_output in[2] = {step, one};
-    step1 = wf__m_op(m, "Add", in, 2, NULL, 0, st);
+    step1 = train_op(m, "Add", in, 2, NULL, 0, st);
   }
   wf_output lr = step.node ? learning_rate(m, &o, step, st)
                            : (wf_output){NULL, 0};
@@ -342,9 +344,9 @@ wf_node *wf_model_minimize(wf_model *m, wf_output loss,
     for (int i = 0; i < nv; i++)
       if (gs[i].dense.node || gs[i].values.node)
         clip_in[nc++] = gs[i].dense.node ? gs[i].dense : gs[i].values;
-    clip_in[nc] = wf__m_scalar(m, WF_FLOAT32, o.clip_norm, st);
+    clip_in[nc] = train_scalar(m, WF_FLOAT32, o.clip_norm, st);
     wf_node *clip = clip_in[nc].node
-                        ? wf__node_add_flat(m->g, "ClipByGlobalNorm", NULL,
+                        ? wf_graph_add_op(m->g, "ClipByGlobalNorm", NULL,
                                             clip_in, nc + 1, NULL, 0, st)
                         : NULL;
     if (!clip)
@@ -387,10 +389,10 @@ wf_node *wf_model_minimize(wf_model *m, wf_output loss,
 pop:
   wf_graph_pop_scope(m->g);
 done:
-  wf__free(vars);
-  wf__free(xs);
-  wf__free(gs);
-  wf__free(applies);
-  wf__free(clip_in);
+  free(vars);
+  free(xs);
+  free(gs);
+  free(applies);
+  free(clip_in);
   return train;
 }

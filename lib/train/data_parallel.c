@@ -1,4 +1,4 @@
-/* core/data_parallel.c — data-parallel training (weft/parallel.h): the mean
+/* lib/train/data_parallel.c — data-parallel training (weft/parallel.h): the mean
  * of gradients across the job in fused AllReduce buckets, the broadcast of
  * variables from task 0, and the input helpers that give each task its
  * part of every global batch.
@@ -10,14 +10,16 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <weft/cluster.h>
 #include <weft/parallel.h>
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "base/alloc.h"
-#include "layers_internal.h"
+#include <weft/status.h>
+
+#include "model.h"
 
 /* NOT_FOUND unless op is registered in g's runtime. */
 static int need_op(wf_graph *g, const char *op, wf_status *st) {
@@ -113,8 +115,8 @@ static int add_buckets(wf_graph *g, const char *op, const char *reduction,
   bucketer b = {g, op, reduction, limit > 0 ? limit : WF_PARALLEL_BUCKET_BYTES,
                 NULL, NULL, 0, 0, WF_DTYPE_INVALID, 0};
   int rc = 0;
-  b.members = wf__calloc((size_t)n + 1, sizeof *b.members);
-  b.slots = wf__calloc((size_t)n + 1, sizeof *b.slots);
+  b.members = calloc((size_t)n + 1, sizeof *b.members);
+  b.slots = calloc((size_t)n + 1, sizeof *b.slots);
   if (!b.members || !b.slots) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                        "data parallel: out of memory");
@@ -125,8 +127,8 @@ static int add_buckets(wf_graph *g, const char *op, const char *reduction,
   if (rc == 0)
     rc = flush(&b, out, st);
 done:
-  wf__free(b.members);
-  wf__free(b.slots);
+  free(b.members);
+  free(b.slots);
   return rc;
 }
 
@@ -146,9 +148,9 @@ int wf_graph_add_gradient_mean(wf_graph *g, wf_gradient *grads, int n,
   assert(g && n >= 0 && (grads || n == 0));
   if (need_op(g, "AllReduce", st))
     return wf_status_code(st);
-  wf_output *in = wf__calloc((size_t)n + 1, sizeof *in);
-  wf_output *out = wf__calloc((size_t)n + 1, sizeof *out);
-  int *order = wf__calloc((size_t)n + 1, sizeof *order);
+  wf_output *in = calloc((size_t)n + 1, sizeof *in);
+  wf_output *out = calloc((size_t)n + 1, sizeof *out);
+  int *order = calloc((size_t)n + 1, sizeof *order);
   int rc = 0, m = 0, scoped = 0;
   if (!in || !out || !order) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
@@ -204,9 +206,9 @@ int wf_graph_add_gradient_mean(wf_graph *g, wf_gradient *grads, int n,
 done:
   if (scoped)
     wf_graph_pop_scope(g);
-  wf__free(in);
-  wf__free(out);
-  wf__free(order);
+  free(in);
+  free(out);
+  free(order);
   return rc;
 }
 
@@ -261,10 +263,10 @@ wf_node *wf_graph_add_broadcast_variables(wf_graph *g,
   int scoped = 0;
   if (need_op(g, "Broadcast", st))
     return NULL;
-  reads = wf__calloc((size_t)n + 1, sizeof *reads);
-  out = wf__calloc((size_t)n + 1, sizeof *out);
-  order = wf__calloc((size_t)n + 1, sizeof *order);
-  assigns = wf__calloc((size_t)n + 1, sizeof *assigns);
+  reads = calloc((size_t)n + 1, sizeof *reads);
+  out = calloc((size_t)n + 1, sizeof *out);
+  order = calloc((size_t)n + 1, sizeof *order);
+  assigns = calloc((size_t)n + 1, sizeof *assigns);
   if (!reads || !out || !order || !assigns) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "broadcast: out of memory");
     goto done;
@@ -340,10 +342,10 @@ wf_node *wf_graph_add_broadcast_variables(wf_graph *g,
 done:
   if (scoped)
     wf_graph_pop_scope(g);
-  wf__free(reads);
-  wf__free(out);
-  wf__free(order);
-  wf__free(assigns);
+  free(reads);
+  free(out);
+  free(order);
+  free(assigns);
   return group;
 }
 
@@ -351,11 +353,11 @@ done:
  * assignments; NULL with st set when out of memory. */
 static wf_output *model_handles(const wf_model *m, wf_node ***inits,
                                 wf_status *st) {
-  wf_output *h = wf__calloc((size_t)m->num_vars + 1, sizeof *h);
-  wf_node **a = inits ? wf__calloc((size_t)m->num_vars + 1, sizeof *a) : NULL;
+  wf_output *h = calloc((size_t)m->num_vars + 1, sizeof *h);
+  wf_node **a = inits ? calloc((size_t)m->num_vars + 1, sizeof *a) : NULL;
   if (!h || (inits && !a)) {
-    wf__free(h);
-    wf__free(a);
+    free(h);
+    free(a);
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "model: out of memory");
     return NULL;
   }
@@ -369,7 +371,7 @@ static wf_output *model_handles(const wf_model *m, wf_node ***inits,
   return h;
 }
 
-wf_node *wf__m_broadcast(wf_model *m, int after_init, wf_status *st) {
+wf_node *train_broadcast(wf_model *m, int after_init, wf_status *st) {
   wf_node **inits = NULL;
   wf_output *h = model_handles(m, after_init ? &inits : NULL, st);
   if (!h)
@@ -380,14 +382,14 @@ wf_node *wf__m_broadcast(wf_model *m, int after_init, wf_status *st) {
   if (!b)
     wf_status_prefix(st, "model: broadcasting its %d variables from task 0",
                      m->num_vars);
-  wf__free(h);
-  wf__free(inits);
+  free(h);
+  free(inits);
   return b;
 }
 
 wf_node *wf_model_broadcast_op(wf_model *m, wf_status *st) {
   assert(m);
-  return wf__m_broadcast(m, 0, st);
+  return train_broadcast(m, 0, st);
 }
 
 /* ---- the input ----------------------------------------------------------------- */
