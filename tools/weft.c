@@ -41,6 +41,7 @@ static const own_command own_commands[] = {
     {"run", weft_cmd_run, weft_run_summary, weft_run_help},
     {"import", weft_cmd_import, weft_import_summary, weft_import_help},
     {"worker", weft_cmd_worker, weft_worker_summary, weft_worker_help},
+    {"serve", weft_cmd_serve, weft_serve_summary, weft_serve_help},
 };
 
 #define NUM_OWN_COMMANDS (int)(sizeof own_commands / sizeof own_commands[0])
