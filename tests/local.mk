@@ -5,7 +5,7 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
 	-DTEST_SRCDIR='"$(abs_top_srcdir)"' \
 	-DTEST_BUILDDIR='"$(abs_top_builddir)"'
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-TEST_LDADD = core/libweftcore.la $(CMOCKA_LIBS) $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+TEST_LDADD = lib/train/libwefttrain.la core/libweftcore.la $(CMOCKA_LIBS) $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(abs_top_srcdir)'; top_builddir='$(abs_top_builddir)'; \
 	export top_srcdir top_builddir; \
@@ -27,6 +27,7 @@ include tests/fuzz/local.mk
 include tests/fuzz/checkpoint.mk
 include tests/fuzz/graph_file.mk
 include tests/fuzz/npy.mk
+include tests/fuzz/serve_json.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/devices/cuda.mk
@@ -38,6 +39,8 @@ include tests/core/npy.mk
 include tests/core/saved_model.mk
 include tests/abi/local.mk
 include tests/sdk/local.mk
+include tests/python/local.mk
+include tests/serve/local.mk
 # The CPU plugin runs oneDNN (dlopened with the plugin), whose C++
 # thread_local state lives in dynamic TLS; in oneDNN's OpenMP worker
 # threads, LeakSanitizer's tracking of __tls_get_addr (GCC 12 with glibc

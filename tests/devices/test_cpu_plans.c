@@ -16,8 +16,9 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "host.h"
-#include "status.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "base/status_internal.h"
 
 /* What cpu_kernels.c provides the plans in the plugin. */
 static dnnl_engine_t engine;

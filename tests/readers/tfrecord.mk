@@ -1,6 +1,6 @@
 # tests/readers/tfrecord.mk: the tfrecord reader's test. It loads the built
 # plugin through the real loader, and tests both implementations of the
-# CRC-32C code the plugin compiles in (core/crc32c.c, reached here through
+# CRC-32C code the plugin compiles in (core/io/crc32c.c, reached here through
 # the core's library). Fixtures (and the Python script
 # that wrote them) are in tests/readers/fixtures/tfrecord/.
 TFRECORD_FIXTURES = \

@@ -1,7 +1,7 @@
 # plugins/readers/tfrecord: the TFRecord reader plugin (reader_tfrecord.so).
 # The tf.train.Example code is generated from
 # example.proto by protoc-c at build time (into the build tree, never
-# distributed). CRC-32C is the core's source (core/crc32c.c): the module
+# distributed). CRC-32C is the core's source (core/io/crc32c.c): the module
 # compiles it in, so it links zlib and protobuf-c, nothing of libweft;
 # linked into libweft (static plugins), it uses the core's copy instead.
 # plugins/local.mk says how a plugin is built in each configuration.
@@ -21,7 +21,7 @@ READER_TFRECORD_LIBS = $(ZLIB_LIBS) $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
 WF_PLUGIN_MODULES += plugins/readers/tfrecord/reader_tfrecord.la
 plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
-	$(READER_TFRECORD_SOURCES) core/crc32c.c core/crc32c.h
+	$(READER_TFRECORD_SOURCES) core/io/crc32c.c core/io/crc32c.h
 nodist_plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
 	plugins/readers/tfrecord/example.pb-c.c \
 	plugins/readers/tfrecord/example.pb-c.h

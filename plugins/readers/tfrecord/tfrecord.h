@@ -12,7 +12,7 @@
 #include <weft/plugin.h>
 #include <zlib.h>
 
-#include "crc32c.h"
+#include "io/crc32c.h"
 #include "example.pb-c.h"
 
 /* ---- the host table (reader.c) ------------------------------------------ */
@@ -24,7 +24,7 @@ const wf_host *wf__tfr_host(void);
  * without the loader, such as the fuzz target). */
 void wf__tfr_set_host(const wf_host *host);
 
-/* ---- CRC-32C (core/crc32c.c, compiled into the plugin) ------------------ */
+/* ---- CRC-32C (core/io/crc32c.c, compiled into the plugin) ------------------ */
 
 /* TFRecord's masked CRC: rotated right by 15 bits plus 0xa282ead8. */
 static inline uint32_t wf__tfr_crc_mask(uint32_t crc) {
