@@ -484,11 +484,21 @@ typedef struct iter_item {
 
 /* The positions the file has for s's attached iterators (read and
  * checksummed; problems added). */
+/* The positions in c of the attached iterators: all of them (want NULL),
+ * or only those named in want[0..nwant) (attachment names; each must be
+ * attached, and in the file unless partial). */
 static int check_iterators(wf_session *s, const wf_checkpoint *c,
+                           const char *const *want, int nwant, int partial,
                            iter_item **out, int *nout, wf__problems *p,
                            wf_status *st) {
   wf__iterators *its = wf__session_state_of(s)->iterators;
   int nits = wf__iterators_count(its), n = 0;
+
+  for (int w = 0; want && w < nwant; w++)
+    if (!wf__iterators_find(its, want[w]))
+      wf__problems_add(p, WF_INVALID_ARGUMENT,
+                       "'%s%s' names no iterator attached to the session",
+                       WF_CHECKPOINT_ITERATOR_PREFIX, want[w]);
   iter_item *items = wf__calloc((size_t)nits + 1, sizeof *items);
   wf_status rst = {WF_OK, NULL};
   char shape[128];
@@ -498,6 +508,11 @@ static int check_iterators(wf_session *s, const wf_checkpoint *c,
   for (int i = 0; i < nits; i++) {
     const char *name = NULL;
     wf_iterator *it = wf__iterators_at(its, i, &name);
+    int wanted = !want;
+    for (int w = 0; want && w < nwant && !wanted; w++)
+      wanted = strcmp(want[w], name) == 0;
+    if (!wanted)
+      continue;
     char *tname =
         it ? wf__asprintf(WF_CHECKPOINT_ITERATOR_PREFIX "%s", name) : NULL;
     int k = tname ? wf__st_find(c, tname) : -1;
@@ -509,6 +524,10 @@ static int check_iterators(wf_session *s, const wf_checkpoint *c,
       return wf_status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
     }
     wf__free(tname);
+    if (k < 0 && want && !partial)
+      wf__problems_add(p, WF_INVALID_ARGUMENT,
+                       "iterator '%s': the file holds no position for it",
+                       name);
     if (k < 0)
       continue;
     const wf__st_tensor *t = &c->tensors[k];
@@ -586,21 +605,61 @@ int wf_session_restore(wf_session *s, const char *path,
   int n = 0, nits = 0, code, has_step = 0;
   int64_t step = 0;
   wf_checkpoint *c;
+  /* A name list picks variables, and the step counter and iterators by
+   * the names the file gives them. */
+  const char **vnames = NULL, **inames = NULL;
+  int nv = 0, ni = 0, want_step = nnames <= 0;
+  size_t plen = strlen(WF_CHECKPOINT_ITERATOR_PREFIX);
 
   assert(s && path);
+  if (nnames > 0) {
+    vnames = wf__calloc((size_t)nnames, sizeof *vnames);
+    inames = wf__calloc((size_t)nnames, sizeof *inames);
+    if (!vnames || !inames) {
+      wf__free(vnames);
+      wf__free(inames);
+      return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "restoring %s: out of memory", path);
+    }
+    for (int i = 0; i < nnames; i++) {
+      if (names[i] && strcmp(names[i], WF_CHECKPOINT_STEP_KEY) == 0)
+        want_step = 1;
+      else if (names[i] &&
+               strncmp(names[i], WF_CHECKPOINT_ITERATOR_PREFIX, plen) == 0)
+        inames[ni++] = names[i] + plen;
+      else
+        vnames[nv++] = names[i];
+    }
+  }
   c = wf__st_open(path, st);
-  if (!c)
+  if (!c) {
+    wf__free(vnames);
+    wf__free(inames);
     return wf_status_code(st);
-  if ((code = collect_items(s, names, nnames, &items, &n, &p, st)))
+  }
+  if (nnames <= 0 || nv > 0) {
+    if ((code = collect_items(s, vnames, nv, &items, &n, &p, st)))
+      goto out;
+  } else if (!(items = wf__calloc(1, sizeof *items))) {
+    code = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "restoring %s: out of memory", path);
     goto out;
+  }
   wf__restore_check(c, items, n, partial, &p);
-  if (nnames <= 0) {
+  if (want_step) {
     const char *text = wf__st_meta(c, WF_CHECKPOINT_STEP_KEY);
     if (text && !(has_step = parse_step(text, &step)))
       wf__problems_add(&p, WF_DATA_LOSS,
                        "metadata %s is '%s', not a step count",
                        WF_CHECKPOINT_STEP_KEY, text);
-    if ((code = check_iterators(s, c, &its, &nits, &p, st)))
+    if (!text && nnames > 0 && !partial)
+      wf__problems_add(&p, WF_INVALID_ARGUMENT,
+                       "'%s': the file holds no step counter",
+                       WF_CHECKPOINT_STEP_KEY);
+  }
+  if (nnames <= 0 || ni > 0) {
+    if ((code = check_iterators(s, c, nnames > 0 ? inames : NULL, ni,
+                                partial, &its, &nits, &p, st)))
       goto out;
   }
   if ((code = report_on(&p, "restoring", path, st)))
@@ -628,6 +687,8 @@ out:
   wf__free(items);
   wf__problems_deinit(&p);
   wf__st_close(c);
+  wf__free(vnames);
+  wf__free(inames);
   return code;
 }
 

@@ -458,6 +458,103 @@ static void test_attached_iterator_position_comes_back(void **state) {
   wf_graph_free(m.g);
 }
 
+/* A name list picks the step counter and iterators too, by the names the
+ * file gives them (WF_CHECKPOINT_STEP_KEY, WF_CHECKPOINT_ITERATOR_PREFIX +
+ * the attachment name); without them in the list they stay as they are. */
+static void test_named_restore_picks_step_and_iterators(void **state) {
+  model m;
+  const char *csv = ch_path("named-it.csv");
+  const char *path = ch_path("named-it.safetensors");
+  const char *only_w[] = {"w"};
+  const char *step_and_it[] = {WF_CHECKPOINT_STEP_KEY,
+                               WF_CHECKPOINT_ITERATOR_PREFIX "train"};
+  const char *all3[] = {"w", WF_CHECKPOINT_ITERATOR_PREFIX "train",
+                        WF_CHECKPOINT_STEP_KEY};
+  const char *bad_it[] = {WF_CHECKPOINT_ITERATOR_PREFIX "nope"};
+  const char *other_it[] = {WF_CHECKPOINT_ITERATOR_PREFIX "eval"};
+  wf_restore_options ro = WF_RESTORE_OPTIONS_INIT;
+  FILE *f = fopen(csv, "w");
+  (void)state;
+
+  assert_non_null(f);
+  fputs("x\n", f);
+  for (int i = 1; i <= 20; i++)
+    fprintf(f, "%d\n", i);
+  fclose(f);
+
+  model_build(&m, 2);
+  wf_iterator *it = csv_iterator(csv);
+  wf_session *s = wf_session_new(m.g, st);
+  CHECK(!s);
+  CHECK(wf_session_attach_iterator(s, "train", it, st));
+  for (int i = 0; i < 5; i++)
+    th_run_ok(s, m.init, 3);
+  for (int i = 1; i <= 3; i++)
+    assert_int_equal(next_x(it), i);
+  CHECK(wf_session_save(s, path, NULL, st));
+  wf_session_free(s);
+  wf_iterator_free(it);
+  wf_graph_free(m.g);
+
+  /* Values 9 everywhere, step 1, a fresh iterator. */
+  model_build(&m, 9);
+  it = csv_iterator(csv);
+  wf_iterator *eval = csv_iterator(csv);
+  s = wf_session_new(m.g, st);
+  CHECK(!s);
+  CHECK(wf_session_attach_iterator(s, "train", it, st));
+  CHECK(wf_session_attach_iterator(s, "eval", eval, st));
+  th_run_ok(s, m.init, 3);
+  assert_int_equal(session_step(s), 1);
+
+  /* Variables only: step and iterator untouched. */
+  ro.names = only_w;
+  ro.nnames = 1;
+  CHECK(wf_session_restore(s, path, &ro, st));
+  assert_int_equal(session_step(s), 1);
+  assert_true(value_at(s, m.read_w, 0) == 2);
+  assert_int_equal(session_step(s), 2); /* the read */
+
+  /* The step counter and one iterator, no variable. */
+  ro.names = step_and_it;
+  ro.nnames = 2;
+  CHECK(wf_session_restore(s, path, &ro, st));
+  assert_int_equal(session_step(s), 5);
+  assert_int_equal(next_x(it), 4);
+  assert_int_equal(next_x(eval), 1); /* not named: left alone */
+  assert_true(value_at(s, m.read_b, 0) == 19);
+
+  /* All three kinds at once, again. */
+  th_run_ok(s, m.init, 3);
+  ro.names = all3;
+  ro.nnames = 3;
+  CHECK(wf_session_restore(s, path, &ro, st));
+  assert_int_equal(session_step(s), 5);
+  assert_int_equal(next_x(it), 4);
+  assert_true(value_at(s, m.read_w, 0) == 2);
+  assert_true(value_at(s, m.read_b, 0) == 19);
+
+  /* Names of no attached iterator, or of one the file has no position
+   * for, are refused and change nothing. */
+  ro.names = bad_it;
+  ro.nnames = 1;
+  assert_int_equal(wf_session_restore(s, path, &ro, st), WF_INVALID_ARGUMENT);
+  ch_expect_message(st, "'" WF_CHECKPOINT_ITERATOR_PREFIX "nope' names no "
+                    "iterator attached", NULL);
+  ro.names = other_it;
+  assert_int_equal(wf_session_restore(s, path, &ro, st), WF_INVALID_ARGUMENT);
+  ch_expect_message(st, "iterator 'eval': the file holds no position", NULL);
+  assert_int_equal(next_x(eval), 2);
+  ro.partial = 1;
+  CHECK(wf_session_restore(s, path, &ro, st));
+  assert_int_equal(next_x(eval), 3);
+
+  wf_session_free(s);
+  wf_iterator_free(it);
+  wf_iterator_free(eval);
+  wf_graph_free(m.g);
+}
+
 /* ---- directories --------------------------------------------------------- */
 
 static void test_save_dir_keeps_newest_and_latest_finds_it(void **state) {
@@ -861,6 +958,7 @@ int main(void) {
       cmocka_unit_test(test_named_save_of_uninitialised_variable_fails),
       cmocka_unit_test(test_step_counter_comes_back),
       cmocka_unit_test(test_attached_iterator_position_comes_back),
+      cmocka_unit_test(test_named_restore_picks_step_and_iterators),
       cmocka_unit_test(test_save_dir_keeps_newest_and_latest_finds_it),
       cmocka_unit_test(test_latest_skips_a_corrupt_newest_checkpoint),
       cmocka_unit_test(test_save_dir_over_a_file_fails_naming_it),

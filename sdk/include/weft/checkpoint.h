@@ -87,10 +87,15 @@ typedef struct wf_restore_options {
  * INVALID_ARGUMENT otherwise (missing, another dtype or shape, a name that
  * is not a variable of the session or its graph). Variables the session
  * has not created yet are created, so a new session can restore without
- * running initialisers. Unless opt->names is given, the session's step
- * counter (weft.step) and the position of each attached iterator saved in
- * the file are restored too; attached iterators the file has no position
- * for are left alone. The values are read (and checked) into memory
+ * running initialisers. Without opt->names, the session's step counter
+ * (weft.step) and the position of each attached iterator saved in the file
+ * are restored too; attached iterators the file has no position for are
+ * left alone. With opt->names, they are restored when named as the file
+ * names them: WF_CHECKPOINT_STEP_KEY for the step counter and
+ * WF_CHECKPOINT_ITERATOR_PREFIX followed by the attachment name for an
+ * iterator (INVALID_ARGUMENT when no iterator is attached by that name, or
+ * when the file lacks what is named, unless opt->partial); the list may
+ * name only those. The values are read (and checked) into memory
  * before the first is assigned. Do not run steps on s meanwhile. */
 WF_API int wf_session_restore(wf_session *s, const char *path,
                               const wf_restore_options *opt, wf_status *st);
