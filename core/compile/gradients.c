@@ -116,9 +116,25 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
       wf_status_set(ad->st, WF_RESOURCE_EXHAUSTED, "gradients: out of memory");
       goto done_sparse;
     }
+    int mixed = 0;
     for (int i = 0; i < l->n; i++) {
       idx[i] = l->items[i].indices;
       val[i] = l->items[i].values;
+      mixed |= idx[i].node->output_dtypes[idx[i].index] !=
+               idx[0].node->output_dtypes[idx[0].index];
+    }
+    /* Gathers of the same params with int32 and int64 indices: the
+     * indices meet as int64. */
+    for (int i = 0; mixed && i < l->n; i++) {
+      if (idx[i].node->output_dtypes[idx[i].index] == WF_INT64)
+        continue;
+      wf_attr_item to = {"DstT",
+                         {.type = WF_ATTR_DTYPE, .count = 1,
+                          .u.dtype = WF_INT64}};
+      wf_node *cast = add_node(ad, "Cast", &idx[i], 1, &to, 1);
+      if (!cast)
+        goto done_sparse;
+      idx[i] = (wf_output){cast, 0};
     }
     wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
     wf_node *ci = add_node(ad, "Concat", idx, l->n, &axis, 1);

@@ -242,6 +242,7 @@ typedef struct gather_uses {
   int32_t idx[2][4];
   int64_t len[2];
   int dense_too;
+  int int64_at; /* 1 + the Gather whose indices are int64 (0: none) */
 } gather_uses;
 
 static void sparse_gradient_of(wf_graph *g, wf_output params,
@@ -255,8 +256,16 @@ static void sparse_gradient_of(wf_graph *g, wf_output params,
     wf_node_desc *d;
     double w[12];
 
-    assert_int_equal(gc_const(g, WF_INT32, &u->len[i], 1, u->idx[i], &ind, st),
-                     0);
+    if (u->int64_at == i + 1) {
+      int64_t wide[4];
+      for (int k = 0; k < u->len[i]; k++)
+        wide[k] = u->idx[i][k];
+      assert_int_equal(gc_const(g, WF_INT64, &u->len[i], 1, wide, &ind, st),
+                       0);
+    } else {
+      assert_int_equal(
+          gc_const(g, WF_INT32, &u->len[i], 1, u->idx[i], &ind, st), 0);
+    }
     d = wf_node_desc_new(g, "Gather", NULL);
     wf_node_desc_add_input(d, params);
     wf_node_desc_add_input(d, ind);
@@ -339,13 +348,16 @@ static void expected_gradient(const gather_uses *u, double *want) {
 
 static void test_gather_gradient_is_sparse_and_stays_sparse(void **state) {
   /* One Gather with a (2, 2) index (flattened to 4 rows; row 2 twice), and
-   * two Gathers (their rows concatenated: 3 + 2). */
-  gather_uses one = {1, {{0, 2, 2, 3}}, {4, 0}, 0};
-  gather_uses two = {2, {{1, 3, 1}, {0, 1}}, {3, 2}, 0};
-  const gather_uses *cases[] = {&one, &two};
-  static const int64_t rows[] = {4, 5};
+   * two Gathers (their rows concatenated: 3 + 2), also with int32 indices
+   * in one and int64 in the other (concatenated as int64). */
+  gather_uses one = {1, {{0, 2, 2, 3}}, {4, 0}, 0, 0};
+  gather_uses two = {2, {{1, 3, 1}, {0, 1}}, {3, 2}, 0, 0};
+  gather_uses wide2 = {2, {{1, 3, 1}, {0, 3}}, {3, 2}, 0, 2};
+  gather_uses wide1 = {2, {{1, 3, 1}, {0, 3}}, {3, 2}, 0, 1};
+  const gather_uses *cases[] = {&one, &two, &wide2, &wide1};
+  static const int64_t rows[] = {4, 5, 5, 5};
 
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 4; i++) {
     wf_graph *g = wf_graph_new(rt);
     wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "params");
     wf_output params;
@@ -359,6 +371,9 @@ static void test_gather_gradient_is_sparse_and_stays_sparse(void **state) {
     sparse_gradient_of(g, params, cases[i], &dx);
     assert_non_null(dx.indices.node);
     assert_null(dx.dense.node);
+    if (cases[i]->int64_at)
+      assert_int_equal(wf_node_output_dtype(dx.indices.node, dx.indices.index),
+                       WF_INT64);
     run_gradient(g, params, &dx, got, &k);
     assert_int_equal(k, rows[i]);
     expected_gradient(cases[i], want);
@@ -370,7 +385,7 @@ static void test_gather_gradient_is_sparse_and_stays_sparse(void **state) {
 
 static void
 test_sparse_gradient_meeting_a_dense_one_is_densified(void **state) {
-  gather_uses mixed = {1, {{3, 0, 3}}, {3, 0}, 1};
+  gather_uses mixed = {1, {{3, 0, 3}}, {3, 0}, 1, 0};
   wf_graph *g = wf_graph_new(rt);
   wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "params");
   wf_output params;
