@@ -930,7 +930,9 @@ static int exec_run(wf__exec *x, wf__pool *pool,
               opt->trace_level >= WF_TRACE_NODES && md;
   int64_t timeout_ms =
       opt && opt->struct_size >= sizeof(wf_run_options) ? opt->timeout_ms : 0;
-  if (md && (wf__metadata_reset(md, trace ? x->num_nodes : 0) ||
+  /* Every run given metadata lists the nodes with their device and kernel;
+   * only traced runs time them. */
+  if (md && (wf__metadata_reset(md, x->num_nodes) ||
              wf__metadata_set_placements(md, x) ||
              wf__metadata_reserve_peaks(md, x->num_parts)))
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
@@ -985,14 +987,14 @@ static int exec_run(wf__exec *x, wf__pool *pool,
   for (int p = 0; p < x->num_parts; p++) {
     prun *r = &s->parts[p];
     const wf__part *pt = r->pt;
-    if (s->md)
+    if (md)
       for (int i = 0; i < pt->num_nodes; i++) {
-        wf_node_stats *ns = &s->md->nodes[r->md_base + i];
+        wf_node_stats *ns = &md->nodes[r->md_base + i];
         ns->node = pt->nodes[i].node->name;
         ns->op = pt->nodes[i].node->op->def.name;
         ns->device = pt->nodes[i].device;
         ns->thread = -1;
-        s->md->kernels[r->md_base + i] = pt->nodes[i].kernel;
+        md->kernels[r->md_base + i] = pt->nodes[i].kernel;
       }
     wf__arena_begin(r->arena, feed_values, x->nfeeds);
     for (int i = 0; i < pt->num_nodes; i++)

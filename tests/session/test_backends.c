@@ -666,10 +666,25 @@ static void test_device_order_naming_an_absent_type_is_skipped(void **state) {
   if (!strstr(note, "weft.conf:2: [devices] order names device type 'cuda', "
                     "which no loaded plugin provides; skipped"))
     fail_msg("note: %s", note);
-  /* Untraced runs list the note too. */
+  /* Untraced runs list the note too, and each node with its kernel (not
+   * its times). */
+  int traced_nodes = wf_run_metadata_num_nodes(md);
+  const char *kernel0 = wf_run_metadata_node_kernel(md, 0);
+  const char *plugin0 = wf_run_metadata_node_kernel_plugin(md, 0);
   OK(layers_run(&l, md, WF_TRACE_NONE, out));
   release2(out);
-  assert_int_equal(wf_run_metadata_num_nodes(md), 0);
+  assert_int_equal(wf_run_metadata_num_nodes(md), traced_nodes);
+  assert_true(traced_nodes > 0);
+  assert_string_equal(wf_run_metadata_node_kernel(md, 0), kernel0);
+  assert_string_equal(wf_run_metadata_node_kernel_plugin(md, 0), plugin0);
+  assert_true(plugin0[0] != 0);
+  for (int i = 0; i < wf_run_metadata_num_nodes(md); i++) {
+    wf_node_stats ns;
+    wf_run_metadata_node(md, i, &ns);
+    assert_string_equal(ns.device, "cpu:0");
+    assert_non_null(ns.op);
+    assert_true(ns.start_ns == 0 && ns.end_ns == 0 && ns.thread == -1);
+  }
   assert_int_equal(wf_run_metadata_num_notes(md), 1);
   wf_run_metadata_free(md);
   layers_free(&l);

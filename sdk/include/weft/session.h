@@ -90,7 +90,9 @@ typedef struct wf_node_stats {
 } wf_node_stats;
 
 /* Empty metadata, filled by runs that receive it (each run replaces the
- * contents). Owned by the caller. */
+ * contents). Every run given metadata lists each node it ran with its op,
+ * device and kernel; only traced runs (WF_TRACE_NODES) fill the times,
+ * thread and output bytes (0, -1 and 0 otherwise). Owned by the caller. */
 WF_API wf_run_metadata *wf_run_metadata_new(void);
 WF_API void wf_run_metadata_free(wf_run_metadata *md);
 WF_API int wf_run_metadata_num_nodes(const wf_run_metadata *md);
