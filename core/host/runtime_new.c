@@ -13,6 +13,7 @@
 #include "exec/kernel.h"
 #include "io/checkpoint_internal.h"
 #include "plugin/runtime_internal.h"
+#include "plugin/settings.h"
 
 /* The op sets built into the core, registered before any plugin in this
  * order: the graph's own ops (Const, Placeholder, Send/Recv...), the
@@ -33,7 +34,26 @@ wf_runtime *wf__runtime_new_empty(const wf_config *cfg, wf_status *st) {
   return rt;
 }
 
+/* The built-in op sets are part of the core: a config that denies one is
+ * refused rather than silently not obeyed. (A load list governs plugin
+ * files; the built-ins are loaded whether it names them or not.) */
+static int check_deny(const wf_config *cfg, wf_status *st) {
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+    const char *name = builtins[i]()->name;
+    if (wf__strlist_has(&cfg->plugin_deny, name))
+      return wf_status_set(
+          st, WF_INVALID_ARGUMENT,
+          "config %s: [plugins] deny names '%s', which is built into the "
+          "core and cannot be denied (deny applies to plugin files)",
+          cfg->plugin_deny_from ? cfg->plugin_deny_from : "(program)",
+          name);
+  }
+  return WF_OK;
+}
+
 wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
+  if (cfg && check_deny(cfg, st))
+    return NULL;
   wf_runtime *rt = wf__runtime_new_empty(cfg, st);
   if (!rt)
     return NULL;

@@ -471,6 +471,50 @@ static void test_loader_load_list_loads_only_named_plugins(void **state) {
   wf_runtime_free(rt);
 }
 
+/* The op sets built into the core cannot be denied: such a config is
+ * refused naming the plugin and the file, not silently not obeyed; a load
+ * list need not name them (they are loaded with it). */
+static void test_loader_built_in_plugins_and_the_config_lists(void **state) {
+  static const char *const builtins[] = {"core", "core-data"};
+  const char *dir = new_dir(0700);
+  char conf[256], text[512];
+  wf_status *st = wf_status_new();
+  (void)state;
+  for (int i = 0; i < 2; i++) {
+    wf_config *cfg = wf_config_new();
+    snprintf(conf, sizeof conf, "%s/deny%d.conf", dir, i);
+    snprintf(text, sizeof text,
+             "[plugins]\nuse_env_path = no\nuse_default_dir = no\n"
+             "deny = test-good, %s\n",
+             builtins[i]);
+    write_text(conf, text);
+    assert_int_equal(wf_config_load(cfg, conf, st), WF_OK);
+    assert_null(wf_runtime_new(cfg, st));
+    assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+    if (!strstr(wf_status_message(st), conf) ||
+        !strstr(wf_status_message(st), builtins[i]) ||
+        !strstr(wf_status_message(st), "cannot be denied"))
+      fail_msg("message: %s", wf_status_message(st));
+    wf_config_free(cfg);
+  }
+  /* Set by a program, the message says so. */
+  wf_config *cfg = config_for(PLUGIN("good"));
+  config_set(cfg, "plugins", "deny", "core");
+  assert_null(wf_runtime_new(cfg, st));
+  if (!strstr(wf_status_message(st), "(program)"))
+    fail_msg("message: %s", wf_status_message(st));
+  wf_config_free(cfg);
+  /* A load list without them: they are there all the same. */
+  cfg = config_for(PLUGIN("good"));
+  config_set(cfg, "plugins", "load", "test-good");
+  wf_runtime *rt = runtime_for(cfg);
+  assert_int_equal(plugin_info(rt, "core").state, WF_PLUGIN_LOADED);
+  assert_int_equal(plugin_info(rt, "core-data").state, WF_PLUGIN_LOADED);
+  assert_int_equal(plugin_info(rt, "test-good").state, WF_PLUGIN_LOADED);
+  wf_runtime_free(rt);
+  wf_status_free(st);
+}
+
 /* ---- dependencies
  * --------------------------------------------------------------- */
 
@@ -999,6 +1043,7 @@ int main(void) {
       cmocka_unit_test(test_loader_strict_turns_a_refusal_into_an_error),
       cmocka_unit_test(test_loader_strict_fails_on_missing_config_path),
       cmocka_unit_test(test_loader_deny_list_skips_plugin_naming_config_file),
+      cmocka_unit_test(test_loader_built_in_plugins_and_the_config_lists),
       cmocka_unit_test(test_loader_load_list_loads_only_named_plugins),
       cmocka_unit_test(test_loader_loads_required_plugin_first),
       cmocka_unit_test(test_loader_refuses_plugin_whose_requirement_is_missing),

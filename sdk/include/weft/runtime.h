@@ -44,7 +44,11 @@ WF_API const char *wf_config_plugin_dir(void);
  * $WEFT_PLUGIN_PATH (colon-separated), then the installed plugin directory,
  * and loads them. cfg may be NULL for the defaults; it is copied. A plugin
  * that cannot be loaded is skipped and listed with its reason, unless the
- * config says `strict`, in which case this fails naming the plugin. */
+ * config says `strict`, in which case this fails naming the plugin. The
+ * op sets built into the core (plugins "core", "core-data", ...; listed
+ * with path "(built in)") are always loaded, whatever a load list says;
+ * a config whose deny list names one is refused (INVALID_ARGUMENT naming
+ * it and the config file). */
 WF_API wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st);
 WF_API void wf_runtime_free(wf_runtime *rt);
 
