@@ -74,6 +74,21 @@ if ! grep -q '^#define WF_STATIC_PLUGINS 1' "$top_builddir/config.h"; then
   ls "$plugindir"/*.so >/dev/null 2>&1 ||
     fail "no installed plugins in $plugindir (plugindir of weft-plugin)"
 fi
+# A static link against libweft.a with the plugins in it must name the
+# plugin table: weft.pc says so to `pkg-config --static` (only then).
+static_libs=$(pkg-config --static --libs weft) ||
+  fail "pkg-config --static --libs weft failed"
+case " $static_libs " in
+*" -Wl,-u,lt_libweft_LTX_preloaded_symbols "*) has_u=yes ;;
+*) has_u=no ;;
+esac
+if grep -q '^#define WF_STATIC_PLUGINS 1' "$top_builddir/config.h"; then
+  [ $has_u = yes ] ||
+    fail "pkg-config --static --libs weft lacks the plugin table flag: $static_libs"
+else
+  [ $has_u = no ] ||
+    fail "pkg-config --static --libs weft names a plugin table this build lacks: $static_libs"
+fi
 [ -f "$(in_root "$(pkg-config --variable=includedir weft)")/weft/plugin.h" ] ||
   fail "weft/plugin.h is not installed under pkg-config's includedir"
 plugin_libs=$(pkg-config --libs weft-plugin) ||
