@@ -27,7 +27,7 @@ static int cmd_plugins(wf_runtime *rt, const opts *o) {
   if (o->json) {
     json_t *arr = json_array();
     for (int i = 0; arr && i < n; i++) {
-      wf_plugin_info p;
+      wf_plugin_info p = WF_PLUGIN_INFO_INIT;
       wf_runtime_plugin_get(rt, i, &p);
       json_t *req = json_array();
       for (int r = 0; req && p.requires && p.requires[r]; r++)
@@ -37,10 +37,11 @@ static int cmd_plugins(wf_runtime *rt, const opts *o) {
               ? json_null()
               : json_pack("{s:i, s:i, s:b}", "major", p.abi_major, "minor",
                           p.abi_minor, "capped", p.abi_capped);
-      json_t *reg = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "ops",
-                              p.num_ops, "kernels", p.num_kernels, "gradients",
-                              p.num_gradients, "devices", p.num_devices,
-                              "readers", p.num_readers, "passes", p.num_passes);
+      json_t *reg = json_pack(
+          "{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "ops", p.num_ops,
+          "kernels", p.num_kernels, "gradients", p.num_gradients, "devices",
+          p.num_devices, "readers", p.num_readers, "passes", p.num_passes,
+          "transports", p.num_transports, "importers", p.num_importers);
       json_array_append_new(
           arr,
           json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:s, s:o, "
@@ -62,7 +63,7 @@ static int cmd_plugins(wf_runtime *rt, const opts *o) {
     return 0;
   }
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     printf("%s %s\n", p.name, p.version ? p.version : "");
     printf("  path:     %s\n", p.path);
@@ -85,9 +86,9 @@ static int cmd_plugins(wf_runtime *rt, const opts *o) {
            p.reason ? p.reason : "");
     if (p.state == WF_PLUGIN_LOADED)
       printf("  registers: %d ops, %d kernels, %d gradients, %d device "
-             "types, %d readers, %d passes\n",
+             "types, %d readers, %d passes, %d transports, %d importers\n",
              p.num_ops, p.num_kernels, p.num_gradients, p.num_devices,
-             p.num_readers, p.num_passes);
+             p.num_readers, p.num_passes, p.num_transports, p.num_importers);
   }
   return 0;
 }

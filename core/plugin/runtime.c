@@ -367,6 +367,8 @@ int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
   p->num_devices = count_ptrs((const void *const *)p->desc.devices);
   p->num_readers = count_ptrs((const void *const *)p->desc.readers);
   p->num_passes = count_ptrs((const void *const *)p->desc.passes);
+  p->num_transports = rt->num_transports - had_transports;
+  p->num_importers = rt->num_importers - had_importers;
   p->load_state = WF_PLUGIN_LOADED;
   wf__log(WF_LOG_INFO, "loader", "loaded plugin '%s' %s from %s%s", p->name,
           p->desc.version ? p->desc.version : "", p->path,
@@ -556,14 +558,23 @@ out:
 
 int wf_runtime_plugin_count(const wf_runtime *rt) { return rt->num_plugins; }
 
-void wf_runtime_plugin_get(const wf_runtime *rt, int i, wf_plugin_info *out) {
+void wf_runtime_plugin_get(const wf_runtime *rt, int i,
+                           wf_plugin_info *caller) {
   const wf__plugin *p;
+  wf_plugin_info full, *out = &full;
+  size_t size;
   int loaded;
 
-  assert(i >= 0 && i < rt->num_plugins && out);
+  assert(i >= 0 && i < rt->num_plugins && caller);
+  size = caller->struct_size;
+  /* The first layout with struct_size ends with `requires`. */
+  assert(size >= offsetof(wf_plugin_info, requires) + sizeof caller->requires);
+  if (size > sizeof full)
+    size = sizeof full;
   p = rt->plugins[i];
   loaded = p->load_state == WF_PLUGIN_LOADED;
   memset(out, 0, sizeof *out);
+  out->struct_size = caller->struct_size;
   out->name = p->name;
   out->path = p->path;
   out->version = loaded ? p->desc.version : NULL;
@@ -581,6 +592,9 @@ void wf_runtime_plugin_get(const wf_runtime *rt, int i, wf_plugin_info *out) {
   out->num_readers = p->num_readers;
   out->num_passes = p->num_passes;
   out->requires = loaded ? p->desc.requires : NULL;
+  out->num_transports = p->num_transports;
+  out->num_importers = p->num_importers;
+  memcpy(caller, out, size);
 }
 
 int wf_runtime_op_count(const wf_runtime *rt) {

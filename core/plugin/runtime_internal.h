@@ -23,7 +23,7 @@ typedef struct wf__plugin {
   wf_plugin_state load_state;
   char *reason;
   int num_ops, num_kernels, num_gradients, num_devices, num_readers,
-      num_passes;
+      num_passes, num_transports, num_importers;
 } wf__plugin;
 
 typedef struct wf__device {

@@ -184,7 +184,7 @@ static PyObject *runtime_plugins(PyObject *self, PyObject *args) {
   if (!l)
     return NULL;
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     static const char *const states[] = {"loaded", "refused", "denied"};
     PyObject *d = Py_BuildValue(

@@ -143,7 +143,7 @@ static void test_each_frozen_abi_plugin_loads_with_its_version(void **state) {
     snprintf(want, sizeof want, "test-abi-%d.%d", versions[i].major,
              versions[i].minor);
     for (int k = 0; k < wf_runtime_plugin_count(rt); k++) {
-      wf_plugin_info p;
+      wf_plugin_info p = WF_PLUGIN_INFO_INIT;
       wf_runtime_plugin_get(rt, k, &p);
       if (strcmp(p.name, want) != 0)
         continue;

@@ -42,7 +42,7 @@
 #define OUR_ABI STR(WF_ABI_MAJOR) "." STR(WF_ABI_MINOR)
 static int is_builtin(wf_runtime *r, const char *name) {
   for (int i = 0; i < wf_runtime_plugin_count(r); i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(r, i, &p);
     if (strcmp(p.name, name) == 0 && strcmp(p.path, "(built in)") == 0)
       return 1;
@@ -69,7 +69,7 @@ static int builtin_count(int what) {
       n[1] += is_builtin(r, k.plugin);
     }
     for (int i = 0; r && i < wf_runtime_plugin_count(r); i++) {
-      wf_plugin_info p;
+      wf_plugin_info p = WF_PLUGIN_INFO_INIT;
       wf_runtime_plugin_get(r, i, &p);
       n[2] += is_builtin(r, p.name);
     }
@@ -172,7 +172,7 @@ static wf_runtime *runtime_for(wf_config *cfg) {
 /* Index of plugin name in rt (the loaded one when several share the name),
  * or -1. */
 static int plugin_index(const wf_runtime *rt, const char *name) {
-  wf_plugin_info info;
+  wf_plugin_info info = WF_PLUGIN_INFO_INIT;
   int found = -1;
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
     wf_runtime_plugin_get(rt, i, &info);
@@ -187,7 +187,7 @@ static int plugin_index(const wf_runtime *rt, const char *name) {
 }
 
 static wf_plugin_info plugin_info(const wf_runtime *rt, const char *name) {
-  wf_plugin_info info;
+  wf_plugin_info info = WF_PLUGIN_INFO_INIT;
   int i = plugin_index(rt, name);
   if (i < 0)
     fail_msg("plugin '%s' is not listed", name);
@@ -283,7 +283,7 @@ test_loader_loads_good_plugin_with_everything_it_registers(void **state) {
 
 static void test_loader_refuses_other_abi_major(void **state) {
   wf_runtime *rt = runtime_for(config_for(PLUGIN("abi_major")));
-  wf_plugin_info info;
+  wf_plugin_info info = WF_PLUGIN_INFO_INIT;
   (void)state;
   /* Its name cannot be trusted: the file names it. */
   assert_refused(rt, "abi_major", WF_PLUGIN_REFUSED, PLUGIN("abi_major"),
@@ -515,6 +515,34 @@ static void test_loader_built_in_plugins_and_the_config_lists(void **state) {
   wf_status_free(st);
 }
 
+/* wf_plugin_info grows at its end: a caller's struct_size bounds what is
+ * written, and importers (and transports) are counted. */
+static void test_loader_plugin_info_is_bounded_by_struct_size(void **state) {
+  wf_runtime *rt = runtime_for(config_for(PLUGIN("importer")));
+  int i = plugin_index(rt, "test-importer");
+  (void)state;
+  assert_true(i >= 0);
+  wf_plugin_info full = WF_PLUGIN_INFO_INIT;
+  wf_runtime_plugin_get(rt, i, &full);
+  assert_int_equal(full.state, WF_PLUGIN_LOADED);
+  assert_int_equal(full.num_importers, 1);
+  assert_int_equal(full.num_transports, 0);
+  assert_int_equal(full.struct_size, sizeof full);
+  /* A caller built when the struct ended at `requires`. */
+  wf_plugin_info old;
+  memset(&old, 0x5a, sizeof old);
+  old.struct_size = (uint32_t)(offsetof(wf_plugin_info, requires) +
+                               sizeof old.requires);
+  wf_runtime_plugin_get(rt, i, &old);
+  assert_string_equal(old.name, "test-importer");
+  assert_int_equal(old.num_ops, full.num_ops);
+  unsigned char tail[sizeof old];
+  memset(tail, 0x5a, sizeof tail);
+  assert_memory_equal((unsigned char *)&old + old.struct_size, tail,
+                      sizeof old - old.struct_size);
+  wf_runtime_free(rt);
+}
+
 /* ---- dependencies
  * --------------------------------------------------------------- */
 
@@ -621,7 +649,7 @@ static void expect_good(const char *paths, const char *why) {
  * /tmp) is safe to pass through. */
 static void test_loader_judges_every_directory_above_the_plugin(void **state) {
   const char *top = new_dir(0777);
-  char sub[256], file[256], why[512];
+  char sub[200], file[256], why[600];
   (void)state;
   snprintf(sub, sizeof sub, "%s/sub", top);
   assert_int_equal(mkdir(sub, 0755), 0);
@@ -704,7 +732,7 @@ static void test_loader_first_plugin_of_a_name_wins(void **state) {
   rt = runtime_for(config_for(paths));
   assert_int_equal(wf_runtime_plugin_count(rt), 2 + BUILTIN_PLUGINS);
   for (int i = BUILTIN_PLUGINS; i < 2 + BUILTIN_PLUGINS; i++) {
-    wf_plugin_info info;
+    wf_plugin_info info = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &info);
     assert_string_equal(info.name, "test-good");
     if (info.state == WF_PLUGIN_LOADED) {
@@ -785,7 +813,7 @@ test_loader_searches_build_tree_plugins_from_build_tree(void **state) {
   config_set(cfg, "plugins", "use_default_dir", "yes");
   rt = runtime_for(cfg);
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
-    wf_plugin_info info;
+    wf_plugin_info info = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &info);
     if (strcmp(info.path, cpu) == 0)
       from_tree = 1;
@@ -879,7 +907,7 @@ static void test_runtime_checks_in_process_descriptions(void **state) {
 
   assert_int_equal(wf_runtime_plugin_count(rt), 6); /* an empty runtime */
   {
-    wf_plugin_info info;
+    wf_plugin_info info = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, 3, &info);
     assert_string_equal(info.name, "inproc");
     assert_string_equal(info.path, "(preloaded)");
@@ -1044,6 +1072,7 @@ int main(void) {
       cmocka_unit_test(test_loader_strict_fails_on_missing_config_path),
       cmocka_unit_test(test_loader_deny_list_skips_plugin_naming_config_file),
       cmocka_unit_test(test_loader_built_in_plugins_and_the_config_lists),
+      cmocka_unit_test(test_loader_plugin_info_is_bounded_by_struct_size),
       cmocka_unit_test(test_loader_load_list_loads_only_named_plugins),
       cmocka_unit_test(test_loader_loads_required_plugin_first),
       cmocka_unit_test(test_loader_refuses_plugin_whose_requirement_is_missing),

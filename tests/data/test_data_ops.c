@@ -24,7 +24,7 @@ static void test_iterator_get_next_is_a_built_in_op(void **state) {
   assert_int_equal(wf_runtime_op_gradient(rt, "IteratorGetNext"), 0);
   int found = 0;
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     if (strcmp(p.name, "core-data") == 0) {
       found = 1;

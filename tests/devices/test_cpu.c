@@ -82,7 +82,7 @@ static void assert_cpu_plugin_loaded(const wf_runtime *rt) {
   int found = 0;
 
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
-    wf_plugin_info info;
+    wf_plugin_info info = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &info);
     if (!info.name || strcmp(info.name, "device-cpu") != 0)
       continue;

@@ -603,7 +603,7 @@ static void test_plugin_lists_cuda0_unavailable_with_cudas_reason(
   assert_non_null(strstr(d.description, "cuBLAS "));
   assert_non_null(strstr(d.description, "cuDNN "));
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     if (!p.name || strcmp(p.name, "device-cuda") != 0)
       continue;

@@ -23,6 +23,19 @@ for p in ops-math ops-array ops-nn device-cpu; do
 $plugins"
 done
 
+# Transports and importers are counted with the rest (when built).
+if echo "$plugins" | grep -q "^transport-mpi "; then
+  echo "$plugins" | grep -A8 "^transport-mpi " |
+    grep -q "registers: .*, 1 transports, 0 importers" ||
+    fail "weft plugins does not count the mpi plugin's transport:
+$plugins"
+  "$weft" plugins --json | python3 -c '
+import json, sys
+p = [p for p in json.load(sys.stdin) if p["name"] == "transport-mpi"][0]
+sys.exit(p["registers"]["transports"] != 1)' ||
+    fail "weft plugins --json does not count the mpi plugin's transport"
+fi
+
 # Ops show their signature and the devices that have kernels for them.
 "$weft" ops MatMul | grep -q "devices:  cpu" || fail "weft ops MatMul lacks cpu kernel"
 "$weft" ops --device cpu Add | grep -q "\* reference" || fail "weft ops --device cpu Add"

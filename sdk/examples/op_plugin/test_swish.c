@@ -117,7 +117,7 @@ static double element(const wf_tensor *t, int64_t i) {
 static int plugin_loaded(void) {
   int n = wf_runtime_plugin_count(rt);
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     if (strcmp(p.name, PLUGIN_NAME) != 0)
       continue;
@@ -138,7 +138,7 @@ static int plugin_loaded(void) {
           PLUGIN_NAME,
           getenv("WEFT_PLUGIN_PATH") ? getenv("WEFT_PLUGIN_PATH") : "");
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     fprintf(stderr, "  %s (%s)%s%s\n", p.name, p.path, p.reason ? ": " : "",
             p.reason ? p.reason : "");

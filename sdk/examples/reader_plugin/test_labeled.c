@@ -114,7 +114,7 @@ static wf_dataset *dataset(const char *pattern, int64_t dim) {
 static int plugin_loaded(void) {
   int n = wf_runtime_plugin_count(rt);
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     if (strcmp(p.name, PLUGIN_NAME) != 0)
       continue;

@@ -63,7 +63,11 @@ typedef enum wf_plugin_state {
   WF_PLUGIN_DENIED = 2   /* skipped because the config says so */
 } wf_plugin_state;
 
+/* A plugin as the runtime found it. The caller sets struct_size (use
+ * WF_PLUGIN_INFO_INIT); members the size does not cover are left alone,
+ * so the struct can grow at its end. */
 typedef struct wf_plugin_info {
+  uint32_t struct_size; /* sizeof(wf_plugin_info) as the caller knows it */
   const char *name;    /* from the plugin, or the file name if unknown */
   const char *path;    /* the file it came from; "(preloaded)" if static */
   const char *version; /* NULL if unknown */
@@ -76,10 +80,15 @@ typedef struct wf_plugin_info {
   int num_ops, num_kernels, num_gradients, num_devices, num_readers,
       num_passes;
   const char *const *requires; /* NULL-terminated, or NULL */
+  int num_transports, num_importers; /* what else it registers */
 } wf_plugin_info;
 
+#define WF_PLUGIN_INFO_INIT                                                    \
+  { .struct_size = (uint32_t)sizeof(wf_plugin_info) }
+
 WF_API int wf_runtime_plugin_count(const wf_runtime *rt);
-/* Fills *out for plugin i (0 <= i < count). */
+/* Fills *out for plugin i (0 <= i < count), as far as out->struct_size
+ * reaches (it must cover at least the members up to `requires`). */
 WF_API void wf_runtime_plugin_get(const wf_runtime *rt, int i,
                                   wf_plugin_info *out);
 
