@@ -76,6 +76,8 @@ if ! grep -q '^#define WF_STATIC_PLUGINS 1' "$top_builddir/config.h"; then
 fi
 [ -f "$(in_root "$(pkg-config --variable=includedir weft)")/weft/plugin.h" ] ||
   fail "weft/plugin.h is not installed under pkg-config's includedir"
+[ -f "$(in_root "$(pkg-config --variable=includedir weft-plugin)")/weft/plugin_aux.h" ] ||
+  fail "weft/plugin_aux.h (the helper layer) is not installed under pkg-config's includedir"
 plugin_libs=$(pkg-config --libs weft-plugin) ||
   fail "pkg-config --libs weft-plugin failed"
 case $plugin_libs in
