@@ -583,7 +583,7 @@ static inline int wfx_axes_mask(const int64_t *axes, int64_t n, int rank,
   uint32_t m = 0;
 
   for (int64_t i = 0; i < n; i++) {
-    int a;
+    int a = 0;
 
     if (wfx_axis_normalize(axes[i], rank, &a, what, st))
       return wfx_code(st);
@@ -734,9 +734,14 @@ static inline int wfx_check_(const char *kind, int32_t i, int32_t dt,
 static inline int wfx_shape_input(const wf_shape_ctx *ctx, int32_t i,
                                   int32_t *dtype, wf_shape *shape,
                                   wf_status *st) {
-  int32_t dt;
+  int32_t dt = WF_DTYPE_INVALID;
   wf_shape s;
 
+  wfx_shape_set_unknown(&s);
+  if (shape)
+    *shape = s;
+  if (dtype)
+    *dtype = dt;
   if (wfx_host->shape_input(ctx, i, &dt, &s) != 0)
     return wfx_fail(st, WF_INTERNAL,
                     "shape inference asked for input %d, but the node has %d",
@@ -809,6 +814,8 @@ static inline int wfx_kernel_input(const wf_kernel_ctx *ctx, int32_t i,
   const wf_tensor *x = NULL;
 
   *t = NULL;
+  if (shape)
+    wfx_shape_set_unknown(shape);
   if (i >= 0 && i < wfx_host->kernel_num_inputs(ctx))
     x = wfx_host->kernel_input(ctx, i);
   if (!x)
@@ -1082,6 +1089,8 @@ static inline int wfx_binary_io(wf_kernel_ctx *ctx, const wf_tensor **a,
                                 wfx_bcast *walk, wf_status *st) {
   wf_shape s[2], out;
 
+  *b = NULL;
+  *z = NULL;
   if (wfx_kernel_input(ctx, 0, a, &s[0], st) ||
       wfx_kernel_input_check(ctx, 1, wfx_host->tensor_dtype(*a), -1, b, &s[1],
                              st) ||
