@@ -30,12 +30,12 @@
 static void team_for(trn_body_fn *body, void *arg, int64_t n) {
   int32_t inter, intra;
 
-  wf__cpu_threads(&inter, &intra);
+  cpu_threads(&inter, &intra);
   if (n < WF_CPU_APPLY_SPLIT || intra <= 1) {
     body(arg, 0, n);
     return;
   }
-  wf__cpu_omp_threads_n(intra);
+  cpu_omp_threads_n(intra);
 #pragma omp parallel num_threads(intra)
   {
     int64_t pieces = (n + TRN_PIECE - 1) / TRN_PIECE;
@@ -77,10 +77,10 @@ static int apply_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                              .create = create_##var,                           \
                              .compute = apply_compute}
 
-APPLY_KERNEL(wf__cpu_k_apply_gradient_descent, "ApplyGradientDescent");
-APPLY_KERNEL(wf__cpu_k_apply_momentum, "ApplyMomentum");
-APPLY_KERNEL(wf__cpu_k_apply_adam, "ApplyAdam");
-APPLY_KERNEL(wf__cpu_k_apply_adamw, "ApplyAdamW");
-APPLY_KERNEL(wf__cpu_k_apply_rmsprop, "ApplyRMSProp");
-APPLY_KERNEL(wf__cpu_k_apply_centered_rmsprop, "ApplyCenteredRMSProp");
-APPLY_KERNEL(wf__cpu_k_apply_adagrad, "ApplyAdagrad");
+APPLY_KERNEL(cpu_k_apply_gradient_descent, "ApplyGradientDescent");
+APPLY_KERNEL(cpu_k_apply_momentum, "ApplyMomentum");
+APPLY_KERNEL(cpu_k_apply_adam, "ApplyAdam");
+APPLY_KERNEL(cpu_k_apply_adamw, "ApplyAdamW");
+APPLY_KERNEL(cpu_k_apply_rmsprop, "ApplyRMSProp");
+APPLY_KERNEL(cpu_k_apply_centered_rmsprop, "ApplyCenteredRMSProp");
+APPLY_KERNEL(cpu_k_apply_adagrad, "ApplyAdagrad");

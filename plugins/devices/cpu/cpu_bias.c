@@ -161,5 +161,5 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
                              .compute = (fn),                                  \
                              .destroy = bias_destroy}
 
-BIAS_KERNEL(wf__cpu_k_bias_add, "BiasAdd", bias_add_compute);
-BIAS_KERNEL(wf__cpu_k_bias_add_grad, "BiasAddGrad", bias_add_grad_compute);
+BIAS_KERNEL(cpu_k_bias_add, "BiasAdd", bias_add_compute);
+BIAS_KERNEL(cpu_k_bias_add_grad, "BiasAddGrad", bias_add_grad_compute);

@@ -29,7 +29,7 @@ enum {
 };
 
 typedef struct bn_state {
-  wf__dnnl_cache cache;
+  cpu_dnnl_cache cache;
   int ok, nchw, training;
   double eps;
 } bn_state;
@@ -46,7 +46,7 @@ static void bn_destroy(void *state) {
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
+  cpu_dnnl_cache_deinit(&s->cache);
   opc_host()->free(s);
 }
 
@@ -59,7 +59,7 @@ static int bn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
     return opc_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   s->ok = nn_data_format(&a, &s->nchw, st) == 0 &&
           nn_attr_bool(&a, "is_training", &s->training, st) == 0 &&
           nn_attr_float(&a, "epsilon", &s->eps, st) == 0 && s->eps >= 0;
@@ -74,7 +74,7 @@ static unsigned bn_flags(const bn_job *j) {
          (j->training ? 0u : (unsigned)dnnl_use_global_stats);
 }
 
-static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int bn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const bn_job *j = arg;
   const wf_host *h = opc_host();
   dnnl_memory_desc_t xmd, cmd;
@@ -83,16 +83,16 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   dnnl_status_t s;
   int rc = 0;
 
-  if (wf__dnnl_md(&xmd, j->ndims, j->dims, NULL, st) ||
-      wf__dnnl_md(&cmd, 1, &j->c, NULL, st))
+  if (cpu_dnnl_md(&xmd, j->ndims, j->dims, NULL, st) ||
+      cpu_dnnl_md(&cmd, 1, &j->c, NULL, st))
     return h->status_code(st);
   s = dnnl_batch_normalization_forward_desc_init(
       &fdesc,
       j->training || j->grad ? dnnl_forward_training : dnnl_forward_inference,
       &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "batch normalization setup", st);
-  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
+    return cpu_dnnl_refuse(s, "batch normalization setup", st);
+  if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
     return h->status_code(st);
   if (!j->grad) {
     static const int ids[6] = {DNNL_ARG_SRC,   DNNL_ARG_DST,
@@ -101,23 +101,23 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int mems[6] = {MEM_X,     MEM_Y,    MEM_SCALE,
                                 MEM_SHIFT, MEM_MEAN, MEM_VAR};
     int stats = j->training ? WF_DNNL_OUT : WF_DNNL_IN;
-    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SHIFT, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, stats, st) ||
-        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, stats, st) ||
-        wf__dnnl_plan_step(p, fwd, ids, mems, 6, st))
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SHIFT, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, stats, st) ||
+        cpu_dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, stats, st) ||
+        cpu_dnnl_plan_step(p, fwd, ids, mems, 6, st))
       rc = h->status_code(st);
     goto done;
   }
   s = dnnl_batch_normalization_backward_desc_init(
       &bdesc, dnnl_backward, &xmd, &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success) {
-    rc = wf__dnnl_refuse(s, "batch normalization backward setup", st);
+    rc = cpu_dnnl_refuse(s, "batch normalization backward setup", st);
     goto done;
   }
-  if (wf__dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
+  if (cpu_dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
                   st)) {
     rc = h->status_code(st);
     goto done;
@@ -133,16 +133,16 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int mems[9] = {MEM_X,   MEM_Y,  MEM_SCALE,  MEM_SHIFT,
                                 MEM_MEAN, MEM_VAR, MEM_DX, MEM_DSCALE,
                                 MEM_DSHIFT};
-    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SHIFT, NULL, &cmd, 0, st) ||
-        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, bwd, ids, mems, 9, st))
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SHIFT, NULL, &cmd, 0, st) ||
+        cpu_dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_step(p, bwd, ids, mems, 9, st))
       rc = h->status_code(st);
     else
       memset(p->mems[MEM_SHIFT].buf, 0, p->mems[MEM_SHIFT].size);
@@ -201,8 +201,8 @@ static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   wf_tensor *y, *bm, *bv;
   wf_shape xs, vs[4], cs;
   bn_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
@@ -218,18 +218,18 @@ static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       !stats_ok(&vs[2], j.c, s->training) ||
       !stats_ok(&vs[3], j.c, s->training))
     return nn_batch_norm_kernel.compute(ctx, NULL, st);
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
     return h->status_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return nn_batch_norm_kernel.compute(ctx, NULL, st);
   }
   opc_shape_make(&cs, 1, &j.c);
   if (!(y = h->kernel_output_new(ctx, 0, &xs, st)) ||
       !(bm = h->kernel_output_new(ctx, 1, &cs, st)) ||
       !(bv = h->kernel_output_new(ctx, 2, &cs, st))) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return h->status_code(st);
   }
   data[MEM_X] = h->tensor_data(x);
@@ -238,8 +238,8 @@ static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   data[MEM_SHIFT] = h->tensor_data(v[1]);
   data[MEM_MEAN] = h->tensor_data(s->training ? bm : v[2]);
   data[MEM_VAR] = h->tensor_data(s->training ? bv : v[3]);
-  rc = wf__dnnl_plan_run(p, data, "batch normalization", st);
-  wf__dnnl_cache_put(&s->cache, p);
+  rc = cpu_dnnl_plan_run(p, data, "batch normalization", st);
+  cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && !s->training) {
     memcpy(h->tensor_data(bm), h->tensor_data(v[2]), h->tensor_nbytes(bm));
     memcpy(h->tensor_data(bv), h->tensor_data(v[3]), h->tensor_nbytes(bv));
@@ -277,8 +277,8 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   wf_tensor *dx, *ds, *doff;
   wf_shape dys, xs, vs[5], cs;
   bn_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
@@ -291,24 +291,24 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
       return h->status_code(st);
   memset(&j, 0, sizeof j);
-  if (!bn_view(s, &xs, &j) || !wf__cpu_same_shape(&dys, &xs))
+  if (!bn_view(s, &xs, &j) || !cpu_same_shape(&dys, &xs))
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   for (int i = 0; i < 5; i++)
     if (!is_vec(&vs[i], j.c))
       return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   j.grad = 1;
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
     return h->status_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   }
   opc_shape_make(&cs, 1, &j.c);
   if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
       !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
       !(doff = h->kernel_output_new(ctx, 2, &cs, st))) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return h->status_code(st);
   }
   data[MEM_X] = h->tensor_data(x);
@@ -319,8 +319,8 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   data[MEM_DX] = h->tensor_data(dx);
   data[MEM_DSCALE] = h->tensor_data(ds);
   data[MEM_DSHIFT] = h->tensor_data(doff);
-  rc = wf__dnnl_plan_run(p, data, "batch normalization backward", st);
-  wf__dnnl_cache_put(&s->cache, p);
+  rc = cpu_dnnl_plan_run(p, data, "batch normalization backward", st);
+  cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && s->training &&
       (any_nonzero(h->tensor_data(v[3]), j.c) ||
        any_nonzero(h->tensor_data(v[4]), j.c)))
@@ -342,5 +342,5 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                              .compute = (fn),                                  \
                              .destroy = bn_destroy}
 
-BN_KERNEL(wf__cpu_k_batch_norm, "BatchNorm", bn_forward);
-BN_KERNEL(wf__cpu_k_batch_norm_grad, "BatchNormGrad", bn_backward);
+BN_KERNEL(cpu_k_batch_norm, "BatchNorm", bn_forward);
+BN_KERNEL(cpu_k_batch_norm_grad, "BatchNormGrad", bn_backward);

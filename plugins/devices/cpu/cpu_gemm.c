@@ -94,10 +94,10 @@ static int sgemm(backend bk, int ta, int tb, int64_t m, int64_t n, int64_t k,
   if (bk != BACKEND_OPENBLAS) {
     dnnl_status_t s;
 
-    wf__cpu_omp_threads();
+    cpu_omp_threads();
     s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
                    ldb, 0.0f, c, n);
-    return s == dnnl_success ? 0 : wf__dnnl_fail(s, "sgemm", st);
+    return s == dnnl_success ? 0 : cpu_dnnl_fail(s, "sgemm", st);
   }
 #endif
 #ifdef HAVE_OPENBLAS
@@ -208,7 +208,7 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
 /* A matmul plan for the job's shapes: operands padded to the output's rank
  * with leading 1s (oneDNN broadcasts dims of 1), transposed operands
  * described by their strides. */
-static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int build_matmul(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const gemm_job *j = arg;
   int r = j->os.rank, perm[WF_MAX_RANK];
   int64_t xd[WF_MAX_RANK], yd[WF_MAX_RANK];
@@ -234,55 +234,55 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
     perm[i] = i;
   perm[r - 2] = j->ta ? r - 1 : r - 2;
   perm[r - 1] = j->ta ? r - 2 : r - 1;
-  if (wf__dnnl_md(&xmd, r, xd, perm, st))
+  if (cpu_dnnl_md(&xmd, r, xd, perm, st))
     return opc_host()->status_code(st);
   perm[r - 2] = j->tb ? r - 1 : r - 2;
   perm[r - 1] = j->tb ? r - 2 : r - 1;
-  if (wf__dnnl_md(&ymd, r, yd, perm, st) ||
-      wf__dnnl_md(&omd, r, j->os.dims, NULL, st))
+  if (cpu_dnnl_md(&ymd, r, yd, perm, st) ||
+      cpu_dnnl_md(&omd, r, j->os.dims, NULL, st))
     return opc_host()->status_code(st);
   if (j->fused) {
     /* The bias as a (1, ..., 1, N) row broadcast over the product. */
     int64_t bd[WF_MAX_RANK];
     for (int i = 0; i < r; i++)
       bd[i] = i == r - 1 ? j->n : 1;
-    if (wf__dnnl_md(&bmd, r, bd, NULL, st))
+    if (cpu_dnnl_md(&bmd, r, bd, NULL, st))
       return opc_host()->status_code(st);
   }
   s = dnnl_matmul_desc_init(&desc, &xmd, &ymd, j->fused ? &bmd : NULL, &omd);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "matmul setup", st);
-  if (j->fused ? wf__dnnl_pd_fused(&pd, &desc, j->fused, "fused matmul setup",
+    return cpu_dnnl_refuse(s, "matmul setup", st);
+  if (j->fused ? cpu_dnnl_pd_fused(&pd, &desc, j->fused, "fused matmul setup",
                                    st)
-               : wf__dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
+               : cpu_dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
     return opc_host()->status_code(st);
-  rc = wf__dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||
-       wf__dnnl_plan_mem(p, 1, &ymd, NULL, WF_DNNL_IN, st) ||
-       wf__dnnl_plan_mem(p, 2, &omd, NULL, WF_DNNL_OUT, st) ||
-       (j->fused && wf__dnnl_plan_mem(p, 3, &bmd, NULL, WF_DNNL_IN, st)) ||
-       wf__dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st);
+  rc = cpu_dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||
+       cpu_dnnl_plan_mem(p, 1, &ymd, NULL, WF_DNNL_IN, st) ||
+       cpu_dnnl_plan_mem(p, 2, &omd, NULL, WF_DNNL_OUT, st) ||
+       (j->fused && cpu_dnnl_plan_mem(p, 3, &bmd, NULL, WF_DNNL_IN, st)) ||
+       cpu_dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st);
   dnnl_primitive_desc_destroy(pd);
   return rc ? opc_host()->status_code(st) : 0;
 }
 
-static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
-  wf__dnnl_plan *p;
-  wf__cpu_key key = {0};
+static int gemm_dnnl(cpu_dnnl_state *s, const gemm_job *j, wf_status *st) {
+  cpu_dnnl_plan *p;
+  cpu_key key = {0};
   void *data[4] = {(void *)j->x, (void *)j->y, j->out, (void *)j->bias};
   int rc;
 
-  wf__cpu_key_shape(&key, &j->xs);
-  wf__cpu_key_shape(&key, &j->ys);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
+  cpu_key_shape(&key, &j->xs);
+  cpu_key_shape(&key, &j->ys);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
     return opc_host()->status_code(st);
   if (p->fallback) {
     rc = gemm_each(j, BACKEND_ONEDNN_SGEMM, st);
     if (rc == 0)
       epilogue(j);
   } else {
-    rc = wf__dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
+    rc = cpu_dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
   }
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 #endif
@@ -292,7 +292,7 @@ static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
 /* Per-node state: the plan cache (oneDNN) and the transpose attributes. */
 typedef struct gemm_state {
 #ifdef HAVE_DNNL
-  wf__dnnl_state *dnnl;
+  cpu_dnnl_state *dnnl;
 #endif
   int ta, tb;
 } gemm_state;
@@ -303,7 +303,7 @@ static void gemm_destroy(void *state) {
   if (!g)
     return;
 #ifdef HAVE_DNNL
-  wf__dnnl_state_free(g->dnnl);
+  cpu_dnnl_state_free(g->dnnl);
 #endif
   opc_host()->free(g);
 }
@@ -321,7 +321,7 @@ static int gemm_create(wf_kernel_ctx *ctx, void **state, const char *ta_name,
       opc_kernel_attr_bool(ctx, tb_name, &g->tb, st))
     goto fail;
 #ifdef HAVE_DNNL
-  if (wf__dnnl_state_new(&g->dnnl, st))
+  if (cpu_dnnl_state_new(&g->dnnl, st))
     goto fail;
 #endif
   *state = g;
@@ -419,7 +419,7 @@ static backend choose(const gemm_job *j) {
     return BACKEND_ONEDNN_SGEMM;
   if (mnk >= MEDIUM_PRODUCT && !j->ta && !j->tb) {
     int32_t inter, intra;
-    wf__cpu_threads(&inter, &intra);
+    cpu_threads(&inter, &intra);
     if (intra > 1)
       return BACKEND_ONEDNN_SGEMM;
   }
@@ -519,7 +519,7 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
 #define GEMM_DTYPES WF_DTYPE_BIT(WF_FLOAT32)
 #endif
 
-const wf_kernel_def wf__cpu_k_matmul = {
+const wf_kernel_def cpu_k_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "MatMul",
     .device_type = "cpu",
@@ -532,7 +532,7 @@ const wf_kernel_def wf__cpu_k_matmul = {
     .destroy = gemm_destroy,
 };
 
-const wf_kernel_def wf__cpu_k_batch_matmul = {
+const wf_kernel_def cpu_k_batch_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "BatchMatMul",
     .device_type = "cpu",
@@ -545,7 +545,7 @@ const wf_kernel_def wf__cpu_k_batch_matmul = {
     .destroy = gemm_destroy,
 };
 
-const wf_kernel_def wf__cpu_k_fused_matmul = {
+const wf_kernel_def cpu_k_fused_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "_FusedMatMul",
     .device_type = "cpu",

@@ -21,7 +21,7 @@
 /* How many devices to cut: the config's [devices] cpu_devices when set,
  * else WEFT_CPU_DEVICES; 1 when neither is. Anything but a whole number
  * from 1 to the number of cores is refused. */
-static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
+static int devices_wanted(const cpudev_plugin *p, int *n, wf_status *st) {
   const char *env = getenv(WF_CPU_DEVICES_ENV);
   char fromcfg[32];
   int64_t cfg = WF_HOST_HAS(p->host, config_int)
@@ -64,7 +64,7 @@ static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
   return 0;
 }
 
-static void set_free(wf__cpudev_set *set, const wf_host *host) {
+static void set_free(cpudev_set *set, const wf_host *host) {
   for (int i = 0; i < set->num_devices; i++) {
     hwloc_bitmap_free(set->devices[i].cpuset);
     hwloc_bitmap_free(set->devices[i].nodeset);
@@ -74,9 +74,9 @@ static void set_free(wf__cpudev_set *set, const wf_host *host) {
 
 /* Device i of n gets units [i*U/n, (i+1)*U/n): sizes differ by at most one
  * and every unit belongs to exactly one device. Assumes 1 <= n <= U. */
-static int set_new(wf__cpudev_plugin *p, int n, wf__cpudev_set **out,
+static int set_new(cpudev_plugin *p, int n, cpudev_set **out,
                    wf_status *st) {
-  wf__cpudev_set *set;
+  cpudev_set *set;
   size_t bytes = sizeof(*set) + (size_t)n * sizeof(set->devices[0]);
 
   assert(n >= 1 && n <= p->num_units);
@@ -85,7 +85,7 @@ static int set_new(wf__cpudev_plugin *p, int n, wf__cpudev_set **out,
     goto nomem;
   memset(set, 0, bytes);
   for (int i = 0; i < n; i++) {
-    wf__cpudev *d = &set->devices[i];
+    cpudev *d = &set->devices[i];
     int end = (int)((long long)(i + 1) * p->num_units / n);
 
     d->plugin = p;
@@ -123,8 +123,8 @@ nomem:
 
 static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
                          wf_status *st) {
-  wf__cpudev_plugin *p = plugin_state;
-  wf__cpudev_set *set;
+  cpudev_plugin *p = plugin_state;
+  cpudev_set *set;
   int n;
 
   if (devices_wanted(p, &n, st))
@@ -148,13 +148,13 @@ static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
     wf_device_desc *d = WF_STRUCT_AT(out, i);
     size_t len;
     snprintf(d->name, sizeof(d->name), "cpu:%d", i);
-    wf__cpudev_describe(&set->devices[i], d->description,
+    cpudev_describe(&set->devices[i], d->description,
                         sizeof(d->description));
     /* The kernel libraries' thread layout on a line of its own. */
     len = strlen(d->description);
     if (len + 2 < sizeof(d->description)) {
       d->description[len++] = '\n';
-      wf__cpu_kernels_describe(d->description + len,
+      cpu_kernels_describe(d->description + len,
                                sizeof(d->description) - len);
     }
     d->available = 1;
@@ -182,23 +182,23 @@ static int can_bind(hwloc_topology_t topo, int num_numa) {
 }
 
 static void cpu_fini(void *state) {
-  wf__cpudev_plugin *p = state;
+  cpudev_plugin *p = state;
 
   if (!p)
     return;
   while (p->sets) {
-    wf__cpudev_set *next = p->sets->next;
+    cpudev_set *next = p->sets->next;
     set_free(p->sets, p->host);
     p->sets = next;
   }
   if (p->topo)
     hwloc_topology_destroy(p->topo);
-  wf__cpu_kernels_fini();
+  cpu_kernels_fini();
   p->host->free(p);
 }
 
 static int cpu_init(const wf_host *host, void **state, wf_status *st) {
-  wf__cpudev_plugin *p;
+  cpudev_plugin *p;
   int n, code;
 
   /* Entries of ABI 1.0: every host of this major has them. */
@@ -212,7 +212,7 @@ static int cpu_init(const wf_host *host, void **state, wf_status *st) {
   memset(p, 0, sizeof(*p));
   p->host = host;
   /* First, so that every later failure's cpu_fini balances it. */
-  if ((code = wf__cpu_kernels_init(host, st)) != 0) {
+  if ((code = cpu_kernels_init(host, st)) != 0) {
     host->free(p);
     return code;
   }
@@ -266,8 +266,8 @@ static const wf_device_def cpu_device = {
            "is host memory aligned to 64 bytes (or more when asked), bound "
            "to the device's NUMA nodes on machines with more than one.",
     .enumerate = cpu_enumerate,
-    .alloc = wf__cpudev_alloc,
-    .free = wf__cpudev_free,
+    .alloc = cpudev_alloc,
+    .free = cpudev_free,
 };
 
 static const wf_device_def *const cpu_devices[] = {&cpu_device, NULL};
@@ -281,7 +281,7 @@ static const wf_plugin_desc cpu_plugin = {
                    "NUMA-aware aligned host memory; fast kernels on oneDNN "
                    "and OpenBLAS (matrix products, convolutions, pooling, "
                    "activations, softmax, batch normalisation, LSTM, GRU)",
-    .kernels = wf__cpu_kernels,
+    .kernels = cpu_kernels,
     .devices = cpu_devices,
     .init = cpu_init,
     .fini = cpu_fini,

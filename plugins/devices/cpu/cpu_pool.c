@@ -22,7 +22,7 @@ enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD };
 enum { MEM_X = 0, MEM_Y = 1, MEM_DX = 2, MEM_WS = 3, MEM_YT = 4 };
 
 typedef struct pool_state {
-  wf__dnnl_cache cache;
+  cpu_dnnl_cache cache;
   nn_window win;
   int ok;
 } pool_state;
@@ -30,7 +30,7 @@ typedef struct pool_state {
 typedef struct pool_job {
   int kind, nchw;
   int64_t n, c;
-  wf__cpu_win g;
+  cpu_win g;
 } pool_job;
 
 static void pool_destroy(void *state) {
@@ -38,7 +38,7 @@ static void pool_destroy(void *state) {
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
+  cpu_dnnl_cache_deinit(&s->cache);
   opc_host()->free(s);
 }
 
@@ -51,7 +51,7 @@ static int pool_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
     return opc_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   s->ok = nn_window_parse(&a, "ksize", 0, 0, &s->win, st) == 0;
   if (!s->ok)
     opc_host()->status_set(st, WF_OK, "%s", "");
@@ -78,15 +78,15 @@ static int pool_fwd_pd(const pool_job *j, int any, dnnl_prop_kind_t prop,
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st))
+  if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, act, st))
     return opc_host()->status_code(st);
   s = dnnl_pooling_v2_forward_desc_init(&desc, prop, pool_alg(j->kind), &x,
                                         &y, j->g.strides, j->g.kernel,
                                         j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "pooling setup", st);
-  return wf__dnnl_pd(pd, &desc, NULL, "pooling setup", st);
+    return cpu_dnnl_refuse(s, "pooling setup", st);
+  return cpu_dnnl_pd(pd, &desc, NULL, "pooling setup", st);
 }
 
 static int pool_bwd_pd(const pool_job *j, int any,
@@ -101,16 +101,16 @@ static int pool_bwd_pd(const pool_job *j, int any,
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st))
+  if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, act, st))
     return opc_host()->status_code(st);
   s = dnnl_pooling_v2_backward_desc_init(&desc, pool_alg(j->kind), &x, &y,
                                          j->g.strides, j->g.kernel,
                                          j->g.dilates, j->g.pad_l,
                                          j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "pooling backward setup", st);
-  return wf__dnnl_pd(pd, &desc, fwd, "pooling backward setup", st);
+    return cpu_dnnl_refuse(s, "pooling backward setup", st);
+  return cpu_dnnl_pd(pd, &desc, fwd, "pooling backward setup", st);
 }
 
 /* The descriptors of the job: fwd alone for the forward kinds; fwd
@@ -130,7 +130,7 @@ static int pool_pds(const pool_job *j, int any, dnnl_primitive_desc_t *fwd,
   return 0;
 }
 
-static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const pool_job *j = arg;
   const wf_host *h = opc_host();
   dnnl_primitive_desc_t fwd, bwd, last;
@@ -138,11 +138,11 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   const dnnl_memory_desc_t *ws;
   int rc = 0;
 
-  wf__dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
+  cpu_dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
   if (pool_pds(j, 0, &fwd, &bwd, st))
     return h->status_code(st);
   last = bwd ? bwd : fwd;
-  if (wf__dnnl_pd_is_ref(last)) {
+  if (cpu_dnnl_pd_is_ref(last)) {
     dnnl_primitive_desc_t fwd2, bwd2;
     if (pool_pds(j, 1, &fwd2, &bwd2, st) == 0) {
       dnnl_primitive_desc_destroy(fwd);
@@ -153,23 +153,23 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       h->status_set(st, WF_OK, "%s", "");
     }
   }
-  if (wf__cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
-      wf__cpu_act_md(&yu, j->nchw, j->n, j->c, j->g.out[0], j->g.out[1], st))
+  if (cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
+      cpu_act_md(&yu, j->nchw, j->n, j->c, j->g.out[0], j->g.out[1], st))
     goto fail;
   switch (j->kind) {
   case POOL_MAX:
   case POOL_AVG: {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_X, MEM_Y};
-    if (wf__dnnl_plan_mem(p, MEM_X, &xu,
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_src_md,
                                                        0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &yu,
+        cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_dst_md,
                                                        0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, fwd, ids, mems, 2, st))
+        cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st))
       goto fail;
     break;
   }
@@ -186,40 +186,40 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
                     "oneDNN max pooling keeps no workspace");
       goto done;
     }
-    if (wf__dnnl_plan_mem(p, MEM_X, &xu,
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_src_md,
                                                        0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &yu,
+        cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_dst_md, 0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xu,
+        cpu_dnnl_plan_mem(p, MEM_DX, &xu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_src_md, 0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_WS, NULL, ws, 0, st) ||
-        wf__dnnl_plan_mem(p, MEM_YT, NULL,
+        cpu_dnnl_plan_mem(p, MEM_WS, NULL, ws, 0, st) ||
+        cpu_dnnl_plan_mem(p, MEM_YT, NULL,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_dst_md,
                                                        0),
                           0, st) ||
-        wf__dnnl_plan_step(p, fwd, fids, fmems, 3, st) ||
-        wf__dnnl_plan_step(p, bwd, bids, bmems, 3, st))
+        cpu_dnnl_plan_step(p, fwd, fids, fmems, 3, st) ||
+        cpu_dnnl_plan_step(p, bwd, bids, bmems, 3, st))
       goto fail;
     break;
   }
   default: {
     static const int ids[2] = {DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
     static const int mems[2] = {MEM_Y, MEM_DX};
-    if (wf__dnnl_plan_mem(p, MEM_Y, &yu,
+    if (cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_dst_md, 0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xu,
+        cpu_dnnl_plan_mem(p, MEM_DX, &xu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_src_md, 0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, bwd, ids, mems, 2, st))
+        cpu_dnnl_plan_step(p, bwd, ids, mems, 2, st))
       goto fail;
     break;
   }
@@ -245,8 +245,8 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   int64_t x4[4];
   void *data[5] = {NULL, NULL, NULL, NULL, NULL};
   pool_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   wf_tensor *out;
   int nin = kind == POOL_MAX || kind == POOL_AVG ? 1 : 2, rc;
 
@@ -266,25 +266,25 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   memset(&j, 0, sizeof j);
   j.kind = kind;
   j.nchw = s->win.nchw;
-  wf__cpu_nhwc_dims(&xs, j.nchw, x4);
+  cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3];
-  if (wf__cpu_win_init(&s->win, x4 + 1, s->win.ksize, &j.g, st))
+  if (cpu_win_init(&s->win, x4 + 1, s->win.ksize, &j.g, st))
     goto reference;
-  wf__cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
+  cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
   if (nin == 2) {
     h->tensor_shape(in[1], &dys);
-    if (!wf__cpu_same_shape(&ys, &dys))
+    if (!cpu_same_shape(&ys, &dys))
       goto reference;
   }
   if (j.n == 0 || j.c == 0 || j.g.in[0] == 0 || j.g.in[1] == 0 ||
       j.g.out[0] == 0 || j.g.out[1] == 0)
     goto reference;
 
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
     return h->status_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   if (nin == 1) {
@@ -297,10 +297,10 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
     data[MEM_Y] = h->tensor_data(in[1]);
     data[MEM_DX] = out ? h->tensor_data(out) : NULL;
   }
-  rc = out ? wf__dnnl_plan_run(p, data,
+  rc = out ? cpu_dnnl_plan_run(p, data,
                                nin == 1 ? "pooling" : "pooling backward", st)
            : h->status_code(st);
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 
 reference:
@@ -338,7 +338,7 @@ static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                              .compute = (fn),                                  \
                              .destroy = pool_destroy}
 
-POOL_KERNEL(wf__cpu_k_max_pool, "MaxPool", max_pool_compute);
-POOL_KERNEL(wf__cpu_k_avg_pool, "AvgPool", avg_pool_compute);
-POOL_KERNEL(wf__cpu_k_max_pool_grad, "MaxPoolGrad", max_pool_grad_compute);
-POOL_KERNEL(wf__cpu_k_avg_pool_grad, "AvgPoolGrad", avg_pool_grad_compute);
+POOL_KERNEL(cpu_k_max_pool, "MaxPool", max_pool_compute);
+POOL_KERNEL(cpu_k_avg_pool, "AvgPool", avg_pool_compute);
+POOL_KERNEL(cpu_k_max_pool_grad, "MaxPoolGrad", max_pool_grad_compute);
+POOL_KERNEL(cpu_k_avg_pool_grad, "AvgPoolGrad", avg_pool_grad_compute);

@@ -22,7 +22,7 @@ typedef struct softmax_job {
   int64_t dims[2]; /* rows, C */
 } softmax_job;
 
-static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const softmax_job *j = arg;
   dnnl_alg_kind_t alg = j->log ? dnnl_softmax_log : dnnl_softmax_accurate;
   dnnl_memory_desc_t md;
@@ -31,30 +31,30 @@ static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   dnnl_status_t s;
   int rc;
 
-  if (wf__dnnl_md(&md, 2, j->dims, NULL, st))
+  if (cpu_dnnl_md(&md, 2, j->dims, NULL, st))
     return opc_host()->status_code(st);
   s = dnnl_softmax_v2_forward_desc_init(
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference, alg,
       &md, &md, 1);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "softmax setup", st);
-  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
+    return cpu_dnnl_refuse(s, "softmax setup", st);
+  if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
     return opc_host()->status_code(st);
   if (!j->grad) {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_A, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, fwd, ids, mems, 2, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st);
     dnnl_primitive_desc_destroy(fwd);
     return rc ? opc_host()->status_code(st) : 0;
   }
   s = dnnl_softmax_v2_backward_desc_init(&bdesc, alg, &md, &md, &md, 1);
   if (s != dnnl_success) {
     dnnl_primitive_desc_destroy(fwd);
-    return wf__dnnl_refuse(s, "softmax backward setup", st);
+    return cpu_dnnl_refuse(s, "softmax backward setup", st);
   }
-  rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
+  rc = cpu_dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
   dnnl_primitive_desc_destroy(fwd);
   if (rc)
     return opc_host()->status_code(st);
@@ -62,27 +62,27 @@ static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int ids[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST,
                                DNNL_ARG_DIFF_SRC};
     static const int mems[3] = {MEM_A, MEM_B, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, bwd, ids, mems, 3, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, bwd, ids, mems, 3, st);
   }
   dnnl_primitive_desc_destroy(bwd);
   return rc ? opc_host()->status_code(st) : 0;
 }
 
 static int softmax_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  wf__dnnl_state *s;
+  cpu_dnnl_state *s;
 
   *state = NULL;
-  if (wf__dnnl_state_new(&s, st))
+  if (cpu_dnnl_state_new(&s, st))
     return opc_host()->status_code(st);
   *state = s;
   return 0;
 }
 
 /* Inputs: forward (logits); backward (the forward output, dy). */
-static int softmax_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int log,
+static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
                            int grad, const wf_kernel_def *ref,
                            wf_status *st) {
   const wf_host *h = opc_host();
@@ -90,8 +90,8 @@ static int softmax_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int log,
   wf_shape as, bs;
   wf_tensor *out;
   softmax_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[3];
   int rc;
 
@@ -108,22 +108,22 @@ static int softmax_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int log,
   j.grad = grad;
   j.dims[1] = as.dims[as.rank - 1];
   j.dims[0] = h->tensor_count(a) / j.dims[1];
-  wf__cpu_key_word(&key, j.dims[0]);
-  wf__cpu_key_word(&key, j.dims[1]);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, softmax_build, &j, st)))
+  cpu_key_word(&key, j.dims[0]);
+  cpu_key_word(&key, j.dims[1]);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, softmax_build, &j, st)))
     return h->status_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   out = h->kernel_output_new(ctx, 0, &as, st);
   data[MEM_A] = h->tensor_data(a);
   data[MEM_B] = b ? h->tensor_data(b) : NULL;
   data[MEM_OUT] = out ? h->tensor_data(out) : NULL;
-  rc = out ? wf__dnnl_plan_run(p, data,
+  rc = out ? cpu_dnnl_plan_run(p, data,
                                grad ? "softmax backward" : "softmax", st)
            : h->status_code(st);
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
@@ -153,9 +153,9 @@ static int log_softmax_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                              .label = "onednn",                                \
                              .create = softmax_create,                         \
                              .compute = (fn),                                  \
-                             .destroy = wf__dnnl_state_free}
+                             .destroy = cpu_dnnl_state_free}
 
-SOFTMAX_KERNEL(wf__cpu_k_softmax, "Softmax", softmax_fwd);
-SOFTMAX_KERNEL(wf__cpu_k_log_softmax, "LogSoftmax", log_softmax_fwd);
-SOFTMAX_KERNEL(wf__cpu_k_softmax_grad, "SoftmaxGrad", softmax_bwd);
-SOFTMAX_KERNEL(wf__cpu_k_log_softmax_grad, "LogSoftmaxGrad", log_softmax_bwd);
+SOFTMAX_KERNEL(cpu_k_softmax, "Softmax", softmax_fwd);
+SOFTMAX_KERNEL(cpu_k_log_softmax, "LogSoftmax", log_softmax_fwd);
+SOFTMAX_KERNEL(cpu_k_softmax_grad, "SoftmaxGrad", softmax_bwd);
+SOFTMAX_KERNEL(cpu_k_log_softmax_grad, "LogSoftmaxGrad", log_softmax_bwd);

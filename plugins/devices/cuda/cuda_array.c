@@ -108,7 +108,7 @@ static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   int axis, rc;
   size_t es;
   wf_tensor *y;
-  wf__cuw w = {0};
+  cuw w = {0};
   char what[2 * OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
   void *didx;
 
@@ -133,12 +133,12 @@ static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   rc = 0;
   if (h->tensor_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, idx, (size_t)k * sizeof *idx, &didx,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, idx, (size_t)k * sizeof *idx, &didx,
                            "the indices", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the gather kernel",
-                     wf__cuda_gather((int)es, product(ps.dims, 0, axis),
+  rc = cuw_check(&w, "the gather kernel",
+                     cuda_gather((int)es, product(ps.dims, 0, axis),
                                      ps.dims[axis], k,
                                      product(ps.dims, axis + 1, ps.rank),
                                      h->tensor_data(params), didx,
@@ -146,7 +146,7 @@ static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
                      st);
 
 done:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   h->free(idx);
   return rc;
 }
@@ -198,30 +198,30 @@ static int scatter_output(wf_kernel_ctx *ctx, const wf_shape *out,
   wf_tensor *y;
   int64_t *lists = NULL;
   void *dl;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
 
-  if (wf__cuw_float_type(h->tensor_dtype(in), &type, st))
+  if (cuw_float_type(h->tensor_dtype(in), &type, st))
     return h->status_code(st);
   if (!(y = h->kernel_output_new(ctx, 0, out, st)))
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
   if ((rc = segment_lists(idx, k, rows, &lists, st)) ||
-      (rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, lists,
+      (rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, lists,
                            (size_t)(rows + 1 + k) * sizeof *lists, &dl,
                            "the row lists", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the segment sum kernel",
-                     wf__cuda_segment_sum(type, outer, rows, k, inner, dl,
+  rc = cuw_check(&w, "the segment sum kernel",
+                     cuda_segment_sum(type, outer, rows, k, inner, dl,
                                           (int64_t *)dl + rows + 1,
                                           h->tensor_data(in),
                                           h->tensor_data(y), w.dev->stream),
                      st);
 
 done:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   h->free(lists);
   return rc;
 }
@@ -240,10 +240,10 @@ static int gather_grad_compute(wf_kernel_ctx *ctx, void *kstate,
       opc_kernel_input(ctx, 1, &indices, &is, st) ||
       opc_kernel_input(ctx, 2, &dy, &dys, st) ||
       opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      wf__cuw_read_shape(pt, "params_shape", &ps, st) ||
+      cuw_read_shape(pt, "params_shape", &ps, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &want, st))
     return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &want))
+  if (!cuw_same_shape(&dys, &want))
     return opc_fail(
         st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
         opc_shape_str(&dys, a, sizeof a), opc_shape_str(&want, b, sizeof b));
@@ -270,7 +270,7 @@ static int segment_sum_compute(wf_kernel_ctx *ctx, void *kstate,
   if (opc_kernel_input(ctx, 0, &values, &vs, st) ||
       opc_kernel_input(ctx, 1, &indices, &is, st) ||
       opc_kernel_input(ctx, 2, &dense, NULL, st) ||
-      wf__cuw_read_shape(dense, "dense_shape", &out, st))
+      cuw_read_shape(dense, "dense_shape", &out, st))
     return h->status_code(st);
   if (is.rank != 1 || vs.rank < 1 || vs.dims[0] != is.dims[0] ||
       out.rank != vs.rank ||
@@ -313,5 +313,5 @@ KERNEL(k_gather_grad, "GatherGrad", FLT, B(0) | B(1), gather_grad_compute);
 KERNEL(k_segment_sum, "UnsortedSegmentSumToShape", FLT, B(1) | B(2),
        segment_sum_compute);
 
-const wf_kernel_def *const wf__cuda_array_kernels[] = {
+const wf_kernel_def *const cuda_array_kernels[] = {
     &k_gather, &k_gather_grad, &k_segment_sum, NULL};

@@ -22,9 +22,9 @@
 
 /* Messages do not name the node: the core prefixes them with it. */
 
-static int launch_fail(wf_status *st, const wf__cuw *w, const char *what,
+static int launch_fail(wf_status *st, const cuw *w, const char *what,
                        cudaError_t err) {
-  return wf__cuw_check(w, what, err, st);
+  return cuw_check(w, what, err, st);
 }
 
 /* ---- MatMul -------------------------------------------------------------- */
@@ -42,14 +42,14 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   int64_t m, k, k2, n;
   const void *da, *db;
   void *dz;
-  wf__cuw w = {0};
+  cuw w = {0};
   int rc;
 
   if (opc_kernel_input(ctx, 0, &a, &as, st) ||
       opc_kernel_input(ctx, 1, &b, &bs, st) ||
       opc_kernel_attr_bool(ctx, "transpose_a", &ta, st) ||
       opc_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
-      wf__cuw_float_type(h->tensor_dtype(a), &type, st))
+      cuw_float_type(h->tensor_dtype(a), &type, st))
     return h->status_code(st);
   if (as.rank != 2 || bs.rank != 2)
     return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -76,7 +76,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
     return h->status_code(st);
   if (m == 0 || n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
   da = h->tensor_data(a);
   db = h->tensor_data(b);
@@ -85,7 +85,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
     /* An empty sum: zeros (cuBLAS is not asked about k = 0). */
     cudaError_t err =
         cudaMemsetAsync(dz, 0, h->tensor_nbytes(z), w.dev->stream);
-    if ((rc = wf__cuw_check(&w, "cudaMemsetAsync", err, st)) != 0)
+    if ((rc = cuw_check(&w, "cudaMemsetAsync", err, st)) != 0)
       goto out;
   } else {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -112,7 +112,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   rc = 0;
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -123,16 +123,16 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_shape in[2], zs;
-  wf__cuda_bcast cb;
+  cuda_bcast cb;
   opc_bcast walk;
   wf_tensor *z;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
   if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
       opc_kernel_input(ctx, 1, &y, &in[1], st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      cuw_float_type(h->tensor_dtype(x), &type, st) ||
       opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
     return h->status_code(st);
   z = h->kernel_output_new(ctx, 0, &zs, st);
@@ -148,14 +148,14 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     cb.xstride[d] = walk.strides[0][d];
     cb.ystride[d] = walk.strides[1][d];
   }
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_binary(op, type, &cb, walk.count, h->tensor_data(x),
+  err = cuda_binary(op, type, &cb, walk.count, h->tensor_data(x),
                         h->tensor_data(y), h->tensor_data(z), w.dev->stream);
   rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -164,26 +164,26 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   const wf_tensor *x;
   wf_shape xs;
   wf_tensor *y;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   y = h->kernel_output_new(ctx, 0, &xs, st);
   if (!y)
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_unary(op, type, h->tensor_count(y), h->tensor_data(x),
+  err = cuda_unary(op, type, h->tensor_count(y), h->tensor_data(x),
                        h->tensor_data(y), w.dev->stream);
   rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -250,9 +250,9 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   wf_attr_value v;
   int64_t seed = 0, seed2 = 0, n;
   double lo, hi;
-  wf__cuphilox stream;
+  cuphilox stream;
   wf_tensor *out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
@@ -263,7 +263,7 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
       !opc_shape_is_known(&v.u.shape))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is missing or not fully known");
-  if (wf__cuw_float_type(h->kernel_output_dtype(ctx, 0), &type, st) ||
+  if (cuw_float_type(h->kernel_output_dtype(ctx, 0), &type, st) ||
       uniform_bounds(ctx, kind, &v.u.shape, &lo, &hi, st) ||
       opc_kernel_attr_int(ctx, "seed", &seed, st) ||
       opc_kernel_attr_int(ctx, "seed2", &seed2, st))
@@ -282,14 +282,14 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   n = h->tensor_count(out);
   if (n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_uniform(type, h->tensor_data(out), n, stream, lo, hi,
+  err = cuda_uniform(type, h->tensor_data(out), n, stream, lo, hi,
                          w.dev->stream);
   rc = launch_fail(st, &w, "the uniform random kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -329,7 +329,7 @@ KERNEL(k_glorot_uniform, "GlorotUniform", "dtype", "philox",
        glorot_uniform_compute);
 KERNEL(k_he_uniform, "HeUniform", "dtype", "philox", he_uniform_compute);
 
-const wf_kernel_def *const wf__cuda_kernels[] = {
+const wf_kernel_def *const cuda_kernels[] = {
     &k_matmul, &k_add,     &k_sub,           &k_mul,         &k_relu,
     &k_sigmoid, &k_tanh,   &k_uniform,       &k_glorot_uniform,
     &k_he_uniform, NULL};

@@ -25,10 +25,10 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   wf_shape xs;
   double alpha = 0;
   int approximate = 0, type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      cuw_float_type(h->tensor_dtype(x), &type, st) ||
       (op == WF_CUDA_LEAKY_RELU &&
        opc_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
       (op == WF_CUDA_GELU &&
@@ -38,13 +38,13 @@ static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the elementwise kernel",
-                       wf__cuda_unary_ex(op, type, h->tensor_count(y),
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the elementwise kernel",
+                       cuda_unary_ex(op, type, h->tensor_count(y),
                                          h->tensor_data(x), h->tensor_data(y),
                                          alpha, approximate, w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -57,17 +57,17 @@ static int grad_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   double alpha = 0;
   int approximate = 0, type, rc;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
       opc_kernel_input(ctx, 1, &v, &vs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(dy), &type, st) ||
+      cuw_float_type(h->tensor_dtype(dy), &type, st) ||
       (op == WF_CUDA_LEAKY_RELU_GRAD &&
        opc_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
       (op == WF_CUDA_GELU_GRAD &&
        opc_kernel_attr_bool(ctx, "approximate", &approximate, st)))
     return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &vs) ||
+  if (!cuw_same_shape(&dys, &vs) ||
       h->tensor_dtype(v) != h->tensor_dtype(dy))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "dy %s %s and the forward tensor %s %s must have one "
@@ -80,14 +80,14 @@ static int grad_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the gradient kernel",
-                       wf__cuda_act_grad(op, type, h->tensor_count(dx),
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the gradient kernel",
+                       cuda_act_grad(op, type, h->tensor_count(dx),
                                          h->tensor_data(dy), h->tensor_data(v),
                                          h->tensor_data(dx), alpha,
                                          approximate, w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -95,29 +95,29 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_shape in[2], zs;
-  wf__cuda_bcast b;
+  cuda_bcast b;
   wf_tensor *z;
   int64_t count;
   int type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
       opc_kernel_input(ctx, 1, &y, &in[1], st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      cuw_float_type(h->tensor_dtype(x), &type, st) ||
       opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
     return h->status_code(st);
   if (!(z = h->kernel_output_new(ctx, 0, &zs, st)))
     return h->status_code(st);
   if (h->tensor_count(z) == 0)
     return 0;
-  wf__cuw_bcast(&zs, in, &b, &count);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the elementwise kernel",
-                       wf__cuda_binary_ex(op, type, &b, count,
+  cuw_bcast(&zs, in, &b, &count);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the elementwise kernel",
+                       cuda_binary_ex(op, type, &b, count,
                                           h->tensor_data(x), h->tensor_data(y),
                                           h->tensor_data(z), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -170,13 +170,13 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   void *dptrs;
   int type, rc;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (n < 1)
     return opc_fail(st, WF_INVALID_ARGUMENT, "AddN needs at least 1 input");
   if (opc_kernel_input(ctx, 0, &t, &s0, st))
     return h->status_code(st);
-  if ((type = wf__cuw_type_of(h->tensor_dtype(t))) < 0 ||
+  if ((type = cuw_type_of(h->tensor_dtype(t))) < 0 ||
       type == WF_CUDA_BOOL)
     return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA AddN for %s",
                     opc_dtype_name(h->tensor_dtype(t)));
@@ -189,7 +189,7 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
       rc = h->status_code(st);
       goto done;
     }
-    if (!wf__cuw_same_shape(&si, &s0) ||
+    if (!cuw_same_shape(&si, &s0) ||
         h->tensor_dtype(ti) != h->tensor_dtype(t)) {
       rc = opc_fail(st, WF_INVALID_ARGUMENT,
                     "input %d has shape %s but input 0 has %s (AddN does "
@@ -207,18 +207,18 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   rc = 0;
   if (h->tensor_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, ptrs, (size_t)n * sizeof *ptrs, &dptrs,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, ptrs, (size_t)n * sizeof *ptrs, &dptrs,
                            "the input pointers", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the AddN kernel",
-                     wf__cuda_add_n(type, h->tensor_count(y), (int)n,
+  rc = cuw_check(&w, "the AddN kernel",
+                     cuda_add_n(type, h->tensor_count(y), (int)n,
                                     (const void *const *)dptrs,
                                     h->tensor_data(y), w.dev->stream),
                      st);
 
 done:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   h->free(ptrs);
   return rc;
 }
@@ -229,12 +229,12 @@ static int cast_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   wf_shape xs;
   wf_tensor *y;
   int from, to, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st))
     return h->status_code(st);
-  from = wf__cuw_type_of(h->tensor_dtype(x));
-  to = wf__cuw_type_of(h->kernel_output_dtype(ctx, 0));
+  from = cuw_type_of(h->tensor_dtype(x));
+  to = cuw_type_of(h->kernel_output_dtype(ctx, 0));
   if (from < 0 || to < 0)
     return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA Cast from %s to %s",
                     opc_dtype_name(h->tensor_dtype(x)),
@@ -243,13 +243,13 @@ static int cast_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the cast kernel",
-                       wf__cuda_cast(from, to, h->tensor_count(y),
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the cast kernel",
+                       cuda_cast(from, to, h->tensor_count(y),
                                      h->tensor_data(x), h->tensor_data(y),
                                      w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -260,23 +260,23 @@ static int fill_like(wf_kernel_ctx *ctx, double value, wf_status *st) {
   wf_shape xs;
   wf_tensor *y;
   int type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st))
     return h->status_code(st);
-  if ((type = wf__cuw_type_of(h->tensor_dtype(x))) < 0)
+  if ((type = cuw_type_of(h->tensor_dtype(x))) < 0)
     return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA fill for %s",
                     opc_dtype_name(h->tensor_dtype(x)));
   if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the fill kernel",
-                       wf__cuda_fill(type, h->tensor_count(y), value,
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the fill kernel",
+                       cuda_fill(type, h->tensor_count(y), value,
                                      h->tensor_data(y), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -480,7 +480,7 @@ static const wf_kernel_def k_shape = {
     .type_attr = "T", .dtypes = ALL, .flags = WF_KERNEL_CHEAP, .label = "cuda",
     .compute = shape_compute, .host_outputs = WF_CUW_BIT(0)};
 
-const wf_kernel_def *const wf__cuda_math_kernels[] = {
+const wf_kernel_def *const cuda_math_kernels[] = {
     &k_neg,         &k_square,          &k_sqrt,          &k_rsqrt,
     &k_exp,         &k_log,             &k_abs,           &k_elu,
     &k_softplus,    &k_gelu,            &k_leaky_relu,    &k_relu_grad,

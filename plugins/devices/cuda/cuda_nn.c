@@ -34,7 +34,7 @@
  * it: a cuDNN handle must not be used by two threads at once. */
 static pthread_mutex_t cudnn_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int cudnn_fail(wf_status *st, const wf__cudev *dev, const char *call,
+static int cudnn_fail(wf_status *st, const cudev *dev, const char *call,
                       cudnnStatus_t s) {
   return opc_fail(st, WF_INTERNAL, "%s: %s failed (%s)", dev->label, call,
                   cudnnGetErrorString(s));
@@ -42,7 +42,7 @@ static int cudnn_fail(wf_status *st, const wf__cudev *dev, const char *call,
 
 /* Locks cudnn_mu and makes dev's handle if it has none; on failure
  * unlocks and sets st. */
-static int cudnn_enter(wf__cudev *dev, wf_status *st) {
+static int cudnn_enter(cudev *dev, wf_status *st) {
   cudnnStatus_t s;
 
   pthread_mutex_lock(&cudnn_mu);
@@ -64,7 +64,7 @@ static int cudnn_enter(wf__cudev *dev, wf_status *st) {
 
 static void cudnn_leave(void) { pthread_mutex_unlock(&cudnn_mu); }
 
-void wf__cuda_nn_release(wf__cudev *dev) {
+void cuda_nn_release(cudev *dev) {
   pthread_mutex_lock(&cudnn_mu);
   if (dev->cudnn) {
     cudnnDestroy(dev->cudnn);
@@ -256,11 +256,11 @@ static void filter_strides(int layout, const conv_geom *g, int64_t s[4]) {
   }
 }
 
-static int relayout(wf__cuw *w, int type, void *dst, const int64_t dims[4],
+static int relayout(cuw *w, int type, void *dst, const int64_t dims[4],
                     const int64_t dstride[4], const void *src,
                     const int64_t sdims[4], const int64_t sstride[4],
                     const int64_t off[4], wf_status *st) {
-  wf__cuda_relayout r;
+  cuda_relayout r;
 
   for (int i = 0; i < 4; i++) {
     r.dims[i] = dims[i];
@@ -269,8 +269,8 @@ static int relayout(wf__cuw *w, int type, void *dst, const int64_t dims[4],
     r.sstride[i] = sstride[i];
     r.off[i] = off[i];
   }
-  return wf__cuw_check(w, "the relayout kernel",
-                       wf__cuda_relayout4(type, &r, dst, src, w->dev->stream),
+  return cuw_check(w, "the relayout kernel",
+                       cuda_relayout4(type, &r, dst, src, w->dev->stream),
                        st);
 }
 
@@ -292,7 +292,7 @@ static void conv_desc_free(conv_desc *d) {
     cudnnDestroyConvolutionDescriptor(d->conv);
 }
 
-static int conv_desc_make(const wf__cudev *dev, const conv_geom *g, int type,
+static int conv_desc_make(const cudev *dev, const conv_geom *g, int type,
                           conv_desc *d, wf_status *st) {
   cudnnDataType_t dt = type == WF_CUDA_F64 ? CUDNN_DATA_DOUBLE
                                            : CUDNN_DATA_FLOAT;
@@ -331,7 +331,7 @@ static int conv_desc_make(const wf__cudev *dev, const conv_geom *g, int type,
 }
 
 /* The algorithm for this call, from the cache or cuDNN's heuristics. */
-static int conv_algo(conv_state *cs, wf__cudev *dev, int kind, int type,
+static int conv_algo(conv_state *cs, cudev *dev, int kind, int type,
                      const conv_geom *g, const conv_desc *d, algo_entry *e,
                      wf_status *st) {
   int64_t key[KEY_LEN] = {kind * 2 + (type == WF_CUDA_F64), g->n, g->c,
@@ -396,7 +396,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
   conv_desc d = {0};
   algo_entry e;
   wf_tensor *res;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc, nin = kind == CONV_FWD ? 2 : 3, entered = 0;
   int64_t xd[4], xst[4], xcst[4], fd[4], fst[4], fcst[4], yd[4], yst[4],
       ycst[4], xpd[4], zero[4] = {0, 0, 0, 0}, pad[4];
@@ -423,14 +423,14 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
     } else
       h->tensor_shape(in[1], &fs);
   }
-  if (wf__cuw_float_type(
+  if (cuw_float_type(
           h->tensor_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), &type, st) ||
       conv_dims(&xs, &fs, &win, &ys, &g,
                 h->tensor_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), st))
     return h->status_code(st);
   if (kind != CONV_FWD) {
     h->tensor_shape(in[2], &dys);
-    if (!wf__cuw_same_shape(&ys, &dys))
+    if (!cuw_same_shape(&ys, &dys))
       return opc_fail(st, WF_INVALID_ARGUMENT,
                       "out_backprop has shape %s but the convolution's "
                       "output has %s",
@@ -442,12 +442,12 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
     return h->status_code(st);
   if (h->tensor_count(res) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
   /* An empty sum: zeros (cuDNN is not asked about empty tensors). */
   if (opc_shape_count(&xs) == 0 || opc_shape_count(&fs) == 0 ||
       opc_shape_count(&ys) == 0) {
-    rc = wf__cuw_check(&w, "cudaMemsetAsync",
+    rc = cuw_check(&w, "cudaMemsetAsync",
                        cudaMemsetAsync(h->tensor_data(res), 0,
                                        h->tensor_nbytes(res), w.dev->stream),
                        st);
@@ -492,14 +492,14 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
       xc = xcopy ? NULL : h->tensor_data(res);
     else
       xc = xcopy ? NULL : h->tensor_data(in[0]);
-    if (xcopy && (rc = wf__cuw_scratch(&w, xbytes, &xc, st)))
+    if (xcopy && (rc = cuw_scratch(&w, xbytes, &xc, st)))
       goto done;
     if (xcopy && kind != CONV_BWD_DATA &&
         (rc = relayout(&w, type, xc, xpd, xcst, h->tensor_data(in[0]), xd,
                        xst, pad, st)))
       goto done;
     /* The filter, always permuted. */
-    if ((rc = wf__cuw_scratch(&w, fbytes, &fc, st)))
+    if ((rc = cuw_scratch(&w, fbytes, &fc, st)))
       goto done;
     if (kind != CONV_BWD_FILTER &&
         (rc = relayout(&w, type, fc, fd, fcst, h->tensor_data(in[1]), fd,
@@ -510,7 +510,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
       yc = ycopy ? NULL : h->tensor_data(res);
     else
       yc = ycopy ? NULL : h->tensor_data(in[2]);
-    if (ycopy && (rc = wf__cuw_scratch(&w, ybytes, &yc, st)))
+    if (ycopy && (rc = cuw_scratch(&w, ybytes, &yc, st)))
       goto done;
     if (ycopy && kind != CONV_FWD &&
         (rc = relayout(&w, type, yc, yd, ycst, h->tensor_data(in[2]), yd, yst,
@@ -527,7 +527,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
       rc = cudnn_fail(st, w.dev, "cudnnSetConvolutionMathType", s);
       goto done;
     }
-    if (e.workspace && (rc = wf__cuw_scratch(&w, e.workspace, &ws, st)))
+    if (e.workspace && (rc = cuw_scratch(&w, e.workspace, &ws, st)))
       goto done;
     {
       const double one_d = 1, zero_d = 0;
@@ -575,7 +575,7 @@ done:
   if (entered)
     cudnn_leave();
   conv_desc_free(&d);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -597,7 +597,7 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
 
 /* The pool geometry of input xs; *out gets the output shape. */
 static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
-                     wf__cuda_pool_geom *g, wf_status *st) {
+                     cuda_pool_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, xst[4], yst[4];
   char a[OPC_SHAPE_STR_MAX];
@@ -638,26 +638,26 @@ static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   const wf_tensor *x;
   wf_tensor *y;
   nn_window win;
-  wf__cuda_pool_geom g;
+  cuda_pool_geom g;
   wf_shape xs, out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      cuw_float_type(h->tensor_dtype(x), &type, st) ||
       pool_geom(&xs, &win, &out, &g, st))
     return h->status_code(st);
   if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
     return h->status_code(st);
   if (h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the pooling kernel",
-                       wf__cuda_pool(max, type, &g, h->tensor_data(x),
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the pooling kernel",
+                       cuda_pool(max, type, &g, h->tensor_data(x),
                                      h->tensor_data(y), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -677,16 +677,16 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   const wf_tensor *first, *grad;
   wf_tensor *dx;
   nn_window win;
-  wf__cuda_pool_geom g;
+  cuda_pool_geom g;
   wf_shape xs, gs, out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
   char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       opc_kernel_input(ctx, 0, &first, NULL, st) ||
       opc_kernel_input(ctx, 1, &grad, &gs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(grad), &type, st))
+      cuw_float_type(h->tensor_dtype(grad), &type, st))
     return h->status_code(st);
   if (max)
     h->tensor_shape(first, &xs);
@@ -694,7 +694,7 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
     return h->status_code(st);
   if (pool_geom(&xs, &win, &out, &g, st))
     return h->status_code(st);
-  if (!wf__cuw_same_shape(&gs, &out))
+  if (!cuw_same_shape(&gs, &out))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "grad has shape %s but the pool's output has %s",
                     opc_shape_str(&gs, s1, sizeof s1),
@@ -703,14 +703,14 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
     return h->status_code(st);
   if (h->tensor_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
         &w, "the pooling gradient kernel",
-        wf__cuda_pool_grad(max, type, &g, max ? h->tensor_data(first) : NULL,
+        cuda_pool_grad(max, type, &g, max ? h->tensor_data(first) : NULL,
                            h->tensor_data(grad), h->tensor_data(dx),
                            w.dev->stream),
         st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -730,12 +730,12 @@ static int softmax_compute(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
   wf_tensor *y;
   wf_shape s;
   int64_t c;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
   char buf[OPC_SHAPE_STR_MAX];
 
   if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   if (s.rank == 0)
     return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -746,14 +746,14 @@ static int softmax_compute(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
   c = s.dims[s.rank - 1];
   if (c == 0 || h->tensor_count(x) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the softmax kernel",
-                       wf__cuda_softmax(want_log, type,
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the softmax kernel",
+                       cuda_softmax(want_log, type,
                                         h->tensor_count(x) / c, c,
                                         h->tensor_data(x), h->tensor_data(y),
                                         w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -772,15 +772,15 @@ static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
   wf_tensor *dx;
   wf_shape ys, dys;
   int64_t c;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
 
   if (opc_kernel_input(ctx, 0, &y, &ys, st) ||
       opc_kernel_input(ctx, 1, &dy, &dys, st) ||
-      wf__cuw_float_type(h->tensor_dtype(y), &type, st))
+      cuw_float_type(h->tensor_dtype(y), &type, st))
     return h->status_code(st);
-  if (ys.rank == 0 || !wf__cuw_same_shape(&ys, &dys))
+  if (ys.rank == 0 || !cuw_same_shape(&ys, &dys))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "%s %s and grad %s must have one shape of rank >= 1",
                     want_log ? "log_softmax" : "softmax",
@@ -791,14 +791,14 @@ static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
   c = ys.dims[ys.rank - 1];
   if (c == 0 || h->tensor_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the softmax gradient kernel",
-                       wf__cuda_softmax_grad(
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the softmax gradient kernel",
+                       cuda_softmax_grad(
                            want_log, type, h->tensor_count(y) / c, c,
                            h->tensor_data(y), h->tensor_data(dy),
                            h->tensor_data(dx), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -819,13 +819,13 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   wf_shape fs, ls, s;
   int64_t n, c, *cls = NULL;
   void *dcls = NULL;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
 
   if (opc_kernel_input(ctx, 0, &x, &fs, st) ||
       opc_kernel_input(ctx, 1, &lab, &ls, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   if (fs.rank != 2)
     return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -872,19 +872,19 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   rc = 0;
   if (n == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (sparse && (rc = wf__cuw_upload(&w, cls, (size_t)n * sizeof *cls,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (sparse && (rc = cuw_upload(&w, cls, (size_t)n * sizeof *cls,
                                       &dcls, "the labels", st))))
     goto done;
-  rc = wf__cuw_check(&w, "the cross-entropy kernel",
-                     wf__cuda_xent(type, n, c, h->tensor_data(x),
+  rc = cuw_check(&w, "the cross-entropy kernel",
+                     cuda_xent(type, n, c, h->tensor_data(x),
                                    sparse ? NULL : h->tensor_data(lab), dcls,
                                    h->tensor_data(loss), h->tensor_data(back),
                                    w.dev->stream),
                      st);
 
 done:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   h->free(cls);
   return rc;
 }
@@ -960,11 +960,11 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   int nchw, training, type, rc;
   double eps;
   int64_t outer, c, inner;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (bn_attrs(ctx, &nchw, &training, &eps, st) ||
       opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   for (int i = 0; i < 4; i++)
     if (opc_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
@@ -979,17 +979,17 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     return h->status_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
         &w, "the batch normalisation kernel",
-        wf__cuda_batch_norm(type, outer, c, inner, training, eps,
+        cuda_batch_norm(type, outer, c, inner, training, eps,
                             h->tensor_data(x), h->tensor_data(v[0]),
                             h->tensor_data(v[1]), h->tensor_data(v[2]),
                             h->tensor_data(v[3]), h->tensor_data(y),
                             h->tensor_data(bm), h->tensor_data(bv),
                             w.dev->stream),
         st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -1005,14 +1005,14 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
   double eps;
   int64_t outer, c, inner;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (bn_attrs(ctx, &nchw, &training, &eps, st) ||
       opc_kernel_input(ctx, 0, &dy, &dys, st) ||
       opc_kernel_input(ctx, 1, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &xs))
+  if (!cuw_same_shape(&dys, &xs))
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "y_backprop %s and x %s must have one shape",
                     opc_shape_str(&dys, a, sizeof a),
@@ -1030,17 +1030,17 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
     return h->status_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
         &w, "the batch normalisation gradient kernel",
-        wf__cuda_batch_norm_grad(
+        cuda_batch_norm_grad(
             type, outer, c, inner, training, eps, h->tensor_data(dy),
             h->tensor_data(x), h->tensor_data(v[0]), h->tensor_data(v[1]),
             h->tensor_data(v[2]), h->tensor_data(v[3]), h->tensor_data(v[4]),
             h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
             w.dev->stream),
         st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -1052,16 +1052,16 @@ static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   const wf_tensor *x, *bias;
   wf_shape xs, bs;
   wf_tensor *y;
-  wf__cuda_bcast b;
+  cuda_bcast b;
   int nchw, axis, type, rc;
   int64_t outer = 1, inner = 1, c;
   char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (nn_data_format(&a, &nchw, st) ||
       opc_kernel_input(ctx, 0, &x, &xs, st) ||
       opc_kernel_input(ctx, 1, &bias, &bs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   if (xs.rank < 2 || bs.rank != 1 ||
       bs.dims[0] != xs.dims[nn_channel_axis(nchw, xs.rank)])
@@ -1086,14 +1086,14 @@ static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   b.dims[0] = outer, b.dims[1] = c, b.dims[2] = inner;
   b.xstride[0] = c * inner, b.xstride[1] = inner, b.xstride[2] = 1;
   b.ystride[1] = 1;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the bias kernel",
-                       wf__cuda_binary(WF_CUDA_ADD, type, &b,
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the bias kernel",
+                       cuda_binary(WF_CUDA_ADD, type, &b,
                                        h->tensor_count(y), h->tensor_data(x),
                                        h->tensor_data(bias),
                                        h->tensor_data(y), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -1103,15 +1103,15 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   const wf_tensor *dy;
   wf_shape dys, cs;
   wf_tensor *db;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   int nchw, axis, type, rc;
   uint32_t mask;
   char s1[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (nn_data_format(&a, &nchw, st) ||
       opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      wf__cuw_float_type(h->tensor_dtype(dy), &type, st))
+      cuw_float_type(h->tensor_dtype(dy), &type, st))
     return h->status_code(st);
   if (dys.rank < 2)
     return opc_fail(st, WF_INVALID_ARGUMENT,
@@ -1124,14 +1124,14 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   if (dys.dims[axis] == 0)
     return 0;
   mask = ((UINT32_C(1) << dys.rank) - 1) & ~(UINT32_C(1) << axis);
-  wf__cuw_reduce_geom(&dys, mask, &g);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the bias gradient kernel",
-                       wf__cuda_reduce(WF_CUDA_SUM, type, &g,
+  cuw_reduce_geom(&dys, mask, &g);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the bias gradient kernel",
+                       cuda_reduce(WF_CUDA_SUM, type, &g,
                                        h->tensor_data(dy), h->tensor_data(db),
                                        w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -1183,7 +1183,7 @@ KERNEL(k_batch_norm_grad, "BatchNormGrad", 0, batch_norm_grad_compute);
 KERNEL(k_bias_add, "BiasAdd", 0, bias_add_compute);
 KERNEL(k_bias_add_grad, "BiasAddGrad", 0, bias_add_grad_compute);
 
-const wf_kernel_def *const wf__cuda_nn_kernels[] = {
+const wf_kernel_def *const cuda_nn_kernels[] = {
     &k_conv2d,       &k_conv_bp_input,   &k_conv_bp_filter,
     &k_max_pool,     &k_avg_pool,        &k_max_pool_grad,
     &k_avg_pool_grad, &k_softmax,        &k_log_softmax,

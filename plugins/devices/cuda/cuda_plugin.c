@@ -26,14 +26,14 @@
 
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static int state_refs;  /* inits not yet balanced by fini */
-static wf__cuda *state; /* while state_refs > 0 */
+static cuda_gpus *state; /* while state_refs > 0 */
 
 /* The plugin's kernel table: the core reads it after init, which fills it
  * with the kernel tables when a GPU is usable and leaves it empty when
  * none is, so that nothing unrunnable is registered. */
 static const wf_kernel_def *registered[MAX_KERNELS + 1];
 
-wf__cudev *wf__cuda_kernel_device(void) {
+cudev *cuda_kernel_device(void) {
   if (!state)
     return NULL;
   for (int i = 0; i < state->num_devices; i++)
@@ -42,7 +42,7 @@ wf__cudev *wf__cuda_kernel_device(void) {
   return NULL;
 }
 
-const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len) {
+const char *cuda_error_text(cudaError_t err, char *buf, size_t len) {
   snprintf(buf, len, "%s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
   return buf;
 }
@@ -54,7 +54,7 @@ static void cuda_version_text(int v, char *buf, size_t len) {
 
 /* ---- events -------------------------------------------------------------- */
 
-cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen) {
+cudaEvent_t cudev_event_get(cudev *dev, char *why, size_t whylen) {
   cudaEvent_t ev = NULL;
   cudaError_t err;
   char text[192];
@@ -68,13 +68,13 @@ cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen) {
   err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     snprintf(why, whylen, "cuda:%d: cudaEventCreateWithFlags failed (%s)",
-             dev->ordinal, wf__cuda_error_text(err, text, sizeof text));
+             dev->ordinal, cuda_error_text(err, text, sizeof text));
     return NULL;
   }
   return ev;
 }
 
-void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
+void cudev_event_put(cudev *dev, cudaEvent_t ev) {
   pthread_mutex_lock(&dev->events_mu);
   if (dev->num_events == dev->cap_events) {
     int cap = dev->cap_events ? dev->cap_events * 2 : 8;
@@ -102,7 +102,7 @@ void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
  * first (the calling thread may have used another). */
 static int backend_malloc(void *ctx, size_t bytes, void **out, char *why,
                           size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaSetDevice(dev->ordinal);
 
   if (err == cudaSuccess)
@@ -111,13 +111,13 @@ static int backend_malloc(void *ctx, size_t bytes, void **out, char *why,
     return WF_CUCACHE_BACKEND_OK;
   /* Out of memory is not sticky: clear it so later calls do not see it. */
   (void)cudaGetLastError();
-  wf__cuda_error_text(err, why, whylen);
+  cuda_error_text(err, why, whylen);
   return err == cudaErrorMemoryAllocation ? WF_CUCACHE_BACKEND_NOMEM
                                           : WF_CUCACHE_BACKEND_ERROR;
 }
 
 static void backend_free(void *ctx, void *ptr) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaSetDevice(dev->ordinal);
   char text[192];
 
@@ -126,20 +126,20 @@ static void backend_free(void *ctx, void *ptr) {
   if (err != cudaSuccess)
     state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
                      "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
-                     wf__cuda_error_text(err, text, sizeof text));
+                     cuda_error_text(err, text, sizeof text));
 }
 
 /* wf_device_def.alloc: device memory from the device's cache, aligned to
  * 256 bytes (cudaMalloc's); NULL for a larger alignment, on an unusable
  * device, or when the device is out of memory. */
 static void *cuda_alloc(void *device_state, size_t bytes, size_t align) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
   char why[512];
   void *ptr;
 
   if (!dev->usable || align > 256)
     return NULL;
-  if (wf__cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
+  if (cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
     state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
     return NULL;
   }
@@ -147,11 +147,11 @@ static void *cuda_alloc(void *device_state, size_t bytes, size_t align) {
 }
 
 static void cuda_free(void *device_state, void *ptr, size_t bytes) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
 
   if (!ptr)
     return;
-  if (!dev->usable || wf__cucache_block_free(dev->cache, ptr))
+  if (!dev->usable || cucache_block_free(dev->cache, ptr))
     state->host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
                      "cuda:%d: free of %p (%zu bytes), which this device did "
                      "not allocate; ignored",
@@ -160,54 +160,54 @@ static void cuda_free(void *device_state, void *ptr, size_t bytes) {
 
 /* ---- copies between host and device memory ------------------------------ */
 
-static int copy_fail(wf_status *st, const wf__cudev *dev, const char *what,
+static int copy_fail(wf_status *st, const cudev *dev, const char *what,
                      size_t bytes, cudaError_t err) {
   char text[192];
 
   state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
                           dev->label, what, bytes,
-                          wf__cuda_error_text(err, text, sizeof text));
+                          cuda_error_text(err, text, sizeof text));
   return WF_INTERNAL;
 }
 
 /* cuda_stage.h's backend on one device: its stream and two events. */
 static int stage_copy(void *ctx, void *dst, const void *src, size_t n,
                       int to_device, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaMemcpyAsync(
       dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
       dev->stream);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 static int stage_record(void *ctx, int h, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaEventRecord(dev->stage_done[h], dev->stream);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 static int stage_wait(void *ctx, int h, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaEventSynchronize(dev->stage_done[h]);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 /* Makes dev's pinned staging buffer and its events (under stage_mu); 0
  * when it has them. */
-static int stage_ready(wf__cudev *dev) {
-  const wf__custage_backend b = {stage_copy, stage_record, stage_wait, dev};
+static int stage_ready(cudev *dev) {
+  const custage_backend b = {stage_copy, stage_record, stage_wait, dev};
 
   if (dev->stage_buf)
     return 0;
@@ -234,12 +234,12 @@ static int stage_ready(wf__cudev *dev) {
       (void)cudaGetLastError();
       return -1;
     }
-  wf__custage_init(&dev->stage, &b, dev->stage_buf, WF_CUDA_STAGE_HALF);
+  custage_init(&dev->stage, &b, dev->stage_buf, WF_CUDA_STAGE_HALF);
   return 0;
 }
 
 /* From pageable memory, waiting on an event (or the stream) to the host. */
-static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
+static int copy_pageable(cudev *dev, void *dst, const void *src,
                          size_t bytes, int to_device, wf_status *st) {
   cudaError_t err = cudaMemcpyAsync(
       dst, src, bytes,
@@ -247,11 +247,11 @@ static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
       dev->stream);
   if (err == cudaSuccess && !to_device) {
     char why[128];
-    cudaEvent_t ev = wf__cudev_event_get(dev, why, sizeof why);
+    cudaEvent_t ev = cudev_event_get(dev, why, sizeof why);
     if (ev) {
       if ((err = cudaEventRecord(ev, dev->stream)) == cudaSuccess)
         err = cudaEventSynchronize(ev);
-      wf__cudev_event_put(dev, ev);
+      cudev_event_put(dev, ev);
     } else {
       err = cudaStreamSynchronize(dev->stream);
     }
@@ -265,16 +265,16 @@ static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
 }
 
 /* Host to device or back through the staging halves. */
-static int copy_staged(wf__cudev *dev, void *dst, const void *src,
+static int copy_staged(cudev *dev, void *dst, const void *src,
                        size_t bytes, int to_device, wf_status *st) {
   char why[192];
   int rc;
 
   if (stage_ready(dev) != 0)
     return copy_pageable(dev, dst, src, bytes, to_device, st);
-  rc = to_device ? wf__custage_in(&dev->stage, dst, src, bytes, why,
+  rc = to_device ? custage_in(&dev->stage, dst, src, bytes, why,
                                   sizeof why)
-                 : wf__custage_out(&dev->stage, dst, src, bytes, why,
+                 : custage_out(&dev->stage, dst, src, bytes, why,
                                    sizeof why);
   if (!rc)
     return 0;
@@ -289,7 +289,7 @@ static int copy_staged(wf__cudev *dev, void *dst, const void *src,
 /* wf_device_def.copy. */
 static int cuda_copy(void *device_state, void *dst, const void *src,
                      size_t bytes, int32_t kind, wf_status *st) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
   cudaError_t err;
   int rc;
 
@@ -325,8 +325,8 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
 
 /* The stream, cuBLAS handle and cache of dev; on failure dev is left
  * unusable with the reason, holding nothing. */
-static void device_setup(wf__cudev *dev) {
-  wf__cucache_backend backend = {.malloc = backend_malloc,
+static void device_setup(cudev *dev) {
+  cucache_backend backend = {.malloc = backend_malloc,
                                  .free = backend_free,
                                  .ctx = dev};
   char text[192];
@@ -350,7 +350,7 @@ static void device_setup(wf__cudev *dev) {
     goto fail;
   }
   backend.name = dev->label; /* the cache's messages name the device */
-  dev->cache = wf__cucache_new(&backend);
+  dev->cache = cucache_new(&backend);
   if (!dev->cache) {
     snprintf(dev->reason, sizeof dev->reason,
              "out of host memory setting up its memory cache");
@@ -364,7 +364,7 @@ static void device_setup(wf__cudev *dev) {
 
 cuda_fail:
   snprintf(dev->reason, sizeof dev->reason, "%s failed (%s)", call,
-           wf__cuda_error_text(err, text, sizeof text));
+           cuda_error_text(err, text, sizeof text));
 fail:
   if (dev->blas)
     cublasDestroy(dev->blas);
@@ -375,15 +375,15 @@ fail:
   (void)cudaGetLastError();
 }
 
-static void device_teardown(const wf_host *host, wf__cudev *dev) {
-  wf__cucache_stats s;
+static void device_teardown(const wf_host *host, cudev *dev) {
+  cucache_stats s;
   size_t leaked;
 
   if (!dev->usable)
     return;
   cudaSetDevice(dev->ordinal);
   cudaStreamSynchronize(dev->stream);
-  wf__cucache_stats_get(dev->cache, &s);
+  cucache_stats_get(dev->cache, &s);
   host->log(WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
             "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
             "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
@@ -391,7 +391,7 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
             dev->ordinal, s.peak, (unsigned long long)s.allocs,
             (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
             (unsigned long long)s.flushes);
-  leaked = wf__cucache_free(dev->cache);
+  leaked = cucache_free(dev->cache);
   if (leaked)
     host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
               "cuda:%d: %zu bytes of device memory were still in use at "
@@ -402,14 +402,14 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
   host->free(dev->events);
   pthread_mutex_destroy(&dev->events_mu);
   if (dev->stage_buf) {
-    wf__custage_drain(&dev->stage, NULL, 0);
+    custage_drain(&dev->stage, NULL, 0);
     cudaEventDestroy(dev->stage_done[0]);
     cudaEventDestroy(dev->stage_done[1]);
     cudaFreeHost(dev->stage_buf);
     dev->stage_buf = NULL;
   }
   pthread_mutex_destroy(&dev->stage_mu);
-  wf__cuda_nn_release(dev);
+  cuda_nn_release(dev);
   cublasDestroy(dev->blas);
   cudaStreamDestroy(dev->stream);
   dev->usable = 0;
@@ -419,7 +419,7 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
 
 /* The nearest CPUs of every listed GPU, from the PCI bus's local_cpus
  * (hwloc's CUDA helpers). Best effort: a GPU stays usable without them. */
-static void find_cpus(wf__cuda *c) {
+static void find_cpus(cuda_gpus *c) {
   hwloc_topology_t topo;
   hwloc_bitmap_t set;
 
@@ -428,7 +428,7 @@ static void find_cpus(wf__cuda *c) {
   set = hwloc_bitmap_alloc();
   if (set && hwloc_topology_load(topo) == 0) {
     for (int i = 0; i < c->num_devices; i++) {
-      wf__cudev *dev = &c->devices[i];
+      cudev *dev = &c->devices[i];
       if (hwloc_cudart_get_device_cpuset(topo, dev->ordinal, set) == 0 &&
           hwloc_bitmap_list_snprintf(dev->cpus, sizeof dev->cpus, set) < 0)
         dev->cpus[0] = '\0';
@@ -440,7 +440,7 @@ static void find_cpus(wf__cuda *c) {
 
 /* Lists the GPUs and sets up the first one this build can run on. With no
  * GPU (or no driver) c->probe_reason says why. */
-static void probe(wf__cuda *c) {
+static void probe(cuda_gpus *c) {
   char text[160], rt[16], drv[16];
   cudaError_t err;
   int n = 0;
@@ -456,7 +456,7 @@ static void probe(wf__cuda *c) {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(c->probe_reason, sizeof c->probe_reason, "%s (CUDA runtime %s%s%s)",
-             wf__cuda_error_text(err, text, sizeof text), rt,
+             cuda_error_text(err, text, sizeof text), rt,
              c->driver_version ? ", driver " : "; no NVIDIA driver found",
              c->driver_version ? drv : "");
     return;
@@ -467,7 +467,7 @@ static void probe(wf__cuda *c) {
                  "%d GPUs found; listing the first %d", n,
                  WF_CUDA_MAX_DEVICES);
   for (int i = 0; i < c->num_devices; i++) {
-    wf__cudev *dev = &c->devices[i];
+    cudev *dev = &c->devices[i];
     struct cudaDeviceProp prop;
 
     dev->ordinal = i;
@@ -477,7 +477,7 @@ static void probe(wf__cuda *c) {
       (void)cudaGetLastError();
       snprintf(dev->reason, sizeof dev->reason,
                "cudaGetDeviceProperties failed (%s)",
-               wf__cuda_error_text(err, text, sizeof text));
+               cuda_error_text(err, text, sizeof text));
       continue;
     }
     snprintf(dev->name, sizeof dev->name, "%s", prop.name);
@@ -523,7 +523,7 @@ static void append(char *buf, size_t len, size_t *used, const char *fmt, ...) {
 }
 
 /* The library versions, for every description. */
-static void describe_libraries(const wf__cuda *c, char *buf, size_t len,
+static void describe_libraries(const cuda_gpus *c, char *buf, size_t len,
                                size_t *used) {
   char rt[16], drv[16];
   int maj = 0, min = 0, patch = 0;
@@ -540,7 +540,7 @@ static void describe_libraries(const wf__cuda *c, char *buf, size_t len,
          dnn / 10000, dnn / 100 % 100, dnn % 100);
 }
 
-static void describe(const wf__cuda *c, const wf__cudev *dev, char *buf,
+static void describe(const cuda_gpus *c, const cudev *dev, char *buf,
                      size_t len) {
   size_t used = 0;
 
@@ -567,7 +567,7 @@ static void describe(const wf__cuda *c, const wf__cudev *dev, char *buf,
 
 static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
                           wf_status *st) {
-  wf__cuda *c = plugin_state;
+  cuda_gpus *c = plugin_state;
 
   if (max < 1)
     return 0;
@@ -582,7 +582,7 @@ static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
     return 1;
   }
   for (int i = 0; i < c->num_devices && i < max; i++) {
-    const wf__cudev *dev = &c->devices[i];
+    const cudev *dev = &c->devices[i];
     wf_device_desc *d = WF_STRUCT_AT(out, i);
 
     snprintf(d->name, sizeof d->name, "cuda:%d", i);
@@ -600,7 +600,7 @@ static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
 /* ---- init and fini ------------------------------------------------------- */
 
 static void cuda_fini(void *plugin_state) {
-  wf__cuda *c = plugin_state;
+  cuda_gpus *c = plugin_state;
 
   pthread_mutex_lock(&state_mu);
   assert(c == state && state_refs > 0);
@@ -632,7 +632,7 @@ static int check_cudnn(const wf_host *host, wf_status *st) {
 }
 
 static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
-  wf__cuda *c;
+  cuda_gpus *c;
   int code = 0, nk = 0;
 
   /* Kernels take device pointers: a core that keeps every tensor in host
@@ -664,11 +664,11 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   c->host = host;
   state = c;
   probe(c);
-  if (wf__cuda_kernel_device()) {
-    for (int t = 0; wf__cuda_kernel_tables[t]; t++)
-      for (int k = 0; wf__cuda_kernel_tables[t][k]; k++) {
+  if (cuda_kernel_device()) {
+    for (int t = 0; cuda_kernel_tables[t]; t++)
+      for (int k = 0; cuda_kernel_tables[t][k]; k++) {
         assert(nk < MAX_KERNELS);
-        registered[nk++] = wf__cuda_kernel_tables[t][k];
+        registered[nk++] = cuda_kernel_tables[t][k];
       }
   }
   registered[nk] = NULL;

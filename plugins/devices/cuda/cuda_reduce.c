@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-void wf__cuw_reduce_geom(const wf_shape *xs, uint32_t mask,
-                         wf__cuda_reduce_geom *g) {
+void cuw_reduce_geom(const wf_shape *xs, uint32_t mask,
+                         cuda_reduce_geom *g) {
   int64_t strides[WF_MAX_RANK];
 
   memset(g, 0, sizeof *g);
@@ -72,28 +72,28 @@ static int reduce_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
   const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs, ys;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *y;
   uint32_t mask;
   int keep_dims, type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      cuw_float_type(h->tensor_dtype(x), &type, st) ||
       axes_mask(ctx, xs.rank, &mask, &keep_dims, st))
     return h->status_code(st);
   reduced_shape(&xs, mask, keep_dims, &ys);
   if (!(y = h->kernel_output_new(ctx, 0, &ys, st)))
     return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the reduction kernel",
-                       wf__cuda_reduce(op, type, &g, h->tensor_data(x),
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the reduction kernel",
+                       cuda_reduce(op, type, &g, h->tensor_data(x),
                                        h->tensor_data(y), w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -113,13 +113,13 @@ static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
   const wf_host *h = opc_host();
   const wf_tensor *dy, *x, *y = NULL;
   wf_shape dys, xs, ys, red;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *dx;
   uint32_t mask;
   int keep_dims, type, rc;
   int32_t dt;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
   cudaError_t err;
 
   if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
@@ -128,14 +128,14 @@ static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
       axes_mask(ctx, xs.rank, &mask, &keep_dims, st))
     return h->status_code(st);
   dt = h->tensor_dtype(x);
-  if (wf__cuw_float_type(dt, &type, st))
+  if (cuw_float_type(dt, &type, st))
     return h->status_code(st);
   if (h->tensor_dtype(dy) != dt || (y && h->tensor_dtype(y) != dt))
     return opc_fail(st, WF_INVALID_ARGUMENT, "dy%s must have x's type %s",
                     y ? " and y" : "", opc_dtype_name(dt));
   reduced_shape(&xs, mask, keep_dims, &red);
-  if (!wf__cuw_same_shape(&dys, &red) || (y && !wf__cuw_same_shape(&ys, &red))) {
-    int bad_dy = !wf__cuw_same_shape(&dys, &red);
+  if (!cuw_same_shape(&dys, &red) || (y && !cuw_same_shape(&ys, &red))) {
+    int bad_dy = !cuw_same_shape(&dys, &red);
     return opc_fail(st, WF_INVALID_ARGUMENT,
                     "%s has shape %s, but x %s reduced has shape %s",
                     bad_dy ? "dy" : "y",
@@ -145,23 +145,23 @@ static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
   }
   if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
     return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0 || g.group == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
   if (y)
-    err = wf__cuda_max_min_grad(type, &g, h->tensor_data(dy),
+    err = cuda_max_min_grad(type, &g, h->tensor_data(dy),
                                 h->tensor_data(x), h->tensor_data(y),
                                 h->tensor_data(dx), w.dev->stream);
   else
-    err = wf__cuda_reduce_spread(type, &g, h->tensor_data(dy),
+    err = cuda_reduce_spread(type, &g, h->tensor_data(dy),
                                  mean ? 1.0 / (double)g.group : 1.0,
                                  h->tensor_data(dx), w.dev->stream);
-  rc = wf__cuw_check(&w, "the reduction gradient kernel", err, st);
+  rc = cuw_check(&w, "the reduction gradient kernel", err, st);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -186,16 +186,16 @@ static int sum_to_like_compute(wf_kernel_ctx *ctx, void *kstate,
   const wf_host *h = opc_host();
   const wf_tensor *x, *like;
   wf_shape xs, ls;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *y;
   uint32_t mask = 0;
   int type, rc, lead;
   char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
       opc_kernel_input(ctx, 1, &like, &ls, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
+      cuw_float_type(h->tensor_dtype(x), &type, st))
     return h->status_code(st);
   lead = xs.rank - ls.rank;
   if (lead < 0)
@@ -213,16 +213,16 @@ static int sum_to_like_compute(wf_kernel_ctx *ctx, void *kstate,
   }
   if (!(y = h->kernel_output_new(ctx, 0, &ls, st)))
     return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the reduction kernel",
-                       wf__cuda_reduce(WF_CUDA_SUM, type, &g,
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the reduction kernel",
+                       cuda_reduce(WF_CUDA_SUM, type, &g,
                                        h->tensor_data(x), h->tensor_data(y),
                                        w.dev->stream),
                        st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 
 bad:
@@ -255,6 +255,6 @@ KERNEL(k_mean_grad, "MeanGrad", mean_grad_compute);
 KERNEL(k_max_min_grad, "MaxMinGrad", max_min_grad_compute);
 KERNEL(k_sum_to_like, "SumToLike", sum_to_like_compute);
 
-const wf_kernel_def *const wf__cuda_reduce_kernels[] = {
+const wf_kernel_def *const cuda_reduce_kernels[] = {
     &k_sum,      &k_mean,      &k_max,          &k_min,         &k_prod,
     &k_sum_grad, &k_mean_grad, &k_max_min_grad, &k_sum_to_like, NULL};

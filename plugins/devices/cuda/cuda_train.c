@@ -30,10 +30,10 @@
 typedef struct scalar_in {
   int input;
   const char *name;
-  size_t offset; /* into wf__cuda_apply_params */
+  size_t offset; /* into cuda_apply_params */
 } scalar_in;
 
-#define SCALAR(in, field) {(in), #field, offsetof(wf__cuda_apply_params, field)}
+#define SCALAR(in, field) {(in), #field, offsetof(cuda_apply_params, field)}
 
 typedef struct optimizer {
   int rule;           /* WF_CUDA_* */
@@ -91,7 +91,7 @@ static const optimizer opt_sparse_rmsprop = {
 
 
 static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
-                       wf__cuda_apply_params *p, wf_status *st) {
+                       cuda_apply_params *p, wf_status *st) {
   const wf_host *h = opc_host();
   int b;
 
@@ -213,9 +213,9 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
   char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
   void *slots[TRN_MAX_VARS] = {NULL};
   const char *grad_name = o->indices >= 0 ? "values" : "grad";
-  wf__cuda_apply_params p;
+  cuda_apply_params p;
   row_lists rl = {0};
-  wf__cuw w = {0};
+  cuw w = {0};
   trn_vars v;
   int32_t dt;
   int type, rc;
@@ -225,7 +225,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       opc_kernel_input(ctx, o->grad, &grad, &gs, st))
     return h->status_code(st);
   dt = h->tensor_dtype(grad);
-  if (wf__cuw_float_type(dt, &type, st))
+  if (cuw_float_type(dt, &type, st))
     return h->status_code(st);
   if (o->indices >= 0) {
     int32_t idt;
@@ -262,11 +262,11 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
   }
   for (int k = 0; k < v.n; k++)
     slots[k] = h->tensor_data(v.value[k]);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
 
   if (o->indices < 0) {
-    if (!wf__cuw_same_shape(&gs, &vs)) {
+    if (!cuw_same_shape(&gs, &vs)) {
       rc = opc_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'grad' has %s",
                     h->var_name(v.handle[0]),
@@ -274,9 +274,9 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
                     opc_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
-    err = wf__cuda_apply(o->rule, type, h->tensor_count(grad), slots,
+    err = cuda_apply(o->rule, type, h->tensor_count(grad), slots,
                          h->tensor_data(grad), &p, w.dev->stream);
-    rc = wf__cuw_check(&w, "the update kernel", err, st);
+    rc = cuw_check(&w, "the update kernel", err, st);
   } else {
     int64_t width = 1;
     void *dev_lists;
@@ -304,21 +304,21 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       goto done;
     {
       int64_t k = h->tensor_count(indices);
-      if ((rc = wf__cuw_upload(&w, rl.mem,
+      if ((rc = cuw_upload(&w, rl.mem,
                                (size_t)(3 * k + 1) * sizeof(int64_t),
                                &dev_lists, "the sparse rows", st)) != 0)
         goto done;
-      err = wf__cuda_apply_sparse(
+      err = cuda_apply_sparse(
           o->rule, type, rl.nunique, width, (int64_t *)dev_lists + k,
           (int64_t *)dev_lists + 2 * k, (int64_t *)dev_lists, slots,
           h->tensor_data(grad), &p, w.dev->stream);
-      rc = wf__cuw_check(&w, "the sparse update kernel", err, st);
+      rc = cuw_check(&w, "the sparse update kernel", err, st);
     }
   }
 
 done:
   row_lists_free(&rl);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   trn_unlock(&v);
   return rc;
 }
@@ -332,7 +332,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
   wf_shape vs, ds;
   int32_t vdt, ddt;
   char sv[OPC_SHAPE_STR_MAX], sd[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  cuw w = {0};
   int rc = 0, type;
 
   if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
@@ -343,7 +343,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
   vdt = h->tensor_dtype(var);
   ddt = h->tensor_dtype(delta);
   h->tensor_shape(var, &vs);
-  if (vdt != ddt || !wf__cuw_same_shape(&vs, &ds)) {
+  if (vdt != ddt || !cuw_same_shape(&vs, &ds)) {
     rc = opc_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s %s but the value to %s is %s %s",
                   h->var_name(handle), opc_dtype_name(vdt),
@@ -352,23 +352,23 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
                   opc_shape_str(&ds, sd, sizeof sd));
     goto done;
   }
-  if ((type = wf__cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
+  if ((type = cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
     rc = opc_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
                   subtract ? "AssignSubVariable" : "AssignAddVariable",
                   opc_dtype_name(vdt));
     goto done;
   }
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
-  rc = wf__cuw_check(&w, "the accumulation kernel",
-                     wf__cuda_accumulate(type, h->tensor_count(var),
+  rc = cuw_check(&w, "the accumulation kernel",
+                     cuda_accumulate(type, h->tensor_count(var),
                                          h->tensor_data(var),
                                          h->tensor_data(delta), subtract,
                                          w.dev->stream),
                      st);
 
 done:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   h->var_unlock(handle);
   return rc;
 }
@@ -446,7 +446,7 @@ KERNEL(k_assign_add, "AssignAddVariable", "dtype", NUM, 0,
 KERNEL(k_assign_sub, "AssignSubVariable", "dtype", NUM, 0,
        assign_sub_compute);
 
-const wf_kernel_def *const wf__cuda_train_kernels[] = {
+const wf_kernel_def *const cuda_train_kernels[] = {
     &k_gd,          &k_momentum,        &k_adam,          &k_adamw,
     &k_rmsprop,     &k_centered_rmsprop, &k_adagrad,      &k_sparse_gd,
     &k_sparse_momentum, &k_sparse_adam, &k_sparse_adagrad, &k_sparse_rmsprop,

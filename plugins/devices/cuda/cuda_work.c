@@ -8,7 +8,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
+int cuw_begin(cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
   char text[192];
   cudaError_t err;
 
@@ -17,7 +17,7 @@ int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
    * first usable one. */
   w->dev = ctx ? opc_host()->kernel_device_state(ctx) : NULL;
   if (!w->dev || !w->dev->usable)
-    w->dev = wf__cuda_kernel_device();
+    w->dev = cuda_kernel_device();
   if (!w->dev)
     return opc_fail(st, WF_FAILED_PRECONDITION,
                     "the CUDA plugin has no usable GPU (its state was "
@@ -25,11 +25,11 @@ int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
   if ((err = cudaSetDevice(w->dev->ordinal)) != cudaSuccess)
     return opc_fail(st, WF_INTERNAL, "%s: cudaSetDevice failed (%s)",
                     w->dev->label,
-                    wf__cuda_error_text(err, text, sizeof text));
+                    cuda_error_text(err, text, sizeof text));
   return 0;
 }
 
-int wf__cuw_scratch(wf__cuw *w, size_t bytes, void **out, wf_status *st) {
+int cuw_scratch(cuw *w, size_t bytes, void **out, wf_status *st) {
   char why[512];
   int rc;
 
@@ -38,20 +38,20 @@ int wf__cuw_scratch(wf__cuw *w, size_t bytes, void **out, wf_status *st) {
     return opc_fail(st, WF_INTERNAL,
                     "%s: more than %d scratch blocks in one kernel call",
                     w->dev->label, WF_CUW_MAX_BLOCKS);
-  rc = wf__cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
+  rc = cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
   if (rc)
     return opc_fail(st, rc, "%s: scratch memory: %s", w->dev->label, why);
   w->blocks[w->num_blocks++] = *out;
   return 0;
 }
 
-int wf__cuw_upload(wf__cuw *w, const void *src, size_t bytes, void **out,
+int cuw_upload(cuw *w, const void *src, size_t bytes, void **out,
                    const char *what, wf_status *st) {
   char text[192];
   cudaError_t err;
   int rc;
 
-  if ((rc = wf__cuw_scratch(w, bytes, out, st)) != 0)
+  if ((rc = cuw_scratch(w, bytes, out, st)) != 0)
     return rc;
   err = cudaMemcpyAsync(*out, src, bytes, cudaMemcpyHostToDevice,
                         w->dev->stream);
@@ -59,19 +59,19 @@ int wf__cuw_upload(wf__cuw *w, const void *src, size_t bytes, void **out,
     return opc_fail(st, WF_INTERNAL,
                     "%s: copying %s (%zu bytes) to the device failed (%s)",
                     w->dev->label, what, bytes,
-                    wf__cuda_error_text(err, text, sizeof text));
+                    cuda_error_text(err, text, sizeof text));
   return 0;
 }
 
-void wf__cuw_end(wf__cuw *w) {
+void cuw_end(cuw *w) {
   if (!w->dev)
     return;
   for (int i = 0; i < w->num_blocks; i++)
-    wf__cucache_block_free(w->dev->cache, w->blocks[i]);
+    cucache_block_free(w->dev->cache, w->blocks[i]);
   w->num_blocks = 0;
 }
 
-int wf__cuw_check(const wf__cuw *w, const char *what, cudaError_t err,
+int cuw_check(const cuw *w, const char *what, cudaError_t err,
                   wf_status *st) {
   char text[192];
 
@@ -79,10 +79,10 @@ int wf__cuw_check(const wf__cuw *w, const char *what, cudaError_t err,
     return 0;
   return opc_fail(st, WF_INTERNAL, "%s: launching %s failed (%s)",
                   w->dev->label, what,
-                  wf__cuda_error_text(err, text, sizeof text));
+                  cuda_error_text(err, text, sizeof text));
 }
 
-int wf__cuw_type_of(int32_t dtype) {
+int cuw_type_of(int32_t dtype) {
   switch (dtype) {
   case WF_FLOAT32: return WF_CUDA_F32;
   case WF_FLOAT64: return WF_CUDA_F64;
@@ -95,7 +95,7 @@ int wf__cuw_type_of(int32_t dtype) {
   }
 }
 
-int wf__cuw_float_type(int32_t dtype, int *type, wf_status *st) {
+int cuw_float_type(int32_t dtype, int *type, wf_status *st) {
   if (dtype == WF_FLOAT32)
     *type = WF_CUDA_F32;
   else if (dtype == WF_FLOAT64)
@@ -106,7 +106,7 @@ int wf__cuw_float_type(int32_t dtype, int *type, wf_status *st) {
   return 0;
 }
 
-void wf__cuw_bcast(const wf_shape *out, const wf_shape *in, wf__cuda_bcast *b,
+void cuw_bcast(const wf_shape *out, const wf_shape *in, cuda_bcast *b,
                    int64_t *count) {
   opc_bcast walk;
 
@@ -121,7 +121,7 @@ void wf__cuw_bcast(const wf_shape *out, const wf_shape *in, wf__cuda_bcast *b,
   *count = walk.count;
 }
 
-int wf__cuw_same_shape(const wf_shape *a, const wf_shape *b) {
+int cuw_same_shape(const wf_shape *a, const wf_shape *b) {
   if (a->rank != b->rank)
     return 0;
   for (int i = 0; i < a->rank; i++)
@@ -130,7 +130,7 @@ int wf__cuw_same_shape(const wf_shape *a, const wf_shape *b) {
   return 1;
 }
 
-int wf__cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+int cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
                        wf_status *st) {
   const wf_host *h = opc_host();
   int32_t dt = h->tensor_dtype(t);

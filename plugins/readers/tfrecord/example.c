@@ -80,7 +80,7 @@ static const char *shape_str(const wf_shape *s, char *buf, size_t len) {
 
 static int spec_fail(const char *text, size_t len, wf_status *st,
                      const char *why) {
-  wf__tfr_host()->status_set(
+  tfr_host()->status_set(
       st, WF_INVALID_ARGUMENT,
       "tfrecord: feature spec \"%.*s\": %s (the form is "
       "name:dtype:shape[:default], dtype float32, int64 or string, shape "
@@ -98,7 +98,7 @@ static int cstr(const char *p, size_t n, char *buf, size_t cap) {
   return 1;
 }
 
-static int parse_shape(const char *p, size_t n, wf__tfr_spec *out) {
+static int parse_shape(const char *p, size_t n, tfr_spec *out) {
   out->shape.rank = 0;
   out->var_dim = -1;
   out->known = 1;
@@ -137,7 +137,7 @@ static int parse_shape(const char *p, size_t n, wf__tfr_spec *out) {
 
 /* Parses the numeric default list [p, p+n) into out->def. */
 static int parse_numbers(const char *text, size_t tlen, const char *p,
-                         size_t n, wf__tfr_spec *out, wf_status *st) {
+                         size_t n, tfr_spec *out, wf_status *st) {
   int64_t count = n == 0 ? 0 : 1;
   size_t es = dtype_bytes(out->dtype);
 
@@ -146,9 +146,9 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   out->def_count = count;
   if (count == 0)
     return 0;
-  out->def = wf__tfr_host()->alloc((size_t)count * es, 0);
+  out->def = tfr_host()->alloc((size_t)count * es, 0);
   if (!out->def) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "tfrecord: out of memory for a default value");
     return WF_RESOURCE_EXHAUSTED;
   }
@@ -179,7 +179,7 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   return 0;
 }
 
-int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
+int tfr_spec_parse(const char *text, size_t len, tfr_spec *out,
                        wf_status *st) {
   const char *end = text + len;
   const char *c1, *c2, *c3;
@@ -226,9 +226,9 @@ int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
   if (out->dtype == WF_UINT8) {
     out->def_count = (int64_t)(end - c3 - 1);
     if (out->def_count > 0) {
-      out->def = wf__tfr_host()->alloc((size_t)out->def_count, 0);
+      out->def = tfr_host()->alloc((size_t)out->def_count, 0);
       if (!out->def) {
-        wf__tfr_host()->status_set(
+        tfr_host()->status_set(
             st, WF_RESOURCE_EXHAUSTED,
             "tfrecord: out of memory for a default value");
         return WF_RESOURCE_EXHAUSTED;
@@ -251,12 +251,12 @@ int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
   return 0;
 
 fail:
-  wf__tfr_spec_deinit(out);
-  return wf__tfr_host()->status_code(st);
+  tfr_spec_deinit(out);
+  return tfr_host()->status_code(st);
 }
 
-void wf__tfr_spec_deinit(wf__tfr_spec *spec) {
-  wf__tfr_host()->free(spec->def);
+void tfr_spec_deinit(tfr_spec *spec) {
+  tfr_host()->free(spec->def);
   spec->def = NULL;
   spec->def_count = 0;
 }
@@ -264,8 +264,8 @@ void wf__tfr_spec_deinit(wf__tfr_spec *spec) {
 /* ---- the arena -------------------------------------------------------- */
 
 static void *arena_alloc(void *data, size_t size) {
-  wf__tfr_arena *a = data;
-  const wf_host *host = wf__tfr_host();
+  tfr_arena *a = data;
+  const wf_host *host = tfr_host();
   void *p;
 
   if (size > SIZE_MAX / 4)
@@ -313,8 +313,8 @@ static void arena_free(void *data, void *p) {
   (void)p;
 }
 
-static void arena_reset(wf__tfr_arena *a) {
-  const wf_host *host = wf__tfr_host();
+static void arena_reset(tfr_arena *a) {
+  const wf_host *host = tfr_host();
   for (size_t i = 0; i < a->num_retired; i++)
     host->free(a->retired[i]);
   a->num_retired = 0;
@@ -327,18 +327,18 @@ static void arena_reset(wf__tfr_arena *a) {
   }
 }
 
-static void arena_deinit(wf__tfr_arena *a) {
+static void arena_deinit(tfr_arena *a) {
   arena_reset(a);
-  wf__tfr_host()->free(a->block);
-  wf__tfr_host()->free(a->retired);
+  tfr_host()->free(a->block);
+  tfr_host()->free(a->retired);
   memset(a, 0, sizeof *a);
 }
 
 /* Unpacks one payload into the arena (reset first). NULL with st set:
  * DATA_LOSS for a payload that is not an Example, RESOURCE_EXHAUSTED. */
-static Tensorflow__Example *unpack(wf__tfr_arena *a, ProtobufCAllocator *pa,
+static Tensorflow__Example *unpack(tfr_arena *a, ProtobufCAllocator *pa,
                                    const uint8_t *data, size_t len,
-                                   const wf__tfr_where *w, wf_status *st) {
+                                   const tfr_where *w, wf_status *st) {
   Tensorflow__Example *ex;
   char at[1024];
 
@@ -347,15 +347,15 @@ static Tensorflow__Example *unpack(wf__tfr_arena *a, ProtobufCAllocator *pa,
   if (ex)
     return ex;
   if (a->failed)
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory parsing its %zu-byte "
                                "tf.train.Example",
-                               wf__tfr_where_str(w, at, sizeof at), len);
+                               tfr_where_str(w, at, sizeof at), len);
   else
-    wf__tfr_host()->status_set(st, WF_DATA_LOSS,
+    tfr_host()->status_set(st, WF_DATA_LOSS,
                                "%s: the %zu-byte payload is not a valid "
                                "tf.train.Example protobuf",
-                               wf__tfr_where_str(w, at, sizeof at), len);
+                               tfr_where_str(w, at, sizeof at), len);
   return NULL;
 }
 
@@ -368,7 +368,7 @@ static uint32_t name_hash(const char *s) {
   return h;
 }
 
-static int lookup(const wf__tfr_decoder *d, const char *name) {
+static int lookup(const tfr_decoder *d, const char *name) {
   for (uint32_t i = name_hash(name) & d->slot_mask;; i = (i + 1) & d->slot_mask) {
     int32_t k = d->slots[i];
     if (k < 0 || strcmp(d->specs[k].name, name) == 0)
@@ -376,9 +376,9 @@ static int lookup(const wf__tfr_decoder *d, const char *name) {
   }
 }
 
-int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
+int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
                          wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+  const wf_host *host = tfr_host();
   uint32_t nslots = 8;
 
   memset(d, 0, sizeof *d);
@@ -416,14 +416,14 @@ int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
   return 0;
 
 fail:
-  wf__tfr_decoder_deinit(d);
+  tfr_decoder_deinit(d);
   return host->status_code(st);
 }
 
-void wf__tfr_decoder_deinit(wf__tfr_decoder *d) {
-  const wf_host *host = wf__tfr_host();
+void tfr_decoder_deinit(tfr_decoder *d) {
+  const wf_host *host = tfr_host();
   for (int i = 0; i < d->num_specs; i++)
-    wf__tfr_spec_deinit(&d->specs[i]);
+    tfr_spec_deinit(&d->specs[i]);
   host->free(d->specs);
   host->free(d->slots);
   host->free(d->found);
@@ -457,7 +457,7 @@ static const char *present_names(const Tensorflow__Example *ex, char *buf,
 
 /* Fills t's count elements from spec's default: all of it, or one value
  * repeated. */
-static void fill_default(const wf__tfr_spec *spec, void *out, int64_t count) {
+static void fill_default(const tfr_spec *spec, void *out, int64_t count) {
   size_t es = dtype_bytes(spec->dtype);
   if (count == 0)
     return;
@@ -470,12 +470,12 @@ static void fill_default(const wf__tfr_spec *spec, void *out, int64_t count) {
 }
 
 /* The tensor for spec from feature f (seen: the record names it). */
-static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
+static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                       const Tensorflow__Example *ex,
                       const Tensorflow__Feature *f, int seen,
-                      const wf__tfr_where *w, wf_tensor **out,
+                      const tfr_where *w, wf_tensor **out,
                       wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+  const wf_host *host = tfr_host();
   int kind = f ? (int)f->kind_case : TENSORFLOW__FEATURE__KIND__NOT_SET;
   int want = dtype_kind(spec->dtype);
   int64_t count = 0;
@@ -488,7 +488,7 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
     host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' is missing and its spec has no "
                      "default (the record's features: %s)",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name,
+                     tfr_where_str(w, at, sizeof at), spec->name,
                      present_names(ex, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
@@ -496,7 +496,7 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
     host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' holds a %s list; its spec asks for "
                      "%s (a %s list)",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name,
+                     tfr_where_str(w, at, sizeof at), spec->name,
                      kind_name(kind), dtype_word(spec->dtype),
                      kind_name(want));
     return WF_DATA_LOSS;
@@ -517,7 +517,7 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
     host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' has %" PRId64 " %s; its shape %s "
                      "cannot hold them",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name, count,
+                     tfr_where_str(w, at, sizeof at), spec->name, count,
                      spec->dtype == WF_UINT8 ? "bytes" : "values",
                      shape_str(&spec->shape, buf, sizeof buf));
     return WF_DATA_LOSS;
@@ -545,10 +545,10 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
   return 0;
 }
 
-int wf__tfr_decoder_decode(wf__tfr_decoder *d, const uint8_t *data,
-                           size_t len, const wf__tfr_where *w,
+int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data,
+                           size_t len, const tfr_where *w,
                            wf_tensor **fields, wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+  const wf_host *host = tfr_host();
   Tensorflow__Example *ex;
   int i = 0;
 
@@ -600,14 +600,14 @@ static int entry_cmp(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int wf__tfr_infer_specs(const uint8_t *data, size_t len,
-                        const wf__tfr_where *w, wf__tfr_spec **specs,
+int tfr_infer_specs(const uint8_t *data, size_t len,
+                        const tfr_where *w, tfr_spec **specs,
                         int *num, wf_status *st) {
-  const wf_host *host = wf__tfr_host();
-  wf__tfr_arena arena = {0};
+  const wf_host *host = tfr_host();
+  tfr_arena arena = {0};
   ProtobufCAllocator pa = {arena_alloc, arena_free, &arena};
   Tensorflow__Example *ex;
-  wf__tfr_spec *out = NULL;
+  tfr_spec *out = NULL;
   entry_ref *refs = NULL;
   size_t count, n = 0;
   char at[1024];
@@ -620,7 +620,7 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
   count = ex->features ? ex->features->n_feature : 0;
   if (count > INT32_MAX / 2) {
     host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
-                     wf__tfr_where_str(w, at, sizeof at));
+                     tfr_where_str(w, at, sizeof at));
     goto fail;
   }
   out = host->alloc((count ? count : 1) * sizeof *out, 0);
@@ -639,7 +639,7 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
   for (size_t e = 0; e < count; e++) {
     const Tensorflow__Feature *f = refs[e].value;
     size_t klen = strlen(refs[e].key);
-    wf__tfr_spec *s;
+    tfr_spec *s;
 
     /* A name given twice: its last value counts. */
     if (e + 1 < count && strcmp(refs[e].key, refs[e + 1].key) == 0)
@@ -651,7 +651,7 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
                        "%s: feature name '%.80s' cannot name a field (1 to "
                        "63 bytes); select features with the 'features' "
                        "option",
-                       wf__tfr_where_str(w, at, sizeof at), refs[e].key);
+                       tfr_where_str(w, at, sizeof at), refs[e].key);
       goto fail;
     }
     s = &out[n++];

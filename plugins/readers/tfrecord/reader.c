@@ -19,17 +19,17 @@
 
 static const wf_host *the_host;
 
-const wf_host *wf__tfr_host(void) { return the_host; }
-void wf__tfr_set_host(const wf_host *host) { the_host = host; }
+const wf_host *tfr_host(void) { return the_host; }
+void tfr_set_host(const wf_host *host) { the_host = host; }
 
 typedef struct reader {
   char *path;
-  wf__tfr_stream s;
+  tfr_stream s;
   uint64_t number;  /* of the record at s.pos */
   uint64_t max_len; /* max_record_bytes */
   int raw;
   int validate;
-  wf__tfr_decoder dec; /* unused when raw */
+  tfr_decoder dec; /* unused when raw */
 } reader;
 
 typedef struct options {
@@ -124,10 +124,10 @@ static int parse_options(const char *path, const wf_attr_item *opts,
 
 /* Specs from the 'features' option: list items, or one string split at
  * ';'. *specs is host-allocated. */
-static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
+static int specs_from_option(const wf_attr_value *v, tfr_spec **specs,
                              int *num, wf_status *st) {
   int64_t count;
-  wf__tfr_spec *out;
+  tfr_spec *out;
   int n = 0;
 
   if (v->type == WF_ATTR_STRING) {
@@ -155,14 +155,14 @@ static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
     for (; n < count; n++) {
       const char *semi = strchr(p, ';');
       size_t len = semi ? (size_t)(semi - p) : strlen(p);
-      if (wf__tfr_spec_parse(p, len, &out[n], st))
+      if (tfr_spec_parse(p, len, &out[n], st))
         goto fail;
       p = semi ? semi + 1 : p + len;
     }
   } else {
     for (; n < count; n++) {
       const char *s = v->u.strings[n] ? v->u.strings[n] : "";
-      if (wf__tfr_spec_parse(s, strlen(s), &out[n], st))
+      if (tfr_spec_parse(s, strlen(s), &out[n], st))
         goto fail;
     }
   }
@@ -172,33 +172,33 @@ static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
 
 fail:
   for (int i = 0; i < n; i++)
-    wf__tfr_spec_deinit(&out[i]);
+    tfr_spec_deinit(&out[i]);
   the_host->free(out);
   return the_host->status_code(st);
 }
 
 /* ---- the reader ---------------------------------------------------------- */
 
-static wf__tfr_where where_now(const reader *r) {
-  wf__tfr_where w = {r->path, r->number, r->s.pos,
+static tfr_where where_now(const reader *r) {
+  tfr_where w = {r->path, r->number, r->s.pos,
                      r->s.codec != WF__TFR_CODEC_NONE};
   return w;
 }
 
 /* Specs for every feature of the first record, which stays unread. */
-static int infer(reader *r, wf__tfr_spec **specs, int *num, wf_status *st) {
-  wf__tfr_record rec;
-  wf__tfr_where w = where_now(r);
+static int infer(reader *r, tfr_spec **specs, int *num, wf_status *st) {
+  tfr_record rec;
+  tfr_where w = where_now(r);
   char why[1024];
   int rc;
 
   *specs = NULL;
   *num = 0;
-  rc = wf__tfr_record_read(&r->s, 0, r->max_len, &rec, st);
+  rc = tfr_record_read(&r->s, 0, r->max_len, &rec, st);
   if (rc == WF_READER_END)
     return 0;
   if (rc == WF_READER_RECORD &&
-      wf__tfr_infer_specs(rec.data, (size_t)rec.len, &w, specs, num, st) == 0)
+      tfr_infer_specs(rec.data, (size_t)rec.len, &w, specs, num, st) == 0)
     return 0;
   snprintf(why, sizeof why, "%s", the_host->status_message(st));
   rc = the_host->status_code(st);
@@ -213,8 +213,8 @@ static void tfr_close(void *rd) {
   reader *r = rd;
   if (!r)
     return;
-  wf__tfr_decoder_deinit(&r->dec);
-  wf__tfr_stream_close(&r->s);
+  tfr_decoder_deinit(&r->dec);
+  tfr_stream_close(&r->s);
   the_host->free(r->path);
   the_host->free(r);
 }
@@ -222,7 +222,7 @@ static void tfr_close(void *rd) {
 static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
                     void **rd, wf_status *st) {
   reader *r = NULL;
-  wf__tfr_spec *specs = NULL;
+  tfr_spec *specs = NULL;
   int nspecs = 0;
   size_t plen = strlen(path);
   options o;
@@ -248,14 +248,14 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
   r->max_len = o.max_len;
   if (!o.raw && o.features && specs_from_option(o.features, &specs, &nspecs, st))
     goto fail;
-  if (wf__tfr_stream_open(&r->s, r->path, o.codec, st))
+  if (tfr_stream_open(&r->s, r->path, o.codec, st))
     goto fail;
   if (!o.raw && !o.features && infer(r, &specs, &nspecs, st))
     goto fail;
   if (!o.raw) {
-    wf__tfr_spec *taken = specs;
+    tfr_spec *taken = specs;
     specs = NULL;
-    if (wf__tfr_decoder_init(&r->dec, taken, nspecs, st))
+    if (tfr_decoder_init(&r->dec, taken, nspecs, st))
       goto fail;
   }
   *rd = r;
@@ -264,7 +264,7 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
 fail:
   if (specs) {
     for (int i = 0; i < nspecs; i++)
-      wf__tfr_spec_deinit(&specs[i]);
+      tfr_spec_deinit(&specs[i]);
     the_host->free(specs);
   }
   tfr_close(r);
@@ -295,11 +295,11 @@ static void tfr_field(void *rd, int32_t i, wf_reader_field *out) {
 
 static int tfr_next(void *rd, wf_tensor **fields, wf_status *st) {
   reader *r = rd;
-  wf__tfr_record rec;
-  wf__tfr_where w = where_now(r);
+  tfr_record rec;
+  tfr_where w = where_now(r);
   int rc;
 
-  rc = wf__tfr_record_read(&r->s, r->number, r->max_len, &rec, st);
+  rc = tfr_record_read(&r->s, r->number, r->max_len, &rec, st);
   if (rc == WF_READER_END || (rc < 0 && rc != -WF_DATA_LOSS))
     return rc;
   if (rc == WF_READER_RECORD && r->raw) {
@@ -311,14 +311,14 @@ static int tfr_next(void *rd, wf_tensor **fields, wf_status *st) {
       memcpy(the_host->tensor_data(t), rec.data, (size_t)rec.len);
     fields[0] = t;
   } else if (rc == WF_READER_RECORD) {
-    rc = wf__tfr_decoder_decode(&r->dec, rec.data, (size_t)rec.len, &w,
+    rc = tfr_decoder_decode(&r->dec, rec.data, (size_t)rec.len, &w,
                                 fields, st);
     if (rc < 0 && rc != -WF_DATA_LOSS)
       return rc; /* out of memory: the record stays unread */
     if (rc == 0)
       rc = WF_READER_RECORD;
   }
-  wf__tfr_stream_skip(&r->s, rec.size);
+  tfr_stream_skip(&r->s, rec.size);
   r->number++;
   return rc;
 }
@@ -330,7 +330,7 @@ static uint64_t tfr_tell(void *rd) { return ((const reader *)rd)->s.pos; }
 static int walk_to(reader *r, uint64_t target, wf_status *st) {
   while (r->s.pos < target) {
     uint64_t at = r->s.pos;
-    int rc = wf__tfr_record_pass(&r->s, r->number, r->max_len, 0, st);
+    int rc = tfr_record_pass(&r->s, r->number, r->max_len, 0, st);
     if (rc == WF_READER_END) {
       the_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
@@ -369,7 +369,7 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
   if (pos == r->s.pos)
     return 0;
   if (pos < r->s.pos) {
-    if (wf__tfr_stream_rewind(&r->s, st))
+    if (tfr_stream_rewind(&r->s, st))
       return the_host->status_code(st);
     r->number = 0;
   }
@@ -382,7 +382,7 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
   if (r->s.codec == WF__TFR_CODEC_NONE) {
     r->s.pos = old_pos;
     r->number = old_number;
-  } else if (wf__tfr_stream_rewind(&r->s, st) == 0) {
+  } else if (tfr_stream_rewind(&r->s, st) == 0) {
     r->number = 0;
     walk_to(r, old_pos, st);
   }
@@ -392,13 +392,13 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
 
 static int64_t tfr_count(void *rd, wf_status *st) {
   const reader *r = rd;
-  wf__tfr_stream s;
+  tfr_stream s;
   int64_t n = 0;
 
-  if (wf__tfr_stream_open(&s, r->path, r->s.codec, st))
+  if (tfr_stream_open(&s, r->path, r->s.codec, st))
     return -1;
   for (;;) {
-    int rc = wf__tfr_record_pass(&s, (uint64_t)n, r->max_len, r->validate, st);
+    int rc = tfr_record_pass(&s, (uint64_t)n, r->max_len, r->validate, st);
     if (rc == WF_READER_END)
       break;
     if (rc < 0) {
@@ -407,7 +407,7 @@ static int64_t tfr_count(void *rd, wf_status *st) {
     }
     n++;
   }
-  wf__tfr_stream_close(&s);
+  tfr_stream_close(&s);
   return n;
 }
 
@@ -459,7 +459,7 @@ static int tfr_init(const wf_host *host, void **state, wf_status *st) {
                        (unsigned)host->struct_size);
     return WF_FAILED_PRECONDITION;
   }
-  wf__tfr_set_host(host);
+  tfr_set_host(host);
   *state = NULL;
   return 0;
 }

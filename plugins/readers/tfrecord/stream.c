@@ -23,7 +23,7 @@
 #define IN_CHUNK ((size_t)1 << 16)
 #define OUT_CHUNK ((size_t)1 << 16)
 
-const char *wf__tfr_codec_name(int codec) {
+const char *tfr_codec_name(int codec) {
   switch (codec) {
   case WF__TFR_CODEC_NONE:
     return "none";
@@ -55,12 +55,12 @@ static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
   (void)opaque;
   if (size != 0 && items > SIZE_MAX / size)
     return Z_NULL;
-  return wf__tfr_host()->alloc((size_t)items * size, 0);
+  return tfr_host()->alloc((size_t)items * size, 0);
 }
 
 static void z_free(voidpf opaque, voidpf p) {
   (void)opaque;
-  wf__tfr_host()->free(p);
+  tfr_host()->free(p);
 }
 
 static uint32_t le32(const uint8_t *p) {
@@ -72,7 +72,7 @@ static uint32_t le32(const uint8_t *p) {
  * header wins: a plain file's first length may look like a zlib header
  * (0x78 0x01 is length 376), but its CRC will not match by chance. */
 static int detect(const uint8_t *h, size_t n) {
-  if (n >= 12 && wf__tfr_crc_mask(wf__crc32c(0, h, 8)) == le32(h + 8))
+  if (n >= 12 && tfr_crc_mask(tfr_crc32c(0, h, 8)) == le32(h + 8))
     return WF__TFR_CODEC_NONE;
   if (n >= 2 && h[0] == 0x1f && h[1] == 0x8b)
     return WF__TFR_CODEC_GZIP;
@@ -83,17 +83,17 @@ static int detect(const uint8_t *h, size_t n) {
 }
 
 /* Compressed bytes consumed so far (of the file, across members). */
-static uint64_t z_consumed(const wf__tfr_stream *s) {
+static uint64_t z_consumed(const tfr_stream *s) {
   return (uint64_t)lseek(s->fd, 0, SEEK_CUR) - s->z.avail_in;
 }
 
 /* Records a fatal error of the compressed stream, to be repeated. */
-static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...)
+static int z_fail(tfr_stream *s, int32_t code, const char *fmt, ...)
     WF_PRINTF_LIKE(3, 4);
-static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...) {
+static int z_fail(tfr_stream *s, int32_t code, const char *fmt, ...) {
   va_list ap;
   int n = snprintf(s->z_msg, sizeof s->z_msg, "%s (%s): ", s->path,
-                   wf__tfr_codec_name(s->codec));
+                   tfr_codec_name(s->codec));
   if (n < 0 || (size_t)n >= sizeof s->z_msg)
     n = 0;
   va_start(ap, fmt);
@@ -103,29 +103,29 @@ static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...) {
   return code;
 }
 
-static int z_repeat(const wf__tfr_stream *s, wf_status *st) {
-  wf__tfr_host()->status_set(st, s->z_error, "%s", s->z_msg);
+static int z_repeat(const tfr_stream *s, wf_status *st) {
+  tfr_host()->status_set(st, s->z_error, "%s", s->z_msg);
   return s->z_error;
 }
 
-static int z_start(wf__tfr_stream *s, wf_status *st) {
+static int z_start(tfr_stream *s, wf_status *st) {
   int bits = s->codec == WF__TFR_CODEC_GZIP ? 15 + 16 : 15;
   memset(&s->z, 0, sizeof s->z);
   s->z.zalloc = z_alloc;
   s->z.zfree = z_free;
   if (inflateInit2(&s->z, bits) != Z_OK) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory starting %s decompression",
-                               s->path, wf__tfr_codec_name(s->codec));
+                               s->path, tfr_codec_name(s->codec));
     return WF_RESOURCE_EXHAUSTED;
   }
   s->z_live = 1;
   return 0;
 }
 
-int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
+int tfr_stream_open(tfr_stream *s, const char *path, int codec,
                         wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+  const wf_host *host = tfr_host();
   struct stat sb;
   uint8_t head[12];
   ssize_t got = 0;
@@ -204,7 +204,7 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
   if (!s->in) {
     host->status_set(st, WF_RESOURCE_EXHAUSTED,
                      "%s: out of memory for the %s input buffer", path,
-                     wf__tfr_codec_name(codec));
+                     tfr_codec_name(codec));
     goto fail;
   }
   if (z_start(s, st))
@@ -212,12 +212,12 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
   return 0;
 
 fail:
-  wf__tfr_stream_close(s);
+  tfr_stream_close(s);
   return host->status_code(st);
 }
 
-void wf__tfr_stream_close(wf__tfr_stream *s) {
-  const wf_host *host = wf__tfr_host();
+void tfr_stream_close(tfr_stream *s) {
+  const wf_host *host = tfr_host();
   if (s->map)
     munmap((void *)s->map, (size_t)s->file_size);
   if (s->z_live)
@@ -231,7 +231,7 @@ void wf__tfr_stream_close(wf__tfr_stream *s) {
 }
 
 /* Reads more compressed input when all of it was consumed. */
-static int z_refill(wf__tfr_stream *s, wf_status *st) {
+static int z_refill(tfr_stream *s, wf_status *st) {
   ssize_t r;
   if (s->z.avail_in > 0 || s->file_eof)
     return 0;
@@ -252,7 +252,7 @@ static int z_refill(wf__tfr_stream *s, wf_status *st) {
 
 /* Makes room for at least OUT_CHUNK bytes after hi, moving the held bytes
  * to the front or doubling the window. */
-static int window_room(wf__tfr_stream *s, wf_status *st) {
+static int window_room(tfr_stream *s, wf_status *st) {
   size_t held = s->hi - s->lo;
   size_t cap;
   uint8_t *nb;
@@ -266,9 +266,9 @@ static int window_room(wf__tfr_stream *s, wf_status *st) {
     return 0;
   }
   cap = s->cap * 2 > held + OUT_CHUNK ? s->cap * 2 : held + OUT_CHUNK;
-  nb = wf__tfr_host()->alloc(cap, 0);
+  nb = tfr_host()->alloc(cap, 0);
   if (!nb) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory growing the decompression "
                                "window to %zu bytes",
                                s->path, cap);
@@ -276,7 +276,7 @@ static int window_room(wf__tfr_stream *s, wf_status *st) {
   }
   if (held)
     memcpy(nb, s->buf + s->lo, held);
-  wf__tfr_host()->free(s->buf);
+  tfr_host()->free(s->buf);
   s->buf = nb;
   s->cap = cap;
   s->lo = 0;
@@ -285,12 +285,12 @@ static int window_room(wf__tfr_stream *s, wf_status *st) {
 }
 
 /* One inflate step: appends what it produces to the window. */
-static int z_step(wf__tfr_stream *s, wf_status *st) {
+static int z_step(tfr_stream *s, wf_status *st) {
   size_t room;
   int ret;
 
   if (z_refill(s, st) || window_room(s, st))
-    return wf__tfr_host()->status_code(st);
+    return tfr_host()->status_code(st);
   room = s->cap - s->hi;
   s->z.next_out = s->buf + s->hi;
   s->z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
@@ -305,7 +305,7 @@ static int z_step(wf__tfr_stream *s, wf_status *st) {
     /* Another gzip member may follow; anything after a zlib stream is
      * garbage. */
     if (z_refill(s, st))
-      return wf__tfr_host()->status_code(st);
+      return tfr_host()->status_code(st);
     if (s->z.avail_in == 0) {
       s->z_end = 1;
       return 0;
@@ -345,7 +345,7 @@ static int z_step(wf__tfr_stream *s, wf_status *st) {
   }
 }
 
-int wf__tfr_stream_peek(wf__tfr_stream *s, size_t n, const uint8_t **p,
+int tfr_stream_peek(tfr_stream *s, size_t n, const uint8_t **p,
                         size_t *avail, wf_status *st) {
   if (s->codec == WF__TFR_CODEC_NONE) {
     uint64_t rem = s->file_size - s->pos;
@@ -357,26 +357,26 @@ int wf__tfr_stream_peek(wf__tfr_stream *s, size_t n, const uint8_t **p,
     return z_repeat(s, st);
   while (s->hi - s->lo < n && !s->z_end)
     if (z_step(s, st))
-      return wf__tfr_host()->status_code(st);
+      return tfr_host()->status_code(st);
   *avail = s->hi - s->lo < n ? s->hi - s->lo : n;
   *p = s->buf ? s->buf + s->lo : NULL;
   return 0;
 }
 
-void wf__tfr_stream_skip(wf__tfr_stream *s, size_t n) {
+void tfr_stream_skip(tfr_stream *s, size_t n) {
   s->pos += n;
   if (s->codec != WF__TFR_CODEC_NONE)
     s->lo += n;
 }
 
-int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
+int tfr_stream_pass(tfr_stream *s, uint64_t n, uint32_t *crc,
                         uint64_t *done, wf_status *st) {
   *done = 0;
   if (s->codec == WF__TFR_CODEC_NONE) {
     uint64_t rem = s->file_size - s->pos;
     uint64_t k = rem < n ? rem : n;
     if (crc && k > 0)
-      *crc = wf__crc32c(*crc, s->map + s->pos, (size_t)k);
+      *crc = tfr_crc32c(*crc, s->map + s->pos, (size_t)k);
     s->pos += k;
     *done = k;
     return 0;
@@ -385,26 +385,26 @@ int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
     const uint8_t *p;
     size_t avail;
     uint64_t want = n - *done;
-    if (wf__tfr_stream_peek(s, want < OUT_CHUNK ? (size_t)want : OUT_CHUNK,
+    if (tfr_stream_peek(s, want < OUT_CHUNK ? (size_t)want : OUT_CHUNK,
                             &p, &avail, st))
-      return wf__tfr_host()->status_code(st);
+      return tfr_host()->status_code(st);
     if (avail == 0)
       break;
     if (crc)
-      *crc = wf__crc32c(*crc, p, avail);
-    wf__tfr_stream_skip(s, avail);
+      *crc = tfr_crc32c(*crc, p, avail);
+    tfr_stream_skip(s, avail);
     *done += avail;
   }
   return 0;
 }
 
-int wf__tfr_stream_rewind(wf__tfr_stream *s, wf_status *st) {
+int tfr_stream_rewind(tfr_stream *s, wf_status *st) {
   s->pos = 0;
   if (s->codec == WF__TFR_CODEC_NONE)
     return 0;
   if (lseek(s->fd, 0, SEEK_SET) != 0) {
     int e = errno;
-    wf__tfr_host()->status_set(st, errno_code(e), "%s: cannot seek: %s",
+    tfr_host()->status_set(st, errno_code(e), "%s: cannot seek: %s",
                                s->path, strerror(e));
     return errno_code(e);
   }

@@ -51,7 +51,7 @@ static int fail(wf_status *st, int code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  wf__mpi_host->status_set(st, code, "%s", msg);
+  mpt_host->status_set(st, code, "%s", msg);
   return code;
 }
 
@@ -118,7 +118,7 @@ static int parse_reduction(const char *v, int32_t dtype, int *mean,
 
 /* Checks "reduction" against "T" while the graph is built. */
 static int shape_check_reduction(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_attr_value red, t;
   int mean;
   if (h->shape_attr(ctx, "reduction", &red) || h->shape_attr(ctx, "T", &t))
@@ -128,7 +128,7 @@ static int shape_check_reduction(wf_shape_ctx *ctx, wf_status *st) {
 
 /* Output i has input i's shape. */
 static int shape_same(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   int32_t n = h->shape_num_inputs(ctx);
   (void)st;
   for (int32_t i = 0; i < n; i++) {
@@ -142,14 +142,14 @@ static int shape_same(wf_shape_ctx *ctx, wf_status *st) {
 
 static int allreduce_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_reduction(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return mpt_host->status_code(st);
   return shape_same(ctx, st);
 }
 
 /* Root must be a task of the job when the job is known already. */
 static int shape_check_root(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  const wf__mpi_job *job = wf__mpi_joined();
+  const wf_host *h = mpt_host;
+  const mpt_job *job = mpt_joined();
   wf_attr_value root;
   if (h->shape_attr(ctx, "root", &root))
     return 0;
@@ -162,21 +162,21 @@ static int shape_check_root(wf_shape_ctx *ctx, wf_status *st) {
 
 static int broadcast_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_root(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return mpt_host->status_code(st);
   return shape_same(ctx, st);
 }
 
 static int reduce_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_reduction(ctx, st) || shape_check_root(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return mpt_host->status_code(st);
   return shape_same(ctx, st);
 }
 
 /* AllGather (gather = 1) and ReduceScatter (0): dimension 0 times or
  * divided by the job size, unknown (-1) while no job is joined. */
 static int dim0_shape(wf_shape_ctx *ctx, int gather, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  const wf__mpi_job *job = wf__mpi_joined();
+  const wf_host *h = mpt_host;
+  const mpt_job *job = mpt_joined();
   int32_t dt;
   wf_shape s;
   if (!gather && shape_check_reduction(ctx, st))
@@ -217,17 +217,17 @@ static int reduce_scatter_shape(wf_shape_ctx *ctx, wf_status *st) {
 static int size_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s = {.rank = 0};
   (void)st;
-  wf__mpi_host->shape_set_output(ctx, 0, &s);
+  mpt_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
 /* ---- kernels: set-up
  * ------------------------------------------------------------ */
 
-static int setup(wf_kernel_ctx *ctx, wf__coll_kind kind, void **state,
+static int setup(wf_kernel_ctx *ctx, coll_kind kind, void **state,
                  wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_config cfg = {.kind = kind, .n = 1};
+  const wf_host *h = mpt_host;
+  coll_config cfg = {.kind = kind, .n = 1};
   wf_attr_value v;
   int mean = 0;
   if (h->kernel_attr(ctx, "T", &v))
@@ -247,7 +247,7 @@ static int setup(wf_kernel_ctx *ctx, wf__coll_kind kind, void **state,
   if ((kind == WF__COLL_BROADCAST || kind == WF__COLL_REDUCE) &&
       h->kernel_attr(ctx, "root", &v) == 0)
     cfg.root = (int32_t)v.u.i;
-  wf__coll_node *nd = wf__coll_node_new(h->kernel_node_name(ctx), &cfg, st);
+  coll_node *nd = coll_node_new(h->kernel_node_name(ctx), &cfg, st);
   if (!nd)
     return h->status_code(st);
   *state = nd;
@@ -271,14 +271,14 @@ static int reduce_scatter_create(wf_kernel_ctx *ctx, void **state,
   return setup(ctx, WF__COLL_REDUCE_SCATTER, state, st);
 }
 
-static void coll_destroy(void *state) { wf__coll_node_free(state); }
+static void coll_destroy(void *state) { coll_node_free(state); }
 
 /* ---- kernels: compute
  * ----------------------------------------------------------- */
 
 /* A job of one task: every output is its input, done at once. */
 static int forward_all(wf_kernel_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   int32_t n = h->kernel_num_inputs(ctx);
   for (int32_t i = 0; i < n; i++)
     if (h->kernel_output_set(ctx, i, (wf_tensor *)h->kernel_input(ctx, i), st))
@@ -287,34 +287,34 @@ static int forward_all(wf_kernel_ctx *ctx, wf_status *st) {
   return 0;
 }
 
-static int too_large(const wf__coll_node *nd, int64_t count, wf_status *st) {
+static int too_large(const coll_node *nd, int64_t count, wf_status *st) {
   return fail(st, WF_INVALID_ARGUMENT,
               "task %d of %d: %lld elements are more than one MPI call "
               "carries (%d); split the tensors over several nodes",
-              wf__coll_node_rank(nd), wf__coll_node_size(nd), (long long)count,
+              coll_node_rank(nd), coll_node_size(nd), (long long)count,
               INT_MAX);
 }
 
 /* This task cannot take part in r for the reason in st: the run goes
  * through the tasks' agreement all the same, so that every task fails it
  * (a task failing alone would leave the others waiting). */
-static int refuse(wf__coll_run *r, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_run_refuse(r, h->status_code(st), "%s", h->status_message(st));
-  return wf__coll_submit(r, st);
+static int refuse(coll_run *r, wf_status *st) {
+  const wf_host *h = mpt_host;
+  coll_run_refuse(r, h->status_code(st), "%s", h->status_message(st));
+  return coll_submit(r, st);
 }
 
 /* AllReduce, Reduce and Broadcast: N tensors in, N of the same shapes out,
  * one call over the tensors packed end to end (no packing for N = 1). */
 static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_node *nd = state;
-  const wf__coll_config *cfg = wf__coll_node_config(nd);
+  const wf_host *h = mpt_host;
+  coll_node *nd = state;
+  const coll_config *cfg = coll_node_config(nd);
   int32_t n = h->kernel_num_inputs(ctx);
-  int rank = wf__coll_node_rank(nd), size = wf__coll_node_size(nd);
+  int rank = coll_node_rank(nd), size = coll_node_size(nd);
   int root_here = rank == cfg->root;
   size_t es = dtype_size(cfg->dtype);
-  wf__coll_run *r = NULL;
+  coll_run *r = NULL;
   void *y0 = NULL;
   wf_tensor *yt0 = NULL;
   int64_t total = 0;
@@ -327,14 +327,14 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                  (cfg->kind == WF__COLL_REDUCE && root_here) ||
                  (cfg->kind == WF__COLL_BROADCAST && !root_here);
   int sends = cfg->kind != WF__COLL_BROADCAST || root_here;
-  if (!(r = wf__coll_run_new(nd, ctx, st)))
+  if (!(r = coll_run_new(nd, ctx, st)))
     return h->status_code(st);
   for (int32_t i = 0; i < n; i++) {
     const wf_tensor *x = h->kernel_input(ctx, i);
     wf_tensor *y;
     wf_shape s;
     h->tensor_shape(x, &s);
-    hash = wf__coll_hash_shape(hash, &s);
+    hash = coll_hash_shape(hash, &s);
     total += h->tensor_count(x);
     if (receives || cfg->kind == WF__COLL_REDUCE) {
       if (!(y = h->kernel_output_new(ctx, i, &s, st)))
@@ -347,7 +347,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
         memset(h->tensor_data(y), 0, h->tensor_nbytes(y));
       else if (n > 1)
         r->pieces[r->npieces++] =
-            (wf__coll_piece){h->tensor_data(y), h->tensor_nbytes(y)};
+            (coll_piece){h->tensor_data(y), h->tensor_nbytes(y)};
     } else if (h->kernel_output_set(ctx, i, (wf_tensor *)x, st)) {
       goto refuse;
     }
@@ -369,7 +369,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       r->recv_tensor = receives ? yt0 : NULL;
     }
   } else {
-    char *p = wf__coll_run_pack(r, (size_t)total * es, st);
+    char *p = coll_run_pack(r, (size_t)total * es, st);
     if (!p)
       goto refuse;
     if (sends) {
@@ -388,7 +388,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     if (cfg->kind == WF__COLL_REDUCE && !root_here)
       r->recv = NULL;
   }
-  return wf__coll_submit(r, st);
+  return coll_submit(r, st);
 refuse:
   return refuse(r, st);
 }
@@ -396,17 +396,17 @@ refuse:
 /* AllGather and ReduceScatter: one tensor, joined or split along
  * dimension 0. */
 static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_node *nd = state;
-  const wf__coll_config *cfg = wf__coll_node_config(nd);
-  int size = wf__coll_node_size(nd), rank = wf__coll_node_rank(nd);
+  const wf_host *h = mpt_host;
+  coll_node *nd = state;
+  const coll_config *cfg = coll_node_config(nd);
+  int size = coll_node_size(nd), rank = coll_node_rank(nd);
   int gather = cfg->kind == WF__COLL_ALLGATHER;
   const wf_tensor *x = h->kernel_input(ctx, 0);
-  wf__coll_run *r = NULL;
+  coll_run *r = NULL;
   wf_tensor *y;
   wf_shape s;
   h->tensor_shape(x, &s);
-  if (size > 1 && !(r = wf__coll_run_new(nd, ctx, st)))
+  if (size > 1 && !(r = coll_run_new(nd, ctx, st)))
     return h->status_code(st);
   if (s.rank == 0) {
     fail(st, WF_INVALID_ARGUMENT,
@@ -423,7 +423,7 @@ static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   if (size == 1)
     return forward_all(ctx, st);
   r->count = h->tensor_count(x);
-  r->shape_hash = wf__coll_hash_shape(WF__COLL_HASH_INIT, &s);
+  r->shape_hash = coll_hash_shape(WF__COLL_HASH_INIT, &s);
   if (r->count > INT_MAX) {
     too_large(nd, r->count, st);
     goto refuse;
@@ -437,23 +437,23 @@ static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   r->send = h->tensor_data(x);
   r->recv = h->tensor_data(y);
   r->recv_tensor = y;
-  return wf__coll_submit(r, st);
+  return coll_submit(r, st);
 refuse:
   return r ? refuse(r, st) : h->status_code(st);
 }
 
 /* CollectiveSize: the state is the job size. */
 static int size_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  const wf__mpi_job *job = wf__mpi_join(st);
+  const mpt_job *job = mpt_join(st);
   (void)ctx;
   if (!job)
-    return wf__mpi_host->status_code(st);
+    return mpt_host->status_code(st);
   *state = (void *)(intptr_t)job->size;
   return 0;
 }
 
 static int size_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_shape s = {.rank = 0};
   int64_t size = (int64_t)(intptr_t)state;
   wf_tensor *y = h->kernel_output_new(ctx, 0, &s, st);
@@ -484,7 +484,7 @@ static wf_output no_output(void) { return (wf_output){NULL, 0}; }
 
 /* The gradient arriving at output i, or zeros of that output. */
 static wf_output grad_or_zeros(wf_grad_ctx *ctx, int32_t i, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_output g = h->grad_output_grad(ctx, i);
   wf_output y = h->grad_output(ctx, i);
   if (g.node)
@@ -503,7 +503,7 @@ static wf_attr_item int_item(const char *name, int64_t v) {
 /* The forward node's "reduction" (default "sum"). */
 static const char *grad_reduction(const wf_grad_ctx *ctx) {
   wf_attr_value v;
-  if (wf__mpi_host->grad_attr(ctx, "reduction", &v) || !v.u.s)
+  if (mpt_host->grad_attr(ctx, "reduction", &v) || !v.u.s)
     return "sum";
   return v.u.s;
 }
@@ -513,7 +513,7 @@ static const char *grad_reduction(const wf_grad_ctx *ctx) {
 static int grad_list_node(wf_grad_ctx *ctx, const char *op,
                           const wf_attr_item *attrs, int nattrs, wf_node **node,
                           wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   int32_t n = h->grad_num_outputs(ctx);
   wf_output *dys = calloc((size_t)n, sizeof *dys);
   *node = NULL;
@@ -531,7 +531,7 @@ done:
 
 /* g divided by the job size (for the mean reductions). */
 static wf_output divide_by_size(wf_grad_ctx *ctx, wf_output g, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   int32_t dtype;
   if (h->grad_tensor_info(ctx, g, &dtype, NULL))
     dtype = WF_FLOAT32;
@@ -546,7 +546,7 @@ static wf_output divide_by_size(wf_grad_ctx *ctx, wf_output g, wf_status *st) {
 
 /* AllReduce: the tasks' output gradients reduced alike. */
 static int allreduce_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_attr_item red = string_item("reduction", grad_reduction(ctx));
   wf_node *node;
   if (grad_list_node(ctx, "AllReduce", &red, 1, &node, st))
@@ -559,7 +559,7 @@ static int allreduce_grad(wf_grad_ctx *ctx, wf_status *st) {
 /* Broadcast: root's inputs get the sum of every task's output gradients,
  * the other tasks' inputs zeros (Reduce). */
 static int broadcast_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_attr_value root;
   wf_node *node;
   if (h->grad_attr(ctx, "root", &root))
@@ -576,7 +576,7 @@ static int broadcast_grad(wf_grad_ctx *ctx, wf_status *st) {
 /* Reduce: every task's inputs get root's output gradients (Broadcast),
  * divided by the job size for "mean". */
 static int reduce_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_attr_value root;
   wf_node *node;
   int mean = strcmp(grad_reduction(ctx), "mean") == 0;
@@ -597,7 +597,7 @@ static int reduce_grad(wf_grad_ctx *ctx, wf_status *st) {
 /* AllGather: x's gradient is the sum over tasks of this task's block of
  * the output gradients (ReduceScatter). */
 static int allgather_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_attr_item red = string_item("reduction", "sum");
   wf_node *node;
   if (grad_list_node(ctx, "ReduceScatter", &red, 1, &node, st))
@@ -609,7 +609,7 @@ static int allgather_grad(wf_grad_ctx *ctx, wf_status *st) {
 /* ReduceScatter: x's gradient is every task's output gradient joined
  * (AllGather), divided by the job size for "mean". */
 static int reduce_scatter_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+  const wf_host *h = mpt_host;
   wf_node *node;
   if (grad_list_node(ctx, "AllGather", NULL, 0, &node, st))
     return h->status_code(st);
@@ -780,7 +780,7 @@ static const wf_op_def size_op = {
            "it joins the job. Used by the gradients of the \"mean\" "
            "reductions."};
 
-const wf_op_def *const wf__mpi_ops[] = {
+const wf_op_def *const mpt_ops[] = {
     &allreduce_op, &broadcast_op, &allgather_op, &reduce_scatter_op,
     &reduce_op,    &size_op,      NULL};
 
@@ -809,7 +809,7 @@ KERNEL(reduce_scatter_kernel, "ReduceScatter", REDUCE_DTYPES, WF_KERNEL_ASYNC,
 KERNEL(size_kernel, "CollectiveSize", REDUCE_DTYPES, WF_KERNEL_CHEAP,
        size_create, size_compute, NULL);
 
-const wf_kernel_def *const wf__mpi_kernels[] = {&allreduce_kernel,
+const wf_kernel_def *const mpt_kernels[] = {&allreduce_kernel,
                                                 &broadcast_kernel,
                                                 &allgather_kernel,
                                                 &reduce_scatter_kernel,
@@ -829,7 +829,7 @@ GRADIENT(reduce_scatter_gradient, "ReduceScatter", reduce_scatter_grad, 0);
 GRADIENT(reduce_gradient, "Reduce", reduce_grad, 0);
 GRADIENT(size_gradient, "CollectiveSize", NULL, WF_GRAD_NOT_DIFFERENTIABLE);
 
-const wf_gradient_def *const wf__mpi_gradients[] = {&allreduce_gradient,
+const wf_gradient_def *const mpt_gradients[] = {&allreduce_gradient,
                                                     &broadcast_gradient,
                                                     &allgather_gradient,
                                                     &reduce_scatter_gradient,
