@@ -47,10 +47,10 @@ static void *alloc_bound(cpudev *dev, size_t total) {
   if (err != ENOMEM) {
     atomic_store(&dev->bind, 0);
     if (!atomic_exchange(&dev->bind_warned, 1))
-      p->host->log(WF_LOG_WARNING, "device-cpu",
-                   "cpu:%d: the system refused to bind memory to its NUMA "
-                   "nodes (%s); allocating unbound memory from now on",
-                   dev->index, strerror(err));
+      wfx_host->log(WF_LOG_WARNING, "device-cpu",
+                    "cpu:%d: the system refused to bind memory to its NUMA "
+                    "nodes (%s); allocating unbound memory from now on",
+                    dev->index, strerror(err));
   }
   return NULL;
 }

@@ -54,7 +54,7 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
 static int apply_create(const char *op, void **state, wf_status *st) {
   *state = (void *)trn_dense_update(op);
   if (!*state)
-    return opc_fail(st, WF_INTERNAL, "ops-train has no dense update %s", op);
+    return wfx_fail(st, WF_INTERNAL, "ops-train has no dense update %s", op);
   return 0;
 }
 

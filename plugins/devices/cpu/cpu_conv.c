@@ -28,7 +28,7 @@ int cpu_win_init(const nn_window *w, const int64_t in[2],
     int64_t out, before, eff, after;
 
     if (nn_window_dim(w, d, in[d], k[d], &out, &before, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     eff = (k[d] - 1) * w->dilation[d] + 1;
     /* What the window needs after the input to make `out` positions;
      * negative for a tail the windows never reach, which oneDNN takes as
@@ -67,7 +67,7 @@ void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c) {
   int64_t d[4] = {n, nchw ? c : h, nchw ? h : w, nchw ? w : c};
 
-  opc_shape_make(s, 4, d);
+  wfx_shape_make(s, 4, d);
 }
 
 int cpu_same_shape(const wf_shape *a, const wf_shape *b) {
@@ -103,16 +103,16 @@ static void conv_destroy(void *state) {
   if (!s)
     return;
   cpu_dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  wfx_host->free(s);
 }
 
 static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  conv_state *s = opc_host()->alloc(sizeof *s, 0);
+  conv_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
@@ -120,7 +120,7 @@ static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
    * not, every call goes to the reference kernel, which reports why. */
   s->ok = nn_window_parse(&a, NULL, 1, 1, &s->win, st) == 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -148,7 +148,7 @@ static int conv_fwd_pd(const conv_job *j, dnnl_format_tag_t xt,
       cpu_dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
       cpu_dnnl_md_tag(&y, 4, yd, yt, st) ||
       (j->fused && cpu_dnnl_md(&b, 1, &j->co, NULL, st)))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   s = dnnl_dilated_convolution_forward_desc_init(
       &desc, prop, dnnl_convolution_direct, &x, &f, j->fused ? &b : NULL, &y,
       j->g.strides, j->g.dilates, j->g.pad_l, j->g.pad_r);
@@ -176,13 +176,13 @@ static int conv_pd(const conv_job *j, int any, dnnl_primitive_desc_t *pd,
   if (j->kind == CONV_FWD)
     return conv_fwd_pd(j, act, act, dnnl_forward_inference, pd, st);
   if (conv_fwd_pd(j, act, act, dnnl_forward_training, fwd, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
       cpu_dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
       cpu_dnnl_md_tag(&y, 4, yd, act, st)) {
     dnnl_primitive_desc_destroy(*fwd);
     *fwd = NULL;
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   }
   if (j->kind == CONV_BWD_DATA)
     s = dnnl_dilated_convolution_backward_data_desc_init(
@@ -200,7 +200,7 @@ static int conv_pd(const conv_job *j, int any, dnnl_primitive_desc_t *pd,
     return 0;
   dnnl_primitive_desc_destroy(*fwd);
   *fwd = NULL;
-  return opc_host()->status_code(st);
+  return wfx_code(st);
 }
 
 /* A forward convolution over NHWC tensors whose bytes read the same in
@@ -226,7 +226,7 @@ static void conv_first_layer_pd(const conv_job *j, dnnl_primitive_desc_t *pd,
   *xt = dnnl_nchw;
   *yt = j->co == 16 ? dnnl_nChw16c : dnnl_nChw8c;
   if (conv_fwd_pd(j, *xt, *yt, dnnl_forward_inference, pd, st)) {
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return;
   }
   /* Only the direct jit kernel is worth it; brgconv does as well on NHWC. */
@@ -240,7 +240,6 @@ static void conv_first_layer_pd(const conv_job *j, dnnl_primitive_desc_t *pd,
 
 static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const conv_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t pd = NULL, fwd = NULL;
   dnnl_memory_desc_t xu, fu, yu, bu;
   int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
@@ -290,7 +289,7 @@ static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
         dnnl_primitive_desc_destroy(pd2);
       if (fwd2)
         dnnl_primitive_desc_destroy(fwd2);
-      h->status_set(st, WF_OK, "%s", "");
+      wfx_host->status_set(st, WF_OK, "%s", "");
     }
   }
   switch (j->kind) {
@@ -330,7 +329,7 @@ static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   if (pd)
     dnnl_primitive_desc_destroy(pd);
@@ -346,7 +345,6 @@ done:
 static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
                               const wf_kernel_def *ref, const opc_fused *fu,
                               const wf_tensor *bias, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[3] = {NULL, NULL, NULL};
   wf_shape xs, fs, ys, dys;
   int64_t x4[4], ksz[2];
@@ -360,19 +358,19 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   if (!s->ok)
     return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
-    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
   if (kind == CONV_BWD_DATA) {
     if (nn_read_shape(in[0], "input_sizes", &xs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[0], &xs);
+    wfx_host->tensor_shape(in[0], &xs);
   }
   if (kind == CONV_BWD_WEIGHTS) {
     if (nn_read_shape(in[1], "filter_sizes", &fs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[1], &fs);
+    wfx_host->tensor_shape(in[1], &fs);
   }
   if (xs.rank != 4 || fs.rank != 4)
     goto reference;
@@ -388,7 +386,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     goto reference;
   cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
   if (kind != CONV_FWD) {
-    h->tensor_shape(in[2], &dys);
+    wfx_host->tensor_shape(in[2], &dys);
     if (!cpu_same_shape(&ys, &dys))
       goto reference;
   }
@@ -398,53 +396,51 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
 
   if (fu) {
     wf_shape bs;
-    h->tensor_shape(bias, &bs);
-    if (bs.rank != 1 || bs.dims[0] != j.co ||
-        h->tensor_dtype(bias) != WF_FLOAT32)
+    wfx_host->tensor_shape(bias, &bs);
+    if (bs.rank != 1 || bs.dims[0] != j.co || wfx_dtype(bias) != WF_FLOAT32)
       goto reference;
   }
   cpu_key_shape(&key, &xs);
   cpu_key_shape(&key, &fs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   switch (kind) {
   case CONV_FWD:
-    out = h->kernel_output_new(ctx, 0, &ys, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_F] = h->tensor_data(in[1]);
-    data[MEM_Y] = out ? h->tensor_data(out) : NULL;
-    data[MEM_B] = fu ? h->tensor_data(bias) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_F] = wfx_data(in[1]);
+    data[MEM_Y] = out ? wfx_data(out) : NULL;
+    data[MEM_B] = fu ? wfx_data(bias) : NULL;
     break;
   case CONV_BWD_DATA:
-    out = h->kernel_output_new(ctx, 0, &xs, st);
-    data[MEM_X] = out ? h->tensor_data(out) : NULL;
-    data[MEM_F] = h->tensor_data(in[1]);
-    data[MEM_Y] = h->tensor_data(in[2]);
+    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
+    data[MEM_X] = out ? wfx_data(out) : NULL;
+    data[MEM_F] = wfx_data(in[1]);
+    data[MEM_Y] = wfx_data(in[2]);
     break;
   default:
-    out = h->kernel_output_new(ctx, 0, &fs, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_F] = out ? h->tensor_data(out) : NULL;
-    data[MEM_Y] = h->tensor_data(in[2]);
+    out = wfx_host->kernel_output_new(ctx, 0, &fs, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_F] = out ? wfx_data(out) : NULL;
+    data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  rc = out ? cpu_dnnl_plan_run(p, data,
-                               kind == CONV_FWD ? (fu ? "fused convolution"
-                                                      : "convolution")
-                               : kind == CONV_BWD_DATA
-                                   ? "convolution backward data"
-                                   : "convolution backward weights",
-                               st)
-           : h->status_code(st);
+  rc = out ? cpu_dnnl_plan_run(
+                 p, data,
+                 kind == CONV_FWD ? (fu ? "fused convolution" : "convolution")
+                 : kind == CONV_BWD_DATA ? "convolution backward data"
+                                         : "convolution backward weights",
+                 st)
+           : wfx_code(st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 
 reference:
-  h->status_set(st, WF_OK, "%s", "");
+  wfx_host->status_set(st, WF_OK, "%s", "");
   return ref->compute(ctx, NULL, st);
 }
 
@@ -474,13 +470,12 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
  * kernel for what oneDNN does not take. */
 static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *bias;
   opc_fused f;
 
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      opc_kernel_input(ctx, 2, &bias, NULL, st)) {
-    h->status_set(st, WF_OK, "%s", "");
+      wfx_kernel_input(ctx, 2, &bias, NULL, st)) {
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return nn_fused_conv2d_kernel.compute(ctx, NULL, st);
   }
   return conv_compute_fused(ctx, state, CONV_FWD, &nn_fused_conv2d_kernel, &f,

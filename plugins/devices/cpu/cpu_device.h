@@ -5,7 +5,7 @@
 #ifndef WF_PLUGINS_DEVICES_CPU_CPU_DEVICE_H
 #define WF_PLUGINS_DEVICES_CPU_CPU_DEVICE_H
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include <hwloc.h>
 #include <stdatomic.h>
@@ -45,7 +45,6 @@ typedef struct cpudev_set {
 } cpudev_set;
 
 struct cpudev_plugin {
-  const wf_host *host;
   hwloc_topology_t topo;
   /* What devices are cut from: cores, or PUs where hwloc reports no cores. */
   hwloc_obj_type_t unit_type;

@@ -20,13 +20,13 @@ int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
              : s == dnnl_out_of_memory ? WF_RESOURCE_EXHAUSTED
                                        : WF_INTERNAL;
 
-  return opc_fail(st, code, "oneDNN %s failed: %s", what, dnnl_status2str(s));
+  return wfx_fail(st, code, "oneDNN %s failed: %s", what, dnnl_status2str(s));
 }
 
 int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
   if (s == dnnl_out_of_memory)
     return cpu_dnnl_fail(s, what, st);
-  return opc_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,
+  return wfx_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,
                   dnnl_status2str(s));
 }
 
@@ -84,7 +84,7 @@ int cpu_dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
 
   *pd = NULL;
   if (cpu_dnnl_attr(&attr, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   s = dnnl_primitive_desc_create(pd, op_desc, attr, cpu_dnnl_engine(), hint);
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
@@ -133,7 +133,7 @@ int cpu_dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
 
   *pd = NULL;
   if (cpu_dnnl_attr(&attr, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (fused_alg(f, &alg, &alpha)) {
     s = dnnl_post_ops_create(&po);
     if (s == dnnl_success)
@@ -179,19 +179,18 @@ int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd) {
 /* ---- plans ------------------------------------------------------------------ */
 
 int cpu_dnnl_plan_new(cpu_dnnl_plan **out, wf_status *st) {
-  const wf_host *h = opc_host();
-  cpu_dnnl_plan *p = h->alloc(sizeof *p, 0);
+  cpu_dnnl_plan *p = wfx_host->alloc(sizeof *p, 0);
   dnnl_status_t s;
 
   *out = NULL;
   if (!p)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a oneDNN plan");
   memset(p, 0, sizeof *p);
   s = dnnl_stream_create(&p->stream, cpu_dnnl_engine(),
                          dnnl_stream_default_flags);
   if (s != dnnl_success) {
-    h->free(p);
+    wfx_host->free(p);
     return cpu_dnnl_fail(s, "stream creation", st);
   }
   *out = p;
@@ -199,7 +198,6 @@ int cpu_dnnl_plan_new(cpu_dnnl_plan **out, wf_status *st) {
 }
 
 void cpu_dnnl_plan_free(cpu_dnnl_plan *p) {
-  const wf_host *h = opc_host();
 
   if (!p)
     return;
@@ -216,13 +214,13 @@ void cpu_dnnl_plan_free(cpu_dnnl_plan *p) {
       dnnl_memory_destroy(m->inner);
     if (m->user)
       dnnl_memory_destroy(m->user);
-    h->free(m->buf);
-    h->free(m->copy);
+    wfx_host->free(m->buf);
+    wfx_host->free(m->copy);
   }
-  h->free(p->scratch);
+  wfx_host->free(p->scratch);
   if (p->stream)
     dnnl_stream_destroy(p->stream);
-  h->free(p);
+  wfx_host->free(p);
 }
 
 /* A memory of md on the plan's own storage (host allocator). */
@@ -231,9 +229,9 @@ static int own_memory(const dnnl_memory_desc_t *md, dnnl_memory_t *mem,
   size_t bytes = dnnl_memory_desc_get_size(md);
   dnnl_status_t s;
 
-  *buf = opc_host()->alloc(bytes ? bytes : 1, 0);
+  *buf = wfx_host->alloc(bytes ? bytes : 1, 0);
   if (!*buf)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %zu bytes of oneDNN working memory",
                     bytes);
   s = dnnl_memory_create(mem, md, cpu_dnnl_engine(), *buf);
@@ -287,7 +285,7 @@ int cpu_dnnl_plan_mem(cpu_dnnl_plan *p, int i,
     return 0;
   }
   if (own_memory(want_md, &m->inner, &m->buf, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (m->flags & WF_DNNL_OUT)
     return make_reorder(&m->reorder, want_md, user_md, st);
   return make_reorder(&m->reorder, user_md, want_md, st);
@@ -340,9 +338,9 @@ void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work) {
 int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st) {
   if (p->scratch_bytes == 0)
     return 0;
-  p->scratch = opc_host()->alloc(p->scratch_bytes, 0);
+  p->scratch = wfx_host->alloc(p->scratch_bytes, 0);
   if (!p->scratch)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a %zu-byte oneDNN scratchpad",
                     p->scratch_bytes);
   for (int i = 0; i < p->nsteps; i++)
@@ -358,7 +356,6 @@ int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st) {
 /* 1 when the weights in m were reordered from these very bytes at data;
  * otherwise remembers them (when it can) for the next run. */
 static int weights_current(cpu_dnnl_mem *m, const void *data) {
-  const wf_host *h = opc_host();
   const dnnl_memory_desc_t *md;
   size_t bytes;
 
@@ -369,8 +366,8 @@ static int weights_current(cpu_dnnl_mem *m, const void *data) {
       memcmp(m->copy, data, bytes) == 0)
     return 1;
   if (!m->copy || m->bytes != bytes) {
-    h->free(m->copy);
-    m->copy = h->alloc(bytes ? bytes : 1, 0);
+    wfx_host->free(m->copy);
+    m->copy = wfx_host->alloc(bytes ? bytes : 1, 0);
     m->src = NULL;
     if (!m->copy)
       return 0; /* no copy: reorder every run */
@@ -412,7 +409,7 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m->user},
                                  {DNNL_ARG_TO, m->inner}};
       if (run_prim(m->reorder, p->stream, 2, args, "input reorder", st))
-        return opc_host()->status_code(st);
+        return wfx_code(st);
     }
   }
   for (int i = 0; i < p->nmems; i++) {
@@ -423,7 +420,7 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
   for (int i = 0; i < p->nsteps; i++) {
     cpu_dnnl_step *s = &p->steps[i];
     if (run_prim(s->prim, p->stream, s->nargs, s->args, what, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   }
   for (int i = 0; i < p->nmems; i++) {
     cpu_dnnl_mem *m = &p->mems[i];
@@ -431,7 +428,7 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m->inner},
                                  {DNNL_ARG_TO, m->user}};
       if (run_prim(m->reorder, p->stream, 2, args, "output reorder", st))
-        return opc_host()->status_code(st);
+        return wfx_code(st);
     }
   }
   return 0;
@@ -471,7 +468,6 @@ static int key_equal(const cpu_key *a, const cpu_key *b) {
 cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
                                   cpu_dnnl_build_fn *build, void *arg,
                                   wf_status *st) {
-  const wf_host *h = opc_host();
   cpu_dnnl_plan *p;
   int victim = -1;
 
@@ -496,14 +492,15 @@ cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
   cpu_omp_threads_n(p->threads);
   if (build(arg, p, st) || cpu_dnnl_plan_finish(p, st)) {
     cpu_dnnl_plan_free(p);
-    if (h->status_code(st) != WF_UNIMPLEMENTED)
+    if (wfx_code(st) != WF_UNIMPLEMENTED)
       return NULL;
     /* oneDNN cannot do this shape: remember that, and let the kernel take
      * its other way every time. */
-    h->log(WF_LOG_DEBUG, "device-cpu",
-           "a shape oneDNN refuses goes to the reference computation: %s",
-           h->status_message(st));
-    h->status_set(st, WF_OK, "%s", "");
+    wfx_host->log(
+        WF_LOG_DEBUG, "device-cpu",
+        "a shape oneDNN refuses goes to the reference computation: %s",
+        wfx_host->status_message(st));
+    wfx_host->status_set(st, WF_OK, "%s", "");
     if (cpu_dnnl_plan_new(&p, st))
       return NULL;
     p->fallback = 1;
@@ -544,11 +541,11 @@ void cpu_dnnl_cache_put(cpu_dnnl_cache *c, cpu_dnnl_plan *p) {
 }
 
 int cpu_dnnl_state_new(cpu_dnnl_state **out, wf_status *st) {
-  cpu_dnnl_state *s = opc_host()->alloc(sizeof *s, 0);
+  cpu_dnnl_state *s = wfx_host->alloc(sizeof *s, 0);
 
   *out = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
@@ -562,5 +559,5 @@ void cpu_dnnl_state_free(void *state) {
   if (!s)
     return;
   cpu_dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  wfx_host->free(s);
 }

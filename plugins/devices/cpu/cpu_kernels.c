@@ -68,12 +68,11 @@ static dnnl_engine_t engine;
 static _Thread_local int32_t omp_set_here;
 #endif
 
-int cpu_kernels_init(const wf_host *host, wf_status *st) {
+int cpu_kernels_init(wf_status *st) {
   int32_t inter = 1, intra = 1;
 
-  opc_set_host(host);
-  if (WF_HOST_HAS(host, threads) && host->threads)
-    host->threads(&inter, &intra);
+  if (WF_HOST_HAS(wfx_host, threads) && wfx_host->threads)
+    wfx_host->threads(&inter, &intra);
   if (inter < 1)
     inter = 1;
   if (intra < 1)
@@ -84,10 +83,10 @@ int cpu_kernels_init(const wf_host *host, wf_status *st) {
     dnnl_status_t s = dnnl_engine_create(&engine, dnnl_cpu, 0);
     if (s != dnnl_success) {
       pthread_mutex_unlock(&lib_lock);
-      host->status_set(st, WF_INTERNAL,
-                       "device-cpu: oneDNN could not create its CPU engine "
-                       "(%s)",
-                       dnnl_status2str(s));
+      wfx_host->status_set(st, WF_INTERNAL,
+                           "device-cpu: oneDNN could not create its CPU engine "
+                           "(%s)",
+                           dnnl_status2str(s));
       return WF_INTERNAL;
     }
   }

@@ -4,7 +4,7 @@
  * weights and scratchpads from one run to the next.
  *
  * Internal to the plugin. The kernels reach the core only through the host
- * table (opc_host(), set by cpu_kernels_init). */
+ * table (wfx_host, set by cpu_kernels_init). */
 #ifndef WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
 #define WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
 
@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "opcommon.h"
 #include "opfused.h"
+#include <weft/plugin_aux.h>
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -73,7 +73,7 @@ extern const wf_kernel_def cpu_k_apply_gradient_descent,
  * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
  * OpenMP `intra` threads each, and (first instance only) creates the
  * oneDNN engine. Balanced by cpu_kernels_fini. */
-int cpu_kernels_init(const wf_host *host, wf_status *st);
+int cpu_kernels_init(wf_status *st);
 void cpu_kernels_fini(void);
 
 /* The thread split last given to the libraries. */

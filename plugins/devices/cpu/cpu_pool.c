@@ -39,22 +39,22 @@ static void pool_destroy(void *state) {
   if (!s)
     return;
   cpu_dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  wfx_host->free(s);
 }
 
 static int pool_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  pool_state *s = opc_host()->alloc(sizeof *s, 0);
+  pool_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
   s->ok = nn_window_parse(&a, "ksize", 0, 0, &s->win, st) == 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -80,7 +80,7 @@ static int pool_fwd_pd(const pool_job *j, int any, dnnl_prop_kind_t prop,
   *pd = NULL;
   if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
       cpu_dnnl_md_tag(&y, 4, yd, act, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   s = dnnl_pooling_v2_forward_desc_init(&desc, prop, pool_alg(j->kind), &x,
                                         &y, j->g.strides, j->g.kernel,
                                         j->g.dilates, j->g.pad_l, j->g.pad_r);
@@ -103,7 +103,7 @@ static int pool_bwd_pd(const pool_job *j, int any,
   *pd = NULL;
   if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
       cpu_dnnl_md_tag(&y, 4, yd, act, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   s = dnnl_pooling_v2_backward_desc_init(&desc, pool_alg(j->kind), &x, &y,
                                          j->g.strides, j->g.kernel,
                                          j->g.dilates, j->g.pad_l,
@@ -125,14 +125,13 @@ static int pool_pds(const pool_job *j, int any, dnnl_primitive_desc_t *fwd,
     if (*fwd)
       dnnl_primitive_desc_destroy(*fwd);
     *fwd = NULL;
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   }
   return 0;
 }
 
 static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const pool_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t fwd, bwd, last;
   dnnl_memory_desc_t xu, yu;
   const dnnl_memory_desc_t *ws;
@@ -140,7 +139,7 @@ static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
 
   cpu_dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
   if (pool_pds(j, 0, &fwd, &bwd, st))
-    return h->status_code(st);
+    return wfx_code(st);
   last = bwd ? bwd : fwd;
   if (cpu_dnnl_pd_is_ref(last)) {
     dnnl_primitive_desc_t fwd2, bwd2;
@@ -150,7 +149,7 @@ static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
         dnnl_primitive_desc_destroy(bwd);
       fwd = fwd2, bwd = bwd2;
     } else {
-      h->status_set(st, WF_OK, "%s", "");
+      wfx_host->status_set(st, WF_OK, "%s", "");
     }
   }
   if (cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
@@ -182,7 +181,7 @@ static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
     static const int bmems[3] = {MEM_Y, MEM_DX, MEM_WS};
     ws = dnnl_primitive_desc_query_md(fwd, dnnl_query_workspace_md, 0);
     if (!ws) {
-      rc = opc_fail(st, WF_UNIMPLEMENTED,
+      rc = wfx_fail(st, WF_UNIMPLEMENTED,
                     "oneDNN max pooling keeps no workspace");
       goto done;
     }
@@ -227,7 +226,7 @@ static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   dnnl_primitive_desc_destroy(fwd);
   if (bwd)
@@ -239,7 +238,6 @@ done:
  * (orig_input_shape, grad). */
 static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
                         const wf_kernel_def *ref, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[2] = {NULL, NULL};
   wf_shape xs, ys, dys;
   int64_t x4[4];
@@ -253,13 +251,13 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   if (!s->ok)
     return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
-    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
   if (kind == POOL_AVG_GRAD) {
     if (nn_read_shape(in[0], "orig_input_shape", &xs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[0], &xs);
+    wfx_host->tensor_shape(in[0], &xs);
   }
   if (xs.rank != 4)
     goto reference;
@@ -272,7 +270,7 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
     goto reference;
   cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
   if (nin == 2) {
-    h->tensor_shape(in[1], &dys);
+    wfx_host->tensor_shape(in[1], &dys);
     if (!cpu_same_shape(&ys, &dys))
       goto reference;
   }
@@ -282,29 +280,29 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
 
   cpu_key_shape(&key, &xs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   if (nin == 1) {
-    out = h->kernel_output_new(ctx, 0, &ys, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_Y] = out ? h->tensor_data(out) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_Y] = out ? wfx_data(out) : NULL;
   } else {
-    out = h->kernel_output_new(ctx, 0, &xs, st);
-    data[MEM_X] = kind == POOL_MAX_GRAD ? h->tensor_data(in[0]) : NULL;
-    data[MEM_Y] = h->tensor_data(in[1]);
-    data[MEM_DX] = out ? h->tensor_data(out) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
+    data[MEM_X] = kind == POOL_MAX_GRAD ? wfx_data(in[0]) : NULL;
+    data[MEM_Y] = wfx_data(in[1]);
+    data[MEM_DX] = out ? wfx_data(out) : NULL;
   }
   rc = out ? cpu_dnnl_plan_run(p, data,
                                nin == 1 ? "pooling" : "pooling backward", st)
-           : h->status_code(st);
+           : wfx_code(st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 
 reference:
-  h->status_set(st, WF_OK, "%s", "");
+  wfx_host->status_set(st, WF_OK, "%s", "");
   return ref->compute(ctx, NULL, st);
 }
 

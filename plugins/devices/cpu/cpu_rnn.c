@@ -69,7 +69,7 @@ static int user_mds(const rnn_job *j, rnn_mds *u, wf_status *st) {
       cpu_dnnl_md_tag(&u->m[MEM_W], 5, w, dnnl_ldigo, st) ||
       cpu_dnnl_md_tag(&u->m[MEM_R], 5, r, dnnl_ldigo, st) ||
       cpu_dnnl_md_tag(&u->m[MEM_B], 4, b, dnnl_ldgo, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   u->m[MEM_C0] = u->m[MEM_HT] = u->m[MEM_CT] = u->m[MEM_H0];
   u->m[MEM_DH0] = u->m[MEM_DC0] = u->m[MEM_DHT] = u->m[MEM_DCT] = u->m[MEM_H0];
   u->m[MEM_DX] = u->m[MEM_X];
@@ -93,7 +93,7 @@ static int rnn_fwd_pd(const rnn_job *j, const rnn_mds *u,
 
   if (cpu_dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
       cpu_dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (j->lstm)
     s = dnnl_lstm_forward_desc_init(
         &desc, prop, dnnl_unidirectional_left2right, &u->m[MEM_X],
@@ -123,7 +123,7 @@ static int rnn_bwd_pd(const rnn_job *j, const rnn_mds *u,
       cpu_dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st) ||
       cpu_dnnl_md_tag(&dw, 5, wd, dnnl_format_tag_any, st) ||
       cpu_dnnl_md_tag(&dr, 5, rd, dnnl_format_tag_any, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (j->lstm)
     s = dnnl_lstm_backward_desc_init(
         &desc, dnnl_backward, dnnl_unidirectional_left2right, &u->m[MEM_X],
@@ -146,7 +146,6 @@ static int rnn_bwd_pd(const rnn_job *j, const rnn_mds *u,
 
 static int rnn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const rnn_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
   rnn_mds u;
   int fids[11], fmems[11], nf = 0, rc = 0;
@@ -156,9 +155,9 @@ static int rnn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
       rnn_fwd_pd(j, &u,
                  j->grad ? dnnl_forward_training : dnnl_forward_inference,
                  &fwd, st))
-    return h->status_code(st);
-  /* The forward step: the whole op, or the backward op's first half (its
-   * outputs internal, with the workspace). */
+    return wfx_code(st);
+    /* The forward step: the whole op, or the backward op's first half (its
+     * outputs internal, with the workspace). */
 #define FARG(id, mem) (fids[nf] = (id), fmems[nf++] = (mem))
   FARG(DNNL_ARG_SRC_LAYER, MEM_X);
   FARG(DNNL_ARG_SRC_ITER, MEM_H0);
@@ -262,7 +261,7 @@ static int rnn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   dnnl_primitive_desc_destroy(fwd);
   if (bwd)
@@ -275,7 +274,7 @@ static int rnn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
 
   *state = NULL;
   if (cpu_dnnl_state_new(&s, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   *state = s;
   return 0;
 }
@@ -291,7 +290,6 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
                                   MEM_DW, MEM_DR,  MEM_DB};
   static const int gru_out[5] = {MEM_DX, MEM_DH0, MEM_DW, MEM_DR, MEM_DB};
   static const int fwd_out[3] = {MEM_Y, MEM_HT, MEM_CT};
-  const wf_host *h = opc_host();
   int nfwd = lstm ? 6 : 5, nin = grad ? (lstm ? 9 : 7) : nfwd;
   int nout = grad ? nfwd : (lstm ? 3 : 2);
   const int *in_mem = lstm ? lstm_in : gru_in;
@@ -305,20 +303,20 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
   int rc;
 
   if (rnn_inputs(ctx, nin, in, is, st))
-    return h->status_code(st);
+    return wfx_code(st);
   memset(&j, 0, sizeof j);
   j.lstm = lstm;
   j.grad = grad;
   if (rnn_check(is, lstm ? 4 : 3, lstm, &j.d, st) ||
       (grad && rnn_check_grads(is + nfwd, lstm, &j.d, st)) ||
       j.d.t <= 0 || j.d.n <= 0 || j.d.c <= 0 || j.d.h <= 0) {
-    h->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return ref->compute(ctx, NULL, st);
   }
   for (int i = 0; i < nfwd; i++)
     cpu_key_shape(&key, &is[i]);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, rnn_build, &j, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
@@ -336,18 +334,18 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
     os[2] = os[1];
   }
   for (int i = 0; i < nin; i++)
-    data[in_mem[i]] = h->tensor_data(in[i]);
+    data[in_mem[i]] = wfx_data(in[i]);
   if (grad) {
     data[MEM_W_BWD] = data[MEM_W];
     data[MEM_R_BWD] = data[MEM_R];
   }
   for (int i = 0; i < nout; i++) {
-    wf_tensor *t = h->kernel_output_new(ctx, i, &os[i], st);
+    wf_tensor *t = wfx_host->kernel_output_new(ctx, i, &os[i], st);
     if (!t) {
       cpu_dnnl_cache_put(&s->cache, p);
-      return h->status_code(st);
+      return wfx_code(st);
     }
-    data[out_mem[i]] = h->tensor_data(t);
+    data[out_mem[i]] = wfx_data(t);
   }
   rc = cpu_dnnl_plan_run(p, data,
                          lstm ? (grad ? "LSTM backward" : "LSTM")

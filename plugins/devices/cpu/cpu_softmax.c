@@ -32,14 +32,14 @@ static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   int rc;
 
   if (cpu_dnnl_md(&md, 2, j->dims, NULL, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   s = dnnl_softmax_v2_forward_desc_init(
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference, alg,
       &md, &md, 1);
   if (s != dnnl_success)
     return cpu_dnnl_refuse(s, "softmax setup", st);
   if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (!j->grad) {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_A, MEM_OUT};
@@ -47,7 +47,7 @@ static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
          cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
          cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st);
     dnnl_primitive_desc_destroy(fwd);
-    return rc ? opc_host()->status_code(st) : 0;
+    return rc ? wfx_code(st) : 0;
   }
   s = dnnl_softmax_v2_backward_desc_init(&bdesc, alg, &md, &md, &md, 1);
   if (s != dnnl_success) {
@@ -57,7 +57,7 @@ static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   rc = cpu_dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
   dnnl_primitive_desc_destroy(fwd);
   if (rc)
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   {
     static const int ids[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST,
                                DNNL_ARG_DIFF_SRC};
@@ -68,7 +68,7 @@ static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
          cpu_dnnl_plan_step(p, bwd, ids, mems, 3, st);
   }
   dnnl_primitive_desc_destroy(bwd);
-  return rc ? opc_host()->status_code(st) : 0;
+  return rc ? wfx_code(st) : 0;
 }
 
 static int softmax_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
@@ -76,16 +76,14 @@ static int softmax_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
 
   *state = NULL;
   if (cpu_dnnl_state_new(&s, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   *state = s;
   return 0;
 }
 
 /* Inputs: forward (logits); backward (the forward output, dy). */
 static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
-                           int grad, const wf_kernel_def *ref,
-                           wf_status *st) {
-  const wf_host *h = opc_host();
+                           int grad, const wf_kernel_def *ref, wf_status *st) {
   const wf_tensor *a, *b = NULL;
   wf_shape as, bs;
   wf_tensor *out;
@@ -95,34 +93,34 @@ static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
   void *data[3];
   int rc;
 
-  if (opc_kernel_input(ctx, 0, &a, &as, st) ||
-      (grad && opc_kernel_input(ctx, 1, &b, &bs, st)))
-    return h->status_code(st);
-  if (as.rank == 0 || h->tensor_count(a) == 0 ||
-      (grad && (as.rank != bs.rank ||
-                memcmp(as.dims, bs.dims,
-                       (size_t)as.rank * sizeof as.dims[0]) != 0)))
+  if (wfx_kernel_input(ctx, 0, &a, &as, st) ||
+      (grad && wfx_kernel_input(ctx, 1, &b, &bs, st)))
+    return wfx_code(st);
+  if (as.rank == 0 || wfx_count(a) == 0 ||
+      (grad &&
+       (as.rank != bs.rank ||
+        memcmp(as.dims, bs.dims, (size_t)as.rank * sizeof as.dims[0]) != 0)))
     return ref->compute(ctx, NULL, st);
   memset(&j, 0, sizeof j);
   j.log = log;
   j.grad = grad;
   j.dims[1] = as.dims[as.rank - 1];
-  j.dims[0] = h->tensor_count(a) / j.dims[1];
+  j.dims[0] = wfx_count(a) / j.dims[1];
   cpu_key_word(&key, j.dims[0]);
   cpu_key_word(&key, j.dims[1]);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, softmax_build, &j, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
-  out = h->kernel_output_new(ctx, 0, &as, st);
-  data[MEM_A] = h->tensor_data(a);
-  data[MEM_B] = b ? h->tensor_data(b) : NULL;
-  data[MEM_OUT] = out ? h->tensor_data(out) : NULL;
-  rc = out ? cpu_dnnl_plan_run(p, data,
-                               grad ? "softmax backward" : "softmax", st)
-           : h->status_code(st);
+  out = wfx_host->kernel_output_new(ctx, 0, &as, st);
+  data[MEM_A] = wfx_data(a);
+  data[MEM_B] = b ? wfx_data(b) : NULL;
+  data[MEM_OUT] = out ? wfx_data(out) : NULL;
+  rc = out ? cpu_dnnl_plan_run(p, data, grad ? "softmax backward" : "softmax",
+                               st)
+           : wfx_code(st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }

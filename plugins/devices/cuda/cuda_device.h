@@ -8,7 +8,7 @@
 #ifndef WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
 #define WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include <pthread.h>
 #include <stddef.h>
@@ -67,7 +67,6 @@ typedef struct cudev {
 #define WF_CUDA_STAGE_HALF ((size_t)4 << 20)
 
 typedef struct cuda_gpus {
-  const wf_host *host;
   char probe_reason[256]; /* why no GPU is listed, when none is */
   int runtime_version, driver_version;
   int num_devices;        /* listed in `devices` */

@@ -9,7 +9,7 @@
 #include <config.h>
 
 #include "cuda_device.h"
-#include "opcommon.h"
+#include <weft/plugin_aux.h>
 
 #include <assert.h>
 #include <errno.h>
@@ -78,8 +78,7 @@ void cudev_event_put(cudev *dev, cudaEvent_t ev) {
   pthread_mutex_lock(&dev->events_mu);
   if (dev->num_events == dev->cap_events) {
     int cap = dev->cap_events ? dev->cap_events * 2 : 8;
-    cudaEvent_t *grown =
-        state->host->alloc((size_t)cap * sizeof *grown, 0);
+    cudaEvent_t *grown = wfx_host->alloc((size_t)cap * sizeof *grown, 0);
     if (!grown) {
       /* No room to keep it idle: it is simply destroyed. */
       pthread_mutex_unlock(&dev->events_mu);
@@ -88,7 +87,7 @@ void cudev_event_put(cudev *dev, cudaEvent_t ev) {
     }
     if (dev->num_events)
       memcpy(grown, dev->events, (size_t)dev->num_events * sizeof *grown);
-    state->host->free(dev->events);
+    wfx_host->free(dev->events);
     dev->events = grown;
     dev->cap_events = cap;
   }
@@ -124,9 +123,9 @@ static void backend_free(void *ctx, void *ptr) {
   if (err == cudaSuccess)
     err = cudaFree(ptr);
   if (err != cudaSuccess)
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                     "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
-                     cuda_error_text(err, text, sizeof text));
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
+                  cuda_error_text(err, text, sizeof text));
 }
 
 /* wf_device_def.alloc: device memory from the device's cache, aligned to
@@ -140,7 +139,7 @@ static void *cuda_alloc(void *device_state, size_t bytes, size_t align) {
   if (!dev->usable || align > 256)
     return NULL;
   if (cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
     return NULL;
   }
   return ptr;
@@ -152,10 +151,10 @@ static void cuda_free(void *device_state, void *ptr, size_t bytes) {
   if (!ptr)
     return;
   if (!dev->usable || cucache_block_free(dev->cache, ptr))
-    state->host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
-                     "cuda:%d: free of %p (%zu bytes), which this device did "
-                     "not allocate; ignored",
-                     dev->ordinal, ptr, bytes);
+    wfx_host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: free of %p (%zu bytes), which this device did "
+                  "not allocate; ignored",
+                  dev->ordinal, ptr, bytes);
 }
 
 /* ---- copies between host and device memory ------------------------------ */
@@ -164,9 +163,9 @@ static int copy_fail(wf_status *st, const cudev *dev, const char *what,
                      size_t bytes, cudaError_t err) {
   char text[192];
 
-  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
-                          dev->label, what, bytes,
-                          cuda_error_text(err, text, sizeof text));
+  wfx_host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
+                       dev->label, what, bytes,
+                       cuda_error_text(err, text, sizeof text));
   return WF_INTERNAL;
 }
 
@@ -218,10 +217,10 @@ static int stage_ready(cudev *dev) {
                     cudaHostAllocDefault) != cudaSuccess) {
     dev->stage_buf = NULL;
     (void)cudaGetLastError();
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                     "%s: no pinned staging memory; copies go from pageable "
-                     "memory",
-                     dev->label);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "%s: no pinned staging memory; copies go from pageable "
+                  "memory",
+                  dev->label);
     return -1;
   }
   for (int h = 0; h < 2; h++)
@@ -278,11 +277,9 @@ static int copy_staged(cudev *dev, void *dst, const void *src,
                                    sizeof why);
   if (!rc)
     return 0;
-  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
-                          dev->label,
-                          to_device ? "copying to the device"
-                                    : "copying to the host",
-                          bytes, why);
+  wfx_host->status_set(
+      st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)", dev->label,
+      to_device ? "copying to the device" : "copying to the host", bytes, why);
   return WF_INTERNAL;
 }
 
@@ -294,8 +291,8 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
   int rc;
 
   if (!dev->usable) {
-    state->host->status_set(st, WF_FAILED_PRECONDITION, "%s is unavailable",
-                            dev->label);
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s is unavailable",
+                         dev->label);
     return WF_FAILED_PRECONDITION;
   }
   if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess)
@@ -314,9 +311,8 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
                ? 0
                : copy_fail(st, dev, "copying within the device", bytes, err);
   default:
-    state->host->status_set(st, WF_INVALID_ARGUMENT,
-                            "%s: unknown copy kind %d", dev->label,
-                            (int)kind);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: unknown copy kind %d",
+                         dev->label, (int)kind);
     return WF_INVALID_ARGUMENT;
   }
 }
@@ -375,7 +371,7 @@ fail:
   (void)cudaGetLastError();
 }
 
-static void device_teardown(const wf_host *host, cudev *dev) {
+static void device_teardown(cudev *dev) {
   cucache_stats s;
   size_t leaked;
 
@@ -384,22 +380,23 @@ static void device_teardown(const wf_host *host, cudev *dev) {
   cudaSetDevice(dev->ordinal);
   cudaStreamSynchronize(dev->stream);
   cucache_stats_get(dev->cache, &s);
-  host->log(WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
-            "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
-            "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
-            "of memory",
-            dev->ordinal, s.peak, (unsigned long long)s.allocs,
-            (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
-            (unsigned long long)s.flushes);
+  wfx_host->log(
+      WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
+      "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
+      "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
+      "of memory",
+      dev->ordinal, s.peak, (unsigned long long)s.allocs,
+      (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
+      (unsigned long long)s.flushes);
   leaked = cucache_free(dev->cache);
   if (leaked)
-    host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-              "cuda:%d: %zu bytes of device memory were still in use at "
-              "shutdown; freed",
-              dev->ordinal, leaked);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: %zu bytes of device memory were still in use at "
+                  "shutdown; freed",
+                  dev->ordinal, leaked);
   for (int i = 0; i < dev->num_events; i++)
     cudaEventDestroy(dev->events[i]);
-  host->free(dev->events);
+  wfx_host->free(dev->events);
   pthread_mutex_destroy(&dev->events_mu);
   if (dev->stage_buf) {
     custage_drain(&dev->stage, NULL, 0);
@@ -463,9 +460,9 @@ static void probe(cuda_gpus *c) {
   }
   c->num_devices = n < WF_CUDA_MAX_DEVICES ? n : WF_CUDA_MAX_DEVICES;
   if (n > WF_CUDA_MAX_DEVICES)
-    c->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                 "%d GPUs found; listing the first %d", n,
-                 WF_CUDA_MAX_DEVICES);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "%d GPUs found; listing the first %d", n,
+                  WF_CUDA_MAX_DEVICES);
   for (int i = 0; i < c->num_devices; i++) {
     cudev *dev = &c->devices[i];
     struct cudaDeviceProp prop;
@@ -606,30 +603,34 @@ static void cuda_fini(void *plugin_state) {
   assert(c == state && state_refs > 0);
   if (--state_refs == 0) {
     for (int i = 0; i < c->num_devices; i++)
-      device_teardown(c->host, &c->devices[i]);
+      device_teardown(&c->devices[i]);
     registered[0] = NULL;
     state = NULL;
-    c->host->free(c);
+    wfx_host->free(c);
   }
   pthread_mutex_unlock(&state_mu);
 }
 
 /* A cuDNN of another major version than the headers' is refused: its API
  * and data layouts differ. */
-static int check_cudnn(const wf_host *host, wf_status *st) {
+static int check_cudnn(wf_status *st) {
   size_t v = cudnnGetVersion();
 
   if (v / 10000 == CUDNN_MAJOR)
     return 0;
-  host->status_set(st, WF_FAILED_PRECONDITION,
-                   "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
-                   "%zu.%zu.%zu: a different major version is not "
-                   "compatible; install cuDNN %d or rebuild weft",
-                   WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
-                   CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
-                   CUDNN_MAJOR);
+  wfx_host->status_set(st, WF_FAILED_PRECONDITION,
+                       "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
+                       "%zu.%zu.%zu: a different major version is not "
+                       "compatible; install cuDNN %d or rebuild weft",
+                       WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
+                       CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
+                       CUDNN_MAJOR);
   return WF_FAILED_PRECONDITION;
 }
+
+/* The host table, for every file of the plugin (ABI 1.2: tensors in
+ * device memory, kernel_device_state). */
+WFX_HOST_DEFINE(1, 2);
 
 static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   cuda_gpus *c;
@@ -637,31 +638,24 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
 
   /* Kernels take device pointers: a core that keeps every tensor in host
    * memory (before ABI 1.2) must not load them. */
-  if (!WF_HOST_HAS(host, kernel_device_state)) {
-    host->status_set(st, WF_FAILED_PRECONDITION,
-                     "%s needs plugin ABI 1.2 (tensors in device memory); "
-                     "this core's host table has %u bytes",
-                     WF_CUDA_PLUGIN_NAME, (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, WF_CUDA_PLUGIN_NAME, st))
     return WF_FAILED_PRECONDITION;
-  }
   pthread_mutex_lock(&state_mu);
-  opc_set_host(host); /* for the kernels' helpers */
   if (state_refs > 0) {
     state_refs++;
     *plugin_state = state;
     goto out;
   }
-  if ((code = check_cudnn(host, st)) != 0)
+  if ((code = check_cudnn(st)) != 0)
     goto out;
-  c = host->alloc(sizeof *c, 0);
+  c = wfx_host->alloc(sizeof *c, 0);
   if (!c) {
     code = WF_RESOURCE_EXHAUSTED;
-    host->status_set(st, code, "%s: out of memory for the plugin's state",
-                     WF_CUDA_PLUGIN_NAME);
+    wfx_host->status_set(st, code, "%s: out of memory for the plugin's state",
+                         WF_CUDA_PLUGIN_NAME);
     goto out;
   }
   memset(c, 0, sizeof *c);
-  c->host = host;
   state = c;
   probe(c);
   if (cuda_kernel_device()) {
@@ -675,9 +669,9 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   state_refs = 1;
   *plugin_state = c;
   if (!nk)
-    host->log(WF_LOG_INFO, WF_CUDA_PLUGIN_NAME,
-              "no usable GPU (%s): no CUDA kernels registered",
-              c->num_devices ? c->devices[0].reason : c->probe_reason);
+    wfx_host->log(WF_LOG_INFO, WF_CUDA_PLUGIN_NAME,
+                  "no usable GPU (%s): no CUDA kernels registered",
+                  c->num_devices ? c->devices[0].reason : c->probe_reason);
 
 out:
   pthread_mutex_unlock(&state_mu);

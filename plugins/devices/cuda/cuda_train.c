@@ -89,41 +89,39 @@ static const optimizer opt_sparse_rmsprop = {
     {SCALAR(3, lr), SCALAR(4, rho), SCALAR(5, momentum), SCALAR(6, epsilon)},
     -1, 0};
 
-
 static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
                        cuda_apply_params *p, wf_status *st) {
-  const wf_host *h = opc_host();
   int b;
 
   memset(p, 0, sizeof *p);
   if (o->has_nesterov) {
-    if (opc_kernel_attr_bool(ctx, "use_nesterov", &b, st))
-      return h->status_code(st);
+    if (wfx_kernel_attr_bool(ctx, "use_nesterov", &b, st))
+      return wfx_code(st);
     p->nesterov = b;
   }
   if (o->amsgrad) {
-    if (opc_kernel_attr_bool(ctx, "amsgrad", &b, st))
-      return h->status_code(st);
+    if (wfx_kernel_attr_bool(ctx, "amsgrad", &b, st))
+      return wfx_code(st);
     p->amsgrad = b;
   }
   for (int k = 0; k < o->nscalars; k++)
     if (trn_scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
                      (double *)((char *)p + o->scalar[k].offset), st))
-      return h->status_code(st);
+      return wfx_code(st);
   if (o->step >= 0) {
     double step, c1, c2;
 
     if (trn_scalar_input(ctx, o->step, "step", &step, st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (!(step >= 1))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'step' is %g; the bias correction needs the "
                       "1-based count of updates (>= 1)",
                       step);
     c1 = 1 - pow(p->beta1, step);
     c2 = 1 - pow(p->beta2, step);
     if (c1 == 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "beta1 %g gives a bias correction 1 - beta1^step of 0",
                       p->beta1);
     p->alpha = p->lr * sqrt(c2) / c1;
@@ -154,31 +152,30 @@ typedef struct row_lists {
 
 static int row_lists_make(const wf_tensor *indices, int64_t nrows,
                           const char *what, row_lists *rl, wf_status *st) {
-  const wf_host *h = opc_host();
-  int64_t k = h->tensor_count(indices);
-  const void *iv = h->tensor_data(indices);
-  int32_t idt = h->tensor_dtype(indices);
+  int64_t k = wfx_count(indices);
+  const void *iv = wfx_data(indices);
+  int32_t idt = wfx_dtype(indices);
   row_ref *refs;
 
   memset(rl, 0, sizeof *rl);
   if (k == 0)
     return 0;
   if ((uint64_t)k > SIZE_MAX / (4 * sizeof(int64_t)) ||
-      !(rl->mem = h->alloc((size_t)(3 * k + 1) * sizeof(int64_t), 0)) ||
-      !(refs = h->alloc((size_t)k * sizeof *refs, 0))) {
-    h->free(rl->mem);
+      !(rl->mem = wfx_host->alloc((size_t)(3 * k + 1) * sizeof(int64_t), 0)) ||
+      !(refs = wfx_host->alloc((size_t)k * sizeof *refs, 0))) {
+    wfx_host->free(rl->mem);
     rl->mem = NULL;
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of host memory for %" PRId64 " sparse rows", k);
   }
   for (int64_t j = 0; j < k; j++) {
     int64_t r = idt == WF_INT32 ? ((const int32_t *)iv)[j]
                                 : ((const int64_t *)iv)[j];
     if (r < 0 || r >= nrows) {
-      h->free(refs);
-      h->free(rl->mem);
+      wfx_host->free(refs);
+      wfx_host->free(rl->mem);
       rl->mem = NULL;
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices[%" PRId64 "] = %" PRId64 " is out of range "
                       "for %s of %" PRId64 " rows (valid: 0 to %" PRId64 ")",
                       j, r, what, nrows, nrows - 1);
@@ -197,20 +194,19 @@ static int row_lists_make(const wf_tensor *indices, int64_t nrows,
     }
   }
   rl->start[rl->nunique] = k;
-  h->free(refs);
+  wfx_host->free(refs);
   return 0;
 }
 
 static void row_lists_free(row_lists *rl) {
-  opc_host()->free(rl->mem);
+  wfx_host->free(rl->mem);
   rl->mem = NULL;
 }
 
 static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *grad, *indices = NULL;
   wf_shape gs, vs, is;
-  char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
+  char b1[WFX_SHAPE_STR_MAX], b2[WFX_SHAPE_STR_MAX];
   void *slots[TRN_MAX_VARS] = {NULL};
   const char *grad_name = o->indices >= 0 ? "values" : "grad";
   cuda_apply_params p;
@@ -222,60 +218,59 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
   cudaError_t err;
 
   if (read_params(ctx, o, &p, st) ||
-      opc_kernel_input(ctx, o->grad, &grad, &gs, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(grad);
+      wfx_kernel_input(ctx, o->grad, &grad, &gs, st))
+    return wfx_code(st);
+  dt = wfx_dtype(grad);
   if (cuw_float_type(dt, &type, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (o->indices >= 0) {
     int32_t idt;
 
-    if (opc_kernel_input(ctx, o->indices, &indices, &is, st))
-      return h->status_code(st);
-    idt = h->tensor_dtype(indices);
+    if (wfx_kernel_input(ctx, o->indices, &indices, &is, st))
+      return wfx_code(st);
+    idt = wfx_dtype(indices);
     if ((idt != WF_INT32 && idt != WF_INT64) || is.rank != 1 ||
         gs.rank < 1 || gs.dims[0] != is.dims[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'indices' is %s %s and 'values' %s; expected "
                       "int32 or int64 indices (K,) and values (K, ...)",
-                      opc_dtype_name(idt), opc_shape_str(&is, b1, sizeof b1),
-                      opc_shape_str(&gs, b2, sizeof b2));
+                      wfx_dtype_name(idt), wfx_shape_str(&is, b1, sizeof b1),
+                      wfx_shape_str(&gs, b2, sizeof b2));
   }
 
   memset(&v, 0, sizeof v);
   v.n = o->nres - (o->amsgrad && !p.amsgrad ? 1 : 0);
   for (int k = 0; k < v.n; k++) {
-    if (opc_kernel_input(ctx, k, &v.handle[k], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, k, &v.handle[k], NULL, st))
+      return wfx_code(st);
     v.input[k] = o->res[k];
   }
   if (trn_lock(&v, st))
-    return h->status_code(st);
-  h->tensor_shape(v.value[0], &vs);
-  if (h->tensor_dtype(v.value[0]) != dt) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
-                  "variable '%s' is %s but input '%s' is %s",
-                  h->var_name(v.handle[0]),
-                  opc_dtype_name(h->tensor_dtype(v.value[0])), grad_name,
-                  opc_dtype_name(dt));
+    return wfx_code(st);
+  wfx_host->tensor_shape(v.value[0], &vs);
+  if (wfx_dtype(v.value[0]) != dt) {
+    rc = wfx_fail(
+        st, WF_INVALID_ARGUMENT, "variable '%s' is %s but input '%s' is %s",
+        wfx_host->var_name(v.handle[0]), wfx_dtype_name(wfx_dtype(v.value[0])),
+        grad_name, wfx_dtype_name(dt));
     goto done;
   }
   for (int k = 0; k < v.n; k++)
-    slots[k] = h->tensor_data(v.value[k]);
+    slots[k] = wfx_data(v.value[k]);
   if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
 
   if (o->indices < 0) {
     if (!cuw_same_shape(&gs, &vs)) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'grad' has %s",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
-    err = cuda_apply(o->rule, type, h->tensor_count(grad), slots,
-                         h->tensor_data(grad), &p, w.dev->stream);
+    err = cuda_apply(o->rule, type, wfx_count(grad), slots, wfx_data(grad), &p,
+                     w.dev->stream);
     rc = cuw_check(&w, "the update kernel", err, st);
   } else {
     int64_t width = 1;
@@ -284,26 +279,27 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
     if (vs.rank < 1 || gs.rank != vs.rank ||
         memcmp(gs.dims + 1, vs.dims + 1,
                sizeof gs.dims[0] * (size_t)(gs.rank - 1)) != 0) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'values' has %s; "
                     "values are rows (K, ...) of the variable (N, ...)",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
     for (int d = 1; d < vs.rank; d++)
       width *= vs.dims[d];
     {
       char what[300];
-      snprintf(what, sizeof what, "variable '%s'", h->var_name(v.handle[0]));
+      snprintf(what, sizeof what, "variable '%s'",
+               wfx_host->var_name(v.handle[0]));
       if ((rc = row_lists_make(indices, vs.dims[0], what, &rl, st)) != 0)
         goto done;
     }
     if (rl.nunique == 0 || width == 0)
       goto done;
     {
-      int64_t k = h->tensor_count(indices);
+      int64_t k = wfx_count(indices);
       if ((rc = cuw_upload(&w, rl.mem,
                                (size_t)(3 * k + 1) * sizeof(int64_t),
                                &dev_lists, "the sparse rows", st)) != 0)
@@ -311,7 +307,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       err = cuda_apply_sparse(
           o->rule, type, rl.nunique, width, (int64_t *)dev_lists + k,
           (int64_t *)dev_lists + 2 * k, (int64_t *)dev_lists, slots,
-          h->tensor_data(grad), &p, w.dev->stream);
+          wfx_data(grad), &p, w.dev->stream);
       rc = cuw_check(&w, "the sparse update kernel", err, st);
     }
   }
@@ -326,50 +322,47 @@ done:
 /* ---- AssignAdd / AssignSub ------------------------------------------------ */
 
 static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *handle, *delta;
   wf_tensor *var;
   wf_shape vs, ds;
   int32_t vdt, ddt;
-  char sv[OPC_SHAPE_STR_MAX], sd[OPC_SHAPE_STR_MAX];
+  char sv[WFX_SHAPE_STR_MAX], sd[WFX_SHAPE_STR_MAX];
   cuw w = {0};
   int rc = 0, type;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
-      opc_kernel_input(ctx, 1, &delta, &ds, st))
-    return h->status_code(st);
-  if (!(var = h->var_lock(handle, st)))
-    return h->status_code(st);
-  vdt = h->tensor_dtype(var);
-  ddt = h->tensor_dtype(delta);
-  h->tensor_shape(var, &vs);
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &delta, &ds, st))
+    return wfx_code(st);
+  if (!(var = wfx_host->var_lock(handle, st)))
+    return wfx_code(st);
+  vdt = wfx_dtype(var);
+  ddt = wfx_dtype(delta);
+  wfx_host->tensor_shape(var, &vs);
   if (vdt != ddt || !cuw_same_shape(&vs, &ds)) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s %s but the value to %s is %s %s",
-                  h->var_name(handle), opc_dtype_name(vdt),
-                  opc_shape_str(&vs, sv, sizeof sv),
-                  subtract ? "subtract" : "add", opc_dtype_name(ddt),
-                  opc_shape_str(&ds, sd, sizeof sd));
+                  wfx_host->var_name(handle), wfx_dtype_name(vdt),
+                  wfx_shape_str(&vs, sv, sizeof sv),
+                  subtract ? "subtract" : "add", wfx_dtype_name(ddt),
+                  wfx_shape_str(&ds, sd, sizeof sd));
     goto done;
   }
   if ((type = cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
-    rc = opc_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
+    rc = wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
                   subtract ? "AssignSubVariable" : "AssignAddVariable",
-                  opc_dtype_name(vdt));
+                  wfx_dtype_name(vdt));
     goto done;
   }
   if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
   rc = cuw_check(&w, "the accumulation kernel",
-                     cuda_accumulate(type, h->tensor_count(var),
-                                         h->tensor_data(var),
-                                         h->tensor_data(delta), subtract,
-                                         w.dev->stream),
-                     st);
+                 cuda_accumulate(type, wfx_count(var), wfx_data(var),
+                                 wfx_data(delta), subtract, w.dev->stream),
+                 st);
 
 done:
   cuw_end(&w);
-  h->var_unlock(handle);
+  wfx_host->var_unlock(handle);
   return rc;
 }
 

@@ -12,7 +12,7 @@
 
 #include "cuda_device.h"
 #include "cuda_launch.h"
-#include "opcommon.h"
+#include <weft/plugin_aux.h>
 
 #include <stddef.h>
 #include <stdint.h>

@@ -97,8 +97,7 @@ static inline int wfx_host_set(const wf_host *host, const char *plugin,
                        "later %d.x); this weft provides ABI %u.%u (a host "
                        "table of %u bytes)",
                        plugin, major, minor, major, (unsigned)host->abi_major,
-                       (unsigned)host->abi_minor,
-                       (unsigned)host->struct_size);
+                       (unsigned)host->abi_minor, (unsigned)host->struct_size);
     return WF_FAILED_PRECONDITION;
   }
   if (wfx_host != host) /* a later runtime: same table, no write */
@@ -113,7 +112,7 @@ static inline int wfx_host_set(const wf_host *host, const char *plugin,
   _Static_assert((major) == WF_ABI_MAJOR && (minor) <= WF_ABI_MINOR,           \
                  "the plugin needs a newer weft/plugin.h");                    \
   static inline int wfx_host_init_(const wf_host *h, const char *plugin,       \
-                            wf_status *st) {                                   \
+                                   wf_status *st) {                            \
     return wfx_host_set(h, plugin, (major), (minor), st);                      \
   }                                                                            \
   typedef int wfx_host_defined_
@@ -181,8 +180,7 @@ static inline int wfx_code(const wf_status *st) {
 
 /* Pointers to definitions from their members (designated initialisers):
  * WFX_OP(.name = "Swish", .inputs = WFX_ARGS(...), .shape_fn = f). */
-#define WFX_OP(...)                                                            \
-  (&(const wf_op_def){WF_STRUCT_INIT(wf_op_def), __VA_ARGS__})
+#define WFX_OP(...) (&(const wf_op_def){WF_STRUCT_INIT(wf_op_def), __VA_ARGS__})
 #define WFX_KERNEL(...)                                                        \
   (&(const wf_kernel_def){WF_STRUCT_INIT(wf_kernel_def), __VA_ARGS__})
 #define WFX_DEVICE(...)                                                        \
@@ -199,28 +197,41 @@ static inline int wfx_code(const wf_status *st) {
 #define WFX_NO_GRADIENT(opname)                                                \
   (&(const wf_gradient_def){WF_STRUCT_INIT(wf_gradient_def), .op = (opname),   \
                             .flags = WF_GRAD_NOT_DIFFERENTIABLE})
-/* The reference CPU kernel of op for the dtypes in mask of attribute
- * tattr, with optional further members (.create = ..., .flags = ...). */
+/* Kernel definitions as values, for a named definition
+ * (`static const wf_kernel_def k = WFX_KERNEL_FOR(...);`) or an array of
+ * them: WFX_KERNEL_INIT from its members; WFX_KERNEL_FOR from the usual
+ * ones — device type, label (what `weft ops` shows), op, the dtype
+ * attribute and its mask, compute — and optional further members
+ * (.priority = ..., .create = ..., .flags = ..., .host_inputs = ...);
+ * WFX_CPU_REFERENCE for a reference CPU kernel (priority 0). */
+#define WFX_KERNEL_INIT(...)                                                   \
+  { WF_STRUCT_INIT(wf_kernel_def), __VA_ARGS__ }
+#define WFX_KERNEL_FOR(dev, lbl, opname, tattr, mask, fn, ...)                 \
+  WFX_KERNEL_INIT(.op = (opname), .device_type = (dev), .type_attr = (tattr),  \
+                  .dtypes = (mask), .label = (lbl),                            \
+                  .compute = (fn)__VA_OPT__(, ) __VA_ARGS__)
+#define WFX_CPU_REFERENCE(opname, tattr, mask, fn, ...)                        \
+  WFX_KERNEL_FOR("cpu", "reference", opname, tattr, mask, fn, __VA_ARGS__)
+/* A pointer to a reference CPU kernel, for WFX_LIST. */
 #define WFX_CPU_KERNEL(opname, tattr, mask, fn, ...)                           \
-  WFX_KERNEL(.op = (opname), .device_type = "cpu", .type_attr = (tattr),       \
-             .dtypes = (mask), .label = "reference",                           \
-             .compute = (fn), ##__VA_ARGS__)
+  (&(const wf_kernel_def)WFX_CPU_REFERENCE(opname, tattr, mask, fn,            \
+                                           __VA_ARGS__))
 
 /* Attribute definitions (elements of WFX_ATTRS). */
 #define WFX_ATTR_DTYPE(nm, mask, dc)                                           \
   {                                                                            \
     WF_STRUCT_INIT(wf_attr_def), .name = (nm), .type = WF_ATTR_DTYPE,          \
-    .allowed_dtypes = (mask), .doc = (dc)                                      \
+                                 .allowed_dtypes = (mask), .doc = (dc)         \
   }
 /* An attribute of type ty (WF_ATTR_*) that every node must set. */
 #define WFX_ATTR_REQUIRED(nm, ty, dc)                                          \
   { WF_STRUCT_INIT(wf_attr_def), .name = (nm), .type = (ty), .doc = (dc) }
 #define WFX_ATTR_DEFAULT_(nm, ty, member, v, dc)                               \
   {                                                                            \
-    WF_STRUCT_INIT(wf_attr_def), .name = (nm), .type = (ty),                   \
-    .has_default = 1,                                                          \
-    .default_value = {.type = (ty), .count = 1, .u = {.member = (v)}},         \
-    .doc = (dc)                                                                \
+    WF_STRUCT_INIT(wf_attr_def),                                               \
+        .name = (nm), .type = (ty), .has_default = 1,                          \
+        .default_value = {.type = (ty), .count = 1, .u = {.member = (v)}},     \
+        .doc = (dc)                                                            \
   }
 #define WFX_ATTR_INT(nm, dflt, dc)                                             \
   WFX_ATTR_DEFAULT_(nm, WF_ATTR_INT, i, dflt, dc)
@@ -240,8 +251,9 @@ static inline int wfx_code(const wf_status *st) {
   ((wf_attr_item){.name = (nm),                                                \
                   .value = {.type = WF_ATTR_BOOL, .count = 1, .u.b = (v)}})
 #define WFX_ITEM_DTYPE(nm, v)                                                  \
-  ((wf_attr_item){.name = (nm),                                                \
-                  .value = {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = (v)}})
+  ((wf_attr_item){                                                             \
+      .name = (nm),                                                            \
+      .value = {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = (v)}})
 /* A value read with wfx_grad_attr, under a name. */
 #define WFX_ITEM_VALUE(nm, v) ((wf_attr_item){.name = (nm), .value = (v)})
 
@@ -336,34 +348,56 @@ typedef uint8_t wfx_bool;
 /* Element size in bytes (1 for bool); 0 for an unknown dtype. */
 static inline size_t wfx_dtype_size(int32_t dtype) {
   switch (dtype) {
-  case WF_FLOAT32: return 4;
-  case WF_FLOAT64: return 8;
-  case WF_FLOAT16: return 2;
-  case WF_BFLOAT16: return 2;
-  case WF_INT8: return 1;
-  case WF_UINT8: return 1;
-  case WF_INT32: return 4;
-  case WF_INT64: return 8;
-  case WF_BOOL: return 1;
-  case WF_RESOURCE: return sizeof(void *);
-  default: return 0;
+  case WF_FLOAT32:
+    return 4;
+  case WF_FLOAT64:
+    return 8;
+  case WF_FLOAT16:
+    return 2;
+  case WF_BFLOAT16:
+    return 2;
+  case WF_INT8:
+    return 1;
+  case WF_UINT8:
+    return 1;
+  case WF_INT32:
+    return 4;
+  case WF_INT64:
+    return 8;
+  case WF_BOOL:
+    return 1;
+  case WF_RESOURCE:
+    return sizeof(void *);
+  default:
+    return 0;
   }
 }
 
 /* "float32", "int64", "bool", ...; "invalid" for anything else. Static. */
 static inline const char *wfx_dtype_name(int32_t dtype) {
   switch (dtype) {
-  case WF_FLOAT32: return "float32";
-  case WF_FLOAT64: return "float64";
-  case WF_FLOAT16: return "float16";
-  case WF_BFLOAT16: return "bfloat16";
-  case WF_INT8: return "int8";
-  case WF_UINT8: return "uint8";
-  case WF_INT32: return "int32";
-  case WF_INT64: return "int64";
-  case WF_BOOL: return "bool";
-  case WF_RESOURCE: return "resource";
-  default: return "invalid";
+  case WF_FLOAT32:
+    return "float32";
+  case WF_FLOAT64:
+    return "float64";
+  case WF_FLOAT16:
+    return "float16";
+  case WF_BFLOAT16:
+    return "bfloat16";
+  case WF_INT8:
+    return "int8";
+  case WF_UINT8:
+    return "uint8";
+  case WF_INT32:
+    return "int32";
+  case WF_INT64:
+    return "int64";
+  case WF_BOOL:
+    return "bool";
+  case WF_RESOURCE:
+    return "resource";
+  default:
+    return "invalid";
   }
 }
 
@@ -556,10 +590,12 @@ static inline void wfx_shape_strides(const wf_shape *s, int64_t *strides) {
 
 /* Normalises axis for a tensor of rank `rank` (negative axes count from
  * the end). INVALID_ARGUMENT naming `what`, the axis and the valid range
- * when out of range. For an insertion axis (ExpandDims) pass rank + 1. */
+ * when out of range (*out is then 0). For an insertion axis (ExpandDims) pass
+ * rank + 1. */
 static inline int wfx_axis_normalize(int64_t axis, int rank, int *out,
                                      const char *what, wf_status *st) {
   assert(rank >= 0);
+  *out = 0;
   if (axis < -(int64_t)rank || axis >= rank) {
     if (rank == 0)
       return wfx_fail(st, WF_INVALID_ARGUMENT,
@@ -603,8 +639,8 @@ static inline int wfx_axes_mask(const int64_t *axes, int64_t n, int rank,
 
 /* "int", "list(float)", ... for messages. */
 static inline const char *wfx_attr_type_name(int32_t type) {
-  static const char *const names[] = {"none",   "int",   "float",  "bool",
-                                      "string", "dtype", "shape",  "tensor"};
+  static const char *const names[] = {"none",   "int",   "float", "bool",
+                                      "string", "dtype", "shape", "tensor"};
   static const char *const lists[] = {
       "list(none)",   "list(int)",   "list(float)", "list(bool)",
       "list(string)", "list(dtype)", "list(shape)", "list(tensor)"};
@@ -631,60 +667,62 @@ static inline int wfx_attr_check_(int rc, const wf_attr_value *v, int32_t type,
 /* Typed reads of an attribute, its default applied, in a shape function
  * (wfx_shape_attr_*) or a kernel (wfx_kernel_attr_*). A missing attribute
  * or one of another type is INVALID_ARGUMENT naming it and both types.
- * Lists are borrowed from the node for as long as the context is valid. */
+ * Lists are borrowed from the node for as long as the context is valid.
+ * On failure *out is 0 (NULL and a count of 0 for lists). */
 #define WFX_ATTR_READERS_(kind, ctxtype)                                       \
   static inline int wfx_##kind##_attr(const ctxtype *ctx, const char *name,    \
                                       int32_t type, wf_attr_value *v,          \
                                       wf_status *st) {                         \
-    return wfx_attr_check_(wfx_host->kind##_attr(ctx, name, v), v, type,       \
-                           name, st);                                          \
+    return wfx_attr_check_(wfx_host->kind##_attr(ctx, name, v), v, type, name, \
+                           st);                                                \
   }                                                                            \
-  static inline int wfx_##kind##_attr_int(const ctxtype *ctx,                  \
-                                          const char *name, int64_t *out,      \
-                                          wf_status *st) {                     \
+  static inline int wfx_##kind##_attr_int(                                     \
+      const ctxtype *ctx, const char *name, int64_t *out, wf_status *st) {     \
     wf_attr_value v;                                                           \
     int rc = wfx_##kind##_attr(ctx, name, WF_ATTR_INT, &v, st);                \
     if (rc == 0)                                                               \
       *out = v.u.i;                                                            \
+    else                                                                       \
+      *out = 0;                                                                \
     return rc;                                                                 \
   }                                                                            \
-  static inline int wfx_##kind##_attr_float(const ctxtype *ctx,                \
-                                            const char *name, double *out,     \
-                                            wf_status *st) {                   \
+  static inline int wfx_##kind##_attr_float(                                   \
+      const ctxtype *ctx, const char *name, double *out, wf_status *st) {      \
     wf_attr_value v;                                                           \
     int rc = wfx_##kind##_attr(ctx, name, WF_ATTR_FLOAT, &v, st);              \
     if (rc == 0)                                                               \
       *out = v.u.f;                                                            \
+    else                                                                       \
+      *out = 0;                                                                \
     return rc;                                                                 \
   }                                                                            \
-  static inline int wfx_##kind##_attr_bool(const ctxtype *ctx,                 \
-                                           const char *name, int *out,         \
-                                           wf_status *st) {                    \
+  static inline int wfx_##kind##_attr_bool(                                    \
+      const ctxtype *ctx, const char *name, int *out, wf_status *st) {         \
     wf_attr_value v;                                                           \
     int rc = wfx_##kind##_attr(ctx, name, WF_ATTR_BOOL, &v, st);               \
     if (rc == 0)                                                               \
       *out = v.u.b != 0;                                                       \
+    else                                                                       \
+      *out = 0;                                                                \
     return rc;                                                                 \
   }                                                                            \
-  static inline int wfx_##kind##_attr_dtype(const ctxtype *ctx,                \
-                                            const char *name, int32_t *out,    \
-                                            wf_status *st) {                   \
+  static inline int wfx_##kind##_attr_dtype(                                   \
+      const ctxtype *ctx, const char *name, int32_t *out, wf_status *st) {     \
     wf_attr_value v;                                                           \
     int rc = wfx_##kind##_attr(ctx, name, WF_ATTR_DTYPE, &v, st);              \
     if (rc == 0)                                                               \
       *out = v.u.dtype;                                                        \
+    else                                                                       \
+      *out = WF_DTYPE_INVALID;                                                 \
     return rc;                                                                 \
   }                                                                            \
-  static inline int wfx_##kind##_attr_ints(const ctxtype *ctx,                 \
-                                           const char *name,                   \
-                                           const int64_t **out,                \
-                                           int64_t *count, wf_status *st) {    \
+  static inline int wfx_##kind##_attr_ints(                                    \
+      const ctxtype *ctx, const char *name, const int64_t **out,               \
+      int64_t *count, wf_status *st) {                                         \
     wf_attr_value v;                                                           \
     int rc = wfx_##kind##_attr(ctx, name, WF_ATTR_LIST | WF_ATTR_INT, &v, st); \
-    if (rc == 0) {                                                             \
-      *out = v.u.ints;                                                         \
-      *count = v.count;                                                        \
-    }                                                                          \
+    *out = rc == 0 ? v.u.ints : NULL;                                          \
+    *count = rc == 0 ? v.count : 0;                                            \
     return rc;                                                                 \
   }
 WFX_ATTR_READERS_(shape, wf_shape_ctx)
@@ -936,16 +974,16 @@ static inline char *wfx_what_kernel(const wf_kernel_ctx *ctx, const char *op,
  * Also usable for reductions: walk the input as "output" with the
  * keep-dims result as operand to get each element's accumulator. */
 typedef struct wfx_bcast {
-  int n;                                         /* operands */
-  int rank;                                      /* merged rank (>= 1) */
-  int64_t dims[WF_MAX_RANK];                     /* merged output dims */
-  int64_t strides[WFX_BCAST_MAX][WF_MAX_RANK];   /* element strides, 0: bcast */
-  int64_t count;                                 /* output elements */
-  int64_t inner;                                 /* elements per row */
-  int64_t rows;                                  /* count / inner (0 if empty) */
-  int64_t step[WFX_BCAST_MAX];                   /* along a row: 0 or 1 */
-  int64_t off[WFX_BCAST_MAX];                    /* offsets of the current row */
-  int64_t pos[WF_MAX_RANK];                      /* current row (private) */
+  int n;                                       /* operands */
+  int rank;                                    /* merged rank (>= 1) */
+  int64_t dims[WF_MAX_RANK];                   /* merged output dims */
+  int64_t strides[WFX_BCAST_MAX][WF_MAX_RANK]; /* element strides, 0: bcast */
+  int64_t count;                               /* output elements */
+  int64_t inner;                               /* elements per row */
+  int64_t rows;                                /* count / inner (0 if empty) */
+  int64_t step[WFX_BCAST_MAX];                 /* along a row: 0 or 1 */
+  int64_t off[WFX_BCAST_MAX];                  /* offsets of the current row */
+  int64_t pos[WF_MAX_RANK];                    /* current row (private) */
 } wfx_bcast;
 
 /* Prepares a walk of out (fully known) over n operands (1..WFX_BCAST_MAX)
@@ -1179,12 +1217,13 @@ static inline void wfx_grad_set(wf_grad_ctx *ctx, int32_t i, wf_output g) {
 static inline int wfx_grad_done(wf_status *st) { return wfx_code(st); }
 
 /* 1 when the static shapes of a and b are fully known and equal. */
-static inline int wfx_grad_same_known_shape(const wf_grad_ctx *ctx,
-                                            wf_output a, wf_output b) {
+static inline int wfx_grad_same_known_shape(const wf_grad_ctx *ctx, wf_output a,
+                                            wf_output b) {
   wf_shape sa, sb;
   int32_t dt;
 
-  return a.node && b.node && wfx_host->grad_tensor_info(ctx, a, &dt, &sa) == 0 &&
+  return a.node && b.node &&
+         wfx_host->grad_tensor_info(ctx, a, &dt, &sa) == 0 &&
          wfx_host->grad_tensor_info(ctx, b, &dt, &sb) == 0 &&
          wfx_shape_is_known(&sa) && wfx_shape_equal(&sa, &sb);
 }
@@ -1225,8 +1264,8 @@ static inline int wfx_grad_by_op(wf_grad_ctx *ctx, const char *op,
 
   if (n > 7)
     return wfx_fail(st, WF_INTERNAL,
-                    "gradient of node '%s': %d inputs for %s (at most 7)",
-                    node, n, op);
+                    "gradient of node '%s': %d inputs for %s (at most 7)", node,
+                    n, op);
   in[0] = wfx_host->grad_output_grad(ctx, 0);
   for (int i = 0; i < n; i++)
     in[i + 1] = wfx_host->grad_input(ctx, i);
@@ -1236,8 +1275,8 @@ static inline int wfx_grad_by_op(wf_grad_ctx *ctx, const char *op,
     items[na].name = names[na];
     if (wfx_host->grad_attr(ctx, names[na], &items[na].value) != 0)
       return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "gradient of node '%s': attribute '%s' is missing",
-                      node, names[na]);
+                      "gradient of node '%s': attribute '%s' is missing", node,
+                      names[na]);
     p += len + (p[len] == ',');
   }
   if (!in[0].node)
