@@ -147,17 +147,11 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
   return bias_compute(ctx, state, 1, &nn_bias_add_grad_kernel, st);
 }
 
-#define BIAS_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "loops",                                 \
-                             .create = bias_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = bias_destroy}
-
-BIAS_KERNEL(cpu_k_bias_add, "BiasAdd", bias_add_compute);
-BIAS_KERNEL(cpu_k_bias_add_grad, "BiasAddGrad", bias_add_grad_compute);
+const wf_kernel_def cpu_k_bias_add =
+    WFX_KERNEL_FOR("cpu", "loops", "BiasAdd", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bias_add_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bias_create, .destroy = bias_destroy);
+const wf_kernel_def cpu_k_bias_add_grad =
+    WFX_KERNEL_FOR("cpu", "loops", "BiasAddGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bias_add_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bias_create, .destroy = bias_destroy);

@@ -325,17 +325,11 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return rc;
 }
 
-#define BN_KERNEL(var, name, fn)                                               \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = bn_create,                              \
-                             .compute = (fn),                                  \
-                             .destroy = bn_destroy}
-
-BN_KERNEL(cpu_k_batch_norm, "BatchNorm", bn_forward);
-BN_KERNEL(cpu_k_batch_norm_grad, "BatchNormGrad", bn_backward);
+const wf_kernel_def cpu_k_batch_norm =
+    WFX_KERNEL_FOR("cpu", "onednn", "BatchNorm", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bn_forward, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bn_create, .destroy = bn_destroy);
+const wf_kernel_def cpu_k_batch_norm_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "BatchNormGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    bn_backward, .priority = WF_CPU_FAST_PRIORITY, .create = bn_create,
+    .destroy = bn_destroy);

@@ -482,21 +482,19 @@ static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
                             bias, st);
 }
 
-#define CONV_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = conv_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = conv_destroy}
-
-CONV_KERNEL(cpu_k_conv2d, "Conv2D", conv2d_compute);
-CONV_KERNEL(cpu_k_conv2d_backprop_input, "Conv2DBackpropInput",
-            conv_bp_input_compute);
-CONV_KERNEL(cpu_k_conv2d_backprop_filter, "Conv2DBackpropFilter",
-            conv_bp_filter_compute);
-CONV_KERNEL(cpu_k_fused_conv2d, "_FusedConv2D", fused_conv2d_compute);
+const wf_kernel_def cpu_k_conv2d =
+    WFX_KERNEL_FOR("cpu", "onednn", "Conv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_conv2d_backprop_input = WFX_KERNEL_FOR(
+    "cpu", "onednn", "Conv2DBackpropInput", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv_bp_input_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_conv2d_backprop_filter = WFX_KERNEL_FOR(
+    "cpu", "onednn", "Conv2DBackpropFilter", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv_bp_filter_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
+    "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);

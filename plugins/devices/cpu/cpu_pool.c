@@ -324,19 +324,19 @@ static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
   return pool_compute(ctx, state, POOL_AVG_GRAD, &nn_avg_pool_grad_kernel, st);
 }
 
-#define POOL_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = pool_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = pool_destroy}
-
-POOL_KERNEL(cpu_k_max_pool, "MaxPool", max_pool_compute);
-POOL_KERNEL(cpu_k_avg_pool, "AvgPool", avg_pool_compute);
-POOL_KERNEL(cpu_k_max_pool_grad, "MaxPoolGrad", max_pool_grad_compute);
-POOL_KERNEL(cpu_k_avg_pool_grad, "AvgPoolGrad", avg_pool_grad_compute);
+const wf_kernel_def cpu_k_max_pool =
+    WFX_KERNEL_FOR("cpu", "onednn", "MaxPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   max_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_avg_pool =
+    WFX_KERNEL_FOR("cpu", "onednn", "AvgPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   avg_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_max_pool_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "MaxPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    max_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_avg_pool_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "AvgPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    avg_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = pool_create, .destroy = pool_destroy);

@@ -371,19 +371,19 @@ static int gru_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return rnn_compute(ctx, state, 0, 1, &rnn_gru_grad_kernel, st);
 }
 
-#define RNN_KERNEL(var, name, fn)                                              \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = rnn_create,                             \
-                             .compute = (fn),                                  \
-                             .destroy = cpu_dnnl_state_free}
-
-RNN_KERNEL(cpu_k_lstm, "LSTM", lstm_fwd);
-RNN_KERNEL(cpu_k_lstm_grad, "LSTMGrad", lstm_bwd);
-RNN_KERNEL(cpu_k_gru, "GRU", gru_fwd);
-RNN_KERNEL(cpu_k_gru_grad, "GRUGrad", gru_bwd);
+const wf_kernel_def cpu_k_lstm =
+    WFX_KERNEL_FOR("cpu", "onednn", "LSTM", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   lstm_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_lstm_grad =
+    WFX_KERNEL_FOR("cpu", "onednn", "LSTMGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   lstm_bwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_gru =
+    WFX_KERNEL_FOR("cpu", "onednn", "GRU", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   gru_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_gru_grad =
+    WFX_KERNEL_FOR("cpu", "onednn", "GRUGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   gru_bwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);

@@ -141,19 +141,19 @@ static int log_softmax_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return softmax_compute(ctx, state, 1, 1, &nn_log_softmax_grad_kernel, st);
 }
 
-#define SOFTMAX_KERNEL(var, name, fn)                                          \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = softmax_create,                         \
-                             .compute = (fn),                                  \
-                             .destroy = cpu_dnnl_state_free}
-
-SOFTMAX_KERNEL(cpu_k_softmax, "Softmax", softmax_fwd);
-SOFTMAX_KERNEL(cpu_k_log_softmax, "LogSoftmax", log_softmax_fwd);
-SOFTMAX_KERNEL(cpu_k_softmax_grad, "SoftmaxGrad", softmax_bwd);
-SOFTMAX_KERNEL(cpu_k_log_softmax_grad, "LogSoftmaxGrad", log_softmax_bwd);
+const wf_kernel_def cpu_k_softmax =
+    WFX_KERNEL_FOR("cpu", "onednn", "Softmax", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   softmax_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = softmax_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_log_softmax =
+    WFX_KERNEL_FOR("cpu", "onednn", "LogSoftmax", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   log_softmax_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = softmax_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_softmax_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "SoftmaxGrad", "T", WF_DTYPE_BIT(WF_FLOAT32), softmax_bwd,
+    .priority = WF_CPU_FAST_PRIORITY, .create = softmax_create,
+    .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_log_softmax_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "LogSoftmaxGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    log_softmax_bwd, .priority = WF_CPU_FAST_PRIORITY, .create = softmax_create,
+    .destroy = cpu_dnnl_state_free);

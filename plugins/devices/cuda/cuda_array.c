@@ -289,20 +289,15 @@ static int segment_sum_compute(wf_kernel_ctx *ctx, void *kstate,
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64) | WF_DTYPE_BIT(WF_BOOL))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, types, hosts, fn)                                      \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = (types),                         \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
 
-KERNEL(k_gather, "Gather", ANY, B(1), gather_compute);
-KERNEL(k_gather_grad, "GatherGrad", FLT, B(0) | B(1), gather_grad_compute);
-KERNEL(k_segment_sum, "UnsortedSegmentSumToShape", FLT, B(1) | B(2),
-       segment_sum_compute);
+static const wf_kernel_def k_gather = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Gather", "T", ANY, gather_compute, .host_inputs = B(1));
+static const wf_kernel_def k_gather_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "GatherGrad", "T", FLT, gather_grad_compute,
+                   .host_inputs = B(0) | B(1));
+static const wf_kernel_def k_segment_sum =
+    WFX_KERNEL_FOR("cuda", "cuda", "UnsortedSegmentSumToShape", "T", FLT,
+                   segment_sum_compute, .host_inputs = B(1) | B(2));
 
 const wf_kernel_def *const cuda_array_kernels[] = {
     &k_gather, &k_gather_grad, &k_segment_sum, NULL};

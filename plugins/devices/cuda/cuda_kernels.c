@@ -301,28 +301,32 @@ UNIFORM(he_uniform_compute, UNIFORM_HE)
 /* Each kernel only queues device work: cheap for the executor (run inline,
  * not handed to another thread). */
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
-#define KERNEL(var, nm, tattr, lbl, fn)                                        \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = FLT,                             \
-                                    .priority = 0,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = (lbl),                            \
-                                    .compute = (fn)}
 
-KERNEL(k_matmul, "MatMul", "T", "cublas", matmul_compute);
-KERNEL(k_add, "Add", "T", "cuda", add_compute);
-KERNEL(k_sub, "Sub", "T", "cuda", sub_compute);
-KERNEL(k_mul, "Mul", "T", "cuda", mul_compute);
-KERNEL(k_relu, "Relu", "T", "cuda", relu_compute);
-KERNEL(k_sigmoid, "Sigmoid", "T", "cuda", sigmoid_compute);
-KERNEL(k_tanh, "Tanh", "T", "cuda", tanh_compute);
-KERNEL(k_uniform, "RandomUniform", "dtype", "philox", random_uniform_compute);
-KERNEL(k_glorot_uniform, "GlorotUniform", "dtype", "philox",
-       glorot_uniform_compute);
-KERNEL(k_he_uniform, "HeUniform", "dtype", "philox", he_uniform_compute);
+static const wf_kernel_def k_matmul =
+    WFX_KERNEL_FOR("cuda", "cublas", "MatMul", "T", FLT, matmul_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_add = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Add", "T", FLT, add_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sub = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sub", "T", FLT, sub_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mul = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Mul", "T", FLT, mul_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_relu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Relu", "T", FLT, relu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sigmoid =
+    WFX_KERNEL_FOR("cuda", "cuda", "Sigmoid", "T", FLT, sigmoid_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_tanh = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Tanh", "T", FLT, tanh_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "RandomUniform", "dtype", FLT,
+                   random_uniform_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_glorot_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "GlorotUniform", "dtype", FLT,
+                   glorot_uniform_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_he_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "HeUniform", "dtype", FLT,
+                   he_uniform_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_kernel_def *const cuda_kernels[] = {
     &k_matmul, &k_add,     &k_sub,           &k_mul,         &k_relu,

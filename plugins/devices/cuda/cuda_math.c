@@ -410,48 +410,92 @@ static int shape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
 #define ALL (NUM | WF_DTYPE_BIT(WF_BOOL))
-#define KERNEL(var, nm, tattr, types, fn)                                      \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (types),                         \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn)}
 
-KERNEL(k_neg, "Neg", "T", FLT, neg_compute);
-KERNEL(k_square, "Square", "T", FLT, square_compute);
-KERNEL(k_sqrt, "Sqrt", "T", FLT, sqrt_compute);
-KERNEL(k_rsqrt, "Rsqrt", "T", FLT, rsqrt_compute);
-KERNEL(k_exp, "Exp", "T", FLT, exp_compute);
-KERNEL(k_log, "Log", "T", FLT, log_compute);
-KERNEL(k_abs, "Abs", "T", FLT, abs_compute);
-KERNEL(k_elu, "Elu", "T", FLT, elu_compute);
-KERNEL(k_softplus, "Softplus", "T", FLT, softplus_compute);
-KERNEL(k_gelu, "Gelu", "T", FLT, gelu_compute);
-KERNEL(k_leaky_relu, "LeakyRelu", "T", FLT, leaky_relu_compute);
-KERNEL(k_relu_grad, "ReluGrad", "T", FLT, relu_grad_compute);
-KERNEL(k_sigmoid_grad, "SigmoidGrad", "T", FLT, sigmoid_grad_compute);
-KERNEL(k_tanh_grad, "TanhGrad", "T", FLT, tanh_grad_compute);
-KERNEL(k_sqrt_grad, "SqrtGrad", "T", FLT, sqrt_grad_compute);
-KERNEL(k_rsqrt_grad, "RsqrtGrad", "T", FLT, rsqrt_grad_compute);
-KERNEL(k_elu_grad, "EluGrad", "T", FLT, elu_grad_compute);
-KERNEL(k_leaky_relu_grad, "LeakyReluGrad", "T", FLT, leaky_relu_grad_compute);
-KERNEL(k_softplus_grad, "SoftplusGrad", "T", FLT, softplus_grad_compute);
-KERNEL(k_abs_grad, "AbsGrad", "T", FLT, abs_grad_compute);
-KERNEL(k_gelu_grad, "GeluGrad", "T", FLT, gelu_grad_compute);
-KERNEL(k_div, "Div", "T", FLT, div_compute);
-KERNEL(k_maximum, "Maximum", "T", FLT, maximum_compute);
-KERNEL(k_minimum, "Minimum", "T", FLT, minimum_compute);
-KERNEL(k_pow, "Pow", "T", FLT, pow_compute);
-KERNEL(k_add_n, "AddN", "T", NUM, add_n_compute);
-KERNEL(k_cast, "Cast", "SrcT", ALL, cast_compute);
-KERNEL(k_ones_like, "OnesLike", "T", ALL, ones_like_compute);
-KERNEL(k_zeros_like, "ZerosLike", "T", ALL, zeros_like_compute);
-KERNEL(k_identity, "Identity", "T", ALL, identity_compute);
-KERNEL(k_stop_gradient, "StopGradient", "T", ALL, identity_compute);
-KERNEL(k_expand_dims, "ExpandDims", "T", ALL, expand_dims_compute);
+static const wf_kernel_def k_neg = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Neg", "T", FLT, neg_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_square =
+    WFX_KERNEL_FOR("cuda", "cuda", "Square", "T", FLT, square_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sqrt = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sqrt", "T", FLT, sqrt_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_rsqrt = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Rsqrt", "T", FLT, rsqrt_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_exp = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Exp", "T", FLT, exp_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Log", "T", FLT, log_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_abs = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Abs", "T", FLT, abs_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_elu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Elu", "T", FLT, elu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softplus =
+    WFX_KERNEL_FOR("cuda", "cuda", "Softplus", "T", FLT, softplus_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_gelu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Gelu", "T", FLT, gelu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_leaky_relu =
+    WFX_KERNEL_FOR("cuda", "cuda", "LeakyRelu", "T", FLT, leaky_relu_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_relu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "ReluGrad", "T", FLT, relu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sigmoid_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SigmoidGrad", "T", FLT,
+                   sigmoid_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_tanh_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "TanhGrad", "T", FLT, tanh_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sqrt_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SqrtGrad", "T", FLT, sqrt_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_rsqrt_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "RsqrtGrad", "T", FLT, rsqrt_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_elu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "EluGrad", "T", FLT, elu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_leaky_relu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "LeakyReluGrad", "T", FLT,
+                   leaky_relu_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softplus_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftplusGrad", "T", FLT,
+                   softplus_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_abs_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "AbsGrad", "T", FLT, abs_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_gelu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "GeluGrad", "T", FLT, gelu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_div = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Div", "T", FLT, div_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_maximum =
+    WFX_KERNEL_FOR("cuda", "cuda", "Maximum", "T", FLT, maximum_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_minimum =
+    WFX_KERNEL_FOR("cuda", "cuda", "Minimum", "T", FLT, minimum_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_pow = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Pow", "T", FLT, pow_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_add_n = WFX_KERNEL_FOR(
+    "cuda", "cuda", "AddN", "T", NUM, add_n_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_cast =
+    WFX_KERNEL_FOR("cuda", "cuda", "Cast", "SrcT", ALL, cast_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_ones_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "OnesLike", "T", ALL, ones_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_zeros_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "ZerosLike", "T", ALL, zeros_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_identity =
+    WFX_KERNEL_FOR("cuda", "cuda", "Identity", "T", ALL, identity_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_stop_gradient =
+    WFX_KERNEL_FOR("cuda", "cuda", "StopGradient", "T", ALL, identity_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_expand_dims =
+    WFX_KERNEL_FOR("cuda", "cuda", "ExpandDims", "T", ALL, expand_dims_compute,
+                   .flags = WF_KERNEL_CHEAP);
 static const wf_kernel_def k_reshape = {
     WF_STRUCT_INIT(wf_kernel_def), .op = "Reshape", .device_type = "cuda",
     .type_attr = "T", .dtypes = ALL, .flags = WF_KERNEL_CHEAP, .label = "cuda",

@@ -1108,49 +1108,59 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, hosts, fn)                                             \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
-#define CONV_KERNEL(var, nm, hosts, fn)                                        \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cudnn",                          \
-                                    .create = conv_create,                     \
-                                    .compute = (fn),                           \
-                                    .destroy = conv_destroy,                   \
-                                    .host_inputs = (hosts)}
 
-CONV_KERNEL(k_conv2d, "Conv2D", 0, conv2d_compute);
-CONV_KERNEL(k_conv_bp_input, "Conv2DBackpropInput", B(0),
-            conv_bp_input_compute);
-CONV_KERNEL(k_conv_bp_filter, "Conv2DBackpropFilter", B(1),
-            conv_bp_filter_compute);
-KERNEL(k_max_pool, "MaxPool", 0, max_pool_compute);
-KERNEL(k_avg_pool, "AvgPool", 0, avg_pool_compute);
-KERNEL(k_max_pool_grad, "MaxPoolGrad", 0, max_pool_grad_compute);
-KERNEL(k_avg_pool_grad, "AvgPoolGrad", B(0), avg_pool_grad_compute);
-KERNEL(k_softmax, "Softmax", 0, softmax_fwd);
-KERNEL(k_log_softmax, "LogSoftmax", 0, log_softmax_fwd);
-KERNEL(k_softmax_grad, "SoftmaxGrad", 0, softmax_bwd);
-KERNEL(k_log_softmax_grad, "LogSoftmaxGrad", 0, log_softmax_bwd);
-KERNEL(k_xent, "SoftmaxCrossEntropyWithLogits", 0, xent_fwd);
-KERNEL(k_sparse_xent, "SparseSoftmaxCrossEntropyWithLogits", B(1),
-       sparse_xent_fwd);
-KERNEL(k_batch_norm, "BatchNorm", 0, batch_norm_compute);
-KERNEL(k_batch_norm_grad, "BatchNormGrad", 0, batch_norm_grad_compute);
-KERNEL(k_bias_add, "BiasAdd", 0, bias_add_compute);
-KERNEL(k_bias_add_grad, "BiasAddGrad", 0, bias_add_grad_compute);
+static const wf_kernel_def k_conv2d = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2D", "T", FLT, conv2d_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy);
+static const wf_kernel_def k_conv_bp_input = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2DBackpropInput", "T", FLT, conv_bp_input_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy,
+    .host_inputs = B(0));
+static const wf_kernel_def k_conv_bp_filter = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2DBackpropFilter", "T", FLT, conv_bp_filter_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy,
+    .host_inputs = B(1));
+static const wf_kernel_def k_max_pool =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxPool", "T", FLT, max_pool_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_avg_pool =
+    WFX_KERNEL_FOR("cuda", "cuda", "AvgPool", "T", FLT, avg_pool_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max_pool_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxPoolGrad", "T", FLT,
+                   max_pool_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_avg_pool_grad = WFX_KERNEL_FOR(
+    "cuda", "cuda", "AvgPoolGrad", "T", FLT, avg_pool_grad_compute,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(0));
+static const wf_kernel_def k_softmax = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Softmax", "T", FLT, softmax_fwd, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log_softmax =
+    WFX_KERNEL_FOR("cuda", "cuda", "LogSoftmax", "T", FLT, log_softmax_fwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softmax_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftmaxGrad", "T", FLT, softmax_bwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log_softmax_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "LogSoftmaxGrad", "T", FLT, log_softmax_bwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_xent =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftmaxCrossEntropyWithLogits", "T", FLT,
+                   xent_fwd, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sparse_xent = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseSoftmaxCrossEntropyWithLogits", "T", FLT,
+    sparse_xent_fwd, .flags = WF_KERNEL_CHEAP, .host_inputs = B(1));
+static const wf_kernel_def k_batch_norm =
+    WFX_KERNEL_FOR("cuda", "cuda", "BatchNorm", "T", FLT, batch_norm_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_batch_norm_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "BatchNormGrad", "T", FLT,
+                   batch_norm_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_bias_add =
+    WFX_KERNEL_FOR("cuda", "cuda", "BiasAdd", "T", FLT, bias_add_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_bias_add_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "BiasAddGrad", "T", FLT,
+                   bias_add_grad_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_kernel_def *const cuda_nn_kernels[] = {
     &k_conv2d,       &k_conv_bp_input,   &k_conv_bp_filter,

@@ -227,25 +227,29 @@ bad:
 /* ---- the table ----------------------------------------------------------- */
 
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
-#define KERNEL(var, nm, fn)                                                    \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn)}
 
-KERNEL(k_sum, "Sum", sum_compute);
-KERNEL(k_mean, "Mean", mean_compute);
-KERNEL(k_max, "Max", max_compute);
-KERNEL(k_min, "Min", min_compute);
-KERNEL(k_prod, "Prod", prod_compute);
-KERNEL(k_sum_grad, "SumGrad", sum_grad_compute);
-KERNEL(k_mean_grad, "MeanGrad", mean_grad_compute);
-KERNEL(k_max_min_grad, "MaxMinGrad", max_min_grad_compute);
-KERNEL(k_sum_to_like, "SumToLike", sum_to_like_compute);
+static const wf_kernel_def k_sum = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sum", "T", FLT, sum_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mean = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Mean", "T", FLT, mean_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Max", "T", FLT, max_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_min = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Min", "T", FLT, min_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_prod = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Prod", "T", FLT, prod_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sum_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SumGrad", "T", FLT, sum_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mean_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MeanGrad", "T", FLT, mean_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max_min_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxMinGrad", "T", FLT, max_min_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sum_to_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "SumToLike", "T", FLT, sum_to_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
 
 const wf_kernel_def *const cuda_reduce_kernels[] = {
     &k_sum,      &k_mean,      &k_max,          &k_min,         &k_prod,

@@ -400,44 +400,53 @@ APPLY(sparse_rmsprop, opt_sparse_rmsprop)
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, tattr, types, hosts, fn)                               \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (types),                         \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
 
 /* Host inputs: every scalar hyperparameter, the step and the indices
  * (resource handles are host memory anyway). */
-KERNEL(k_gd, "ApplyGradientDescent", "T", FLT, B(1), compute_gd);
-KERNEL(k_momentum, "ApplyMomentum", "T", FLT, B(2) | B(4), compute_momentum);
-KERNEL(k_adam, "ApplyAdam", "T", FLT, B(4) | B(5) | B(6) | B(7) | B(9),
-       compute_adam);
-KERNEL(k_adamw, "ApplyAdamW", "T", FLT,
-       B(4) | B(5) | B(6) | B(7) | B(8) | B(10), compute_adamw);
-KERNEL(k_rmsprop, "ApplyRMSProp", "T", FLT, B(3) | B(4) | B(5) | B(6),
-       compute_rmsprop);
-KERNEL(k_centered_rmsprop, "ApplyCenteredRMSProp", "T", FLT,
-       B(4) | B(5) | B(6) | B(7), compute_centered_rmsprop);
-KERNEL(k_adagrad, "ApplyAdagrad", "T", FLT, B(2) | B(3), compute_adagrad);
-KERNEL(k_sparse_gd, "SparseApplyGradientDescent", "T", FLT, B(1) | B(3),
-       compute_sparse_gd);
-KERNEL(k_sparse_momentum, "SparseApplyMomentum", "T", FLT,
-       B(2) | B(4) | B(5), compute_sparse_momentum);
-KERNEL(k_sparse_adam, "SparseApplyAdam", "T", FLT,
-       B(4) | B(5) | B(6) | B(7) | B(9) | B(10), compute_sparse_adam);
-KERNEL(k_sparse_adagrad, "SparseApplyAdagrad", "T", FLT, B(2) | B(3) | B(5),
-       compute_sparse_adagrad);
-KERNEL(k_sparse_rmsprop, "SparseApplyRMSProp", "T", FLT,
-       B(3) | B(4) | B(5) | B(6) | B(8), compute_sparse_rmsprop);
-KERNEL(k_assign_add, "AssignAddVariable", "dtype", NUM, 0,
-       assign_add_compute);
-KERNEL(k_assign_sub, "AssignSubVariable", "dtype", NUM, 0,
-       assign_sub_compute);
+static const wf_kernel_def k_gd =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyGradientDescent", "T", FLT, compute_gd,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(1));
+static const wf_kernel_def k_momentum =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyMomentum", "T", FLT, compute_momentum,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(4));
+static const wf_kernel_def k_adam = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyAdam", "T", FLT, compute_adam,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(4) | B(5) | B(6) | B(7) | B(9));
+static const wf_kernel_def k_adamw =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyAdamW", "T", FLT, compute_adamw,
+                   .flags = WF_KERNEL_CHEAP,
+                   .host_inputs = B(4) | B(5) | B(6) | B(7) | B(8) | B(10));
+static const wf_kernel_def k_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyRMSProp", "T", FLT, compute_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(3) | B(4) | B(5) | B(6));
+static const wf_kernel_def k_centered_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyCenteredRMSProp", "T", FLT, compute_centered_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(4) | B(5) | B(6) | B(7));
+static const wf_kernel_def k_adagrad =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyAdagrad", "T", FLT, compute_adagrad,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(3));
+static const wf_kernel_def k_sparse_gd = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyGradientDescent", "T", FLT, compute_sparse_gd,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(1) | B(3));
+static const wf_kernel_def k_sparse_momentum = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyMomentum", "T", FLT, compute_sparse_momentum,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(4) | B(5));
+static const wf_kernel_def k_sparse_adam =
+    WFX_KERNEL_FOR("cuda", "cuda", "SparseApplyAdam", "T", FLT,
+                   compute_sparse_adam, .flags = WF_KERNEL_CHEAP,
+                   .host_inputs = B(4) | B(5) | B(6) | B(7) | B(9) | B(10));
+static const wf_kernel_def k_sparse_adagrad = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyAdagrad", "T", FLT, compute_sparse_adagrad,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(3) | B(5));
+static const wf_kernel_def k_sparse_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyRMSProp", "T", FLT, compute_sparse_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(3) | B(4) | B(5) | B(6) | B(8));
+static const wf_kernel_def k_assign_add =
+    WFX_KERNEL_FOR("cuda", "cuda", "AssignAddVariable", "dtype", NUM,
+                   assign_add_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_assign_sub =
+    WFX_KERNEL_FOR("cuda", "cuda", "AssignSubVariable", "dtype", NUM,
+                   assign_sub_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_kernel_def *const cuda_train_kernels[] = {
     &k_gd,          &k_momentum,        &k_adam,          &k_adamw,

@@ -80,7 +80,7 @@ static const char *shape_str(const wf_shape *s, char *buf, size_t len) {
 
 static int spec_fail(const char *text, size_t len, wf_status *st,
                      const char *why) {
-  tfr_host()->status_set(
+  wfx_host->status_set(
       st, WF_INVALID_ARGUMENT,
       "tfrecord: feature spec \"%.*s\": %s (the form is "
       "name:dtype:shape[:default], dtype float32, int64 or string, shape "
@@ -146,9 +146,9 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   out->def_count = count;
   if (count == 0)
     return 0;
-  out->def = tfr_host()->alloc((size_t)count * es, 0);
+  out->def = wfx_host->alloc((size_t)count * es, 0);
   if (!out->def) {
-    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "tfrecord: out of memory for a default value");
     return WF_RESOURCE_EXHAUSTED;
   }
@@ -226,9 +226,9 @@ int tfr_spec_parse(const char *text, size_t len, tfr_spec *out,
   if (out->dtype == WF_UINT8) {
     out->def_count = (int64_t)(end - c3 - 1);
     if (out->def_count > 0) {
-      out->def = tfr_host()->alloc((size_t)out->def_count, 0);
+      out->def = wfx_host->alloc((size_t)out->def_count, 0);
       if (!out->def) {
-        tfr_host()->status_set(
+        wfx_host->status_set(
             st, WF_RESOURCE_EXHAUSTED,
             "tfrecord: out of memory for a default value");
         return WF_RESOURCE_EXHAUSTED;
@@ -252,11 +252,11 @@ int tfr_spec_parse(const char *text, size_t len, tfr_spec *out,
 
 fail:
   tfr_spec_deinit(out);
-  return tfr_host()->status_code(st);
+  return wfx_code(st);
 }
 
 void tfr_spec_deinit(tfr_spec *spec) {
-  tfr_host()->free(spec->def);
+  wfx_host->free(spec->def);
   spec->def = NULL;
   spec->def_count = 0;
 }
@@ -265,7 +265,6 @@ void tfr_spec_deinit(tfr_spec *spec) {
 
 static void *arena_alloc(void *data, size_t size) {
   tfr_arena *a = data;
-  const wf_host *host = tfr_host();
   void *p;
 
   if (size > SIZE_MAX / 4)
@@ -280,16 +279,16 @@ static void *arena_alloc(void *data, size_t size) {
       cap = ARENA_MIN;
     if (a->block && a->num_retired == a->cap_retired) {
       size_t nc = a->cap_retired ? a->cap_retired * 2 : 8;
-      void **nr = host->alloc(nc * sizeof *nr, 0);
+      void **nr = wfx_host->alloc(nc * sizeof *nr, 0);
       if (!nr)
         goto fail;
       if (a->num_retired)
         memcpy(nr, a->retired, a->num_retired * sizeof *nr);
-      host->free(a->retired);
+      wfx_host->free(a->retired);
       a->retired = nr;
       a->cap_retired = nc;
     }
-    nb = host->alloc(cap, 16);
+    nb = wfx_host->alloc(cap, 16);
     if (!nb)
       goto fail;
     if (a->block)
@@ -314,14 +313,13 @@ static void arena_free(void *data, void *p) {
 }
 
 static void arena_reset(tfr_arena *a) {
-  const wf_host *host = tfr_host();
   for (size_t i = 0; i < a->num_retired; i++)
-    host->free(a->retired[i]);
+    wfx_host->free(a->retired[i]);
   a->num_retired = 0;
   a->used = 0;
   a->failed = 0;
   if (a->cap > ARENA_KEEP) {
-    host->free(a->block);
+    wfx_host->free(a->block);
     a->block = NULL;
     a->cap = 0;
   }
@@ -329,8 +327,8 @@ static void arena_reset(tfr_arena *a) {
 
 static void arena_deinit(tfr_arena *a) {
   arena_reset(a);
-  tfr_host()->free(a->block);
-  tfr_host()->free(a->retired);
+  wfx_host->free(a->block);
+  wfx_host->free(a->retired);
   memset(a, 0, sizeof *a);
 }
 
@@ -347,12 +345,12 @@ static Tensorflow__Example *unpack(tfr_arena *a, ProtobufCAllocator *pa,
   if (ex)
     return ex;
   if (a->failed)
-    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory parsing its %zu-byte "
                                "tf.train.Example",
                                tfr_where_str(w, at, sizeof at), len);
   else
-    tfr_host()->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                                "%s: the %zu-byte payload is not a valid "
                                "tf.train.Example protobuf",
                                tfr_where_str(w, at, sizeof at), len);
@@ -378,7 +376,6 @@ static int lookup(const tfr_decoder *d, const char *name) {
 
 int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
                          wf_status *st) {
-  const wf_host *host = tfr_host();
   uint32_t nslots = 8;
 
   memset(d, 0, sizeof *d);
@@ -390,11 +387,11 @@ int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
   while (nslots < 2 * (uint32_t)num)
     nslots *= 2;
   d->slot_mask = nslots - 1;
-  d->slots = host->alloc(nslots * sizeof *d->slots, 0);
-  d->found = host->alloc((size_t)(num ? num : 1) * sizeof *d->found, 0);
-  d->seen = host->alloc((size_t)(num ? num : 1), 0);
+  d->slots = wfx_host->alloc(nslots * sizeof *d->slots, 0);
+  d->found = wfx_host->alloc((size_t)(num ? num : 1) * sizeof *d->found, 0);
+  d->seen = wfx_host->alloc((size_t)(num ? num : 1), 0);
   if (!d->slots || !d->found || !d->seen) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                      "tfrecord: out of memory for %d feature specs", num);
     goto fail;
   }
@@ -404,7 +401,7 @@ int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
     uint32_t i = name_hash(specs[k].name) & d->slot_mask;
     while (d->slots[i] >= 0) {
       if (strcmp(specs[d->slots[i]].name, specs[k].name) == 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                          "tfrecord: feature '%s' is named by two specs",
                          specs[k].name);
         goto fail;
@@ -417,17 +414,16 @@ int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
 
 fail:
   tfr_decoder_deinit(d);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 void tfr_decoder_deinit(tfr_decoder *d) {
-  const wf_host *host = tfr_host();
   for (int i = 0; i < d->num_specs; i++)
     tfr_spec_deinit(&d->specs[i]);
-  host->free(d->specs);
-  host->free(d->slots);
-  host->free(d->found);
-  host->free(d->seen);
+  wfx_host->free(d->specs);
+  wfx_host->free(d->slots);
+  wfx_host->free(d->found);
+  wfx_host->free(d->seen);
   arena_deinit(&d->arena);
   memset(d, 0, sizeof *d);
 }
@@ -475,7 +471,6 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                       const Tensorflow__Feature *f, int seen,
                       const tfr_where *w, wf_tensor **out,
                       wf_status *st) {
-  const wf_host *host = tfr_host();
   int kind = f ? (int)f->kind_case : TENSORFLOW__FEATURE__KIND__NOT_SET;
   int want = dtype_kind(spec->dtype);
   int64_t count = 0;
@@ -485,7 +480,7 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
 
   (void)d;
   if (!seen && !spec->has_default) {
-    host->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' is missing and its spec has no "
                      "default (the record's features: %s)",
                      tfr_where_str(w, at, sizeof at), spec->name,
@@ -493,7 +488,7 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
     return WF_DATA_LOSS;
   }
   if (seen && kind != TENSORFLOW__FEATURE__KIND__NOT_SET && kind != want) {
-    host->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' holds a %s list; its spec asks for "
                      "%s (a %s list)",
                      tfr_where_str(w, at, sizeof at), spec->name,
@@ -514,7 +509,7 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
   if (spec->var_dim < 0 ? count != spec->known
                         : (spec->known == 0 ? count != 0
                                             : count % spec->known != 0)) {
-    host->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                      "%s: feature '%s' has %" PRId64 " %s; its shape %s "
                      "cannot hold them",
                      tfr_where_str(w, at, sizeof at), spec->name, count,
@@ -525,10 +520,10 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
   if (spec->var_dim >= 0)
     shape.dims[spec->var_dim] = spec->known ? count / spec->known : 0;
 
-  *out = host->tensor_new(spec->dtype, &shape, st);
+  *out = wfx_host->tensor_new(spec->dtype, &shape, st);
   if (!*out)
-    return host->status_code(st);
-  dst = host->tensor_data(*out);
+    return wfx_code(st);
+  dst = wfx_data(*out);
   if (!seen)
     fill_default(spec, dst, count);
   else if (kind == TENSORFLOW__FEATURE__KIND_FLOAT_LIST && count)
@@ -548,13 +543,12 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
 int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data,
                            size_t len, const tfr_where *w,
                            wf_tensor **fields, wf_status *st) {
-  const wf_host *host = tfr_host();
   Tensorflow__Example *ex;
   int i = 0;
 
   ex = unpack(&d->arena, &d->pballoc, data, len, w, st);
   if (!ex)
-    return -host->status_code(st);
+    return -wfx_code(st);
   memset(d->found, 0, (size_t)d->num_specs * sizeof *d->found);
   memset(d->seen, 0, (size_t)d->num_specs);
   /* A name given twice keeps its last value, as protobuf maps do. */
@@ -576,11 +570,11 @@ int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data,
 
 fail:
   for (int j = 0; j < i; j++) {
-    host->tensor_release(fields[j]);
+    wfx_host->tensor_release(fields[j]);
     fields[j] = NULL;
   }
   fields[i] = NULL;
-  return -host->status_code(st);
+  return -wfx_code(st);
 }
 
 /* ---- schema inference ------------------------------------------------- */
@@ -603,7 +597,6 @@ static int entry_cmp(const void *a, const void *b) {
 int tfr_infer_specs(const uint8_t *data, size_t len,
                         const tfr_where *w, tfr_spec **specs,
                         int *num, wf_status *st) {
-  const wf_host *host = tfr_host();
   tfr_arena arena = {0};
   ProtobufCAllocator pa = {arena_alloc, arena_free, &arena};
   Tensorflow__Example *ex;
@@ -619,14 +612,14 @@ int tfr_infer_specs(const uint8_t *data, size_t len,
     goto fail;
   count = ex->features ? ex->features->n_feature : 0;
   if (count > INT32_MAX / 2) {
-    host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
                      tfr_where_str(w, at, sizeof at));
     goto fail;
   }
-  out = host->alloc((count ? count : 1) * sizeof *out, 0);
-  refs = host->alloc((count ? count : 1) * sizeof *refs, 0);
+  out = wfx_host->alloc((count ? count : 1) * sizeof *out, 0);
+  refs = wfx_host->alloc((count ? count : 1) * sizeof *refs, 0);
   if (!out || !refs) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                      "tfrecord: out of memory for %zu feature specs", count);
     goto fail;
   }
@@ -647,7 +640,7 @@ int tfr_infer_specs(const uint8_t *data, size_t len,
     if (!f || f->kind_case == TENSORFLOW__FEATURE__KIND__NOT_SET)
       continue; /* nothing says what type it holds */
     if (klen == 0 || klen >= sizeof out->name) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                        "%s: feature name '%.80s' cannot name a field (1 to "
                        "63 bytes); select features with the 'features' "
                        "option",
@@ -666,15 +659,15 @@ int tfr_infer_specs(const uint8_t *data, size_t len,
     s->var_dim = 0;
     s->known = 1;
   }
-  host->free(refs);
+  wfx_host->free(refs);
   arena_deinit(&arena);
   *specs = out;
   *num = (int)n;
   return 0;
 
 fail:
-  host->free(refs);
-  host->free(out);
+  wfx_host->free(refs);
+  wfx_host->free(out);
   arena_deinit(&arena);
-  return host->status_code(st);
+  return wfx_code(st);
 }

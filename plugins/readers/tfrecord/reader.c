@@ -17,10 +17,6 @@
 #define DEFAULT_MAX_RECORD ((uint64_t)1 << 30)
 #define LIMIT_MAX_RECORD ((uint64_t)1 << 56)
 
-static const wf_host *the_host;
-
-const wf_host *tfr_host(void) { return the_host; }
-void tfr_set_host(const wf_host *host) { the_host = host; }
 
 typedef struct reader {
   char *path;
@@ -42,7 +38,7 @@ typedef struct options {
 
 static int opt_fail(const char *path, const char *name, const char *why,
                     wf_status *st) {
-  the_host->status_set(st, WF_INVALID_ARGUMENT,
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                        "tfrecord: %s: option '%s' %s", path, name, why);
   return WF_INVALID_ARGUMENT;
 }
@@ -138,13 +134,13 @@ static int specs_from_option(const wf_attr_value *v, tfr_spec **specs,
     count = v->count;
   }
   if (count < 1 || count > INT32_MAX / 2) {
-    the_host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                          "tfrecord: option 'features' names no feature");
     return WF_INVALID_ARGUMENT;
   }
-  out = the_host->alloc((size_t)count * sizeof *out, 0);
+  out = wfx_host->alloc((size_t)count * sizeof *out, 0);
   if (!out) {
-    the_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                          "tfrecord: out of memory for %" PRId64
                          " feature specs",
                          count);
@@ -173,8 +169,8 @@ static int specs_from_option(const wf_attr_value *v, tfr_spec **specs,
 fail:
   for (int i = 0; i < n; i++)
     tfr_spec_deinit(&out[i]);
-  the_host->free(out);
-  return the_host->status_code(st);
+  wfx_host->free(out);
+  return wfx_code(st);
 }
 
 /* ---- the reader ---------------------------------------------------------- */
@@ -200,13 +196,13 @@ static int infer(reader *r, tfr_spec **specs, int *num, wf_status *st) {
   if (rc == WF_READER_RECORD &&
       tfr_infer_specs(rec.data, (size_t)rec.len, &w, specs, num, st) == 0)
     return 0;
-  snprintf(why, sizeof why, "%s", the_host->status_message(st));
-  rc = the_host->status_code(st);
-  the_host->status_set(st, rc == WF_DATA_LOSS ? WF_INVALID_ARGUMENT : rc,
+  snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
+  rc = wfx_code(st);
+  wfx_host->status_set(st, rc == WF_DATA_LOSS ? WF_INVALID_ARGUMENT : rc,
                        "%s; the schema comes from the first record when "
                        "'features' is not given (or use raw=true)",
                        why);
-  return the_host->status_code(st);
+  return wfx_code(st);
 }
 
 static void tfr_close(void *rd) {
@@ -215,8 +211,8 @@ static void tfr_close(void *rd) {
     return;
   tfr_decoder_deinit(&r->dec);
   tfr_stream_close(&r->s);
-  the_host->free(r->path);
-  the_host->free(r);
+  wfx_host->free(r->path);
+  wfx_host->free(r);
 }
 
 static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
@@ -229,15 +225,15 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
 
   *rd = NULL;
   if (parse_options(path, opts, nopts, &o, st))
-    return the_host->status_code(st);
-  r = the_host->alloc(sizeof *r, 0);
+    return wfx_code(st);
+  r = wfx_host->alloc(sizeof *r, 0);
   if (r) {
     memset(r, 0, sizeof *r);
     r->s.fd = -1;
-    r->path = the_host->alloc(plen + 1, 0);
+    r->path = wfx_host->alloc(plen + 1, 0);
   }
   if (!r || !r->path) {
-    the_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                          "tfrecord: %s: out of memory opening a reader",
                          path);
     goto fail;
@@ -265,10 +261,10 @@ fail:
   if (specs) {
     for (int i = 0; i < nspecs; i++)
       tfr_spec_deinit(&specs[i]);
-    the_host->free(specs);
+    wfx_host->free(specs);
   }
   tfr_close(r);
-  return the_host->status_code(st);
+  return wfx_code(st);
 }
 
 static int32_t tfr_num_fields(void *rd) {
@@ -304,11 +300,11 @@ static int tfr_next(void *rd, wf_tensor **fields, wf_status *st) {
     return rc;
   if (rc == WF_READER_RECORD && r->raw) {
     wf_shape shape = {.rank = 1, .dims = {(int64_t)rec.len}};
-    wf_tensor *t = the_host->tensor_new(WF_UINT8, &shape, st);
+    wf_tensor *t = wfx_host->tensor_new(WF_UINT8, &shape, st);
     if (!t)
-      return -the_host->status_code(st);
+      return -wfx_code(st);
     if (rec.len)
-      memcpy(the_host->tensor_data(t), rec.data, (size_t)rec.len);
+      memcpy(wfx_data(t), rec.data, (size_t)rec.len);
     fields[0] = t;
   } else if (rc == WF_READER_RECORD) {
     rc = tfr_decoder_decode(&r->dec, rec.data, (size_t)rec.len, &w,
@@ -332,7 +328,7 @@ static int walk_to(reader *r, uint64_t target, wf_status *st) {
     uint64_t at = r->s.pos;
     int rc = tfr_record_pass(&r->s, r->number, r->max_len, 0, st);
     if (rc == WF_READER_END) {
-      the_host->status_set(st, WF_INVALID_ARGUMENT,
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
                            ": the data ends at offset %" PRIu64
                            " (%" PRIu64 " records)",
@@ -341,13 +337,13 @@ static int walk_to(reader *r, uint64_t target, wf_status *st) {
     }
     if (rc < 0) {
       char why[1024];
-      snprintf(why, sizeof why, "%s", the_host->status_message(st));
-      the_host->status_set(st, -rc, "cannot seek to offset %" PRIu64 ": %s",
+      snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
+      wfx_host->status_set(st, -rc, "cannot seek to offset %" PRIu64 ": %s",
                            target, why);
       return -rc;
     }
     if (r->s.pos > target) {
-      the_host->status_set(st, WF_INVALID_ARGUMENT,
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
                            ": it is inside record %" PRIu64
                            " (offsets %" PRIu64 " to %" PRIu64
@@ -370,15 +366,15 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
     return 0;
   if (pos < r->s.pos) {
     if (tfr_stream_rewind(&r->s, st))
-      return the_host->status_code(st);
+      return wfx_code(st);
     r->number = 0;
   }
   if (walk_to(r, pos, st) == 0)
     return 0;
 
   /* Back to where the reader was; the walk's error is what is reported. */
-  code = the_host->status_code(st);
-  snprintf(why, sizeof why, "%s", the_host->status_message(st));
+  code = wfx_code(st);
+  snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
   if (r->s.codec == WF__TFR_CODEC_NONE) {
     r->s.pos = old_pos;
     r->number = old_number;
@@ -386,7 +382,7 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
     r->number = 0;
     walk_to(r, old_pos, st);
   }
-  the_host->status_set(st, code, "%s", why);
+  wfx_host->status_set(st, code, "%s", why);
   return code;
 }
 
@@ -450,16 +446,13 @@ static const wf_reader_def tfrecord_reader = {
 
 static const wf_reader_def *const readers[] = {&tfrecord_reader, NULL};
 
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int tfr_init(const wf_host *host, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(host, tensor_data)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       PLUGIN_NAME ": the host table (%u bytes) lacks the "
-                                   "tensor entries",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, PLUGIN_NAME, st))
     return WF_FAILED_PRECONDITION;
-  }
-  tfr_set_host(host);
   *state = NULL;
   return 0;
 }

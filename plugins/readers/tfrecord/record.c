@@ -42,7 +42,7 @@ static int past_end(const tfr_stream *s, uint64_t number, uint64_t offset,
                     uint64_t len, uint64_t left, wf_status *st) {
   char at[1024];
   tfr_where w = where_at(s, number, offset);
-  tfr_host()->status_set(
+  wfx_host->status_set(
       st, WF_INVALID_ARGUMENT,
       "%s: length %" PRIu64 " is larger than what remains of the %s (%" PRIu64
       " bytes after the header; the data and its CRC need %" PRIu64
@@ -58,19 +58,18 @@ static int past_end(const tfr_stream *s, uint64_t number, uint64_t offset,
  * plain file it also checks that the data and its CRC fit in the file. */
 static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
                   uint64_t *len, wf_status *st) {
-  const wf_host *host = tfr_host();
   const uint8_t *p;
   size_t avail;
   uint32_t stored, computed;
   char at[1024];
 
   if (tfr_stream_peek(s, HEADER_BYTES, &p, &avail, st))
-    return -host->status_code(st);
+    return -wfx_code(st);
   if (avail == 0)
     return WF_READER_END;
   if (avail < HEADER_BYTES) {
     tfr_where w = where_at(s, number, s->pos);
-    host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                      "%s: the data ends %zu bytes into the %d-byte record "
                      "header: truncated file",
                      tfr_where_str(&w, at, sizeof at), avail,
@@ -82,7 +81,7 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
   computed = tfr_crc_mask(tfr_crc32c(0, p, 8));
   if (stored != computed) {
     tfr_where w = where_at(s, number, s->pos);
-    host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                      "%s: length CRC mismatch (stored 0x%08" PRIx32
                      ", computed 0x%08" PRIx32
                      "): not a TFRecord file, or a corrupt one",
@@ -91,7 +90,7 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
   }
   if (*len > max_len) {
     tfr_where w = where_at(s, number, s->pos);
-    host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                      "%s: length %" PRIu64 " is above max_record_bytes (%" PRIu64
                      "); raise that option if the record is genuine",
                      tfr_where_str(&w, at, sizeof at), *len, max_len);
@@ -107,7 +106,6 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
 
 int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
                         tfr_record *rec, wf_status *st) {
-  const wf_host *host = tfr_host();
   const uint8_t *p;
   size_t avail, size;
   uint64_t len = 0;
@@ -120,7 +118,7 @@ int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
   /* max_len keeps len far below SIZE_MAX. */
   size = HEADER_BYTES + (size_t)len + FOOTER_BYTES;
   if (tfr_stream_peek(s, size, &p, &avail, st))
-    return -host->status_code(st);
+    return -wfx_code(st);
   if (avail < size)
     return -past_end(s, number, s->pos, len, avail - HEADER_BYTES, st);
   rec->len = len;
@@ -131,7 +129,7 @@ int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
   if (stored != computed) {
     char at[1024];
     tfr_where w = where_at(s, number, s->pos);
-    host->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                      "%s: data CRC mismatch (stored 0x%08" PRIx32
                      ", computed 0x%08" PRIx32 "): the record is corrupt",
                      tfr_where_str(&w, at, sizeof at), stored, computed);
@@ -142,7 +140,6 @@ int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
 
 int tfr_record_pass(tfr_stream *s, uint64_t number, uint64_t max_len,
                         int verify, wf_status *st) {
-  const wf_host *host = tfr_host();
   uint64_t offset = s->pos;
   const uint8_t *p;
   size_t avail = 0;
@@ -155,10 +152,10 @@ int tfr_record_pass(tfr_stream *s, uint64_t number, uint64_t max_len,
     return r;
   tfr_stream_skip(s, HEADER_BYTES);
   if (tfr_stream_pass(s, len, verify ? &crc : NULL, &done, st))
-    return -host->status_code(st);
+    return -wfx_code(st);
   if (done == len &&
       tfr_stream_peek(s, FOOTER_BYTES, &p, &avail, st))
-    return -host->status_code(st);
+    return -wfx_code(st);
   if (done < len || avail < FOOTER_BYTES)
     return -past_end(s, number, offset, len, done + (done == len ? avail : 0),
                      st);
@@ -167,7 +164,7 @@ int tfr_record_pass(tfr_stream *s, uint64_t number, uint64_t max_len,
   if (verify && tfr_crc_mask(crc) != stored) {
     char at[1024];
     tfr_where w = where_at(s, number, offset);
-    host->status_set(st, WF_DATA_LOSS,
+    wfx_host->status_set(st, WF_DATA_LOSS,
                      "%s: data CRC mismatch (stored 0x%08" PRIx32
                      ", computed 0x%08" PRIx32 "): the record is corrupt",
                      tfr_where_str(&w, at, sizeof at), stored,

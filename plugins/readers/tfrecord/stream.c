@@ -55,12 +55,12 @@ static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
   (void)opaque;
   if (size != 0 && items > SIZE_MAX / size)
     return Z_NULL;
-  return tfr_host()->alloc((size_t)items * size, 0);
+  return wfx_host->alloc((size_t)items * size, 0);
 }
 
 static void z_free(voidpf opaque, voidpf p) {
   (void)opaque;
-  tfr_host()->free(p);
+  wfx_host->free(p);
 }
 
 static uint32_t le32(const uint8_t *p) {
@@ -104,7 +104,7 @@ static int z_fail(tfr_stream *s, int32_t code, const char *fmt, ...) {
 }
 
 static int z_repeat(const tfr_stream *s, wf_status *st) {
-  tfr_host()->status_set(st, s->z_error, "%s", s->z_msg);
+  wfx_host->status_set(st, s->z_error, "%s", s->z_msg);
   return s->z_error;
 }
 
@@ -114,7 +114,7 @@ static int z_start(tfr_stream *s, wf_status *st) {
   s->z.zalloc = z_alloc;
   s->z.zfree = z_free;
   if (inflateInit2(&s->z, bits) != Z_OK) {
-    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory starting %s decompression",
                                s->path, tfr_codec_name(s->codec));
     return WF_RESOURCE_EXHAUSTED;
@@ -125,7 +125,6 @@ static int z_start(tfr_stream *s, wf_status *st) {
 
 int tfr_stream_open(tfr_stream *s, const char *path, int codec,
                         wf_status *st) {
-  const wf_host *host = tfr_host();
   struct stat sb;
   uint8_t head[12];
   ssize_t got = 0;
@@ -136,18 +135,18 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
   s->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (s->fd < 0) {
     int e = errno;
-    host->status_set(st, errno_code(e), "%s: cannot open: %s", path,
+    wfx_host->status_set(st, errno_code(e), "%s: cannot open: %s", path,
                      strerror(e));
     goto fail;
   }
   if (fstat(s->fd, &sb) != 0) {
     int e = errno;
-    host->status_set(st, errno_code(e), "%s: cannot stat: %s", path,
+    wfx_host->status_set(st, errno_code(e), "%s: cannot stat: %s", path,
                      strerror(e));
     goto fail;
   }
   if (!S_ISREG(sb.st_mode)) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                      "%s: not a regular file (TFRecord files are read "
                      "from regular files only)",
                      path);
@@ -161,7 +160,7 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
     while (got < 0 && errno == EINTR);
     if (got < 0) {
       int e = errno;
-      host->status_set(st, errno_code(e), "%s: cannot read: %s", path,
+      wfx_host->status_set(st, errno_code(e), "%s: cannot read: %s", path,
                        strerror(e));
       goto fail;
     }
@@ -170,7 +169,7 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
     codec = detect(head, (size_t)got);
   else if (codec == WF__TFR_CODEC_GZIP &&
            !(got >= 2 && head[0] == 0x1f && head[1] == 0x8b)) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                      "%s: compression is gzip but the file does not start "
                      "with gzip's magic bytes 1f 8b",
                      path);
@@ -180,7 +179,7 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
 
   if (codec == WF__TFR_CODEC_NONE) {
     if (s->file_size > SIZE_MAX) {
-      host->status_set(st, WF_RESOURCE_EXHAUSTED,
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                        "%s: %llu bytes do not fit in this address space",
                        path, (unsigned long long)s->file_size);
       goto fail;
@@ -190,7 +189,7 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
                      s->fd, 0);
       if (m == MAP_FAILED) {
         int e = errno;
-        host->status_set(st, errno_code(e), "%s: cannot map %llu bytes: %s",
+        wfx_host->status_set(st, errno_code(e), "%s: cannot map %llu bytes: %s",
                          path, (unsigned long long)s->file_size, strerror(e));
         goto fail;
       }
@@ -200,9 +199,9 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
     return 0;
   }
 
-  s->in = host->alloc(IN_CHUNK, 0);
+  s->in = wfx_host->alloc(IN_CHUNK, 0);
   if (!s->in) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                      "%s: out of memory for the %s input buffer", path,
                      tfr_codec_name(codec));
     goto fail;
@@ -213,17 +212,16 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
 
 fail:
   tfr_stream_close(s);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 void tfr_stream_close(tfr_stream *s) {
-  const wf_host *host = tfr_host();
   if (s->map)
     munmap((void *)s->map, (size_t)s->file_size);
   if (s->z_live)
     inflateEnd(&s->z);
-  host->free(s->in);
-  host->free(s->buf);
+  wfx_host->free(s->in);
+  wfx_host->free(s->buf);
   if (s->fd >= 0)
     close(s->fd);
   memset(s, 0, sizeof *s);
@@ -266,9 +264,9 @@ static int window_room(tfr_stream *s, wf_status *st) {
     return 0;
   }
   cap = s->cap * 2 > held + OUT_CHUNK ? s->cap * 2 : held + OUT_CHUNK;
-  nb = tfr_host()->alloc(cap, 0);
+  nb = wfx_host->alloc(cap, 0);
   if (!nb) {
-    tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "%s: out of memory growing the decompression "
                                "window to %zu bytes",
                                s->path, cap);
@@ -276,7 +274,7 @@ static int window_room(tfr_stream *s, wf_status *st) {
   }
   if (held)
     memcpy(nb, s->buf + s->lo, held);
-  tfr_host()->free(s->buf);
+  wfx_host->free(s->buf);
   s->buf = nb;
   s->cap = cap;
   s->lo = 0;
@@ -290,7 +288,7 @@ static int z_step(tfr_stream *s, wf_status *st) {
   int ret;
 
   if (z_refill(s, st) || window_room(s, st))
-    return tfr_host()->status_code(st);
+    return wfx_code(st);
   room = s->cap - s->hi;
   s->z.next_out = s->buf + s->hi;
   s->z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
@@ -305,7 +303,7 @@ static int z_step(tfr_stream *s, wf_status *st) {
     /* Another gzip member may follow; anything after a zlib stream is
      * garbage. */
     if (z_refill(s, st))
-      return tfr_host()->status_code(st);
+      return wfx_code(st);
     if (s->z.avail_in == 0) {
       s->z_end = 1;
       return 0;
@@ -357,7 +355,7 @@ int tfr_stream_peek(tfr_stream *s, size_t n, const uint8_t **p,
     return z_repeat(s, st);
   while (s->hi - s->lo < n && !s->z_end)
     if (z_step(s, st))
-      return tfr_host()->status_code(st);
+      return wfx_code(st);
   *avail = s->hi - s->lo < n ? s->hi - s->lo : n;
   *p = s->buf ? s->buf + s->lo : NULL;
   return 0;
@@ -387,7 +385,7 @@ int tfr_stream_pass(tfr_stream *s, uint64_t n, uint32_t *crc,
     uint64_t want = n - *done;
     if (tfr_stream_peek(s, want < OUT_CHUNK ? (size_t)want : OUT_CHUNK,
                             &p, &avail, st))
-      return tfr_host()->status_code(st);
+      return wfx_code(st);
     if (avail == 0)
       break;
     if (crc)
@@ -404,7 +402,7 @@ int tfr_stream_rewind(tfr_stream *s, wf_status *st) {
     return 0;
   if (lseek(s->fd, 0, SEEK_SET) != 0) {
     int e = errno;
-    tfr_host()->status_set(st, errno_code(e), "%s: cannot seek: %s",
+    wfx_host->status_set(st, errno_code(e), "%s: cannot seek: %s",
                                s->path, strerror(e));
     return errno_code(e);
   }

@@ -9,20 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 #include <zlib.h>
 
 #include "tfr_crc32c.h"
 #include "example.pb-c.h"
-
-/* ---- the host table (reader.c) ------------------------------------------ */
-
-/* The table the core handed to the plugin's init; every allocation, status
- * and tensor goes through it. Set before any reader is opened. */
-const wf_host *tfr_host(void);
-/* Sets the table (init, and programs that drive the plugin's parts
- * without the loader, such as the fuzz target). */
-void tfr_set_host(const wf_host *host);
 
 /* ---- CRC-32C (tfr_crc32c.h, the plugin's own) ----------------------------- */
 

@@ -207,7 +207,6 @@ static const char *call_name(coll_kind kind) {
 /* The MPI type of a node's calls: the arithmetic type for reductions,
  * an unsigned integer of the element's size for moves. */
 static int node_type(coll_node *nd, wf_status *st) {
-  const wf_host *h = mpt_host;
   int reduces = nd->cfg.kind == WF__COLL_ALLREDUCE ||
                 nd->cfg.kind == WF__COLL_REDUCE ||
                 nd->cfg.kind == WF__COLL_REDUCE_SCATTER;
@@ -240,12 +239,12 @@ static int node_type(coll_node *nd, wf_status *st) {
     nd->esize = 1;
     break;
   default:
-    h->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                   "element type %d has no MPI counterpart", (int)nd->cfg.dtype);
     return WF_INVALID_ARGUMENT;
   }
   if (reduces) {
-    h->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                   "%s cannot add elements of type %d (float32, float64, "
                   "int32 and int64 only)",
                   call_name(nd->cfg.kind), (int)nd->cfg.dtype);
@@ -297,7 +296,6 @@ static void *progress_main(void *arg);
 
 coll_node *coll_node_new(const char *name, const coll_config *cfg,
                                  wf_status *st) {
-  const wf_host *h = mpt_host;
   const mpt_job *job = mpt_join(st);
   coll_node *nd = NULL;
   int err;
@@ -307,7 +305,7 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
   if (job->size > 1 && mpt_transport_start(st))
     return NULL;
   if (!(nd = calloc(1, sizeof *nd)) || !(nd->name = strdup(name))) {
-    h->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }
   nd->cfg = *cfg;
@@ -318,7 +316,7 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
     goto fail;
   if ((cfg->kind == WF__COLL_BROADCAST || cfg->kind == WF__COLL_REDUCE) &&
       (cfg->root < 0 || cfg->root >= job->size)) {
-    h->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                   "root %d is not a task of this job of %d", (int)cfg->root,
                   job->size);
     goto fail;
@@ -334,7 +332,7 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
   pthread_mutex_lock(&eng.mu);
   if (eng.stopping) {
     pthread_mutex_unlock(&eng.mu);
-    h->status_set(st, WF_CANCELLED,
+    wfx_host->status_set(st, WF_CANCELLED,
                   "task %d of %d: the process is leaving the MPI job",
                   job->rank, job->size);
     goto fail;
@@ -342,14 +340,14 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
   int64_t occurrence = name_occurrence(name_hash);
   if (occurrence < 0) {
     pthread_mutex_unlock(&eng.mu);
-    h->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }
   nd->key = hash_bytes(name_hash, &occurrence, sizeof occurrence) & KEY_MASK;
   if (!eng.started) {
     if ((err = pthread_create(&eng.thread, NULL, progress_main, NULL))) {
       pthread_mutex_unlock(&eng.mu);
-      h->status_set(st, WF_RESOURCE_EXHAUSTED,
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                     "cannot start the collectives' progress thread: %s",
                     strerror(err));
       goto fail;
@@ -448,21 +446,21 @@ coll_run *coll_run_new(coll_node *nd, wf_kernel_ctx *ctx,
   coll_run *r =
       calloc(1, sizeof *r + (size_t)nd->cfg.n * sizeof r->pieces[0]);
   if (!r) {
-    mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                              "out of memory for a run of %d tensors",
                              (int)nd->cfg.n);
     return NULL;
   }
   r->node = nd;
   r->ctx = ctx;
-  r->step = mpt_host->kernel_step(ctx);
+  r->step = wfx_host->kernel_step(ctx);
   return r;
 }
 
 void *coll_run_pack(coll_run *r, size_t bytes, wf_status *st) {
-  r->pack = mpt_host->alloc(bytes ? bytes : 1, 64);
+  r->pack = wfx_host->alloc(bytes ? bytes : 1, 64);
   if (!r->pack)
-    mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                              "out of memory for a buffer of %zu bytes", bytes);
   return r->pack;
 }
@@ -479,7 +477,7 @@ void coll_run_free(coll_run *r) {
   if (!r)
     return;
   if (r->pack)
-    mpt_host->free(r->pack);
+    wfx_host->free(r->pack);
   free(r);
 }
 
@@ -505,26 +503,26 @@ int coll_submit(coll_run *r, wf_status *st) {
   coll_node *nd = r->node;
   pthread_mutex_lock(&eng.mu);
   if (eng.lost[0]) {
-    mpt_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s",
+    wfx_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s",
                              nd->rank, nd->size, eng.lost);
     pthread_mutex_unlock(&eng.mu);
     coll_run_free(r);
-    return mpt_host->status_code(st);
+    return wfx_code(st);
   }
   if (eng.stopping || (!nd->bound && eng.broken[0])) {
     if (eng.stopping)
-      mpt_host->status_set(st, WF_CANCELLED,
+      wfx_host->status_set(st, WF_CANCELLED,
                                "task %d of %d: the process is leaving the "
                                "MPI job",
                                nd->rank, nd->size);
     else
-      mpt_host->status_set(st, WF_UNAVAILABLE,
+      wfx_host->status_set(st, WF_UNAVAILABLE,
                                "task %d of %d: this node has no "
                                "communicator: %s",
                                nd->rank, nd->size, eng.broken);
     pthread_mutex_unlock(&eng.mu);
     coll_run_free(r);
-    return mpt_host->status_code(st);
+    return wfx_code(st);
   }
   r->since_ns = now_ns();
   queue_insert(nd, r);
@@ -632,16 +630,15 @@ static void fail_queued(coll_node *nd, coll_run **done, int32_t code,
 
 /* The shapes of r's inputs, "(2, 3), (4)", into buf. */
 static const char *input_shapes(const coll_run *r, char *buf, size_t len) {
-  const wf_host *h = mpt_host;
-  int n = h->kernel_num_inputs(r->ctx);
+  int n = wfx_host->kernel_num_inputs(r->ctx);
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; i < n && used + 1 < len; i++) {
     wf_shape s;
-    const wf_tensor *t = h->kernel_input(r->ctx, i);
+    const wf_tensor *t = wfx_host->kernel_input(r->ctx, i);
     if (!t)
       continue;
-    h->tensor_shape(t, &s);
+    wfx_host->tensor_shape(t, &s);
     used += (size_t)snprintf(buf + used, len - used, "%s(", i ? ", " : "");
     for (int d = 0; d < s.rank && used + 1 < len; d++)
       used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "",
@@ -661,7 +658,7 @@ static void rounds_broken(int err, const char *call, coll_run **done) {
   char msg[MPI_MAX_ERROR_STRING];
   snprintf(eng.broken, sizeof eng.broken, "%s failed: %s", call,
            mpt_error_string(err, msg, sizeof msg));
-  mpt_host->log(WF_LOG_ERROR, "transport-mpi",
+  wfx_host->log(WF_LOG_ERROR, "transport-mpi",
                     "task %d of %d: setting up the collectives' "
                     "communicators: %s",
                     job->rank, job->size, eng.broken);
@@ -881,7 +878,7 @@ static void header_done(coll_node *nd, int err, reqset *rs,
     }
     nd->has_target = 1;
     nd->target = step_min;
-    mpt_host->log(WF_LOG_DEBUG, "transport-mpi",
+    wfx_host->log(WF_LOG_DEBUG, "transport-mpi",
                       "task %d of %d: node '%s': the tasks proposed steps "
                       "%lld to %lld; step %lld goes first",
                       nd->rank, nd->size, nd->name, (long long)step_min,
@@ -993,12 +990,11 @@ static void data_done(coll_node *nd, int err, coll_run **done) {
 
 /* Warns once about runs that have waited very long (eng.mu held). */
 static void warn_stalls(int64_t now) {
-  const wf_host *h = mpt_host;
   for (coll_node *nd = eng.live; nd; nd = nd->live_next) {
     coll_run *r = nd->active;
     if (r && !r->warned && now - r->since_ns > STALL_WARN_NS) {
       r->warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
+      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
              "task %d of %d: node '%s' has waited %lld s in step %lld for "
              "%s",
              nd->rank, nd->size, nd->name,
@@ -1011,7 +1007,7 @@ static void warn_stalls(int64_t now) {
     if (!nd->active && nd->has_target && !nd->target_warned &&
         now - nd->target_since > STALL_WARN_NS) {
       nd->target_warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
+      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
              "task %d of %d: node '%s': the other tasks run its step %lld, "
              "which this task has not reached in %lld s (every task must "
              "run the same steps of a session in the same sequence)",
@@ -1021,7 +1017,7 @@ static void warn_stalls(int64_t now) {
     if (!nd->bound && nd->queue && !nd->bind_warned &&
         now - nd->queue->since_ns > STALL_WARN_NS) {
       nd->bind_warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
+      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
              "task %d of %d: node '%s' has waited %lld s for the other "
              "tasks to set up the same collective nodes (every task must "
              "build the executors holding them: run the same signatures)",
@@ -1050,7 +1046,7 @@ static void check_lost(coll_run **done, wf_kernel_ctx ***orphans,
            "last checkpoint)",
            task, (double)silent / 1000.0,
            (double)mpt_heartbeat_ms() / 1000.0);
-  mpt_host->log(WF_LOG_ERROR, "transport-mpi", "%s", eng.lost);
+  wfx_host->log(WF_LOG_ERROR, "transport-mpi", "%s", eng.lost);
   int n = 0;
   for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     n += nd->active && nd->active->ctx;
@@ -1063,7 +1059,7 @@ static void check_lost(coll_run **done, wf_kernel_ctx ***orphans,
     if (!r || !r->ctx || !*orphans)
       continue;
     if (r->recv_tensor)
-      mpt_host->tensor_retain(r->recv_tensor);
+      wfx_host->tensor_retain(r->recv_tensor);
     (*orphans)[(*norphans)++] = r->ctx;
     r->ctx = NULL;
   }
@@ -1071,7 +1067,6 @@ static void check_lost(coll_run **done, wf_kernel_ctx ***orphans,
 
 /* Completes the runs of done, eng.mu not held. */
 static void complete(coll_run *done) {
-  const wf_host *h = mpt_host;
   while (done) {
     coll_run *r = done;
     wf_kernel_ctx *ctx = r->ctx;
@@ -1082,13 +1077,13 @@ static void complete(coll_run *done) {
     }
     if (r->code == WF_OK) {
       coll_run_free(r);
-      h->kernel_done(ctx, WF_OK, NULL);
+      wfx_host->kernel_done(ctx, WF_OK, NULL);
     } else {
       char why[sizeof r->why];
       int32_t code = r->code;
       memcpy(why, r->why, sizeof why);
       coll_run_free(r);
-      h->kernel_done(ctx, code, "%s", why);
+      wfx_host->kernel_done(ctx, code, "%s", why);
     }
   }
 }
@@ -1141,7 +1136,7 @@ static void *progress_main(void *arg) {
       if (norphans || done) {
         pthread_mutex_unlock(&eng.mu);
         for (int i = 0; i < norphans; i++)
-          mpt_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s",
+          wfx_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s",
                                     eng.lost);
         free(orphans);
         complete(done);

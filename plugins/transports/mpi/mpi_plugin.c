@@ -17,7 +17,9 @@
 
 #include "mpi_plugin.h"
 
-const wf_host *mpt_host;
+/* The host table, for every file of the plugin: ABI 1.1 brought
+ * transports. */
+WFX_HOST_DEFINE(1, 1);
 
 static pthread_mutex_t join_mu = PTHREAD_MUTEX_INITIALIZER;
 static mpt_job job;
@@ -47,7 +49,7 @@ static void leave_job(void) {
   if (finalized)
     return;
   if (lost) {
-    mpt_host->log(WF_LOG_WARNING, "transport-mpi",
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
                       "task %d has been silent for %.1f s: leaving the job "
                       "without MPI_Finalize",
                       task, (double)silent / 1000.0);
@@ -63,7 +65,7 @@ static void leave_job(void) {
 static int stay_resident(wf_status *st) {
   Dl_info info;
   if (!dladdr((void *)&mpt_join, &info) || !info.dli_fname) {
-    mpt_host->status_set(st, WF_INTERNAL,
+    wfx_host->status_set(st, WF_INTERNAL,
                              "mpi: cannot find the plugin's own file");
     return -1;
   }
@@ -86,7 +88,7 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
   if (finalized) {
-    mpt_host->status_set(st, WF_FAILED_PRECONDITION,
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION,
                              "mpi: MPI was already finalized in this process");
     goto fail;
   }
@@ -95,7 +97,7 @@ const mpt_job *mpt_join(wf_status *st) {
   if (!inited) {
     err = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (err != MPI_SUCCESS) {
-      mpt_host->status_set(st, WF_UNAVAILABLE,
+      wfx_host->status_set(st, WF_UNAVAILABLE,
                                "mpi: MPI_Init_thread failed: %s",
                                mpt_error_string(err, msg, sizeof msg));
       goto fail;
@@ -105,7 +107,7 @@ const mpt_job *mpt_join(wf_status *st) {
     MPI_Query_thread(&provided);
   }
   if (provided < MPI_THREAD_MULTIPLE) {
-    mpt_host->status_set(
+    wfx_host->status_set(
         st, WF_FAILED_PRECONDITION,
         "mpi: this MPI provides thread level %d, weft needs "
         "MPI_THREAD_MULTIPLE (%d)%s",
@@ -117,7 +119,7 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if ((err = MPI_Comm_dup(MPI_COMM_WORLD, &job.p2p)) != MPI_SUCCESS ||
       (err = MPI_Comm_dup(MPI_COMM_WORLD, &job.coll)) != MPI_SUCCESS) {
-    mpt_host->status_set(st, WF_UNAVAILABLE,
+    wfx_host->status_set(st, WF_UNAVAILABLE,
                              "mpi: duplicating MPI_COMM_WORLD failed: %s",
                              mpt_error_string(err, msg, sizeof msg));
     goto fail;
@@ -140,11 +142,9 @@ static _Atomic int64_t heartbeat_ms = 10000;
 int64_t mpt_heartbeat_ms(void) { return heartbeat_ms; }
 
 static int plugin_init(const wf_host *host, void **state, wf_status *st) {
-  (void)st;
-  mpt_host = host;
-  int64_t ms = WF_HOST_HAS(host, config_int)
-                   ? host->config_int("cluster", "heartbeat_timeout_ms")
-                   : -1;
+  if (WFX_HOST_INIT(host, "transport-mpi", st))
+    return WF_FAILED_PRECONDITION;
+  int64_t ms = wfx_host->config_int("cluster", "heartbeat_timeout_ms");
   if (ms > 0)
     heartbeat_ms = ms;
   *state = NULL;

@@ -1,6 +1,7 @@
 /* plugins/transports/mpi/mpi_plugin.h — what the parts of the MPI transport
  * plugin share: the process's place in the MPI job (joined on first use,
- * left at process exit), the host table, and each part's tables.
+ * left at process exit) and each part's tables. The host table is the
+ * helper layer's wfx_host.
  *
  *  mpi_plugin.c       the description, joining and leaving the job
  *  mpi_transport.c    the transport (keyed point-to-point messages for the
@@ -11,7 +12,7 @@
 #define WF_MPI_PLUGIN_H
 
 #include <mpi.h>
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 /* The process's MPI job. Each part works on a communicator of its own
  * (duplicates of MPI_COMM_WORLD made when the job is joined), so that their
@@ -22,9 +23,6 @@ typedef struct mpt_job {
   MPI_Comm coll; /* the collective ops' */
   int we_initialised; /* MPI_Init_thread was ours, and so is MPI_Finalize */
 } mpt_job;
-
-/* The host table, set by the plugin's init. */
-extern const wf_host *mpt_host;
 
 /* Joins the job on first use (MPI_Init_thread with MPI_THREAD_MULTIPLE,
  * unless the program already initialised MPI with that level) and returns

@@ -132,7 +132,7 @@ static int take_one(void) {
   if (!buf) {
     /* Receive into nothing is impossible: drop it into a scratch byte by
      * truncating would be an MPI error; abort is the only honest option. */
-    mpt_host->log(WF_LOG_ERROR, "transport-mpi",
+    wfx_host->log(WF_LOG_ERROR, "transport-mpi",
                       "out of memory receiving %d bytes from task %d", count,
                       status.MPI_SOURCE);
     MPI_Abort(MPI_COMM_WORLD, 70);
@@ -174,7 +174,7 @@ static int take_one(void) {
   arrived *a = malloc(sizeof *a);
   if (!a) {
     pthread_mutex_unlock(&T.mu);
-    mpt_host->log(WF_LOG_ERROR, "transport-mpi",
+    wfx_host->log(WF_LOG_ERROR, "transport-mpi",
                       "out of memory keeping a message from task %d", src);
     free(buf);
     return 1;
@@ -283,7 +283,7 @@ static const mpt_job *start(int open, wf_status *st) {
     T.last_heard = calloc((size_t)j->size, sizeof *T.last_heard);
     if (!T.last_heard) {
       pthread_mutex_unlock(&T.mu);
-      mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "mpi: out of memory for %d tasks", j->size);
       return NULL;
     }
@@ -295,7 +295,7 @@ static const mpt_job *start(int open, wf_status *st) {
       free((void *)T.last_heard);
       T.last_heard = NULL;
       pthread_mutex_unlock(&T.mu);
-      mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                                "mpi: cannot start the transport thread: %s",
                                strerror(err));
       return NULL;
@@ -309,14 +309,14 @@ static const mpt_job *start(int open, wf_status *st) {
 }
 
 int mpt_transport_start(wf_status *st) {
-  return start(0, st) ? 0 : mpt_host->status_code(st);
+  return start(0, st) ? 0 : wfx_code(st);
 }
 
 static int t_open(void *plugin_state, void **tp, wf_status *st) {
   (void)plugin_state;
   const mpt_job *j = start(1, st);
   if (!j)
-    return mpt_host->status_code(st);
+    return wfx_code(st);
   *tp = (void *)j;
   return 0;
 }
@@ -328,12 +328,12 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
                   const void *data, size_t n, wf_status *st) {
   const mpt_job *j = tp;
   if (dst < 0 || dst >= j->size)
-    return mpt_host->status_set(st, WF_INVALID_ARGUMENT,
+    return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                                     "mpi: no task %d in a job of %d", dst,
                                     j->size),
            WF_INVALID_ARGUMENT;
   if (n > (size_t)INT32_MAX - KEY_BYTES) {
-    mpt_host->status_set(st, WF_UNIMPLEMENTED,
+    wfx_host->status_set(st, WF_UNIMPLEMENTED,
                              "mpi: a message of %zu bytes to task %d is over "
                              "the 2 GiB limit of one message",
                              n, dst);
@@ -344,7 +344,7 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
   if (!s || !buf) {
     free(s);
     free(buf);
-    mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                              "mpi: out of memory sending %zu bytes to task %d",
                              n, dst);
     return WF_RESOURCE_EXHAUSTED;
@@ -359,7 +359,7 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
     char msg[MPI_MAX_ERROR_STRING];
     free(s);
     free(buf);
-    mpt_host->status_set(st, WF_UNAVAILABLE,
+    wfx_host->status_set(st, WF_UNAVAILABLE,
                              "mpi: sending to task %d failed: %s", dst,
                              mpt_error_string(err, msg, sizeof msg));
     return WF_UNAVAILABLE;
@@ -379,7 +379,7 @@ static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
                   wf_transport_recv_fn *done, void *arg, wf_status *st) {
   const mpt_job *j = tp;
   if (src < 0 || src >= j->size)
-    return mpt_host->status_set(st, WF_INVALID_ARGUMENT,
+    return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                                     "mpi: no task %d in a job of %d", src,
                                     j->size),
            WF_INVALID_ARGUMENT;
@@ -404,7 +404,7 @@ static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
   posted *p = malloc(sizeof *p);
   if (!p) {
     pthread_mutex_unlock(&T.mu);
-    mpt_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
                              "mpi: out of memory posting a receive");
     return WF_RESOURCE_EXHAUSTED;
   }
