@@ -240,14 +240,15 @@ static int node_type(coll_node *nd, wf_status *st) {
     break;
   default:
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                  "element type %d has no MPI counterpart", (int)nd->cfg.dtype);
+                         "element type %d has no MPI counterpart",
+                         (int)nd->cfg.dtype);
     return WF_INVALID_ARGUMENT;
   }
   if (reduces) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                  "%s cannot add elements of type %d (float32, float64, "
-                  "int32 and int64 only)",
-                  call_name(nd->cfg.kind), (int)nd->cfg.dtype);
+                         "%s cannot add elements of type %d (float32, float64, "
+                         "int32 and int64 only)",
+                         call_name(nd->cfg.kind), (int)nd->cfg.dtype);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
@@ -295,7 +296,7 @@ static int64_t name_occurrence(uint64_t h) {
 static void *progress_main(void *arg);
 
 coll_node *coll_node_new(const char *name, const coll_config *cfg,
-                                 wf_status *st) {
+                         wf_status *st) {
   const mpt_job *job = mpt_join(st);
   coll_node *nd = NULL;
   int err;
@@ -317,8 +318,8 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
   if ((cfg->kind == WF__COLL_BROADCAST || cfg->kind == WF__COLL_REDUCE) &&
       (cfg->root < 0 || cfg->root >= job->size)) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                  "root %d is not a task of this job of %d", (int)cfg->root,
-                  job->size);
+                         "root %d is not a task of this job of %d",
+                         (int)cfg->root, job->size);
     goto fail;
   }
   uint64_t name_hash = hash_bytes(WF__COLL_HASH_INIT, name, strlen(name));
@@ -333,8 +334,8 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
   if (eng.stopping) {
     pthread_mutex_unlock(&eng.mu);
     wfx_host->status_set(st, WF_CANCELLED,
-                  "task %d of %d: the process is leaving the MPI job",
-                  job->rank, job->size);
+                         "task %d of %d: the process is leaving the MPI job",
+                         job->rank, job->size);
     goto fail;
   }
   int64_t occurrence = name_occurrence(name_hash);
@@ -348,8 +349,8 @@ coll_node *coll_node_new(const char *name, const coll_config *cfg,
     if ((err = pthread_create(&eng.thread, NULL, progress_main, NULL))) {
       pthread_mutex_unlock(&eng.mu);
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "cannot start the collectives' progress thread: %s",
-                    strerror(err));
+                           "cannot start the collectives' progress thread: %s",
+                           strerror(err));
       goto fail;
     }
     eng.started = 1;
@@ -447,8 +448,8 @@ coll_run *coll_run_new(coll_node *nd, wf_kernel_ctx *ctx,
       calloc(1, sizeof *r + (size_t)nd->cfg.n * sizeof r->pieces[0]);
   if (!r) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "out of memory for a run of %d tensors",
-                             (int)nd->cfg.n);
+                         "out of memory for a run of %d tensors",
+                         (int)nd->cfg.n);
     return NULL;
   }
   r->node = nd;
@@ -461,7 +462,7 @@ void *coll_run_pack(coll_run *r, size_t bytes, wf_status *st) {
   r->pack = wfx_host->alloc(bytes ? bytes : 1, 64);
   if (!r->pack)
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "out of memory for a buffer of %zu bytes", bytes);
+                         "out of memory for a buffer of %zu bytes", bytes);
   return r->pack;
 }
 
@@ -503,8 +504,8 @@ int coll_submit(coll_run *r, wf_status *st) {
   coll_node *nd = r->node;
   pthread_mutex_lock(&eng.mu);
   if (eng.lost[0]) {
-    wfx_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s",
-                             nd->rank, nd->size, eng.lost);
+    wfx_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s", nd->rank,
+                         nd->size, eng.lost);
     pthread_mutex_unlock(&eng.mu);
     coll_run_free(r);
     return wfx_code(st);
@@ -512,14 +513,14 @@ int coll_submit(coll_run *r, wf_status *st) {
   if (eng.stopping || (!nd->bound && eng.broken[0])) {
     if (eng.stopping)
       wfx_host->status_set(st, WF_CANCELLED,
-                               "task %d of %d: the process is leaving the "
-                               "MPI job",
-                               nd->rank, nd->size);
+                           "task %d of %d: the process is leaving the "
+                           "MPI job",
+                           nd->rank, nd->size);
     else
       wfx_host->status_set(st, WF_UNAVAILABLE,
-                               "task %d of %d: this node has no "
-                               "communicator: %s",
-                               nd->rank, nd->size, eng.broken);
+                           "task %d of %d: this node has no "
+                           "communicator: %s",
+                           nd->rank, nd->size, eng.broken);
     pthread_mutex_unlock(&eng.mu);
     coll_run_free(r);
     return wfx_code(st);
@@ -659,9 +660,9 @@ static void rounds_broken(int err, const char *call, coll_run **done) {
   snprintf(eng.broken, sizeof eng.broken, "%s failed: %s", call,
            mpt_error_string(err, msg, sizeof msg));
   wfx_host->log(WF_LOG_ERROR, "transport-mpi",
-                    "task %d of %d: setting up the collectives' "
-                    "communicators: %s",
-                    job->rank, job->size, eng.broken);
+                "task %d of %d: setting up the collectives' "
+                "communicators: %s",
+                job->rank, job->size, eng.broken);
   for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     if (!nd->bound)
       fail_queued(nd, done, WF_UNAVAILABLE,
@@ -879,10 +880,10 @@ static void header_done(coll_node *nd, int err, reqset *rs,
     nd->has_target = 1;
     nd->target = step_min;
     wfx_host->log(WF_LOG_DEBUG, "transport-mpi",
-                      "task %d of %d: node '%s': the tasks proposed steps "
-                      "%lld to %lld; step %lld goes first",
-                      nd->rank, nd->size, nd->name, (long long)step_min,
-                      (long long)step_max, (long long)step_min);
+                  "task %d of %d: node '%s': the tasks proposed steps "
+                  "%lld to %lld; step %lld goes first",
+                  nd->rank, nd->size, nd->name, (long long)step_min,
+                  (long long)step_max, (long long)step_min);
     queue_insert(nd, r);
     make_ready(nd);
     return;
@@ -994,35 +995,38 @@ static void warn_stalls(int64_t now) {
     coll_run *r = nd->active;
     if (r && !r->warned && now - r->since_ns > STALL_WARN_NS) {
       r->warned = 1;
-      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s' has waited %lld s in step %lld for "
-             "%s",
-             nd->rank, nd->size, nd->name,
-             (long long)((now - r->since_ns) / 1000000000), (long long)r->step,
-             nd->phase == PHASE_HEADER
-                 ? "the other tasks to reach it (a task that failed or "
-                   "stopped before it leaves the others waiting)"
-                 : "its data to move");
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s' has waited %lld s in step %lld for "
+          "%s",
+          nd->rank, nd->size, nd->name,
+          (long long)((now - r->since_ns) / 1000000000), (long long)r->step,
+          nd->phase == PHASE_HEADER
+              ? "the other tasks to reach it (a task that failed or "
+                "stopped before it leaves the others waiting)"
+              : "its data to move");
     }
     if (!nd->active && nd->has_target && !nd->target_warned &&
         now - nd->target_since > STALL_WARN_NS) {
       nd->target_warned = 1;
-      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s': the other tasks run its step %lld, "
-             "which this task has not reached in %lld s (every task must "
-             "run the same steps of a session in the same sequence)",
-             nd->rank, nd->size, nd->name, (long long)nd->target,
-             (long long)((now - nd->target_since) / 1000000000));
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s': the other tasks run its step %lld, "
+          "which this task has not reached in %lld s (every task must "
+          "run the same steps of a session in the same sequence)",
+          nd->rank, nd->size, nd->name, (long long)nd->target,
+          (long long)((now - nd->target_since) / 1000000000));
     }
     if (!nd->bound && nd->queue && !nd->bind_warned &&
         now - nd->queue->since_ns > STALL_WARN_NS) {
       nd->bind_warned = 1;
-      wfx_host->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s' has waited %lld s for the other "
-             "tasks to set up the same collective nodes (every task must "
-             "build the executors holding them: run the same signatures)",
-             nd->rank, nd->size, nd->name,
-             (long long)((now - nd->queue->since_ns) / 1000000000));
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s' has waited %lld s for the other "
+          "tasks to set up the same collective nodes (every task must "
+          "build the executors holding them: run the same signatures)",
+          nd->rank, nd->size, nd->name,
+          (long long)((now - nd->queue->since_ns) / 1000000000));
     }
   }
 }
@@ -1136,8 +1140,7 @@ static void *progress_main(void *arg) {
       if (norphans || done) {
         pthread_mutex_unlock(&eng.mu);
         for (int i = 0; i < norphans; i++)
-          wfx_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s",
-                                    eng.lost);
+          wfx_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s", eng.lost);
         free(orphans);
         complete(done);
         done = NULL;

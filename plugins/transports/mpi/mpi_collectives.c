@@ -120,7 +120,8 @@ static int parse_reduction(const char *v, int32_t dtype, int *mean,
 static int shape_check_reduction(wf_shape_ctx *ctx, wf_status *st) {
   wf_attr_value red, t;
   int mean;
-  if (wfx_host->shape_attr(ctx, "reduction", &red) || wfx_host->shape_attr(ctx, "T", &t))
+  if (wfx_host->shape_attr(ctx, "reduction", &red) ||
+      wfx_host->shape_attr(ctx, "T", &t))
     return fail(st, WF_INTERNAL, "attributes 'reduction' and 'T' must be set");
   return parse_reduction(red.u.s, t.u.dtype, &mean, st);
 }
@@ -234,7 +235,8 @@ static int setup(wf_kernel_ctx *ctx, coll_kind kind, void **state,
     cfg.n = (int32_t)v.u.i;
   if (kind == WF__COLL_ALLREDUCE || kind == WF__COLL_REDUCE ||
       kind == WF__COLL_REDUCE_SCATTER) {
-    if (parse_reduction(wfx_host->kernel_attr(ctx, "reduction", &v) ? NULL : v.u.s,
+    if (parse_reduction(wfx_host->kernel_attr(ctx, "reduction", &v) ? NULL
+                                                                    : v.u.s,
                         cfg.dtype, &mean, st))
       return wfx_code(st);
     cfg.mean = mean;
@@ -275,7 +277,8 @@ static void coll_destroy(void *state) { coll_node_free(state); }
 static int forward_all(wf_kernel_ctx *ctx, wf_status *st) {
   int32_t n = wfx_host->kernel_num_inputs(ctx);
   for (int32_t i = 0; i < n; i++)
-    if (wfx_host->kernel_output_set(ctx, i, (wf_tensor *)wfx_host->kernel_input(ctx, i), st))
+    if (wfx_host->kernel_output_set(
+            ctx, i, (wf_tensor *)wfx_host->kernel_input(ctx, i), st))
       return wfx_code(st);
   wfx_host->kernel_done(ctx, WF_OK, NULL);
   return 0;
@@ -523,7 +526,8 @@ static wf_output divide_by_size(wf_grad_ctx *ctx, wf_output g, wf_status *st) {
   if (wfx_host->grad_tensor_info(ctx, g, &dtype, NULL))
     dtype = WF_FLOAT32;
   wf_attr_item t = {"T", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = dtype}};
-  wf_node *size = wfx_host->grad_add_node(ctx, "CollectiveSize", NULL, 0, &t, 1, st);
+  wf_node *size =
+      wfx_host->grad_add_node(ctx, "CollectiveSize", NULL, 0, &t, 1, st);
   if (!size)
     return no_output();
   wf_output in[2] = {g, {size, 0}};
@@ -766,13 +770,28 @@ const wf_op_def *const mpt_ops[] = {
     &allreduce_op, &broadcast_op, &allgather_op, &reduce_scatter_op,
     &reduce_op,    &size_op,      NULL};
 
-
-static const wf_kernel_def allreduce_kernel = WFX_KERNEL_FOR("cpu", "mpi", "AllReduce", "T", REDUCE_DTYPES, list_compute, .flags = WF_KERNEL_ASYNC, .create = allreduce_create, .destroy = coll_destroy);
-static const wf_kernel_def reduce_kernel = WFX_KERNEL_FOR("cpu", "mpi", "Reduce", "T", REDUCE_DTYPES, list_compute, .flags = WF_KERNEL_ASYNC, .create = reduce_create, .destroy = coll_destroy);
-static const wf_kernel_def broadcast_kernel = WFX_KERNEL_FOR("cpu", "mpi", "Broadcast", "T", MOVE_DTYPES, list_compute, .flags = WF_KERNEL_ASYNC, .create = broadcast_create, .destroy = coll_destroy);
-static const wf_kernel_def allgather_kernel = WFX_KERNEL_FOR("cpu", "mpi", "AllGather", "T", MOVE_DTYPES, dim0_compute, .flags = WF_KERNEL_ASYNC, .create = allgather_create, .destroy = coll_destroy);
-static const wf_kernel_def reduce_scatter_kernel = WFX_KERNEL_FOR("cpu", "mpi", "ReduceScatter", "T", REDUCE_DTYPES, dim0_compute, .flags = WF_KERNEL_ASYNC, .create = reduce_scatter_create, .destroy = coll_destroy);
-static const wf_kernel_def size_kernel = WFX_KERNEL_FOR("cpu", "mpi", "CollectiveSize", "T", REDUCE_DTYPES, size_compute, .flags = WF_KERNEL_CHEAP, .create = size_create, .destroy = NULL);
+static const wf_kernel_def allreduce_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "AllReduce", "T", REDUCE_DTYPES, list_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = allreduce_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def reduce_kernel = WFX_KERNEL_FOR(
+    "cpu", "mpi", "Reduce", "T", REDUCE_DTYPES, list_compute,
+    .flags = WF_KERNEL_ASYNC, .create = reduce_create, .destroy = coll_destroy);
+static const wf_kernel_def broadcast_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "Broadcast", "T", MOVE_DTYPES, list_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = broadcast_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def allgather_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "AllGather", "T", MOVE_DTYPES, dim0_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = allgather_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def reduce_scatter_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "ReduceScatter", "T", REDUCE_DTYPES,
+                   dim0_compute, .flags = WF_KERNEL_ASYNC,
+                   .create = reduce_scatter_create, .destroy = coll_destroy);
+static const wf_kernel_def size_kernel = WFX_KERNEL_FOR(
+    "cpu", "mpi", "CollectiveSize", "T", REDUCE_DTYPES, size_compute,
+    .flags = WF_KERNEL_CHEAP, .create = size_create, .destroy = NULL);
 
 const wf_kernel_def *const mpt_kernels[] = {&allreduce_kernel,
                                                 &broadcast_kernel,

@@ -50,9 +50,9 @@ static void leave_job(void) {
     return;
   if (lost) {
     wfx_host->log(WF_LOG_WARNING, "transport-mpi",
-                      "task %d has been silent for %.1f s: leaving the job "
-                      "without MPI_Finalize",
-                      task, (double)silent / 1000.0);
+                  "task %d has been silent for %.1f s: leaving the job "
+                  "without MPI_Finalize",
+                  task, (double)silent / 1000.0);
     return;
   }
   MPI_Comm_free(&job.p2p);
@@ -66,7 +66,7 @@ static int stay_resident(wf_status *st) {
   Dl_info info;
   if (!dladdr((void *)&mpt_join, &info) || !info.dli_fname) {
     wfx_host->status_set(st, WF_INTERNAL,
-                             "mpi: cannot find the plugin's own file");
+                         "mpi: cannot find the plugin's own file");
     return -1;
   }
   /* Statically linked into the program: nothing can unload it. */
@@ -89,7 +89,7 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Finalized(&finalized);
   if (finalized) {
     wfx_host->status_set(st, WF_FAILED_PRECONDITION,
-                             "mpi: MPI was already finalized in this process");
+                         "mpi: MPI was already finalized in this process");
     goto fail;
   }
   if (stay_resident(st))
@@ -98,8 +98,8 @@ const mpt_job *mpt_join(wf_status *st) {
     err = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (err != MPI_SUCCESS) {
       wfx_host->status_set(st, WF_UNAVAILABLE,
-                               "mpi: MPI_Init_thread failed: %s",
-                               mpt_error_string(err, msg, sizeof msg));
+                           "mpi: MPI_Init_thread failed: %s",
+                           mpt_error_string(err, msg, sizeof msg));
       goto fail;
     }
     job.we_initialised = 1;
@@ -120,8 +120,8 @@ const mpt_job *mpt_join(wf_status *st) {
   if ((err = MPI_Comm_dup(MPI_COMM_WORLD, &job.p2p)) != MPI_SUCCESS ||
       (err = MPI_Comm_dup(MPI_COMM_WORLD, &job.coll)) != MPI_SUCCESS) {
     wfx_host->status_set(st, WF_UNAVAILABLE,
-                             "mpi: duplicating MPI_COMM_WORLD failed: %s",
-                             mpt_error_string(err, msg, sizeof msg));
+                         "mpi: duplicating MPI_COMM_WORLD failed: %s",
+                         mpt_error_string(err, msg, sizeof msg));
     goto fail;
   }
   MPI_Comm_set_errhandler(job.p2p, MPI_ERRORS_RETURN);

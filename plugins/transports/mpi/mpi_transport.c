@@ -133,8 +133,8 @@ static int take_one(void) {
     /* Receive into nothing is impossible: drop it into a scratch byte by
      * truncating would be an MPI error; abort is the only honest option. */
     wfx_host->log(WF_LOG_ERROR, "transport-mpi",
-                      "out of memory receiving %d bytes from task %d", count,
-                      status.MPI_SOURCE);
+                  "out of memory receiving %d bytes from task %d", count,
+                  status.MPI_SOURCE);
     MPI_Abort(MPI_COMM_WORLD, 70);
     return 0;
   }
@@ -175,7 +175,7 @@ static int take_one(void) {
   if (!a) {
     pthread_mutex_unlock(&T.mu);
     wfx_host->log(WF_LOG_ERROR, "transport-mpi",
-                      "out of memory keeping a message from task %d", src);
+                  "out of memory keeping a message from task %d", src);
     free(buf);
     return 1;
   }
@@ -284,7 +284,7 @@ static const mpt_job *start(int open, wf_status *st) {
     if (!T.last_heard) {
       pthread_mutex_unlock(&T.mu);
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "mpi: out of memory for %d tasks", j->size);
+                           "mpi: out of memory for %d tasks", j->size);
       return NULL;
     }
     int64_t t = now_ns();
@@ -296,8 +296,8 @@ static const mpt_job *start(int open, wf_status *st) {
       T.last_heard = NULL;
       pthread_mutex_unlock(&T.mu);
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "mpi: cannot start the transport thread: %s",
-                               strerror(err));
+                           "mpi: cannot start the transport thread: %s",
+                           strerror(err));
       return NULL;
     }
     T.started = 1;
@@ -329,14 +329,13 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
   const mpt_job *j = tp;
   if (dst < 0 || dst >= j->size)
     return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                                    "mpi: no task %d in a job of %d", dst,
-                                    j->size),
+                                "mpi: no task %d in a job of %d", dst, j->size),
            WF_INVALID_ARGUMENT;
   if (n > (size_t)INT32_MAX - KEY_BYTES) {
     wfx_host->status_set(st, WF_UNIMPLEMENTED,
-                             "mpi: a message of %zu bytes to task %d is over "
-                             "the 2 GiB limit of one message",
-                             n, dst);
+                         "mpi: a message of %zu bytes to task %d is over "
+                         "the 2 GiB limit of one message",
+                         n, dst);
     return WF_UNIMPLEMENTED;
   }
   sending *s = malloc(sizeof *s);
@@ -345,8 +344,8 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
     free(s);
     free(buf);
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "mpi: out of memory sending %zu bytes to task %d",
-                             n, dst);
+                         "mpi: out of memory sending %zu bytes to task %d", n,
+                         dst);
     return WF_RESOURCE_EXHAUSTED;
   }
   store_u64(buf, hi);
@@ -360,8 +359,8 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
     free(s);
     free(buf);
     wfx_host->status_set(st, WF_UNAVAILABLE,
-                             "mpi: sending to task %d failed: %s", dst,
-                             mpt_error_string(err, msg, sizeof msg));
+                         "mpi: sending to task %d failed: %s", dst,
+                         mpt_error_string(err, msg, sizeof msg));
     return WF_UNAVAILABLE;
   }
   s->buf = buf;
@@ -380,8 +379,7 @@ static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
   const mpt_job *j = tp;
   if (src < 0 || src >= j->size)
     return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                                    "mpi: no task %d in a job of %d", src,
-                                    j->size),
+                                "mpi: no task %d in a job of %d", src, j->size),
            WF_INVALID_ARGUMENT;
   pthread_mutex_lock(&T.mu);
   arrived **ap = &T.arrived;
@@ -405,7 +403,7 @@ static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
   if (!p) {
     pthread_mutex_unlock(&T.mu);
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "mpi: out of memory posting a receive");
+                         "mpi: out of memory posting a receive");
     return WF_RESOURCE_EXHAUSTED;
   }
   *p = (posted){T.posted, src, hi, lo, done, arg};
