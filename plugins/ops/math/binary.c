@@ -210,21 +210,21 @@ static int binary_run(wf_kernel_ctx *ctx, binary_row_fn *const *table,
   return 0;
 }
 
-#define BINARY_KERNEL(name, err)                                               \
+#define BINARY_COMPUTE(name, err)                                              \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return binary_run(ctx, name##_table, err, st);                             \
   }
-BINARY_KERNEL(add, NULL)
-BINARY_KERNEL(sub, NULL)
-BINARY_KERNEL(mul, NULL)
-BINARY_KERNEL(div, NULL)
-BINARY_KERNEL(maximum, NULL)
-BINARY_KERNEL(minimum, NULL)
-BINARY_KERNEL(pow, "an integer base cannot be raised to a negative exponent "
+BINARY_COMPUTE(add, NULL)
+BINARY_COMPUTE(sub, NULL)
+BINARY_COMPUTE(mul, NULL)
+BINARY_COMPUTE(div, NULL)
+BINARY_COMPUTE(maximum, NULL)
+BINARY_COMPUTE(minimum, NULL)
+BINARY_COMPUTE(pow, "an integer base cannot be raised to a negative exponent "
                    "(y has a negative element)")
-BINARY_KERNEL(equal, NULL)
-BINARY_KERNEL(less, NULL)
-BINARY_KERNEL(greater, NULL)
+BINARY_COMPUTE(equal, NULL)
+BINARY_COMPUTE(less, NULL)
+BINARY_COMPUTE(greater, NULL)
 
 /* ---- Select ------------------------------------------------------------ */
 

@@ -208,15 +208,15 @@ static int reduce_run(wf_kernel_ctx *ctx, int kind, wf_status *st) {
   return 0;
 }
 
-#define REDUCE_KERNEL(fn, kind)                                                \
+#define REDUCE_COMPUTE(fn, kind)                                               \
   int fn(wf_kernel_ctx *ctx, void *state, wf_status *st) {                     \
     return reduce_run(ctx, kind, st);                                          \
   }
-REDUCE_KERNEL(math_sum, RED_SUM)
-REDUCE_KERNEL(math_mean, RED_MEAN)
-REDUCE_KERNEL(math_max, RED_MAX)
-REDUCE_KERNEL(math_min, RED_MIN)
-REDUCE_KERNEL(math_prod, RED_PROD)
+REDUCE_COMPUTE(math_sum, RED_SUM)
+REDUCE_COMPUTE(math_mean, RED_MEAN)
+REDUCE_COMPUTE(math_max, RED_MAX)
+REDUCE_COMPUTE(math_min, RED_MIN)
+REDUCE_COMPUTE(math_prod, RED_PROD)
 
 /* ---- SumToLike --------------------------------------------------------- */
 

@@ -160,22 +160,22 @@ static int unary_run(wf_kernel_ctx *ctx, unary_row_fn *const *table,
   return 0;
 }
 
-#define UNARY_KERNEL(name)                                                     \
+#define UNARY_COMPUTE(name)                                                    \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return unary_run(ctx, name##_table, NULL, st);                             \
   }
-UNARY_KERNEL(neg)
-UNARY_KERNEL(abs)
-UNARY_KERNEL(square)
-UNARY_KERNEL(relu)
-UNARY_KERNEL(exp)
-UNARY_KERNEL(log)
-UNARY_KERNEL(sqrt)
-UNARY_KERNEL(rsqrt)
-UNARY_KERNEL(tanh)
-UNARY_KERNEL(sigmoid)
-UNARY_KERNEL(elu)
-UNARY_KERNEL(softplus)
+UNARY_COMPUTE(neg)
+UNARY_COMPUTE(abs)
+UNARY_COMPUTE(square)
+UNARY_COMPUTE(relu)
+UNARY_COMPUTE(exp)
+UNARY_COMPUTE(log)
+UNARY_COMPUTE(sqrt)
+UNARY_COMPUTE(rsqrt)
+UNARY_COMPUTE(tanh)
+UNARY_COMPUTE(sigmoid)
+UNARY_COMPUTE(elu)
+UNARY_COMPUTE(softplus)
 
 int math_leaky_relu(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   unary_params p = {0};

@@ -147,18 +147,18 @@ static int grad_run(wf_kernel_ctx *ctx, grad_row_fn *const *table,
   return 0;
 }
 
-#define GRAD_KERNEL(name)                                                      \
+#define GRAD_COMPUTE(name)                                                     \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return grad_run(ctx, name##_table, NULL, st);                              \
   }
-GRAD_KERNEL(relu_grad)
-GRAD_KERNEL(abs_grad)
-GRAD_KERNEL(elu_grad)
-GRAD_KERNEL(sigmoid_grad)
-GRAD_KERNEL(tanh_grad)
-GRAD_KERNEL(sqrt_grad)
-GRAD_KERNEL(rsqrt_grad)
-GRAD_KERNEL(softplus_grad)
+GRAD_COMPUTE(relu_grad)
+GRAD_COMPUTE(abs_grad)
+GRAD_COMPUTE(elu_grad)
+GRAD_COMPUTE(sigmoid_grad)
+GRAD_COMPUTE(tanh_grad)
+GRAD_COMPUTE(sqrt_grad)
+GRAD_COMPUTE(rsqrt_grad)
+GRAD_COMPUTE(softplus_grad)
 
 int math_leaky_relu_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   grad_params p = {0};

@@ -28,8 +28,6 @@
 
 #include "csv_scan.h"
 
-
-
 enum { MISSING_ERROR, MISSING_DEFAULT, MISSING_SKIP };
 enum { BAD_ERROR, BAD_SKIP };
 
@@ -170,7 +168,7 @@ static void store(void *data, int32_t dtype, csv_value v) {
 static int opt_error(const wf_attr_item *it, const char *what,
                      wf_status *st) {
   wfx_host->status_set(st, WF_INVALID_ARGUMENT, "csv reader: option '%s' %s",
-                   it->name, what);
+                       it->name, what);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -213,7 +211,7 @@ static int opt_list(const wf_attr_item *it, char ***out, int *n,
   items = wfx_host->alloc((size_t)(count + 1) * sizeof *items + bytes + 1, 0);
   if (!items) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: out of memory for option '%s'", it->name);
+                         "csv reader: out of memory for option '%s'", it->name);
     return WF_RESOURCE_EXHAUSTED;
   }
   text = (char *)(items + count + 1);
@@ -291,9 +289,9 @@ static int set_col_name(csv_reader *r, csv_col *c, const char *name,
 
   if (n == 0 || n >= sizeof c->name) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the header's field %d needs a name of 1 to 63 "
-                     "bytes to be a column",
-                     r->path, c->src + 1);
+                         "%s: the header's field %d needs a name of 1 to 63 "
+                         "bytes to be a column",
+                         r->path, c->src + 1);
     return WF_INVALID_ARGUMENT;
   }
   memcpy(c->name, name, n + 1);
@@ -309,14 +307,14 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
   r->nfields = names ? nnames : nentries;
   if (r->nfields <= 0) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: rows have no fields",
-                     r->path);
+                         r->path);
     return WF_INVALID_ARGUMENT;
   }
   r->cols = wfx_host->alloc((size_t)n * sizeof *r->cols + 1, 0);
   r->slot = wfx_host->alloc((size_t)r->nfields * sizeof *r->slot, 0);
   if (!r->cols || !r->slot) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for %d columns", r->path, n);
+                         "%s: out of memory for %d columns", r->path, n);
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int i = 0; i < r->nfields; i++)
@@ -332,9 +330,9 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
     memset(c, 0, sizeof *c);
     if (tname && find_type(tname, strlen(tname), &type)) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "csv reader: column entry \"%s\": unknown dtype "
-                       "\"%s\" (known: " TYPE_NAMES ")",
-                       entries[i], tname);
+                           "csv reader: column entry \"%s\": unknown dtype "
+                           "\"%s\" (known: " TYPE_NAMES ")",
+                           entries[i], tname);
       return WF_INVALID_ARGUMENT;
     }
     c->dtype = type->dtype;
@@ -347,33 +345,35 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
         if (strlen(names[k]) == len && strncmp(names[k], entries[i], len) == 0) {
           if (c->src >= 0) {
             wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                             "%s: the header names column \"%.*s\" twice "
-                             "(fields %d and %d)",
-                             r->path, (int)len, entries[i], c->src + 1, k + 1);
+                                 "%s: the header names column \"%.*s\" twice "
+                                 "(fields %d and %d)",
+                                 r->path, (int)len, entries[i], c->src + 1,
+                                 k + 1);
             return WF_INVALID_ARGUMENT;
           }
           c->src = k;
         }
       if (c->src < 0) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: the header has no column \"%.*s\"", r->path,
-                         (int)len, entries[i]);
+                             "%s: the header has no column \"%.*s\"", r->path,
+                             (int)len, entries[i]);
         return WF_INVALID_ARGUMENT;
       }
     } else if (c->src >= r->nfields) {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: column entry %d (\"%s\") is past the header's %d "
-                       "fields",
-                       r->path, i + 1, entries[i], r->nfields);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "%s: column entry %d (\"%s\") is past the header's %d "
+          "fields",
+          r->path, i + 1, entries[i], r->nfields);
       return WF_INVALID_ARGUMENT;
     }
     if (colon) {
       size_t len = (size_t)(colon - entries[i]);
       if (len == 0 || len >= sizeof name) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "csv reader: column entry \"%.80s\": a name has 1 "
-                         "to 63 bytes",
-                         entries[i]);
+                             "csv reader: column entry \"%.80s\": a name has 1 "
+                             "to 63 bytes",
+                             entries[i]);
         return WF_INVALID_ARGUMENT;
       }
       memcpy(name, entries[i], len);
@@ -391,23 +391,24 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
       return WF_INVALID_ARGUMENT;
     if (r->slot[c->src] >= 0) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: field %d is selected twice (as '%s' and '%s')",
-                       r->path, c->src + 1, r->cols[r->slot[c->src]].name,
-                       c->name);
+                           "%s: field %d is selected twice (as '%s' and '%s')",
+                           r->path, c->src + 1, r->cols[r->slot[c->src]].name,
+                           c->name);
       return WF_INVALID_ARGUMENT;
     }
     for (int k = 0; k < r->ncols; k++)
       if (strcmp(r->cols[k].name, c->name) == 0) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: two columns are named '%s'", r->path, c->name);
+                             "%s: two columns are named '%s'", r->path,
+                             c->name);
         return WF_INVALID_ARGUMENT;
       }
     r->slot[c->src] = r->ncols++;
   }
   if (r->ncols == 0) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: every column is skipped: records would be empty",
-                     r->path);
+                         "%s: every column is skipped: records would be empty",
+                         r->path);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
@@ -424,7 +425,7 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
   *out = NULL;
   if (!csv_scan_row_start(sc)) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: no header row: the file is empty", r->path);
+                         "%s: no header row: the file is empty", r->path);
     return WF_INVALID_ARGUMENT;
   }
   /* Two passes: count and size, then copy. */
@@ -437,8 +438,9 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
       if (rc < 0)
         return -rc;
       if (rc == CSV_FIELD_BAD) {
-        wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": header: %s",
-                         r->path, csv_scan_line_of(sc, start), why);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s:%" PRIu64 ": header: %s", r->path,
+                             csv_scan_line_of(sc, start), why);
         return WF_INVALID_ARGUMENT;
       }
       if (pass == 0) {
@@ -456,7 +458,7 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
       names = wfx_host->alloc((size_t)(count + 1) * sizeof *names + bytes, 0);
       if (!names) {
         wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "%s: out of memory for the header", r->path);
+                             "%s: out of memory for the header", r->path);
         return WF_RESOURCE_EXHAUSTED;
       }
       text = (char *)(names + count + 1);
@@ -477,9 +479,9 @@ static void csv_close(void *rd) {
     return;
   if (r->bad_skipped || r->missing_skipped)
     wfx_host->log(r->bad_skipped ? WF_LOG_WARNING : WF_LOG_INFO, "reader-csv",
-              "%s: skipped %" PRIu64 " bad rows and %" PRIu64
-              " rows with missing values",
-              r->path, r->bad_skipped, r->missing_skipped);
+                  "%s: skipped %" PRIu64 " bad rows and %" PRIu64
+                  " rows with missing values",
+                  r->path, r->bad_skipped, r->missing_skipped);
   csv_scan_deinit(&r->sc);
   if (r->map)
     munmap(r->map, r->size);
@@ -504,17 +506,17 @@ static int map_file(csv_reader *r, wf_status *st) {
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
     wfx_host->status_set(st, code, "%s: cannot open: %s", r->path,
-                     strerror(errno));
+                         strerror(errno));
     return code;
   }
   if (fstat(r->fd, &sb) != 0) {
     wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
-                     strerror(errno));
+                         strerror(errno));
     return WF_UNAVAILABLE;
   }
   if (!S_ISREG(sb.st_mode)) {
     wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
-                     r->path);
+                         r->path);
     return WF_FAILED_PRECONDITION;
   }
   r->size = (size_t)sb.st_size;
@@ -524,7 +526,7 @@ static int map_file(csv_reader *r, wf_status *st) {
   if (r->map == MAP_FAILED) {
     r->map = NULL;
     wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot map %zu bytes: %s",
-                     r->path, r->size, strerror(errno));
+                         r->path, r->size, strerror(errno));
     return WF_UNAVAILABLE;
   }
   madvise(r->map, r->size, MADV_SEQUENTIAL);
@@ -566,13 +568,14 @@ static int csv_open(const char *path, const wf_attr_item *options,
   if (!r || !r->path) {
     wfx_host->free(r);
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: out of memory opening %s", path);
+                         "csv reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memcpy(r->path, path, plen + 1);
   if (!(r->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0))) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: cannot make the C locale to parse %s", path);
+                         "csv reader: cannot make the C locale to parse %s",
+                         path);
     goto fail;
   }
 
@@ -598,10 +601,10 @@ static int csv_open(const char *path, const wf_attr_item *options,
       rc = opt_word(it, bad_words, "must be \"error\" or \"skip\"",
                     &r->bad_rows, st);
     } else {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "csv reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "csv reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       rc = WF_INVALID_ARGUMENT;
     }
     if (rc)
@@ -610,10 +613,11 @@ static int csv_open(const char *path, const wf_attr_item *options,
   if (defaults && !have_missing)
     r->missing = MISSING_DEFAULT;
   if (!entries && !r->header) {
-    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the csv reader needs option 'columns' (\"name:dtype\" "
-                     "entries) when the file has no header",
-                     path);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: the csv reader needs option 'columns' (\"name:dtype\" "
+        "entries) when the file has no header",
+        path);
     goto fail;
   }
 
@@ -627,16 +631,16 @@ static int csv_open(const char *path, const wf_attr_item *options,
   r->vals = wfx_host->alloc((size_t)r->ncols * sizeof *r->vals, 0);
   if (!r->vals) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for %d columns", path, r->ncols);
+                         "%s: out of memory for %d columns", path, r->ncols);
     goto fail;
   }
 
   if (defaults) {
     if (ndefaults != 1 && ndefaults != r->ncols) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: option 'defaults' has %d values for %d columns "
-                       "(give one, or one per column)",
-                       path, ndefaults, r->ncols);
+                           "%s: option 'defaults' has %d values for %d columns "
+                           "(give one, or one per column)",
+                           path, ndefaults, r->ncols);
       goto fail;
     }
     for (int i = 0; i < r->ncols; i++) {
@@ -645,16 +649,16 @@ static int csv_open(const char *path, const wf_attr_item *options,
       char copy[128];
       if (strlen(text) >= sizeof copy) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: default for column '%s' is too long", path,
-                         r->cols[i].name);
+                             "%s: default for column '%s' is too long", path,
+                             r->cols[i].name);
         goto fail;
       }
       memcpy(copy, text, strlen(text) + 1);
       if (parse_value(copy, r->cols[i].dtype, r->c_locale, &r->cols[i].def, why,
                       sizeof why) != 0) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: default for column '%s': %s", path,
-                         r->cols[i].name, *copy ? why : "it is empty");
+                             "%s: default for column '%s': %s", path,
+                             r->cols[i].name, *copy ? why : "it is empty");
         goto fail;
       }
     }
@@ -759,14 +763,14 @@ static int csv_next(void *rd, wf_tensor **fields, wf_status *st) {
     if (rc == 0 && r->bad_rows == BAD_SKIP) {
       r->bad_skipped++;
       wfx_host->status_set(st, WF_DATA_LOSS,
-                       "%s:%" PRIu64 ": skipped a bad row: %s (%" PRIu64
-                       " skipped so far)",
-                       r->path, row_line, err, r->bad_skipped);
+                           "%s:%" PRIu64 ": skipped a bad row: %s (%" PRIu64
+                           " skipped so far)",
+                           r->path, row_line, err, r->bad_skipped);
       return -WF_DATA_LOSS;
     }
     if (rc == 0)
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": %s", r->path,
-                       row_line, err);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": %s",
+                           r->path, row_line, err);
     for (int i = 0; rc == 1 && i < r->ncols; i++) {
       if (!(fields[i] = wfx_host->tensor_new(r->cols[i].dtype, &scalar, st))) {
         while (i-- > 0) {
@@ -804,10 +808,10 @@ static int csv_seek(void *rd, uint64_t pos, wf_status *st) {
   if (pos < r->data_start || pos > r->size ||
       (pos < r->size && r->map[pos - 1] != '\n')) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: offset %" PRIu64
-                     " is not the start of a row (rows span offsets %zu to "
-                     "%zu; use a position from tell)",
-                     r->path, pos, r->data_start, r->size);
+                         "%s: offset %" PRIu64
+                         " is not the start of a row (rows span offsets %zu to "
+                         "%zu; use a position from tell)",
+                         r->path, pos, r->data_start, r->size);
     return WF_INVALID_ARGUMENT;
   }
   r->sc.pos = (size_t)pos;

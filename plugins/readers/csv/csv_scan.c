@@ -65,9 +65,10 @@ static int append(csv_scanner *sc, const char *p, size_t n, wf_status *st) {
     while (cap < sc->len + n + 1)
       cap *= 2;
     if (!(b = wfx_host->alloc(cap, 0))) {
-      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "out of memory for a csv field of %zu bytes on line %llu",
-                    sc->len + n, (unsigned long long)sc->line);
+      wfx_host->status_set(
+          st, WF_RESOURCE_EXHAUSTED,
+          "out of memory for a csv field of %zu bytes on line %llu",
+          sc->len + n, (unsigned long long)sc->line);
       return -WF_RESOURCE_EXHAUSTED;
     }
     if (sc->len)

@@ -11,7 +11,6 @@
 
 #include <weft/plugin_aux.h>
 
-
 typedef struct csv_scanner {
   const char *data; /* the whole file, borrowed */
   size_t size;

@@ -20,7 +20,6 @@
 
 #include <weft/plugin_aux.h>
 
-
 typedef struct fixed_type {
   const char *name;
   int32_t dtype;
@@ -69,7 +68,7 @@ typedef struct fixed_reader {
 static int opt_error(const wf_attr_item *it, const char *what,
                      wf_status *st) {
   wfx_host->status_set(st, WF_INVALID_ARGUMENT, "fixed reader: option '%s' %s",
-                   it->name, what);
+                       it->name, what);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -111,9 +110,9 @@ static int parse_field(const char *s, size_t len, fixed_field *f,
       f->type = &fixed_types[i];
   if (!f->type) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "fixed reader: field \"%.*s\": unknown dtype \"%.*s\" "
-                     "(known: " TYPE_NAMES ")",
-                     (int)len, s, (int)tlen, c1 + 1);
+                         "fixed reader: field \"%.*s\": unknown dtype \"%.*s\" "
+                         "(known: " TYPE_NAMES ")",
+                         (int)len, s, (int)tlen, c1 + 1);
     return WF_INVALID_ARGUMENT;
   }
   f->elems = 1;
@@ -139,11 +138,12 @@ static int parse_field(const char *s, size_t len, fixed_field *f,
   return 0;
 
 bad:
-  wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                   "fixed reader: field \"%.*s\" is not name:dtype or "
-                   "name:dtype:D1xD2x... (a name of 1 to 63 bytes, up to %d "
-                   "dimensions, each at least 1)",
-                   (int)len, s, WF_MAX_RANK);
+  wfx_host->status_set(
+      st, WF_INVALID_ARGUMENT,
+      "fixed reader: field \"%.*s\" is not name:dtype or "
+      "name:dtype:D1xD2x... (a name of 1 to 63 bytes, up to %d "
+      "dimensions, each at least 1)",
+      (int)len, s, WF_MAX_RANK);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -171,7 +171,7 @@ static int opt_fields(fixed_reader *r, const wf_attr_item *it,
   r->nfields = 0;
   if (!(r->fields = wfx_host->alloc((size_t)n * sizeof *r->fields, 0))) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "fixed reader: out of memory for %d fields", n);
+                         "fixed reader: out of memory for %d fields", n);
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int i = 0; i < n; i++) {
@@ -190,8 +190,8 @@ static int opt_fields(fixed_reader *r, const wf_attr_item *it,
     for (int k = 0; k < i; k++)
       if (strcmp(r->fields[k].name, r->fields[i].name) == 0) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "fixed reader: two fields are named '%s'",
-                         r->fields[i].name);
+                             "fixed reader: two fields are named '%s'",
+                             r->fields[i].name);
         return WF_INVALID_ARGUMENT;
       }
     r->nfields++;
@@ -225,17 +225,17 @@ static int map_file(fixed_reader *r, wf_status *st) {
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
     wfx_host->status_set(st, code, "%s: cannot open: %s", r->path,
-                     strerror(errno));
+                         strerror(errno));
     return code;
   }
   if (fstat(r->fd, &sb) != 0) {
     wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
-                     strerror(errno));
+                         strerror(errno));
     return WF_UNAVAILABLE;
   }
   if (!S_ISREG(sb.st_mode)) {
     wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
-                     r->path);
+                         r->path);
     return WF_FAILED_PRECONDITION;
   }
   r->size = (uint64_t)sb.st_size;
@@ -244,8 +244,9 @@ static int map_file(fixed_reader *r, wf_status *st) {
   r->map = mmap(NULL, (size_t)r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
   if (r->map == MAP_FAILED) {
     r->map = NULL;
-    wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot map %" PRIu64 " bytes: %s",
-                     r->path, r->size, strerror(errno));
+    wfx_host->status_set(st, WF_UNAVAILABLE,
+                         "%s: cannot map %" PRIu64 " bytes: %s", r->path,
+                         r->size, strerror(errno));
     return WF_UNAVAILABLE;
   }
   madvise(r->map, (size_t)r->size, MADV_SEQUENTIAL);
@@ -268,7 +269,7 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   if (!r || !r->path) {
     wfx_host->free(r);
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "fixed reader: out of memory opening %s", path);
+                         "fixed reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memcpy(r->path, path, plen + 1);
@@ -295,10 +296,10 @@ static int fixed_open(const char *path, const wf_attr_item *options,
       else
         rc = opt_error(it, "must be \"error\" or \"report\"", st);
     } else {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "fixed reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "fixed reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       rc = WF_INVALID_ARGUMENT;
     }
     if (rc)
@@ -306,24 +307,24 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   }
   if (r->nfields == 0) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the fixed reader needs option 'fields' "
-                     "(\"name:dtype[:D1xD2...]\" entries)",
-                     path);
+                         "%s: the fixed reader needs option 'fields' "
+                         "(\"name:dtype[:D1xD2...]\" entries)",
+                         path);
     goto fail;
   }
   for (int i = 0; i < r->nfields; i++) {
     r->fields[i].offset = sum;
     if (__builtin_add_overflow(sum, r->fields[i].bytes, &sum)) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "fixed reader: the fields' sizes overflow 64 bits");
+                           "fixed reader: the fields' sizes overflow 64 bits");
       goto fail;
     }
   }
   if (have_record_bytes && record_bytes < sum) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "fixed reader: record_bytes %" PRIu64
-                     " is smaller than the fields' %" PRIu64 " bytes",
-                     record_bytes, sum);
+                         "fixed reader: record_bytes %" PRIu64
+                         " is smaller than the fields' %" PRIu64 " bytes",
+                         record_bytes, sum);
     goto fail;
   }
   r->rec_bytes = have_record_bytes ? record_bytes : sum;
@@ -336,16 +337,16 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   if (map_file(r, st))
     goto fail;
   if (r->size > SIZE_MAX) {
-    wfx_host->status_set(st, WF_UNIMPLEMENTED,
-                     "%s: %" PRIu64 " bytes do not fit in the address space",
-                     path, r->size);
+    wfx_host->status_set(
+        st, WF_UNIMPLEMENTED,
+        "%s: %" PRIu64 " bytes do not fit in the address space", path, r->size);
     goto fail;
   }
   if (r->size < r->header) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the file has %" PRIu64
-                     " bytes, fewer than its header of %" PRIu64,
-                     path, r->size, r->header);
+                         "%s: the file has %" PRIu64
+                         " bytes, fewer than its header of %" PRIu64,
+                         path, r->size, r->header);
     goto fail;
   }
   body = r->size - r->header;
@@ -353,12 +354,12 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   r->partial = body % r->rec_bytes;
   if (r->partial && partial == PARTIAL_ERROR) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: size %" PRIu64 " is not a header of %" PRIu64
-                     " bytes plus whole records of %" PRIu64
-                     " bytes: %" PRIu64 " bytes are left at offset %" PRIu64
-                     " (option partial = \"report\" reads the whole ones)",
-                     path, r->size, r->header, r->rec_bytes, r->partial,
-                     r->size - r->partial);
+                         "%s: size %" PRIu64 " is not a header of %" PRIu64
+                         " bytes plus whole records of %" PRIu64
+                         " bytes: %" PRIu64 " bytes are left at offset %" PRIu64
+                         " (option partial = \"report\" reads the whole ones)",
+                         path, r->size, r->header, r->rec_bytes, r->partial,
+                         r->size - r->partial);
     goto fail;
   }
   *rd = r;
@@ -405,12 +406,11 @@ static int fixed_next(void *rd, wf_tensor **out, wf_status *st) {
   if (r->next >= r->count) {
     if (r->partial && !r->partial_done) {
       r->partial_done = 1;
-      wfx_host->status_set(st, WF_DATA_LOSS,
-                       "%s: a partial record of %" PRIu64 " bytes (of %" PRIu64
-                       ") at offset %" PRIu64 " after record %" PRIu64
-                       " was skipped",
-                       r->path, r->partial, r->rec_bytes,
-                       r->size - r->partial, r->count);
+      wfx_host->status_set(
+          st, WF_DATA_LOSS,
+          "%s: a partial record of %" PRIu64 " bytes (of %" PRIu64
+          ") at offset %" PRIu64 " after record %" PRIu64 " was skipped",
+          r->path, r->partial, r->rec_bytes, r->size - r->partial, r->count);
       return -WF_DATA_LOSS;
     }
     return WF_READER_END;
@@ -442,9 +442,9 @@ static int fixed_seek(void *rd, uint64_t pos, wf_status *st) {
 
   if (pos > r->count) {
     wfx_host->status_set(st, WF_OUT_OF_RANGE,
-                     "%s: cannot seek to record %" PRIu64
-                     ": the file has %" PRIu64 " records",
-                     r->path, pos, r->count);
+                         "%s: cannot seek to record %" PRIu64
+                         ": the file has %" PRIu64 " records",
+                         r->path, pos, r->count);
     return WF_OUT_OF_RANGE;
   }
   r->next = pos;

@@ -25,8 +25,6 @@
  * file does not fill. */
 #define DIRECT_MAX ((uint64_t)1 << 24)
 
-
-
 /* The idx element types. int16 has no weft dtype: it widens to int32. */
 typedef struct idx_type {
   int code;
@@ -85,17 +83,17 @@ static int read_header(idx_file *f, wf_status *st) {
     return wfx_code(st);
   if (got < 4) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the %s has %zu bytes, too few for an idx header "
-                     "(4 bytes of magic at offset 0)",
-                     f->path, kind, got);
+                         "%s: the %s has %zu bytes, too few for an idx header "
+                         "(4 bytes of magic at offset 0)",
+                         f->path, kind, got);
     return WF_INVALID_ARGUMENT;
   }
   if (m[0] != 0 || m[1] != 0) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: bad magic 0x%02x%02x%02x%02x at offset 0: an idx "
-                     "file starts with two zero bytes%s",
-                     f->path, m[0], m[1], m[2], m[3],
-                     gz ? " (after gunzip)" : "");
+                         "%s: bad magic 0x%02x%02x%02x%02x at offset 0: an idx "
+                         "file starts with two zero bytes%s",
+                         f->path, m[0], m[1], m[2], m[3],
+                         gz ? " (after gunzip)" : "");
     return WF_INVALID_ARGUMENT;
   }
   for (size_t i = 0; i < sizeof idx_types / sizeof idx_types[0]; i++)
@@ -103,34 +101,34 @@ static int read_header(idx_file *f, wf_status *st) {
       f->type = &idx_types[i];
   if (!f->type) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: unknown idx type code 0x%02x at offset 2 (known: "
-                     "0x08 ubyte, 0x09 sbyte, 0x0b short, 0x0c int, 0x0d "
-                     "float, 0x0e double)",
-                     f->path, m[2]);
+                         "%s: unknown idx type code 0x%02x at offset 2 (known: "
+                         "0x08 ubyte, 0x09 sbyte, 0x0b short, 0x0c int, 0x0d "
+                         "float, 0x0e double)",
+                         f->path, m[2]);
     return WF_INVALID_ARGUMENT;
   }
   rank = m[3];
   if (rank == 0) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: rank 0 at offset 3: an idx file has at least one "
-                     "dimension (the record count)",
-                     f->path);
+                         "%s: rank 0 at offset 3: an idx file has at least one "
+                         "dimension (the record count)",
+                         f->path);
     return WF_INVALID_ARGUMENT;
   }
   if (rank - 1 > WF_MAX_RANK) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: rank %d at offset 3: records of rank %d exceed "
-                     "weft's maximum rank %d",
-                     f->path, rank, rank - 1, WF_MAX_RANK);
+                         "%s: rank %d at offset 3: records of rank %d exceed "
+                         "weft's maximum rank %d",
+                         f->path, rank, rank - 1, WF_MAX_RANK);
     return WF_INVALID_ARGUMENT;
   }
   if (idx_stream_read(f->s, d, (size_t)rank * 4, &got, st))
     return wfx_code(st);
   if (got < (size_t)rank * 4) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: truncated header: the %s ends at offset %zu, but "
-                     "%d dimensions need bytes 4 to %d",
-                     f->path, kind, 4 + got, rank, 4 + 4 * rank);
+                         "%s: truncated header: the %s ends at offset %zu, but "
+                         "%d dimensions need bytes 4 to %d",
+                         f->path, kind, 4 + got, rank, 4 + 4 * rank);
     return WF_INVALID_ARGUMENT;
   }
   f->data_off = 4 + 4 * (uint64_t)rank;
@@ -140,10 +138,11 @@ static int read_header(idx_file *f, wf_status *st) {
   for (int i = 1; i < rank; i++) {
     uint32_t v = be32(d + 4 * i);
     if (v == 0) {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: dimension %d (offset %d) is 0: records would be "
-                       "empty",
-                       f->path, i, 4 + 4 * i);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "%s: dimension %d (offset %d) is 0: records would be "
+          "empty",
+          f->path, i, 4 + 4 * i);
       return WF_INVALID_ARGUMENT;
     }
     f->shape.dims[i - 1] = v;
@@ -162,38 +161,37 @@ static int read_header(idx_file *f, wf_status *st) {
      * records stream in, and bounded here by deflate's best ratio. */
     if (data / GZIP_MAX_RATIO > size) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: the header promises %" PRIu64
-                       " records of %" PRIu64 " bytes (%" PRIu64
-                       " bytes), more than a gzip file of %" PRIu64
-                       " bytes can hold",
-                       f->path, f->count, f->rec_bytes, data, size);
+                           "%s: the header promises %" PRIu64
+                           " records of %" PRIu64 " bytes (%" PRIu64
+                           " bytes), more than a gzip file of %" PRIu64
+                           " bytes can hold",
+                           f->path, f->count, f->rec_bytes, data, size);
       return WF_INVALID_ARGUMENT;
     }
   } else if (size < f->data_off + data) {
-    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: truncated: the header promises %" PRIu64
-                     " records of %" PRIu64 " bytes, ending at offset %" PRIu64
-                     ", but the file ends at offset %" PRIu64
-                     " (in record %" PRIu64 ")",
-                     f->path, f->count, f->rec_bytes, f->data_off + data, size,
-                     (size - f->data_off) / f->rec_bytes);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: truncated: the header promises %" PRIu64 " records of %" PRIu64
+        " bytes, ending at offset %" PRIu64
+        ", but the file ends at offset %" PRIu64 " (in record %" PRIu64 ")",
+        f->path, f->count, f->rec_bytes, f->data_off + data, size,
+        (size - f->data_off) / f->rec_bytes);
     return WF_INVALID_ARGUMENT;
   } else if (size > f->data_off + data) {
-    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: %" PRIu64 " unexpected bytes at offset %" PRIu64
-                     ", after the last of the %" PRIu64
-                     " records the header promises",
-                     f->path, size - f->data_off - data, f->data_off + data,
-                     f->count);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: %" PRIu64 " unexpected bytes at offset %" PRIu64
+        ", after the last of the %" PRIu64 " records the header promises",
+        f->path, size - f->data_off - data, f->data_off + data, f->count);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
 
 too_big:
   wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                   "%s: the %d dimensions in the header (offsets 4 to %d) "
-                   "give a data size beyond 64 bits",
-                   f->path, rank, 4 + 4 * rank);
+                       "%s: the %d dimensions in the header (offsets 4 to %d) "
+                       "give a data size beyond 64 bits",
+                       f->path, rank, 4 + 4 * rank);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -217,13 +215,12 @@ static void to_host_order(void *data, int64_t elems, int size) {
 
 static int truncated(const idx_file *f, uint64_t index, uint64_t at,
                      uint64_t got, wf_status *st) {
-  wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                   "%s: truncated: record %" PRIu64 " of %" PRIu64
-                   " needs %" PRIu64 " bytes from offset %" PRIu64
-                   " of the %s, which ends at offset %" PRIu64,
-                   f->path, index, f->count, f->rec_bytes, at,
-                   idx_stream_is_gzip(f->s) ? "decompressed data" : "file",
-                   at + got);
+  wfx_host->status_set(
+      st, WF_INVALID_ARGUMENT,
+      "%s: truncated: record %" PRIu64 " of %" PRIu64 " needs %" PRIu64
+      " bytes from offset %" PRIu64 " of the %s, which ends at offset %" PRIu64,
+      f->path, index, f->count, f->rec_bytes, at,
+      idx_stream_is_gzip(f->s) ? "decompressed data" : "file", at + got);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -240,9 +237,9 @@ static int read_staged(idx_file *f, uint64_t index, wf_status *st) {
         cap = f->rec_bytes;
       if (!(n = wfx_host->alloc((size_t)cap, 0))) {
         wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "%s: out of memory for record %" PRIu64
-                         " (%" PRIu64 " bytes)",
-                         f->path, index, f->rec_bytes);
+                             "%s: out of memory for record %" PRIu64
+                             " (%" PRIu64 " bytes)",
+                             f->path, index, f->rec_bytes);
         return WF_RESOURCE_EXHAUSTED;
       }
       if (have)
@@ -308,7 +305,7 @@ static int opt_string(const wf_attr_item *it, const char **out,
                       wf_status *st) {
   if (it->value.type != WF_ATTR_STRING || !it->value.u.s) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "idx reader: option '%s' must be a string", it->name);
+                         "idx reader: option '%s' must be a string", it->name);
     return WF_INVALID_ARGUMENT;
   }
   *out = it->value.u.s;
@@ -321,9 +318,9 @@ static int set_name(char *dst, const char *name, const char *option,
 
   if (n == 0 || n >= 64) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "idx reader: option '%s' must be a field name of 1 to "
-                     "63 bytes, not \"%s\"",
-                     option, name);
+                         "idx reader: option '%s' must be a field name of 1 to "
+                         "63 bytes, not \"%s\"",
+                         option, name);
     return WF_INVALID_ARGUMENT;
   }
   memcpy(dst, name, n + 1);
@@ -346,10 +343,11 @@ static char *label_path(const char *path, const char *label_file,
     while ((p = strstr(p, "images-idx3")) != NULL)
       at = p++;
     if (!at) {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: label_file \"auto\" needs \"images-idx3\" "
-                       "in the file name of %s",
-                       path);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "idx reader: label_file \"auto\" needs \"images-idx3\" "
+          "in the file name of %s",
+          path);
       return NULL;
     }
     out = wfx_host->alloc(plen + 1, 0);
@@ -370,7 +368,7 @@ static char *label_path(const char *path, const char *label_file,
 
 oom:
   wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                   "idx reader: out of memory opening %s", path);
+                       "idx reader: out of memory opening %s", path);
   return NULL;
 }
 
@@ -399,8 +397,9 @@ static int open_file(idx_file *f, char *path, wf_status *st) {
     f->wide = wfx_host->alloc((size_t)f->rec_bytes, 0);
     if (!f->wide) {
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                       "%s: out of memory for a record of %" PRIu64 " bytes",
-                       path, f->rec_bytes);
+                           "%s: out of memory for a record of %" PRIu64
+                           " bytes",
+                           path, f->rec_bytes);
       return WF_RESOURCE_EXHAUSTED;
     }
   }
@@ -422,10 +421,10 @@ static int idx_open(const char *path, const wf_attr_item *options,
                        : strcmp(it->name, "label_name") == 0 ? &label_name
                                                              : NULL;
     if (!dst) {
-      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "idx reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       return WF_INVALID_ARGUMENT;
     }
     if (opt_string(it, dst, st))
@@ -438,7 +437,7 @@ static int idx_open(const char *path, const wf_attr_item *options,
     wfx_host->free(r);
     wfx_host->free(p);
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "idx reader: out of memory opening %s", path);
+                         "idx reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memset(r, 0, sizeof *r);
@@ -459,15 +458,16 @@ static int idx_open(const char *path, const wf_attr_item *options,
       goto fail;
     if (strcmp(lf->name, r->f[0].name) == 0) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: both fields of %s are named '%s'; set "
-                       "'name' or 'label_name'",
-                       path, lf->name);
+                           "idx reader: both fields of %s are named '%s'; set "
+                           "'name' or 'label_name'",
+                           path, lf->name);
       goto fail;
     }
     if (lf->count != r->f[0].count) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s has %" PRIu64 " records but its label file %s has %" PRIu64,
-                       path, r->f[0].count, lf->path, lf->count);
+                           "%s has %" PRIu64
+                           " records but its label file %s has %" PRIu64,
+                           path, r->f[0].count, lf->path, lf->count);
       goto fail;
     }
   }
@@ -495,9 +495,9 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
   int at_end, i;
 
   if (r->broken) {
-    wfx_host->status_set(st, WF_FAILED_PRECONDITION,
-                     "%s: reading stopped at an earlier error; seek to go on",
-                     r->f[0].path);
+    wfx_host->status_set(
+        st, WF_FAILED_PRECONDITION,
+        "%s: reading stopped at an earlier error; seek to go on", r->f[0].path);
     return -WF_FAILED_PRECONDITION;
   }
   if (r->next >= r->f[0].count) {
@@ -507,11 +507,11 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
       if (idx_stream_at_end(f->s, &at_end, st))
         goto fail;
       if (!at_end) {
-        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: the decompressed data goes on at offset %" PRIu64
-                         ", after the last of the %" PRIu64
-                         " records the header promises",
-                         f->path, at, f->count);
+        wfx_host->status_set(
+            st, WF_INVALID_ARGUMENT,
+            "%s: the decompressed data goes on at offset %" PRIu64
+            ", after the last of the %" PRIu64 " records the header promises",
+            f->path, at, f->count);
         goto fail;
       }
     }
@@ -541,9 +541,9 @@ static int idx_seek(void *rd, uint64_t pos, wf_status *st) {
 
   if (pos > r->f[0].count) {
     wfx_host->status_set(st, WF_OUT_OF_RANGE,
-                     "%s: cannot seek to record %" PRIu64 ": the file has %" PRIu64
-                     " records",
-                     r->f[0].path, pos, r->f[0].count);
+                         "%s: cannot seek to record %" PRIu64
+                         ": the file has %" PRIu64 " records",
+                         r->f[0].path, pos, r->f[0].count);
     return WF_OUT_OF_RANGE;
   }
   for (int i = 0; i < r->nfiles; i++) {

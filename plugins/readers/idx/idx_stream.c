@@ -39,7 +39,7 @@ struct idx_stream {
 static int io_error(idx_stream *s, const char *what, int err, wf_status *st) {
 
   wfx_host->status_set(st, WF_UNAVAILABLE, "%s: %s: %s", s->path, what,
-                strerror(err));
+                       strerror(err));
   return WF_UNAVAILABLE;
 }
 
@@ -83,7 +83,8 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
     code = errno == ENOENT    ? WF_NOT_FOUND
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
-    wfx_host->status_set(st, code, "%s: cannot open: %s", path, strerror(errno));
+    wfx_host->status_set(st, code, "%s: cannot open: %s", path,
+                         strerror(errno));
     goto fail;
   }
   if (fstat(s->fd, &sb) != 0) {
@@ -111,7 +112,7 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
     if (zr != Z_OK) {
       code = zr == Z_MEM_ERROR ? WF_RESOURCE_EXHAUSTED : WF_INTERNAL;
       wfx_host->status_set(st, code, "%s: cannot start inflate: %s", path,
-                    s->z.msg ? s->z.msg : zError(zr));
+                           s->z.msg ? s->z.msg : zError(zr));
       goto fail;
     }
     s->z_ready = 1;
@@ -200,12 +201,11 @@ static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
           s->data_end = 1;
           break;
         }
-        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                      "%s: truncated gzip data: the file ends at byte %" PRIu64
-                      " inside a gzip member (decompressed offset %" PRIu64
-                      ")",
-                      s->path, s->file_off,
-                      s->out_off + (n - s->z.avail_out));
+        wfx_host->status_set(
+            st, WF_INVALID_ARGUMENT,
+            "%s: truncated gzip data: the file ends at byte %" PRIu64
+            " inside a gzip member (decompressed offset %" PRIu64 ")",
+            s->path, s->file_off, s->out_off + (n - s->z.avail_out));
         return WF_INVALID_ARGUMENT;
       }
     }
@@ -219,17 +219,17 @@ static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
       s->member_done = 1;
     } else if (zr == Z_MEM_ERROR) {
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "%s: out of memory inflating gzip data", s->path);
+                           "%s: out of memory inflating gzip data", s->path);
       return WF_RESOURCE_EXHAUSTED;
     } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
       /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR: the bytes are bad, and
        * zlib's state stays bad until a seek starts it again. */
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                    "%s: corrupt gzip data near byte %" PRIu64
-                    " of the file (decompressed offset %" PRIu64 "): %s",
-                    s->path, gz_in_offset(s),
-                    s->out_off + (n - s->z.avail_out),
-                    s->z.msg ? s->z.msg : zError(zr));
+                           "%s: corrupt gzip data near byte %" PRIu64
+                           " of the file (decompressed offset %" PRIu64 "): %s",
+                           s->path, gz_in_offset(s),
+                           s->out_off + (n - s->z.avail_out),
+                           s->z.msg ? s->z.msg : zError(zr));
       return WF_INVALID_ARGUMENT;
     }
   }
@@ -261,9 +261,9 @@ int idx_stream_read(idx_stream *s, void *dst, size_t n, size_t *got,
 
 static int seek_error(idx_stream *s, uint64_t off, wf_status *st) {
   wfx_host->status_set(st, WF_OUT_OF_RANGE,
-                         "%s: cannot seek to offset %" PRIu64
-                         ": the data ends at %" PRIu64,
-                         s->path, off, s->out_off);
+                       "%s: cannot seek to offset %" PRIu64
+                       ": the data ends at %" PRIu64,
+                       s->path, off, s->out_off);
   return WF_OUT_OF_RANGE;
 }
 
@@ -300,8 +300,8 @@ int idx_stream_seek(idx_stream *s, uint64_t off, wf_status *st) {
   if (off > s->out_off && !s->drop) {
     s->drop = wfx_host->alloc(DROP_SIZE, 0);
     if (!s->drop) {
-      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED, "%s: out of memory seeking",
-                    s->path);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "%s: out of memory seeking", s->path);
       return WF_RESOURCE_EXHAUSTED;
     }
   }

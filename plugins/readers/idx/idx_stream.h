@@ -20,7 +20,6 @@
 
 typedef struct idx_stream idx_stream;
 
-
 /* Opens path for reading. NOT_FOUND or PERMISSION_DENIED naming the file
  * when it cannot be opened, FAILED_PRECONDITION when it is not a regular
  * file. The stream is owned by the caller (idx_stream_close). */

@@ -149,7 +149,7 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   out->def = wfx_host->alloc((size_t)count * es, 0);
   if (!out->def) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "tfrecord: out of memory for a default value");
+                         "tfrecord: out of memory for a default value");
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int64_t i = 0; i < count; i++) {
@@ -228,9 +228,8 @@ int tfr_spec_parse(const char *text, size_t len, tfr_spec *out,
     if (out->def_count > 0) {
       out->def = wfx_host->alloc((size_t)out->def_count, 0);
       if (!out->def) {
-        wfx_host->status_set(
-            st, WF_RESOURCE_EXHAUSTED,
-            "tfrecord: out of memory for a default value");
+        wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                             "tfrecord: out of memory for a default value");
         return WF_RESOURCE_EXHAUSTED;
       }
       memcpy(out->def, c3 + 1, (size_t)out->def_count);
@@ -346,14 +345,14 @@ static Tensorflow__Example *unpack(tfr_arena *a, ProtobufCAllocator *pa,
     return ex;
   if (a->failed)
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory parsing its %zu-byte "
-                               "tf.train.Example",
-                               tfr_where_str(w, at, sizeof at), len);
+                         "%s: out of memory parsing its %zu-byte "
+                         "tf.train.Example",
+                         tfr_where_str(w, at, sizeof at), len);
   else
     wfx_host->status_set(st, WF_DATA_LOSS,
-                               "%s: the %zu-byte payload is not a valid "
-                               "tf.train.Example protobuf",
-                               tfr_where_str(w, at, sizeof at), len);
+                         "%s: the %zu-byte payload is not a valid "
+                         "tf.train.Example protobuf",
+                         tfr_where_str(w, at, sizeof at), len);
   return NULL;
 }
 
@@ -374,8 +373,7 @@ static int lookup(const tfr_decoder *d, const char *name) {
   }
 }
 
-int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
-                         wf_status *st) {
+int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num, wf_status *st) {
   uint32_t nslots = 8;
 
   memset(d, 0, sizeof *d);
@@ -392,7 +390,7 @@ int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
   d->seen = wfx_host->alloc((size_t)(num ? num : 1), 0);
   if (!d->slots || !d->found || !d->seen) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "tfrecord: out of memory for %d feature specs", num);
+                         "tfrecord: out of memory for %d feature specs", num);
     goto fail;
   }
   for (uint32_t i = 0; i < nslots; i++)
@@ -402,8 +400,8 @@ int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num,
     while (d->slots[i] >= 0) {
       if (strcmp(specs[d->slots[i]].name, specs[k].name) == 0) {
         wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                         "tfrecord: feature '%s' is named by two specs",
-                         specs[k].name);
+                             "tfrecord: feature '%s' is named by two specs",
+                             specs[k].name);
         goto fail;
       }
       i = (i + 1) & d->slot_mask;
@@ -469,8 +467,7 @@ static void fill_default(const tfr_spec *spec, void *out, int64_t count) {
 static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                       const Tensorflow__Example *ex,
                       const Tensorflow__Feature *f, int seen,
-                      const tfr_where *w, wf_tensor **out,
-                      wf_status *st) {
+                      const tfr_where *w, wf_tensor **out, wf_status *st) {
   int kind = f ? (int)f->kind_case : TENSORFLOW__FEATURE__KIND__NOT_SET;
   int want = dtype_kind(spec->dtype);
   int64_t count = 0;
@@ -481,19 +478,19 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
   (void)d;
   if (!seen && !spec->has_default) {
     wfx_host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' is missing and its spec has no "
-                     "default (the record's features: %s)",
-                     tfr_where_str(w, at, sizeof at), spec->name,
-                     present_names(ex, buf, sizeof buf));
+                         "%s: feature '%s' is missing and its spec has no "
+                         "default (the record's features: %s)",
+                         tfr_where_str(w, at, sizeof at), spec->name,
+                         present_names(ex, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
   if (seen && kind != TENSORFLOW__FEATURE__KIND__NOT_SET && kind != want) {
     wfx_host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' holds a %s list; its spec asks for "
-                     "%s (a %s list)",
-                     tfr_where_str(w, at, sizeof at), spec->name,
-                     kind_name(kind), dtype_word(spec->dtype),
-                     kind_name(want));
+                         "%s: feature '%s' holds a %s list; its spec asks for "
+                         "%s (a %s list)",
+                         tfr_where_str(w, at, sizeof at), spec->name,
+                         kind_name(kind), dtype_word(spec->dtype),
+                         kind_name(want));
     return WF_DATA_LOSS;
   }
   if (!seen)
@@ -510,11 +507,11 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                         : (spec->known == 0 ? count != 0
                                             : count % spec->known != 0)) {
     wfx_host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' has %" PRId64 " %s; its shape %s "
-                     "cannot hold them",
-                     tfr_where_str(w, at, sizeof at), spec->name, count,
-                     spec->dtype == WF_UINT8 ? "bytes" : "values",
-                     shape_str(&spec->shape, buf, sizeof buf));
+                         "%s: feature '%s' has %" PRId64 " %s; its shape %s "
+                         "cannot hold them",
+                         tfr_where_str(w, at, sizeof at), spec->name, count,
+                         spec->dtype == WF_UINT8 ? "bytes" : "values",
+                         shape_str(&spec->shape, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
   if (spec->var_dim >= 0)
@@ -540,9 +537,8 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
   return 0;
 }
 
-int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data,
-                           size_t len, const tfr_where *w,
-                           wf_tensor **fields, wf_status *st) {
+int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data, size_t len,
+                       const tfr_where *w, wf_tensor **fields, wf_status *st) {
   Tensorflow__Example *ex;
   int i = 0;
 
@@ -594,9 +590,8 @@ static int entry_cmp(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int tfr_infer_specs(const uint8_t *data, size_t len,
-                        const tfr_where *w, tfr_spec **specs,
-                        int *num, wf_status *st) {
+int tfr_infer_specs(const uint8_t *data, size_t len, const tfr_where *w,
+                    tfr_spec **specs, int *num, wf_status *st) {
   tfr_arena arena = {0};
   ProtobufCAllocator pa = {arena_alloc, arena_free, &arena};
   Tensorflow__Example *ex;
@@ -613,14 +608,15 @@ int tfr_infer_specs(const uint8_t *data, size_t len,
   count = ex->features ? ex->features->n_feature : 0;
   if (count > INT32_MAX / 2) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
-                     tfr_where_str(w, at, sizeof at));
+                         tfr_where_str(w, at, sizeof at));
     goto fail;
   }
   out = wfx_host->alloc((count ? count : 1) * sizeof *out, 0);
   refs = wfx_host->alloc((count ? count : 1) * sizeof *refs, 0);
   if (!out || !refs) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "tfrecord: out of memory for %zu feature specs", count);
+                         "tfrecord: out of memory for %zu feature specs",
+                         count);
     goto fail;
   }
   for (size_t e = 0; e < count; e++) {
@@ -641,10 +637,10 @@ int tfr_infer_specs(const uint8_t *data, size_t len,
       continue; /* nothing says what type it holds */
     if (klen == 0 || klen >= sizeof out->name) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: feature name '%.80s' cannot name a field (1 to "
-                       "63 bytes); select features with the 'features' "
-                       "option",
-                       tfr_where_str(w, at, sizeof at), refs[e].key);
+                           "%s: feature name '%.80s' cannot name a field (1 to "
+                           "63 bytes); select features with the 'features' "
+                           "option",
+                           tfr_where_str(w, at, sizeof at), refs[e].key);
       goto fail;
     }
     s = &out[n++];

@@ -17,7 +17,6 @@
 #define DEFAULT_MAX_RECORD ((uint64_t)1 << 30)
 #define LIMIT_MAX_RECORD ((uint64_t)1 << 56)
 
-
 typedef struct reader {
   char *path;
   tfr_stream s;
@@ -38,8 +37,8 @@ typedef struct options {
 
 static int opt_fail(const char *path, const char *name, const char *why,
                     wf_status *st) {
-  wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "tfrecord: %s: option '%s' %s", path, name, why);
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT, "tfrecord: %s: option '%s' %s",
+                       path, name, why);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -140,10 +139,9 @@ static int specs_from_option(const wf_attr_value *v, tfr_spec **specs,
   }
   out = wfx_host->alloc((size_t)count * sizeof *out, 0);
   if (!out) {
-    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "tfrecord: out of memory for %" PRId64
-                         " feature specs",
-                         count);
+    wfx_host->status_set(
+        st, WF_RESOURCE_EXHAUSTED,
+        "tfrecord: out of memory for %" PRId64 " feature specs", count);
     return WF_RESOURCE_EXHAUSTED;
   }
   if (v->type == WF_ATTR_STRING) {
@@ -234,8 +232,7 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
   }
   if (!r || !r->path) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "tfrecord: %s: out of memory opening a reader",
-                         path);
+                         "tfrecord: %s: out of memory opening a reader", path);
     goto fail;
   }
   memcpy(r->path, path, plen + 1);
@@ -330,8 +327,8 @@ static int walk_to(reader *r, uint64_t target, wf_status *st) {
     if (rc == WF_READER_END) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
-                           ": the data ends at offset %" PRIu64
-                           " (%" PRIu64 " records)",
+                           ": the data ends at offset %" PRIu64 " (%" PRIu64
+                           " records)",
                            r->path, target, r->s.pos, r->number);
       return WF_INVALID_ARGUMENT;
     }
@@ -345,9 +342,8 @@ static int walk_to(reader *r, uint64_t target, wf_status *st) {
     if (r->s.pos > target) {
       wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
-                           ": it is inside record %" PRIu64
-                           " (offsets %" PRIu64 " to %" PRIu64
-                           "), not at the start of a record",
+                           ": it is inside record %" PRIu64 " (offsets %" PRIu64
+                           " to %" PRIu64 "), not at the start of a record",
                            r->path, target, r->number, at, r->s.pos);
       return WF_INVALID_ARGUMENT;
     }

@@ -48,8 +48,7 @@ static int past_end(const tfr_stream *s, uint64_t number, uint64_t offset,
       " bytes after the header; the data and its CRC need %" PRIu64
       "): truncated file or corrupt length",
       tfr_where_str(&w, at, sizeof at), len,
-      w.compressed ? "decompressed data" : "file", left,
-      len + FOOTER_BYTES);
+      w.compressed ? "decompressed data" : "file", left, len + FOOTER_BYTES);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -70,10 +69,9 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
   if (avail < HEADER_BYTES) {
     tfr_where w = where_at(s, number, s->pos);
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the data ends %zu bytes into the %d-byte record "
-                     "header: truncated file",
-                     tfr_where_str(&w, at, sizeof at), avail,
-                     HEADER_BYTES);
+                         "%s: the data ends %zu bytes into the %d-byte record "
+                         "header: truncated file",
+                         tfr_where_str(&w, at, sizeof at), avail, HEADER_BYTES);
     return -WF_INVALID_ARGUMENT;
   }
   *len = le64(p);
@@ -82,18 +80,19 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
   if (stored != computed) {
     tfr_where w = where_at(s, number, s->pos);
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: length CRC mismatch (stored 0x%08" PRIx32
-                     ", computed 0x%08" PRIx32
-                     "): not a TFRecord file, or a corrupt one",
-                     tfr_where_str(&w, at, sizeof at), stored, computed);
+                         "%s: length CRC mismatch (stored 0x%08" PRIx32
+                         ", computed 0x%08" PRIx32
+                         "): not a TFRecord file, or a corrupt one",
+                         tfr_where_str(&w, at, sizeof at), stored, computed);
     return -WF_INVALID_ARGUMENT;
   }
   if (*len > max_len) {
     tfr_where w = where_at(s, number, s->pos);
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: length %" PRIu64 " is above max_record_bytes (%" PRIu64
-                     "); raise that option if the record is genuine",
-                     tfr_where_str(&w, at, sizeof at), *len, max_len);
+                         "%s: length %" PRIu64
+                         " is above max_record_bytes (%" PRIu64
+                         "); raise that option if the record is genuine",
+                         tfr_where_str(&w, at, sizeof at), *len, max_len);
     return -WF_INVALID_ARGUMENT;
   }
   if (s->codec == WF__TFR_CODEC_NONE) {
@@ -105,7 +104,7 @@ static int header(tfr_stream *s, uint64_t number, uint64_t max_len,
 }
 
 int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
-                        tfr_record *rec, wf_status *st) {
+                    tfr_record *rec, wf_status *st) {
   const uint8_t *p;
   size_t avail, size;
   uint64_t len = 0;
@@ -130,16 +129,16 @@ int tfr_record_read(tfr_stream *s, uint64_t number, uint64_t max_len,
     char at[1024];
     tfr_where w = where_at(s, number, s->pos);
     wfx_host->status_set(st, WF_DATA_LOSS,
-                     "%s: data CRC mismatch (stored 0x%08" PRIx32
-                     ", computed 0x%08" PRIx32 "): the record is corrupt",
-                     tfr_where_str(&w, at, sizeof at), stored, computed);
+                         "%s: data CRC mismatch (stored 0x%08" PRIx32
+                         ", computed 0x%08" PRIx32 "): the record is corrupt",
+                         tfr_where_str(&w, at, sizeof at), stored, computed);
     return -WF_DATA_LOSS;
   }
   return WF_READER_RECORD;
 }
 
 int tfr_record_pass(tfr_stream *s, uint64_t number, uint64_t max_len,
-                        int verify, wf_status *st) {
+                    int verify, wf_status *st) {
   uint64_t offset = s->pos;
   const uint8_t *p;
   size_t avail = 0;
@@ -165,10 +164,10 @@ int tfr_record_pass(tfr_stream *s, uint64_t number, uint64_t max_len,
     char at[1024];
     tfr_where w = where_at(s, number, offset);
     wfx_host->status_set(st, WF_DATA_LOSS,
-                     "%s: data CRC mismatch (stored 0x%08" PRIx32
-                     ", computed 0x%08" PRIx32 "): the record is corrupt",
-                     tfr_where_str(&w, at, sizeof at), stored,
-                     tfr_crc_mask(crc));
+                         "%s: data CRC mismatch (stored 0x%08" PRIx32
+                         ", computed 0x%08" PRIx32 "): the record is corrupt",
+                         tfr_where_str(&w, at, sizeof at), stored,
+                         tfr_crc_mask(crc));
     return -WF_DATA_LOSS;
   }
   return WF_READER_RECORD;

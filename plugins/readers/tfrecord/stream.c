@@ -115,16 +115,15 @@ static int z_start(tfr_stream *s, wf_status *st) {
   s->z.zfree = z_free;
   if (inflateInit2(&s->z, bits) != Z_OK) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory starting %s decompression",
-                               s->path, tfr_codec_name(s->codec));
+                         "%s: out of memory starting %s decompression", s->path,
+                         tfr_codec_name(s->codec));
     return WF_RESOURCE_EXHAUSTED;
   }
   s->z_live = 1;
   return 0;
 }
 
-int tfr_stream_open(tfr_stream *s, const char *path, int codec,
-                        wf_status *st) {
+int tfr_stream_open(tfr_stream *s, const char *path, int codec, wf_status *st) {
   struct stat sb;
   uint8_t head[12];
   ssize_t got = 0;
@@ -136,20 +135,20 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
   if (s->fd < 0) {
     int e = errno;
     wfx_host->status_set(st, errno_code(e), "%s: cannot open: %s", path,
-                     strerror(e));
+                         strerror(e));
     goto fail;
   }
   if (fstat(s->fd, &sb) != 0) {
     int e = errno;
     wfx_host->status_set(st, errno_code(e), "%s: cannot stat: %s", path,
-                     strerror(e));
+                         strerror(e));
     goto fail;
   }
   if (!S_ISREG(sb.st_mode)) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: not a regular file (TFRecord files are read "
-                     "from regular files only)",
-                     path);
+                         "%s: not a regular file (TFRecord files are read "
+                         "from regular files only)",
+                         path);
     goto fail;
   }
   s->file_size = (uint64_t)sb.st_size;
@@ -161,7 +160,7 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
     if (got < 0) {
       int e = errno;
       wfx_host->status_set(st, errno_code(e), "%s: cannot read: %s", path,
-                       strerror(e));
+                           strerror(e));
       goto fail;
     }
   }
@@ -170,9 +169,9 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
   else if (codec == WF__TFR_CODEC_GZIP &&
            !(got >= 2 && head[0] == 0x1f && head[1] == 0x8b)) {
     wfx_host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: compression is gzip but the file does not start "
-                     "with gzip's magic bytes 1f 8b",
-                     path);
+                         "%s: compression is gzip but the file does not start "
+                         "with gzip's magic bytes 1f 8b",
+                         path);
     goto fail;
   }
   s->codec = codec;
@@ -180,8 +179,8 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
   if (codec == WF__TFR_CODEC_NONE) {
     if (s->file_size > SIZE_MAX) {
       wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                       "%s: %llu bytes do not fit in this address space",
-                       path, (unsigned long long)s->file_size);
+                           "%s: %llu bytes do not fit in this address space",
+                           path, (unsigned long long)s->file_size);
       goto fail;
     }
     if (s->file_size > 0) {
@@ -190,7 +189,8 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
       if (m == MAP_FAILED) {
         int e = errno;
         wfx_host->status_set(st, errno_code(e), "%s: cannot map %llu bytes: %s",
-                         path, (unsigned long long)s->file_size, strerror(e));
+                             path, (unsigned long long)s->file_size,
+                             strerror(e));
         goto fail;
       }
       madvise(m, (size_t)s->file_size, MADV_SEQUENTIAL);
@@ -202,8 +202,8 @@ int tfr_stream_open(tfr_stream *s, const char *path, int codec,
   s->in = wfx_host->alloc(IN_CHUNK, 0);
   if (!s->in) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for the %s input buffer", path,
-                     tfr_codec_name(codec));
+                         "%s: out of memory for the %s input buffer", path,
+                         tfr_codec_name(codec));
     goto fail;
   }
   if (z_start(s, st))
@@ -267,9 +267,9 @@ static int window_room(tfr_stream *s, wf_status *st) {
   nb = wfx_host->alloc(cap, 0);
   if (!nb) {
     wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory growing the decompression "
-                               "window to %zu bytes",
-                               s->path, cap);
+                         "%s: out of memory growing the decompression "
+                         "window to %zu bytes",
+                         s->path, cap);
     return WF_RESOURCE_EXHAUSTED;
   }
   if (held)
@@ -402,8 +402,8 @@ int tfr_stream_rewind(tfr_stream *s, wf_status *st) {
     return 0;
   if (lseek(s->fd, 0, SEEK_SET) != 0) {
     int e = errno;
-    wfx_host->status_set(st, errno_code(e), "%s: cannot seek: %s",
-                               s->path, strerror(e));
+    wfx_host->status_set(st, errno_code(e), "%s: cannot seek: %s", s->path,
+                         strerror(e));
     return errno_code(e);
   }
   inflateReset(&s->z);
