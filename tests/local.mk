@@ -5,7 +5,7 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core \
 	-DTEST_SRCDIR='"$(abs_top_srcdir)"' \
 	-DTEST_BUILDDIR='"$(abs_top_builddir)"'
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-TEST_LDADD = core/libweftcore.la $(CMOCKA_LIBS) $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+TEST_LDADD = lib/train/libwefttrain.la core/libweftcore.la $(CMOCKA_LIBS) $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(abs_top_srcdir)'; top_builddir='$(abs_top_builddir)'; \
 	export top_srcdir top_builddir; \

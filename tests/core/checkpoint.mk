@@ -1,5 +1,5 @@
 # tests/core/checkpoint.mk: checkpoints. test_safetensors checks the file
-# format (core/safetensors.c) through the file API of weft/checkpoint.h;
+# format (core/io/safetensors.c) through the file API of weft/checkpoint.h;
 # test_checkpoint checks sessions (variables, step counter, an iterator's
 # position), directories of checkpoints, the Save and Restore ops, and a
 # saver killed at random moments. It loads the state, array and CPU plugins

@@ -34,7 +34,7 @@ tests_core_test_layers_rnn_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_layers_rnn_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_layers_rnn_LDADD = $(TEST_LDADD)
 
-# The fusion pass (core/pass_fusion.c) with the math, nn and cpu plugins.
+# The fusion pass (core/compile/pass_fusion.c) with the math, nn and cpu plugins.
 check_PROGRAMS += tests/core/test_pass_fusion
 TESTS += tests/core/test_pass_fusion
 tests_core_test_pass_fusion_SOURCES = tests/core/test_pass_fusion.c

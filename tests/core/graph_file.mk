@@ -1,7 +1,7 @@
-# tests/core/graph_file.mk — graph files (core/graph_file.c) with the
+# tests/core/graph_file.mk — graph files (core/io/graph_file.c) with the
 # built-in plugins of the build tree and a test plugin registered
 # in-process. The test edits files at the protobuf level, so it includes
-# the generated core/graph.pb-c.h and links protobuf-c.
+# the generated core/io/graph.pb-c.h and links protobuf-c.
 check_PROGRAMS += tests/core/test_graph_file
 TESTS += tests/core/test_graph_file
 tests_core_test_graph_file_SOURCES = tests/core/test_graph_file.c

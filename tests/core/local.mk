@@ -57,3 +57,7 @@ tests_core_test_tensor_SOURCES = tests/core/test_tensor.c
 tests_core_test_tensor_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_tensor_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_tensor_LDADD = $(TEST_LDADD)
+
+# The core's rooms depend in one direction only (core/local.mk).
+TESTS += tests/core/check_rooms.sh
+EXTRA_DIST += tests/core/check_rooms.sh

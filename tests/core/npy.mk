@@ -1,4 +1,4 @@
-# tests/core/npy.mk: .npy files (core/npy.c). The fixtures were written by
+# tests/core/npy.mk: .npy files (core/io/npy.c). The fixtures were written by
 # numpy through tests/core/fixtures/npy/gen_npy.py, which the test also runs
 # (when numpy is installed) to check that numpy reads what weft writes.
 check_PROGRAMS += tests/core/test_npy

@@ -1,5 +1,5 @@
 /* tests/core/test_alloc.c — the host allocator: alignment, realloc, string
- * helpers, counting and failure injection (core/alloc.c). */
+ * helpers, counting and failure injection (core/base/alloc.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 static void test_alloc_honours_alignment(void **state) {
   static const size_t aligns[] = {0, 1, 8, 16, 64, 128, 4096};

@@ -1,5 +1,5 @@
 /* tests/core/test_attr.c — attribute values: deep copies, equality, hashes
- * and text (core/attr.c). */
+ * and text (core/graph/attr.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -13,10 +13,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "attr.h"
-#include "status.h"
-#include "tensor.h"
+#include "base/alloc.h"
+#include "graph/attr.h"
+#include "base/status_internal.h"
+#include "graph/tensor_internal.h"
 
 static wf_tensor *make_tensor(float a, float b) {
   int64_t d = 2;

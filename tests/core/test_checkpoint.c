@@ -1,5 +1,5 @@
 /* tests/core/test_checkpoint.c — checkpoints of sessions
- * (core/checkpoint.c, core/checkpoint_ops.c): variables round-trip into a
+ * (core/io/checkpoint.c, core/io/checkpoint_ops.c): variables round-trip into a
  * fresh session; a restore checks everything first, reports every
  * mismatch by variable name and changes nothing when one fails; partial
  * and name-selected saves and restores; the step counter and an attached
@@ -23,11 +23,12 @@
 #include <time.h>
 
 #include "checkpoint_harness.h"
-#include "executor.h"
-#include "runtime.h"
-#include "session_internal.h"
+#include "exec/executor.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
+#include "exec/session_internal.h"
 #include "train_harness.h"
-#include "variables.h"
+#include "exec/variables.h"
 
 #define PLUGIN_PATHS                                                           \
   TEST_BUILDDIR "/plugins/ops/state/.libs, " TEST_BUILDDIR                     \

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "alloc.h"
-#include "runtime.h" /* and through it core/config.h */
-#include "status.h"
+#include "base/alloc.h"
+#include "plugin/runtime_internal.h" /* and through it core/config.h */
+#include "base/status_internal.h"
 
 /* ---- helpers ---------------------------------------------------------------
  */

@@ -1,4 +1,4 @@
-/* tests/core/test_file_io.c — core/file_io.c: a committed file has the new
+/* tests/core/test_file_io.c — core/io/file_io.c: a committed file has the new
  * contents and the usual permissions, an aborted or failed one leaves the
  * old contents and no temporary file; temporary names carry their writer;
  * errno values become the right statuses. */
@@ -19,8 +19,8 @@
 
 #include <errno.h>
 
-#include "alloc.h"
-#include "file_io.h"
+#include "base/alloc.h"
+#include "io/file_io.h"
 
 static char dir[128];
 static char path[256];

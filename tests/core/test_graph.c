@@ -1,7 +1,7 @@
 /* tests/core/test_graph.c — building graphs: every reason a node is refused
  * (and that the graph is then unchanged), type and number inference, list
  * inputs and outputs, defaults, scopes and unique names, control edges and
- * shape inference (core/graph.c). */
+ * shape inference (core/graph/graph.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -15,11 +15,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "graph.h"
-#include "runtime.h"
-#include "status.h"
-#include "tensor.h"
+#include "base/alloc.h"
+#include "graph/graph_internal.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
+#include "base/status_internal.h"
+#include "graph/tensor_internal.h"
 
 /* ---- the test ops -------------------------------------------------------- */
 

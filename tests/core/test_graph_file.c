@@ -1,4 +1,4 @@
-/* tests/core/test_graph_file.c — graph files (core/graph_file.c): exact
+/* tests/core/test_graph_file.c — graph files (core/io/graph_file.c): exact
  * round trips (a layers-API training graph that trains the same after
  * loading, every attribute kind bit for bit, list inputs, control edges to
  * later nodes), pruned and atomic saves, compatibility (a newer file with
@@ -26,11 +26,11 @@
 
 #include <weft/weft.h>
 
-#include "alloc.h"
-#include "attr.h"
-#include "graph.h"
-#include "graph.pb-c.h"
-#include "runtime.h"
+#include "base/alloc.h"
+#include "graph/attr.h"
+#include "graph/graph_internal.h"
+#include "io/graph.pb-c.h"
+#include "plugin/runtime_internal.h"
 
 static wf_runtime *rt;
 static wf_status *st;

@@ -13,12 +13,13 @@
 
 #include <cmocka.h>
 
-#include "graph.h"
-#include "host.h"
-#include "kernel.h"
-#include "runtime.h"
-#include "status.h"
-#include "tensor.h"
+#include "graph/graph_internal.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "exec/kernel.h"
+#include "plugin/runtime_internal.h"
+#include "base/status_internal.h"
+#include "graph/tensor_internal.h"
 
 #define GOOD_PLUGIN TEST_PLUGIN_DIR "/good.so"
 

@@ -16,10 +16,11 @@
 
 #include <cmocka.h>
 
-#include "alloc.h"
-#include "dl.h"
-#include "runtime.h"
-#include "status.h"
+#include "base/alloc.h"
+#include "plugin/dl.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
+#include "base/status_internal.h"
 
 #define PLUGIN(name) TEST_PLUGIN_DIR "/" name ".so"
 
@@ -28,7 +29,7 @@
 
 
 /* What every runtime registers before any plugin file: the core's own
- * plugins (core/core_ops.c, core/data_ops.c). */
+ * plugins (core/exec/core_ops.c, core/data/data_ops.c). */
 #define BUILTIN_PLUGINS builtin_count(2)
 #define BUILTIN_OPS builtin_count(0)
 #define BUILTIN_KERNELS builtin_count(1)

@@ -1,4 +1,4 @@
-/* tests/core/test_npy.c — .npy files (core/npy.c): numpy-written fixtures
+/* tests/core/test_npy.c — .npy files (core/io/npy.c): numpy-written fixtures
  * of every dtype, byte order, memory order and format version; round trips
  * of every dtype and rank; every refusal; atomic writes; allocation
  * failures; and, when numpy is installed, numpy reading what weft wrote.
@@ -31,7 +31,7 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 
 #define FIXDIR TEST_SRCDIR "/tests/core/fixtures/npy/"
 

@@ -17,8 +17,8 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "optimize.h"
+#include "graph/graph_internal.h"
+#include "compile/optimize.h"
 
 static wf_status *st;
 /* Runtimes whose configs switch the passes under test: none of them, each

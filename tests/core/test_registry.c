@@ -1,7 +1,7 @@
 /* tests/core/test_registry.c — the registry: normalising structs of other
  * sizes, checking definitions, conflicts between plugins (named both),
  * identical re-definitions, all-or-nothing registration and look-ups
- * (core/registry.c). */
+ * (core/plugin/registry.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "registry.h"
-#include "status.h"
+#include "base/alloc.h"
+#include "plugin/registry.h"
+#include "base/status_internal.h"
 
 /* ---- definitions used by several tests ----------------------------------- */
 

@@ -1,5 +1,5 @@
 /* tests/core/test_safetensors.c — the checkpoint file format
- * (core/safetensors.c) through weft/checkpoint.h's file API: every dtype
+ * (core/io/safetensors.c) through weft/checkpoint.h's file API: every dtype
  * and rank 0..4 round-trips, empty tensors, the bytes on disk, each
  * refusal of the parser naming file and tensor, checksums that catch a
  * flipped byte, files of other writers, and writes that fail without
@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 
 #include "checkpoint_harness.h"
-#include "crc32c.h"
-#include "safetensors.h"
+#include "io/crc32c.h"
+#include "io/safetensors.h"
 
 static wf_status *st;
 

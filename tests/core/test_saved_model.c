@@ -1,4 +1,4 @@
-/* tests/core/test_saved_model.c — saved models (core/saved_model.c): an
+/* tests/core/test_saved_model.c — saved models (core/io/saved_model.c): an
  * exported model loaded into a new runtime computes what the original
  * session did; exports replace a model atomically and refuse signatures a
  * model cannot carry; loading names the file and problem of every broken

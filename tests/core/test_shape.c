@@ -1,4 +1,4 @@
-/* tests/core/test_shape.c — dtypes and shapes as values (core/dtype.c). */
+/* tests/core/test_shape.c — dtypes and shapes as values (core/graph/dtype.c). */
 #include <config.h>
 
 /* cmocka needs these first. */

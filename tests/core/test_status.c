@@ -1,5 +1,5 @@
 /* tests/core/test_status.c — status objects: codes, messages, prefixes and
- * code names (core/status.c). */
+ * code names (core/base/status.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "status.h"
+#include "base/status_internal.h"
 
 static void test_status_new_is_ok_with_empty_message(void **state) {
   wf_status *st = wf_status_new();

@@ -1,4 +1,4 @@
-/* tests/core/test_strmap.c — the string-keyed hash map (core/strmap.c). */
+/* tests/core/test_strmap.c — the string-keyed hash map (core/base/strmap.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "strmap.h"
+#include "base/alloc.h"
+#include "base/strmap.h"
 
 static void test_strmap_empty_finds_nothing(void **state) {
   wf__strmap m;

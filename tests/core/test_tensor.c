@@ -1,6 +1,6 @@
 /* tests/core/test_tensor.c — tensors: allocation and alignment, wrapped
  * buffers and their dealloc, reference counting, refused shapes
- * (core/tensor.c). */
+ * (core/graph/tensor.c). */
 #include <config.h>
 
 /* cmocka needs these first. */
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "status.h"
-#include "tensor.h"
+#include "base/alloc.h"
+#include "base/status_internal.h"
+#include "graph/tensor_internal.h"
 
 typedef struct dealloc_record {
   atomic_int calls;

@@ -15,7 +15,7 @@
 
 #include <weft/weft.h>
 
-#include "runtime.h"
+#include "plugin/runtime_internal.h"
 #include "test_reader.h"
 
 #define DH_PLUGIN_PATHS                                                        \

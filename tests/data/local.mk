@@ -1,4 +1,4 @@
-# tests/data: the input pipeline (core/dataset.c, core/iterator.c and the
+# tests/data: the input pipeline (core/data/dataset.c, core/data/iterator.c and the
 # stages beside them), the IteratorGetNext op and `weft data`, on the files
 # of a test reader. The reader is built as a plugin module (for `weft data`)
 # and linked into the cmocka programs, which register it in-process so that

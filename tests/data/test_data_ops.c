@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "host/host.h"
 #include "data_harness.h"
 
 static void test_iterator_get_next_is_a_built_in_op(void **state) {

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "host/host.h"
 #include "data_harness.h"
 
 static void test_from_files_reads_the_schema_of_the_first_file(void **state) {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "data_harness.h"
 
 #define MAXV 4096

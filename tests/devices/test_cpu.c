@@ -19,10 +19,10 @@
 
 #include <weft/weft.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "cpu_device.h"
-#include "registry.h"
-#include "runtime.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 
 #define CPU_PLUGIN_DIR TEST_BUILDDIR "/plugins/devices/cpu/.libs"
 

@@ -34,10 +34,10 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "kernel.h"
-#include "registry.h"
-#include "runtime.h"
+#include "graph/graph_internal.h"
+#include "exec/kernel.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 
 #ifdef HAVE_DNNL
 #define HAVE_NN_KERNELS 1

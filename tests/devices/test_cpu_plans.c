@@ -16,8 +16,9 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "host.h"
-#include "status.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "base/status_internal.h"
 
 /* The helper layer's host table, which the plans reach the core through. */
 WFX_HOST_DEFINE(1, 0);

@@ -29,8 +29,8 @@
 #include "cuda_philox.h"
 #include "cuda_stage.h"
 #include "philox.h"
-#include "registry.h"
-#include "runtime.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 
 #define PLUGIN_DIRS                                                            \
   TEST_BUILDDIR "/plugins/devices/cuda/.libs, " TEST_BUILDDIR                  \

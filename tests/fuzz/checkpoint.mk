@@ -12,8 +12,8 @@
 #                                           (default 60); new inputs and
 #                                           crashes go to READER_FUZZ_DIR
 #   make fuzz-checkpoint-smoke              run the seed corpus once (for CI)
-CHECKPOINT_FUZZ_SRCS = core/safetensors.c core/checkpoint.c \
-	core/checkpoint_ops.c core/crc32c.c
+CHECKPOINT_FUZZ_SRCS = core/io/safetensors.c core/io/checkpoint.c \
+	core/io/checkpoint_ops.c core/io/crc32c.c
 EXTRA_DIST += tests/fuzz/corpus/checkpoint
 
 check_PROGRAMS += tests/fuzz/replay_checkpoint

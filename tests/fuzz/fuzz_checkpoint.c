@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_checkpoint.c — fuzz target for checkpoint files
- * (core/safetensors.c through weft/checkpoint.h). The first input byte
+ * (core/io/safetensors.c through weft/checkpoint.h). The first input byte
  * picks a mode; the rest is
  *   bit 0 clear: the whole file;
  *   bit 0 set:   the header's JSON text only: the target puts its 8-byte
@@ -26,10 +26,11 @@
 
 #include <weft/weft.h>
 
-#include "executor.h"
-#include "runtime.h"
-#include "session_internal.h"
-#include "variables.h"
+#include "exec/executor.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
+#include "exec/session_internal.h"
+#include "exec/variables.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

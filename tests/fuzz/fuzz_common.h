@@ -23,8 +23,9 @@
 
 #include <weft/weft.h>
 
-#include "registry.h"
-#include "runtime.h"
+#include "plugin/registry.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
 
 /* Records read per file at most: a tiny gzip file can hold millions. */
 #define FUZZ_MAX_RECORDS 20000

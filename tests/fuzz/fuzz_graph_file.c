@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_graph_file.c — fuzz target for graph files
- * (core/graph_file.c): the input is a graph file, loaded from memory with
+ * (core/io/graph_file.c): the input is a graph file, loaded from memory with
  * wf_graph_from_buffer. A file that loads is serialised again and must
  * load again and serialise to the same bytes (saving is canonical); a file
  * that does not load must be refused with a status that names the source.
@@ -28,9 +28,10 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "registry.h"
-#include "runtime.h"
+#include "graph/graph_internal.h"
+#include "plugin/registry.h"
+#include "host/host.h"
+#include "plugin/runtime_internal.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

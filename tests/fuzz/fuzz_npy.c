@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_npy.c — fuzz target for .npy files (core/npy.c). The
+/* tests/fuzz/fuzz_npy.c — fuzz target for .npy files (core/io/npy.c). The
  * input is the file. It is parsed from memory (wf_npy_parse) and read from a
  * scratch file (wf_npy_read, which checks the size before allocating and
  * reads the data straight into the tensor); the two must agree: both fail

@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #include "fuzz_common.h"
-/* The plugin's CRC (core/crc32c.c, compiled in; tests/readers checks it
+/* The plugin's CRC (tfr_crc32c.c, compiled in; tests/readers checks it
  * against a bitwise one) and TFRecord's masking. */
 #include "tfrecord.h"
 

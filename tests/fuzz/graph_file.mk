@@ -31,8 +31,8 @@ tests_fuzz_replay_graph_file_LDADD = $(TEST_LDADD)
 
 # ---- libFuzzer build (GNU make; compiler and flags from local.mk) ----
 GRAPH_FUZZ_DIR = tests/fuzz/graph_file.build
-GRAPH_FUZZ_CORE = core/graph_file.c core/graph.c core/attr.c core/strmap.c \
-	core/tensor.c
+GRAPH_FUZZ_CORE = core/io/graph_file.c core/graph/graph.c core/graph/attr.c core/base/strmap.c \
+	core/graph/tensor.c
 
 $(GRAPH_FUZZ_DIR)/fuzz_graph_file: tests/fuzz/fuzz_graph_file.c \
 		$(GRAPH_FUZZ_CORE) $(GRAPH_FILE_PB) core/libweftcore.la config.h
@@ -43,7 +43,7 @@ $(GRAPH_FUZZ_DIR)/fuzz_graph_file: tests/fuzz/fuzz_graph_file.c \
 		-I$(top_builddir)/core $(PROTOBUF_C_CFLAGS) -o $@ \
 		$(top_srcdir)/tests/fuzz/fuzz_graph_file.c \
 		$(addprefix $(top_srcdir)/,$(GRAPH_FUZZ_CORE)) \
-		core/graph.pb-c.c \
+		core/io/graph.pb-c.c \
 		core/.libs/libweftcore.a $(LTDL_LIBS) $(INIH_LIBS) $(HWLOC_LIBS) \
 		$(JANSSON_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS) \
 		$(LIBM)

@@ -1,6 +1,6 @@
 # tests/fuzz/npy.mk: the .npy fuzz target (fuzz_npy.c), built the way
 # tests/fuzz/local.mk builds the reader targets (see tests/fuzz/README.md).
-# core/npy.c is compiled into the target, so the fuzzer's coverage and
+# core/io/npy.c is compiled into the target, so the fuzzer's coverage and
 # sanitizers reach it; the rest of the core comes from its convenience
 # library.
 #
@@ -24,13 +24,13 @@ tests_fuzz_replay_npy_CPPFLAGS = $(TEST_CPPFLAGS) \
 tests_fuzz_replay_npy_LDADD = $(TEST_LDADD)
 
 # ---- libFuzzer build (GNU make; compiler and flags from local.mk) ----
-$(READER_FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c core/npy.c \
+$(READER_FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c core/io/npy.c \
 		core/libweftcore.la config.h
 	$(AM_V_GEN)$(MKDIR_P) $(READER_FUZZ_DIR) && \
 	echo '*' > $(READER_FUZZ_DIR)/.gitignore && \
 	$(READER_FUZZ_CC) $(READER_FUZZ_CFLAGS) -I$(top_builddir) \
 		-I$(top_srcdir)/sdk/include -I$(top_srcdir)/core -o $@ \
-		$(top_srcdir)/tests/fuzz/fuzz_npy.c $(top_srcdir)/core/npy.c \
+		$(top_srcdir)/tests/fuzz/fuzz_npy.c $(top_srcdir)/core/io/npy.c \
 		$(FUZZ_CORE_LIBS)
 
 fuzz-npy: $(READER_FUZZ_DIR)/fuzz_npy

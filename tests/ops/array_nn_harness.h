@@ -23,8 +23,8 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "kernel.h"
+#include "graph/graph_internal.h"
+#include "exec/kernel.h"
 
 #define FX_TOL_FLOAT32 1e-5
 #define FX_TOL_FLOAT64 1e-12

@@ -29,10 +29,10 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "kernel.h"
-#include "registry.h"
-#include "runtime.h"
+#include "graph/graph_internal.h"
+#include "exec/kernel.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 
 #define MATH_DIR TEST_BUILDDIR "/plugins/ops/math/.libs"
 #define ARRAY_DIR TEST_BUILDDIR "/plugins/ops/array/.libs"

@@ -16,11 +16,12 @@
 
 #include <weft/weft.h>
 
-#include "graph.h"
-#include "host.h"
-#include "kernel.h"
+#include "graph/graph_internal.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "exec/kernel.h"
 #include "opcommon.h"
-#include "runtime.h"
+#include "plugin/runtime_internal.h"
 
 /* The layer's host table, for the helpers called here directly. */
 WFX_HOST_DEFINE(1, 0);

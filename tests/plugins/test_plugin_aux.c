@@ -21,7 +21,7 @@
 #include <weft/plugin_aux.h>
 #include <weft/weft.h>
 
-#include "host.h"
+#include "host/host.h"
 
 #define PLUGIN(name) TEST_PLUGIN_DIR "/" name ".so"
 

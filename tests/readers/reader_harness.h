@@ -19,8 +19,8 @@
 
 #include <weft/weft.h>
 
-#include "registry.h"
-#include "runtime.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 
 #define RH_PLUGIN_PATHS                                                        \
   TEST_BUILDDIR "/plugins/readers/idx/.libs, " TEST_BUILDDIR                   \

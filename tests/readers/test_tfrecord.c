@@ -23,9 +23,9 @@
 
 #include <weft/weft.h>
 
-#include "alloc.h"
-#include "registry.h"
-#include "runtime.h"
+#include "base/alloc.h"
+#include "plugin/registry.h"
+#include "plugin/runtime_internal.h"
 #include "tfrecord.h"
 
 #define TFR_PLUGIN_DIR TEST_BUILDDIR "/plugins/readers/tfrecord/.libs"

@@ -1,4 +1,4 @@
-# Memory planning (core/memplan.c) through sessions: the mlp with planning
+# Memory planning (core/compile/memplan.c) through sessions: the mlp with planning
 # on and off, escaping tensors, concurrent steps, allocation counts, peak
 # bytes and in-place outputs, with the built-in plugins of the build tree.
 check_PROGRAMS += tests/session/test_memory_plan

@@ -1,4 +1,4 @@
-/* tests/session/test_memory_plan.c — memory planning (core/memplan.c) seen
+/* tests/session/test_memory_plan.c — memory planning (core/compile/memplan.c) seen
  * from sessions: a training loop of the mlp gives the same bits with
  * [passes] memory_plan on and off; tensors that escape a step (a fetch, a
  * planned output forwarded to a fetch, a variable assigned from a planned
@@ -26,13 +26,13 @@
 
 #include <weft/weft.h>
 
-#include "alloc.h"
-#include "executor.h"
-#include "graph.h"
-#include "kernel.h"
-#include "memplan.h"
-#include "prune.h"
-#include "tensor.h"
+#include "base/alloc.h"
+#include "exec/executor.h"
+#include "graph/graph_internal.h"
+#include "exec/kernel.h"
+#include "compile/memplan.h"
+#include "compile/prune.h"
+#include "graph/tensor_internal.h"
 
 static wf_status *st;
 
@@ -1189,7 +1189,7 @@ static int setup_threads(void **state) {
 }
 
 int main(void) {
-  /* No cache of freed blocks (core/tensor.c): every tensor a step makes
+  /* No cache of freed blocks (core/graph/tensor.c): every tensor a step makes
    * is one allocation of the host allocator, so the counts of planned and
    * unplanned runs compare exactly. */
   setenv("WEFT_TENSOR_CACHE_MB", "0", 1);

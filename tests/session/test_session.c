@@ -16,7 +16,7 @@
 
 #include <weft/weft.h>
 
-#include "session_internal.h"
+#include "exec/session_internal.h"
 
 static wf_runtime *rt;
 static wf_status *st;

@@ -78,6 +78,18 @@ WF_API wf_node *wf_node_desc_finish(wf_node_desc *d, wf_status *st);
 /* Abandons a description without adding anything. */
 WF_API void wf_node_desc_free(wf_node_desc *d);
 
+/* Adds a node of op in one call, from a flat list of inputs: a list
+ * argument (number_attr) takes as many inputs as that attribute in attrs
+ * says, or, when it is the op's only list argument and attrs leave the
+ * number out, every input the fixed arguments leave. name NULL: made from
+ * the op as wf_node_desc_new does. Returns the node (owned by the graph),
+ * or NULL with st set as wf_node_desc_finish does; the graph is then
+ * unchanged. */
+WF_API wf_node *wf_graph_add_op(wf_graph *g, const char *op, const char *name,
+                                const wf_output *inputs, int ninputs,
+                                const wf_attr_item *attrs, int nattrs,
+                                wf_status *st);
+
 /* Adds a control edge from -> to. Refused (INVALID_ARGUMENT) when it would
  * create a cycle or either node belongs to another graph. */
 WF_API int wf_graph_add_control_edge(wf_graph *g, wf_node *from, wf_node *to,

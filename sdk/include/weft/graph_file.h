@@ -5,7 +5,7 @@
  * control inputs, requested devices and every attribute (tensors bit for
  * bit). It holds no variable values (checkpoints do) and no shapes (they
  * are inferred again on loading). The format is protobuf, described field
- * by field in core/graph.proto of the source tree.
+ * by field in core/io/graph.proto of the source tree.
  *
  * Loading checks everything before the graph is returned: the ops must be
  * registered in the runtime (plugins supply them), every input must name

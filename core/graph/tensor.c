@@ -1,0 +1,439 @@
+/* core/graph/tensor.c — reference-counted host tensors: allocated ones (struct and
+ * 64-byte-aligned data in one block), wrapped caller buffers, and views of
+ * a step's arena (core/compile/memplan.h: struct and buffer belong to the arena,
+ * the last release hands them back), with a small cache of freed large
+ * blocks so that a training or inference loop, which frees and allocates
+ * the same sizes every step, reuses memory that is already mapped instead
+ * of faulting fresh pages in each time. Allocated tensors made for a step
+ * may be counted by its meter until their last release.
+ *
+ * Device memory, layouts and copies between devices are not handled here. */
+#include <config.h>
+
+#include "graph/tensor_internal.h"
+
+#include <weft/plugin.h>
+
+#include <assert.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/status_internal.h"
+
+/* ---- the block cache ----------------------------------------------------
+ *
+ * Freed blocks of at least CACHE_MIN bytes wait here, keyed by exact size,
+ * for an allocation of the same size; the oldest go first when the cache
+ * would exceed its budget ($WEFT_TENSOR_CACHE_MB, default 256; 0 turns it
+ * off) or its slots. Smaller blocks go straight back to malloc, which keeps
+ * them cheap already. */
+#define CACHE_MIN ((size_t)64 << 10)
+#define CACHE_SLOTS 64
+
+static struct {
+  pthread_mutex_t mu;
+  void *block[CACHE_SLOTS];
+  size_t size[CACHE_SLOTS];
+  int n;        /* used slots, oldest first */
+  size_t bytes; /* held */
+  size_t budget;
+  int ready;
+} cache = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0, 0, 0};
+
+/* Reads the budget once; caller holds the lock. */
+static void cache_init(void) {
+  if (cache.ready)
+    return;
+  const char *env = getenv("WEFT_TENSOR_CACHE_MB");
+  long mb = env && *env ? strtol(env, NULL, 10) : 256;
+  cache.budget = mb > 0 ? (size_t)mb << 20 : 0;
+  cache.ready = 1;
+}
+
+static void *cache_take(size_t size) {
+  void *b = NULL;
+  if (size < CACHE_MIN)
+    return NULL;
+  pthread_mutex_lock(&cache.mu);
+  cache_init();
+  for (int i = cache.n - 1; i >= 0; i--) {
+    if (cache.size[i] == size) {
+      b = cache.block[i];
+      cache.bytes -= size;
+      memmove(&cache.block[i], &cache.block[i + 1],
+              (size_t)(cache.n - i - 1) * sizeof cache.block[0]);
+      memmove(&cache.size[i], &cache.size[i + 1],
+              (size_t)(cache.n - i - 1) * sizeof cache.size[0]);
+      cache.n--;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&cache.mu);
+  return b;
+}
+
+/* Keeps block for reuse, or frees it (and whatever it pushes out). */
+static void cache_put(void *block, size_t size) {
+  void *out[CACHE_SLOTS + 1];
+  int nout = 0;
+  if (size < CACHE_MIN) {
+    wf__free(block);
+    return;
+  }
+  pthread_mutex_lock(&cache.mu);
+  cache_init();
+  if (size > cache.budget) {
+    out[nout++] = block;
+  } else {
+    while (cache.n > 0 &&
+           (cache.n == CACHE_SLOTS || cache.bytes + size > cache.budget)) {
+      out[nout++] = cache.block[0];
+      cache.bytes -= cache.size[0];
+      memmove(&cache.block[0], &cache.block[1],
+              (size_t)(cache.n - 1) * sizeof cache.block[0]);
+      memmove(&cache.size[0], &cache.size[1],
+              (size_t)(cache.n - 1) * sizeof cache.size[0]);
+      cache.n--;
+    }
+    cache.block[cache.n] = block;
+    cache.size[cache.n++] = size;
+    cache.bytes += size;
+  }
+  pthread_mutex_unlock(&cache.mu);
+  for (int i = 0; i < nout; i++)
+    wf__free(out[i]);
+}
+
+void wf__tensor_cache_clear(void) {
+  pthread_mutex_lock(&cache.mu);
+  int n = cache.n;
+  void *blocks[CACHE_SLOTS];
+  memcpy(blocks, cache.block, (size_t)n * sizeof blocks[0]);
+  cache.n = 0;
+  cache.bytes = 0;
+  cache.ready = 0; /* read the budget again: tests change it */
+  pthread_mutex_unlock(&cache.mu);
+  for (int i = 0; i < n; i++)
+    wf__free(blocks[i]);
+}
+
+size_t wf__tensor_cache_bytes(void) {
+  pthread_mutex_lock(&cache.mu);
+  size_t b = cache.bytes;
+  pthread_mutex_unlock(&cache.mu);
+  return b;
+}
+
+/* Offset of the data in a block that holds struct and data together. */
+#define DATA_OFFSET                                                            \
+  ((sizeof(wf_tensor) + WF_TENSOR_ALIGN - 1) / WF_TENSOR_ALIGN *               \
+   WF_TENSOR_ALIGN)
+
+int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
+                     size_t *nbytes, wf_status *st) {
+  size_t esize = wf_dtype_size(dtype);
+  size_t n;
+
+  if (esize == 0)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "tensor: %d is not a valid dtype", (int)dtype);
+  if (rank < 0 || rank > WF_MAX_RANK)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "tensor: rank %d is outside 0..%d", rank, WF_MAX_RANK);
+  if (rank > 0 && !dims)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "tensor: rank %d but no dims given", rank);
+  n = esize;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0)
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "tensor: dim %d is %lld; dims must be >= 0", i,
+                           (long long)dims[i]);
+    if (dims[i] != 0 && n > (SIZE_MAX - DATA_OFFSET) / (uint64_t)dims[i])
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "tensor: %s tensor of %d dims is too large",
+                           wf_dtype_name(dtype), rank);
+    n *= (size_t)dims[i];
+  }
+  *nbytes = n;
+  return WF_OK;
+}
+
+void wf__tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
+                        int rank, void *data, size_t nbytes) {
+  t->dtype = dtype;
+  wf_shape_init(&t->shape, dims, rank);
+  atomic_init(&t->refs, 1);
+  t->data = data;
+  t->nbytes = nbytes;
+  t->dealloc = NULL;
+  t->dealloc_arg = NULL;
+  t->wrapped = WF__TENSOR_OWNED;
+  t->epoch = 0;
+  t->mem = NULL;
+}
+
+wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,
+                         wf_status *st) {
+  size_t nbytes;
+  unsigned char *block;
+
+  if (wf__tensor_check(dtype, dims, rank, &nbytes, st))
+    return NULL;
+  block = cache_take(DATA_OFFSET + nbytes);
+  if (!block)
+    block = wf__alloc(DATA_OFFSET + nbytes, WF_TENSOR_ALIGN);
+  if (!block) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "tensor: out of memory allocating %zu bytes of %s", nbytes,
+                  wf_dtype_name(dtype));
+    return NULL;
+  }
+  wf__tensor_fill((wf_tensor *)block, dtype, dims, rank, block + DATA_OFFSET,
+              nbytes);
+  return (wf_tensor *)block;
+}
+
+wf_tensor *wf__tensor_new_shape(wf_dtype dtype, const wf_shape *shape,
+                                wf_status *st) {
+  char buf[128];
+  if (!wf_shape_is_known(shape)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "tensor: shape %s is not fully known",
+                  wf_shape_str(shape, buf, sizeof buf));
+    return NULL;
+  }
+  return wf_tensor_new(dtype, shape->dims, shape->rank, st);
+}
+
+wf_tensor *wf__tensor_new_metered(wf_dtype dtype, const wf_shape *shape,
+                                  wf__meter *m, uint32_t epoch,
+                                  wf_status *st) {
+  wf_tensor *t = wf__tensor_new_shape(dtype, shape, st);
+  if (t && m) {
+    t->dealloc_arg = m;
+    t->epoch = epoch;
+    wf__meter_add(m, t->nbytes);
+  }
+  return t;
+}
+
+void wf__tensor_init_view(wf_tensor *t, wf_dtype dtype, const wf_shape *shape,
+                          void *data, size_t nbytes, wf_dealloc_fn *done,
+                          void *arg) {
+  wf__tensor_fill(t, dtype, shape->dims, shape->rank, data, nbytes);
+  t->dealloc = done;
+  t->dealloc_arg = arg;
+  t->wrapped = WF__TENSOR_VIEW;
+}
+
+wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
+                          void *data, size_t len, wf_dealloc_fn *dealloc,
+                          void *arg, wf_status *st) {
+  size_t nbytes;
+  wf_tensor *t;
+
+  if (wf__tensor_check(dtype, dims, rank, &nbytes, st))
+    goto fail;
+  if (len != nbytes) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "tensor: wrapped buffer has %zu bytes, its %s shape needs "
+                  "%zu",
+                  len, wf_dtype_name(dtype), nbytes);
+    goto fail;
+  }
+  if (!data && nbytes > 0) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "tensor: wrapped buffer is NULL for %zu bytes", nbytes);
+    goto fail;
+  }
+  t = wf__alloc(sizeof *t, 0);
+  if (!t) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "tensor: out of memory wrapping a buffer");
+    goto fail;
+  }
+  wf__tensor_fill(t, dtype, dims, rank, data, nbytes);
+  t->dealloc = dealloc;
+  t->dealloc_arg = arg;
+  t->wrapped = WF__TENSOR_WRAPPED;
+  return t;
+
+fail:
+  if (dealloc)
+    dealloc(data, len, arg);
+  return NULL;
+}
+
+wf_tensor *wf_tensor_retain(wf_tensor *t) {
+  assert(t);
+  atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+  return t;
+}
+
+void wf_tensor_release(wf_tensor *t) {
+  if (!t)
+    return;
+  /* Release ordering on the decrement and an acquire fence before freeing:
+   * every write made through other references happens before the free. */
+  long before = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_release);
+  assert(before > 0);
+  if (before != 1)
+    return;
+  atomic_thread_fence(memory_order_acquire);
+  switch (t->wrapped) {
+  case WF__TENSOR_VIEW:
+    /* The arena owns the struct: it is handed out again from there. */
+    t->dealloc(t->data, t->nbytes, t->dealloc_arg);
+    return;
+  case WF__TENSOR_WRAPPED:
+    if (t->dealloc)
+      t->dealloc(t->data, t->nbytes, t->dealloc_arg);
+    wf__free(t);
+    return;
+  default:
+    if (t->dealloc_arg)
+      wf__meter_drop(t->dealloc_arg, t->nbytes, t->epoch);
+    cache_put(t, DATA_OFFSET + t->nbytes);
+  }
+}
+
+wf_dtype wf_tensor_dtype(const wf_tensor *t) { return t->dtype; }
+int wf_tensor_rank(const wf_tensor *t) { return t->shape.rank; }
+
+int64_t wf_tensor_dim(const wf_tensor *t, int i) {
+  assert(i >= 0 && i < t->shape.rank);
+  return t->shape.dims[i];
+}
+
+void wf_tensor_shape(const wf_tensor *t, wf_shape *out) { *out = t->shape; }
+int64_t wf_tensor_count(const wf_tensor *t) {
+  return wf_shape_count(&t->shape);
+}
+size_t wf_tensor_nbytes(const wf_tensor *t) { return t->nbytes; }
+void *wf_tensor_data(const wf_tensor *t) { return t->data; }
+
+double wf_tensor_element(const wf_tensor *t, int64_t i) {
+  const void *p = t->data;
+  if (i < 0 || i >= wf_tensor_count(t))
+    return NAN;
+  switch (t->dtype) {
+  case WF_FLOAT32: return ((const float *)p)[i];
+  case WF_FLOAT64: return ((const double *)p)[i];
+  case WF_FLOAT16: return wf__half_to_float(((const uint16_t *)p)[i]);
+  case WF_BFLOAT16: return wf__bf16_to_float(((const uint16_t *)p)[i]);
+  case WF_INT8: return ((const int8_t *)p)[i];
+  case WF_UINT8: return ((const uint8_t *)p)[i];
+  case WF_INT32: return ((const int32_t *)p)[i];
+  case WF_INT64: return (double)((const int64_t *)p)[i];
+  case WF_BOOL: return ((const uint8_t *)p)[i] != 0;
+  default: return NAN;
+  }
+}
+
+char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
+                    size_t len) {
+  char shape[160];
+  size_t used = 0;
+  int64_t n = wf_tensor_count(t);
+  int is_int = (WF_DTYPE_BIT(t->dtype) & WF_DTYPES_FLOAT) == 0;
+  if (!len)
+    return buf;
+  buf[0] = '\0';
+#define PUT(...)                                                               \
+  do {                                                                         \
+    int w_ = snprintf(buf + used, len - used, __VA_ARGS__);                    \
+    if (w_ < 0 || (size_t)w_ >= len - used)                                    \
+      return buf;                                                              \
+    used += (size_t)w_;                                                        \
+  } while (0)
+  PUT("%s %s", wf_dtype_name(t->dtype) ? wf_dtype_name(t->dtype) : "?",
+      wf_shape_str(&t->shape, shape, sizeof shape));
+  if (t->dtype == WF_RESOURCE)
+    return buf;
+  if (t->mem) {
+    PUT(" on %s", wf__tensor_memory_name(t));
+    return buf;
+  }
+  PUT(" [");
+  for (int64_t i = 0; i < n && i < max_values; i++) {
+    double v = wf_tensor_element(t, i);
+    if (t->dtype == WF_BOOL)
+      PUT("%s%s", i ? ", " : "", v != 0 ? "true" : "false");
+    else if (is_int && t->dtype == WF_INT64)
+      PUT("%s%lld", i ? ", " : "", (long long)((const int64_t *)t->data)[i]);
+    else if (is_int)
+      PUT("%s%.0f", i ? ", " : "", v);
+    else
+      PUT("%s%.6g", i ? ", " : "", v);
+  }
+  if (n > max_values)
+    PUT(", ... %lld values", (long long)n);
+  PUT("]");
+#undef PUT
+  return buf;
+}
+
+/* Views keep their parent alive through the wrapped buffer's deallocator. */
+static void release_parent(void *data, size_t len, void *arg) {
+  (void)data;
+  (void)len;
+  wf_tensor_release(arg);
+}
+
+wf_tensor *wf__tensor_reshape(wf_tensor *t, const wf_shape *shape,
+                              wf_status *st) {
+  char a[128], b[128];
+  if (!wf_shape_is_known(shape) || wf_shape_count(shape) != wf_tensor_count(t)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "cannot view a tensor of shape %s as %s",
+                  wf_shape_str(&t->shape, a, sizeof a),
+                  wf_shape_str(shape, b, sizeof b));
+    return NULL;
+  }
+  wf_tensor_retain(t);
+  wf_tensor *v = wf_tensor_wrap(t->dtype, shape->dims, shape->rank, t->data,
+                                t->nbytes, release_parent, t, st);
+  if (v)
+    v->mem = t->mem;
+  return v;
+}
+
+/* ---- device memory ------------------------------------------------------ */
+
+const char *wf__tensor_memory_name(const wf_tensor *t) {
+  /* A device starts with its description (core/plugin/runtime_internal.h). */
+  return t->mem ? ((const wf_device_desc *)(const void *)t->mem)->name
+                : "host memory";
+}
+
+/* ---- meters --------------------------------------------------------------- */
+
+void wf__meter_unref(wf__meter *m) {
+  if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    wf__free(m);
+}
+
+void wf__meter_add(wf__meter *m, size_t nbytes) {
+  atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+  long long now = atomic_fetch_add_explicit(&m->live, (long long)nbytes,
+                                            memory_order_relaxed) +
+                  (long long)nbytes;
+  long long peak = atomic_load_explicit(&m->peak, memory_order_relaxed);
+  while (now > peak &&
+         !atomic_compare_exchange_weak_explicit(&m->peak, &peak, now,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+    ;
+}
+
+void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch) {
+  if (atomic_load_explicit(&m->epoch, memory_order_relaxed) == epoch)
+    atomic_fetch_sub_explicit(&m->live, (long long)nbytes,
+                              memory_order_relaxed);
+  wf__meter_unref(m);
+}

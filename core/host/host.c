@@ -1,0 +1,124 @@
+/* core/host/host.c — the host table: every function a plugin may call, as
+ * thin wrappers over the rooms below (status, allocator, tensors, shape,
+ * gradient and kernel contexts, variables, the log). It sits above every
+ * room because it hands all of them to plugins; the loader receives it
+ * through the runtime (core/host/runtime_new.c).
+ *
+ * The wrappers only adapt types; the contracts live with the functions they
+ * forward to (core/graph/graph.c for shape contexts, core/exec/kernel.c for kernels). */
+#include <config.h>
+
+#include "host/host.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "graph/graph_internal.h"
+#include "plugin/runtime_internal.h"
+#include "exec/kernel.h"
+#include "base/status_internal.h"
+#include "graph/tensor_internal.h"
+#include "exec/variables.h"
+
+/* ---- memory and status -------------------------------------------------- */
+
+static void *host_alloc(size_t bytes, size_t align) {
+  return wf__alloc(bytes, align);
+}
+
+static void host_free(void *p) { wf__free(p); }
+
+static void host_status_set(wf_status *st, int32_t code, const char *fmt, ...) {
+  va_list ap;
+  /* A plugin's code outside the canonical set still marks a failure. */
+  if (code < WF_OK || code > WF_UNAUTHENTICATED)
+    code = WF_UNKNOWN;
+  va_start(ap, fmt);
+  wf__status_vset(st, (wf_code)code, fmt, ap);
+  va_end(ap);
+}
+
+static int32_t host_status_code(const wf_status *st) {
+  return wf_status_code(st);
+}
+
+static const char *host_status_message(const wf_status *st) {
+  return wf_status_message(st);
+}
+
+/* ---- tensors ------------------------------------------------------------ */
+
+static wf_tensor *host_tensor_new(int32_t dtype, const wf_shape *shape,
+                                  wf_status *st) {
+  return wf__tensor_new_shape((wf_dtype)dtype, shape, st);
+}
+
+static int32_t host_tensor_dtype(const wf_tensor *t) {
+  return wf_tensor_dtype(t);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static const wf_host host = {
+    WF_STRUCT_INIT(wf_host),
+    .alloc = host_alloc,
+    .free = host_free,
+    .status_set = host_status_set,
+    .status_code = host_status_code,
+    .status_message = host_status_message,
+    .log = wf__log,
+    .tensor_new = host_tensor_new,
+    .tensor_retain = wf_tensor_retain,
+    .tensor_release = wf_tensor_release,
+    .tensor_dtype = host_tensor_dtype,
+    .tensor_shape = wf_tensor_shape,
+    .tensor_count = wf_tensor_count,
+    .tensor_nbytes = wf_tensor_nbytes,
+    .tensor_data = wf_tensor_data,
+    .shape_num_inputs = wf__shape_num_inputs,
+    .shape_num_outputs = wf__shape_num_outputs,
+    .shape_input = wf__shape_input,
+    .shape_input_value = wf__shape_input_value,
+    .shape_attr = wf__shape_attr,
+    .shape_set_output = wf__shape_set_output,
+    .shape_node_name = wf__shape_node_name,
+    .kernel_num_inputs = wf__kernel_num_inputs,
+    .kernel_num_outputs = wf__kernel_num_outputs,
+    .kernel_input = wf__kernel_input,
+    .kernel_output_new = wf__kernel_output_new,
+    .kernel_output_set = wf__kernel_output_set,
+    .kernel_attr = wf__kernel_attr,
+    .kernel_output_dtype = wf__kernel_output_dtype,
+    .kernel_node_name = wf__kernel_node_name,
+    .kernel_done = wf__kernel_done,
+    .kernel_step = wf__kernel_step,
+    .grad_num_inputs = wf__grad_num_inputs,
+    .grad_num_outputs = wf__grad_num_outputs,
+    .grad_input = wf__grad_input,
+    .grad_output = wf__grad_output,
+    .grad_output_grad = wf__grad_output_grad,
+    .grad_attr = wf__grad_attr,
+    .grad_tensor_info = wf__grad_tensor_info,
+    .grad_add_node = wf__grad_add_node,
+    .grad_set_input_grad = wf__grad_set_input_grad,
+    .grad_set_input_grad_sparse = wf__grad_set_input_grad_sparse,
+    .grad_node_name = wf__grad_node_name,
+    .kernel_variable = wf__kernel_variable,
+    .var_read = wf__var_read,
+    .var_assign = wf__var_assign,
+    .var_lock = wf__var_lock,
+    .var_unlock = wf__var_unlock,
+    .var_order = wf__var_order,
+    .var_name = wf__var_name,
+    .tensor_reshape = wf__tensor_reshape,
+    .threads = wf__host_threads,
+    .config_int = wf__host_config_int,
+    .kernel_device_state = wf__kernel_device_state,
+};
+
+const wf_host *wf__host(void) { return &host; }

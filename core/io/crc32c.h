@@ -1,0 +1,21 @@
+/* core/io/crc32c.h — CRC-32C (Castagnoli), as checkpoints and the tfrecord
+ * reader use it. The same source (core/io/crc32c.c) is compiled into libweft
+ * and into the tfrecord plugin, which links nothing of libweft, so this
+ * header depends on nothing but the C library. */
+#ifndef WF_CORE_CRC32C_H
+#define WF_CORE_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continues a CRC-32C over n more bytes: crc is the CRC of what came before
+ * (0 to start), the result is the CRC of everything. Thread-safe. */
+uint32_t wf__crc32c(uint32_t crc, const void *data, size_t n);
+/* The two implementations wf__crc32c chooses between. The second uses
+ * SSE4.2's crc32 instruction and may only be called when
+ * wf__crc32c_hw_available() is 1 (elsewhere it is the first). */
+uint32_t wf__crc32c_portable(uint32_t crc, const void *data, size_t n);
+uint32_t wf__crc32c_hw(uint32_t crc, const void *data, size_t n);
+int wf__crc32c_hw_available(void);
+
+#endif
