@@ -288,7 +288,7 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
       return wfx_code(st);
   memset(&j, 0, sizeof j);
-  if (!bn_view(s, &xs, &j) || !cpu_same_shape(&dys, &xs))
+  if (!bn_view(s, &xs, &j) || !wfx_shape_equal(&dys, &xs))
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   for (int i = 0; i < 5; i++)
     if (!is_vec(&vs[i], j.c))

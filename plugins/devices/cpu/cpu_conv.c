@@ -70,11 +70,6 @@ void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
   wfx_shape_make(s, 4, d);
 }
 
-int cpu_same_shape(const wf_shape *a, const wf_shape *b) {
-  return a->rank == b->rank &&
-         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
-}
-
 /* ---- the kernels ----------------------------------------------------------- */
 
 enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_WEIGHTS };
@@ -387,7 +382,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
   if (kind != CONV_FWD) {
     wfx_host->tensor_shape(in[2], &dys);
-    if (!cpu_same_shape(&ys, &dys))
+    if (!wfx_shape_equal(&ys, &dys))
       goto reference;
   }
   if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||

@@ -43,7 +43,4 @@ int cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
 void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c);
 
-/* 1 when the two shapes are equal. */
-int cpu_same_shape(const wf_shape *a, const wf_shape *b);
-
 #endif /* WF_PLUGINS_DEVICES_CPU_CPU_NN_H */

@@ -271,7 +271,7 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
   if (nin == 2) {
     wfx_host->tensor_shape(in[1], &dys);
-    if (!cpu_same_shape(&ys, &dys))
+    if (!wfx_shape_equal(&ys, &dys))
       goto reference;
   }
   if (j.n == 0 || j.c == 0 || j.g.in[0] == 0 || j.g.in[1] == 0 ||

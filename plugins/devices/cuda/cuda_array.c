@@ -235,7 +235,7 @@ static int gather_grad_compute(wf_kernel_ctx *ctx, void *kstate,
       cuw_read_shape(pt, "params_shape", &ps, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &want, st))
     return wfx_code(st);
-  if (!cuw_same_shape(&dys, &want))
+  if (!wfx_shape_equal(&dys, &want))
     return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
         wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&want, b, sizeof b));

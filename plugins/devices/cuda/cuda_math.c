@@ -65,7 +65,7 @@ static int grad_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
       (op == WF_CUDA_GELU_GRAD &&
        wfx_kernel_attr_bool(ctx, "approximate", &approximate, st)))
     return wfx_code(st);
-  if (!cuw_same_shape(&dys, &vs) || wfx_dtype(v) != wfx_dtype(dy))
+  if (!wfx_shape_equal(&dys, &vs) || wfx_dtype(v) != wfx_dtype(dy))
     return wfx_fail(
         st, WF_INVALID_ARGUMENT,
         "dy %s %s and the forward tensor %s %s must have one "
@@ -180,7 +180,7 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
       rc = wfx_code(st);
       goto done;
     }
-    if (!cuw_same_shape(&si, &s0) || wfx_dtype(ti) != wfx_dtype(t)) {
+    if (!wfx_shape_equal(&si, &s0) || wfx_dtype(ti) != wfx_dtype(t)) {
       rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input %d has shape %s but input 0 has %s (AddN does "
                     "not broadcast)",

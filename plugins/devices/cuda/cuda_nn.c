@@ -428,7 +428,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
     return wfx_code(st);
   if (kind != CONV_FWD) {
     wfx_host->tensor_shape(in[2], &dys);
-    if (!cuw_same_shape(&ys, &dys))
+    if (!wfx_shape_equal(&ys, &dys))
       return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "out_backprop has shape %s but the convolution's "
                       "output has %s",
@@ -686,7 +686,7 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
     return wfx_code(st);
   if (pool_geom(&xs, &win, &out, &g, st))
     return wfx_code(st);
-  if (!cuw_same_shape(&gs, &out))
+  if (!wfx_shape_equal(&gs, &out))
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "grad has shape %s but the pool's output has %s",
                     wfx_shape_str(&gs, s1, sizeof s1),
@@ -766,7 +766,7 @@ static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
       wfx_kernel_input(ctx, 1, &dy, &dys, st) ||
       cuw_float_type(wfx_dtype(y), &type, st))
     return wfx_code(st);
-  if (ys.rank == 0 || !cuw_same_shape(&ys, &dys))
+  if (ys.rank == 0 || !wfx_shape_equal(&ys, &dys))
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%s %s and grad %s must have one shape of rank >= 1",
                     want_log ? "log_softmax" : "softmax",
@@ -989,7 +989,7 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
       wfx_kernel_input(ctx, 1, &x, &xs, st) ||
       cuw_float_type(wfx_dtype(x), &type, st))
     return wfx_code(st);
-  if (!cuw_same_shape(&dys, &xs))
+  if (!wfx_shape_equal(&dys, &xs))
     return wfx_fail(
         st, WF_INVALID_ARGUMENT, "y_backprop %s and x %s must have one shape",
         wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&xs, b, sizeof b));

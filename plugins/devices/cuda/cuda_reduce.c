@@ -131,8 +131,8 @@ static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
     return wfx_fail(st, WF_INVALID_ARGUMENT, "dy%s must have x's type %s",
                     y ? " and y" : "", wfx_dtype_name(dt));
   reduced_shape(&xs, mask, keep_dims, &red);
-  if (!cuw_same_shape(&dys, &red) || (y && !cuw_same_shape(&ys, &red))) {
-    int bad_dy = !cuw_same_shape(&dys, &red);
+  if (!wfx_shape_equal(&dys, &red) || (y && !wfx_shape_equal(&ys, &red))) {
+    int bad_dy = !wfx_shape_equal(&dys, &red);
     return wfx_fail(
         st, WF_INVALID_ARGUMENT,
         "%s has shape %s, but x %s reduced has shape %s", bad_dy ? "dy" : "y",

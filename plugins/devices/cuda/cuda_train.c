@@ -261,7 +261,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
     goto done;
 
   if (o->indices < 0) {
-    if (!cuw_same_shape(&gs, &vs)) {
+    if (!wfx_shape_equal(&gs, &vs)) {
       rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'grad' has %s",
                     wfx_host->var_name(v.handle[0]),
@@ -338,7 +338,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
   vdt = wfx_dtype(var);
   ddt = wfx_dtype(delta);
   wfx_host->tensor_shape(var, &vs);
-  if (vdt != ddt || !cuw_same_shape(&vs, &ds)) {
+  if (vdt != ddt || !wfx_shape_equal(&vs, &ds)) {
     rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s %s but the value to %s is %s %s",
                   wfx_host->var_name(handle), wfx_dtype_name(vdt),

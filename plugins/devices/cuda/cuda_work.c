@@ -118,15 +118,6 @@ void cuw_bcast(const wf_shape *out, const wf_shape *in, cuda_bcast *b,
   *count = walk.count;
 }
 
-int cuw_same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
 int cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
                        wf_status *st) {
   int32_t dt = wfx_dtype(t);

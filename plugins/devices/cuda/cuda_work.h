@@ -58,9 +58,6 @@ int cuw_type_of(int32_t dtype);
 void cuw_bcast(const wf_shape *out, const wf_shape *in, cuda_bcast *b,
                    int64_t *count);
 
-/* Whether the shapes are equal (rank and dims). */
-int cuw_same_shape(const wf_shape *a, const wf_shape *b);
-
 /* Reads a host int32/int64 vector t of at most WF_MAX_RANK entries, each
  * >= 0, into a shape (the op's input called `input`). */
 int cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,

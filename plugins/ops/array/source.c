@@ -108,15 +108,6 @@ const wf_op_def ary_placeholder_op = {
 /* ---- Identity, StopGradient
  * -------------------------------------------------- */
 
-static int same_shape(wf_shape_ctx *ctx, wf_status *st) {
-  wf_shape s;
-
-  if (wfx_shape_input(ctx, 0, NULL, &s, st))
-    return wfx_code(st);
-  wfx_host->shape_set_output(ctx, 0, &s);
-  return 0;
-}
-
 static int forward_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_tensor *x;
 
@@ -139,7 +130,7 @@ const wf_op_def ary_identity_op = {
     .inputs = unary_inputs,
     .outputs = unary_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged (the same tensor, not a copy)."};
 
 const wf_kernel_def ary_identity_kernel = WFX_CPU_REFERENCE(
@@ -151,7 +142,7 @@ const wf_op_def ary_stop_gradient_op = {
     .inputs = unary_inputs,
     .outputs = unary_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged; no gradient flows through it."};
 
 const wf_kernel_def ary_stop_gradient_kernel =
@@ -365,7 +356,7 @@ const wf_op_def ary_zeros_like_op = {
     .inputs = like_inputs,
     .outputs = like_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Zeros (false for bool) of the shape and type of x."};
 
 const wf_kernel_def ary_zeros_like_kernel =
@@ -377,7 +368,7 @@ const wf_op_def ary_ones_like_op = {
     .inputs = like_inputs,
     .outputs = like_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Ones (true for bool) of the shape and type of x."};
 
 const wf_kernel_def ary_ones_like_kernel =

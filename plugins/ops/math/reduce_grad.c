@@ -64,15 +64,6 @@ static void store(int32_t dt, void *p, int64_t i, double v) {
     ((double *)p)[i] = v;
 }
 
-static int same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
 /* Reads the inputs (ninputs: 2, or 3 with y) and attributes, checks dy
  * (and y) against x's reduced shape, and allocates dx. */
 static int red_grad_begin(wf_kernel_ctx *ctx, int ninputs, red_grad *r,
@@ -101,8 +92,8 @@ static int red_grad_begin(wf_kernel_ctx *ctx, int ninputs, red_grad *r,
                     y ? " and y" : "", wfx_dtype_name(r->dtype));
   math_reduced_shape(&r->xs, mask, keep_dims, &red);
   math_reduced_shape(&r->xs, mask, 1, &r->kept);
-  if (!same_shape(&dys, &red) || (y && !same_shape(&ys, &red))) {
-    int bad_dy = !same_shape(&dys, &red);
+  if (!wfx_shape_equal(&dys, &red) || (y && !wfx_shape_equal(&ys, &red))) {
+    int bad_dy = !wfx_shape_equal(&dys, &red);
     return wfx_fail(
         st, WF_INVALID_ARGUMENT,
         "%s has shape %s, but x %s reduced has shape %s", bad_dy ? "dy" : "y",

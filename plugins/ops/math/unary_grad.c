@@ -106,15 +106,6 @@ TABLE(rsqrt_grad);
 TABLE(softplus_grad);
 TABLE(gelu_grad);
 
-static int same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
 static int grad_run(wf_kernel_ctx *ctx, grad_row_fn *const *table,
                     const grad_params *p, wf_status *st) {
   const wf_tensor *dy, *v;
@@ -133,7 +124,7 @@ static int grad_run(wf_kernel_ctx *ctx, grad_row_fn *const *table,
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inputs are %s and %s; both must be of type T",
                     wfx_dtype_name(dt), wfx_dtype_name(wfx_dtype(v)));
-  if (!same_shape(&sd, &sv))
+  if (!wfx_shape_equal(&sd, &sv))
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the gradient %s and the forward tensor %s must have "
                     "one shape",

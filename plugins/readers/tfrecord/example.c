@@ -61,23 +61,6 @@ static size_t dtype_bytes(int32_t dtype) {
   return dtype == WF_UINT8 ? 1 : dtype == WF_FLOAT32 ? 4 : 8;
 }
 
-/* "(2, ?, 3)" */
-static const char *shape_str(const wf_shape *s, char *buf, size_t len) {
-  size_t n = 0;
-  int w = snprintf(buf, len, "(");
-  n = w > 0 ? (size_t)w : 0;
-  for (int i = 0; i < s->rank && n < len; i++) {
-    if (s->dims[i] < 0)
-      w = snprintf(buf + n, len - n, "%s?", i ? ", " : "");
-    else
-      w = snprintf(buf + n, len - n, "%s%" PRId64, i ? ", " : "", s->dims[i]);
-    n += w > 0 ? (size_t)w : 0;
-  }
-  if (n < len)
-    snprintf(buf + n, len - n, ")");
-  return buf;
-}
-
 static int spec_fail(const char *text, size_t len, wf_status *st,
                      const char *why) {
   wfx_host->status_set(
@@ -511,7 +494,7 @@ static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                          "cannot hold them",
                          tfr_where_str(w, at, sizeof at), spec->name, count,
                          spec->dtype == WF_UINT8 ? "bytes" : "values",
-                         shape_str(&spec->shape, buf, sizeof buf));
+                         wfx_shape_str(&spec->shape, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
   if (spec->var_dim >= 0)

@@ -42,19 +42,6 @@
 /* ---- helpers ----------------------------------------------------------------
  */
 
-/* Sets st to code and the formatted message; returns code. */
-static int fail(wf_status *st, int code, const char *fmt, ...)
-    WF_PRINTF_LIKE(3, 4);
-static int fail(wf_status *st, int code, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  wfx_host->status_set(st, code, "%s", msg);
-  return code;
-}
-
 #define REDUCE_DTYPES                                                          \
   (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64) |                       \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
@@ -62,33 +49,6 @@ static int fail(wf_status *st, int code, const char *fmt, ...) {
 
 static int is_float(int32_t dtype) {
   return dtype == WF_FLOAT32 || dtype == WF_FLOAT64;
-}
-
-static size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-  case WF_FLOAT64:
-  case WF_INT64:
-    return 8;
-  case WF_FLOAT32:
-  case WF_INT32:
-    return 4;
-  case WF_FLOAT16:
-  case WF_BFLOAT16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-
-static const char *dtype_name(int32_t dtype) {
-  static const char *const names[WF_DTYPE_COUNT] = {
-      [WF_FLOAT32] = "float32", [WF_FLOAT64] = "float64",
-      [WF_FLOAT16] = "float16", [WF_BFLOAT16] = "bfloat16",
-      [WF_INT8] = "int8",       [WF_UINT8] = "uint8",
-      [WF_INT32] = "int32",     [WF_INT64] = "int64",
-      [WF_BOOL] = "bool",       [WF_RESOURCE] = "resource"};
-  return dtype > 0 && dtype < WF_DTYPE_COUNT && names[dtype] ? names[dtype]
-                                                             : "invalid";
 }
 
 /* Reads "reduction" (NULL: the default, "sum"): *mean = 0 for "sum", 1
@@ -100,15 +60,15 @@ static int parse_reduction(const char *v, int32_t dtype, int *mean,
     return 0;
   }
   if (strcmp(v, "mean") != 0)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "attribute 'reduction' is '%s'; it must be 'sum' or "
-                "'mean'",
-                v);
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "attribute 'reduction' is '%s'; it must be 'sum' or "
+                    "'mean'",
+                    v);
   if (!is_float(dtype))
-    return fail(st, WF_INVALID_ARGUMENT,
-                "reduction 'mean' needs a float type (float32 or "
-                "float64), but T is %s; use 'sum'",
-                dtype_name(dtype));
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "reduction 'mean' needs a float type (float32 or "
+                    "float64), but T is %s; use 'sum'",
+                    wfx_dtype_name(dtype));
   *mean = 1;
   return 0;
 }
@@ -122,7 +82,8 @@ static int shape_check_reduction(wf_shape_ctx *ctx, wf_status *st) {
   int mean;
   if (wfx_host->shape_attr(ctx, "reduction", &red) ||
       wfx_host->shape_attr(ctx, "T", &t))
-    return fail(st, WF_INTERNAL, "attributes 'reduction' and 'T' must be set");
+    return wfx_fail(st, WF_INTERNAL,
+                    "attributes 'reduction' and 'T' must be set");
   return parse_reduction(red.u.s, t.u.dtype, &mean, st);
 }
 
@@ -152,9 +113,9 @@ static int shape_check_root(wf_shape_ctx *ctx, wf_status *st) {
   if (wfx_host->shape_attr(ctx, "root", &root))
     return 0;
   if (job && root.u.i >= job->size)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "root %lld is not a task of this job of %d tasks",
-                (long long)root.u.i, job->size);
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "root %lld is not a task of this job of %d tasks",
+                    (long long)root.u.i, job->size);
   return 0;
 }
 
@@ -181,18 +142,18 @@ static int dim0_shape(wf_shape_ctx *ctx, int gather, wf_status *st) {
   if (wfx_host->shape_input(ctx, 0, &dt, &s) || s.rank < 0)
     return 0;
   if (s.rank == 0)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "x is a scalar; it needs rank >= 1 (the tasks' "
-                "tensors are %s along dimension 0)",
-                gather ? "joined" : "split");
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "x is a scalar; it needs rank >= 1 (the tasks' "
+                    "tensors are %s along dimension 0)",
+                    gather ? "joined" : "split");
   if (s.dims[0] >= 0 && job) {
     if (gather) {
       s.dims[0] *= job->size;
     } else if (s.dims[0] % job->size != 0) {
-      return fail(st, WF_INVALID_ARGUMENT,
-                  "dimension 0 of x (%lld) is not divisible by the "
-                  "%d tasks of the job",
-                  (long long)s.dims[0], job->size);
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
+                      "dimension 0 of x (%lld) is not divisible by the "
+                      "%d tasks of the job",
+                      (long long)s.dims[0], job->size);
     } else {
       s.dims[0] /= job->size;
     }
@@ -227,7 +188,7 @@ static int setup(wf_kernel_ctx *ctx, coll_kind kind, void **state,
   wf_attr_value v;
   int mean = 0;
   if (wfx_host->kernel_attr(ctx, "T", &v))
-    return fail(st, WF_INTERNAL, "attribute 'T' is not set");
+    return wfx_fail(st, WF_INTERNAL, "attribute 'T' is not set");
   cfg.dtype = v.u.dtype;
   if ((kind == WF__COLL_ALLREDUCE || kind == WF__COLL_REDUCE ||
        kind == WF__COLL_BROADCAST) &&
@@ -285,11 +246,11 @@ static int forward_all(wf_kernel_ctx *ctx, wf_status *st) {
 }
 
 static int too_large(const coll_node *nd, int64_t count, wf_status *st) {
-  return fail(st, WF_INVALID_ARGUMENT,
-              "task %d of %d: %lld elements are more than one MPI call "
-              "carries (%d); split the tensors over several nodes",
-              coll_node_rank(nd), coll_node_size(nd), (long long)count,
-              INT_MAX);
+  return wfx_fail(st, WF_INVALID_ARGUMENT,
+                  "task %d of %d: %lld elements are more than one MPI call "
+                  "carries (%d); split the tensors over several nodes",
+                  coll_node_rank(nd), coll_node_size(nd), (long long)count,
+                  INT_MAX);
 }
 
 /* This task cannot take part in r for the reason in st: the run goes
@@ -308,7 +269,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int32_t n = wfx_host->kernel_num_inputs(ctx);
   int rank = coll_node_rank(nd), size = coll_node_size(nd);
   int root_here = rank == cfg->root;
-  size_t es = dtype_size(cfg->dtype);
+  size_t es = wfx_dtype_size(cfg->dtype);
   coll_run *r = NULL;
   void *y0 = NULL;
   wf_tensor *yt0 = NULL;
@@ -403,15 +364,15 @@ static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   if (size > 1 && !(r = coll_run_new(nd, ctx, st)))
     return wfx_code(st);
   if (s.rank == 0) {
-    fail(st, WF_INVALID_ARGUMENT,
-         "task %d of %d: x is a scalar; it needs rank >= 1", rank, size);
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "task %d of %d: x is a scalar; it needs rank >= 1", rank, size);
     goto refuse;
   }
   if (!gather && s.dims[0] % size != 0) {
-    fail(st, WF_INVALID_ARGUMENT,
-         "task %d of %d: dimension 0 of x (%lld rows) is not divisible by "
-         "the %d tasks",
-         rank, size, (long long)s.dims[0], size);
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "task %d of %d: dimension 0 of x (%lld rows) is not divisible by "
+             "the %d tasks",
+             rank, size, (long long)s.dims[0], size);
     goto refuse;
   }
   if (size == 1)
@@ -509,8 +470,8 @@ static int grad_list_node(wf_grad_ctx *ctx, const char *op,
   wf_output *dys = calloc((size_t)n, sizeof *dys);
   *node = NULL;
   if (!dys)
-    return fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %d gradients",
-                (int)n);
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %d gradients",
+                    (int)n);
   for (int32_t i = 0; i < n; i++)
     if (!(dys[i] = grad_or_zeros(ctx, i, st)).node)
       goto done;
