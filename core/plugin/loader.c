@@ -56,7 +56,6 @@ typedef struct loader {
   int num_cands, cap_cands;
   wf__strlist seen; /* real paths of files already looked at */
   int in_tree;      /* searching the build tree's plugins */
-  int in_default;   /* searching the installed plugin directory */
   int *stack;       /* candidates being visited, for cycle messages */
   int depth;
   wf_status *st;
@@ -174,17 +173,15 @@ static int add(loader *L, const wf_plugin_desc *desc, const char *path,
 }
 
 /* 1 when the module at path is one of the plugins shipped with weft: one
- * linked into libweft, or a module of weft's own (by its file name) found
- * in the build tree's plugin directories or the installed one. A module
- * elsewhere is third-party, whatever its name. */
-static int is_shipped(const loader *L, const char *path) {
+ * linked into libweft, or a module with the file name of one of weft's own
+ * (ops_math.so, ...), wherever it was found (the installed directory, the
+ * build tree, or a path that lists them). */
+static int is_shipped(const char *path) {
   const char *base = strrchr(path, '/'), *hit;
   size_t n;
 
   if (strcmp(path, PRELOADED) == 0)
     return 1;
-  if (!L->in_tree && !L->in_default)
-    return 0;
   base = base ? base + 1 : path;
   n = strlen(base);
   if (n == 0)
@@ -277,7 +274,7 @@ static int consider(loader *L, const char *path, wf__dl *dl) {
   c->dl = dl;
   dl = NULL;
   c->desc = desc;
-  c->shipped = is_shipped(L, path);
+  c->shipped = is_shipped(path);
   L->num_cands++;
 
 out:
@@ -502,11 +499,8 @@ static int collect(loader *L) {
                          "in-tree plugins of the build tree");
       L->in_tree = 0;
     }
-    if (!code) {
-      L->in_default = 1;
+    if (!code)
       code = search(L, WF_PLUGIN_DIR, "installed plugin directory", 0);
-      L->in_default = 0;
-    }
   }
   return code;
 }
