@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "graph/graph_internal.h"
+#include "compile/compile.h"
 #include "compile/optimize.h"
 #include "compile/partition.h"
 #include "compile/placement.h"
@@ -67,15 +68,6 @@ static int write_dot(const wf_graph *g, const int *device,
     if (open)
       fprintf(f, "  }\n");
   }
-  if (!device)
-    for (int id = 0; id < g->num_nodes; id++) {
-      const wf_node *n = g->nodes[id];
-      char label[512];
-      snprintf(label, sizeof label, "%s\\n%s", n->name, n->op->def.name);
-      fprintf(f, "  n%d [label=", id);
-      quoted(f, label);
-      fprintf(f, "];\n");
-    }
   for (int id = 0; id < g->num_nodes; id++) {
     const wf_node *n = g->nodes[id];
     for (int i = 0; i < n->num_inputs; i++)
@@ -117,29 +109,13 @@ int wf_graph_write_dot_passes(wf_graph *g, const wf_output *feeds, int nfeeds,
   if (write_dot(g, NULL, g->rt, path, st))
     return wf_status_code(st);
   wf__signature sig = {feeds, nfeeds, fetches, nfetches, targets, ntargets};
-  wf__work w;
-  if (wf__work_build_dump(g->rt, g, &sig, &w, dir, st))
+  /* The stages a session runs (core/compile/compile.c), but no task split:
+   * a drawing ships nothing to other tasks. */
+  wf__compiled c;
+  if (wf__compile(g->rt, g, &sig, 0, dir, &c, st))
     return wf_status_code(st);
-  /* Placement and partitioning, as the executor does them. */
-  int n = w.g->num_nodes, rc = 0;
-  unsigned char *keep = wf__calloc((size_t)n + 1, 1);
-  wf__placement p;
-  memset(&p, 0, sizeof p);
-  if (!keep) {
-    rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED, "dot: out of memory");
-    goto out;
-  }
-  if (wf__prune(w.g, &w.sig, keep, st) < 0 ||
-      wf__place(g->rt, w.g, keep, &p, st) ||
-      wf__partition(g->rt, &w, &p, keep, st) < 0) {
-    rc = wf_status_code(st);
-    goto out;
-  }
   snprintf(path, sizeof path, "%s/99-partitioned.dot", dir);
-  rc = write_dot(w.g, p.device, g->rt, path, st);
-out:
-  wf__free(keep);
-  wf__placement_deinit(&p);
-  wf__work_deinit(&w);
+  int rc = write_dot(c.work->g, c.placement.device, g->rt, path, st);
+  wf__compiled_deinit(g->rt, &c);
   return rc;
 }

@@ -2,6 +2,7 @@
 # graphs: pruning, the graph passes, placement, partitioning, memory
 # planning, automatic differentiation, Graphviz views. Above core/plugin.
 core_libweftcore_la_SOURCES += \
+	core/compile/compile.c core/compile/compile.h \
 	core/compile/dot.c \
 	core/compile/gradients.c \
 	core/compile/memplan.c core/compile/memplan.h \
@@ -13,4 +14,5 @@ core_libweftcore_la_SOURCES += \
 	core/compile/partition.c core/compile/partition.h \
 	core/compile/placement.c core/compile/placement.h \
 	core/compile/plan.h \
+	core/compile/plugin_passes.c core/compile/plugin_passes.h \
 	core/compile/prune.c core/compile/prune.h

@@ -1,8 +1,10 @@
 /* core/compile/optimize.c — per signature: prune the user's graph, copy what is
  * left into a working graph (fed tensors become _Feed nodes), then run the
- * graph passes the config switches on, in their fixed order.
+ * graph passes the config switches on, in their fixed order, with the
+ * passes plugins register (core/compile/plugin_passes.c) before dead-node
+ * removal.
  *
- * Each pass is its own file (core/pass_*.c); this file only sequences them
+ * Each pass is its own file (core/compile/pass_*.c); this file only sequences them
  * and knows how to copy a graph. */
 #include <config.h>
 
@@ -14,6 +16,7 @@
 #include "graph/graph_internal.h"
 #include "compile/optimize.h"
 #include "compile/passes.h"
+#include "compile/plugin_passes.h"
 #include "plugin/runtime_internal.h"
 #include "base/status_internal.h"
 
@@ -212,6 +215,11 @@ out:
   return rc;
 }
 
+int wf__work_copy(wf_runtime *rt, const wf__work *w, wf__work *out,
+                  wf_status *st) {
+  return copy_graph(rt, w->g, &w->sig, out, st) ? wf_status_code(st) : 0;
+}
+
 /* Dead-node removal: the working graph is copied again with only what its
  * signature needs, so nodes other passes left unused disappear (and graph
  * dumps show the graph that runs). */
@@ -226,6 +234,20 @@ int wf__pass_dead_nodes(wf__pass_env *env, wf_status *st) {
   return 0;
 }
 
+/* Graphviz dumps after plugin passes, numbered on from the core's. */
+typedef struct dump_state {
+  wf__work *work;
+  const char *dir;
+  int *step;
+} dump_state;
+
+static int dump_after(void *arg, const char *name, wf_status *st) {
+  dump_state *d = arg;
+  char what[160];
+  snprintf(what, sizeof what, "after-%s", name);
+  return wf__dump_work(d->work, d->dir, (*d->step)++, what, st);
+}
+
 int wf__work_build_dump(wf_runtime *rt, const wf_graph *g,
                         const wf__signature *sig, wf__work *out,
                         const char *dump_dir, wf_status *st) {
@@ -235,7 +257,14 @@ int wf__work_build_dump(wf_runtime *rt, const wf_graph *g,
   if (dump_dir)
     rc = wf__dump_work(out, dump_dir, step++, "pruned", st);
   wf__pass_env env = {out, rt, rt->cfg};
+  dump_state ds = {out, dump_dir, &step};
   for (size_t p = 0; p < sizeof passes / sizeof passes[0] && !rc; p++) {
+    /* Plugins' passes run after the core's rewrites and before dead-node
+     * removal. */
+    if (passes[p].run == wf__pass_dead_nodes &&
+        (rc = wf__run_plugin_passes(&env, dump_dir ? dump_after : NULL, &ds,
+                                    st)))
+      break;
     const int *on = (const int *)((const char *)rt->cfg + passes[p].flag);
     if (!*on)
       continue;

@@ -17,9 +17,9 @@ typedef struct wf__work {
 
 /* Context handed to each pass: the working graph and its signature. Passes
  * may add nodes, rewire inputs (wf__node_set_input, wf__graph_redirect) and
- * add control edges; nodes left unused disappear when the executor prunes
- * the working graph. A pass must keep fetched outputs' values and every
- * stateful node's effects. */
+ * add control edges; nodes left unused drop out of the working graph's
+ * live set (core/compile/compile.c). A pass must keep fetched outputs'
+ * values and every stateful node's effects. */
 typedef struct wf__pass_env {
   wf__work *work;
   wf_runtime *rt;
@@ -34,6 +34,10 @@ typedef int wf__pass_fn(wf__pass_env *env, wf_status *st);
 int wf__work_build(wf_runtime *rt, const wf_graph *g, const wf__signature *sig,
                    wf__work *out, wf_status *st);
 void wf__work_deinit(wf__work *w);
+/* A copy of w's working graph and signature in *out (what the signature
+ * needs only); 0, or the code with st set. */
+int wf__work_copy(wf_runtime *rt, const wf__work *w, wf__work *out,
+                  wf_status *st);
 /* As wf__work_build, writing the working graph as Graphviz files into
  * dump_dir after copying and after each pass (NN-what.dot). */
 int wf__work_build_dump(wf_runtime *rt, const wf_graph *g,

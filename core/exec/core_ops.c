@@ -9,11 +9,11 @@
  * Computation stays in plugins; these ops only move tensors. */
 #include <config.h>
 
-#include "exec/core_ops.h"
-#include "graph/graph_internal.h"
 #include "base/log.h"
+#include "exec/core_ops.h"
 #include "exec/kernel.h"
 #include "exec/rendezvous.h"
+#include "graph/graph_internal.h"
 
 static const wf_host *host;
 
@@ -40,7 +40,8 @@ static const wf_attr_def feed_attrs[] = {
      .doc = "dtype of the fed tensor"},
     {WF_STRUCT_INIT(wf_attr_def), .name = "shape", .type = WF_ATTR_SHAPE,
      .has_default = 1,
-     .default_value = {.type = WF_ATTR_SHAPE, .count = 1,
+     .default_value = {.type = WF_ATTR_SHAPE,
+                       .count = 1,
                        .u.shape = {.rank = WF_UNKNOWN_RANK}},
      .doc = "shape known for it when the signature was prepared"},
     {WF_STRUCT_INIT(wf_attr_def), .name = "tensor", .type = WF_ATTR_STRING,
@@ -100,29 +101,46 @@ static int recv_shape(wf_shape_ctx *ctx, wf_status *st) {
   return feed_shape(ctx, st);
 }
 
-#define TRANSFER_ATTRS                                                           {WF_STRUCT_INIT(wf_attr_def), .name = "slot", .type = WF_ATTR_INT,              .doc = "the rendezvous slot of this pair"},                                       {WF_STRUCT_INIT(wf_attr_def),                                                   .name = "key",                                                                 .type = WF_ATTR_STRING,                                                        .doc = "\"tensor->device\" moved, for messages"}
+#define TRANSFER_ATTRS                                                         \
+  {WF_STRUCT_INIT(wf_attr_def), .name = "slot", .type = WF_ATTR_INT,           \
+   .doc = "the rendezvous slot of this pair"},                                 \
+  {                                                                            \
+    WF_STRUCT_INIT(wf_attr_def),                                               \
+        .name = "key", .type = WF_ATTR_STRING,                                 \
+        .doc = "\"tensor->device\" moved, for messages"                        \
+  }
 
 static const wf_arg_def send_in[] = {
     WF_ARG_T("input", "T", "(...) the tensor to hand over"), WF_ARG_END};
 static const wf_attr_def send_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "T", .type = WF_ATTR_DTYPE},
-    TRANSFER_ATTRS, WF_ATTR_END};
+    TRANSFER_ATTRS,
+    WF_ATTR_END};
 static const wf_attr_def recv_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "dtype", .type = WF_ATTR_DTYPE},
     {WF_STRUCT_INIT(wf_attr_def), .name = "shape", .type = WF_ATTR_SHAPE,
      .has_default = 1,
-     .default_value = {.type = WF_ATTR_SHAPE, .count = 1,
+     .default_value = {.type = WF_ATTR_SHAPE,
+                       .count = 1,
                        .u.shape = {.rank = WF_UNKNOWN_RANK}}},
-    TRANSFER_ATTRS, WF_ATTR_END};
+    TRANSFER_ATTRS,
+    WF_ATTR_END};
 static const wf_attr_def ctrl_attrs[] = {TRANSFER_ATTRS, WF_ATTR_END};
 
 static const wf_op_def send_op = {
-    WF_STRUCT_INIT(wf_op_def), .name = "_Send", .inputs = send_in,
-    .attrs = send_attrs, .flags = WF_OP_STATEFUL,
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_Send",
+    .inputs = send_in,
+    .attrs = send_attrs,
+    .flags = WF_OP_STATEFUL,
     .doc = "Hands its input to the matching _Recv of another partition."};
 static const wf_op_def recv_op = {
-    WF_STRUCT_INIT(wf_op_def), .name = "_Recv", .outputs = feed_out,
-    .attrs = recv_attrs, .flags = WF_OP_STATEFUL, .shape_fn = recv_shape,
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_Recv",
+    .outputs = feed_out,
+    .attrs = recv_attrs,
+    .flags = WF_OP_STATEFUL,
+    .shape_fn = recv_shape,
     .doc = "Outputs what the matching _Send of another partition handed "
            "over."};
 static const wf_op_def send_ctrl_op = {
@@ -136,7 +154,11 @@ static const wf_op_def recv_ctrl_op = {
     .doc = "Completes when the matching _SendControl signals: carries a "
            "control edge between partitions."};
 
-#define TRANSFER_KERNEL(var, opname, fn, fl)                                     static const wf_kernel_def var = {                                                 WF_STRUCT_INIT(wf_kernel_def), .op = opname, .device_type = "host",            .flags = fl, .label = "rendezvous", .compute = fn}
+#define TRANSFER_KERNEL(var, opname, fn, fl)                                   \
+  static const wf_kernel_def var = {                                           \
+      WF_STRUCT_INIT(wf_kernel_def), .op = opname,                             \
+      .device_type = "host",         .flags = fl,                              \
+      .label = "rendezvous",         .compute = fn}
 TRANSFER_KERNEL(send_kernel, "_Send", send_compute, WF_KERNEL_CHEAP);
 TRANSFER_KERNEL(recv_kernel, "_Recv", recv_compute,
                 WF_KERNEL_CHEAP | WF_KERNEL_ASYNC);
@@ -145,12 +167,15 @@ TRANSFER_KERNEL(send_ctrl_kernel, "_SendControl", send_compute,
 TRANSFER_KERNEL(recv_ctrl_kernel, "_RecvControl", recv_compute,
                 WF_KERNEL_CHEAP | WF_KERNEL_ASYNC);
 
-static const wf_op_def *const ops[] = {&feed_op,      &send_op, &recv_op,
+static const wf_op_def *const ops[] = {&feed_op,      &send_op,      &recv_op,
                                        &send_ctrl_op, &recv_ctrl_op, NULL};
 static const wf_kernel_def *const kernels[] = {
     &send_kernel, &recv_kernel, &send_ctrl_kernel, &recv_ctrl_kernel, NULL};
 
-#define NOT_DIFF(var, opname)                                                    static const wf_gradient_def var = {WF_STRUCT_INIT(wf_gradient_def),                                               .op = opname,                                                                  .flags = WF_GRAD_NOT_DIFFERENTIABLE}
+#define NOT_DIFF(var, opname)                                                  \
+  static const wf_gradient_def var = {WF_STRUCT_INIT(wf_gradient_def),         \
+                                      .op = opname,                            \
+                                      .flags = WF_GRAD_NOT_DIFFERENTIABLE}
 NOT_DIFF(feed_grad, "_Feed");
 NOT_DIFF(send_grad, "_Send");
 NOT_DIFF(recv_grad, "_Recv");

@@ -24,6 +24,7 @@
 
 #include "base/alloc.h"
 #include "exec/executor.h"
+#include "compile/compile.h"
 #include "graph/graph_internal.h"
 #include "exec/kernel.h"
 #include "compile/memplan.h"
@@ -187,10 +188,7 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
   unsigned char *keep = NULL;
   int32_t *plan_of = NULL;
   wf__exec *x = wf__calloc(1, sizeof *x);
-  wf__work *work = wf__calloc(1, sizeof *work);
-  if (!x || !work) {
-    wf__free(x);
-    wf__free(work);
+  if (!x) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                   "building the executor: out of memory");
     return NULL;
@@ -198,47 +196,26 @@ wf__exec *wf__exec_new(wf_runtime *rt, const wf_graph *user_graph,
   atomic_init(&x->refs, 1);
   atomic_init(&x->spare_step, NULL);
   x->rt = rt;
-  /* Everything below works on the signature's working graph. */
-  if (wf__work_build(rt, user_graph, user_sig, work, st)) {
-    wf__free(work);
+  /* Everything below works on the signature's working graph, compiled
+   * (core/compile/compile.c) into a live set, a placement and transfers. */
+  wf__compiled c;
+  if (wf__compile(rt, user_graph, user_sig, 1, NULL, &c, st)) {
     wf__free(x);
     return NULL;
   }
+  wf__work *work = c.work;
   x->work = work;
   x->graph = work->g;
+  x->placement = c.placement;
+  x->dist = c.dist;
+  x->num_transfers = c.num_transfers;
+  keep = c.live;
   const wf__signature *sig = &work->sig;
   int n = work->g->num_nodes;
-  keep = wf__calloc((size_t)n + 1, 1);
-  if (!keep)
-    goto oom;
-  if (wf__prune(work->g, sig, keep, st) < 0 ||
-      (rt->job && rt->job->split(rt, work, keep, &x->dist, st)))
-    goto fail;
-  if (x->dist) {
-    /* Other tasks took their shares: keep this task's. */
-    n = work->g->num_nodes;
-    wf__free(keep);
-    keep = wf__calloc((size_t)n + 1, 1);
-    if (!keep)
-      goto oom;
-    if (wf__prune(work->g, sig, keep, st) < 0)
-      goto fail;
-  }
-  if (wf__place(rt, work->g, keep, &x->placement, st))
-    goto fail;
-  x->num_transfers = wf__partition(rt, work, &x->placement, keep, st);
-  if (x->num_transfers < 0)
-    goto fail;
-  /* Transfers added nodes and targets: prune again. */
-  n = work->g->num_nodes;
-  wf__free(keep);
-  keep = wf__calloc((size_t)n + 1, 1);
   plan_of = wf__calloc((size_t)n + 1, sizeof *plan_of);
   x->parts = wf__calloc((size_t)(x->rt->num_devices + 1), sizeof *x->parts);
-  if (!keep || !plan_of || !x->parts)
+  if (!plan_of || !x->parts)
     goto oom;
-  if (wf__prune(work->g, sig, keep, st) < 0)
-    goto fail;
   for (int d = 0; d < rt->num_devices; d++) {
     int used = 0;
     for (int id = 0; id < n && !used; id++)

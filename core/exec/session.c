@@ -181,6 +181,9 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
     return NULL;
   }
+  /* From here on wf_session_free undoes whatever was made. */
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->idle, NULL);
   s->graph = g;
   s->rt = g->rt;
   s->state.id = atomic_fetch_add(&session_ids, 1);
@@ -188,40 +191,21 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
   atomic_init(&s->state.step, 0);
   s->state.vars = wf__varstore_new();
   s->state.iterators = wf__iterators_new();
-  if (!s->state.vars || !s->state.iterators) {
-    wf__varstore_free(s->state.vars);
-    wf__iterators_free(s->state.iterators);
-    wf__free(s);
+  s->device_pools = wf__calloc((size_t)s->rt->num_devices + 1,
+                               sizeof *s->device_pools);
+  if (!s->state.vars || !s->state.iterators || !s->device_pools) {
     wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
-    return NULL;
+    goto fail;
   }
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->idle, NULL);
   int32_t inter, intra;
   wf__threads(s->rt->cfg, &inter, &intra);
   /* The thread that calls run takes part in every step, so a pool of
    * inter - 1 workers uses exactly `inter` threads; with one core there is
    * no pool at all. */
-  if (inter > 1) {
-    s->pool = wf__pool_new(inter - 1, s->rt->cfg->pin, st);
-    if (!s->pool) {
-      wf__varstore_free(s->state.vars);
-      wf__iterators_free(s->state.iterators);
-      pthread_mutex_destroy(&s->mu);
-      pthread_cond_destroy(&s->idle);
-      wf__free(s);
-      return NULL;
-    }
-  }
+  if (inter > 1 && !(s->pool = wf__pool_new(inter - 1, s->rt->cfg->pin, st)))
+    goto fail;
   /* Devices that name their processing units (a CPU split into several
    * devices) get threads of their own, pinned there. */
-  s->device_pools = wf__calloc((size_t)s->rt->num_devices + 1,
-                               sizeof *s->device_pools);
-  if (!s->device_pools) {
-    wf_status_set(st, WF_RESOURCE_EXHAUSTED, "session: out of memory");
-    wf_session_free(s);
-    return NULL;
-  }
   for (int d = 0; d < s->rt->num_devices; d++) {
     const wf_device_desc *dd = &s->rt->devices[d].desc;
     if (!dd->available || !dd->cpus[0] || !s->rt->cfg->pin)
@@ -229,11 +213,14 @@ wf_session *wf_session_new(wf_graph *g, wf_status *st) {
     s->device_pools[d] = wf__pool_new_on(dd->cpus, st);
     if (!s->device_pools[d]) {
       wf_status_prefix(st, "session: threads of %s", dd->name);
-      wf_session_free(s);
-      return NULL;
+      goto fail;
     }
   }
   return s;
+
+fail:
+  wf_session_free(s);
+  return NULL;
 }
 
 void wf_session_close(wf_session *s) {

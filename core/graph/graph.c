@@ -1430,6 +1430,60 @@ void wf__graph_remove_control_edge(wf_node *from, wf_node *to) {
   }
 }
 
+wf_node_desc *wf__node_desc_flat(wf_graph *g, const char *op,
+                                 const char *name, const wf_output *inputs,
+                                 int ninputs, const wf_attr_item *attrs,
+                                 int nattrs) {
+  const wf__op *def = g->find_op(g->ops, op);
+  wf_node_desc *d = wf_node_desc_new(g, op, name);
+  for (int i = 0; i < nattrs; i++)
+    wf_node_desc_set_attr(d, attrs[i].name, &attrs[i].value);
+  if (!def) /* finish reports the unknown op */
+    return d;
+  int fixed = 0, lists = 0;
+  for (int a = 0; a < def->num_inputs; a++) {
+    if (def->inputs[a].number_attr)
+      lists++;
+    else
+      fixed++;
+  }
+  int at = 0;
+  for (int a = 0; a < def->num_inputs && at <= ninputs; a++) {
+    const wf_arg_def *arg = &def->inputs[a];
+    if (!arg->number_attr) {
+      if (at < ninputs)
+        wf_node_desc_add_input(d, inputs[at]);
+      at++;
+      continue;
+    }
+    /* A list takes its number attribute's count when given; a lone list
+     * takes whatever the fixed arguments leave. */
+    int n = -1;
+    for (int k = 0; k < nattrs; k++)
+      if (strcmp(attrs[k].name, arg->number_attr) == 0 &&
+          attrs[k].value.type == WF_ATTR_INT)
+        n = (int)attrs[k].value.u.i;
+    if (n < 0)
+      n = lists == 1 ? ninputs - fixed : 0;
+    if (n < 0 || at + n > ninputs)
+      n = ninputs - at > 0 ? ninputs - at : 0;
+    wf_node_desc_add_input_list(d, inputs + at, n);
+    at += n;
+  }
+  /* Extra inputs make finish report the arity mismatch. */
+  for (; at < ninputs; at++)
+    wf_node_desc_add_input(d, inputs[at]);
+  return d;
+}
+
+wf_node *wf__node_add_flat(wf_graph *g, const char *op, const char *name,
+                           const wf_output *inputs, int ninputs,
+                           const wf_attr_item *attrs, int nattrs,
+                           wf_status *st) {
+  return wf_node_desc_finish(
+      wf__node_desc_flat(g, op, name, inputs, ninputs, attrs, nattrs), st);
+}
+
 wf_node *wf_graph_add_op(wf_graph *g, const char *op, const char *name,
                          const wf_output *inputs, int ninputs,
                          const wf_attr_item *attrs, int nattrs,

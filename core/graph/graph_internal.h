@@ -87,11 +87,17 @@ const char *wf__shape_node_name(const wf_shape_ctx *ctx);
 /* Adds a node of op from a flat input list: an op's list argument takes as
  * many inputs as its number attribute in attrs says, or (when it is the
  * only list) all that the fixed arguments leave. NULL with st set when the
- * node is refused (core/compile/gradients.c). */
+ * node is refused. */
 wf_node *wf__node_add_flat(wf_graph *g, const char *op, const char *name,
                            const wf_output *inputs, int ninputs,
                            const wf_attr_item *attrs, int nattrs,
                            wf_status *st);
+/* The same as a description not yet finished (never NULL), for callers
+ * that set more (a device) before wf_node_desc_finish. */
+wf_node_desc *wf__node_desc_flat(wf_graph *g, const char *op,
+                                 const char *name, const wf_output *inputs,
+                                 int ninputs, const wf_attr_item *attrs,
+                                 int nattrs);
 
 /* A description whose full name (scopes included, as in "a/b/c") is given
  * as is, ignoring the current scope: for copying nodes between graphs. */

@@ -22,6 +22,7 @@
 #include "plugin/runtime_internal.h"
 #include "exec/kernel.h"
 #include "base/status_internal.h"
+#include "compile/plugin_passes.h"
 #include "graph/tensor_internal.h"
 #include "exec/variables.h"
 
@@ -119,6 +120,27 @@ static const wf_host host = {
     .threads = wf__host_threads,
     .config_int = wf__host_config_int,
     .kernel_device_state = wf__kernel_device_state,
+    /* 1.3 */
+    .node_op = wf__node_op_of,
+    .node_name = wf__node_name_of,
+    .node_device = wf__node_device_of,
+    .node_num_inputs = wf__node_num_inputs_of,
+    .node_input = wf__node_input_of,
+    .node_num_outputs = wf__node_num_outputs_of,
+    .node_output_info = wf__node_output_info,
+    .node_attr = wf__node_attr_of,
+    .node_num_control_inputs = wf__node_num_control_inputs_of,
+    .node_control_input = wf__node_control_input_of,
+    .pass_num_nodes = wf__pass_num_nodes,
+    .pass_node = wf__pass_node,
+    .pass_num_consumers = wf__pass_num_consumers,
+    .pass_is_fetched = wf__pass_is_fetched,
+    .pass_match = wf__pass_match,
+    .pass_add_node = wf__pass_add_node,
+    .pass_replace = wf__pass_replace,
+    .pass_set_input = wf__pass_set_input,
+    .pass_add_control_edge = wf__pass_add_control_edge,
+    .pass_remove_control_edge = wf__pass_remove_control_edge,
 };
 
 const wf_host *wf__host(void) { return &host; }

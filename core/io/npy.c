@@ -1,7 +1,7 @@
 /* core/io/npy.c — NumPy .npy files (weft/npy.h): a strict parser for the
  * preamble and the header's Python dict literal, byte swapping and Fortran
  * to row-major reordering on read, and writing numpy.save's bytes (atomically,
- * through core/atomic_file.c).
+ * through core/io/file_io.h's atomic files).
  *
  * Not here: .npz archives, memory mapping, pickled (object) or structured
  * arrays, and numpy dtypes weft has no dtype for. */

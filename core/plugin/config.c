@@ -120,6 +120,8 @@ static void config_clear(wf_config *cfg) {
   strlist_clear(&cfg->kernel_prefer);
   strlist_clear(&cfg->kernel_prefer_at);
   strlist_clear(&cfg->cluster_transport);
+  strlist_clear(&cfg->plugin_passes_off);
+  strlist_clear(&cfg->plugin_passes_off_at);
   strlist_clear(&cfg->files);
 }
 
@@ -149,6 +151,7 @@ wf_config *wf__config_copy(const wf_config *cfg) {
   c->kernel_deny = c->kernel_deny_at = (wf__strlist){0};
   c->kernel_prefer = c->kernel_prefer_at = (wf__strlist){0};
   c->cluster_transport = (wf__strlist){0};
+  c->plugin_passes_off = c->plugin_passes_off_at = (wf__strlist){0};
   c->plugin_load_from = c->plugin_deny_from = NULL;
   if (strlist_copy(&c->plugin_paths, &cfg->plugin_paths) ||
       strlist_copy(&c->plugin_load, &cfg->plugin_load) ||
@@ -160,6 +163,8 @@ wf_config *wf__config_copy(const wf_config *cfg) {
       strlist_copy(&c->kernel_prefer, &cfg->kernel_prefer) ||
       strlist_copy(&c->kernel_prefer_at, &cfg->kernel_prefer_at) ||
       strlist_copy(&c->cluster_transport, &cfg->cluster_transport) ||
+      strlist_copy(&c->plugin_passes_off, &cfg->plugin_passes_off) ||
+      strlist_copy(&c->plugin_passes_off_at, &cfg->plugin_passes_off_at) ||
       strlist_copy(&c->files, &cfg->files))
     goto fail;
   if (cfg->plugin_load_from &&
@@ -439,6 +444,47 @@ static int set_value(wf_config *cfg, const key_def *k, const char *v,
   return WF_INTERNAL;
 }
 
+/* [passes] NAME = BOOL for a pass a plugin registers (the registry is not
+ * known yet: a name no plugin registers is noted once plugins are loaded,
+ * core/plugin/config_notes.c). */
+static int set_plugin_pass(wf_config *cfg, const char *key, const char *value,
+                           const origin *o, const char *where, wf_status *st) {
+  int on;
+  if (parse_bool(value, &on))
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "%s%s: bad value '%s' for %s in [passes]: expected "
+                         "true or false (a plugin pass's switch)",
+                         o->file ? o->file : "config", where, value, key);
+  for (int i = 0; i < cfg->plugin_passes_off.n; i++) {
+    if (strcmp(cfg->plugin_passes_off.items[i], key) != 0)
+      continue;
+    if (on) { /* switched back on: drop it from the list */
+      wf__free(cfg->plugin_passes_off.items[i]);
+      wf__free(cfg->plugin_passes_off_at.items[i]);
+      for (int j = i + 1; j < cfg->plugin_passes_off.n; j++) {
+        cfg->plugin_passes_off.items[j - 1] = cfg->plugin_passes_off.items[j];
+        cfg->plugin_passes_off_at.items[j - 1] =
+            cfg->plugin_passes_off_at.items[j];
+      }
+      cfg->plugin_passes_off.n--;
+      cfg->plugin_passes_off_at.n--;
+    }
+    return 0;
+  }
+  if (on)
+    return 0;
+  char at[4096];
+  if (o->file)
+    snprintf(at, sizeof at, "%s%s", o->file, where);
+  else
+    snprintf(at, sizeof at, "config");
+  if (strlist_push(&cfg->plugin_passes_off, key, strlen(key)) ||
+      strlist_push(&cfg->plugin_passes_off_at, at, strlen(at)))
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "config: out of memory storing [passes] %s", key);
+  return 0;
+}
+
 /* Checks section and key and sets the value. */
 static int set_key(wf_config *cfg, const char *section, const char *key,
                    const char *value, int append, const origin *o,
@@ -458,6 +504,8 @@ static int set_key(wf_config *cfg, const char *section, const char *key,
     return wf_status_set(st, WF_INVALID_ARGUMENT, "%s%s: unknown section [%s]",
                          o->file ? o->file : "config", where, section);
   k = find_key(section, key);
+  if (!k && strcmp(section, "passes") == 0 && !append)
+    return set_plugin_pass(cfg, key, value, o, where, st);
   if (!k)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "%s%s: unknown key '%s' in section [%s]",

@@ -1,6 +1,7 @@
 /* core/plugin/config_notes.c — checking a runtime's config against the
  * plugins it loaded: [devices] order types no plugin provides or whose
- * devices are unavailable, [kernels] items that match no kernel. Notes,
+ * devices are unavailable, [kernels] items that match no kernel, [passes]
+ * switches of passes no plugin registers. Notes,
  * not errors: placement records them, `weft ops` logs them once. */
 #include <config.h>
 
@@ -167,6 +168,18 @@ int wf__config_notes(const wf_runtime *rt, wf__config_note **notes, int *n) {
     if (rule_note(rt, "prefer", cfg->kernel_prefer.items[i],
                   origin_of(&cfg->kernel_prefer_at, i), notes, n))
       goto oom;
+  for (int i = 0; i < cfg->plugin_passes_off.n; i++) {
+    const char *name = cfg->plugin_passes_off.items[i];
+    int found = 0;
+    for (int k = 0; k < wf__registry_pass_count(rt->reg) && !found; k++)
+      found = strcmp(wf__registry_pass_at(rt->reg, k)->def.name, name) == 0;
+    if (!found &&
+        push_note(notes, n, WF_LOG_WARNING,
+                  "%s: [passes] %s = false names no pass of a loaded "
+                  "plugin; ignored",
+                  origin_of(&cfg->plugin_passes_off_at, i), name))
+      goto oom;
+  }
   return 0;
 
 oom:

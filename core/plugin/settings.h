@@ -32,6 +32,9 @@ struct wf_config {
   int pass_prune, pass_cse, pass_constant_folding, pass_arithmetic,
       pass_fusion, pass_dead_nodes, pass_placement;
   long long constant_folding_max_bytes;
+  /* Plugin passes by name ([passes] NAME = false / true): the ones
+   * switched off, and where each was set ("FILE:LINE" or "config"). */
+  wf__strlist plugin_passes_off, plugin_passes_off_at;
   int memory_plan;          /* memory_plan = true: arenas and in-place
                                outputs (core/compile/memplan.h) */
   /* [kernels]: rules over the kernels registered for one device type. An

@@ -382,9 +382,9 @@ static int static_rank(wf_output x) {
   return s.rank;
 }
 
-wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
-                              wf_activation act, wf_init kernel_init,
-                              wf_status *st) {
+wf_output wf_layer_dense_with_initializer(wf_model *m, wf_output x,
+                                          int units, wf_activation act,
+                                          wf_init kernel_init, wf_status *st) {
   char name[128];
   wf_output out = {NULL, 0};
   if (!x.node)
@@ -422,7 +422,7 @@ wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
 
 wf_output wf_layer_dense(wf_model *m, wf_output x, int units,
                          wf_activation act, wf_status *st) {
-  return wf_layer_dense_init(
+  return wf_layer_dense_with_initializer(
       m, x, units, act,
       act == WF_ACT_RELU ? WF_INIT_HE_UNIFORM : WF_INIT_GLOROT_UNIFORM, st);
 }
@@ -816,4 +816,10 @@ wf_output wf_metric_accuracy(wf_model *m, wf_output logits, wf_output labels,
                              .u.dtype = WF_FLOAT32}};
   wf_output f = eq.node ? train_op(m, "Cast", &eq, 1, &c, 1, st) : eq;
   return mean_all(m, f, st);
+}
+
+wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
+                              wf_activation act, wf_init kernel_init,
+                              wf_status *st) {
+  return wf_layer_dense_with_initializer(m, x, units, act, kernel_init, st);
 }

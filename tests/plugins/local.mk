@@ -97,3 +97,16 @@ tests_plugins_test_plugin_aux_SOURCES = tests/plugins/test_plugin_aux.c
 tests_plugins_test_plugin_aux_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_plugins_test_plugin_aux_CFLAGS = $(TEST_CFLAGS)
 tests_plugins_test_plugin_aux_LDADD = $(TEST_LDADD)
+
+# Graph passes from a plugin (tests/core/test_plugin_passes.c).
+check_LTLIBRARIES += tests/plugins/passes.la
+tests_plugins_passes_la_SOURCES = tests/plugins/passes.c
+tests_plugins_passes_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_passes_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/core/test_plugin_passes
+TESTS += tests/core/test_plugin_passes
+tests_core_test_plugin_passes_SOURCES = tests/core/test_plugin_passes.c
+tests_core_test_plugin_passes_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_plugin_passes_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_plugin_passes_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_plugin_passes_DEPENDENCIES = tests/plugins/passes.la

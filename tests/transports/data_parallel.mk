@@ -1,5 +1,5 @@
 # tests/transports/data_parallel.mk: data-parallel training
-# (core/data_parallel.c, weft/parallel.h) over the MPI transport plugin.
+# (lib/train/data_parallel.c, weft/parallel.h) over the MPI transport plugin.
 #  - dp_graph (run by dp_graph.sh, which sets the MPI test environment):
 #    cmocka, one process: the graphs built (buckets, order, chaining,
 #    sparse gradients, the init broadcast, errors) and a job of one task

@@ -1,5 +1,5 @@
 /* tests/transports/dp_graph.c — the graphs that data parallelism builds
- * (core/data_parallel.c, weft/parallel.h), in one process: gradients fused
+ * (lib/train/data_parallel.c, weft/parallel.h), in one process: gradients fused
  * into AllReduce buckets from the last layer backwards, bucket sizes, sparse gradients made dense, the broadcast that ends the init op,
  * errors naming what is missing; and, run as a job of one task (MPI
  * without mpirun), data-parallel training equal to training alone bit for

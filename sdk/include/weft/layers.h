@@ -89,6 +89,12 @@ WF_API const char *wf_model_variable_name(const wf_model *m, int i,
 WF_API wf_output wf_layer_dense(wf_model *m, wf_output x, int units,
                                 wf_activation act, wf_status *st);
 /* As wf_layer_dense with a chosen kernel initializer. */
+WF_API wf_output wf_layer_dense_with_initializer(wf_model *m, wf_output x,
+                                                 int units, wf_activation act,
+                                                 wf_init kernel_init,
+                                                 wf_status *st);
+/* The same function under its first name, kept so that programs built
+ * against it still link; new code uses wf_layer_dense_with_initializer. */
 WF_API wf_output wf_layer_dense_init(wf_model *m, wf_output x, int units,
                                      wf_activation act, wf_init kernel_init,
                                      wf_status *st);

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 2
+#define WF_ABI_MINOR 3
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -321,16 +321,40 @@ typedef struct wf_reader_def {
   int64_t (*count)(void *rd, wf_status *st);
 } wf_reader_def;
 
+/* Graph passes (run since 1.3). A pass rewrites the working graph of one
+ * signature (a copy of the user's graph holding what the signature needs)
+ * through the host's pass_* and node_* entries. Plugin passes run after the
+ * core's CSE, constant folding and arithmetic passes and before dead-node
+ * removal, in increasing `order` (then by name); each can be switched off
+ * by name in the config ([passes] NAME = false). After each pass the core
+ * checks the graph; a pass that returns an error or leaves a cycle has its
+ * change discarded and is named in a warning (an error under [plugins]
+ * strict). A pass must keep every fetched value and every stateful node's
+ * effect; nodes it leaves unread drop out of what runs. */
 typedef struct wf_pass_ctx wf_pass_ctx;
 
 typedef struct wf_pass_def {
   WF_STRUCT_HEADER;
-  const char *name;
+  const char *name; /* the config key that switches it ([passes]) */
   const char *doc;
   int32_t order; /* passes run in increasing order */
   int32_t reserved_;
   int (*run)(wf_pass_ctx *ctx, wf_status *st);
 } wf_pass_def;
+
+/* One node of a pattern for the host's pass_match (since 1.3). Pattern
+ * node 0 is the root (the node a match starts from); node k > 0 must
+ * produce input `parent_input` of pattern node `parent` (< k). */
+typedef struct wf_pattern_node {
+  WF_STRUCT_HEADER;
+  const char *op;       /* the op, several as "Relu|Tanh", or NULL: any */
+  int32_t parent;       /* -1 for the root */
+  int32_t parent_input; /* which input of the parent it produces */
+  /* Non-zero: the output the parent reads has no other reader and is not
+   * fetched, so the node may be folded into a replacement. */
+  int32_t single_use;
+  int32_t reserved_;
+} wf_pattern_node;
 
 /* ------------------------------------------------------------------------ */
 /* Transports (since 1.1)                                                   */
@@ -537,6 +561,58 @@ typedef struct wf_host {
    * placed on; NULL outside an executor (a kernel run by constant
    * folding). */
   void *(*kernel_device_state)(const wf_kernel_ctx *ctx);
+
+  /* -- since 1.3 -- */
+  /* Nodes, as graph passes (and importers) read them. The strings are
+   * borrowed from the graph (valid during the pass). */
+  const char *(*node_op)(const wf_node *n);
+  const char *(*node_name)(const wf_node *n);
+  const char *(*node_device)(const wf_node *n); /* "" when none was asked */
+  int32_t (*node_num_inputs)(const wf_node *n);
+  wf_output (*node_input)(const wf_node *n, int32_t i);
+  int32_t (*node_num_outputs)(const wf_node *n);
+  /* Output i's dtype and static shape; 0, or -1 when i is out of range. */
+  int (*node_output_info)(const wf_node *n, int32_t i, int32_t *dtype,
+                          wf_shape *shape);
+  /* Attribute name (defaults applied); 0, or -1 when absent. */
+  int (*node_attr)(const wf_node *n, const char *name, wf_attr_value *out);
+  int32_t (*node_num_control_inputs)(const wf_node *n);
+  wf_node *(*node_control_input)(const wf_node *n, int32_t i);
+
+  /* Graph passes (valid during a wf_pass_def.run call). Nodes are numbered
+   * 0 .. pass_num_nodes - 1; nodes a pass adds get the next numbers, so a
+   * pass may walk while it adds. */
+  int32_t (*pass_num_nodes)(const wf_pass_ctx *ctx);
+  wf_node *(*pass_node)(const wf_pass_ctx *ctx, int32_t i);
+  /* How many inputs of nodes read output o; whether the signature fetches
+   * it (a fetched value must stay). */
+  int32_t (*pass_num_consumers)(const wf_pass_ctx *ctx, wf_output o);
+  int (*pass_is_fetched)(const wf_pass_ctx *ctx, wf_output o);
+  /* Matches pattern (n nodes, see wf_pattern_node) at root: 1 with out[k]
+   * the node matching pattern node k, else 0. */
+  int (*pass_match)(const wf_pass_ctx *ctx, wf_node *root,
+                    const wf_pattern_node *pattern, int32_t n, wf_node **out);
+  /* Adds a node of op with inputs in order (a list argument takes as many
+   * as its number attribute says, or all the other arguments leave) and
+   * attrs; name NULL: made from the op; device: the device request (a
+   * replacement usually takes node_device of what it replaces), NULL for
+   * none. NULL with st set when the node is refused. */
+  wf_node *(*pass_add_node)(wf_pass_ctx *ctx, const char *op,
+                            const char *name, const char *device,
+                            const wf_output *inputs, int32_t ninputs,
+                            const wf_attr_item *attrs, int32_t nattrs,
+                            wf_status *st);
+  /* Every reader of old, and the signature's fetches of it, read `with`
+   * instead (same dtype): how a pass replaces a subgraph. */
+  int (*pass_replace)(wf_pass_ctx *ctx, wf_output old, wf_output with,
+                      wf_status *st);
+  /* Input i of n reads src instead (same dtype). */
+  int (*pass_set_input)(wf_pass_ctx *ctx, wf_node *n, int32_t i,
+                        wf_output src, wf_status *st);
+  int (*pass_add_control_edge)(wf_pass_ctx *ctx, wf_node *from, wf_node *to,
+                               wf_status *st);
+  void (*pass_remove_control_edge)(wf_pass_ctx *ctx, wf_node *from,
+                                   wf_node *to);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

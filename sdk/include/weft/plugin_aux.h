@@ -73,8 +73,15 @@ extern "C" {
  * distribution share one (they all get the same table). */
 extern WFX_HIDDEN_ const wf_host *wfx_host;
 
-/* Bytes of a host table that has every entry of ABI 1.minor. */
+/* Bytes of a host table that has every entry of ABI 1.minor: the whole
+ * table this header knows for its own minor, else the end of the last
+ * entry of that minor (a minor that adds entries adds its case here). */
 static inline size_t wfx_host_size_(int minor) {
+  if (minor >= WF_ABI_MINOR)
+    return sizeof(wf_host);
+  if (minor >= 3)
+    return offsetof(wf_host, pass_remove_control_edge) +
+           sizeof(((wf_host *)0)->pass_remove_control_edge);
   if (minor >= 2)
     return offsetof(wf_host, kernel_device_state) +
            sizeof(((wf_host *)0)->kernel_device_state);
@@ -187,6 +194,8 @@ static inline int wfx_code(const wf_status *st) {
   (&(const wf_device_def){WF_STRUCT_INIT(wf_device_def), __VA_ARGS__})
 #define WFX_READER(...)                                                        \
   (&(const wf_reader_def){WF_STRUCT_INIT(wf_reader_def), __VA_ARGS__})
+#define WFX_PASS(...)                                                          \
+  (&(const wf_pass_def){WF_STRUCT_INIT(wf_pass_def), __VA_ARGS__})
 #define WFX_TRANSPORT(...)                                                     \
   (&(const wf_transport_def){WF_STRUCT_INIT(wf_transport_def), __VA_ARGS__})
 /* The gradient of op built by fn; WFX_NO_GRADIENT: op is registered as not

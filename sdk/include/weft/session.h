@@ -62,21 +62,6 @@ WF_API int wf_session_run(wf_session *s, const wf_run_options *options,
                           int nfetches, wf_node *const *targets, int ntargets,
                           wf_run_metadata *metadata, wf_status *st);
 
-/* Parses "node" or "node:slot" into an output of g. INVALID_ARGUMENT naming
- * the string when the node does not exist or has no such output. */
-WF_API int wf_graph_parse_output(const wf_graph *g, const char *name,
-                                 wf_output *out, wf_status *st);
-
-/* Writes into dir (created if needed) Graphviz files of what a session
- * would run for this signature: 00-graph.dot (g as it is), then the pruned
- * working graph and the graph after each pass switched on in the config,
- * and 99-partitioned.dot (nodes coloured by device, partitions as
- * clusters, with the transfers between them). */
-WF_API int wf_graph_write_dot_passes(wf_graph *g, const wf_output *feeds,
-                                     int nfeeds, const wf_output *fetches,
-                                     int nfetches, wf_node *const *targets,
-                                     int ntargets, const char *dir,
-                                     wf_status *st);
 
 /* Prepares a signature: validation, pruning and executor construction
  * happen here, once. Owned by the caller; free before the session. */
