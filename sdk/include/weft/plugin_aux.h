@@ -32,8 +32,8 @@
  * returns reach the user prefixed by the core with the node's name and op
  * ("node 'y' (op 'Swish'): input 1 has shape (3) (rank 1); expected rank
  * 2"), so the helpers name the input, attribute, axis or shapes involved
- * and leave the node to the core. Outside those calls (logs, a gradient function) use
- * wfx_what_*.
+ * and leave the node to the core. Outside those calls (logs, a gradient
+ * function) use wfx_what_*.
  *
  * Thread safety: after init every helper may be called from any thread;
  * they only read the host table and their arguments. */
