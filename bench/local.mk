@@ -62,3 +62,10 @@ bench-train: bench/train
 include bench/data_parallel.mk
 include bench/allreduce.mk
 include bench/gemm_cuda.mk
+
+# serve: `weft serve` under wrk on loopback against the cnn saved model
+# (bench/serve.sh), and serve_inproc, the same run in-process.
+noinst_PROGRAMS += bench/serve_inproc
+bench_serve_inproc_SOURCES = bench/serve_inproc.c bench/bench_util.h
+bench_serve_inproc_LDADD = $(BENCH_LDADD)
+EXTRA_DIST += bench/serve.sh

@@ -41,6 +41,7 @@ weftinclude_HEADERS += \
 	sdk/include/weft/npy.h \
 	sdk/include/weft/parallel.h \
 	sdk/include/weft/saved_model.h \
+	sdk/include/weft/import.h \
 	sdk/include/weft/layers.h \
 	sdk/include/weft/plugin.h \
 	sdk/include/weft/runtime.h \

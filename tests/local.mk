@@ -31,6 +31,7 @@ include tests/fuzz/local.mk
 include tests/fuzz/checkpoint.mk
 include tests/fuzz/graph_file.mk
 include tests/fuzz/npy.mk
+include tests/fuzz/serve_json.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/devices/cuda.mk
@@ -42,6 +43,8 @@ include tests/core/npy.mk
 include tests/core/saved_model.mk
 include tests/abi/local.mk
 include tests/sdk/local.mk
+include tests/python/local.mk
+include tests/serve/local.mk
 # The CPU plugin runs oneDNN (dlopened with the plugin), whose C++
 # thread_local state lives in dynamic TLS; in oneDNN's OpenMP worker
 # threads, LeakSanitizer's tracking of __tls_get_addr (GCC 12 with glibc

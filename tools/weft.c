@@ -39,7 +39,9 @@ static const own_command own_commands[] = {
     {"graph", weft_cmd_graph, weft_graph_summary, weft_graph_help},
     {"ckpt", weft_cmd_ckpt, weft_ckpt_summary, weft_ckpt_help},
     {"run", weft_cmd_run, weft_run_summary, weft_run_help},
+    {"import", weft_cmd_import, weft_import_summary, weft_import_help},
     {"worker", weft_cmd_worker, weft_worker_summary, weft_worker_help},
+    {"serve", weft_cmd_serve, weft_serve_summary, weft_serve_help},
 };
 
 #define NUM_OWN_COMMANDS (int)(sizeof own_commands / sizeof own_commands[0])

@@ -329,6 +329,39 @@ void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt,
   wf_status_reset(&local);
 }
 
+int wf__kernel_output_shape(const wf_kernel_ctx *ctx, int32_t i,
+                            wf_shape *shape, wf_status *st) {
+  const wf_node *n = ctx->node;
+  if (i < 0 || i >= ctx->num_outputs)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "node '%s' (op '%s') has no output %d", n->name,
+                         n->op->def.name, (int)i);
+  wf_shape in_small[8], out_small[8];
+  wf_shape *in = ctx->num_inputs <= 8
+                     ? in_small
+                     : wf__calloc((size_t)ctx->num_inputs, sizeof *in);
+  wf_shape *out = ctx->num_outputs <= 8
+                      ? out_small
+                      : wf__calloc((size_t)ctx->num_outputs, sizeof *out);
+  int rc = 0;
+  if (!in || !out) {
+    rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                       "node '%s': out of memory inferring shapes", n->name);
+    goto done;
+  }
+  for (int k = 0; k < ctx->num_inputs; k++)
+    wf_tensor_shape(ctx->inputs[k], &in[k]);
+  rc = wf__node_infer_shapes(n, in, out, st);
+  if (!rc)
+    *shape = out[i];
+done:
+  if (in != in_small)
+    wf__free(in);
+  if (out != out_small)
+    wf__free(out);
+  return rc;
+}
+
 int64_t wf__kernel_step(const wf_kernel_ctx *ctx) {
   return ctx->step_ctx ? ctx->step_ctx->step : 0;
 }

@@ -87,6 +87,10 @@ int wf__kernel_output_set(wf_kernel_ctx *ctx, int32_t i, wf_tensor *t,
 int wf__kernel_attr(const wf_kernel_ctx *ctx, const char *name,
                     wf_attr_value *out);
 int32_t wf__kernel_output_dtype(const wf_kernel_ctx *ctx, int32_t i);
+/* The host table's kernel_output_shape: the op's shape function on the
+ * inputs' actual shapes. */
+int wf__kernel_output_shape(const wf_kernel_ctx *ctx, int32_t i,
+                            wf_shape *shape, wf_status *st);
 const char *wf__kernel_node_name(const wf_kernel_ctx *ctx);
 void wf__kernel_done(wf_kernel_ctx *ctx, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -23,6 +23,7 @@
 #include "exec/kernel.h"
 #include "base/status_internal.h"
 #include "compile/plugin_passes.h"
+#include "io/import_internal.h"
 #include "graph/tensor_internal.h"
 #include "exec/variables.h"
 
@@ -141,6 +142,11 @@ static const wf_host host = {
     .pass_set_input = wf__pass_set_input,
     .pass_add_control_edge = wf__pass_add_control_edge,
     .pass_remove_control_edge = wf__pass_remove_control_edge,
+    .kernel_output_shape = wf__kernel_output_shape,
+    .import_add_node = wf__import_add_node,
+    .import_find_node = wf__import_find_node,
+    .import_add_init = wf__import_add_init,
+    .import_add_signature = wf__import_add_signature,
 };
 
 const wf_host *wf__host(void) { return &host; }

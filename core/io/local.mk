@@ -8,6 +8,7 @@ core_libweftcore_la_SOURCES += \
 	core/io/crc32c.c core/io/crc32c.h \
 	core/io/file_io.c core/io/file_io.h \
 	core/io/graph_file.c \
+	core/io/import.c core/io/import_internal.h \
 	core/io/npy.c \
 	core/io/safetensors.c core/io/safetensors.h \
 	core/io/saved_model.c

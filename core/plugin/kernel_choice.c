@@ -62,7 +62,7 @@ const wf__kernel *wf__kernel_choose(const wf_runtime *rt, const wf_node *n,
                                     wf__kernel_choice *out) {
   assert(rt && n && device_type);
   return wf__registry_choose_kernel(rt->reg, rt->cfg, n->op->def.name,
-                                    device_type, node_dtype_of, n, out);
+                                    device_type, node_dtype_of, n, n, out);
 }
 
 size_t wf__kernel_denials(const wf_runtime *rt, const wf_node *n,
@@ -114,6 +114,14 @@ const wf__kernel *wf__kernel_select(const wf_runtime *rt, const wf_node *n,
                   "node '%s' (op '%s'): the config denies every kernel on "
                   "device type '%s' for its dtypes: %s",
                   n->name, op, device_type, have);
+    return NULL;
+  }
+  if (c.num_declined > 0) {
+    wf_status_set(st, WF_NOT_FOUND,
+                  "node '%s' (op '%s'): every kernel on device type '%s' for "
+                  "its dtypes declines it (their supports hooks: an "
+                  "attribute, rank or shape they do not handle)",
+                  n->name, op, device_type);
     return NULL;
   }
   /* None: say what there is for this op on this device type. */

@@ -1249,8 +1249,8 @@ static const wf__kernel *
 choose_of_type(const wf__registry *r, const struct wf_config *cfg,
                const char *op, const char *device_type,
                wf__attr_dtype_fn *dtype_of, const void *user,
-               wf__kernel_choice *out) {
-  wf__kernel_choice c = {-1, 0, 0, 0, 0};
+               const wf_node *node, wf__kernel_choice *out) {
+  wf__kernel_choice c = {-1, 0, 0, 0, 0, 0};
   int best_rank = INT_MAX;
 
   assert(r && op && device_type && dtype_of);
@@ -1278,10 +1278,14 @@ choose_of_type(const wf__registry *r, const struct wf_config *cfg,
       }
       if (wf__kernel_preferred(cfg, k, &rank))
         c.num_preferred++;
-      if (c.index < 0 || rank < best_rank) {
-        c.index = i;
-        best_rank = rank;
+      if (c.index >= 0 && rank >= best_rank)
+        continue; /* outranked: not asked whether it supports the node */
+      if (node && k->def.supports && !k->def.supports(node)) {
+        c.num_declined++;
+        continue;
       }
+      c.index = i;
+      best_rank = rank;
     }
   }
   if (out)
@@ -1293,16 +1297,17 @@ const wf__kernel *
 wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
                            const char *op, const char *device_type,
                            wf__attr_dtype_fn *dtype_of, const void *user,
-                           wf__kernel_choice *out) {
+                           const wf_node *node, wf__kernel_choice *out) {
   wf__kernel_choice any;
   const wf__kernel *k =
-      choose_of_type(r, cfg, op, device_type, dtype_of, user, out);
+      choose_of_type(r, cfg, op, device_type, dtype_of, user, node, out);
   if (k || strcmp(device_type, WF_KERNEL_ANY_DEVICE) == 0 ||
       strcmp(device_type, "host") == 0)
     return k;
   /* A device type without a kernel of its own for op takes one that works
    * on any device. */
-  k = choose_of_type(r, cfg, op, WF_KERNEL_ANY_DEVICE, dtype_of, user, &any);
+  k = choose_of_type(r, cfg, op, WF_KERNEL_ANY_DEVICE, dtype_of, user, node,
+                     &any);
   if (k && out)
     *out = any;
   return k;
@@ -1318,7 +1323,7 @@ const wf__kernel *wf__registry_find_allowed_kernel(
     const wf__registry *r, const struct wf_config *cfg, const char *op,
     const char *device_type, wf_dtype dtype, wf__kernel_choice *out) {
   return wf__registry_choose_kernel(r, cfg, op, device_type, fixed_dtype,
-                                    &dtype, out);
+                                    &dtype, NULL, out);
 }
 
 const wf__kernel *wf__registry_find_kernel(const wf__registry *r,

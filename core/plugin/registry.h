@@ -104,6 +104,7 @@ typedef struct wf__kernel_choice {
   int num_fitting;   /* of those, accepting the node's dtypes */
   int num_denied;    /* of the fitting ones, excluded by [kernels] deny */
   int num_preferred; /* of the fitting allowed ones, named by prefer */
+  int num_declined;  /* of the fitting allowed ones, whose supports said no */
 } wf__kernel_choice;
 
 /* The kernel a node of op placed on device_type runs: of the kernels there
@@ -117,7 +118,7 @@ const wf__kernel *
 wf__registry_choose_kernel(const wf__registry *r, const struct wf_config *cfg,
                            const char *op, const char *device_type,
                            wf__attr_dtype_fn *dtype_of, const void *user,
-                           wf__kernel_choice *out);
+                           const wf_node *node, wf__kernel_choice *out);
 /* wf__registry_choose_kernel for a node that gives every kernel's type
  * attribute dtype (WF_DTYPE_INVALID: a node without one). */
 const wf__kernel *wf__registry_find_allowed_kernel(

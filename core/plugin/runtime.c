@@ -215,6 +215,49 @@ static int add_transports(wf_runtime *rt, const wf__plugin *p, wf_status *st) {
   return 0;
 }
 
+/* Records the importers p provides (as add_transports does). */
+static int add_importers(wf_runtime *rt, const wf__plugin *p, wf_status *st) {
+  int n = count_ptrs((const void *const *)p->desc.importers);
+  if (n == 0)
+    return 0;
+  wf__importer *grown = wf__realloc(
+      rt->importers, (size_t)(rt->num_importers + n) * sizeof *grown);
+  if (!grown)
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "out of memory adding the importers of plugin '%s'",
+                         p->name);
+  rt->importers = grown;
+  int had = rt->num_importers;
+  for (int i = 0; i < n; i++) {
+    const wf_importer_def *d = p->desc.importers[i];
+    wf__importer *im = &rt->importers[rt->num_importers];
+    memset(im, 0, sizeof *im);
+    size_t size = d->struct_size < sizeof im->def ? d->struct_size
+                                                  : sizeof im->def;
+    memcpy(&im->def, d, size);
+    im->def.struct_size = (uint32_t)sizeof im->def;
+    int bad = !im->def.name || !im->def.import;
+    for (int j = 0; j < rt->num_importers && !bad; j++)
+      if (strcmp(rt->importers[j].def.name, im->def.name) == 0) {
+        rt->num_importers = had;
+        return wf_status_set(st, WF_ALREADY_EXISTS,
+                             "importer '%s' is registered by plugin '%s' and "
+                             "again by plugin '%s'",
+                             im->def.name, rt->importers[j].plugin, p->name);
+      }
+    if (bad) {
+      rt->num_importers = had;
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "plugin '%s': importer %d lacks its name or its "
+                           "import function",
+                           p->name, i);
+    }
+    im->plugin = p->name;
+    rt->num_importers++;
+  }
+  return 0;
+}
+
 int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
                            const char *path, struct wf__dl *dl, wf_status *st) {
   wf_status ist = {WF_OK, NULL};
@@ -309,9 +352,11 @@ int wf__runtime_add_plugin(wf_runtime *rt, const wf_plugin_desc *desc,
     p->initialised = 1;
   }
   int had_transports = rt->num_transports;
-  if (add_transports(rt, p, &ist) ||
+  int had_importers = rt->num_importers;
+  if (add_transports(rt, p, &ist) || add_importers(rt, p, &ist) ||
       wf__registry_add(rt->reg, p->name, p->state, &p->desc, &ist)) {
     rt->num_transports = had_transports;
+    rt->num_importers = had_importers;
     why = wf__strdup(wf_status_message(&ist));
     code = refuse(p, ist.code, why, st);
     goto out;
@@ -377,6 +422,7 @@ void wf_runtime_free(wf_runtime *rt) {
   if (rt->job)
     rt->job->leave(rt);
   wf__free(rt->transports);
+  wf__free(rt->importers);
   wf__free(rt->devices);
   /* The registry borrows from the plugins: it goes first, then each plugin
    * is finalised (in reverse load order) and its module closed. */

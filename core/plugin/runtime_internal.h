@@ -40,6 +40,12 @@ typedef struct wf__transport {
   void *plugin_state;
 } wf__transport;
 
+/* An importer a plugin provides (weft/import.h), normalised likewise. */
+typedef struct wf__importer {
+  wf_importer_def def;
+  const char *plugin;
+} wf__importer;
+
 struct wf__cluster;
 
 struct wf_runtime {
@@ -51,6 +57,8 @@ struct wf_runtime {
   int num_devices;
   wf__transport *transports;
   int num_transports;
+  wf__importer *importers;
+  int num_importers;
   /* The table handed to every plugin's init (core/host/host.c). */
   const wf_host *host;
   /* The job this runtime joined (core/dist/cluster.c), NULL before, and

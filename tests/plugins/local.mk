@@ -110,3 +110,30 @@ tests_core_test_plugin_passes_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_plugin_passes_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_plugin_passes_LDADD = $(TEST_LDADD)
 EXTRA_tests_core_test_plugin_passes_DEPENDENCIES = tests/plugins/passes.la
+
+# Importers (tests/core/test_import.c).
+check_LTLIBRARIES += tests/plugins/importer.la
+tests_plugins_importer_la_SOURCES = tests/plugins/importer.c
+tests_plugins_importer_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_importer_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/core/test_import
+TESTS += tests/core/test_import
+tests_core_test_import_SOURCES = tests/core/test_import.c
+tests_core_test_import_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_import_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_import_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_import_DEPENDENCIES = tests/plugins/importer.la \
+	tools/weft
+
+# A kernel that declines nodes (tests/core/test_kernel_supports.c).
+check_LTLIBRARIES += tests/plugins/picky.la
+tests_plugins_picky_la_SOURCES = tests/plugins/picky.c
+tests_plugins_picky_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_picky_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/core/test_kernel_supports
+TESTS += tests/core/test_kernel_supports
+tests_core_test_kernel_supports_SOURCES = tests/core/test_kernel_supports.c
+tests_core_test_kernel_supports_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_kernel_supports_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_kernel_supports_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_kernel_supports_DEPENDENCIES = tests/plugins/picky.la

@@ -197,6 +197,13 @@ typedef struct wf_kernel_def {
    * devices without memory of their own. */
   uint64_t host_inputs;
   uint64_t host_outputs;
+  /* -- since 1.3 -- */
+  /* Optional: 0 when this kernel cannot run node (an attribute value, a
+   * rank or a shape it does not handle), so the next kernel by priority
+   * (or another device) is chosen instead; 1 when it can. Asked while the
+   * node is placed, with the host's node_* entries to read it; it must not
+   * keep node. Without it the kernel takes every node of its dtypes. */
+  int (*supports)(const wf_node *node);
 } wf_kernel_def;
 
 /* ------------------------------------------------------------------------ */
@@ -355,6 +362,31 @@ typedef struct wf_pattern_node {
   int32_t single_use;
   int32_t reserved_;
 } wf_pattern_node;
+
+/* ------------------------------------------------------------------------ */
+/* Importers (since 1.3)                                                    */
+
+/* An importer builds a weft graph from a model file of another framework
+ * (ONNX, ...) through the host's import_* entries: the model's inputs as
+ * Placeholders, its weights as variables whose initial assignments it
+ * marks with import_add_init, its computation as ordinary ops, and one or
+ * more signatures. The core picks an importer by name (--format), by the
+ * file's extension, or by asking each sniff function about the file's
+ * first bytes, and turns the result into a graph or a saved model
+ * (weft/import.h, `weft import`). */
+typedef struct wf_import_ctx wf_import_ctx;
+
+typedef struct wf_importer_def {
+  WF_STRUCT_HEADER;
+  const char *name;       /* "onnx": what --format names */
+  const char *doc;
+  const char *extensions; /* ".onnx" or ".a,.b": chosen by file name */
+  /* Optional: 1 when the file's first n bytes (n <= 64) are this format's. */
+  int (*sniff)(const void *head, size_t n);
+  /* Reads the model at path and builds it; an error names the file and
+   * where in it (the core discards whatever was built). */
+  int (*import)(wf_import_ctx *ctx, const char *path, wf_status *st);
+} wf_importer_def;
 
 /* ------------------------------------------------------------------------ */
 /* Transports (since 1.1)                                                   */
@@ -613,6 +645,35 @@ typedef struct wf_host {
                                wf_status *st);
   void (*pass_remove_control_edge)(wf_pass_ctx *ctx, wf_node *from,
                                    wf_node *to);
+
+  /* Output i's shape as the op's shape function gives it for the inputs
+   * of this call (valid during compute): what a kernel allocates, so it
+   * need not derive or re-check shapes itself. 0, or the code with st
+   * set (an output index out of range). */
+  int (*kernel_output_shape)(const wf_kernel_ctx *ctx, int32_t i,
+                             wf_shape *shape, wf_status *st);
+
+  /* Importers (valid during a wf_importer_def.import call). Nodes are
+   * added as pass_add_node adds them (device NULL: none asked); a name
+   * already taken is refused (ALREADY_EXISTS). */
+  wf_node *(*import_add_node)(wf_import_ctx *ctx, const char *op,
+                              const char *name, const wf_output *inputs,
+                              int32_t ninputs, const wf_attr_item *attrs,
+                              int32_t nattrs, wf_status *st);
+  /* The node called name, or NULL. */
+  wf_node *(*import_find_node)(wf_import_ctx *ctx, const char *name);
+  /* Node n (an assignment of a weight's value) runs once, before the model
+   * is first used or saved. */
+  int (*import_add_init)(wf_import_ctx *ctx, wf_node *n, wf_status *st);
+  /* A signature: inputs (outputs of Placeholder nodes) and outputs under
+   * keys (letters, digits, '_', '-', '.'); the first one added is the
+   * default. Strings are copied. */
+  int (*import_add_signature)(wf_import_ctx *ctx, const char *name,
+                              const char *const *input_keys,
+                              const wf_output *inputs, int32_t ninputs,
+                              const char *const *output_keys,
+                              const wf_output *outputs, int32_t noutputs,
+                              wf_status *st);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
@@ -639,6 +700,8 @@ typedef struct wf_plugin_desc {
   void (*fini)(void *state);
   /* -- since 1.1 -- */
   const wf_transport_def *const *transports;
+  /* -- since 1.3 -- */
+  const wf_importer_def *const *importers;
 } wf_plugin_desc;
 
 /* The entry point's name and type. */

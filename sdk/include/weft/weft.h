@@ -17,6 +17,7 @@
 #include <weft/checkpoint.h>
 #include <weft/npy.h>
 #include <weft/saved_model.h>
+#include <weft/import.h>
 #include <weft/cluster.h>
 #include <weft/parallel.h>
 
