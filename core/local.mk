@@ -22,6 +22,7 @@ CLEANFILES += core/plugin/uninstalled.h
 core/plugin/uninstalled.h: Makefile
 	$(AM_V_GEN)$(MKDIR_P) core/plugin && \
 	echo '#define WF_UNINSTALLED_PLUGIN_PATH "$(UNINSTALLED_PLUGIN_PATH)"' > $@.tmp && \
+	echo '#define WF_SHIPPED_MODULES ":$(SHIPPED_MODULES):"' >> $@.tmp && \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 lib_LTLIBRARIES += core/libweft.la

@@ -11,6 +11,10 @@ AM_TESTS_ENVIRONMENT = \
 	export top_srcdir top_builddir; \
 	unset WEFT_PLUGIN_PATH WEFT_CONFIG;
 
+# The wall between the core and the plugins (no core source, header or
+# wf__ name under plugins/).
+TESTS += tests/test_wall.sh
+EXTRA_DIST += tests/test_wall.sh
 include tests/core/local.mk
 include tests/plugins/local.mk
 include tests/tools/local.mk

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <weft/weft.h>
 
@@ -20,6 +21,27 @@ static const char *state_name(wf_plugin_state s) {
     return "denied";
   }
   return "?";
+}
+
+/* After the list, on stderr: every plugin refused for a reason other than
+ * being shadowed by a plugin of its name (a clash of op definitions, a
+ * failed init, a bad ABI...), so that a refusal is not lost among the
+ * entries. (With [plugins] strict = true such a refusal already failed the
+ * runtime, and weft exited non-zero.) */
+static void refusals_summary(wf_runtime *rt) {
+  int n = wf_runtime_plugin_count(rt), refused = 0;
+  for (int i = 0; i < n; i++) {
+    wf_plugin_info p;
+    wf_runtime_plugin_get(rt, i, &p);
+    if (p.state != WF_PLUGIN_REFUSED ||
+        (p.reason && strstr(p.reason, ": shadowed by ")))
+      continue;
+    if (refused++ == 0)
+      fprintf(stderr, "\nweft: WARNING: plugins were refused (their ops, "
+                      "kernels and readers are not available):\n");
+    fprintf(stderr, "  %s (%s): %s\n", p.name, p.path,
+            p.reason ? p.reason : "(no reason)");
+  }
 }
 
 static int cmd_plugins(wf_runtime *rt, const opts *o) {
@@ -90,6 +112,7 @@ static int cmd_plugins(wf_runtime *rt, const opts *o) {
              p.num_ops, p.num_kernels, p.num_gradients, p.num_devices,
              p.num_readers, p.num_passes, p.num_transports, p.num_importers);
   }
+  refusals_summary(rt);
   return 0;
 }
 

@@ -2,7 +2,9 @@
  * plugins linked into libweft, config paths, $WEFT_PLUGIN_PATH, the build
  * tree's plugins when libweft runs from it, the installed directory), the
  * checks made before a module is opened, shadowing, the config's deny and
- * load lists, and dependency order.
+ * load lists, and the load order: the plugins shipped with weft first (so
+ * that a third-party plugin defining one of their ops is the one refused,
+ * whatever the search order), each after what it requires.
  *
  * Checking and registering one description is wf__runtime_add_plugin's job
  * (core/plugin/runtime.c); opening modules goes through core/plugin/dl.c. */
@@ -43,6 +45,7 @@ typedef struct candidate {
                                  is open */
   char *name;                 /* copy of desc->name: outlives the module */
   int skipped;                /* denied: not to be loaded */
+  int shipped;                /* one of weft's own plugins: loaded first */
   mark mark;
   char *cycle; /* reason when part of a dependency cycle */
 } candidate;
@@ -229,6 +232,27 @@ static int add(loader *L, const wf_plugin_desc *desc, const char *path,
   return code;
 }
 
+/* 1 when the module at path is one of the plugins shipped with weft: one
+ * linked into libweft, or a module with the file name of one of weft's own
+ * (ops_math.so, ...), wherever it was found (the installed directory, the
+ * build tree, or a path that lists them). */
+static int is_shipped(const char *path) {
+  const char *base = strrchr(path, '/'), *hit;
+  size_t n;
+
+  if (strcmp(path, PRELOADED) == 0)
+    return 1;
+  base = base ? base + 1 : path;
+  n = strlen(base);
+  if (n == 0)
+    return 0;
+  for (hit = strstr(WF_SHIPPED_MODULES, base); hit;
+       hit = strstr(hit + 1, base))
+    if (hit[-1] == ':' && hit[n] == ':')
+      return 1;
+  return 0;
+}
+
 static candidate *find_candidate(loader *L, const char *name) {
   for (int i = 0; i < L->num_cands; i++)
     if (!L->cands[i].skipped && strcmp(L->cands[i].name, name) == 0)
@@ -310,6 +334,7 @@ static int consider(loader *L, const char *path, wf__dl *dl) {
   c->dl = dl;
   dl = NULL;
   c->desc = desc;
+  c->shipped = is_shipped(path);
   L->num_cands++;
 
 out:
@@ -637,9 +662,12 @@ static int load_in_order(loader *L) {
   L->stack = wf__calloc((size_t)L->num_cands, sizeof *L->stack);
   if (!L->stack)
     return oom(L, "dependency order");
-  for (int i = 0; i < L->num_cands && !code; i++)
-    if (!L->cands[i].skipped)
-      code = visit(L, i);
+  /* weft's own plugins first: an op one of them defines is theirs, and a
+   * third-party plugin that defines it differently is refused. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < L->num_cands && !code; i++)
+      if (!L->cands[i].skipped && L->cands[i].shipped == !pass)
+        code = visit(L, i);
   return code;
 }
 

@@ -858,8 +858,11 @@ static int stage_ops(const wf__registry *r, batch *b, const wf_plugin_desc *d,
       if (differs) {
         wf_status_set(st, WF_ALREADY_EXISTS,
                       "op '%s' is defined by plugin '%s' and differently by "
-                      "plugin '%s' (%s)",
-                      old->def.name, old->plugin, b->plugin, diff);
+                      "plugin '%s' (%s), which is refused; a plugin's own "
+                      "ops may carry a vendor domain (acme.%s) to avoid "
+                      "such clashes",
+                      old->def.name, old->plugin, b->plugin, diff,
+                      old->def.name);
         op_free(op);
         return WF_ALREADY_EXISTS;
       }

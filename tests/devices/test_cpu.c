@@ -290,7 +290,7 @@ static void test_cpu_devices_env_splits_cores_into_disjoint_devices(
     void **state) {
   wf_status *st = wf_status_new();
   wf_runtime *rt;
-  const wf__cpudev *dev[2];
+  const cpudev *dev[2];
   hwloc_bitmap_t all = hwloc_bitmap_alloc();
 
   if (hwloc_count(HWLOC_OBJ_CORE) < 2) {
@@ -389,7 +389,7 @@ static void test_cpu_describes_numa_nodes_of_a_two_node_machine(
   assert_int_equal(wf_runtime_device_count(rt), 2);
   for (int i = 0; i < 2; i++) {
     const wf__device *d = cpu_device(rt, i);
-    const wf__cpudev *dev = d->desc.state;
+    const cpudev *dev = d->desc.state;
     char want[64];
 
     snprintf(want, sizeof(want), "\nNUMA node %d: 1 GiB (2 on the machine)",
@@ -424,7 +424,7 @@ static void test_cpu_devices_env_splits_unevenly_and_marks_shared_caches(
     fail_msg("wf_runtime_new: %s", wf_status_message(st));
   assert_int_equal(wf_runtime_device_count(rt), 3);
   for (int i = 0; i < 3; i++) {
-    const wf__cpudev *dev = cpu_device(rt, i)->desc.state;
+    const cpudev *dev = cpu_device(rt, i)->desc.state;
     assert_int_equal(dev->num_units, sizes[i]);
     assert_int_equal(hwloc_bitmap_weight(dev->cpuset), 2 * sizes[i]);
   }
@@ -456,7 +456,7 @@ static void test_cpu_alloc_binds_to_numa_node_and_falls_back(void **state) {
   wf_status *st = wf_status_new();
   wf_runtime *rt;
   const wf__device_type *t;
-  const wf__cpudev *dev0, *dev1;
+  const cpudev *dev0, *dev1;
   void *p;
 
   setenv("HWLOC_SYNTHETIC", SYNTHETIC_2NUMA, 1);

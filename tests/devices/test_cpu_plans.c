@@ -20,15 +20,18 @@
 #include "host/host.h"
 #include "base/status_internal.h"
 
+/* The helper layer's host table, which the plans reach the core through. */
+WFX_HOST_DEFINE(1, 0);
+
 /* What cpu_kernels.c provides the plans in the plugin. */
 static dnnl_engine_t engine;
 
-dnnl_engine_t wf__dnnl_engine(void) { return engine; }
-void wf__cpu_omp_threads(void) {}
-void wf__cpu_omp_threads_n(int32_t n) { (void)n; }
+dnnl_engine_t cpu_dnnl_engine(void) { return engine; }
+void cpu_omp_threads(void) {}
+void cpu_omp_threads_n(int32_t n) { (void)n; }
 
 static int setup(void **state) {
-  opc_set_host(wf__host());
+  wfx_host = wf__host();
   return dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success ? 0 : -1;
 }
 
@@ -43,7 +46,7 @@ typedef struct builder {
   int code;
 } builder;
 
-static int count_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int count_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   builder *b = arg;
 
   b->calls++;
@@ -52,53 +55,53 @@ static int count_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   return 0;
 }
 
-static wf__cpu_key key_of(int64_t v) {
-  wf__cpu_key k = {0};
-  wf__cpu_key_word(&k, v);
+static cpu_key key_of(int64_t v) {
+  cpu_key k = {0};
+  cpu_key_word(&k, v);
   return k;
 }
 
 static void test_cache_builds_one_plan_per_shape(void **state) {
   wf_status *st = wf_status_new();
-  wf__dnnl_cache c;
+  cpu_dnnl_cache c;
   builder b = {0};
-  wf__cpu_key k1 = key_of(1), k2 = key_of(2);
-  wf__dnnl_plan *p, *q;
+  cpu_key k1 = key_of(1), k2 = key_of(2);
+  cpu_dnnl_plan *p, *q;
 
-  wf__dnnl_cache_init(&c);
-  assert_non_null(p = wf__dnnl_cache_get(&c, &k1, count_build, &b, st));
-  wf__dnnl_cache_put(&c, p);
-  assert_ptr_equal(q = wf__dnnl_cache_get(&c, &k1, count_build, &b, st), p);
-  wf__dnnl_cache_put(&c, q);
+  cpu_dnnl_cache_init(&c);
+  assert_non_null(p = cpu_dnnl_cache_get(&c, &k1, count_build, &b, st));
+  cpu_dnnl_cache_put(&c, p);
+  assert_ptr_equal(q = cpu_dnnl_cache_get(&c, &k1, count_build, &b, st), p);
+  cpu_dnnl_cache_put(&c, q);
   assert_int_equal(b.calls, 1);
-  assert_non_null(q = wf__dnnl_cache_get(&c, &k2, count_build, &b, st));
+  assert_non_null(q = cpu_dnnl_cache_get(&c, &k2, count_build, &b, st));
   assert_ptr_not_equal(q, p);
-  wf__dnnl_cache_put(&c, q);
+  cpu_dnnl_cache_put(&c, q);
   assert_int_equal(b.calls, 2);
   assert_int_equal(c.n, 2);
-  wf__dnnl_cache_deinit(&c);
+  cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
 
 /* Concurrent steps on one node never share a plan. */
 static void test_cache_gives_a_shape_in_use_a_second_plan(void **state) {
   wf_status *st = wf_status_new();
-  wf__dnnl_cache c;
+  cpu_dnnl_cache c;
   builder b = {0};
-  wf__cpu_key k = key_of(7);
-  wf__dnnl_plan *p, *q, *r;
+  cpu_key k = key_of(7);
+  cpu_dnnl_plan *p, *q, *r;
 
-  wf__dnnl_cache_init(&c);
-  assert_non_null(p = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
-  assert_non_null(q = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
+  cpu_dnnl_cache_init(&c);
+  assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
+  assert_non_null(q = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
   assert_ptr_not_equal(p, q);
   assert_int_equal(b.calls, 2);
-  wf__dnnl_cache_put(&c, q);
-  assert_ptr_equal(r = wf__dnnl_cache_get(&c, &k, count_build, &b, st), q);
-  wf__dnnl_cache_put(&c, r);
-  wf__dnnl_cache_put(&c, p);
+  cpu_dnnl_cache_put(&c, q);
+  assert_ptr_equal(r = cpu_dnnl_cache_get(&c, &k, count_build, &b, st), q);
+  cpu_dnnl_cache_put(&c, r);
+  cpu_dnnl_cache_put(&c, p);
   assert_int_equal(b.calls, 2);
-  wf__dnnl_cache_deinit(&c);
+  cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
 
@@ -106,86 +109,86 @@ static void test_cache_gives_a_shape_in_use_a_second_plan(void **state) {
  * full cache whose plans are all in use hands out one it frees on put. */
 static void test_cache_is_bounded_least_recently_used_out(void **state) {
   wf_status *st = wf_status_new();
-  wf__dnnl_cache c;
+  cpu_dnnl_cache c;
   builder b = {0};
-  wf__dnnl_plan *held[WF_DNNL_CACHE_MAX], *p;
+  cpu_dnnl_plan *held[WF_DNNL_CACHE_MAX], *p;
 
-  wf__dnnl_cache_init(&c);
+  cpu_dnnl_cache_init(&c);
   for (int i = 0; i < WF_DNNL_CACHE_MAX; i++) {
-    wf__cpu_key k = key_of(i);
-    assert_non_null(p = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
-    wf__dnnl_cache_put(&c, p);
+    cpu_key k = key_of(i);
+    assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
+    cpu_dnnl_cache_put(&c, p);
   }
   /* Touch key 0, so that key 1 is the oldest. */
   {
-    wf__cpu_key k = key_of(0);
-    p = wf__dnnl_cache_get(&c, &k, count_build, &b, st);
-    wf__dnnl_cache_put(&c, p);
+    cpu_key k = key_of(0);
+    p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st);
+    cpu_dnnl_cache_put(&c, p);
   }
   assert_int_equal(b.calls, WF_DNNL_CACHE_MAX);
   {
-    wf__cpu_key k = key_of(100);
-    p = wf__dnnl_cache_get(&c, &k, count_build, &b, st);
-    wf__dnnl_cache_put(&c, p);
+    cpu_key k = key_of(100);
+    p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st);
+    cpu_dnnl_cache_put(&c, p);
   }
   assert_int_equal(c.n, WF_DNNL_CACHE_MAX);
   for (int i = 0; i < 2; i++) {
-    wf__cpu_key k = key_of(i);
+    cpu_key k = key_of(i);
     int before = b.calls;
-    p = wf__dnnl_cache_get(&c, &k, count_build, &b, st);
-    wf__dnnl_cache_put(&c, p);
+    p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st);
+    cpu_dnnl_cache_put(&c, p);
     /* key 0 stayed; key 1 was evicted and is built again. */
     assert_int_equal(b.calls - before, i == 1);
   }
   /* Every plan busy: the next shape's plan lives for one call. */
   for (int i = 0; i < WF_DNNL_CACHE_MAX; i++) {
-    wf__cpu_key k = key_of(1000 + i);
-    assert_non_null(held[i] = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
+    cpu_key k = key_of(1000 + i);
+    assert_non_null(held[i] = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
   }
   {
-    wf__cpu_key k = key_of(5000);
-    assert_non_null(p = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
-    wf__dnnl_cache_put(&c, p); /* freed: ASan would see a leak otherwise */
+    cpu_key k = key_of(5000);
+    assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
+    cpu_dnnl_cache_put(&c, p); /* freed: ASan would see a leak otherwise */
   }
   assert_int_equal(c.n, WF_DNNL_CACHE_MAX);
   for (int i = 0; i < WF_DNNL_CACHE_MAX; i++)
-    wf__dnnl_cache_put(&c, held[i]);
-  wf__dnnl_cache_deinit(&c);
+    cpu_dnnl_cache_put(&c, held[i]);
+  cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
 
 static void test_cache_keeps_a_refused_shape_as_a_fallback(void **state) {
   wf_status *st = wf_status_new();
-  wf__dnnl_cache c;
+  cpu_dnnl_cache c;
   builder b = {.code = WF_UNIMPLEMENTED};
-  wf__cpu_key k = key_of(3);
-  wf__dnnl_plan *p;
+  cpu_key k = key_of(3);
+  cpu_dnnl_plan *p;
 
-  wf__dnnl_cache_init(&c);
-  assert_non_null(p = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
+  cpu_dnnl_cache_init(&c);
+  assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
   assert_true(p->fallback);
   assert_int_equal(wf_status_code(st), WF_OK);
-  wf__dnnl_cache_put(&c, p);
-  assert_non_null(p = wf__dnnl_cache_get(&c, &k, count_build, &b, st));
+  cpu_dnnl_cache_put(&c, p);
+  assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
   assert_true(p->fallback);
   assert_int_equal(b.calls, 1);
-  wf__dnnl_cache_put(&c, p);
-  wf__dnnl_cache_deinit(&c);
+  cpu_dnnl_cache_put(&c, p);
+  cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
 
 static void test_cache_reports_other_build_failures(void **state) {
   wf_status *st = wf_status_new();
-  wf__dnnl_cache c;
+  cpu_dnnl_cache c;
   builder b = {.code = WF_RESOURCE_EXHAUSTED};
-  wf__cpu_key k = key_of(4);
+  cpu_key k = key_of(4);
 
-  wf__dnnl_cache_init(&c);
-  assert_null(wf__dnnl_cache_get(&c, &k, count_build, &b, st));
+  cpu_dnnl_cache_init(&c);
+  assert_null(cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
   assert_int_equal(wf_status_code(st), WF_RESOURCE_EXHAUSTED);
   assert_non_null(strstr(wf_status_message(st), "build refused"));
   assert_int_equal(c.n, 0);
-  wf__dnnl_cache_deinit(&c);
+  cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
 
@@ -200,33 +203,33 @@ static void test_weights_are_reordered_again_only_when_their_bytes_change(
   dnnl_memory_desc_t user, want;
   float w[12];
   float *inner;
-  wf__dnnl_plan *p;
+  cpu_dnnl_plan *p;
   void *data[1] = {w};
 
   for (int i = 0; i < 12; i++)
     w[i] = (float)i;
-  assert_int_equal(wf__dnnl_md(&user, 2, dims, NULL, st), 0);
-  assert_int_equal(wf__dnnl_md(&want, 2, dims, col_major, st), 0);
-  assert_int_equal(wf__dnnl_plan_new(&p, st), 0);
+  assert_int_equal(cpu_dnnl_md(&user, 2, dims, NULL, st), 0);
+  assert_int_equal(cpu_dnnl_md(&want, 2, dims, col_major, st), 0);
+  assert_int_equal(cpu_dnnl_plan_new(&p, st), 0);
   assert_int_equal(
-      wf__dnnl_plan_mem(p, 0, &user, &want, WF_DNNL_WEIGHTS, st), 0);
-  assert_int_equal(wf__dnnl_plan_finish(p, st), 0);
+      cpu_dnnl_plan_mem(p, 0, &user, &want, WF_DNNL_WEIGHTS, st), 0);
+  assert_int_equal(cpu_dnnl_plan_finish(p, st), 0);
   inner = p->mems[0].buf;
   assert_non_null(inner);
-  assert_int_equal(wf__dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
   /* w[r][c] at inner[c * 4 + r] */
   assert_true(inner[1 * 4 + 2] == w[2 * 3 + 1]);
   /* Same bytes: the copy is kept (a mark left in it survives). */
   inner[0] = -1.0f;
-  assert_int_equal(wf__dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
   assert_true(inner[0] == -1.0f);
   /* New bytes at the same address: reordered again. */
   w[0] = 42.0f;
   w[5] = 7.5f;
-  assert_int_equal(wf__dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
   assert_true(inner[0] == 42.0f);
   assert_true(inner[2 * 4 + 1] == 7.5f);
-  wf__dnnl_plan_free(p);
+  cpu_dnnl_plan_free(p);
   wf_status_free(st);
 }
 
@@ -236,19 +239,19 @@ static void test_accumulated_outputs_are_zeroed_before_each_run(void **state) {
   const int64_t dims[1] = {16};
   dnnl_memory_desc_t md;
   float out[16];
-  wf__dnnl_plan *p;
+  cpu_dnnl_plan *p;
   void *data[1] = {out};
 
   for (int i = 0; i < 16; i++)
     out[i] = 3.0f;
-  assert_int_equal(wf__dnnl_md(&md, 1, dims, NULL, st), 0);
-  assert_int_equal(wf__dnnl_plan_new(&p, st), 0);
-  assert_int_equal(wf__dnnl_plan_mem(p, 0, &md, NULL, WF_DNNL_ZERO, st), 0);
-  assert_int_equal(wf__dnnl_plan_finish(p, st), 0);
-  assert_int_equal(wf__dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_md(&md, 1, dims, NULL, st), 0);
+  assert_int_equal(cpu_dnnl_plan_new(&p, st), 0);
+  assert_int_equal(cpu_dnnl_plan_mem(p, 0, &md, NULL, WF_DNNL_ZERO, st), 0);
+  assert_int_equal(cpu_dnnl_plan_finish(p, st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
   for (int i = 0; i < 16; i++)
     assert_true(out[i] == 0.0f);
-  wf__dnnl_plan_free(p);
+  cpu_dnnl_plan_free(p);
   wf_status_free(st);
 }
 

@@ -97,36 +97,36 @@ static void fake_free(void *ctx, void *ptr) {
   free(p);
 }
 
-static wf__cucache *fake_cache(fake *f, size_t limit) {
-  wf__cucache_backend b = {.malloc = fake_malloc,
+static cucache *fake_cache(fake *f, size_t limit) {
+  cucache_backend b = {.malloc = fake_malloc,
                            .free = fake_free,
                            .ctx = f,
                            .name = "fake:0"};
-  wf__cucache *c;
+  cucache *c;
 
   memset(f, 0, sizeof *f);
   pthread_mutex_init(&f->mu, NULL);
   f->limit = limit;
-  c = wf__cucache_new(&b);
+  c = cucache_new(&b);
   assert_non_null(c);
   return c;
 }
 
 static void fake_done(fake *f) { pthread_mutex_destroy(&f->mu); }
 
-static void *must_alloc(wf__cucache *c, size_t bytes) {
+static void *must_alloc(cucache *c, size_t bytes) {
   char why[512];
   void *p = NULL;
-  int rc = wf__cucache_block_alloc(c, bytes, &p, why, sizeof why);
+  int rc = cucache_block_alloc(c, bytes, &p, why, sizeof why);
 
   if (rc)
     fail_msg("allocating %zu bytes: code %d: %s", bytes, rc, why);
   return p;
 }
 
-static wf__cucache_stats stats_of(wf__cucache *c) {
-  wf__cucache_stats s;
-  wf__cucache_stats_get(c, &s);
+static cucache_stats stats_of(cucache *c) {
+  cucache_stats s;
+  cucache_stats_get(c, &s);
   return s;
 }
 
@@ -145,23 +145,23 @@ static void test_cache_rounds_sizes_to_buckets(void **state) {
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (wf__cucache_round(cases[i].in) != cases[i].out)
+    if (cucache_round(cases[i].in) != cases[i].out)
       fail_msg("%zu bytes rounds to %zu, expected %zu", cases[i].in,
-               wf__cucache_round(cases[i].in), cases[i].out);
+               cucache_round(cases[i].in), cases[i].out);
   /* Every size lands in a bucket at most a quarter larger. */
   for (size_t b = 513; b < 70000; b += 97) {
-    size_t r = wf__cucache_round(b);
+    size_t r = cucache_round(b);
     assert_true(r >= b && r - b <= b / 4 && r % 128 == 0);
   }
-  assert_int_equal(wf__cucache_round(SIZE_MAX), 0);
+  assert_int_equal(cucache_round(SIZE_MAX), 0);
 }
 
 static void test_cache_reuses_a_freed_block_of_the_same_bucket(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void *a = must_alloc(c, 1000), *b, *d;
 
-  assert_int_equal(wf__cucache_block_free(c, a), 0);
+  assert_int_equal(cucache_block_free(c, a), 0);
   /* 1020 bytes fall in 1000's bucket (1024): the same block comes back. */
   b = must_alloc(c, 1020);
   assert_ptr_equal(b, a);
@@ -172,7 +172,7 @@ static void test_cache_reuses_a_freed_block_of_the_same_bucket(void **state) {
   assert_int_equal(f.mallocs, 2);
   assert_int_equal(stats_of(c).hits, 1);
   assert_int_equal(stats_of(c).allocs, 3);
-  assert_int_equal(wf__cucache_free(c), 1024 + 1280);
+  assert_int_equal(cucache_free(c), 1024 + 1280);
   assert_int_equal(f.frees, 2);
   assert_int_equal(f.live, 0);
   fake_done(&f);
@@ -180,14 +180,14 @@ static void test_cache_reuses_a_freed_block_of_the_same_bucket(void **state) {
 
 static void test_cache_statistics_track_in_use_cached_and_peak(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void *a = must_alloc(c, 4096), *b = must_alloc(c, 600);
-  wf__cucache_stats s = stats_of(c);
+  cucache_stats s = stats_of(c);
 
   assert_int_equal(s.in_use, 4096 + 640);
   assert_int_equal(s.cached, 0);
   assert_int_equal(s.peak, 4096 + 640);
-  wf__cucache_block_free(c, a);
+  cucache_block_free(c, a);
   s = stats_of(c);
   assert_int_equal(s.in_use, 640);
   assert_int_equal(s.cached, 4096);
@@ -198,27 +198,27 @@ static void test_cache_statistics_track_in_use_cached_and_peak(void **state) {
   assert_int_equal(s.cached, 0);
   assert_int_equal(s.hits, 1);
   assert_int_equal(s.backend_allocs, 2);
-  wf__cucache_block_free(c, a);
-  wf__cucache_block_free(c, b);
-  assert_int_equal(wf__cucache_trim(c), 4096 + 640);
+  cucache_block_free(c, a);
+  cucache_block_free(c, b);
+  assert_int_equal(cucache_trim(c), 4096 + 640);
   s = stats_of(c);
   assert_int_equal(s.in_use, 0);
   assert_int_equal(s.cached, 0);
   assert_int_equal(s.backend_frees, 2);
   assert_int_equal(f.live, 0);
-  assert_int_equal(wf__cucache_free(c), 0);
+  assert_int_equal(cucache_free(c), 0);
   fake_done(&f);
 }
 
 static void test_cache_out_of_memory_empties_the_cache_and_retries(
     void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 4096);
+  cucache *c = fake_cache(&f, 4096);
   void *a = must_alloc(c, 2048), *b = must_alloc(c, 2048), *d;
-  wf__cucache_stats s;
+  cucache_stats s;
 
-  wf__cucache_block_free(c, a);
-  wf__cucache_block_free(c, b);
+  cucache_block_free(c, a);
+  cucache_block_free(c, b);
   /* 3072 bytes: no block of that bucket, and the device is full of
    * cached 2048s — they go back and the second try succeeds. */
   d = must_alloc(c, 3072);
@@ -229,18 +229,18 @@ static void test_cache_out_of_memory_empties_the_cache_and_retries(
   assert_int_equal(s.cached, 0);
   assert_int_equal(s.in_use, 3072);
   assert_int_equal(f.live, 3072);
-  wf__cucache_free(c);
+  cucache_free(c);
   fake_done(&f);
 }
 
 static void test_cache_out_of_memory_with_nothing_cached_says_what_and_why(
     void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 4096);
+  cucache *c = fake_cache(&f, 4096);
   void *a = must_alloc(c, 3000), *b = &f;
   char why[512];
 
-  assert_int_equal(wf__cucache_block_alloc(c, 2000, &b, why, sizeof why),
+  assert_int_equal(cucache_block_alloc(c, 2000, &b, why, sizeof why),
                    WF_RESOURCE_EXHAUSTED);
   assert_null(b);
   assert_non_null(strstr(why, "fake:0"));
@@ -252,63 +252,63 @@ static void test_cache_out_of_memory_with_nothing_cached_says_what_and_why(
   assert_int_equal(f.nomems, 1);
   /* With a cached block that is not enough, the cache is emptied first and
    * the message says so. */
-  wf__cucache_block_free(c, a);
+  cucache_block_free(c, a);
   f.limit = 1024;
-  assert_int_equal(wf__cucache_block_alloc(c, 2000, &b, why, sizeof why),
+  assert_int_equal(cucache_block_alloc(c, 2000, &b, why, sizeof why),
                    WF_RESOURCE_EXHAUSTED);
   assert_non_null(strstr(why, "after giving back the cache's 3.0 KiB"));
   assert_int_equal(stats_of(c).flushes, 1);
   assert_int_equal(f.live, 0);
-  wf__cucache_free(c);
+  cucache_free(c);
   fake_done(&f);
 }
 
 static void test_cache_other_backend_errors_are_not_retried(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void *a = must_alloc(c, 5000), *b;
   char why[512];
 
-  wf__cucache_block_free(c, a);
+  cucache_block_free(c, a);
   f.fail_with = WF_CUCACHE_BACKEND_ERROR;
-  assert_int_equal(wf__cucache_block_alloc(c, 100, &b, why, sizeof why),
+  assert_int_equal(cucache_block_alloc(c, 100, &b, why, sizeof why),
                    WF_INTERNAL);
   assert_non_null(strstr(why, "fake device is broken"));
   /* The cached block stays: emptying the cache cannot help. */
-  assert_int_equal(stats_of(c).cached, wf__cucache_round(5000));
+  assert_int_equal(stats_of(c).cached, cucache_round(5000));
   assert_int_equal(stats_of(c).flushes, 0);
-  wf__cucache_free(c);
+  cucache_free(c);
   fake_done(&f);
 }
 
 static void test_cache_refuses_a_pointer_it_did_not_hand_out(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void *a = must_alloc(c, 100);
   int other;
 
-  assert_int_equal(wf__cucache_block_free(c, &other), -1);
-  assert_int_equal(wf__cucache_block_free(c, a), 0);
+  assert_int_equal(cucache_block_free(c, &other), -1);
+  assert_int_equal(cucache_block_free(c, a), 0);
   /* Freed twice: the second is refused and nothing is counted twice. */
-  assert_int_equal(wf__cucache_block_free(c, a), -1);
+  assert_int_equal(cucache_block_free(c, a), -1);
   assert_int_equal(stats_of(c).cached, 512);
   assert_int_equal(stats_of(c).in_use, 0);
-  assert_int_equal(wf__cucache_block_free(c, NULL), 0);
-  wf__cucache_free(c);
+  assert_int_equal(cucache_block_free(c, NULL), 0);
+  cucache_free(c);
   fake_done(&f);
 }
 
 static void test_cache_zero_bytes_is_no_block(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void *p = &f;
   char why[64];
 
-  assert_int_equal(wf__cucache_block_alloc(c, 0, &p, why, sizeof why), 0);
+  assert_int_equal(cucache_block_alloc(c, 0, &p, why, sizeof why), 0);
   assert_null(p);
   assert_int_equal(f.mallocs, 0);
   assert_int_equal(stats_of(c).allocs, 0);
-  wf__cucache_free(c);
+  cucache_free(c);
   fake_done(&f);
 }
 
@@ -317,7 +317,7 @@ static void test_cache_zero_bytes_is_no_block(void **state) {
 static void test_cache_tracks_many_blocks(void **state) {
   enum { N = 3000 };
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   void **p = calloc(N, sizeof *p);
   size_t total = 0;
 
@@ -325,9 +325,9 @@ static void test_cache_tracks_many_blocks(void **state) {
   for (int i = 0; i < N; i++)
     p[i] = must_alloc(c, (size_t)(i % 7 + 1) * 512);
   for (int i = 0; i < N; i += 3)
-    assert_int_equal(wf__cucache_block_free(c, p[i]), 0);
+    assert_int_equal(cucache_block_free(c, p[i]), 0);
   for (int i = 0; i < N; i++)
-    assert_int_equal(wf__cucache_block_free(c, p[i]), i % 3 ? 0 : -1);
+    assert_int_equal(cucache_block_free(c, p[i]), i % 3 ? 0 : -1);
   assert_int_equal(stats_of(c).in_use, 0);
   assert_int_equal(f.mallocs, N);
   /* Everything again: all from the cache now. */
@@ -338,7 +338,7 @@ static void test_cache_tracks_many_blocks(void **state) {
   assert_int_equal(f.mallocs, N);
   assert_int_equal(stats_of(c).cached, 0);
   /* Blocks never freed are given back with the cache, and counted. */
-  assert_int_equal(wf__cucache_free(c), total);
+  assert_int_equal(cucache_free(c), total);
   assert_int_equal(f.frees, N);
   assert_int_equal(f.live, 0);
   free(p);
@@ -346,7 +346,7 @@ static void test_cache_tracks_many_blocks(void **state) {
 }
 
 typedef struct churn {
-  wf__cucache *c;
+  cucache *c;
   int seed;
 } churn;
 
@@ -360,25 +360,25 @@ static void *churn_thread(void *arg) {
     x = x * 1103515245u + 12345u;
     k = (int)(x >> 16) % 16;
     if (mine[k]) {
-      if (wf__cucache_block_free(ch->c, mine[k]))
+      if (cucache_block_free(ch->c, mine[k]))
         return "a block of this thread was refused";
       mine[k] = NULL;
     } else {
       char why[256];
-      if (wf__cucache_block_alloc(ch->c, (x >> 8) % 9000 + 1, &mine[k], why,
+      if (cucache_block_alloc(ch->c, (x >> 8) % 9000 + 1, &mine[k], why,
                                   sizeof why))
         return "an allocation failed";
     }
   }
   for (int k = 0; k < 16; k++)
-    if (wf__cucache_block_free(ch->c, mine[k]))
+    if (cucache_block_free(ch->c, mine[k]))
       return "a block of this thread was refused at the end";
   return NULL;
 }
 
 static void test_cache_is_safe_from_several_threads(void **state) {
   fake f;
-  wf__cucache *c = fake_cache(&f, 0);
+  cucache *c = fake_cache(&f, 0);
   pthread_t t[4];
   churn ch[4];
 
@@ -394,7 +394,7 @@ static void test_cache_is_safe_from_several_threads(void **state) {
   }
   assert_int_equal(stats_of(c).in_use, 0);
   assert_int_equal(stats_of(c).cached, f.live);
-  assert_int_equal(wf__cucache_free(c), 0);
+  assert_int_equal(cucache_free(c), 0);
   assert_int_equal(f.live, 0);
   fake_done(&f);
 }
@@ -428,7 +428,7 @@ static void test_philox_blocks_match_the_cpu(void **state) {
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
       rnd_stream cpu;
-      wf__cuphilox dev;
+      cuphilox dev;
       rnd_stream_init(&cpu, keys[k], steps[s]);
       cuphilox_init(&dev, keys[k], steps[s]);
       for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
@@ -459,7 +459,7 @@ static const double bounds[][2] = {
 /* How many of the first N_UNIFORM elements round to hi (or above) before
  * the pull back below it; `per` elements to a block, each of `bits` random
  * bits. */
-static int rounding_up_to_hi(const wf__cuphilox *dev, double lo, double hi,
+static int rounding_up_to_hi(const cuphilox *dev, double lo, double hi,
                              int per, int bits) {
   int n = 0;
 
@@ -489,7 +489,7 @@ static void test_philox_uniform_f32_matches_the_cpu_bit_for_bit(
       for (size_t r = 0; r < sizeof bounds / sizeof bounds[0]; r++) {
         double lo = bounds[r][0], hi = bounds[r][1];
         rnd_stream cpu;
-        wf__cuphilox dev;
+        cuphilox dev;
         rnd_stream_init(&cpu, keys[k], steps[s]);
         cuphilox_init(&dev, keys[k], steps[s]);
         rnd_uniform_f32(want, N_UNIFORM, &cpu, lo, hi);
@@ -525,7 +525,7 @@ static void test_philox_uniform_f64_matches_the_cpu_bit_for_bit(
       for (size_t r = 0; r < sizeof bounds / sizeof bounds[0]; r++) {
         double lo = bounds[r][0], hi = bounds[r][1];
         rnd_stream cpu;
-        wf__cuphilox dev;
+        cuphilox dev;
         rnd_stream_init(&cpu, keys[k], steps[s]);
         cuphilox_init(&dev, keys[k], steps[s]);
         rnd_uniform_f64(want, N_UNIFORM, &cpu, lo, hi);
@@ -840,12 +840,12 @@ static void test_staged_copies_survive_an_asynchronous_device(void **state) {
                                  2 * HALF + 1, 5 * HALF + 3};
   unsigned char stage[2 * HALF];
   fake_dev d = {.fail_copy_at = -1};
-  wf__custage_backend b = {fake_copy, fake_record, fake_wait, &d};
-  wf__custage s;
+  custage_backend b = {fake_copy, fake_record, fake_wait, &d};
+  custage s;
   char why[64];
   (void)state;
 
-  wf__custage_init(&s, &b, stage, HALF);
+  custage_init(&s, &b, stage, HALF);
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     size_t n = sizes[k];
     unsigned char host[5 * HALF + 3], dev[5 * HALF + 3], back[5 * HALF + 3],
@@ -855,7 +855,7 @@ static void test_staged_copies_survive_an_asynchronous_device(void **state) {
     fill_bytes(host, n, (unsigned)k);
     memcpy(want, host, n);
     memset(dev, 0, sizeof dev);
-    assert_int_equal(wf__custage_in(&s, dev, host, n, why, sizeof why), 0);
+    assert_int_equal(custage_in(&s, dev, host, n, why, sizeof why), 0);
     memset(host, 0xEE, sizeof host);
     fake_sync(&d);
     if (n)
@@ -867,7 +867,7 @@ static void test_staged_copies_survive_an_asynchronous_device(void **state) {
     if (n)
       assert_int_equal(fake_copy(&d, dev, later, n, 1, why, sizeof why), 0);
     memset(back, 0, sizeof back);
-    assert_int_equal(wf__custage_out(&s, back, dev, n, why, sizeof why), 0);
+    assert_int_equal(custage_out(&s, back, dev, n, why, sizeof why), 0);
     if (n)
       assert_memory_equal(back, later, n);
   }
@@ -876,8 +876,8 @@ static void test_staged_copies_survive_an_asynchronous_device(void **state) {
     unsigned char a[3 * HALF], b2[3 * HALF], da[3 * HALF], db[3 * HALF];
     fill_bytes(a, sizeof a, 1);
     fill_bytes(b2, sizeof b2, 2);
-    assert_int_equal(wf__custage_in(&s, da, a, sizeof a, why, sizeof why), 0);
-    assert_int_equal(wf__custage_in(&s, db, b2, sizeof b2, why, sizeof why),
+    assert_int_equal(custage_in(&s, da, a, sizeof a, why, sizeof why), 0);
+    assert_int_equal(custage_in(&s, db, b2, sizeof b2, why, sizeof why),
                      0);
     memset(a, 0, sizeof a);
     fill_bytes(b2, sizeof b2, 3);
@@ -887,7 +887,7 @@ static void test_staged_copies_survive_an_asynchronous_device(void **state) {
     fill_bytes(b2, sizeof b2, 2);
     assert_memory_equal(db, b2, sizeof b2);
   }
-  assert_int_equal(wf__custage_drain(&s, why, sizeof why), 0);
+  assert_int_equal(custage_drain(&s, why, sizeof why), 0);
   assert_true(d.waits > 0);
 }
 
@@ -895,18 +895,18 @@ static void test_a_failed_staged_copy_says_why(void **state) {
   enum { HALF = 16 };
   unsigned char stage[2 * HALF], host[5 * HALF], dev[5 * HALF];
   fake_dev d = {.fail_copy_at = 2};
-  wf__custage_backend b = {fake_copy, fake_record, fake_wait, &d};
-  wf__custage s;
+  custage_backend b = {fake_copy, fake_record, fake_wait, &d};
+  custage s;
   char why[64] = "";
   (void)state;
 
-  wf__custage_init(&s, &b, stage, HALF);
+  custage_init(&s, &b, stage, HALF);
   fill_bytes(host, sizeof host, 9);
   assert_int_not_equal(
-      wf__custage_in(&s, dev, host, sizeof host, why, sizeof why), 0);
+      custage_in(&s, dev, host, sizeof host, why, sizeof why), 0);
   assert_string_equal(why, "fake copy error");
   /* What was queued still runs, and the stage can be drained. */
-  assert_int_equal(wf__custage_drain(&s, why, sizeof why), 0);
+  assert_int_equal(custage_drain(&s, why, sizeof why), 0);
   fake_sync(&d);
 }
 

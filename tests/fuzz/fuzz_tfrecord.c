@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #include "fuzz_common.h"
-/* The plugin's CRC (core/io/crc32c.c, compiled in; tests/readers checks it
+/* The plugin's CRC (tfr_crc32c.c, compiled in; tests/readers checks it
  * against a bitwise one) and TFRecord's masking. */
 #include "tfrecord.h"
 
@@ -61,9 +61,9 @@ static void repair_framing(uint8_t *d, size_t size) {
       for (int i = 0; i < 8; i++)
         d[o + (size_t)i] = (uint8_t)(len >> (8 * i));
     }
-    put_le32(d + o + 8, wf__tfr_crc_mask(wf__crc32c(0, d + o, 8)));
+    put_le32(d + o + 8, tfr_crc_mask(tfr_crc32c(0, d + o, 8)));
     put_le32(d + o + 12 + len,
-             wf__tfr_crc_mask(wf__crc32c(0, d + o + 12, (size_t)len)));
+             tfr_crc_mask(tfr_crc32c(0, d + o + 12, (size_t)len)));
     o += 16 + (size_t)len;
   }
 }

@@ -15,7 +15,8 @@
 #   make fuzz-tfrecord-smoke              run the seed corpus once (for CI)
 TFRECORD_FUZZ_SRCS = \
 	plugins/readers/tfrecord/tfrecord.h \
-	core/io/crc32c.c core/io/crc32c.h \
+	plugins/readers/tfrecord/tfr_crc32c.c \
+	plugins/readers/tfrecord/tfr_crc32c.h \
 	plugins/readers/tfrecord/stream.c \
 	plugins/readers/tfrecord/record.c \
 	plugins/readers/tfrecord/example.c \

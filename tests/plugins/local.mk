@@ -76,6 +76,28 @@ tests_core_test_kernel_LDADD = $(TEST_LDADD)
 TESTS += tests/plugins/test_no_libweft.sh
 EXTRA_DIST += tests/plugins/test_no_libweft.sh
 
+# Plugins on the SDK's helper layer (<weft/plugin_aux.h>): vendor-domain ops
+# that run, a plugin needing a newer host ABI, and a third-party MatMul that
+# must lose to ops-math's whatever the search order.
+check_LTLIBRARIES += tests/plugins/vendor_op.la tests/plugins/needs_newer.la \
+	tests/plugins/clash_matmul.la
+tests_plugins_vendor_op_la_SOURCES = tests/plugins/vendor_op.c
+tests_plugins_vendor_op_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_vendor_op_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_needs_newer_la_SOURCES = tests/plugins/needs_newer.c
+tests_plugins_needs_newer_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_needs_newer_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_clash_matmul_la_SOURCES = tests/plugins/clash_matmul.c
+tests_plugins_clash_matmul_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
+tests_plugins_clash_matmul_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_PROGRAMS += tests/plugins/test_plugin_aux
+TESTS += tests/plugins/test_plugin_aux tests/plugins/test_op_clash.sh
+EXTRA_DIST += tests/plugins/test_op_clash.sh
+tests_plugins_test_plugin_aux_SOURCES = tests/plugins/test_plugin_aux.c
+tests_plugins_test_plugin_aux_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_plugins_test_plugin_aux_CFLAGS = $(TEST_CFLAGS)
+tests_plugins_test_plugin_aux_LDADD = $(TEST_LDADD)
+
 # Graph passes from a plugin (tests/core/test_plugin_passes.c).
 check_LTLIBRARIES += tests/plugins/passes.la
 tests_plugins_passes_la_SOURCES = tests/plugins/passes.c

@@ -252,15 +252,15 @@ static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
 
 static void test_crc32c_matches_the_check_value(void **state) {
   (void)state;
-  assert_int_equal(wf__crc32c_portable(0, "123456789", 9), 0xE3069283u);
-  assert_int_equal(wf__crc32c(0, "123456789", 9), 0xE3069283u);
-  if (wf__crc32c_hw_available())
-    assert_int_equal(wf__crc32c_hw(0, "123456789", 9), 0xE3069283u);
+  assert_int_equal(tfr_crc32c_portable(0, "123456789", 9), 0xE3069283u);
+  assert_int_equal(tfr_crc32c(0, "123456789", 9), 0xE3069283u);
+  if (tfr_crc32c_hw_available())
+    assert_int_equal(tfr_crc32c_hw(0, "123456789", 9), 0xE3069283u);
   else
     print_message("SSE4.2 not available: only the portable CRC-32C runs\n");
-  assert_int_equal(wf__crc32c(0, "", 0), 0);
+  assert_int_equal(tfr_crc32c(0, "", 0), 0);
   /* TFRecord's mask of it, as the fixture generator computes it. */
-  assert_int_equal(wf__tfr_crc_mask(0xE3069283u), 0xc78ab0e5u);
+  assert_int_equal(tfr_crc_mask(0xE3069283u), 0xc78ab0e5u);
 }
 
 static void test_crc32c_implementations_agree_on_every_length_and_alignment(
@@ -275,13 +275,13 @@ static void test_crc32c_implementations_agree_on_every_length_and_alignment(
   for (size_t off = 0; off < 8; off++)
     for (size_t n = 0; n <= 1024; n += (n < 80 ? 1 : 37)) {
       uint32_t want = crc_bitwise(buf + off, n);
-      assert_int_equal(wf__crc32c_portable(0, buf + off, n), want);
-      if (wf__crc32c_hw_available())
-        assert_int_equal(wf__crc32c_hw(0, buf + off, n), want);
-      assert_int_equal(wf__crc32c(0, buf + off, n), want);
+      assert_int_equal(tfr_crc32c_portable(0, buf + off, n), want);
+      if (tfr_crc32c_hw_available())
+        assert_int_equal(tfr_crc32c_hw(0, buf + off, n), want);
+      assert_int_equal(tfr_crc32c(0, buf + off, n), want);
       /* Continuing a CRC over two pieces gives the whole one. */
       assert_int_equal(
-          wf__crc32c(wf__crc32c(0, buf + off, n / 3), buf + off + n / 3,
+          tfr_crc32c(tfr_crc32c(0, buf + off, n / 3), buf + off + n / 3,
                          n - n / 3),
           want);
     }

@@ -1,7 +1,7 @@
 # tests/readers/tfrecord.mk: the tfrecord reader's test. It loads the built
 # plugin through the real loader, and tests both implementations of the
-# CRC-32C code the plugin compiles in (core/io/crc32c.c, reached here through
-# the core's library). Fixtures (and the Python script
+# CRC-32C code of the plugin (plugins/readers/tfrecord/tfr_crc32c.c,
+# compiled in here too). Fixtures (and the Python script
 # that wrote them) are in tests/readers/fixtures/tfrecord/.
 TFRECORD_FIXTURES = \
 	tests/readers/fixtures/tfrecord/gen_tfrecord.py \
@@ -29,7 +29,8 @@ EXTRA_DIST += $(TFRECORD_FIXTURES)
 
 check_PROGRAMS += tests/readers/test_tfrecord
 TESTS += tests/readers/test_tfrecord
-tests_readers_test_tfrecord_SOURCES = tests/readers/test_tfrecord.c
+tests_readers_test_tfrecord_SOURCES = tests/readers/test_tfrecord.c \
+	plugins/readers/tfrecord/tfr_crc32c.c
 tests_readers_test_tfrecord_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/readers/tfrecord \
 	-I$(top_builddir)/plugins/readers/tfrecord \

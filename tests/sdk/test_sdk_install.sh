@@ -5,7 +5,8 @@
 # (PKG_CONFIG_SYSROOT_DIR maps the configured prefix into it), runs their
 # tests with LD_LIBRARY_PATH and WEFT_PLUGIN_PATH set, then installs the op
 # plugin into the plugin directory and checks that `weft plugins` finds it
-# there. It writes only under a temporary directory (the source tree may be
+# there, and that a third-party plugin there defining ops-math's MatMul is
+# refused in favour of ops-math. It writes only under a temporary directory (the source tree may be
 # read-only, as in `make distcheck`); the examples are built with this
 # build's compiler and flags (tests/sdk/build-env.sh).
 top_srcdir=${top_srcdir:-.}
@@ -91,6 +92,8 @@ else
 fi
 [ -f "$(in_root "$(pkg-config --variable=includedir weft)")/weft/plugin.h" ] ||
   fail "weft/plugin.h is not installed under pkg-config's includedir"
+[ -f "$(in_root "$(pkg-config --variable=includedir weft-plugin)")/weft/plugin_aux.h" ] ||
+  fail "weft/plugin_aux.h (the helper layer) is not installed under pkg-config's includedir"
 plugin_libs=$(pkg-config --libs weft-plugin) ||
   fail "pkg-config --libs weft-plugin failed"
 case $plugin_libs in
@@ -154,4 +157,25 @@ awk -v dir="$plugindir" '
   fail "weft plugins does not list example-swish loaded from $plugindir/swish.so"
 }
 echo "weft plugins: example-swish loaded from the installed plugin directory"
+
+# ---- a third-party MatMul in the plugin directory loses to ops-math -------
+# Its file sorts before every plugin of weft's, so it is looked at first;
+# weft's own plugins are still registered first and it is the one refused.
+clash=$top_builddir/tests/plugins/.libs/clash_matmul.so
+if [ -f "$clash" ]; then
+  cp "$clash" "$plugindir/aaa_clash.so" || fail "cannot copy $clash"
+  chmod 755 "$plugindir/aaa_clash.so"
+  run clash.log "$weft" plugins
+  awk '
+    /^[^ ]/ { name = $1 }
+    name == "ops-math" && $1 == "state:" && $2 == "loaded" { math = 1 }
+    name == "test-clash" && $1 == "state:" && $2 == "refused:" &&
+      /ops-math/ { refused = 1 }
+    END { exit !(math && refused) }' "$tmp/clash.log" || {
+    cat "$tmp/clash.log"
+    fail "a third-party MatMul in $plugindir displaced ops-math"
+  }
+  rm -f "$plugindir/aaa_clash.so"
+  echo "weft plugins: ops-math kept MatMul; aaa_clash.so refused"
+fi
 exit 0

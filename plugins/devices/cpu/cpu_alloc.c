@@ -33,8 +33,8 @@ _Static_assert(sizeof(block_header) <= WF_CPU_MIN_ALIGN,
 /* Allocates NUMA-local memory for dev, or returns NULL when the system will
  * not bind it. A refusal other than lack of memory switches binding off for
  * the device, with one warning, so that later calls do not retry. */
-static void *alloc_bound(wf__cpudev *dev, size_t total) {
-  const wf__cpudev_plugin *p = dev->plugin;
+static void *alloc_bound(cpudev *dev, size_t total) {
+  const cpudev_plugin *p = dev->plugin;
   void *base;
   int err;
 
@@ -47,16 +47,16 @@ static void *alloc_bound(wf__cpudev *dev, size_t total) {
   if (err != ENOMEM) {
     atomic_store(&dev->bind, 0);
     if (!atomic_exchange(&dev->bind_warned, 1))
-      p->host->log(WF_LOG_WARNING, "device-cpu",
-                   "cpu:%d: the system refused to bind memory to its NUMA "
-                   "nodes (%s); allocating unbound memory from now on",
-                   dev->index, strerror(err));
+      wfx_host->log(WF_LOG_WARNING, "device-cpu",
+                    "cpu:%d: the system refused to bind memory to its NUMA "
+                    "nodes (%s); allocating unbound memory from now on",
+                    dev->index, strerror(err));
   }
   return NULL;
 }
 
-void *wf__cpudev_alloc(void *device_state, size_t bytes, size_t align) {
-  wf__cpudev *dev = device_state;
+void *cpudev_alloc(void *device_state, size_t bytes, size_t align) {
+  cpudev *dev = device_state;
   unsigned char *base = NULL;
   uint32_t kind = BLOCK_PLAIN;
   uintptr_t user;
@@ -95,8 +95,8 @@ void *wf__cpudev_alloc(void *device_state, size_t bytes, size_t align) {
   return (void *)user;
 }
 
-void wf__cpudev_free(void *device_state, void *ptr, size_t bytes) {
-  wf__cpudev *dev = device_state;
+void cpudev_free(void *device_state, void *ptr, size_t bytes) {
+  cpudev *dev = device_state;
   block_header *h;
   void *base;
 

@@ -30,12 +30,12 @@
 static void team_for(trn_body_fn *body, void *arg, int64_t n) {
   int32_t inter, intra;
 
-  wf__cpu_threads(&inter, &intra);
+  cpu_threads(&inter, &intra);
   if (n < WF_CPU_APPLY_SPLIT || intra <= 1) {
     body(arg, 0, n);
     return;
   }
-  wf__cpu_omp_threads_n(intra);
+  cpu_omp_threads_n(intra);
 #pragma omp parallel num_threads(intra)
   {
     int64_t pieces = (n + TRN_PIECE - 1) / TRN_PIECE;
@@ -54,7 +54,7 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
 static int apply_create(const char *op, void **state, wf_status *st) {
   *state = (void *)trn_dense_update(op);
   if (!*state)
-    return opc_fail(st, WF_INTERNAL, "ops-train has no dense update %s", op);
+    return wfx_fail(st, WF_INTERNAL, "ops-train has no dense update %s", op);
   return 0;
 }
 
@@ -62,25 +62,40 @@ static int apply_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return trn_apply_parallel(ctx, state, team_for, st);
 }
 
-#define APPLY_KERNEL(var, name)                                                \
+/* The create of the kernel of op `name`: each update op has its own. */
+#define APPLY_CREATE(var, name)                                                \
   static int create_##var(wf_kernel_ctx *ctx, void **state, wf_status *st) {   \
     (void)ctx;                                                                 \
     return apply_create((name), state, st);                                    \
-  }                                                                            \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = TRN_DTYPES,                             \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "threads",                               \
-                             .create = create_##var,                           \
-                             .compute = apply_compute}
+  }
 
-APPLY_KERNEL(wf__cpu_k_apply_gradient_descent, "ApplyGradientDescent");
-APPLY_KERNEL(wf__cpu_k_apply_momentum, "ApplyMomentum");
-APPLY_KERNEL(wf__cpu_k_apply_adam, "ApplyAdam");
-APPLY_KERNEL(wf__cpu_k_apply_adamw, "ApplyAdamW");
-APPLY_KERNEL(wf__cpu_k_apply_rmsprop, "ApplyRMSProp");
-APPLY_KERNEL(wf__cpu_k_apply_centered_rmsprop, "ApplyCenteredRMSProp");
-APPLY_KERNEL(wf__cpu_k_apply_adagrad, "ApplyAdagrad");
+APPLY_CREATE(cpu_k_apply_gradient_descent, "ApplyGradientDescent")
+const wf_kernel_def cpu_k_apply_gradient_descent =
+    WFX_KERNEL_FOR("cpu", "threads", "ApplyGradientDescent", "T", TRN_DTYPES,
+                   apply_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = create_cpu_k_apply_gradient_descent);
+APPLY_CREATE(cpu_k_apply_momentum, "ApplyMomentum")
+const wf_kernel_def cpu_k_apply_momentum = WFX_KERNEL_FOR(
+    "cpu", "threads", "ApplyMomentum", "T", TRN_DTYPES, apply_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = create_cpu_k_apply_momentum);
+APPLY_CREATE(cpu_k_apply_adam, "ApplyAdam")
+const wf_kernel_def cpu_k_apply_adam = WFX_KERNEL_FOR(
+    "cpu", "threads", "ApplyAdam", "T", TRN_DTYPES, apply_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = create_cpu_k_apply_adam);
+APPLY_CREATE(cpu_k_apply_adamw, "ApplyAdamW")
+const wf_kernel_def cpu_k_apply_adamw = WFX_KERNEL_FOR(
+    "cpu", "threads", "ApplyAdamW", "T", TRN_DTYPES, apply_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = create_cpu_k_apply_adamw);
+APPLY_CREATE(cpu_k_apply_rmsprop, "ApplyRMSProp")
+const wf_kernel_def cpu_k_apply_rmsprop = WFX_KERNEL_FOR(
+    "cpu", "threads", "ApplyRMSProp", "T", TRN_DTYPES, apply_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = create_cpu_k_apply_rmsprop);
+APPLY_CREATE(cpu_k_apply_centered_rmsprop, "ApplyCenteredRMSProp")
+const wf_kernel_def cpu_k_apply_centered_rmsprop =
+    WFX_KERNEL_FOR("cpu", "threads", "ApplyCenteredRMSProp", "T", TRN_DTYPES,
+                   apply_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = create_cpu_k_apply_centered_rmsprop);
+APPLY_CREATE(cpu_k_apply_adagrad, "ApplyAdagrad")
+const wf_kernel_def cpu_k_apply_adagrad = WFX_KERNEL_FOR(
+    "cpu", "threads", "ApplyAdagrad", "T", TRN_DTYPES, apply_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = create_cpu_k_apply_adagrad);

@@ -34,20 +34,20 @@ typedef struct bias_state {
   int ok, nchw;
 } bias_state;
 
-static void bias_destroy(void *state) { opc_host()->free(state); }
+static void bias_destroy(void *state) { wfx_host->free(state); }
 
 static int bias_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  bias_state *s = opc_host()->alloc(sizeof *s, 0);
+  bias_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   s->ok = nn_data_format(&a, &s->nchw, st) == 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -93,7 +93,6 @@ static WF_BIAS_CLONES void bias_sum(double *restrict acc, const float *restrict 
 /* BiasAdd (value, bias); BiasAddGrad (out_backprop). */
 static int bias_compute(wf_kernel_ctx *ctx, bias_state *s, int grad,
                         const wf_kernel_def *ref, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *b = NULL;
   wf_shape xs, bs, out;
   int64_t outer = 1, inner = 1, c;
@@ -103,9 +102,9 @@ static int bias_compute(wf_kernel_ctx *ctx, bias_state *s, int grad,
 
   if (!s->ok)
     return ref->compute(ctx, NULL, st);
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      (!grad && opc_kernel_input(ctx, 1, &b, &bs, st)))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      (!grad && wfx_kernel_input(ctx, 1, &b, &bs, st)))
+    return wfx_code(st);
   if (xs.rank < 2)
     return ref->compute(ctx, NULL, st);
   axis = nn_channel_axis(s->nchw, xs.rank);
@@ -118,25 +117,24 @@ static int bias_compute(wf_kernel_ctx *ctx, bias_state *s, int grad,
       (!grad && (bs.rank != 1 || bs.dims[0] != c)))
     return ref->compute(ctx, NULL, st);
   if (!grad) {
-    if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
-      return h->status_code(st);
-    bias_add(h->tensor_data(y), h->tensor_data(x), h->tensor_data(b), outer, c,
-             inner);
+    if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+      return wfx_code(st);
+    bias_add(wfx_data(y), wfx_data(x), wfx_data(b), outer, c, inner);
     return 0;
   }
-  opc_shape_make(&out, 1, &c);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (!(acc = h->alloc((size_t)c * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  wfx_shape_make(&out, 1, &c);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (!(acc = wfx_host->alloc((size_t)c * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %lld accumulators", (long long)c);
-  bias_sum(acc, h->tensor_data(x), outer, c, inner);
+  bias_sum(acc, wfx_data(x), outer, c, inner);
   {
-    float *db = h->tensor_data(y);
+    float *db = wfx_data(y);
     for (int64_t k = 0; k < c; k++)
       db[k] = (float)acc[k];
   }
-  h->free(acc);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -149,17 +147,11 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
   return bias_compute(ctx, state, 1, &nn_bias_add_grad_kernel, st);
 }
 
-#define BIAS_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "loops",                                 \
-                             .create = bias_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = bias_destroy}
-
-BIAS_KERNEL(wf__cpu_k_bias_add, "BiasAdd", bias_add_compute);
-BIAS_KERNEL(wf__cpu_k_bias_add_grad, "BiasAddGrad", bias_add_grad_compute);
+const wf_kernel_def cpu_k_bias_add =
+    WFX_KERNEL_FOR("cpu", "loops", "BiasAdd", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bias_add_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bias_create, .destroy = bias_destroy);
+const wf_kernel_def cpu_k_bias_add_grad =
+    WFX_KERNEL_FOR("cpu", "loops", "BiasAddGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bias_add_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bias_create, .destroy = bias_destroy);

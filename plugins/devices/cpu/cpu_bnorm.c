@@ -29,7 +29,7 @@ enum {
 };
 
 typedef struct bn_state {
-  wf__dnnl_cache cache;
+  cpu_dnnl_cache cache;
   int ok, nchw, training;
   double eps;
 } bn_state;
@@ -46,25 +46,25 @@ static void bn_destroy(void *state) {
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  cpu_dnnl_cache_deinit(&s->cache);
+  wfx_host->free(s);
 }
 
 static int bn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  bn_state *s = opc_host()->alloc(sizeof *s, 0);
+  bn_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   s->ok = nn_data_format(&a, &s->nchw, st) == 0 &&
           nn_attr_bool(&a, "is_training", &s->training, st) == 0 &&
           nn_attr_float(&a, "epsilon", &s->eps, st) == 0 && s->eps >= 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -74,26 +74,25 @@ static unsigned bn_flags(const bn_job *j) {
          (j->training ? 0u : (unsigned)dnnl_use_global_stats);
 }
 
-static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int bn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const bn_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_memory_desc_t xmd, cmd;
   dnnl_batch_normalization_desc_t fdesc, bdesc;
   dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
   dnnl_status_t s;
   int rc = 0;
 
-  if (wf__dnnl_md(&xmd, j->ndims, j->dims, NULL, st) ||
-      wf__dnnl_md(&cmd, 1, &j->c, NULL, st))
-    return h->status_code(st);
+  if (cpu_dnnl_md(&xmd, j->ndims, j->dims, NULL, st) ||
+      cpu_dnnl_md(&cmd, 1, &j->c, NULL, st))
+    return wfx_code(st);
   s = dnnl_batch_normalization_forward_desc_init(
       &fdesc,
       j->training || j->grad ? dnnl_forward_training : dnnl_forward_inference,
       &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "batch normalization setup", st);
-  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
-    return h->status_code(st);
+    return cpu_dnnl_refuse(s, "batch normalization setup", st);
+  if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "batch normalization setup", st))
+    return wfx_code(st);
   if (!j->grad) {
     static const int ids[6] = {DNNL_ARG_SRC,   DNNL_ARG_DST,
                                DNNL_ARG_SCALE, DNNL_ARG_SHIFT,
@@ -101,25 +100,25 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int mems[6] = {MEM_X,     MEM_Y,    MEM_SCALE,
                                 MEM_SHIFT, MEM_MEAN, MEM_VAR};
     int stats = j->training ? WF_DNNL_OUT : WF_DNNL_IN;
-    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SHIFT, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, stats, st) ||
-        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, stats, st) ||
-        wf__dnnl_plan_step(p, fwd, ids, mems, 6, st))
-      rc = h->status_code(st);
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SHIFT, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, stats, st) ||
+        cpu_dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, stats, st) ||
+        cpu_dnnl_plan_step(p, fwd, ids, mems, 6, st))
+      rc = wfx_code(st);
     goto done;
   }
   s = dnnl_batch_normalization_backward_desc_init(
       &bdesc, dnnl_backward, &xmd, &xmd, j->eps, bn_flags(j));
   if (s != dnnl_success) {
-    rc = wf__dnnl_refuse(s, "batch normalization backward setup", st);
+    rc = cpu_dnnl_refuse(s, "batch normalization backward setup", st);
     goto done;
   }
-  if (wf__dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
+  if (cpu_dnnl_pd(&bwd, &bdesc, fwd, "batch normalization backward setup",
                   st)) {
-    rc = h->status_code(st);
+    rc = wfx_code(st);
     goto done;
   }
   {
@@ -133,17 +132,17 @@ static int bn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int mems[9] = {MEM_X,   MEM_Y,  MEM_SCALE,  MEM_SHIFT,
                                 MEM_MEAN, MEM_VAR, MEM_DX, MEM_DSCALE,
                                 MEM_DSHIFT};
-    if (wf__dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_SHIFT, NULL, &cmd, 0, st) ||
-        wf__dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, bwd, ids, mems, 9, st))
-      rc = h->status_code(st);
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_Y, &xmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SCALE, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_SHIFT, NULL, &cmd, 0, st) ||
+        cpu_dnnl_plan_mem(p, MEM_MEAN, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_VAR, &cmd, NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DX, &xmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DSCALE, &cmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DSHIFT, &cmd, NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_step(p, bwd, ids, mems, 9, st))
+      rc = wfx_code(st);
     else
       memset(p->mems[MEM_SHIFT].buf, 0, p->mems[MEM_SHIFT].size);
   }
@@ -195,54 +194,53 @@ static int bn_view(const bn_state *s, const wf_shape *xs, bn_job *j) {
 }
 
 static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   bn_state *s = state;
   const wf_tensor *x, *v[4];
   wf_tensor *y, *bm, *bv;
   wf_shape xs, vs[4], cs;
   bn_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
   if (!s->ok)
     return nn_batch_norm_kernel.compute(ctx, NULL, st);
-  if (opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (opc_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+      return wfx_code(st);
   memset(&j, 0, sizeof j);
   if (!bn_view(s, &xs, &j) || !is_vec(&vs[0], j.c) || !is_vec(&vs[1], j.c) ||
       !stats_ok(&vs[2], j.c, s->training) ||
       !stats_ok(&vs[3], j.c, s->training))
     return nn_batch_norm_kernel.compute(ctx, NULL, st);
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
-    return h->status_code(st);
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return nn_batch_norm_kernel.compute(ctx, NULL, st);
   }
-  opc_shape_make(&cs, 1, &j.c);
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(bm = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(bv = h->kernel_output_new(ctx, 2, &cs, st))) {
-    wf__dnnl_cache_put(&s->cache, p);
-    return h->status_code(st);
+  wfx_shape_make(&cs, 1, &j.c);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(bv = wfx_host->kernel_output_new(ctx, 2, &cs, st))) {
+    cpu_dnnl_cache_put(&s->cache, p);
+    return wfx_code(st);
   }
-  data[MEM_X] = h->tensor_data(x);
-  data[MEM_Y] = h->tensor_data(y);
-  data[MEM_SCALE] = h->tensor_data(v[0]);
-  data[MEM_SHIFT] = h->tensor_data(v[1]);
-  data[MEM_MEAN] = h->tensor_data(s->training ? bm : v[2]);
-  data[MEM_VAR] = h->tensor_data(s->training ? bv : v[3]);
-  rc = wf__dnnl_plan_run(p, data, "batch normalization", st);
-  wf__dnnl_cache_put(&s->cache, p);
+  data[MEM_X] = wfx_data(x);
+  data[MEM_Y] = wfx_data(y);
+  data[MEM_SCALE] = wfx_data(v[0]);
+  data[MEM_SHIFT] = wfx_data(v[1]);
+  data[MEM_MEAN] = wfx_data(s->training ? bm : v[2]);
+  data[MEM_VAR] = wfx_data(s->training ? bv : v[3]);
+  rc = cpu_dnnl_plan_run(p, data, "batch normalization", st);
+  cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && !s->training) {
-    memcpy(h->tensor_data(bm), h->tensor_data(v[2]), h->tensor_nbytes(bm));
-    memcpy(h->tensor_data(bv), h->tensor_data(v[3]), h->tensor_nbytes(bv));
+    memcpy(wfx_data(bm), wfx_data(v[2]), wfx_host->tensor_nbytes(bm));
+    memcpy(wfx_data(bv), wfx_data(v[3]), wfx_host->tensor_nbytes(bv));
   }
   return rc;
 }
@@ -271,76 +269,67 @@ static int any_nonzero(const float *v, int64_t n) {
 }
 
 static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   bn_state *s = state;
   const wf_tensor *dy, *x, *v[5];
   wf_tensor *dx, *ds, *doff;
   wf_shape dys, xs, vs[5], cs;
   bn_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
   if (!s->ok)
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
-  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &x, &xs, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &xs, st))
+    return wfx_code(st);
   for (int i = 0; i < 5; i++)
-    if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+      return wfx_code(st);
   memset(&j, 0, sizeof j);
-  if (!bn_view(s, &xs, &j) || !wf__cpu_same_shape(&dys, &xs))
+  if (!bn_view(s, &xs, &j) || !wfx_shape_equal(&dys, &xs))
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   for (int i = 0; i < 5; i++)
     if (!is_vec(&vs[i], j.c))
       return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   j.grad = 1;
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
-    return h->status_code(st);
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
   }
-  opc_shape_make(&cs, 1, &j.c);
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(doff = h->kernel_output_new(ctx, 2, &cs, st))) {
-    wf__dnnl_cache_put(&s->cache, p);
-    return h->status_code(st);
+  wfx_shape_make(&cs, 1, &j.c);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(doff = wfx_host->kernel_output_new(ctx, 2, &cs, st))) {
+    cpu_dnnl_cache_put(&s->cache, p);
+    return wfx_code(st);
   }
-  data[MEM_X] = h->tensor_data(x);
-  data[MEM_Y] = h->tensor_data(dy);
-  data[MEM_SCALE] = h->tensor_data(v[0]);
-  data[MEM_MEAN] = h->tensor_data(v[1]);
-  data[MEM_VAR] = h->tensor_data(v[2]);
-  data[MEM_DX] = h->tensor_data(dx);
-  data[MEM_DSCALE] = h->tensor_data(ds);
-  data[MEM_DSHIFT] = h->tensor_data(doff);
-  rc = wf__dnnl_plan_run(p, data, "batch normalization backward", st);
-  wf__dnnl_cache_put(&s->cache, p);
+  data[MEM_X] = wfx_data(x);
+  data[MEM_Y] = wfx_data(dy);
+  data[MEM_SCALE] = wfx_data(v[0]);
+  data[MEM_MEAN] = wfx_data(v[1]);
+  data[MEM_VAR] = wfx_data(v[2]);
+  data[MEM_DX] = wfx_data(dx);
+  data[MEM_DSCALE] = wfx_data(ds);
+  data[MEM_DSHIFT] = wfx_data(doff);
+  rc = cpu_dnnl_plan_run(p, data, "batch normalization backward", st);
+  cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && s->training &&
-      (any_nonzero(h->tensor_data(v[3]), j.c) ||
-       any_nonzero(h->tensor_data(v[4]), j.c)))
-    add_stat_grads(&j, h->tensor_data(dx), h->tensor_data(x),
-                   h->tensor_data(v[1]), h->tensor_data(v[3]),
-                   h->tensor_data(v[4]));
+      (any_nonzero(wfx_data(v[3]), j.c) || any_nonzero(wfx_data(v[4]), j.c)))
+    add_stat_grads(&j, wfx_data(dx), wfx_data(x), wfx_data(v[1]),
+                   wfx_data(v[3]), wfx_data(v[4]));
   return rc;
 }
 
-#define BN_KERNEL(var, name, fn)                                               \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = bn_create,                              \
-                             .compute = (fn),                                  \
-                             .destroy = bn_destroy}
-
-BN_KERNEL(wf__cpu_k_batch_norm, "BatchNorm", bn_forward);
-BN_KERNEL(wf__cpu_k_batch_norm_grad, "BatchNormGrad", bn_backward);
+const wf_kernel_def cpu_k_batch_norm =
+    WFX_KERNEL_FOR("cpu", "onednn", "BatchNorm", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   bn_forward, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = bn_create, .destroy = bn_destroy);
+const wf_kernel_def cpu_k_batch_norm_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "BatchNormGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    bn_backward, .priority = WF_CPU_FAST_PRIORITY, .create = bn_create,
+    .destroy = bn_destroy);

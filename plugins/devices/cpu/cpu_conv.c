@@ -21,14 +21,14 @@
 
 /* ---- window geometry (shared with cpu_pool.c) ------------------------------ */
 
-int wf__cpu_win_init(const nn_window *w, const int64_t in[2],
-                     const int64_t k[2], wf__cpu_win *g, wf_status *st) {
+int cpu_win_init(const nn_window *w, const int64_t in[2],
+                     const int64_t k[2], cpu_win *g, wf_status *st) {
   memset(g, 0, sizeof *g);
   for (int d = 0; d < 2; d++) {
     int64_t out, before, eff, after;
 
     if (nn_window_dim(w, d, in[d], k[d], &out, &before, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     eff = (k[d] - 1) * w->dilation[d] + 1;
     /* What the window needs after the input to make `out` positions;
      * negative for a tail the windows never reach, which oneDNN takes as
@@ -48,7 +48,7 @@ int wf__cpu_win_init(const nn_window *w, const int64_t in[2],
   return 0;
 }
 
-void wf__cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]) {
+void cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]) {
   int ix[4];
 
   nn_nhwc_index(nchw, ix);
@@ -56,23 +56,18 @@ void wf__cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]) {
     d[i] = s->dims[ix[i]];
 }
 
-int wf__cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
+int cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
                    int64_t h, int64_t w, wf_status *st) {
   int64_t dims[4] = {n, c, h, w};
 
-  return wf__dnnl_md_tag(md, 4, dims, nchw ? dnnl_nchw : dnnl_nhwc, st);
+  return cpu_dnnl_md_tag(md, 4, dims, nchw ? dnnl_nchw : dnnl_nhwc, st);
 }
 
-void wf__cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
+void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c) {
   int64_t d[4] = {n, nchw ? c : h, nchw ? h : w, nchw ? w : c};
 
-  opc_shape_make(s, 4, d);
-}
-
-int wf__cpu_same_shape(const wf_shape *a, const wf_shape *b) {
-  return a->rank == b->rank &&
-         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
+  wfx_shape_make(s, 4, d);
 }
 
 /* ---- the kernels ----------------------------------------------------------- */
@@ -84,7 +79,7 @@ enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_WEIGHTS };
 enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2, MEM_B = 3 /* _FusedConv2D's bias */ };
 
 typedef struct conv_state {
-  wf__dnnl_cache cache;
+  cpu_dnnl_cache cache;
   nn_window win;
   int ok; /* the attributes parsed: the fast path may run */
 } conv_state;
@@ -93,7 +88,7 @@ typedef struct conv_state {
 typedef struct conv_job {
   int kind, nchw;
   int64_t n, c, co;
-  wf__cpu_win g;
+  cpu_win g;
   const opc_fused *fused; /* _FusedConv2D (forward only), else NULL */
 } conv_job;
 
@@ -102,25 +97,25 @@ static void conv_destroy(void *state) {
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  cpu_dnnl_cache_deinit(&s->cache);
+  wfx_host->free(s);
 }
 
 static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  conv_state *s = opc_host()->alloc(sizeof *s, 0);
+  conv_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   /* Attributes the shape function accepted parse here too; should they
    * not, every call goes to the reference kernel, which reports why. */
   s->ok = nn_window_parse(&a, NULL, 1, 1, &s->win, st) == 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -144,20 +139,20 @@ static int conv_fwd_pd(const conv_job *j, dnnl_format_tag_t xt,
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_md_tag(&x, 4, xd, xt, st) ||
-      wf__dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, yt, st) ||
-      (j->fused && wf__dnnl_md(&b, 1, &j->co, NULL, st)))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&x, 4, xd, xt, st) ||
+      cpu_dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, yt, st) ||
+      (j->fused && cpu_dnnl_md(&b, 1, &j->co, NULL, st)))
+    return wfx_code(st);
   s = dnnl_dilated_convolution_forward_desc_init(
       &desc, prop, dnnl_convolution_direct, &x, &f, j->fused ? &b : NULL, &y,
       j->g.strides, j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "convolution setup", st);
+    return cpu_dnnl_refuse(s, "convolution setup", st);
   if (j->fused)
-    return wf__dnnl_pd_fused(pd, &desc, j->fused, "fused convolution setup",
+    return cpu_dnnl_pd_fused(pd, &desc, j->fused, "fused convolution setup",
                              st);
-  return wf__dnnl_pd(pd, &desc, NULL, "convolution setup", st);
+  return cpu_dnnl_pd(pd, &desc, NULL, "convolution setup", st);
 }
 
 /* The primitive descriptor of the job's kind (fwd: its hint, backward
@@ -176,13 +171,13 @@ static int conv_pd(const conv_job *j, int any, dnnl_primitive_desc_t *pd,
   if (j->kind == CONV_FWD)
     return conv_fwd_pd(j, act, act, dnnl_forward_inference, pd, st);
   if (conv_fwd_pd(j, act, act, dnnl_forward_training, fwd, st))
-    return opc_host()->status_code(st);
-  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
-      wf__dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st)) {
+    return wfx_code(st);
+  if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
+      cpu_dnnl_md_tag(&f, 4, fd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, act, st)) {
     dnnl_primitive_desc_destroy(*fwd);
     *fwd = NULL;
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   }
   if (j->kind == CONV_BWD_DATA)
     s = dnnl_dilated_convolution_backward_data_desc_init(
@@ -193,14 +188,14 @@ static int conv_pd(const conv_job *j, int any, dnnl_primitive_desc_t *pd,
         &desc, dnnl_convolution_direct, &x, &f, NULL, &y, j->g.strides,
         j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
-    wf__dnnl_refuse(s, "convolution backward setup", st);
+    cpu_dnnl_refuse(s, "convolution backward setup", st);
   else
-    wf__dnnl_pd(pd, &desc, *fwd, "convolution backward setup", st);
+    cpu_dnnl_pd(pd, &desc, *fwd, "convolution backward setup", st);
   if (*pd)
     return 0;
   dnnl_primitive_desc_destroy(*fwd);
   *fwd = NULL;
-  return opc_host()->status_code(st);
+  return wfx_code(st);
 }
 
 /* A forward convolution over NHWC tensors whose bytes read the same in
@@ -226,7 +221,7 @@ static void conv_first_layer_pd(const conv_job *j, dnnl_primitive_desc_t *pd,
   *xt = dnnl_nchw;
   *yt = j->co == 16 ? dnnl_nChw16c : dnnl_nChw8c;
   if (conv_fwd_pd(j, *xt, *yt, dnnl_forward_inference, pd, st)) {
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return;
   }
   /* Only the direct jit kernel is worth it; brgconv does as well on NHWC. */
@@ -238,9 +233,8 @@ static void conv_first_layer_pd(const conv_job *j, dnnl_primitive_desc_t *pd,
   }
 }
 
-static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const conv_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t pd = NULL, fwd = NULL;
   dnnl_memory_desc_t xu, fu, yu, bu;
   int64_t fd[4] = {j->co, j->c, j->g.k[0], j->g.k[1]};
@@ -251,7 +245,7 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
 
   /* 16 multiply-adds count one unit: they run 16 to a vector from
    * registers, where pooling loads and stores each element. */
-  wf__dnnl_plan_threads(p, j->n * j->co * j->g.out[0] * j->g.out[1] * j->c *
+  cpu_dnnl_plan_threads(p, j->n * j->co * j->g.out[0] * j->g.out[1] * j->c *
                                j->g.k[0] * j->g.k[1] / 16);
   /* The tensors' own layouts when oneDNN has a direct kernel for them
    * (NHWC: its brgemm and jit kernels take nhwc); else its own blocked
@@ -268,19 +262,19 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   if (pd) {
     int64_t xd[4] = {j->n, j->c, j->g.in[0], j->g.in[1]};
     int64_t yd[4] = {j->n, j->co, j->g.out[0], j->g.out[1]};
-    if (wf__dnnl_md_tag(&xu, 4, xd, xt, st) ||
-        wf__dnnl_md_tag(&yu, 4, yd, yt, st))
+    if (cpu_dnnl_md_tag(&xu, 4, xd, xt, st) ||
+        cpu_dnnl_md_tag(&yu, 4, yd, yt, st))
       goto fail;
-  } else if (wf__cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0],
+  } else if (cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0],
                             j->g.in[1], st) ||
-             wf__cpu_act_md(&yu, j->nchw, j->n, j->co, j->g.out[0],
+             cpu_act_md(&yu, j->nchw, j->n, j->co, j->g.out[0],
                             j->g.out[1], st) ||
              conv_pd(j, 0, &pd, &fwd, st)) {
     goto fail;
   }
-  if (!wf__dnnl_pd_is_direct(pd)) {
+  if (!cpu_dnnl_pd_is_direct(pd)) {
     dnnl_primitive_desc_t pd2, fwd2;
-    if (conv_pd(j, 1, &pd2, &fwd2, st) == 0 && wf__dnnl_pd_is_direct(pd2)) {
+    if (conv_pd(j, 1, &pd2, &fwd2, st) == 0 && cpu_dnnl_pd_is_direct(pd2)) {
       dnnl_primitive_desc_destroy(pd);
       if (fwd)
         dnnl_primitive_desc_destroy(fwd);
@@ -290,7 +284,7 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
         dnnl_primitive_desc_destroy(pd2);
       if (fwd2)
         dnnl_primitive_desc_destroy(fwd2);
-      h->status_set(st, WF_OK, "%s", "");
+      wfx_host->status_set(st, WF_OK, "%s", "");
     }
   }
   switch (j->kind) {
@@ -315,22 +309,22 @@ static int conv_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     xfl = WF_DNNL_IN, ffl = WF_DNNL_OUT, yfl = WF_DNNL_IN;
     break;
   }
-  if (wf__dnnl_md_tag(&fu, 4, fd, dnnl_hwio, st) ||
-      wf__dnnl_plan_mem(p, MEM_X, &xu, dnnl_primitive_desc_query_md(pd, qx, 0),
+  if (cpu_dnnl_md_tag(&fu, 4, fd, dnnl_hwio, st) ||
+      cpu_dnnl_plan_mem(p, MEM_X, &xu, dnnl_primitive_desc_query_md(pd, qx, 0),
                         xfl, st) ||
-      wf__dnnl_plan_mem(p, MEM_F, &fu, dnnl_primitive_desc_query_md(pd, qf, 0),
+      cpu_dnnl_plan_mem(p, MEM_F, &fu, dnnl_primitive_desc_query_md(pd, qf, 0),
                         ffl, st) ||
-      wf__dnnl_plan_mem(p, MEM_Y, &yu, dnnl_primitive_desc_query_md(pd, qy, 0),
+      cpu_dnnl_plan_mem(p, MEM_Y, &yu, dnnl_primitive_desc_query_md(pd, qy, 0),
                         yfl, st) ||
       (j->fused &&
-       (wf__dnnl_md(&bu, 1, &j->co, NULL, st) ||
-        wf__dnnl_plan_mem(p, MEM_B, &bu, NULL, WF_DNNL_IN, st))) ||
-      wf__dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st))
+       (cpu_dnnl_md(&bu, 1, &j->co, NULL, st) ||
+        cpu_dnnl_plan_mem(p, MEM_B, &bu, NULL, WF_DNNL_IN, st))) ||
+      cpu_dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st))
     goto fail;
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   if (pd)
     dnnl_primitive_desc_destroy(pd);
@@ -346,33 +340,32 @@ done:
 static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
                               const wf_kernel_def *ref, const opc_fused *fu,
                               const wf_tensor *bias, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[3] = {NULL, NULL, NULL};
   wf_shape xs, fs, ys, dys;
   int64_t x4[4], ksz[2];
   void *data[4];
   conv_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   wf_tensor *out;
   int nin = kind == CONV_FWD ? 2 : 3, rc;
 
   if (!s->ok)
     return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
-    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
   if (kind == CONV_BWD_DATA) {
     if (nn_read_shape(in[0], "input_sizes", &xs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[0], &xs);
+    wfx_host->tensor_shape(in[0], &xs);
   }
   if (kind == CONV_BWD_WEIGHTS) {
     if (nn_read_shape(in[1], "filter_sizes", &fs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[1], &fs);
+    wfx_host->tensor_shape(in[1], &fs);
   }
   if (xs.rank != 4 || fs.rank != 4)
     goto reference;
@@ -380,16 +373,16 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   j.kind = kind;
   j.fused = fu;
   j.nchw = s->win.nchw;
-  wf__cpu_nhwc_dims(&xs, j.nchw, x4);
+  cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3], j.co = fs.dims[3];
   ksz[0] = fs.dims[0], ksz[1] = fs.dims[1];
   if (fs.dims[2] != j.c || ksz[0] < 1 || ksz[1] < 1 ||
-      wf__cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st))
+      cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st))
     goto reference;
-  wf__cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
+  cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
   if (kind != CONV_FWD) {
-    h->tensor_shape(in[2], &dys);
-    if (!wf__cpu_same_shape(&ys, &dys))
+    wfx_host->tensor_shape(in[2], &dys);
+    if (!wfx_shape_equal(&ys, &dys))
       goto reference;
   }
   if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||
@@ -398,53 +391,51 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
 
   if (fu) {
     wf_shape bs;
-    h->tensor_shape(bias, &bs);
-    if (bs.rank != 1 || bs.dims[0] != j.co ||
-        h->tensor_dtype(bias) != WF_FLOAT32)
+    wfx_host->tensor_shape(bias, &bs);
+    if (bs.rank != 1 || bs.dims[0] != j.co || wfx_dtype(bias) != WF_FLOAT32)
       goto reference;
   }
-  wf__cpu_key_shape(&key, &xs);
-  wf__cpu_key_shape(&key, &fs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
-    return h->status_code(st);
+  cpu_key_shape(&key, &xs);
+  cpu_key_shape(&key, &fs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   switch (kind) {
   case CONV_FWD:
-    out = h->kernel_output_new(ctx, 0, &ys, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_F] = h->tensor_data(in[1]);
-    data[MEM_Y] = out ? h->tensor_data(out) : NULL;
-    data[MEM_B] = fu ? h->tensor_data(bias) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_F] = wfx_data(in[1]);
+    data[MEM_Y] = out ? wfx_data(out) : NULL;
+    data[MEM_B] = fu ? wfx_data(bias) : NULL;
     break;
   case CONV_BWD_DATA:
-    out = h->kernel_output_new(ctx, 0, &xs, st);
-    data[MEM_X] = out ? h->tensor_data(out) : NULL;
-    data[MEM_F] = h->tensor_data(in[1]);
-    data[MEM_Y] = h->tensor_data(in[2]);
+    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
+    data[MEM_X] = out ? wfx_data(out) : NULL;
+    data[MEM_F] = wfx_data(in[1]);
+    data[MEM_Y] = wfx_data(in[2]);
     break;
   default:
-    out = h->kernel_output_new(ctx, 0, &fs, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_F] = out ? h->tensor_data(out) : NULL;
-    data[MEM_Y] = h->tensor_data(in[2]);
+    out = wfx_host->kernel_output_new(ctx, 0, &fs, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_F] = out ? wfx_data(out) : NULL;
+    data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  rc = out ? wf__dnnl_plan_run(p, data,
-                               kind == CONV_FWD ? (fu ? "fused convolution"
-                                                      : "convolution")
-                               : kind == CONV_BWD_DATA
-                                   ? "convolution backward data"
-                                   : "convolution backward weights",
-                               st)
-           : h->status_code(st);
-  wf__dnnl_cache_put(&s->cache, p);
+  rc = out ? cpu_dnnl_plan_run(
+                 p, data,
+                 kind == CONV_FWD ? (fu ? "fused convolution" : "convolution")
+                 : kind == CONV_BWD_DATA ? "convolution backward data"
+                                         : "convolution backward weights",
+                 st)
+           : wfx_code(st);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 
 reference:
-  h->status_set(st, WF_OK, "%s", "");
+  wfx_host->status_set(st, WF_OK, "%s", "");
   return ref->compute(ctx, NULL, st);
 }
 
@@ -474,34 +465,31 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
  * kernel for what oneDNN does not take. */
 static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *bias;
   opc_fused f;
 
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      opc_kernel_input(ctx, 2, &bias, NULL, st)) {
-    h->status_set(st, WF_OK, "%s", "");
+      wfx_kernel_input(ctx, 2, &bias, NULL, st)) {
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return nn_fused_conv2d_kernel.compute(ctx, NULL, st);
   }
   return conv_compute_fused(ctx, state, CONV_FWD, &nn_fused_conv2d_kernel, &f,
                             bias, st);
 }
 
-#define CONV_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = conv_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = conv_destroy}
-
-CONV_KERNEL(wf__cpu_k_conv2d, "Conv2D", conv2d_compute);
-CONV_KERNEL(wf__cpu_k_conv2d_backprop_input, "Conv2DBackpropInput",
-            conv_bp_input_compute);
-CONV_KERNEL(wf__cpu_k_conv2d_backprop_filter, "Conv2DBackpropFilter",
-            conv_bp_filter_compute);
-CONV_KERNEL(wf__cpu_k_fused_conv2d, "_FusedConv2D", fused_conv2d_compute);
+const wf_kernel_def cpu_k_conv2d =
+    WFX_KERNEL_FOR("cpu", "onednn", "Conv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_conv2d_backprop_input = WFX_KERNEL_FOR(
+    "cpu", "onednn", "Conv2DBackpropInput", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv_bp_input_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_conv2d_backprop_filter = WFX_KERNEL_FOR(
+    "cpu", "onednn", "Conv2DBackpropFilter", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv_bp_filter_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);
+const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
+    "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create, .destroy = conv_destroy);

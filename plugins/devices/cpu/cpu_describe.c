@@ -113,8 +113,8 @@ static void put_model(text *t, hwloc_topology_t topo, hwloc_const_bitmap_t cs) {
 
 /* "2 cores, 2 processing units (PUs 0-1)"; a device with part of the
  * machine also says which part. */
-static void put_cores(text *t, const wf__cpudev *dev) {
-  const wf__cpudev_plugin *p = dev->plugin;
+static void put_cores(text *t, const cpudev *dev) {
+  const cpudev_plugin *p = dev->plugin;
   int pus = hwloc_bitmap_weight(dev->cpuset);
   int last = dev->first_unit + dev->num_units - 1;
 
@@ -158,7 +158,7 @@ static void put_node_run(text *t, unsigned first, unsigned last,
 
 /* "NUMA nodes 0-1: 64 GiB each, 2: 32 GiB (4 on the machine)": the nodes
  * local to the device. */
-static void put_numa(text *t, const wf__cpudev *dev) {
+static void put_numa(text *t, const cpudev *dev) {
   hwloc_topology_t topo = dev->plugin->topo;
   hwloc_obj_t node = NULL;
   unsigned first = 0, last = 0;
@@ -191,7 +191,7 @@ static void put_numa(text *t, const wf__cpudev *dev) {
 /* One cache level: "L2 2 x 1 MiB", counting the caches that serve any of
  * the device's PUs, grouped by size (hybrid CPUs mix them), marked shared
  * when one also serves PUs outside the device. Returns 1 if any. */
-static int put_cache_level(text *t, const wf__cpudev *dev, hwloc_obj_type_t type,
+static int put_cache_level(text *t, const cpudev *dev, hwloc_obj_type_t type,
                            int first) {
   unsigned long long sizes[8];
   int counts[8], num_sizes = 0, shared = 0, any = 0;
@@ -231,7 +231,7 @@ static int put_cache_level(text *t, const wf__cpudev *dev, hwloc_obj_type_t type
   return 1;
 }
 
-static void put_caches(text *t, const wf__cpudev *dev) {
+static void put_caches(text *t, const cpudev *dev) {
   static const hwloc_obj_type_t levels[] = {
       HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
       HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE};
@@ -245,8 +245,8 @@ static void put_caches(text *t, const wf__cpudev *dev) {
   put(t, "\n");
 }
 
-static void put_memory(text *t, const wf__cpudev *dev) {
-  const wf__cpudev_plugin *p = dev->plugin;
+static void put_memory(text *t, const cpudev *dev) {
+  const cpudev_plugin *p = dev->plugin;
 
   put(t, "memory: host memory aligned to %zu bytes", WF_CPU_MIN_ALIGN);
   if (atomic_load(&dev->bind)) {
@@ -258,7 +258,7 @@ static void put_memory(text *t, const wf__cpudev *dev) {
   }
 }
 
-void wf__cpudev_describe(const wf__cpudev *dev, char *out, size_t size) {
+void cpudev_describe(const cpudev *dev, char *out, size_t size) {
   text t = {.buf = out, .size = size};
 
   if (size == 0)

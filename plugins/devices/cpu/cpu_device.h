@@ -5,7 +5,7 @@
 #ifndef WF_PLUGINS_DEVICES_CPU_CPU_DEVICE_H
 #define WF_PLUGINS_DEVICES_CPU_CPU_DEVICE_H
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include <hwloc.h>
 #include <stdatomic.h>
@@ -18,13 +18,13 @@
 /* Smallest alignment the allocator hands out. */
 #define WF_CPU_MIN_ALIGN ((size_t)64)
 
-typedef struct wf__cpudev_plugin wf__cpudev_plugin;
+typedef struct cpudev_plugin cpudev_plugin;
 
 /* One CPU device: a run of whole cores (in hwloc's logical order, so that a
  * device keeps cores that share caches and NUMA nodes together). Lives from
  * the enumeration that made it until the plugin's fini. */
-typedef struct wf__cpudev {
-  const wf__cpudev_plugin *plugin;
+typedef struct cpudev {
+  const cpudev_plugin *plugin;
   int index;              /* N in "cpu:N" */
   int first_unit;         /* logical index of its first core */
   int num_units;          /* how many cores */
@@ -34,18 +34,17 @@ typedef struct wf__cpudev {
    * the system refuses to bind, after which memory is plain. */
   atomic_int bind;
   atomic_int bind_warned;
-} wf__cpudev;
+} cpudev;
 
 /* The devices of one enumeration. Older sets are kept, not freed, because
  * the core may still hold their device states. */
-typedef struct wf__cpudev_set {
-  struct wf__cpudev_set *next;
+typedef struct cpudev_set {
+  struct cpudev_set *next;
   int num_devices;
-  wf__cpudev devices[];
-} wf__cpudev_set;
+  cpudev devices[];
+} cpudev_set;
 
-struct wf__cpudev_plugin {
-  const wf_host *host;
+struct cpudev_plugin {
   hwloc_topology_t topo;
   /* What devices are cut from: cores, or PUs where hwloc reports no cores. */
   hwloc_obj_type_t unit_type;
@@ -53,18 +52,18 @@ struct wf__cpudev_plugin {
   int num_numa;
   /* More than one NUMA node, and hwloc can allocate bound memory here. */
   int can_bind;
-  wf__cpudev_set *sets; /* newest first */
+  cpudev_set *sets; /* newest first */
 };
 
 /* Writes the human-readable description of dev into out (at most size
  * bytes, always terminated; an over-long text ends in "..."). */
-void wf__cpudev_describe(const wf__cpudev *dev, char *out, size_t size);
+void cpudev_describe(const cpudev *dev, char *out, size_t size);
 
 /* The device allocator (wf_device_def.alloc/free): align is 0 or a power of
  * two; memory is at least WF_CPU_MIN_ALIGN-aligned, NUMA-local to the
- * device when the plugin can bind, and freed only by wf__cpudev_free.
+ * device when the plugin can bind, and freed only by cpudev_free.
  * Thread-safe. Returns NULL when out of memory. */
-void *wf__cpudev_alloc(void *device_state, size_t bytes, size_t align);
-void wf__cpudev_free(void *device_state, void *ptr, size_t bytes);
+void *cpudev_alloc(void *device_state, size_t bytes, size_t align);
+void cpudev_free(void *device_state, void *ptr, size_t bytes);
 
 #endif

@@ -15,22 +15,22 @@
 
 /* ---- descriptors ----------------------------------------------------------- */
 
-int wf__dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
+int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
   int code = s == dnnl_unimplemented ? WF_UNIMPLEMENTED
              : s == dnnl_out_of_memory ? WF_RESOURCE_EXHAUSTED
                                        : WF_INTERNAL;
 
-  return opc_fail(st, code, "oneDNN %s failed: %s", what, dnnl_status2str(s));
+  return wfx_fail(st, code, "oneDNN %s failed: %s", what, dnnl_status2str(s));
 }
 
-int wf__dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
+int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
   if (s == dnnl_out_of_memory)
-    return wf__dnnl_fail(s, what, st);
-  return opc_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,
+    return cpu_dnnl_fail(s, what, st);
+  return wfx_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,
                   dnnl_status2str(s));
 }
 
-int wf__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+int cpu_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                 const int *perm, wf_status *st) {
   dnnl_dims_t d, strides;
   int64_t stride = 1;
@@ -47,10 +47,10 @@ int wf__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
   }
   s = dnnl_memory_desc_init_by_strides(md, ndims, d, dnnl_f32, strides);
   return s == dnnl_success ? 0
-                           : wf__dnnl_fail(s, "memory descriptor setup", st);
+                           : cpu_dnnl_fail(s, "memory descriptor setup", st);
 }
 
-int wf__dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+int cpu_dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                     dnnl_format_tag_t tag, wf_status *st) {
   dnnl_dims_t d;
   dnnl_status_t s;
@@ -60,36 +60,36 @@ int wf__dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
     d[i] = dims[i];
   s = dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
   return s == dnnl_success ? 0
-                           : wf__dnnl_fail(s, "memory descriptor setup", st);
+                           : cpu_dnnl_fail(s, "memory descriptor setup", st);
 }
 
-int wf__dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st) {
+int cpu_dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st) {
   dnnl_status_t s = dnnl_primitive_attr_create(attr);
 
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "attribute setup", st);
+    return cpu_dnnl_fail(s, "attribute setup", st);
   s = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
   if (s != dnnl_success) {
     dnnl_primitive_attr_destroy(*attr);
-    return wf__dnnl_fail(s, "scratchpad mode setup", st);
+    return cpu_dnnl_fail(s, "scratchpad mode setup", st);
   }
   return 0;
 }
 
-int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
+int cpu_dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
                 const_dnnl_primitive_desc_t hint, const char *what,
                 wf_status *st) {
   dnnl_primitive_attr_t attr;
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_attr(&attr, st))
-    return opc_host()->status_code(st);
-  s = dnnl_primitive_desc_create(pd, op_desc, attr, wf__dnnl_engine(), hint);
+  if (cpu_dnnl_attr(&attr, st))
+    return wfx_code(st);
+  s = dnnl_primitive_desc_create(pd, op_desc, attr, cpu_dnnl_engine(), hint);
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     *pd = NULL;
-    return wf__dnnl_refuse(s, what, st);
+    return cpu_dnnl_refuse(s, what, st);
   }
   return 0;
 }
@@ -123,7 +123,7 @@ static int fused_alg(const opc_fused *f, dnnl_alg_kind_t *alg, float *alpha) {
   }
 }
 
-int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
+int cpu_dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
                       const opc_fused *f, const char *what, wf_status *st) {
   dnnl_primitive_attr_t attr;
   dnnl_post_ops_t po = NULL;
@@ -132,8 +132,8 @@ int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
   dnnl_status_t s = dnnl_success;
 
   *pd = NULL;
-  if (wf__dnnl_attr(&attr, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_attr(&attr, st))
+    return wfx_code(st);
   if (fused_alg(f, &alg, &alpha)) {
     s = dnnl_post_ops_create(&po);
     if (s == dnnl_success)
@@ -144,19 +144,19 @@ int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
       dnnl_post_ops_destroy(po);
     if (s != dnnl_success) {
       dnnl_primitive_attr_destroy(attr);
-      return wf__dnnl_fail(s, "post-op setup", st);
+      return cpu_dnnl_fail(s, "post-op setup", st);
     }
   }
-  s = dnnl_primitive_desc_create(pd, op_desc, attr, wf__dnnl_engine(), NULL);
+  s = dnnl_primitive_desc_create(pd, op_desc, attr, cpu_dnnl_engine(), NULL);
   dnnl_primitive_attr_destroy(attr);
   if (s != dnnl_success) {
     *pd = NULL;
-    return wf__dnnl_refuse(s, what, st);
+    return cpu_dnnl_refuse(s, what, st);
   }
   return 0;
 }
 
-int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd) {
+int cpu_dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd) {
   const char *impl = NULL;
 
   if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
@@ -166,40 +166,38 @@ int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd) {
   return strncmp(impl, "ref", 3) == 0 || strstr(impl, ":ref") != NULL;
 }
 
-int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd) {
+int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd) {
   const char *impl = NULL;
 
   if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
           dnnl_success ||
       !impl)
     return 0;
-  return !wf__dnnl_pd_is_ref(pd) && !strstr(impl, "gemm:");
+  return !cpu_dnnl_pd_is_ref(pd) && !strstr(impl, "gemm:");
 }
 
 /* ---- plans ------------------------------------------------------------------ */
 
-int wf__dnnl_plan_new(wf__dnnl_plan **out, wf_status *st) {
-  const wf_host *h = opc_host();
-  wf__dnnl_plan *p = h->alloc(sizeof *p, 0);
+int cpu_dnnl_plan_new(cpu_dnnl_plan **out, wf_status *st) {
+  cpu_dnnl_plan *p = wfx_host->alloc(sizeof *p, 0);
   dnnl_status_t s;
 
   *out = NULL;
   if (!p)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a oneDNN plan");
   memset(p, 0, sizeof *p);
-  s = dnnl_stream_create(&p->stream, wf__dnnl_engine(),
+  s = dnnl_stream_create(&p->stream, cpu_dnnl_engine(),
                          dnnl_stream_default_flags);
   if (s != dnnl_success) {
-    h->free(p);
-    return wf__dnnl_fail(s, "stream creation", st);
+    wfx_host->free(p);
+    return cpu_dnnl_fail(s, "stream creation", st);
   }
   *out = p;
   return 0;
 }
 
-void wf__dnnl_plan_free(wf__dnnl_plan *p) {
-  const wf_host *h = opc_host();
+void cpu_dnnl_plan_free(cpu_dnnl_plan *p) {
 
   if (!p)
     return;
@@ -209,20 +207,20 @@ void wf__dnnl_plan_free(wf__dnnl_plan *p) {
       dnnl_memory_destroy(p->steps[i].scratch);
   }
   for (int i = 0; i < WF_DNNL_MAX_MEMS; i++) {
-    wf__dnnl_mem *m = &p->mems[i];
+    cpu_dnnl_mem *m = &p->mems[i];
     if (m->reorder)
       dnnl_primitive_destroy(m->reorder);
     if (m->inner && m->inner != m->user)
       dnnl_memory_destroy(m->inner);
     if (m->user)
       dnnl_memory_destroy(m->user);
-    h->free(m->buf);
-    h->free(m->copy);
+    wfx_host->free(m->buf);
+    wfx_host->free(m->copy);
   }
-  h->free(p->scratch);
+  wfx_host->free(p->scratch);
   if (p->stream)
     dnnl_stream_destroy(p->stream);
-  h->free(p);
+  wfx_host->free(p);
 }
 
 /* A memory of md on the plan's own storage (host allocator). */
@@ -231,13 +229,13 @@ static int own_memory(const dnnl_memory_desc_t *md, dnnl_memory_t *mem,
   size_t bytes = dnnl_memory_desc_get_size(md);
   dnnl_status_t s;
 
-  *buf = opc_host()->alloc(bytes ? bytes : 1, 0);
+  *buf = wfx_host->alloc(bytes ? bytes : 1, 0);
   if (!*buf)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %zu bytes of oneDNN working memory",
                     bytes);
-  s = dnnl_memory_create(mem, md, wf__dnnl_engine(), *buf);
-  return s == dnnl_success ? 0 : wf__dnnl_fail(s, "memory creation", st);
+  s = dnnl_memory_create(mem, md, cpu_dnnl_engine(), *buf);
+  return s == dnnl_success ? 0 : cpu_dnnl_fail(s, "memory creation", st);
 }
 
 /* A reorder primitive from src to dst. */
@@ -246,20 +244,20 @@ static int make_reorder(dnnl_primitive_t *prim, const dnnl_memory_desc_t *src,
   dnnl_primitive_desc_t pd;
   dnnl_status_t s;
 
-  s = dnnl_reorder_primitive_desc_create(&pd, src, wf__dnnl_engine(), dst,
-                                         wf__dnnl_engine(), NULL);
+  s = dnnl_reorder_primitive_desc_create(&pd, src, cpu_dnnl_engine(), dst,
+                                         cpu_dnnl_engine(), NULL);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "reorder setup", st);
+    return cpu_dnnl_fail(s, "reorder setup", st);
   s = dnnl_primitive_create(prim, pd);
   dnnl_primitive_desc_destroy(pd);
-  return s == dnnl_success ? 0 : wf__dnnl_fail(s, "reorder creation", st);
+  return s == dnnl_success ? 0 : cpu_dnnl_fail(s, "reorder creation", st);
 }
 
-int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
+int cpu_dnnl_plan_mem(cpu_dnnl_plan *p, int i,
                       const dnnl_memory_desc_t *user_md,
                       const dnnl_memory_desc_t *want_md, int flags,
                       wf_status *st) {
-  wf__dnnl_mem *m;
+  cpu_dnnl_mem *m;
   dnnl_status_t s;
 
   assert(i >= 0 && i < WF_DNNL_MAX_MEMS);
@@ -278,25 +276,25 @@ int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
     return own_memory(want_md, &m->inner, &m->buf, st);
   }
   /* The user memory's handle is set at each run. */
-  s = dnnl_memory_create(&m->user, user_md, wf__dnnl_engine(),
+  s = dnnl_memory_create(&m->user, user_md, cpu_dnnl_engine(),
                          DNNL_MEMORY_NONE);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "memory creation", st);
+    return cpu_dnnl_fail(s, "memory creation", st);
   if (!want_md || dnnl_memory_desc_equal(user_md, want_md)) {
     m->inner = m->user;
     return 0;
   }
   if (own_memory(want_md, &m->inner, &m->buf, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (m->flags & WF_DNNL_OUT)
     return make_reorder(&m->reorder, want_md, user_md, st);
   return make_reorder(&m->reorder, user_md, want_md, st);
 }
 
-int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
+int cpu_dnnl_plan_step(cpu_dnnl_plan *p, const_dnnl_primitive_desc_t pd,
                        const int *arg_ids, const int *mem_of, int nargs,
                        wf_status *st) {
-  wf__dnnl_step *step;
+  cpu_dnnl_step *step;
   const dnnl_memory_desc_t *smd;
   size_t bytes;
   dnnl_status_t s;
@@ -306,7 +304,7 @@ int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
   memset(step, 0, sizeof *step);
   s = dnnl_primitive_create(&step->prim, pd);
   if (s != dnnl_success)
-    return wf__dnnl_fail(s, "primitive creation", st);
+    return cpu_dnnl_fail(s, "primitive creation", st);
   p->nsteps++;
   for (int j = 0; j < nargs; j++) {
     assert(mem_of[j] >= 0 && mem_of[j] < p->nmems && p->mems[mem_of[j]].inner);
@@ -318,11 +316,11 @@ int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
   smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
   if (bytes > 0) {
-    /* Bound to the shared buffer by wf__dnnl_plan_finish. */
-    s = dnnl_memory_create(&step->scratch, smd, wf__dnnl_engine(),
+    /* Bound to the shared buffer by cpu_dnnl_plan_finish. */
+    s = dnnl_memory_create(&step->scratch, smd, cpu_dnnl_engine(),
                            DNNL_MEMORY_NONE);
     if (s != dnnl_success)
-      return wf__dnnl_fail(s, "scratchpad memory creation", st);
+      return cpu_dnnl_fail(s, "scratchpad memory creation", st);
     step->args[step->nargs].arg = DNNL_ARG_SCRATCHPAD;
     step->args[step->nargs].memory = step->scratch;
     step->nargs++;
@@ -332,17 +330,17 @@ int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
   return 0;
 }
 
-void wf__dnnl_plan_threads(wf__dnnl_plan *p, int64_t work) {
+void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work) {
   p->threads = work < WF_DNNL_SMALL_WORK ? 1 : 0;
-  wf__cpu_omp_threads_n(p->threads);
+  cpu_omp_threads_n(p->threads);
 }
 
-int wf__dnnl_plan_finish(wf__dnnl_plan *p, wf_status *st) {
+int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st) {
   if (p->scratch_bytes == 0)
     return 0;
-  p->scratch = opc_host()->alloc(p->scratch_bytes, 0);
+  p->scratch = wfx_host->alloc(p->scratch_bytes, 0);
   if (!p->scratch)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a %zu-byte oneDNN scratchpad",
                     p->scratch_bytes);
   for (int i = 0; i < p->nsteps; i++)
@@ -350,15 +348,14 @@ int wf__dnnl_plan_finish(wf__dnnl_plan *p, wf_status *st) {
       dnnl_status_t s =
           dnnl_memory_set_data_handle(p->steps[i].scratch, p->scratch);
       if (s != dnnl_success)
-        return wf__dnnl_fail(s, "scratchpad binding", st);
+        return cpu_dnnl_fail(s, "scratchpad binding", st);
     }
   return 0;
 }
 
 /* 1 when the weights in m were reordered from these very bytes at data;
  * otherwise remembers them (when it can) for the next run. */
-static int weights_current(wf__dnnl_mem *m, const void *data) {
-  const wf_host *h = opc_host();
+static int weights_current(cpu_dnnl_mem *m, const void *data) {
   const dnnl_memory_desc_t *md;
   size_t bytes;
 
@@ -369,8 +366,8 @@ static int weights_current(wf__dnnl_mem *m, const void *data) {
       memcmp(m->copy, data, bytes) == 0)
     return 1;
   if (!m->copy || m->bytes != bytes) {
-    h->free(m->copy);
-    m->copy = h->alloc(bytes ? bytes : 1, 0);
+    wfx_host->free(m->copy);
+    m->copy = wfx_host->alloc(bytes ? bytes : 1, 0);
     m->src = NULL;
     if (!m->copy)
       return 0; /* no copy: reorder every run */
@@ -388,14 +385,14 @@ static int run_prim(dnnl_primitive_t prim, dnnl_stream_t stream, int nargs,
 
   if (s == dnnl_success)
     s = dnnl_stream_wait(stream);
-  return s == dnnl_success ? 0 : wf__dnnl_fail(s, what, st);
+  return s == dnnl_success ? 0 : cpu_dnnl_fail(s, what, st);
 }
 
-int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
+int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
                       wf_status *st) {
-  wf__cpu_omp_threads_n(p->threads);
+  cpu_omp_threads_n(p->threads);
   for (int i = 0; i < p->nmems; i++) {
-    wf__dnnl_mem *m = &p->mems[i];
+    cpu_dnnl_mem *m = &p->mems[i];
     dnnl_status_t s;
 
     if (!m->user)
@@ -403,7 +400,7 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
     assert(data[i]);
     s = dnnl_memory_set_data_handle(m->user, data[i]);
     if (s != dnnl_success)
-      return wf__dnnl_fail(s, "memory binding", st);
+      return cpu_dnnl_fail(s, "memory binding", st);
     if (!m->reorder || (m->flags & WF_DNNL_OUT))
       continue;
     if ((m->flags & WF_DNNL_WEIGHTS) && weights_current(m, data[i]))
@@ -412,26 +409,26 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m->user},
                                  {DNNL_ARG_TO, m->inner}};
       if (run_prim(m->reorder, p->stream, 2, args, "input reorder", st))
-        return opc_host()->status_code(st);
+        return wfx_code(st);
     }
   }
   for (int i = 0; i < p->nmems; i++) {
-    wf__dnnl_mem *m = &p->mems[i];
+    cpu_dnnl_mem *m = &p->mems[i];
     if (m->flags & WF_DNNL_ZERO)
       memset(m->buf ? m->buf : data[i], 0, m->size);
   }
   for (int i = 0; i < p->nsteps; i++) {
-    wf__dnnl_step *s = &p->steps[i];
+    cpu_dnnl_step *s = &p->steps[i];
     if (run_prim(s->prim, p->stream, s->nargs, s->args, what, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   }
   for (int i = 0; i < p->nmems; i++) {
-    wf__dnnl_mem *m = &p->mems[i];
+    cpu_dnnl_mem *m = &p->mems[i];
     if (m->reorder && (m->flags & WF_DNNL_OUT)) {
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m->inner},
                                  {DNNL_ARG_TO, m->user}};
       if (run_prim(m->reorder, p->stream, 2, args, "output reorder", st))
-        return opc_host()->status_code(st);
+        return wfx_code(st);
     }
   }
   return 0;
@@ -439,46 +436,45 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
 
 /* ---- the per-node cache ------------------------------------------------------ */
 
-void wf__cpu_key_word(wf__cpu_key *k, int64_t v) {
+void cpu_key_word(cpu_key *k, int64_t v) {
   assert(k->n < WF_CPU_KEY_MAX);
   k->w[k->n++] = v;
 }
 
-void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s) {
-  wf__cpu_key_word(k, s->rank);
+void cpu_key_shape(cpu_key *k, const wf_shape *s) {
+  cpu_key_word(k, s->rank);
   for (int i = 0; i < s->rank; i++)
-    wf__cpu_key_word(k, s->dims[i]);
+    cpu_key_word(k, s->dims[i]);
 }
 
-void wf__dnnl_cache_init(wf__dnnl_cache *c) {
+void cpu_dnnl_cache_init(cpu_dnnl_cache *c) {
   memset(c, 0, sizeof *c);
   pthread_mutex_init(&c->lock, NULL);
 }
 
-void wf__dnnl_cache_deinit(wf__dnnl_cache *c) {
+void cpu_dnnl_cache_deinit(cpu_dnnl_cache *c) {
   for (int i = 0; i < c->n; i++) {
     assert(!c->e[i].busy && "a plan is still in use");
-    wf__dnnl_plan_free(c->e[i].plan);
+    cpu_dnnl_plan_free(c->e[i].plan);
   }
   c->n = 0;
   pthread_mutex_destroy(&c->lock);
 }
 
-static int key_equal(const wf__cpu_key *a, const wf__cpu_key *b) {
+static int key_equal(const cpu_key *a, const cpu_key *b) {
   return a->n == b->n && memcmp(a->w, b->w, (size_t)a->n * sizeof a->w[0]) == 0;
 }
 
-wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
-                                  wf__dnnl_build_fn *build, void *arg,
+cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
+                                  cpu_dnnl_build_fn *build, void *arg,
                                   wf_status *st) {
-  const wf_host *h = opc_host();
-  wf__dnnl_plan *p;
+  cpu_dnnl_plan *p;
   int victim = -1;
 
   pthread_mutex_lock(&c->lock);
   c->tick++;
   for (int i = 0; i < c->n; i++) {
-    wf__dnnl_cache_entry *e = &c->e[i];
+    cpu_dnnl_cache_entry *e = &c->e[i];
     if (!e->busy && key_equal(&e->key, key)) {
       e->busy = 1;
       e->used = c->tick;
@@ -490,21 +486,22 @@ wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
 
   /* Built outside the lock: creating primitives takes a while, and other
    * shapes of this node need not wait for it. */
-  if (wf__dnnl_plan_new(&p, st))
+  if (cpu_dnnl_plan_new(&p, st))
     return NULL;
   /* The team the primitives are made for, unless build sizes it. */
-  wf__cpu_omp_threads_n(p->threads);
-  if (build(arg, p, st) || wf__dnnl_plan_finish(p, st)) {
-    wf__dnnl_plan_free(p);
-    if (h->status_code(st) != WF_UNIMPLEMENTED)
+  cpu_omp_threads_n(p->threads);
+  if (build(arg, p, st) || cpu_dnnl_plan_finish(p, st)) {
+    cpu_dnnl_plan_free(p);
+    if (wfx_code(st) != WF_UNIMPLEMENTED)
       return NULL;
     /* oneDNN cannot do this shape: remember that, and let the kernel take
      * its other way every time. */
-    h->log(WF_LOG_DEBUG, "device-cpu",
-           "a shape oneDNN refuses goes to the reference computation: %s",
-           h->status_message(st));
-    h->status_set(st, WF_OK, "%s", "");
-    if (wf__dnnl_plan_new(&p, st))
+    wfx_host->log(
+        WF_LOG_DEBUG, "device-cpu",
+        "a shape oneDNN refuses goes to the reference computation: %s",
+        wfx_host->status_message(st));
+    wfx_host->status_set(st, WF_OK, "%s", "");
+    if (cpu_dnnl_plan_new(&p, st))
       return NULL;
     p->fallback = 1;
   }
@@ -517,7 +514,7 @@ wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
       if (!c->e[i].busy && (victim < 0 || c->e[i].used < c->e[victim].used))
         victim = i;
     if (victim >= 0)
-      wf__dnnl_plan_free(c->e[victim].plan);
+      cpu_dnnl_plan_free(c->e[victim].plan);
   }
   if (victim >= 0) {
     c->e[victim].key = *key;
@@ -530,7 +527,7 @@ wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
   return p;
 }
 
-void wf__dnnl_cache_put(wf__dnnl_cache *c, wf__dnnl_plan *p) {
+void cpu_dnnl_cache_put(cpu_dnnl_cache *c, cpu_dnnl_plan *p) {
   pthread_mutex_lock(&c->lock);
   for (int i = 0; i < c->n; i++)
     if (c->e[i].plan == p) {
@@ -540,27 +537,27 @@ void wf__dnnl_cache_put(wf__dnnl_cache *c, wf__dnnl_plan *p) {
       return;
     }
   pthread_mutex_unlock(&c->lock);
-  wf__dnnl_plan_free(p); /* a plan the full cache could not keep */
+  cpu_dnnl_plan_free(p); /* a plan the full cache could not keep */
 }
 
-int wf__dnnl_state_new(wf__dnnl_state **out, wf_status *st) {
-  wf__dnnl_state *s = opc_host()->alloc(sizeof *s, 0);
+int cpu_dnnl_state_new(cpu_dnnl_state **out, wf_status *st) {
+  cpu_dnnl_state *s = wfx_host->alloc(sizeof *s, 0);
 
   *out = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   *out = s;
   return 0;
 }
 
-void wf__dnnl_state_free(void *state) {
-  wf__dnnl_state *s = state;
+void cpu_dnnl_state_free(void *state) {
+  cpu_dnnl_state *s = state;
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  cpu_dnnl_cache_deinit(&s->cache);
+  wfx_host->free(s);
 }

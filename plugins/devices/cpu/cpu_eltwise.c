@@ -39,7 +39,7 @@ typedef struct eltwise_job {
   int64_t count;
 } eltwise_job;
 
-static int eltwise_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int eltwise_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const eltwise_job *j = arg;
   dnnl_memory_desc_t md;
   dnnl_eltwise_desc_t fdesc, bdesc;
@@ -47,126 +47,124 @@ static int eltwise_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   dnnl_status_t s;
   int rc;
 
-  if (wf__dnnl_md(&md, 1, &j->count, NULL, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md(&md, 1, &j->count, NULL, st))
+    return wfx_code(st);
   s = dnnl_eltwise_forward_desc_init(
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference,
       j->alg, &md, j->alpha, 0.0f);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "eltwise setup", st);
-  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "eltwise setup", st))
-    return opc_host()->status_code(st);
+    return cpu_dnnl_refuse(s, "eltwise setup", st);
+  if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "eltwise setup", st))
+    return wfx_code(st);
   if (!j->grad) {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_A, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, fwd, ids, mems, 2, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st);
     dnnl_primitive_desc_destroy(fwd);
-    return rc ? opc_host()->status_code(st) : 0;
+    return rc ? wfx_code(st) : 0;
   }
   s = dnnl_eltwise_backward_desc_init(&bdesc, j->alg, &md, &md, j->alpha,
                                       0.0f);
   if (s != dnnl_success) {
     dnnl_primitive_desc_destroy(fwd);
-    return wf__dnnl_refuse(s, "eltwise backward setup", st);
+    return cpu_dnnl_refuse(s, "eltwise backward setup", st);
   }
-  rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "eltwise backward setup", st);
+  rc = cpu_dnnl_pd(&bwd, &bdesc, fwd, "eltwise backward setup", st);
   dnnl_primitive_desc_destroy(fwd);
   if (rc)
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   {
     const int ids[3] = {DNNL_ARG_DIFF_DST,
                         j->from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC,
                         DNNL_ARG_DIFF_SRC};
     static const int mems[3] = {MEM_A, MEM_B, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, bwd, ids, mems, 3, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, bwd, ids, mems, 3, st);
   }
   dnnl_primitive_desc_destroy(bwd);
-  return rc ? opc_host()->status_code(st) : 0;
+  return rc ? wfx_code(st) : 0;
 }
 
 /* create: the op's mapping, with the attributes that change it (LeakyRelu's
  * alpha, Gelu's form). */
 static int eltwise_create(wf_kernel_ctx *ctx, void **state,
                           const eltwise_op *op, wf_status *st) {
-  wf__dnnl_state *s;
+  cpu_dnnl_state *s;
   double alpha = op->alpha;
   int approximate = 0;
   dnnl_alg_kind_t alg = op->alg;
 
   *state = NULL;
-  if (op->alpha_attr && opc_kernel_attr_float(ctx, "alpha", &alpha, st))
-    return opc_host()->status_code(st);
+  if (op->alpha_attr && wfx_kernel_attr_float(ctx, "alpha", &alpha, st))
+    return wfx_code(st);
   if (alg == dnnl_eltwise_gelu_erf) {
-    if (opc_kernel_attr_bool(ctx, "approximate", &approximate, st))
-      return opc_host()->status_code(st);
+    if (wfx_kernel_attr_bool(ctx, "approximate", &approximate, st))
+      return wfx_code(st);
     if (approximate)
       alg = dnnl_eltwise_gelu_tanh;
   }
-  if (wf__dnnl_state_new(&s, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_state_new(&s, st))
+    return wfx_code(st);
   s->attr[ATTR_ALG] = alg;
   s->fattr[FATTR_ALPHA] = alpha;
   *state = s;
   return 0;
 }
 
-static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
+static int eltwise_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s,
                            const eltwise_op *op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *a, *b = NULL;
   wf_shape as, bs;
   wf_tensor *out;
   eltwise_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[3];
   int rc;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &a, &as, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &a, &as, st))
+    return wfx_code(st);
   if (op->grad) {
-    if (opc_kernel_input(ctx, 1, &b, &bs, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, 1, &b, &bs, st))
+      return wfx_code(st);
     if (as.rank != bs.rank ||
         memcmp(as.dims, bs.dims, (size_t)as.rank * sizeof as.dims[0]) != 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
-                      "dy has shape %s but %s has %s",
-                      opc_shape_str(&as, s1, sizeof s1),
+      return wfx_fail(st, WF_INVALID_ARGUMENT, "dy has shape %s but %s has %s",
+                      wfx_shape_str(&as, s1, sizeof s1),
                       op->from_dst ? "y" : "x",
-                      opc_shape_str(&bs, s2, sizeof s2));
+                      wfx_shape_str(&bs, s2, sizeof s2));
   }
-  if (!(out = h->kernel_output_new(ctx, 0, &as, st)))
-    return h->status_code(st);
+  if (!(out = wfx_host->kernel_output_new(ctx, 0, &as, st)))
+    return wfx_code(st);
   memset(&j, 0, sizeof j);
-  j.count = h->tensor_count(a);
+  j.count = wfx_count(a);
   if (j.count == 0)
     return 0;
   j.alg = (dnnl_alg_kind_t)s->attr[ATTR_ALG];
   j.alpha = (float)s->fattr[FATTR_ALPHA];
   j.grad = op->grad;
   j.from_dst = op->from_dst;
-  wf__cpu_key_word(&key, j.count);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, eltwise_build, &j, st)))
-    return h->status_code(st);
+  cpu_key_word(&key, j.count);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, eltwise_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    cpu_dnnl_cache_put(&s->cache, p);
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "oneDNN has no eltwise implementation for %" PRId64
                     " float32 elements",
                     j.count);
   }
-  data[MEM_A] = h->tensor_data(a);
-  data[MEM_B] = b ? h->tensor_data(b) : NULL;
-  data[MEM_OUT] = h->tensor_data(out);
-  rc = wf__dnnl_plan_run(p, data, op->grad ? "eltwise backward" : "eltwise",
+  data[MEM_A] = wfx_data(a);
+  data[MEM_B] = b ? wfx_data(b) : NULL;
+  data[MEM_OUT] = wfx_data(out);
+  rc = cpu_dnnl_plan_run(p, data, op->grad ? "eltwise backward" : "eltwise",
                          st);
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
@@ -180,7 +178,7 @@ static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
   static int var##_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {   \
     return eltwise_compute(ctx, state, &var##_op, st);                         \
   }                                                                            \
-  const wf_kernel_def wf__cpu_k_##var = {                                      \
+  const wf_kernel_def cpu_k_##var = {                                      \
       WF_STRUCT_INIT(wf_kernel_def),                                           \
       .op = (name),                                                            \
       .device_type = "cpu",                                                    \
@@ -190,7 +188,7 @@ static int eltwise_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s,
       .label = "onednn",                                                       \
       .create = var##_create,                                                  \
       .compute = var##_compute,                                                \
-      .destroy = wf__dnnl_state_free}
+      .destroy = cpu_dnnl_state_free}
 
 ELTWISE(relu, "Relu", dnnl_eltwise_relu, 0.0f, 0, 0, 0);
 ELTWISE(leaky_relu, "LeakyRelu", dnnl_eltwise_relu, 0.0f, 0, 0, 1);

@@ -94,10 +94,10 @@ static int sgemm(backend bk, int ta, int tb, int64_t m, int64_t n, int64_t k,
   if (bk != BACKEND_OPENBLAS) {
     dnnl_status_t s;
 
-    wf__cpu_omp_threads();
+    cpu_omp_threads();
     s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
                    ldb, 0.0f, c, n);
-    return s == dnnl_success ? 0 : wf__dnnl_fail(s, "sgemm", st);
+    return s == dnnl_success ? 0 : cpu_dnnl_fail(s, "sgemm", st);
   }
 #endif
 #ifdef HAVE_OPENBLAS
@@ -164,7 +164,7 @@ static void epilogue(const gemm_job *j) {
  * OpenBLAS; float32: bk). */
 static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
   wf_shape bs[2], bo;
-  opc_bcast b;
+  wfx_bcast b;
   size_t es = j->dtype == WF_FLOAT64 ? sizeof(double) : sizeof(float);
   size_t xm = (size_t)(j->m * j->k) * es, ym = (size_t)(j->k * j->n) * es;
   size_t om = (size_t)(j->m * j->n) * es;
@@ -173,16 +173,16 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
   /* BLAS takes int sizes. */
   if ((bk == BACKEND_OPENBLAS || j->dtype == WF_FLOAT64) && (j->m > INT_MAX || j->n > INT_MAX || j->k > INT_MAX ||
       j->m * j->k > INT_MAX || j->k * j->n > INT_MAX))
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "matrices of %" PRId64 " x %" PRId64 " x %" PRId64
                     " exceed what BLAS indexes with int",
                     j->m, j->n, j->k);
 #endif
-  opc_shape_make(&bs[0], j->xs.rank - 2, j->xs.dims);
-  opc_shape_make(&bs[1], j->ys.rank - 2, j->ys.dims);
-  opc_shape_make(&bo, j->os.rank - 2, j->os.dims);
-  opc_bcast_init(&b, &bo, 2, bs);
-  for (int64_t r = 0; r < b.rows; r++, opc_bcast_next(&b))
+  wfx_shape_make(&bs[0], j->xs.rank - 2, j->xs.dims);
+  wfx_shape_make(&bs[1], j->ys.rank - 2, j->ys.dims);
+  wfx_shape_make(&bo, j->os.rank - 2, j->os.dims);
+  wfx_bcast_init(&b, &bo, 2, bs);
+  for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
     for (int64_t i = 0; i < b.inner; i++) {
       const char *x = (const char *)j->x + (size_t)(b.off[0] + i * b.step[0]) * xm;
       const char *y = (const char *)j->y + (size_t)(b.off[1] + i * b.step[1]) * ym;
@@ -197,7 +197,7 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
       assert(j->dtype == WF_FLOAT32);
       if (sgemm(bk, j->ta, j->tb, j->m, j->n, j->k, (const float *)x,
                 (const float *)y, (float *)o, st))
-        return opc_host()->status_code(st);
+        return wfx_code(st);
     }
   return 0;
 }
@@ -208,7 +208,7 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
 /* A matmul plan for the job's shapes: operands padded to the output's rank
  * with leading 1s (oneDNN broadcasts dims of 1), transposed operands
  * described by their strides. */
-static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int build_matmul(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const gemm_job *j = arg;
   int r = j->os.rank, perm[WF_MAX_RANK];
   int64_t xd[WF_MAX_RANK], yd[WF_MAX_RANK];
@@ -234,55 +234,55 @@ static int build_matmul(void *arg, wf__dnnl_plan *p, wf_status *st) {
     perm[i] = i;
   perm[r - 2] = j->ta ? r - 1 : r - 2;
   perm[r - 1] = j->ta ? r - 2 : r - 1;
-  if (wf__dnnl_md(&xmd, r, xd, perm, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md(&xmd, r, xd, perm, st))
+    return wfx_code(st);
   perm[r - 2] = j->tb ? r - 1 : r - 2;
   perm[r - 1] = j->tb ? r - 2 : r - 1;
-  if (wf__dnnl_md(&ymd, r, yd, perm, st) ||
-      wf__dnnl_md(&omd, r, j->os.dims, NULL, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md(&ymd, r, yd, perm, st) ||
+      cpu_dnnl_md(&omd, r, j->os.dims, NULL, st))
+    return wfx_code(st);
   if (j->fused) {
     /* The bias as a (1, ..., 1, N) row broadcast over the product. */
     int64_t bd[WF_MAX_RANK];
     for (int i = 0; i < r; i++)
       bd[i] = i == r - 1 ? j->n : 1;
-    if (wf__dnnl_md(&bmd, r, bd, NULL, st))
-      return opc_host()->status_code(st);
+    if (cpu_dnnl_md(&bmd, r, bd, NULL, st))
+      return wfx_code(st);
   }
   s = dnnl_matmul_desc_init(&desc, &xmd, &ymd, j->fused ? &bmd : NULL, &omd);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "matmul setup", st);
-  if (j->fused ? wf__dnnl_pd_fused(&pd, &desc, j->fused, "fused matmul setup",
+    return cpu_dnnl_refuse(s, "matmul setup", st);
+  if (j->fused ? cpu_dnnl_pd_fused(&pd, &desc, j->fused, "fused matmul setup",
                                    st)
-               : wf__dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
-    return opc_host()->status_code(st);
-  rc = wf__dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||
-       wf__dnnl_plan_mem(p, 1, &ymd, NULL, WF_DNNL_IN, st) ||
-       wf__dnnl_plan_mem(p, 2, &omd, NULL, WF_DNNL_OUT, st) ||
-       (j->fused && wf__dnnl_plan_mem(p, 3, &bmd, NULL, WF_DNNL_IN, st)) ||
-       wf__dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st);
+               : cpu_dnnl_pd(&pd, &desc, NULL, "matmul setup", st))
+    return wfx_code(st);
+  rc = cpu_dnnl_plan_mem(p, 0, &xmd, NULL, WF_DNNL_IN, st) ||
+       cpu_dnnl_plan_mem(p, 1, &ymd, NULL, WF_DNNL_IN, st) ||
+       cpu_dnnl_plan_mem(p, 2, &omd, NULL, WF_DNNL_OUT, st) ||
+       (j->fused && cpu_dnnl_plan_mem(p, 3, &bmd, NULL, WF_DNNL_IN, st)) ||
+       cpu_dnnl_plan_step(p, pd, ids, mems, j->fused ? 4 : 3, st);
   dnnl_primitive_desc_destroy(pd);
-  return rc ? opc_host()->status_code(st) : 0;
+  return rc ? wfx_code(st) : 0;
 }
 
-static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
-  wf__dnnl_plan *p;
-  wf__cpu_key key = {0};
+static int gemm_dnnl(cpu_dnnl_state *s, const gemm_job *j, wf_status *st) {
+  cpu_dnnl_plan *p;
+  cpu_key key = {0};
   void *data[4] = {(void *)j->x, (void *)j->y, j->out, (void *)j->bias};
   int rc;
 
-  wf__cpu_key_shape(&key, &j->xs);
-  wf__cpu_key_shape(&key, &j->ys);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
-    return opc_host()->status_code(st);
+  cpu_key_shape(&key, &j->xs);
+  cpu_key_shape(&key, &j->ys);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, build_matmul, (void *)j, st)))
+    return wfx_code(st);
   if (p->fallback) {
     rc = gemm_each(j, BACKEND_ONEDNN_SGEMM, st);
     if (rc == 0)
       epilogue(j);
   } else {
-    rc = wf__dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
+    rc = cpu_dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
   }
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 #endif
@@ -292,7 +292,7 @@ static int gemm_dnnl(wf__dnnl_state *s, const gemm_job *j, wf_status *st) {
 /* Per-node state: the plan cache (oneDNN) and the transpose attributes. */
 typedef struct gemm_state {
 #ifdef HAVE_DNNL
-  wf__dnnl_state *dnnl;
+  cpu_dnnl_state *dnnl;
 #endif
   int ta, tb;
 } gemm_state;
@@ -303,25 +303,25 @@ static void gemm_destroy(void *state) {
   if (!g)
     return;
 #ifdef HAVE_DNNL
-  wf__dnnl_state_free(g->dnnl);
+  cpu_dnnl_state_free(g->dnnl);
 #endif
-  opc_host()->free(g);
+  wfx_host->free(g);
 }
 
 static int gemm_create(wf_kernel_ctx *ctx, void **state, const char *ta_name,
                        const char *tb_name, wf_status *st) {
-  gemm_state *g = opc_host()->alloc(sizeof *g, 0);
+  gemm_state *g = wfx_host->alloc(sizeof *g, 0);
 
   *state = NULL;
   if (!g)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(g, 0, sizeof *g);
-  if (opc_kernel_attr_bool(ctx, ta_name, &g->ta, st) ||
-      opc_kernel_attr_bool(ctx, tb_name, &g->tb, st))
+  if (wfx_kernel_attr_bool(ctx, ta_name, &g->ta, st) ||
+      wfx_kernel_attr_bool(ctx, tb_name, &g->tb, st))
     goto fail;
 #ifdef HAVE_DNNL
-  if (wf__dnnl_state_new(&g->dnnl, st))
+  if (cpu_dnnl_state_new(&g->dnnl, st))
     goto fail;
 #endif
   *state = g;
@@ -329,7 +329,7 @@ static int gemm_create(wf_kernel_ctx *ctx, void **state, const char *ta_name,
 
 fail:
   gemm_destroy(g);
-  return opc_host()->status_code(st);
+  return wfx_code(st);
 }
 
 static int matmul_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
@@ -351,30 +351,27 @@ static void last2(const wf_shape *s, int64_t *rows, int64_t *cols) {
  * the output. batch: BatchMatMul (rank >= 2, broadcast batch dims). */
 static int gemm_begin(wf_kernel_ctx *ctx, const gemm_state *g, int batch,
                       gemm_job *j, wf_tensor **out, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   int64_t r, c, k2;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   memset(j, 0, sizeof *j);
-  if (opc_kernel_input(ctx, 0, &x, &j->xs, st) ||
-      opc_kernel_input(ctx, 1, &y, &j->ys, st))
-    return h->status_code(st);
-  j->dtype = h->tensor_dtype(x);
+  if (wfx_kernel_input(ctx, 0, &x, &j->xs, st) ||
+      wfx_kernel_input(ctx, 1, &y, &j->ys, st))
+    return wfx_code(st);
+  j->dtype = wfx_dtype(x);
   j->ta = g->ta;
   j->tb = g->tb;
-  if (h->tensor_dtype(y) != j->dtype)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "inputs are %s and %s",
-                    opc_dtype_name(j->dtype),
-                    opc_dtype_name(h->tensor_dtype(y)));
+  if (wfx_dtype(y) != j->dtype)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "inputs are %s and %s",
+                    wfx_dtype_name(j->dtype), wfx_dtype_name(wfx_dtype(y)));
   if (batch ? j->xs.rank < 2 || j->ys.rank < 2
             : j->xs.rank != 2 || j->ys.rank != 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "inputs have shapes %s and %s; %s takes %s",
-                    opc_shape_str(&j->xs, s1, sizeof s1),
-                    opc_shape_str(&j->ys, s2, sizeof s2),
-                    batch ? "BatchMatMul" : "MatMul",
-                    batch ? "rank 2 or more" : "matrices (rank 2)");
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT, "inputs have shapes %s and %s; %s takes %s",
+        wfx_shape_str(&j->xs, s1, sizeof s1),
+        wfx_shape_str(&j->ys, s2, sizeof s2), batch ? "BatchMatMul" : "MatMul",
+        batch ? "rank 2 or more" : "matrices (rank 2)");
   last2(&j->xs, &r, &c);
   j->m = j->ta ? c : r;
   j->k = j->ta ? r : c;
@@ -382,29 +379,28 @@ static int gemm_begin(wf_kernel_ctx *ctx, const gemm_state *g, int batch,
   k2 = j->tb ? c : r;
   j->n = j->tb ? r : c;
   if (j->k != k2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "inner dimensions differ: %s%s has %" PRId64
-                    " columns but %s%s has %" PRId64 " rows",
-                    opc_shape_str(&j->xs, s1, sizeof s1),
-                    j->ta ? " transposed" : "", j->k,
-                    opc_shape_str(&j->ys, s2, sizeof s2),
-                    j->tb ? " transposed" : "", k2);
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT,
+        "inner dimensions differ: %s%s has %" PRId64
+        " columns but %s%s has %" PRId64 " rows",
+        wfx_shape_str(&j->xs, s1, sizeof s1), j->ta ? " transposed" : "", j->k,
+        wfx_shape_str(&j->ys, s2, sizeof s2), j->tb ? " transposed" : "", k2);
   if (batch) {
     wf_shape bx, by;
-    opc_shape_make(&bx, j->xs.rank - 2, j->xs.dims);
-    opc_shape_make(&by, j->ys.rank - 2, j->ys.dims);
-    if (opc_broadcast_shapes(&bx, &by, &j->os, "batch dimensions", st))
-      return h->status_code(st);
+    wfx_shape_make(&bx, j->xs.rank - 2, j->xs.dims);
+    wfx_shape_make(&by, j->ys.rank - 2, j->ys.dims);
+    if (wfx_broadcast_shapes(&bx, &by, &j->os, "batch dimensions", st))
+      return wfx_code(st);
   } else {
     j->os.rank = 0;
   }
   j->os.dims[j->os.rank++] = j->m;
   j->os.dims[j->os.rank++] = j->n;
-  if (!(*out = h->kernel_output_new(ctx, 0, &j->os, st)))
-    return h->status_code(st);
-  j->x = h->tensor_data(x);
-  j->y = h->tensor_data(y);
-  j->out = h->tensor_data(*out);
+  if (!(*out = wfx_host->kernel_output_new(ctx, 0, &j->os, st)))
+    return wfx_code(st);
+  j->x = wfx_data(x);
+  j->y = wfx_data(y);
+  j->out = wfx_data(*out);
   return 0;
 }
 
@@ -419,7 +415,7 @@ static backend choose(const gemm_job *j) {
     return BACKEND_ONEDNN_SGEMM;
   if (mnk >= MEDIUM_PRODUCT && !j->ta && !j->tb) {
     int32_t inter, intra;
-    wf__cpu_threads(&inter, &intra);
+    cpu_threads(&inter, &intra);
     if (intra > 1)
       return BACKEND_ONEDNN_SGEMM;
   }
@@ -432,17 +428,16 @@ static backend choose(const gemm_job *j) {
 
 static int gemm_compute(wf_kernel_ctx *ctx, void *state, int batch,
                         wf_status *st) {
-  const wf_host *h = opc_host();
   gemm_state *g = state;
   gemm_job j;
   wf_tensor *out;
 
   if (gemm_begin(ctx, g, batch, &j, &out, st))
-    return h->status_code(st);
-  if (h->tensor_count(out) == 0)
+    return wfx_code(st);
+  if (wfx_count(out) == 0)
     return 0;
   if (j.k == 0) { /* empty sums */
-    memset(j.out, 0, h->tensor_nbytes(out));
+    memset(j.out, 0, wfx_host->tensor_nbytes(out));
     return 0;
   }
   if (j.dtype == WF_FLOAT64)
@@ -476,7 +471,6 @@ static int batch_matmul_compute(wf_kernel_ctx *ctx, void *state,
  * chosen library and the reference epilogue over its output. */
 static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
-  const wf_host *h = opc_host();
   gemm_state *g = state;
   const wf_tensor *bias;
   wf_shape bs;
@@ -486,19 +480,18 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
   int rc;
 
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      opc_kernel_input(ctx, 2, &bias, &bs, st) ||
+      wfx_kernel_input(ctx, 2, &bias, &bs, st) ||
       gemm_begin(ctx, g, 0, &j, &out, st))
-    return h->status_code(st);
-  if (bs.rank != 1 || bs.dims[0] != j.n || h->tensor_dtype(bias) != j.dtype)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "bias must be (%" PRId64 ",) of the operands' dtype",
-                    j.n);
+    return wfx_code(st);
+  if (bs.rank != 1 || bs.dims[0] != j.n || wfx_dtype(bias) != j.dtype)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "bias must be (%" PRId64 ",) of the operands' dtype", j.n);
   j.fused = &f;
-  j.bias = h->tensor_data(bias);
-  if (h->tensor_count(out) == 0)
+  j.bias = wfx_data(bias);
+  if (wfx_count(out) == 0)
     return 0;
   if (j.k == 0) { /* empty sums */
-    memset(j.out, 0, h->tensor_nbytes(out));
+    memset(j.out, 0, wfx_host->tensor_nbytes(out));
     epilogue(&j);
     return 0;
   }
@@ -519,7 +512,7 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
 #define GEMM_DTYPES WF_DTYPE_BIT(WF_FLOAT32)
 #endif
 
-const wf_kernel_def wf__cpu_k_matmul = {
+const wf_kernel_def cpu_k_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "MatMul",
     .device_type = "cpu",
@@ -532,7 +525,7 @@ const wf_kernel_def wf__cpu_k_matmul = {
     .destroy = gemm_destroy,
 };
 
-const wf_kernel_def wf__cpu_k_batch_matmul = {
+const wf_kernel_def cpu_k_batch_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "BatchMatMul",
     .device_type = "cpu",
@@ -545,7 +538,7 @@ const wf_kernel_def wf__cpu_k_batch_matmul = {
     .destroy = gemm_destroy,
 };
 
-const wf_kernel_def wf__cpu_k_fused_matmul = {
+const wf_kernel_def cpu_k_fused_matmul = {
     WF_STRUCT_INIT(wf_kernel_def),
     .op = "_FusedMatMul",
     .device_type = "cpu",

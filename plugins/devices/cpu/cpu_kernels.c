@@ -25,35 +25,35 @@
 #include <cblas.h>
 #endif
 
-const wf_kernel_def *const wf__cpu_kernels[] = {
+const wf_kernel_def *const cpu_kernels[] = {
 #ifdef WF_CPU_HAVE_GEMM
-    &wf__cpu_k_matmul,
-    &wf__cpu_k_batch_matmul,
-    &wf__cpu_k_fused_matmul,
+    &cpu_k_matmul,
+    &cpu_k_batch_matmul,
+    &cpu_k_fused_matmul,
 #endif
 #ifdef HAVE_DNNL
-    &wf__cpu_k_conv2d,
-    &wf__cpu_k_fused_conv2d,
-    &wf__cpu_k_conv2d_backprop_input,
-    &wf__cpu_k_conv2d_backprop_filter,
-    &wf__cpu_k_max_pool,
-    &wf__cpu_k_avg_pool,
-    &wf__cpu_k_max_pool_grad,
-    &wf__cpu_k_avg_pool_grad,
-    &wf__cpu_k_softmax,
-    &wf__cpu_k_log_softmax,
-    &wf__cpu_k_softmax_grad,
-    &wf__cpu_k_log_softmax_grad,
-    &wf__cpu_k_batch_norm,
-    &wf__cpu_k_batch_norm_grad,
-    &wf__cpu_k_bias_add,
-    &wf__cpu_k_bias_add_grad,
+    &cpu_k_conv2d,
+    &cpu_k_fused_conv2d,
+    &cpu_k_conv2d_backprop_input,
+    &cpu_k_conv2d_backprop_filter,
+    &cpu_k_max_pool,
+    &cpu_k_avg_pool,
+    &cpu_k_max_pool_grad,
+    &cpu_k_avg_pool_grad,
+    &cpu_k_softmax,
+    &cpu_k_log_softmax,
+    &cpu_k_softmax_grad,
+    &cpu_k_log_softmax_grad,
+    &cpu_k_batch_norm,
+    &cpu_k_batch_norm_grad,
+    &cpu_k_bias_add,
+    &cpu_k_bias_add_grad,
     WF_CPU_ELTWISE_KERNELS,
     WF_CPU_APPLY_KERNELS,
-    &wf__cpu_k_lstm,
-    &wf__cpu_k_lstm_grad,
-    &wf__cpu_k_gru,
-    &wf__cpu_k_gru_grad,
+    &cpu_k_lstm,
+    &cpu_k_lstm_grad,
+    &cpu_k_gru,
+    &cpu_k_gru_grad,
 #endif
     NULL};
 
@@ -68,12 +68,11 @@ static dnnl_engine_t engine;
 static _Thread_local int32_t omp_set_here;
 #endif
 
-int wf__cpu_kernels_init(const wf_host *host, wf_status *st) {
+int cpu_kernels_init(wf_status *st) {
   int32_t inter = 1, intra = 1;
 
-  opc_set_host(host);
-  if (WF_HOST_HAS(host, threads) && host->threads)
-    host->threads(&inter, &intra);
+  if (WF_HOST_HAS(wfx_host, threads) && wfx_host->threads)
+    wfx_host->threads(&inter, &intra);
   if (inter < 1)
     inter = 1;
   if (intra < 1)
@@ -84,10 +83,10 @@ int wf__cpu_kernels_init(const wf_host *host, wf_status *st) {
     dnnl_status_t s = dnnl_engine_create(&engine, dnnl_cpu, 0);
     if (s != dnnl_success) {
       pthread_mutex_unlock(&lib_lock);
-      host->status_set(st, WF_INTERNAL,
-                       "device-cpu: oneDNN could not create its CPU engine "
-                       "(%s)",
-                       dnnl_status2str(s));
+      wfx_host->status_set(st, WF_INTERNAL,
+                           "device-cpu: oneDNN could not create its CPU engine "
+                           "(%s)",
+                           dnnl_status2str(s));
       return WF_INTERNAL;
     }
   }
@@ -102,12 +101,12 @@ int wf__cpu_kernels_init(const wf_host *host, wf_status *st) {
 #endif
   pthread_mutex_unlock(&lib_lock);
 #ifdef HAVE_DNNL
-  wf__cpu_omp_threads();
+  cpu_omp_threads();
 #endif
   return 0;
 }
 
-void wf__cpu_kernels_fini(void) {
+void cpu_kernels_fini(void) {
   pthread_mutex_lock(&lib_lock);
   assert(lib_users > 0);
 #ifdef HAVE_DNNL
@@ -120,14 +119,14 @@ void wf__cpu_kernels_fini(void) {
   pthread_mutex_unlock(&lib_lock);
 }
 
-void wf__cpu_threads(int32_t *inter_op, int32_t *intra_op) {
+void cpu_threads(int32_t *inter_op, int32_t *intra_op) {
   *inter_op = atomic_load(&inter_threads);
   *intra_op = atomic_load(&intra_threads);
 }
 
-void wf__cpu_omp_threads(void) { wf__cpu_omp_threads_n(0); }
+void cpu_omp_threads(void) { cpu_omp_threads_n(0); }
 
-void wf__cpu_omp_threads_n(int32_t n) {
+void cpu_omp_threads_n(int32_t n) {
 #ifdef HAVE_DNNL
   int32_t intra = atomic_load(&intra_threads);
 
@@ -142,13 +141,13 @@ void wf__cpu_omp_threads_n(int32_t n) {
 #endif
 }
 
-void wf__cpu_kernels_describe(char *out, size_t size) {
+void cpu_kernels_describe(char *out, size_t size) {
   int32_t inter, intra;
   int n = 0;
 
   if (size == 0)
     return;
-  wf__cpu_threads(&inter, &intra);
+  cpu_threads(&inter, &intra);
   n = snprintf(out, size,
                "threads: %d inter-op x %d intra-op (each kernel library "
                "gets %d)",
@@ -170,7 +169,7 @@ void wf__cpu_kernels_describe(char *out, size_t size) {
 }
 
 #ifdef HAVE_DNNL
-dnnl_engine_t wf__dnnl_engine(void) {
+dnnl_engine_t cpu_dnnl_engine(void) {
   assert(engine);
   return engine;
 }

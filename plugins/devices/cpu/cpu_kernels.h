@@ -4,7 +4,7 @@
  * weights and scratchpads from one run to the next.
  *
  * Internal to the plugin. The kernels reach the core only through the host
- * table (opc_host(), set by wf__cpu_kernels_init). */
+ * table (wfx_host, set by cpu_kernels_init). */
 #ifndef WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
 #define WF_PLUGINS_DEVICES_CPU_CPU_KERNELS_H
 
@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "opcommon.h"
 #include "opfused.h"
+#include <weft/plugin_aux.h>
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -28,118 +28,118 @@
 
 /* The fast kernels, NULL-terminated: what the libraries found by configure
  * allow (none without oneDNN and OpenBLAS). */
-extern const wf_kernel_def *const wf__cpu_kernels[];
+extern const wf_kernel_def *const cpu_kernels[];
 
-/* What each kernel file defines (listed in wf__cpu_kernels). */
+/* What each kernel file defines (listed in cpu_kernels). */
 #if defined(HAVE_DNNL) || defined(HAVE_OPENBLAS)
 #define WF_CPU_HAVE_GEMM 1
-extern const wf_kernel_def wf__cpu_k_matmul, wf__cpu_k_batch_matmul,
-    wf__cpu_k_fused_matmul;
+extern const wf_kernel_def cpu_k_matmul, cpu_k_batch_matmul,
+    cpu_k_fused_matmul;
 #endif
 #ifdef HAVE_DNNL
-extern const wf_kernel_def wf__cpu_k_conv2d, wf__cpu_k_conv2d_backprop_input,
-    wf__cpu_k_conv2d_backprop_filter, wf__cpu_k_max_pool, wf__cpu_k_avg_pool,
-    wf__cpu_k_max_pool_grad, wf__cpu_k_avg_pool_grad, wf__cpu_k_softmax,
-    wf__cpu_k_log_softmax, wf__cpu_k_softmax_grad, wf__cpu_k_log_softmax_grad,
-    wf__cpu_k_batch_norm, wf__cpu_k_batch_norm_grad, wf__cpu_k_bias_add,
-    wf__cpu_k_bias_add_grad, wf__cpu_k_fused_conv2d, wf__cpu_k_lstm,
-    wf__cpu_k_lstm_grad, wf__cpu_k_gru, wf__cpu_k_gru_grad;
+extern const wf_kernel_def cpu_k_conv2d, cpu_k_conv2d_backprop_input,
+    cpu_k_conv2d_backprop_filter, cpu_k_max_pool, cpu_k_avg_pool,
+    cpu_k_max_pool_grad, cpu_k_avg_pool_grad, cpu_k_softmax,
+    cpu_k_log_softmax, cpu_k_softmax_grad, cpu_k_log_softmax_grad,
+    cpu_k_batch_norm, cpu_k_batch_norm_grad, cpu_k_bias_add,
+    cpu_k_bias_add_grad, cpu_k_fused_conv2d, cpu_k_lstm,
+    cpu_k_lstm_grad, cpu_k_gru, cpu_k_gru_grad;
 /* cpu_eltwise.c: activations and their backward ops. */
-extern const wf_kernel_def wf__cpu_k_relu, wf__cpu_k_leaky_relu,
-    wf__cpu_k_elu, wf__cpu_k_sigmoid, wf__cpu_k_tanh, wf__cpu_k_gelu,
-    wf__cpu_k_softplus, wf__cpu_k_exp, wf__cpu_k_sqrt, wf__cpu_k_square,
-    wf__cpu_k_relu_grad, wf__cpu_k_leaky_relu_grad, wf__cpu_k_elu_grad,
-    wf__cpu_k_sigmoid_grad, wf__cpu_k_tanh_grad, wf__cpu_k_gelu_grad,
-    wf__cpu_k_softplus_grad, wf__cpu_k_sqrt_grad;
+extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
+    cpu_k_elu, cpu_k_sigmoid, cpu_k_tanh, cpu_k_gelu,
+    cpu_k_softplus, cpu_k_exp, cpu_k_sqrt, cpu_k_square,
+    cpu_k_relu_grad, cpu_k_leaky_relu_grad, cpu_k_elu_grad,
+    cpu_k_sigmoid_grad, cpu_k_tanh_grad, cpu_k_gelu_grad,
+    cpu_k_softplus_grad, cpu_k_sqrt_grad;
 /* cpu_apply.c: ops-train's dense updates on the intra-op threads. */
-extern const wf_kernel_def wf__cpu_k_apply_gradient_descent,
-    wf__cpu_k_apply_momentum, wf__cpu_k_apply_adam, wf__cpu_k_apply_adamw,
-    wf__cpu_k_apply_rmsprop, wf__cpu_k_apply_centered_rmsprop,
-    wf__cpu_k_apply_adagrad;
+extern const wf_kernel_def cpu_k_apply_gradient_descent,
+    cpu_k_apply_momentum, cpu_k_apply_adam, cpu_k_apply_adamw,
+    cpu_k_apply_rmsprop, cpu_k_apply_centered_rmsprop,
+    cpu_k_apply_adagrad;
 #define WF_CPU_APPLY_KERNELS                                                   \
-  &wf__cpu_k_apply_gradient_descent, &wf__cpu_k_apply_momentum,                \
-      &wf__cpu_k_apply_adam, &wf__cpu_k_apply_adamw, &wf__cpu_k_apply_rmsprop, \
-      &wf__cpu_k_apply_centered_rmsprop, &wf__cpu_k_apply_adagrad
+  &cpu_k_apply_gradient_descent, &cpu_k_apply_momentum,                \
+      &cpu_k_apply_adam, &cpu_k_apply_adamw, &cpu_k_apply_rmsprop, \
+      &cpu_k_apply_centered_rmsprop, &cpu_k_apply_adagrad
 #define WF_CPU_ELTWISE_KERNELS                                                 \
-  &wf__cpu_k_relu, &wf__cpu_k_leaky_relu, &wf__cpu_k_elu, &wf__cpu_k_sigmoid,  \
-      &wf__cpu_k_tanh, &wf__cpu_k_gelu, &wf__cpu_k_softplus, &wf__cpu_k_exp,   \
-      &wf__cpu_k_sqrt, &wf__cpu_k_square, &wf__cpu_k_relu_grad,                \
-      &wf__cpu_k_leaky_relu_grad, &wf__cpu_k_elu_grad,                         \
-      &wf__cpu_k_sigmoid_grad, &wf__cpu_k_tanh_grad, &wf__cpu_k_gelu_grad,     \
-      &wf__cpu_k_softplus_grad, &wf__cpu_k_sqrt_grad
+  &cpu_k_relu, &cpu_k_leaky_relu, &cpu_k_elu, &cpu_k_sigmoid,  \
+      &cpu_k_tanh, &cpu_k_gelu, &cpu_k_softplus, &cpu_k_exp,   \
+      &cpu_k_sqrt, &cpu_k_square, &cpu_k_relu_grad,                \
+      &cpu_k_leaky_relu_grad, &cpu_k_elu_grad,                         \
+      &cpu_k_sigmoid_grad, &cpu_k_tanh_grad, &cpu_k_gelu_grad,     \
+      &cpu_k_softplus_grad, &cpu_k_sqrt_grad
 #endif
 
 /* Sets up the libraries for a runtime's plugin instance: keeps host, reads
  * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
  * OpenMP `intra` threads each, and (first instance only) creates the
- * oneDNN engine. Balanced by wf__cpu_kernels_fini. */
-int wf__cpu_kernels_init(const wf_host *host, wf_status *st);
-void wf__cpu_kernels_fini(void);
+ * oneDNN engine. Balanced by cpu_kernels_fini. */
+int cpu_kernels_init(wf_status *st);
+void cpu_kernels_fini(void);
 
 /* The thread split last given to the libraries. */
-void wf__cpu_threads(int32_t *inter_op, int32_t *intra_op);
+void cpu_threads(int32_t *inter_op, int32_t *intra_op);
 
 /* Appends the libraries' line of the device description: "threads: ..."
  * with inter-op and intra-op counts, oneDNN's version and ISA, OpenBLAS's
  * core type. At most size bytes, always terminated. */
-void wf__cpu_kernels_describe(char *out, size_t size);
+void cpu_kernels_describe(char *out, size_t size);
 
 /* Makes the calling thread's OpenMP team size the intra-op count (OpenMP
  * keeps it per thread; executor threads start with the library default).
  * Cheap after the first call on a thread. */
-void wf__cpu_omp_threads(void);
+void cpu_omp_threads(void);
 /* The same with n threads (at most the intra-op count; n <= 0: the
  * intra-op count). */
-void wf__cpu_omp_threads_n(int32_t n);
+void cpu_omp_threads_n(int32_t n);
 
 #ifdef HAVE_DNNL
 
 /* ---- oneDNN --------------------------------------------------------------- */
 
 /* The CPU engine (valid between init and fini). */
-dnnl_engine_t wf__dnnl_engine(void);
+dnnl_engine_t cpu_dnnl_engine(void);
 
 /* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented,
  * RESOURCE_EXHAUSTED for dnnl_out_of_memory) naming what failed and
  * oneDNN's status; returns the code. For failures while running. */
-int wf__dnnl_fail(dnnl_status_t s, const char *what, wf_status *st);
+int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st);
 /* For descriptors oneDNN will not make (its status says why): sets st to
  * UNIMPLEMENTED, so that the plan cache records the shape as one the
  * kernel computes another way, unless oneDNN ran out of memory (then
  * RESOURCE_EXHAUSTED). Returns the code. */
-int wf__dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st);
+int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st);
 
 /* A plain memory descriptor of f32 dims with row-major strides; dims
  * permuted by perm are laid out in that order (perm NULL: identity). For
  * user tensors in any order without a named format tag. */
-int wf__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+int cpu_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                 const int *perm, wf_status *st);
 /* The same with a format tag. */
-int wf__dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+int cpu_dnnl_md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                     dnnl_format_tag_t tag, wf_status *st);
 
 /* The primitive attributes every kernel uses: user-mode scratchpad (the
  * plan allocates it through the host allocator). Caller destroys. */
-int wf__dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st);
+int cpu_dnnl_attr(dnnl_primitive_attr_t *attr, wf_status *st);
 
 /* A primitive descriptor for op_desc (hint: the forward one of a backward
- * primitive, or NULL) with wf__dnnl_attr's attributes. *pd is NULL with
- * st set by wf__dnnl_refuse when oneDNN makes none. */
-int wf__dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
+ * primitive, or NULL) with cpu_dnnl_attr's attributes. *pd is NULL with
+ * st set by cpu_dnnl_refuse when oneDNN makes none. */
+int cpu_dnnl_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
                 const_dnnl_primitive_desc_t hint, const char *what,
                 wf_status *st);
 
-/* As wf__dnnl_pd for a forward primitive, with f's activation (if any) as
+/* As cpu_dnnl_pd for a forward primitive, with f's activation (if any) as
  * an eltwise post-op after the primitive's own output (bias included). */
-int wf__dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
+int cpu_dnnl_pd_fused(dnnl_primitive_desc_t *pd, const void *op_desc,
                       const opc_fused *f, const char *what, wf_status *st);
 
 /* 1 when oneDNN picked its reference (unoptimised) implementation. */
-int wf__dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
+int cpu_dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* 1 when the implementation works on the layouts directly (oneDNN's jit
  * and brgemm kernels), not through its reference code or an im2col +
  * gemm lowering. */
-int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
+int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 
 /* ---- plans ---------------------------------------------------------------- */
 
@@ -158,7 +158,7 @@ int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 #define WF_DNNL_MAX_STEPS 3
 #define WF_DNNL_MAX_ARGS 24
 
-/* Work (see wf__dnnl_plan_threads) below which a plan runs on one thread:
+/* Work (see cpu_dnnl_plan_threads) below which a plan runs on one thread:
  * 2^16 input elements of a pooling, 2^20 multiply-adds of a convolution
  * (16 to a unit). Measured with oneDNN 2.6 (AVX-512, 1 against 2 threads),
  * microseconds, each primitive alone:
@@ -187,7 +187,7 @@ int wf__dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 #define WF_DNNL_ZERO 0x8    /* OUT, zeroed before the steps (primitives that
                                accumulate into it: RNN weight gradients) */
 
-typedef struct wf__dnnl_mem {
+typedef struct cpu_dnnl_mem {
   int flags;
   dnnl_memory_t user;   /* bound to the tensor per run; NULL if internal */
   dnnl_memory_t inner;  /* what the steps use (== user without reorder) */
@@ -198,21 +198,21 @@ typedef struct wf__dnnl_mem {
   void *copy;
   size_t bytes;
   size_t size; /* bytes of inner */
-} wf__dnnl_mem;
+} cpu_dnnl_mem;
 
-typedef struct wf__dnnl_step {
+typedef struct cpu_dnnl_step {
   dnnl_primitive_t prim;
   dnnl_memory_t scratch; /* NULL when the step needs none */
   int nargs;
   int mem_of[WF_DNNL_MAX_ARGS]; /* plan memory index per argument */
   dnnl_exec_arg_t args[WF_DNNL_MAX_ARGS + 1];
-} wf__dnnl_step;
+} cpu_dnnl_step;
 
-typedef struct wf__dnnl_plan {
+typedef struct cpu_dnnl_plan {
   dnnl_stream_t stream;
   int nmems, nsteps;
-  wf__dnnl_mem mems[WF_DNNL_MAX_MEMS];
-  wf__dnnl_step steps[WF_DNNL_MAX_STEPS];
+  cpu_dnnl_mem mems[WF_DNNL_MAX_MEMS];
+  cpu_dnnl_step steps[WF_DNNL_MAX_STEPS];
   void *scratch;       /* one buffer for every step (they run in turn) */
   size_t scratch_bytes;
   /* Set when oneDNN cannot run this shape: the kernel does it another way
@@ -220,19 +220,19 @@ typedef struct wf__dnnl_plan {
   int fallback;
   /* The OpenMP team its primitives were made for and run with: 1 for
    * work too small to share, 0 for the intra-op count (see
-   * wf__dnnl_plan_threads). */
+   * cpu_dnnl_plan_threads). */
   int threads;
-} wf__dnnl_plan;
+} cpu_dnnl_plan;
 
 /* A new empty plan with its own stream. */
-int wf__dnnl_plan_new(wf__dnnl_plan **out, wf_status *st);
-void wf__dnnl_plan_free(wf__dnnl_plan *p);
+int cpu_dnnl_plan_new(cpu_dnnl_plan **out, wf_status *st);
+void cpu_dnnl_plan_free(cpu_dnnl_plan *p);
 
 /* Declares memory index i (0 <= i < WF_DNNL_MAX_MEMS; indices are the
  * kernel's own numbering). user_md: the tensor's plain layout (NULL for an
  * internal memory); want_md: the layout the steps use (NULL: user_md).
  * flags: WF_DNNL_IN/OUT/WEIGHTS, 0 for internal. */
-int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
+int cpu_dnnl_plan_mem(cpu_dnnl_plan *p, int i,
                       const dnnl_memory_desc_t *user_md,
                       const dnnl_memory_desc_t *want_md, int flags,
                       wf_status *st);
@@ -240,7 +240,7 @@ int wf__dnnl_plan_mem(wf__dnnl_plan *p, int i,
 /* Adds a step: a primitive made from pd (borrowed; the caller destroys it)
  * with arguments arg_ids[j] bound to plan memory mem_of[j]. Steps run in
  * the order added. */
-int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
+int cpu_dnnl_plan_step(cpu_dnnl_plan *p, const_dnnl_primitive_desc_t pd,
                        const int *arg_ids, const int *mem_of, int nargs,
                        wf_status *st);
 
@@ -251,15 +251,15 @@ int wf__dnnl_plan_step(wf__dnnl_plan *p, const_dnnl_primitive_desc_t pd,
  * WF_DNNL_SMALL_WORK the plan runs on the calling thread alone, where
  * waking the other threads and joining them costs more than they save;
  * plans whose build does not call it get the intra-op count. */
-void wf__dnnl_plan_threads(wf__dnnl_plan *p, int64_t work);
+void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work);
 
 /* Allocates the scratchpad for the steps added (call once, after the last
  * step). */
-int wf__dnnl_plan_finish(wf__dnnl_plan *p, wf_status *st);
+int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st);
 
 /* Runs the plan: data[i] is the tensor data of user memory i (ignored for
  * internal ones). what names the operation in errors. */
-int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
+int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
                       wf_status *st);
 
 /* ---- the per-node cache ---------------------------------------------------- */
@@ -268,15 +268,15 @@ int wf__dnnl_plan_run(wf__dnnl_plan *p, void *const *data, const char *what,
  * kernel-chosen words. */
 #define WF_CPU_KEY_MAX 112
 
-typedef struct wf__cpu_key {
+typedef struct cpu_key {
   int n;
   int64_t w[WF_CPU_KEY_MAX];
-} wf__cpu_key;
+} cpu_key;
 
 /* Appends s's rank and dims (asserts room). */
-void wf__cpu_key_shape(wf__cpu_key *k, const wf_shape *s);
+void cpu_key_shape(cpu_key *k, const wf_shape *s);
 /* Appends one word. */
-void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
+void cpu_key_word(cpu_key *k, int64_t v);
 
 /* Plans of one node, keyed by shape (and whatever else the kernel puts in
  * the key), at most WF_DNNL_CACHE_MAX of them, least recently used out.
@@ -286,45 +286,45 @@ void wf__cpu_key_word(wf__cpu_key *k, int64_t v);
  * primitives. */
 #define WF_DNNL_CACHE_MAX 8
 
-typedef int wf__dnnl_build_fn(void *arg, wf__dnnl_plan *p, wf_status *st);
+typedef int cpu_dnnl_build_fn(void *arg, cpu_dnnl_plan *p, wf_status *st);
 
-typedef struct wf__dnnl_cache_entry {
-  wf__cpu_key key;
-  wf__dnnl_plan *plan;
+typedef struct cpu_dnnl_cache_entry {
+  cpu_key key;
+  cpu_dnnl_plan *plan;
   uint64_t used; /* tick of the last get */
   int busy;
-} wf__dnnl_cache_entry;
+} cpu_dnnl_cache_entry;
 
-typedef struct wf__dnnl_cache {
+typedef struct cpu_dnnl_cache {
   pthread_mutex_t lock;
   uint64_t tick;
   int n;
-  wf__dnnl_cache_entry e[WF_DNNL_CACHE_MAX];
-} wf__dnnl_cache;
+  cpu_dnnl_cache_entry e[WF_DNNL_CACHE_MAX];
+} cpu_dnnl_cache;
 
-void wf__dnnl_cache_init(wf__dnnl_cache *c);
-void wf__dnnl_cache_deinit(wf__dnnl_cache *c);
+void cpu_dnnl_cache_init(cpu_dnnl_cache *c);
+void cpu_dnnl_cache_deinit(cpu_dnnl_cache *c);
 
 /* A plan for key, built by build(arg, plan, st) when no idle one exists.
- * Return it with wf__dnnl_cache_put. NULL with st set when building
+ * Return it with cpu_dnnl_cache_put. NULL with st set when building
  * failed. A build that returns UNIMPLEMENTED gives a plan with fallback set
  * instead (st cleared). */
-wf__dnnl_plan *wf__dnnl_cache_get(wf__dnnl_cache *c, const wf__cpu_key *key,
-                                  wf__dnnl_build_fn *build, void *arg,
+cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
+                                  cpu_dnnl_build_fn *build, void *arg,
                                   wf_status *st);
-void wf__dnnl_cache_put(wf__dnnl_cache *c, wf__dnnl_plan *p);
+void cpu_dnnl_cache_put(cpu_dnnl_cache *c, cpu_dnnl_plan *p);
 
 /* A kernel's per-node state for the simple oneDNN kernels: the cache and
- * a few parsed attributes. Made by wf__dnnl_state_new (create callbacks)
- * and freed by wf__dnnl_state_free (destroy callbacks). */
-typedef struct wf__dnnl_state {
-  wf__dnnl_cache cache;
+ * a few parsed attributes. Made by cpu_dnnl_state_new (create callbacks)
+ * and freed by cpu_dnnl_state_free (destroy callbacks). */
+typedef struct cpu_dnnl_state {
+  cpu_dnnl_cache cache;
   int64_t attr[16]; /* what the kernel parsed at create */
   double fattr[2];
-} wf__dnnl_state;
+} cpu_dnnl_state;
 
-int wf__dnnl_state_new(wf__dnnl_state **out, wf_status *st);
-void wf__dnnl_state_free(void *state);
+int cpu_dnnl_state_new(cpu_dnnl_state **out, wf_status *st);
+void cpu_dnnl_state_free(void *state);
 
 #endif /* HAVE_DNNL */
 

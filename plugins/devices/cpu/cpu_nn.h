@@ -18,32 +18,29 @@
 extern const wf_kernel_def nn_fused_conv2d_kernel;
 
 /* One 2-D window over an input of (H, W) in oneDNN's terms. */
-typedef struct wf__cpu_win {
+typedef struct cpu_win {
   int64_t in[2], k[2], out[2];
   dnnl_dims_t strides, kernel, dilates; /* dilates: dilation - 1 */
   dnnl_dims_t pad_l, pad_r;
-} wf__cpu_win;
+} cpu_win;
 
 /* Fills g for window w over an input of in[0] x in[1] with a window of
  * k[0] x k[1]: output size and padding as the nn ops define them (SAME's
  * split, VALID's unused tail as zero right padding). Returns 0, or
  * INVALID_ARGUMENT as nn_window_dim. */
-int wf__cpu_win_init(const nn_window *w, const int64_t in[2],
-                     const int64_t k[2], wf__cpu_win *g, wf_status *st);
+int cpu_win_init(const nn_window *w, const int64_t in[2],
+                     const int64_t k[2], cpu_win *g, wf_status *st);
 
 /* (N, H, W, C) of a rank-4 activation shape in either format. */
-void wf__cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]);
+void cpu_nhwc_dims(const wf_shape *s, int nchw, int64_t d[4]);
 
 /* The memory descriptor of an activation (N, C, H, W) logically, stored
  * NHWC or NCHW. */
-int wf__cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
+int cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
                    int64_t h, int64_t w, wf_status *st);
 
 /* The activation shape (N, H, W, C) in the format's order. */
-void wf__cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
+void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c);
-
-/* 1 when the two shapes are equal. */
-int wf__cpu_same_shape(const wf_shape *a, const wf_shape *b);
 
 #endif /* WF_PLUGINS_DEVICES_CPU_CPU_NN_H */

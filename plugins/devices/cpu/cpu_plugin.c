@@ -21,11 +21,11 @@
 /* How many devices to cut: the config's [devices] cpu_devices when set,
  * else WEFT_CPU_DEVICES; 1 when neither is. Anything but a whole number
  * from 1 to the number of cores is refused. */
-static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
+static int devices_wanted(const cpudev_plugin *p, int *n, wf_status *st) {
   const char *env = getenv(WF_CPU_DEVICES_ENV);
   char fromcfg[32];
-  int64_t cfg = WF_HOST_HAS(p->host, config_int)
-                    ? p->host->config_int("devices", "cpu_devices")
+  int64_t cfg = WF_HOST_HAS(wfx_host, config_int)
+                    ? wfx_host->config_int("devices", "cpu_devices")
                     : -1;
   const char *source = WF_CPU_DEVICES_ENV;
   if (cfg > 0) {
@@ -44,48 +44,48 @@ static int devices_wanted(const wf__cpudev_plugin *p, int *n, wf_status *st) {
   errno = 0;
   v = strtol(env, &end, 10);
   if (end == env || *end || v < 1) {
-    p->host->status_set(st, WF_INVALID_ARGUMENT,
-                        "%s: %s=\"%s\" is not a number of CPU devices: "
-                        "use a whole number from 1 to %d (this machine's "
-                        "%s)",
-                        PLUGIN_NAME, source, env, p->num_units, unit);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: %s=\"%s\" is not a number of CPU devices: "
+                         "use a whole number from 1 to %d (this machine's "
+                         "%s)",
+                         PLUGIN_NAME, source, env, p->num_units, unit);
     return WF_INVALID_ARGUMENT;
   }
   if (errno == ERANGE || v > p->num_units) {
-    p->host->status_set(st, WF_INVALID_ARGUMENT,
-                        "%s: %s=%s asks for more CPU devices than this "
-                        "machine has %s (%d): each device needs at least "
-                        "one; use 1 to %d",
-                        PLUGIN_NAME, source, env, unit, p->num_units,
-                        p->num_units);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: %s=%s asks for more CPU devices than this "
+                         "machine has %s (%d): each device needs at least "
+                         "one; use 1 to %d",
+                         PLUGIN_NAME, source, env, unit, p->num_units,
+                         p->num_units);
     return WF_INVALID_ARGUMENT;
   }
   *n = (int)v;
   return 0;
 }
 
-static void set_free(wf__cpudev_set *set, const wf_host *host) {
+static void set_free(cpudev_set *set) {
   for (int i = 0; i < set->num_devices; i++) {
     hwloc_bitmap_free(set->devices[i].cpuset);
     hwloc_bitmap_free(set->devices[i].nodeset);
   }
-  host->free(set);
+  wfx_host->free(set);
 }
 
 /* Device i of n gets units [i*U/n, (i+1)*U/n): sizes differ by at most one
  * and every unit belongs to exactly one device. Assumes 1 <= n <= U. */
-static int set_new(wf__cpudev_plugin *p, int n, wf__cpudev_set **out,
+static int set_new(cpudev_plugin *p, int n, cpudev_set **out,
                    wf_status *st) {
-  wf__cpudev_set *set;
+  cpudev_set *set;
   size_t bytes = sizeof(*set) + (size_t)n * sizeof(set->devices[0]);
 
   assert(n >= 1 && n <= p->num_units);
-  set = p->host->alloc(bytes, 0);
+  set = wfx_host->alloc(bytes, 0);
   if (!set)
     goto nomem;
   memset(set, 0, bytes);
   for (int i = 0; i < n; i++) {
-    wf__cpudev *d = &set->devices[i];
+    cpudev *d = &set->devices[i];
     int end = (int)((long long)(i + 1) * p->num_units / n);
 
     d->plugin = p;
@@ -114,26 +114,26 @@ static int set_new(wf__cpudev_plugin *p, int n, wf__cpudev_set **out,
 
 nomem:
   if (set)
-    set_free(set, p->host);
-  p->host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                      "%s: out of memory while setting up %d CPU device%s",
-                      PLUGIN_NAME, n, n == 1 ? "" : "s");
+    set_free(set);
+  wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                       "%s: out of memory while setting up %d CPU device%s",
+                       PLUGIN_NAME, n, n == 1 ? "" : "s");
   return WF_RESOURCE_EXHAUSTED;
 }
 
 static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
                          wf_status *st) {
-  wf__cpudev_plugin *p = plugin_state;
-  wf__cpudev_set *set;
+  cpudev_plugin *p = plugin_state;
+  cpudev_set *set;
   int n;
 
   if (devices_wanted(p, &n, st))
     return -1;
   if (n > max) {
-    p->host->status_set(st, WF_INVALID_ARGUMENT,
-                        "%s: %s=%d asks for more CPU devices than the core "
-                        "takes from one device type (%d)",
-                        PLUGIN_NAME, WF_CPU_DEVICES_ENV, n, max);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: %s=%d asks for more CPU devices than the core "
+                         "takes from one device type (%d)",
+                         PLUGIN_NAME, WF_CPU_DEVICES_ENV, n, max);
     return -1;
   }
   /* The same cut as last time reuses its devices: states stay stable. */
@@ -148,13 +148,13 @@ static int cpu_enumerate(void *plugin_state, wf_device_desc *out, int max,
     wf_device_desc *d = WF_STRUCT_AT(out, i);
     size_t len;
     snprintf(d->name, sizeof(d->name), "cpu:%d", i);
-    wf__cpudev_describe(&set->devices[i], d->description,
+    cpudev_describe(&set->devices[i], d->description,
                         sizeof(d->description));
     /* The kernel libraries' thread layout on a line of its own. */
     len = strlen(d->description);
     if (len + 2 < sizeof(d->description)) {
       d->description[len++] = '\n';
-      wf__cpu_kernels_describe(d->description + len,
+      cpu_kernels_describe(d->description + len,
                                sizeof(d->description) - len);
     }
     d->available = 1;
@@ -182,53 +182,57 @@ static int can_bind(hwloc_topology_t topo, int num_numa) {
 }
 
 static void cpu_fini(void *state) {
-  wf__cpudev_plugin *p = state;
+  cpudev_plugin *p = state;
 
   if (!p)
     return;
   while (p->sets) {
-    wf__cpudev_set *next = p->sets->next;
-    set_free(p->sets, p->host);
+    cpudev_set *next = p->sets->next;
+    set_free(p->sets);
     p->sets = next;
   }
   if (p->topo)
     hwloc_topology_destroy(p->topo);
-  wf__cpu_kernels_fini();
-  p->host->free(p);
+  cpu_kernels_fini();
+  wfx_host->free(p);
 }
 
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it needs (the thread split and the config are read when present). */
+WFX_HOST_DEFINE(1, 0);
+
 static int cpu_init(const wf_host *host, void **state, wf_status *st) {
-  wf__cpudev_plugin *p;
+  cpudev_plugin *p;
   int n, code;
 
-  /* Entries of ABI 1.0: every host of this major has them. */
-  assert(WF_HOST_HAS(host, log) && WF_HOST_HAS(host, free));
-  p = host->alloc(sizeof(*p), 0);
+  if (WFX_HOST_INIT(host, PLUGIN_NAME, st))
+    return WF_FAILED_PRECONDITION;
+  p = wfx_host->alloc(sizeof(*p), 0);
   if (!p) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for the plugin's state", PLUGIN_NAME);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory for the plugin's state",
+                         PLUGIN_NAME);
     return WF_RESOURCE_EXHAUSTED;
   }
   memset(p, 0, sizeof(*p));
-  p->host = host;
   /* First, so that every later failure's cpu_fini balances it. */
-  if ((code = wf__cpu_kernels_init(host, st)) != 0) {
-    host->free(p);
+  if ((code = cpu_kernels_init(st)) != 0) {
+    wfx_host->free(p);
     return code;
   }
   if (hwloc_topology_init(&p->topo) < 0) {
     code = WF_INTERNAL;
-    host->status_set(st, code, "%s: hwloc_topology_init failed: %s",
-                     PLUGIN_NAME, strerror(errno));
+    wfx_host->status_set(st, code, "%s: hwloc_topology_init failed: %s",
+                         PLUGIN_NAME, strerror(errno));
     p->topo = NULL;
     goto fail;
   }
   if (hwloc_topology_load(p->topo) < 0) {
     code = WF_INTERNAL;
-    host->status_set(st, code,
-                     "%s: hwloc could not read this machine's topology "
-                     "(hwloc_topology_load: %s)",
-                     PLUGIN_NAME, strerror(errno));
+    wfx_host->status_set(st, code,
+                         "%s: hwloc could not read this machine's topology "
+                         "(hwloc_topology_load: %s)",
+                         PLUGIN_NAME, strerror(errno));
     goto fail;
   }
   p->unit_type = HWLOC_OBJ_CORE;
@@ -239,10 +243,10 @@ static int cpu_init(const wf_host *host, void **state, wf_status *st) {
   }
   if (n <= 0) {
     code = WF_FAILED_PRECONDITION;
-    host->status_set(st, code,
-                     "%s: hwloc found no cores and no processing units "
-                     "this process may run on",
-                     PLUGIN_NAME);
+    wfx_host->status_set(st, code,
+                         "%s: hwloc found no cores and no processing units "
+                         "this process may run on",
+                         PLUGIN_NAME);
     goto fail;
   }
   p->num_units = n;
@@ -266,8 +270,8 @@ static const wf_device_def cpu_device = {
            "is host memory aligned to 64 bytes (or more when asked), bound "
            "to the device's NUMA nodes on machines with more than one.",
     .enumerate = cpu_enumerate,
-    .alloc = wf__cpudev_alloc,
-    .free = wf__cpudev_free,
+    .alloc = cpudev_alloc,
+    .free = cpudev_free,
 };
 
 static const wf_device_def *const cpu_devices[] = {&cpu_device, NULL};
@@ -281,7 +285,7 @@ static const wf_plugin_desc cpu_plugin = {
                    "NUMA-aware aligned host memory; fast kernels on oneDNN "
                    "and OpenBLAS (matrix products, convolutions, pooling, "
                    "activations, softmax, batch normalisation, LSTM, GRU)",
-    .kernels = wf__cpu_kernels,
+    .kernels = cpu_kernels,
     .devices = cpu_devices,
     .init = cpu_init,
     .fini = cpu_fini,

@@ -22,7 +22,7 @@ enum { POOL_MAX, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD };
 enum { MEM_X = 0, MEM_Y = 1, MEM_DX = 2, MEM_WS = 3, MEM_YT = 4 };
 
 typedef struct pool_state {
-  wf__dnnl_cache cache;
+  cpu_dnnl_cache cache;
   nn_window win;
   int ok;
 } pool_state;
@@ -30,7 +30,7 @@ typedef struct pool_state {
 typedef struct pool_job {
   int kind, nchw;
   int64_t n, c;
-  wf__cpu_win g;
+  cpu_win g;
 } pool_job;
 
 static void pool_destroy(void *state) {
@@ -38,23 +38,23 @@ static void pool_destroy(void *state) {
 
   if (!s)
     return;
-  wf__dnnl_cache_deinit(&s->cache);
-  opc_host()->free(s);
+  cpu_dnnl_cache_deinit(&s->cache);
+  wfx_host->free(s);
 }
 
 static int pool_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  pool_state *s = opc_host()->alloc(sizeof *s, 0);
+  pool_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
 
   *state = NULL;
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
-  wf__dnnl_cache_init(&s->cache);
+  cpu_dnnl_cache_init(&s->cache);
   s->ok = nn_window_parse(&a, "ksize", 0, 0, &s->win, st) == 0;
   if (!s->ok)
-    opc_host()->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
   *state = s;
   return 0;
 }
@@ -78,15 +78,15 @@ static int pool_fwd_pd(const pool_job *j, int any, dnnl_prop_kind_t prop,
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, act, st))
+    return wfx_code(st);
   s = dnnl_pooling_v2_forward_desc_init(&desc, prop, pool_alg(j->kind), &x,
                                         &y, j->g.strides, j->g.kernel,
                                         j->g.dilates, j->g.pad_l, j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "pooling setup", st);
-  return wf__dnnl_pd(pd, &desc, NULL, "pooling setup", st);
+    return cpu_dnnl_refuse(s, "pooling setup", st);
+  return cpu_dnnl_pd(pd, &desc, NULL, "pooling setup", st);
 }
 
 static int pool_bwd_pd(const pool_job *j, int any,
@@ -101,16 +101,16 @@ static int pool_bwd_pd(const pool_job *j, int any,
   dnnl_status_t s;
 
   *pd = NULL;
-  if (wf__dnnl_md_tag(&x, 4, xd, act, st) ||
-      wf__dnnl_md_tag(&y, 4, yd, act, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&x, 4, xd, act, st) ||
+      cpu_dnnl_md_tag(&y, 4, yd, act, st))
+    return wfx_code(st);
   s = dnnl_pooling_v2_backward_desc_init(&desc, pool_alg(j->kind), &x, &y,
                                          j->g.strides, j->g.kernel,
                                          j->g.dilates, j->g.pad_l,
                                          j->g.pad_r);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "pooling backward setup", st);
-  return wf__dnnl_pd(pd, &desc, fwd, "pooling backward setup", st);
+    return cpu_dnnl_refuse(s, "pooling backward setup", st);
+  return cpu_dnnl_pd(pd, &desc, fwd, "pooling backward setup", st);
 }
 
 /* The descriptors of the job: fwd alone for the forward kinds; fwd
@@ -125,24 +125,23 @@ static int pool_pds(const pool_job *j, int any, dnnl_primitive_desc_t *fwd,
     if (*fwd)
       dnnl_primitive_desc_destroy(*fwd);
     *fwd = NULL;
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   }
   return 0;
 }
 
-static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int pool_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const pool_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t fwd, bwd, last;
   dnnl_memory_desc_t xu, yu;
   const dnnl_memory_desc_t *ws;
   int rc = 0;
 
-  wf__dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
+  cpu_dnnl_plan_threads(p, j->n * j->c * j->g.in[0] * j->g.in[1]);
   if (pool_pds(j, 0, &fwd, &bwd, st))
-    return h->status_code(st);
+    return wfx_code(st);
   last = bwd ? bwd : fwd;
-  if (wf__dnnl_pd_is_ref(last)) {
+  if (cpu_dnnl_pd_is_ref(last)) {
     dnnl_primitive_desc_t fwd2, bwd2;
     if (pool_pds(j, 1, &fwd2, &bwd2, st) == 0) {
       dnnl_primitive_desc_destroy(fwd);
@@ -150,26 +149,26 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
         dnnl_primitive_desc_destroy(bwd);
       fwd = fwd2, bwd = bwd2;
     } else {
-      h->status_set(st, WF_OK, "%s", "");
+      wfx_host->status_set(st, WF_OK, "%s", "");
     }
   }
-  if (wf__cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
-      wf__cpu_act_md(&yu, j->nchw, j->n, j->c, j->g.out[0], j->g.out[1], st))
+  if (cpu_act_md(&xu, j->nchw, j->n, j->c, j->g.in[0], j->g.in[1], st) ||
+      cpu_act_md(&yu, j->nchw, j->n, j->c, j->g.out[0], j->g.out[1], st))
     goto fail;
   switch (j->kind) {
   case POOL_MAX:
   case POOL_AVG: {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_X, MEM_Y};
-    if (wf__dnnl_plan_mem(p, MEM_X, &xu,
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_src_md,
                                                        0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &yu,
+        cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_dst_md,
                                                        0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, fwd, ids, mems, 2, st))
+        cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st))
       goto fail;
     break;
   }
@@ -182,44 +181,44 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
     static const int bmems[3] = {MEM_Y, MEM_DX, MEM_WS};
     ws = dnnl_primitive_desc_query_md(fwd, dnnl_query_workspace_md, 0);
     if (!ws) {
-      rc = opc_fail(st, WF_UNIMPLEMENTED,
+      rc = wfx_fail(st, WF_UNIMPLEMENTED,
                     "oneDNN max pooling keeps no workspace");
       goto done;
     }
-    if (wf__dnnl_plan_mem(p, MEM_X, &xu,
+    if (cpu_dnnl_plan_mem(p, MEM_X, &xu,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_src_md,
                                                        0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_Y, &yu,
+        cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_dst_md, 0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xu,
+        cpu_dnnl_plan_mem(p, MEM_DX, &xu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_src_md, 0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_WS, NULL, ws, 0, st) ||
-        wf__dnnl_plan_mem(p, MEM_YT, NULL,
+        cpu_dnnl_plan_mem(p, MEM_WS, NULL, ws, 0, st) ||
+        cpu_dnnl_plan_mem(p, MEM_YT, NULL,
                           dnnl_primitive_desc_query_md(fwd, dnnl_query_dst_md,
                                                        0),
                           0, st) ||
-        wf__dnnl_plan_step(p, fwd, fids, fmems, 3, st) ||
-        wf__dnnl_plan_step(p, bwd, bids, bmems, 3, st))
+        cpu_dnnl_plan_step(p, fwd, fids, fmems, 3, st) ||
+        cpu_dnnl_plan_step(p, bwd, bids, bmems, 3, st))
       goto fail;
     break;
   }
   default: {
     static const int ids[2] = {DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
     static const int mems[2] = {MEM_Y, MEM_DX};
-    if (wf__dnnl_plan_mem(p, MEM_Y, &yu,
+    if (cpu_dnnl_plan_mem(p, MEM_Y, &yu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_dst_md, 0),
                           WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &xu,
+        cpu_dnnl_plan_mem(p, MEM_DX, &xu,
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_src_md, 0),
                           WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_step(p, bwd, ids, mems, 2, st))
+        cpu_dnnl_plan_step(p, bwd, ids, mems, 2, st))
       goto fail;
     break;
   }
@@ -227,7 +226,7 @@ static int pool_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   dnnl_primitive_desc_destroy(fwd);
   if (bwd)
@@ -239,72 +238,71 @@ done:
  * (orig_input_shape, grad). */
 static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
                         const wf_kernel_def *ref, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[2] = {NULL, NULL};
   wf_shape xs, ys, dys;
   int64_t x4[4];
   void *data[5] = {NULL, NULL, NULL, NULL, NULL};
   pool_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   wf_tensor *out;
   int nin = kind == POOL_MAX || kind == POOL_AVG ? 1 : 2, rc;
 
   if (!s->ok)
     return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
-    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
   if (kind == POOL_AVG_GRAD) {
     if (nn_read_shape(in[0], "orig_input_shape", &xs, st))
       goto reference;
   } else {
-    h->tensor_shape(in[0], &xs);
+    wfx_host->tensor_shape(in[0], &xs);
   }
   if (xs.rank != 4)
     goto reference;
   memset(&j, 0, sizeof j);
   j.kind = kind;
   j.nchw = s->win.nchw;
-  wf__cpu_nhwc_dims(&xs, j.nchw, x4);
+  cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3];
-  if (wf__cpu_win_init(&s->win, x4 + 1, s->win.ksize, &j.g, st))
+  if (cpu_win_init(&s->win, x4 + 1, s->win.ksize, &j.g, st))
     goto reference;
-  wf__cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
+  cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
   if (nin == 2) {
-    h->tensor_shape(in[1], &dys);
-    if (!wf__cpu_same_shape(&ys, &dys))
+    wfx_host->tensor_shape(in[1], &dys);
+    if (!wfx_shape_equal(&ys, &dys))
       goto reference;
   }
   if (j.n == 0 || j.c == 0 || j.g.in[0] == 0 || j.g.in[1] == 0 ||
       j.g.out[0] == 0 || j.g.out[1] == 0)
     goto reference;
 
-  wf__cpu_key_shape(&key, &xs);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
-    return h->status_code(st);
+  cpu_key_shape(&key, &xs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   if (nin == 1) {
-    out = h->kernel_output_new(ctx, 0, &ys, st);
-    data[MEM_X] = h->tensor_data(in[0]);
-    data[MEM_Y] = out ? h->tensor_data(out) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
+    data[MEM_X] = wfx_data(in[0]);
+    data[MEM_Y] = out ? wfx_data(out) : NULL;
   } else {
-    out = h->kernel_output_new(ctx, 0, &xs, st);
-    data[MEM_X] = kind == POOL_MAX_GRAD ? h->tensor_data(in[0]) : NULL;
-    data[MEM_Y] = h->tensor_data(in[1]);
-    data[MEM_DX] = out ? h->tensor_data(out) : NULL;
+    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
+    data[MEM_X] = kind == POOL_MAX_GRAD ? wfx_data(in[0]) : NULL;
+    data[MEM_Y] = wfx_data(in[1]);
+    data[MEM_DX] = out ? wfx_data(out) : NULL;
   }
-  rc = out ? wf__dnnl_plan_run(p, data,
+  rc = out ? cpu_dnnl_plan_run(p, data,
                                nin == 1 ? "pooling" : "pooling backward", st)
-           : h->status_code(st);
-  wf__dnnl_cache_put(&s->cache, p);
+           : wfx_code(st);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 
 reference:
-  h->status_set(st, WF_OK, "%s", "");
+  wfx_host->status_set(st, WF_OK, "%s", "");
   return ref->compute(ctx, NULL, st);
 }
 
@@ -326,19 +324,19 @@ static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
   return pool_compute(ctx, state, POOL_AVG_GRAD, &nn_avg_pool_grad_kernel, st);
 }
 
-#define POOL_KERNEL(var, name, fn)                                             \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = pool_create,                            \
-                             .compute = (fn),                                  \
-                             .destroy = pool_destroy}
-
-POOL_KERNEL(wf__cpu_k_max_pool, "MaxPool", max_pool_compute);
-POOL_KERNEL(wf__cpu_k_avg_pool, "AvgPool", avg_pool_compute);
-POOL_KERNEL(wf__cpu_k_max_pool_grad, "MaxPoolGrad", max_pool_grad_compute);
-POOL_KERNEL(wf__cpu_k_avg_pool_grad, "AvgPoolGrad", avg_pool_grad_compute);
+const wf_kernel_def cpu_k_max_pool =
+    WFX_KERNEL_FOR("cpu", "onednn", "MaxPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   max_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_avg_pool =
+    WFX_KERNEL_FOR("cpu", "onednn", "AvgPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   avg_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_max_pool_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "MaxPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    max_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = pool_create, .destroy = pool_destroy);
+const wf_kernel_def cpu_k_avg_pool_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "AvgPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    avg_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = pool_create, .destroy = pool_destroy);

@@ -63,13 +63,13 @@ static int user_mds(const rnn_job *j, rnn_mds *u, wf_status *st) {
   int64_t b[4] = {1, 1, d->gates, d->h};
 
   memset(u, 0, sizeof *u);
-  if (wf__dnnl_md_tag(&u->m[MEM_X], 3, x, dnnl_tnc, st) ||
-      wf__dnnl_md_tag(&u->m[MEM_Y], 3, y, dnnl_tnc, st) ||
-      wf__dnnl_md_tag(&u->m[MEM_H0], 4, s, dnnl_ldnc, st) ||
-      wf__dnnl_md_tag(&u->m[MEM_W], 5, w, dnnl_ldigo, st) ||
-      wf__dnnl_md_tag(&u->m[MEM_R], 5, r, dnnl_ldigo, st) ||
-      wf__dnnl_md_tag(&u->m[MEM_B], 4, b, dnnl_ldgo, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&u->m[MEM_X], 3, x, dnnl_tnc, st) ||
+      cpu_dnnl_md_tag(&u->m[MEM_Y], 3, y, dnnl_tnc, st) ||
+      cpu_dnnl_md_tag(&u->m[MEM_H0], 4, s, dnnl_ldnc, st) ||
+      cpu_dnnl_md_tag(&u->m[MEM_W], 5, w, dnnl_ldigo, st) ||
+      cpu_dnnl_md_tag(&u->m[MEM_R], 5, r, dnnl_ldigo, st) ||
+      cpu_dnnl_md_tag(&u->m[MEM_B], 4, b, dnnl_ldgo, st))
+    return wfx_code(st);
   u->m[MEM_C0] = u->m[MEM_HT] = u->m[MEM_CT] = u->m[MEM_H0];
   u->m[MEM_DH0] = u->m[MEM_DC0] = u->m[MEM_DHT] = u->m[MEM_DCT] = u->m[MEM_H0];
   u->m[MEM_DX] = u->m[MEM_X];
@@ -91,9 +91,9 @@ static int rnn_fwd_pd(const rnn_job *j, const rnn_mds *u,
   int64_t wd[5] = {1, 1, j->d.c, j->d.gates, j->d.h};
   int64_t rd[5] = {1, 1, j->d.h, j->d.gates, j->d.h};
 
-  if (wf__dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st))
+    return wfx_code(st);
   if (j->lstm)
     s = dnnl_lstm_forward_desc_init(
         &desc, prop, dnnl_unidirectional_left2right, &u->m[MEM_X],
@@ -105,8 +105,8 @@ static int rnn_fwd_pd(const rnn_job *j, const rnn_mds *u,
                                    &u->m[MEM_B], &u->m[MEM_Y], &u->m[MEM_HT],
                                    dnnl_rnn_flags_undef);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, j->lstm ? "LSTM setup" : "GRU setup", st);
-  return wf__dnnl_pd(pd, &desc, NULL, j->lstm ? "LSTM setup" : "GRU setup",
+    return cpu_dnnl_refuse(s, j->lstm ? "LSTM setup" : "GRU setup", st);
+  return cpu_dnnl_pd(pd, &desc, NULL, j->lstm ? "LSTM setup" : "GRU setup",
                      st);
 }
 
@@ -119,11 +119,11 @@ static int rnn_bwd_pd(const rnn_job *j, const rnn_mds *u,
   int64_t wd[5] = {1, 1, j->d.c, j->d.gates, j->d.h};
   int64_t rd[5] = {1, 1, j->d.h, j->d.gates, j->d.h};
 
-  if (wf__dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&dw, 5, wd, dnnl_format_tag_any, st) ||
-      wf__dnnl_md_tag(&dr, 5, rd, dnnl_format_tag_any, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md_tag(&w, 5, wd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&r, 5, rd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&dw, 5, wd, dnnl_format_tag_any, st) ||
+      cpu_dnnl_md_tag(&dr, 5, rd, dnnl_format_tag_any, st))
+    return wfx_code(st);
   if (j->lstm)
     s = dnnl_lstm_backward_desc_init(
         &desc, dnnl_backward, dnnl_unidirectional_left2right, &u->m[MEM_X],
@@ -138,15 +138,14 @@ static int rnn_bwd_pd(const rnn_job *j, const rnn_mds *u,
         &u->m[MEM_DX], &u->m[MEM_DH0], &dw, &dr, &u->m[MEM_DB],
         &u->m[MEM_DY], &u->m[MEM_DHT], dnnl_rnn_flags_undef);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "RNN backward setup", st);
-  return wf__dnnl_pd(pd, &desc, fwd, "RNN backward setup", st);
+    return cpu_dnnl_refuse(s, "RNN backward setup", st);
+  return cpu_dnnl_pd(pd, &desc, fwd, "RNN backward setup", st);
 }
 
 #define QMD(pd, q) dnnl_primitive_desc_query_md((pd), (q), 0)
 
-static int rnn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int rnn_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const rnn_job *j = arg;
-  const wf_host *h = opc_host();
   dnnl_primitive_desc_t fwd = NULL, bwd = NULL;
   rnn_mds u;
   int fids[11], fmems[11], nf = 0, rc = 0;
@@ -156,9 +155,9 @@ static int rnn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       rnn_fwd_pd(j, &u,
                  j->grad ? dnnl_forward_training : dnnl_forward_inference,
                  &fwd, st))
-    return h->status_code(st);
-  /* The forward step: the whole op, or the backward op's first half (its
-   * outputs internal, with the workspace). */
+    return wfx_code(st);
+    /* The forward step: the whole op, or the backward op's first half (its
+     * outputs internal, with the workspace). */
 #define FARG(id, mem) (fids[nf] = (id), fmems[nf++] = (mem))
   FARG(DNNL_ARG_SRC_LAYER, MEM_X);
   FARG(DNNL_ARG_SRC_ITER, MEM_H0);
@@ -174,31 +173,31 @@ static int rnn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   if (j->grad)
     FARG(DNNL_ARG_WORKSPACE, MEM_WS);
 #undef FARG
-  if (wf__dnnl_plan_mem(p, MEM_X, &u.m[MEM_X], NULL, WF_DNNL_IN, st) ||
-      wf__dnnl_plan_mem(p, MEM_H0, &u.m[MEM_H0], NULL, WF_DNNL_IN, st) ||
+  if (cpu_dnnl_plan_mem(p, MEM_X, &u.m[MEM_X], NULL, WF_DNNL_IN, st) ||
+      cpu_dnnl_plan_mem(p, MEM_H0, &u.m[MEM_H0], NULL, WF_DNNL_IN, st) ||
       (j->lstm &&
-       wf__dnnl_plan_mem(p, MEM_C0, &u.m[MEM_C0], NULL, WF_DNNL_IN, st)) ||
-      wf__dnnl_plan_mem(p, MEM_W, &u.m[MEM_W],
+       cpu_dnnl_plan_mem(p, MEM_C0, &u.m[MEM_C0], NULL, WF_DNNL_IN, st)) ||
+      cpu_dnnl_plan_mem(p, MEM_W, &u.m[MEM_W],
                         QMD(fwd, dnnl_query_weights_md), WF_DNNL_WEIGHTS,
                         st) ||
-      wf__dnnl_plan_mem(p, MEM_R, &u.m[MEM_R],
+      cpu_dnnl_plan_mem(p, MEM_R, &u.m[MEM_R],
                         dnnl_primitive_desc_query_md(fwd,
                                                      dnnl_query_weights_md, 1),
                         WF_DNNL_WEIGHTS, st) ||
-      wf__dnnl_plan_mem(p, MEM_B, &u.m[MEM_B],
+      cpu_dnnl_plan_mem(p, MEM_B, &u.m[MEM_B],
                         dnnl_primitive_desc_query_md(fwd,
                                                      dnnl_query_weights_md, 2),
                         WF_DNNL_IN, st) ||
-      wf__dnnl_plan_mem(p, MEM_Y, j->grad ? NULL : &u.m[MEM_Y], &u.m[MEM_Y],
+      cpu_dnnl_plan_mem(p, MEM_Y, j->grad ? NULL : &u.m[MEM_Y], &u.m[MEM_Y],
                         dst_flags, st) ||
-      wf__dnnl_plan_mem(p, MEM_HT, j->grad ? NULL : &u.m[MEM_HT],
+      cpu_dnnl_plan_mem(p, MEM_HT, j->grad ? NULL : &u.m[MEM_HT],
                         &u.m[MEM_HT], dst_flags, st) ||
-      (j->lstm && wf__dnnl_plan_mem(p, MEM_CT, j->grad ? NULL : &u.m[MEM_CT],
+      (j->lstm && cpu_dnnl_plan_mem(p, MEM_CT, j->grad ? NULL : &u.m[MEM_CT],
                                     &u.m[MEM_CT], dst_flags, st)) ||
       (j->grad &&
-       wf__dnnl_plan_mem(p, MEM_WS, NULL, QMD(fwd, dnnl_query_workspace_md), 0,
+       cpu_dnnl_plan_mem(p, MEM_WS, NULL, QMD(fwd, dnnl_query_workspace_md), 0,
                          st)) ||
-      wf__dnnl_plan_step(p, fwd, fids, fmems, nf, st))
+      cpu_dnnl_plan_step(p, fwd, fids, fmems, nf, st))
     goto fail;
   if (!j->grad)
     goto done;
@@ -230,39 +229,39 @@ static int rnn_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
       BARG(DNNL_ARG_DIFF_SRC_ITER_C, MEM_DC0);
     }
 #undef BARG
-    if (wf__dnnl_plan_mem(p, MEM_W_BWD, &u.m[MEM_W],
+    if (cpu_dnnl_plan_mem(p, MEM_W_BWD, &u.m[MEM_W],
                           QMD(bwd, dnnl_query_weights_md), WF_DNNL_WEIGHTS,
                           st) ||
-        wf__dnnl_plan_mem(p, MEM_R_BWD, &u.m[MEM_R],
+        cpu_dnnl_plan_mem(p, MEM_R_BWD, &u.m[MEM_R],
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_weights_md, 1),
                           WF_DNNL_WEIGHTS, st) ||
-        wf__dnnl_plan_mem(p, MEM_DY, &u.m[MEM_DY], NULL, WF_DNNL_IN, st) ||
-        wf__dnnl_plan_mem(p, MEM_DHT, &u.m[MEM_DHT], NULL, WF_DNNL_IN, st) ||
-        (j->lstm && wf__dnnl_plan_mem(p, MEM_DCT, &u.m[MEM_DCT], NULL,
+        cpu_dnnl_plan_mem(p, MEM_DY, &u.m[MEM_DY], NULL, WF_DNNL_IN, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DHT, &u.m[MEM_DHT], NULL, WF_DNNL_IN, st) ||
+        (j->lstm && cpu_dnnl_plan_mem(p, MEM_DCT, &u.m[MEM_DCT], NULL,
                                       WF_DNNL_IN, st)) ||
-        wf__dnnl_plan_mem(p, MEM_DX, &u.m[MEM_DX], NULL, WF_DNNL_OUT, st) ||
-        wf__dnnl_plan_mem(p, MEM_DH0, &u.m[MEM_DH0], NULL, WF_DNNL_OUT, st) ||
-        (j->lstm && wf__dnnl_plan_mem(p, MEM_DC0, &u.m[MEM_DC0], NULL,
+        cpu_dnnl_plan_mem(p, MEM_DX, &u.m[MEM_DX], NULL, WF_DNNL_OUT, st) ||
+        cpu_dnnl_plan_mem(p, MEM_DH0, &u.m[MEM_DH0], NULL, WF_DNNL_OUT, st) ||
+        (j->lstm && cpu_dnnl_plan_mem(p, MEM_DC0, &u.m[MEM_DC0], NULL,
                                       WF_DNNL_OUT, st)) ||
-        wf__dnnl_plan_mem(p, MEM_DW, &u.m[MEM_DW],
+        cpu_dnnl_plan_mem(p, MEM_DW, &u.m[MEM_DW],
                           QMD(bwd, dnnl_query_diff_weights_md), WF_DNNL_ZERO,
                           st) ||
-        wf__dnnl_plan_mem(p, MEM_DR, &u.m[MEM_DR],
+        cpu_dnnl_plan_mem(p, MEM_DR, &u.m[MEM_DR],
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_weights_md, 1),
                           WF_DNNL_ZERO, st) ||
-        wf__dnnl_plan_mem(p, MEM_DB, &u.m[MEM_DB],
+        cpu_dnnl_plan_mem(p, MEM_DB, &u.m[MEM_DB],
                           dnnl_primitive_desc_query_md(
                               bwd, dnnl_query_diff_weights_md, 2),
                           WF_DNNL_ZERO, st) ||
-        wf__dnnl_plan_step(p, bwd, bids, bmems, nb, st))
+        cpu_dnnl_plan_step(p, bwd, bids, bmems, nb, st))
       goto fail;
   }
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   dnnl_primitive_desc_destroy(fwd);
   if (bwd)
@@ -271,17 +270,17 @@ done:
 }
 
 static int rnn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  wf__dnnl_state *s;
+  cpu_dnnl_state *s;
 
   *state = NULL;
-  if (wf__dnnl_state_new(&s, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_state_new(&s, st))
+    return wfx_code(st);
   *state = s;
   return 0;
 }
 
 /* The kernels. Inputs and outputs in the ops' order (rnn.h). */
-static int rnn_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int lstm,
+static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
                        int grad, const wf_kernel_def *ref, wf_status *st) {
   static const int lstm_in[9] = {MEM_X,  MEM_H0, MEM_C0, MEM_W,  MEM_R,
                                  MEM_B,  MEM_DY, MEM_DHT, MEM_DCT};
@@ -291,7 +290,6 @@ static int rnn_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int lstm,
                                   MEM_DW, MEM_DR,  MEM_DB};
   static const int gru_out[5] = {MEM_DX, MEM_DH0, MEM_DW, MEM_DR, MEM_DB};
   static const int fwd_out[3] = {MEM_Y, MEM_HT, MEM_CT};
-  const wf_host *h = opc_host();
   int nfwd = lstm ? 6 : 5, nin = grad ? (lstm ? 9 : 7) : nfwd;
   int nout = grad ? nfwd : (lstm ? 3 : 2);
   const int *in_mem = lstm ? lstm_in : gru_in;
@@ -300,27 +298,27 @@ static int rnn_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int lstm,
   wf_shape is[9], os[6];
   void *data[MEM_COUNT] = {NULL};
   rnn_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   int rc;
 
   if (rnn_inputs(ctx, nin, in, is, st))
-    return h->status_code(st);
+    return wfx_code(st);
   memset(&j, 0, sizeof j);
   j.lstm = lstm;
   j.grad = grad;
   if (rnn_check(is, lstm ? 4 : 3, lstm, &j.d, st) ||
       (grad && rnn_check_grads(is + nfwd, lstm, &j.d, st)) ||
       j.d.t <= 0 || j.d.n <= 0 || j.d.c <= 0 || j.d.h <= 0) {
-    h->status_set(st, WF_OK, "%s", "");
+    wfx_host->status_set(st, WF_OK, "%s", "");
     return ref->compute(ctx, NULL, st);
   }
   for (int i = 0; i < nfwd; i++)
-    wf__cpu_key_shape(&key, &is[i]);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, rnn_build, &j, st)))
-    return h->status_code(st);
+    cpu_key_shape(&key, &is[i]);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, rnn_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
   if (grad) {
@@ -336,24 +334,24 @@ static int rnn_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int lstm,
     os[2] = os[1];
   }
   for (int i = 0; i < nin; i++)
-    data[in_mem[i]] = h->tensor_data(in[i]);
+    data[in_mem[i]] = wfx_data(in[i]);
   if (grad) {
     data[MEM_W_BWD] = data[MEM_W];
     data[MEM_R_BWD] = data[MEM_R];
   }
   for (int i = 0; i < nout; i++) {
-    wf_tensor *t = h->kernel_output_new(ctx, i, &os[i], st);
+    wf_tensor *t = wfx_host->kernel_output_new(ctx, i, &os[i], st);
     if (!t) {
-      wf__dnnl_cache_put(&s->cache, p);
-      return h->status_code(st);
+      cpu_dnnl_cache_put(&s->cache, p);
+      return wfx_code(st);
     }
-    data[out_mem[i]] = h->tensor_data(t);
+    data[out_mem[i]] = wfx_data(t);
   }
-  rc = wf__dnnl_plan_run(p, data,
+  rc = cpu_dnnl_plan_run(p, data,
                          lstm ? (grad ? "LSTM backward" : "LSTM")
                               : (grad ? "GRU backward" : "GRU"),
                          st);
-  wf__dnnl_cache_put(&s->cache, p);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
@@ -373,19 +371,19 @@ static int gru_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return rnn_compute(ctx, state, 0, 1, &rnn_gru_grad_kernel, st);
 }
 
-#define RNN_KERNEL(var, name, fn)                                              \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = rnn_create,                             \
-                             .compute = (fn),                                  \
-                             .destroy = wf__dnnl_state_free}
-
-RNN_KERNEL(wf__cpu_k_lstm, "LSTM", lstm_fwd);
-RNN_KERNEL(wf__cpu_k_lstm_grad, "LSTMGrad", lstm_bwd);
-RNN_KERNEL(wf__cpu_k_gru, "GRU", gru_fwd);
-RNN_KERNEL(wf__cpu_k_gru_grad, "GRUGrad", gru_bwd);
+const wf_kernel_def cpu_k_lstm =
+    WFX_KERNEL_FOR("cpu", "onednn", "LSTM", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   lstm_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_lstm_grad =
+    WFX_KERNEL_FOR("cpu", "onednn", "LSTMGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   lstm_bwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_gru =
+    WFX_KERNEL_FOR("cpu", "onednn", "GRU", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   gru_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_gru_grad =
+    WFX_KERNEL_FOR("cpu", "onednn", "GRUGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   gru_bwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free);

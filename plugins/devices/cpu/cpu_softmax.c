@@ -22,7 +22,7 @@ typedef struct softmax_job {
   int64_t dims[2]; /* rows, C */
 } softmax_job;
 
-static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
+static int softmax_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const softmax_job *j = arg;
   dnnl_alg_kind_t alg = j->log ? dnnl_softmax_log : dnnl_softmax_accurate;
   dnnl_memory_desc_t md;
@@ -31,99 +31,97 @@ static int softmax_build(void *arg, wf__dnnl_plan *p, wf_status *st) {
   dnnl_status_t s;
   int rc;
 
-  if (wf__dnnl_md(&md, 2, j->dims, NULL, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_md(&md, 2, j->dims, NULL, st))
+    return wfx_code(st);
   s = dnnl_softmax_v2_forward_desc_init(
       &fdesc, j->grad ? dnnl_forward_training : dnnl_forward_inference, alg,
       &md, &md, 1);
   if (s != dnnl_success)
-    return wf__dnnl_refuse(s, "softmax setup", st);
-  if (wf__dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
-    return opc_host()->status_code(st);
+    return cpu_dnnl_refuse(s, "softmax setup", st);
+  if (cpu_dnnl_pd(&fwd, &fdesc, NULL, "softmax setup", st))
+    return wfx_code(st);
   if (!j->grad) {
     static const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     static const int mems[2] = {MEM_A, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, fwd, ids, mems, 2, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, fwd, ids, mems, 2, st);
     dnnl_primitive_desc_destroy(fwd);
-    return rc ? opc_host()->status_code(st) : 0;
+    return rc ? wfx_code(st) : 0;
   }
   s = dnnl_softmax_v2_backward_desc_init(&bdesc, alg, &md, &md, &md, 1);
   if (s != dnnl_success) {
     dnnl_primitive_desc_destroy(fwd);
-    return wf__dnnl_refuse(s, "softmax backward setup", st);
+    return cpu_dnnl_refuse(s, "softmax backward setup", st);
   }
-  rc = wf__dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
+  rc = cpu_dnnl_pd(&bwd, &bdesc, fwd, "softmax backward setup", st);
   dnnl_primitive_desc_destroy(fwd);
   if (rc)
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   {
     static const int ids[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST,
                                DNNL_ARG_DIFF_SRC};
     static const int mems[3] = {MEM_A, MEM_B, MEM_OUT};
-    rc = wf__dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
-         wf__dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
-         wf__dnnl_plan_step(p, bwd, ids, mems, 3, st);
+    rc = cpu_dnnl_plan_mem(p, MEM_A, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_B, &md, NULL, WF_DNNL_IN, st) ||
+         cpu_dnnl_plan_mem(p, MEM_OUT, &md, NULL, WF_DNNL_OUT, st) ||
+         cpu_dnnl_plan_step(p, bwd, ids, mems, 3, st);
   }
   dnnl_primitive_desc_destroy(bwd);
-  return rc ? opc_host()->status_code(st) : 0;
+  return rc ? wfx_code(st) : 0;
 }
 
 static int softmax_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  wf__dnnl_state *s;
+  cpu_dnnl_state *s;
 
   *state = NULL;
-  if (wf__dnnl_state_new(&s, st))
-    return opc_host()->status_code(st);
+  if (cpu_dnnl_state_new(&s, st))
+    return wfx_code(st);
   *state = s;
   return 0;
 }
 
 /* Inputs: forward (logits); backward (the forward output, dy). */
-static int softmax_compute(wf_kernel_ctx *ctx, wf__dnnl_state *s, int log,
-                           int grad, const wf_kernel_def *ref,
-                           wf_status *st) {
-  const wf_host *h = opc_host();
+static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
+                           int grad, const wf_kernel_def *ref, wf_status *st) {
   const wf_tensor *a, *b = NULL;
   wf_shape as, bs;
   wf_tensor *out;
   softmax_job j;
-  wf__cpu_key key = {0};
-  wf__dnnl_plan *p;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
   void *data[3];
   int rc;
 
-  if (opc_kernel_input(ctx, 0, &a, &as, st) ||
-      (grad && opc_kernel_input(ctx, 1, &b, &bs, st)))
-    return h->status_code(st);
-  if (as.rank == 0 || h->tensor_count(a) == 0 ||
-      (grad && (as.rank != bs.rank ||
-                memcmp(as.dims, bs.dims,
-                       (size_t)as.rank * sizeof as.dims[0]) != 0)))
+  if (wfx_kernel_input(ctx, 0, &a, &as, st) ||
+      (grad && wfx_kernel_input(ctx, 1, &b, &bs, st)))
+    return wfx_code(st);
+  if (as.rank == 0 || wfx_count(a) == 0 ||
+      (grad &&
+       (as.rank != bs.rank ||
+        memcmp(as.dims, bs.dims, (size_t)as.rank * sizeof as.dims[0]) != 0)))
     return ref->compute(ctx, NULL, st);
   memset(&j, 0, sizeof j);
   j.log = log;
   j.grad = grad;
   j.dims[1] = as.dims[as.rank - 1];
-  j.dims[0] = h->tensor_count(a) / j.dims[1];
-  wf__cpu_key_word(&key, j.dims[0]);
-  wf__cpu_key_word(&key, j.dims[1]);
-  if (!(p = wf__dnnl_cache_get(&s->cache, &key, softmax_build, &j, st)))
-    return h->status_code(st);
+  j.dims[0] = wfx_count(a) / j.dims[1];
+  cpu_key_word(&key, j.dims[0]);
+  cpu_key_word(&key, j.dims[1]);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, softmax_build, &j, st)))
+    return wfx_code(st);
   if (p->fallback) {
-    wf__dnnl_cache_put(&s->cache, p);
+    cpu_dnnl_cache_put(&s->cache, p);
     return ref->compute(ctx, NULL, st);
   }
-  out = h->kernel_output_new(ctx, 0, &as, st);
-  data[MEM_A] = h->tensor_data(a);
-  data[MEM_B] = b ? h->tensor_data(b) : NULL;
-  data[MEM_OUT] = out ? h->tensor_data(out) : NULL;
-  rc = out ? wf__dnnl_plan_run(p, data,
-                               grad ? "softmax backward" : "softmax", st)
-           : h->status_code(st);
-  wf__dnnl_cache_put(&s->cache, p);
+  out = wfx_host->kernel_output_new(ctx, 0, &as, st);
+  data[MEM_A] = wfx_data(a);
+  data[MEM_B] = b ? wfx_data(b) : NULL;
+  data[MEM_OUT] = out ? wfx_data(out) : NULL;
+  rc = out ? cpu_dnnl_plan_run(p, data, grad ? "softmax backward" : "softmax",
+                               st)
+           : wfx_code(st);
+  cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
@@ -143,19 +141,19 @@ static int log_softmax_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return softmax_compute(ctx, state, 1, 1, &nn_log_softmax_grad_kernel, st);
 }
 
-#define SOFTMAX_KERNEL(var, name, fn)                                          \
-  const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),                    \
-                             .op = (name),                                     \
-                             .device_type = "cpu",                             \
-                             .type_attr = "T",                                 \
-                             .dtypes = WF_DTYPE_BIT(WF_FLOAT32),               \
-                             .priority = WF_CPU_FAST_PRIORITY,                 \
-                             .label = "onednn",                                \
-                             .create = softmax_create,                         \
-                             .compute = (fn),                                  \
-                             .destroy = wf__dnnl_state_free}
-
-SOFTMAX_KERNEL(wf__cpu_k_softmax, "Softmax", softmax_fwd);
-SOFTMAX_KERNEL(wf__cpu_k_log_softmax, "LogSoftmax", log_softmax_fwd);
-SOFTMAX_KERNEL(wf__cpu_k_softmax_grad, "SoftmaxGrad", softmax_bwd);
-SOFTMAX_KERNEL(wf__cpu_k_log_softmax_grad, "LogSoftmaxGrad", log_softmax_bwd);
+const wf_kernel_def cpu_k_softmax =
+    WFX_KERNEL_FOR("cpu", "onednn", "Softmax", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   softmax_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = softmax_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_log_softmax =
+    WFX_KERNEL_FOR("cpu", "onednn", "LogSoftmax", "T", WF_DTYPE_BIT(WF_FLOAT32),
+                   log_softmax_fwd, .priority = WF_CPU_FAST_PRIORITY,
+                   .create = softmax_create, .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_softmax_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "SoftmaxGrad", "T", WF_DTYPE_BIT(WF_FLOAT32), softmax_bwd,
+    .priority = WF_CPU_FAST_PRIORITY, .create = softmax_create,
+    .destroy = cpu_dnnl_state_free);
+const wf_kernel_def cpu_k_log_softmax_grad = WFX_KERNEL_FOR(
+    "cpu", "onednn", "LogSoftmaxGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    log_softmax_bwd, .priority = WF_CPU_FAST_PRIORITY, .create = softmax_create,
+    .destroy = cpu_dnnl_state_free);

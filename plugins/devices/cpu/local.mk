@@ -11,8 +11,7 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_kernels.h
 DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common
-DEVICE_CPU_HELPERS = plugins/ops/common/libopfused.la \
-	plugins/ops/common/libopcommon.la
+DEVICE_CPU_HELPERS = plugins/ops/common/libopfused.la
 DEVICE_CPU_LIBS = $(HWLOC_LIBS)
 EXTRA_DIST += plugins/devices/cpu/README.md
 

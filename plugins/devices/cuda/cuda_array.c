@@ -28,15 +28,15 @@ static int gather_dims(const wf_shape *ps, const wf_shape *is,
                        int64_t axis_attr, int *axis, wf_shape *out,
                        wf_status *st) {
   if (ps->rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot gather from a scalar 'params'");
-  if (opc_axis_normalize(axis_attr, ps->rank, axis, NULL, st))
-    return opc_host()->status_code(st);
+  if (wfx_axis_normalize(axis_attr, ps->rank, axis, NULL, st))
+    return wfx_code(st);
   if (ps->rank - 1 + is->rank > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the output would have rank %d, more than %d",
                     (int)(ps->rank - 1 + is->rank), WF_MAX_RANK);
-  opc_shape_set_scalar(out);
+  wfx_shape_set_scalar(out);
   for (int i = 0; i < *axis; i++)
     out->dims[out->rank++] = ps->dims[i];
   for (int i = 0; i < is->rank; i++)
@@ -50,28 +50,27 @@ static int gather_dims(const wf_shape *ps, const wf_shape *is,
  * each checked to lie in [0, n); `what` says of what. */
 static int read_indices(const wf_tensor *t, int64_t n, const char *what,
                         int64_t **out, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t dt = h->tensor_dtype(t);
-  int64_t k = h->tensor_count(t);
-  const void *p = h->tensor_data(t);
+  int32_t dt = wfx_dtype(t);
+  int64_t k = wfx_count(t);
+  const void *p = wfx_data(t);
   wf_shape s;
 
   *out = NULL;
   if (dt != WF_INT32 && dt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "indices must be int32 or int64, not %s",
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   if (k == 0)
     return 0;
-  if (!(*out = h->alloc((size_t)k * sizeof **out, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(*out = wfx_host->alloc((size_t)k * sizeof **out, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of host memory for %" PRId64 " indices", k);
-  h->tensor_shape(t, &s);
+  wfx_host->tensor_shape(t, &s);
   for (int64_t j = 0; j < k; j++) {
     int64_t v = dt == WF_INT32 ? ((const int32_t *)p)[j]
                                : ((const int64_t *)p)[j];
     if (v < 0 || v >= n) {
-      char pos[OPC_SHAPE_STR_MAX];
+      char pos[WFX_SHAPE_STR_MAX];
       int64_t rest = j;
       size_t used = 0;
       int64_t coord[WF_MAX_RANK];
@@ -88,9 +87,9 @@ static int read_indices(const wf_tensor *t, int64_t n, const char *what,
         if (used < sizeof pos)
           snprintf(pos + used, sizeof pos - used, "]");
       }
-      h->free(*out);
+      wfx_host->free(*out);
       *out = NULL;
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices%s = %" PRId64 " is out of range [0, %" PRId64
                       ") for %s",
                       pos, v, n, what);
@@ -101,53 +100,51 @@ static int read_indices(const wf_tensor *t, int64_t n, const char *what,
 }
 
 static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *params, *indices;
   wf_shape ps, is, out;
   int64_t axis_attr, *idx = NULL, k;
   int axis, rc;
   size_t es;
   wf_tensor *y;
-  wf__cuw w = {0};
-  char what[2 * OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  cuw w = {0};
+  char what[2 * WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   void *didx;
 
-  if (opc_kernel_input(ctx, 0, &params, &ps, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_kernel_input(ctx, 0, &params, &ps, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &out, st))
-    return h->status_code(st);
-  es = opc_dtype_size(h->tensor_dtype(params));
+    return wfx_code(st);
+  es = wfx_dtype_size(wfx_dtype(params));
   if (es != 1 && es != 4 && es != 8)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA Gather for %s",
-                    opc_dtype_name(h->tensor_dtype(params)));
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA Gather for %s",
+                    wfx_dtype_name(wfx_dtype(params)));
   snprintf(what, sizeof what, "axis %d of params %s", axis,
-           opc_shape_str(&ps, b, sizeof b));
+           wfx_shape_str(&ps, b, sizeof b));
   if (read_indices(indices, ps.dims[axis], what, &idx, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st))) {
-    rc = h->status_code(st);
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st))) {
+    rc = wfx_code(st);
     goto done;
   }
-  k = h->tensor_count(indices);
+  k = wfx_count(indices);
   rc = 0;
-  if (h->tensor_count(y) == 0)
+  if (wfx_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, idx, (size_t)k * sizeof *idx, &didx,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, idx, (size_t)k * sizeof *idx, &didx,
                            "the indices", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the gather kernel",
-                     wf__cuda_gather((int)es, product(ps.dims, 0, axis),
-                                     ps.dims[axis], k,
-                                     product(ps.dims, axis + 1, ps.rank),
-                                     h->tensor_data(params), didx,
-                                     h->tensor_data(y), w.dev->stream),
-                     st);
+  rc =
+      cuw_check(&w, "the gather kernel",
+                cuda_gather((int)es, product(ps.dims, 0, axis), ps.dims[axis],
+                            k, product(ps.dims, axis + 1, ps.rank),
+                            wfx_data(params), didx, wfx_data(y), w.dev->stream),
+                st);
 
 done:
-  wf__cuw_end(&w);
-  h->free(idx);
+  cuw_end(&w);
+  wfx_host->free(idx);
   return rc;
 }
 
@@ -156,13 +153,11 @@ done:
  * block of rows + 1 + k int64s. */
 static int segment_lists(const int64_t *idx, int64_t k, int64_t rows,
                          int64_t **out, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t *mem, *start, *order;
 
-  if (!(mem = h->alloc((size_t)(rows + 1 + k) * sizeof *mem, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
-                    "out of host memory for lists of %" PRId64 " rows",
-                    rows);
+  if (!(mem = wfx_host->alloc((size_t)(rows + 1 + k) * sizeof *mem, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of host memory for lists of %" PRId64 " rows", rows);
   start = mem;
   order = mem + rows + 1;
   memset(start, 0, (size_t)(rows + 1) * sizeof *start);
@@ -172,17 +167,17 @@ static int segment_lists(const int64_t *idx, int64_t k, int64_t rows,
     start[r + 1] += start[r];
   /* A counting sort keeps each row's positions ascending. */
   {
-    int64_t *fill = h->alloc((size_t)(rows > 0 ? rows : 1) * sizeof *fill, 0);
+    int64_t *fill =
+        wfx_host->alloc((size_t)(rows > 0 ? rows : 1) * sizeof *fill, 0);
     if (!fill) {
-      h->free(mem);
-      return opc_fail(st, WF_RESOURCE_EXHAUSTED,
-                      "out of host memory for lists of %" PRId64 " rows",
-                      rows);
+      wfx_host->free(mem);
+      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                      "out of host memory for lists of %" PRId64 " rows", rows);
     }
     memcpy(fill, start, (size_t)rows * sizeof *fill);
     for (int64_t j = 0; j < k; j++)
       order[fill[idx[j]]++] = j;
-    h->free(fill);
+    wfx_host->free(fill);
   }
   *out = mem;
   return 0;
@@ -194,100 +189,96 @@ static int scatter_output(wf_kernel_ctx *ctx, const wf_shape *out,
                           const wf_tensor *in, const int64_t *idx, int64_t k,
                           int64_t outer, int64_t rows, int64_t inner,
                           wf_status *st) {
-  const wf_host *h = opc_host();
   wf_tensor *y;
   int64_t *lists = NULL;
   void *dl;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
 
-  if (wf__cuw_float_type(h->tensor_dtype(in), &type, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+  if (cuw_float_type(wfx_dtype(in), &type, st))
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, out, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
   if ((rc = segment_lists(idx, k, rows, &lists, st)) ||
-      (rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, lists,
+      (rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, lists,
                            (size_t)(rows + 1 + k) * sizeof *lists, &dl,
                            "the row lists", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the segment sum kernel",
-                     wf__cuda_segment_sum(type, outer, rows, k, inner, dl,
-                                          (int64_t *)dl + rows + 1,
-                                          h->tensor_data(in),
-                                          h->tensor_data(y), w.dev->stream),
-                     st);
+  rc = cuw_check(&w, "the segment sum kernel",
+                 cuda_segment_sum(type, outer, rows, k, inner, dl,
+                                  (int64_t *)dl + rows + 1, wfx_data(in),
+                                  wfx_data(y), w.dev->stream),
+                 st);
 
 done:
-  wf__cuw_end(&w);
-  h->free(lists);
+  cuw_end(&w);
+  wfx_host->free(lists);
   return rc;
 }
 
 static int gather_grad_compute(wf_kernel_ctx *ctx, void *kstate,
                                wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *pt, *indices, *dy;
   int64_t axis_attr, *idx = NULL;
   wf_shape ps, is, dys, want;
   int axis, rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  char what[2 * OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+  char what[2 * WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &pt, NULL, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      wf__cuw_read_shape(pt, "params_shape", &ps, st) ||
+  if (wfx_kernel_input(ctx, 0, &pt, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_input(ctx, 2, &dy, &dys, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      cuw_read_shape(pt, "params_shape", &ps, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &want, st))
-    return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &want))
-    return opc_fail(
+    return wfx_code(st);
+  if (!wfx_shape_equal(&dys, &want))
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
-        opc_shape_str(&dys, a, sizeof a), opc_shape_str(&want, b, sizeof b));
+        wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&want, b, sizeof b));
   snprintf(what, sizeof what, "axis %d of params %s", axis,
-           opc_shape_str(&ps, b, sizeof b));
+           wfx_shape_str(&ps, b, sizeof b));
   if (read_indices(indices, ps.dims[axis], what, &idx, st))
-    return h->status_code(st);
-  rc = scatter_output(ctx, &ps, dy, idx, h->tensor_count(indices),
+    return wfx_code(st);
+  rc = scatter_output(ctx, &ps, dy, idx, wfx_count(indices),
                       product(ps.dims, 0, axis), ps.dims[axis],
                       product(ps.dims, axis + 1, ps.rank), st);
-  h->free(idx);
+  wfx_host->free(idx);
   return rc;
 }
 
 static int segment_sum_compute(wf_kernel_ctx *ctx, void *kstate,
                                wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *values, *indices, *dense;
   int64_t *idx = NULL;
   wf_shape vs, is, out;
   int rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &values, &vs, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_input(ctx, 2, &dense, NULL, st) ||
-      wf__cuw_read_shape(dense, "dense_shape", &out, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &values, &vs, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_input(ctx, 2, &dense, NULL, st) ||
+      cuw_read_shape(dense, "dense_shape", &out, st))
+    return wfx_code(st);
   if (is.rank != 1 || vs.rank < 1 || vs.dims[0] != is.dims[0] ||
       out.rank != vs.rank ||
       memcmp(out.dims + 1, vs.dims + 1,
              sizeof out.dims[0] * (size_t)(vs.rank - 1)) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "values %s, indices %s and dense_shape %s do not agree: "
                     "expected values (K, D1, ...), indices (K,) and "
                     "dense_shape (N, D1, ...)",
-                    opc_shape_str(&vs, a, sizeof a),
-                    opc_shape_str(&is, b, sizeof b),
-                    opc_shape_str(&out, c, sizeof c));
+                    wfx_shape_str(&vs, a, sizeof a),
+                    wfx_shape_str(&is, b, sizeof b),
+                    wfx_shape_str(&out, c, sizeof c));
   if (read_indices(indices, out.dims[0], "dense_shape[0]", &idx, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rc = scatter_output(ctx, &out, values, idx, is.dims[0], 1, out.dims[0],
                       product(out.dims, 1, out.rank), st);
-  h->free(idx);
+  wfx_host->free(idx);
   return rc;
 }
 
@@ -298,20 +289,15 @@ static int segment_sum_compute(wf_kernel_ctx *ctx, void *kstate,
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64) | WF_DTYPE_BIT(WF_BOOL))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, types, hosts, fn)                                      \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = (types),                         \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
 
-KERNEL(k_gather, "Gather", ANY, B(1), gather_compute);
-KERNEL(k_gather_grad, "GatherGrad", FLT, B(0) | B(1), gather_grad_compute);
-KERNEL(k_segment_sum, "UnsortedSegmentSumToShape", FLT, B(1) | B(2),
-       segment_sum_compute);
+static const wf_kernel_def k_gather = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Gather", "T", ANY, gather_compute, .host_inputs = B(1));
+static const wf_kernel_def k_gather_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "GatherGrad", "T", FLT, gather_grad_compute,
+                   .host_inputs = B(0) | B(1));
+static const wf_kernel_def k_segment_sum =
+    WFX_KERNEL_FOR("cuda", "cuda", "UnsortedSegmentSumToShape", "T", FLT,
+                   segment_sum_compute, .host_inputs = B(1) | B(2));
 
-const wf_kernel_def *const wf__cuda_array_kernels[] = {
+const wf_kernel_def *const cuda_array_kernels[] = {
     &k_gather, &k_gather_grad, &k_segment_sum, NULL};

@@ -33,7 +33,7 @@ __global__ void segment_sum_k(int64_t outer, int64_t rows, int64_t k,
   }
 }
 
-extern "C" cudaError_t wf__cuda_gather(int elem_size, int64_t outer,
+extern "C" cudaError_t cuda_gather(int elem_size, int64_t outer,
                                        int64_t p, int64_t k, int64_t inner,
                                        const void *params, const int64_t *idx,
                                        void *out, cudaStream_t stream) {
@@ -59,7 +59,7 @@ extern "C" cudaError_t wf__cuda_gather(int elem_size, int64_t outer,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_segment_sum(int type, int64_t outer,
+extern "C" cudaError_t cuda_segment_sum(int type, int64_t outer,
                                             int64_t rows, int64_t k,
                                             int64_t inner,
                                             const int64_t *start,

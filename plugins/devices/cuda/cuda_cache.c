@@ -37,13 +37,13 @@ typedef struct live {
   size_t size;
 } live;
 
-struct wf__cucache {
-  wf__cucache_backend backend;
+struct cucache {
+  cucache_backend backend;
   pthread_mutex_t mu;
   stack free[NUM_BUCKETS];
   live *table; /* open addressing, linear probing; a power of two long */
   size_t table_cap, table_n;
-  wf__cucache_stats stats;
+  cucache_stats stats;
 };
 
 static int floor_log2(size_t x) {
@@ -51,7 +51,7 @@ static int floor_log2(size_t x) {
   return 63 - __builtin_clzll((unsigned long long)x);
 }
 
-size_t wf__cucache_round(size_t bytes) {
+size_t cucache_round(size_t bytes) {
   size_t step;
 
   if (bytes <= WF_CUCACHE_MIN_BLOCK)
@@ -63,7 +63,7 @@ size_t wf__cucache_round(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-/* The bucket index of a bucket size (from wf__cucache_round). */
+/* The bucket index of a bucket size (from cucache_round). */
 static int bucket_of(size_t size) {
   int k = floor_log2(size);
   size_t j = (size - ((size_t)1 << k)) >> (k - 2);
@@ -92,14 +92,14 @@ static const char *human(size_t bytes, char *buf, size_t len) {
 
 /* ---- the table of blocks in use ----------------------------------------- */
 
-static size_t slot_of(const wf__cucache *c, const void *ptr) {
+static size_t slot_of(const cucache *c, const void *ptr) {
   /* Device pointers are at least 256-aligned: drop the zero bits. */
   uint64_t h = ((uint64_t)(uintptr_t)ptr >> 8) * UINT64_C(0x9E3779B97F4A7C15);
   return (size_t)(h >> 32) & (c->table_cap - 1);
 }
 
 /* Index of ptr's slot, or of the empty slot where it would go. */
-static size_t table_find(const wf__cucache *c, const void *ptr) {
+static size_t table_find(const cucache *c, const void *ptr) {
   size_t i = slot_of(c, ptr);
 
   while (c->table[i].size && c->table[i].ptr != ptr)
@@ -108,7 +108,7 @@ static size_t table_find(const wf__cucache *c, const void *ptr) {
 }
 
 /* Doubles the table (or makes the first); -1 when out of host memory. */
-static int table_grow(wf__cucache *c) {
+static int table_grow(cucache *c) {
   size_t cap = c->table_cap ? c->table_cap * 2 : 64;
   live *old = c->table;
   size_t old_cap = c->table_cap;
@@ -126,7 +126,7 @@ static int table_grow(wf__cucache *c) {
 }
 
 /* Records a block in use; -1 when out of host memory. */
-static int table_add(wf__cucache *c, void *ptr, size_t size) {
+static int table_add(cucache *c, void *ptr, size_t size) {
   size_t i;
 
   if ((c->table_n + 1) * 2 > c->table_cap && table_grow(c))
@@ -140,7 +140,7 @@ static int table_add(wf__cucache *c, void *ptr, size_t size) {
 
 /* Removes ptr; its size, or 0 when it is not in the table. Later slots of
  * the same run shift back so that lookups never stop early. */
-static size_t table_remove(wf__cucache *c, const void *ptr) {
+static size_t table_remove(cucache *c, const void *ptr) {
   size_t mask = c->table_cap - 1, i, j, size;
 
   if (!c->table_cap)
@@ -166,8 +166,8 @@ static size_t table_remove(wf__cucache *c, const void *ptr) {
 
 /* ---- cache --------------------------------------------------------------- */
 
-wf__cucache *wf__cucache_new(const wf__cucache_backend *backend) {
-  wf__cucache *c;
+cucache *cucache_new(const cucache_backend *backend) {
+  cucache *c;
 
   assert(backend && backend->malloc && backend->free);
   c = calloc(1, sizeof *c);
@@ -180,13 +180,13 @@ wf__cucache *wf__cucache_new(const wf__cucache_backend *backend) {
   return c;
 }
 
-static void backend_free(wf__cucache *c, void *ptr) {
+static void backend_free(cucache *c, void *ptr) {
   c->backend.free(c->backend.ctx, ptr);
   c->stats.backend_frees++;
 }
 
 /* Gives every cached block back; the mutex is held. */
-static size_t trim_locked(wf__cucache *c) {
+static size_t trim_locked(cucache *c) {
   size_t freed = 0;
 
   for (int b = 0; b < NUM_BUCKETS; b++) {
@@ -200,7 +200,7 @@ static size_t trim_locked(wf__cucache *c) {
   return freed;
 }
 
-size_t wf__cucache_free(wf__cucache *c) {
+size_t cucache_free(cucache *c) {
   size_t leaked = 0;
 
   if (!c)
@@ -222,7 +222,7 @@ size_t wf__cucache_free(wf__cucache *c) {
 
 /* Asks the backend for a block of size; when it is out of memory and
  * blocks are cached, empties the cache and asks once more. Mutex held. */
-static int backend_alloc(wf__cucache *c, size_t size, size_t bytes,
+static int backend_alloc(cucache *c, size_t size, size_t bytes,
                          void **out, char *why, size_t whylen) {
   char reason[256], h1[32], h2[32], h3[32];
   size_t flushed = 0;
@@ -258,9 +258,9 @@ static int backend_alloc(wf__cucache *c, size_t size, size_t bytes,
   return WF_INTERNAL;
 }
 
-int wf__cucache_block_alloc(wf__cucache *c, size_t bytes, void **out,
+int cucache_block_alloc(cucache *c, size_t bytes, void **out,
                             char *why, size_t whylen) {
-  size_t size = wf__cucache_round(bytes);
+  size_t size = cucache_round(bytes);
   stack *s;
   void *ptr = NULL;
   int rc = 0;
@@ -304,7 +304,7 @@ out:
   return rc;
 }
 
-int wf__cucache_block_free(wf__cucache *c, void *ptr) {
+int cucache_block_free(cucache *c, void *ptr) {
   size_t size;
   stack *s;
 
@@ -336,7 +336,7 @@ int wf__cucache_block_free(wf__cucache *c, void *ptr) {
   return 0;
 }
 
-size_t wf__cucache_trim(wf__cucache *c) {
+size_t cucache_trim(cucache *c) {
   size_t freed;
 
   pthread_mutex_lock(&c->mu);
@@ -345,7 +345,7 @@ size_t wf__cucache_trim(wf__cucache *c) {
   return freed;
 }
 
-void wf__cucache_stats_get(wf__cucache *c, wf__cucache_stats *out) {
+void cucache_stats_get(cucache *c, cucache_stats *out) {
   pthread_mutex_lock(&c->mu);
   *out = c->stats;
   pthread_mutex_unlock(&c->mu);

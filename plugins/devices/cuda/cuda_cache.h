@@ -23,45 +23,45 @@
 /* Allocates `bytes` (a bucket size, > 0) into *out. On failure returns
  * WF_CUCACHE_BACKEND_NOMEM or _ERROR and writes why (terminated, at most
  * whylen bytes), e.g. "cudaErrorMemoryAllocation: out of memory". */
-typedef int wf__cucache_malloc_fn(void *ctx, size_t bytes, void **out,
+typedef int cucache_malloc_fn(void *ctx, size_t bytes, void **out,
                                   char *why, size_t whylen);
 /* Gives back a block that malloc returned. */
-typedef void wf__cucache_free_fn(void *ctx, void *ptr);
+typedef void cucache_free_fn(void *ctx, void *ptr);
 
-typedef struct wf__cucache_backend {
-  wf__cucache_malloc_fn *malloc;
-  wf__cucache_free_fn *free;
+typedef struct cucache_backend {
+  cucache_malloc_fn *malloc;
+  cucache_free_fn *free;
   void *ctx;
   const char *name; /* for messages: "cuda:0" */
-} wf__cucache_backend;
+} cucache_backend;
 
-typedef struct wf__cucache_stats {
+typedef struct cucache_stats {
   size_t in_use;   /* bytes of the blocks handed out (bucket sizes) */
   size_t cached;   /* bytes of free blocks kept for reuse */
   size_t peak;     /* the largest in_use so far */
-  uint64_t allocs; /* successful wf__cucache_block_alloc calls (bytes > 0) */
+  uint64_t allocs; /* successful cucache_block_alloc calls (bytes > 0) */
   uint64_t hits;   /* of which a cached block served */
   uint64_t backend_allocs;
   uint64_t backend_frees;
   uint64_t flushes; /* times an out-of-memory backend made the cache empty */
-} wf__cucache_stats;
+} cucache_stats;
 
-typedef struct wf__cucache wf__cucache;
+typedef struct cucache cucache;
 
 /* The bucket size a request of `bytes` gets: WF_CUCACHE_MIN_BLOCK up to
  * it, then the next of four steps per power of two (2^k, 1.25 2^k,
  * 1.5 2^k, 1.75 2^k), so at most a quarter is wasted. 0 when bytes is too
  * large to round. */
-size_t wf__cucache_round(size_t bytes);
+size_t cucache_round(size_t bytes);
 
 /* A new, empty cache over backend (copied). Owned by the caller; free it
- * with wf__cucache_free. NULL when out of host memory. */
-wf__cucache *wf__cucache_new(const wf__cucache_backend *backend);
+ * with cucache_free. NULL when out of host memory. */
+cucache *cucache_new(const cucache_backend *backend);
 
 /* Gives every block back to the backend — cached ones and any still in
  * use — and frees the cache. Returns how many bytes were still in use
  * (blocks their owners never freed). c may be NULL. */
-size_t wf__cucache_free(wf__cucache *c);
+size_t cucache_free(cucache *c);
 
 /* A block of at least `bytes` into *out: a cached block of the same
  * bucket when there is one, else a new one from the backend. When the
@@ -71,21 +71,21 @@ size_t wf__cucache_free(wf__cucache *c);
  * bytes) saying what was asked and what the cache held:
  * WF_RESOURCE_EXHAUSTED when memory ran out (device or host), WF_INTERNAL
  * when the backend failed otherwise. Thread-safe. */
-int wf__cucache_block_alloc(wf__cucache *c, size_t bytes, void **out,
+int cucache_block_alloc(cucache *c, size_t bytes, void **out,
                             char *why, size_t whylen);
 
-/* Takes back a block from wf__cucache_block_alloc and keeps it for reuse.
+/* Takes back a block from cucache_block_alloc and keeps it for reuse.
  * The caller must be done with it: work still queued on the block must be
  * ordered before any later user's (same stream) or complete. Returns 0,
  * or -1 when ptr is not a block this cache handed out (nothing changes).
  * ptr NULL is a no-op. Thread-safe. */
-int wf__cucache_block_free(wf__cucache *c, void *ptr);
+int cucache_block_free(cucache *c, void *ptr);
 
 /* Gives every cached (free) block back to the backend; returns the bytes
  * given back. Blocks in use are untouched. Thread-safe. */
-size_t wf__cucache_trim(wf__cucache *c);
+size_t cucache_trim(cucache *c);
 
 /* A snapshot of the statistics. Thread-safe. */
-void wf__cucache_stats_get(wf__cucache *c, wf__cucache_stats *out);
+void cucache_stats_get(cucache *c, cucache_stats *out);
 
 #endif /* WF_PLUGINS_DEVICES_CUDA_CUDA_CACHE_H */

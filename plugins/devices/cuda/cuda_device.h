@@ -8,7 +8,7 @@
 #ifndef WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
 #define WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include <pthread.h>
 #include <stddef.h>
@@ -31,7 +31,7 @@
 #define WF_CUDA_MIN_MINOR 0
 
 /* One GPU. Everything below `usable` is set only for a usable one. */
-typedef struct wf__cudev {
+typedef struct cudev {
   int ordinal;  /* N in "cuda:N", and the CUDA device number */
   char label[16];   /* "cuda:N" */
   int usable;   /* kernels may run here */
@@ -46,7 +46,7 @@ typedef struct wf__cudev {
   cudaStream_t stream;   /* every kernel's work on this device, in order */
   cublasHandle_t blas;   /* bound to stream */
   cudnnHandle_t cudnn;   /* bound to stream; made on first use (cuda_nn.c) */
-  wf__cucache *cache;    /* device memory, over cudaMalloc/cudaFree */
+  cucache *cache;    /* device memory, over cudaMalloc/cudaFree */
   pthread_mutex_t events_mu;
   cudaEvent_t *events;   /* idle events for waiting on one kernel's work */
   int num_events, cap_events;
@@ -59,54 +59,53 @@ typedef struct wf__cudev {
   pthread_mutex_t stage_mu;
   unsigned char *stage_buf;       /* 2 * WF_CUDA_STAGE_HALF bytes */
   cudaEvent_t stage_done[2];      /* the last copy of each half */
-  wf__custage stage;
+  custage stage;
   int stage_tried;
-} wf__cudev;
+} cudev;
 
 /* Bytes of one half of a device's pinned staging buffer. */
 #define WF_CUDA_STAGE_HALF ((size_t)4 << 20)
 
-typedef struct wf__cuda {
-  const wf_host *host;
+typedef struct cuda_gpus {
   char probe_reason[256]; /* why no GPU is listed, when none is */
   int runtime_version, driver_version;
   int num_devices;        /* listed in `devices` */
-  wf__cudev devices[WF_CUDA_MAX_DEVICES];
-} wf__cuda;
+  cudev devices[WF_CUDA_MAX_DEVICES];
+} cuda_gpus;
 
 /* The first usable GPU of the process's plugin state, which lives from the
  * first init to the last fini (kernels only run in between); NULL when none
  * is usable (then no kernel is registered). Kernels run on the GPU their
  * node was placed on, and on this one when run outside an executor. */
-wf__cudev *wf__cuda_kernel_device(void);
+cudev *cuda_kernel_device(void);
 
 /* "cudaErrorNoDevice: no CUDA-capable device is detected" into buf (at
  * most len bytes, terminated); returns buf. */
-const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len);
+const char *cuda_error_text(cudaError_t err, char *buf, size_t len);
 
 /* An idle event of dev's pool, or a new one; NULL with why set when CUDA
- * cannot make one. Give it back with wf__cudev_event_put. */
-cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen);
-void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev);
+ * cannot make one. Give it back with cudev_event_put. */
+cudaEvent_t cudev_event_get(cudev *dev, char *why, size_t whylen);
+void cudev_event_put(cudev *dev, cudaEvent_t ev);
 
 /* The kernels this plugin registers when a device is usable: a
  * NULL-terminated list (cuda_tables.c) of NULL-terminated tables, one per
  * source file (cuda_kernels.c: MatMul, elementwise, initializers). */
-extern const wf_kernel_def *const wf__cuda_kernels[];
+extern const wf_kernel_def *const cuda_kernels[];
 /* cuda_math.c: more elementwise ops, gradients of activations, Cast and
  * the shape-only ops; cuda_reduce.c: reductions and their gradients;
  * cuda_nn.c: convolutions (cuDNN), pools, softmax, losses, batch
  * normalisation, BiasAdd; cuda_array.c: Gather and the dense gradients of
  * sparse rows; cuda_train.c: optimizer updates and variable updates. */
-extern const wf_kernel_def *const wf__cuda_math_kernels[];
-extern const wf_kernel_def *const wf__cuda_reduce_kernels[];
-extern const wf_kernel_def *const wf__cuda_nn_kernels[];
-extern const wf_kernel_def *const wf__cuda_array_kernels[];
-extern const wf_kernel_def *const wf__cuda_train_kernels[];
+extern const wf_kernel_def *const cuda_math_kernels[];
+extern const wf_kernel_def *const cuda_reduce_kernels[];
+extern const wf_kernel_def *const cuda_nn_kernels[];
+extern const wf_kernel_def *const cuda_array_kernels[];
+extern const wf_kernel_def *const cuda_train_kernels[];
 
 /* Destroys dev's cuDNN handle when cuda_nn.c made one (cudnn NULL after);
  * for the plugin's fini, before the stream goes. */
-void wf__cuda_nn_release(wf__cudev *dev);
-extern const wf_kernel_def *const *const wf__cuda_kernel_tables[];
+void cuda_nn_release(cudev *dev);
+extern const wf_kernel_def *const *const cuda_kernel_tables[];
 
 #endif /* WF_PLUGINS_DEVICES_CUDA_CUDA_DEVICE_H */

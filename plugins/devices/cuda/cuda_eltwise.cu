@@ -71,7 +71,7 @@ __global__ void binary_flat(Op op, int64_t n, const T *x, int64_t xs,
 /* The general walk: the output index is split into coordinates, last dim
  * fastest. */
 template <typename T, typename Op>
-__global__ void binary_strided(Op op, wf__cuda_bcast b, int64_t n,
+__global__ void binary_strided(Op op, cuda_bcast b, int64_t n,
                                const T *x, const T *y, T *z) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -96,7 +96,7 @@ __global__ void unary_flat(Op op, int64_t n, const T *x, T *y) {
 /* ---- launchers ----------------------------------------------------------- */
 
 template <typename T, typename Op>
-static cudaError_t launch_binary(Op op, const wf__cuda_bcast *b, int64_t n,
+static cudaError_t launch_binary(Op op, const cuda_bcast *b, int64_t n,
                                  const void *xv, const void *yv, void *zv,
                                  cudaStream_t stream) {
   const T *x = (const T *)xv, *y = (const T *)yv;
@@ -113,7 +113,7 @@ static cudaError_t launch_binary(Op op, const wf__cuda_bcast *b, int64_t n,
 }
 
 template <typename T>
-static cudaError_t binary_typed(int op, const wf__cuda_bcast *b, int64_t n,
+static cudaError_t binary_typed(int op, const cuda_bcast *b, int64_t n,
                                 const void *x, const void *y, void *z,
                                 cudaStream_t stream) {
   switch (op) {
@@ -149,8 +149,8 @@ static cudaError_t unary_typed(int op, int64_t n, const void *x, void *y,
   return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t wf__cuda_binary(int op, int type,
-                                       const wf__cuda_bcast *b, int64_t count,
+extern "C" cudaError_t cuda_binary(int op, int type,
+                                       const cuda_bcast *b, int64_t count,
                                        const void *x, const void *y, void *z,
                                        cudaStream_t stream) {
   if (count <= 0 || b->rank < 1 || b->rank > WF_CUDA_MAX_RANK)
@@ -162,7 +162,7 @@ extern "C" cudaError_t wf__cuda_binary(int op, int type,
   return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t wf__cuda_unary(int op, int type, int64_t n,
+extern "C" cudaError_t cuda_unary(int op, int type, int64_t n,
                                       const void *x, void *y,
                                       cudaStream_t stream) {
   if (n <= 0)

@@ -13,8 +13,8 @@
 #include "cuda_device.h"
 #include "cuda_launch.h"
 #include "cuda_work.h"
-#include "opcommon.h"
 #include "philox.h"
+#include <weft/plugin_aux.h>
 
 #include <limits.h>
 #include <math.h>
@@ -22,9 +22,9 @@
 
 /* Messages do not name the node: the core prefixes them with it. */
 
-static int launch_fail(wf_status *st, const wf__cuw *w, const char *what,
+static int launch_fail(wf_status *st, const cuw *w, const char *what,
                        cudaError_t err) {
-  return wf__cuw_check(w, what, err, st);
+  return cuw_check(w, what, err, st);
 }
 
 /* ---- MatMul -------------------------------------------------------------- */
@@ -34,7 +34,6 @@ static int launch_fail(wf_status *st, const wf__cuw *w, const char *what,
  * (R, C) matrix is its (C, R) transpose there, so it computes z^T = op(b)^T
  * op(a)^T, which is z in row-major order. */
 static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *a, *b;
   wf_shape as, bs, zs;
   wf_tensor *z;
@@ -42,17 +41,17 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   int64_t m, k, k2, n;
   const void *da, *db;
   void *dz;
-  wf__cuw w = {0};
+  cuw w = {0};
   int rc;
 
-  if (opc_kernel_input(ctx, 0, &a, &as, st) ||
-      opc_kernel_input(ctx, 1, &b, &bs, st) ||
-      opc_kernel_attr_bool(ctx, "transpose_a", &ta, st) ||
-      opc_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
-      wf__cuw_float_type(h->tensor_dtype(a), &type, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &a, &as, st) ||
+      wfx_kernel_input(ctx, 1, &b, &bs, st) ||
+      wfx_kernel_attr_bool(ctx, "transpose_a", &ta, st) ||
+      wfx_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
+      cuw_float_type(wfx_dtype(a), &type, st))
+    return wfx_code(st);
   if (as.rank != 2 || bs.rank != 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "a and b must be matrices; got ranks %d and %d",
                     (int)as.rank, (int)bs.rank);
   m = ta ? as.dims[1] : as.dims[0];
@@ -60,32 +59,32 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   k2 = tb ? bs.dims[1] : bs.dims[0];
   n = tb ? bs.dims[0] : bs.dims[1];
   if (k != k2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inner dimensions differ: a%s gives K = %lld, b%s gives "
                     "K = %lld",
                     ta ? " (transposed)" : "", (long long)k,
                     tb ? " (transposed)" : "", (long long)k2);
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "(%lld, %lld) x (%lld, %lld): cuBLAS takes dimensions "
                     "below 2^31",
                     (long long)m, (long long)k, (long long)k, (long long)n);
-  opc_shape_make(&zs, 2, (int64_t[]){m, n});
-  z = h->kernel_output_new(ctx, 0, &zs, st);
+  wfx_shape_make(&zs, 2, (int64_t[]){m, n});
+  z = wfx_host->kernel_output_new(ctx, 0, &zs, st);
   if (!z)
-    return h->status_code(st);
+    return wfx_code(st);
   if (m == 0 || n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  da = h->tensor_data(a);
-  db = h->tensor_data(b);
-  dz = h->tensor_data(z);
+  da = wfx_data(a);
+  db = wfx_data(b);
+  dz = wfx_data(z);
   if (k == 0) {
     /* An empty sum: zeros (cuBLAS is not asked about k = 0). */
     cudaError_t err =
-        cudaMemsetAsync(dz, 0, h->tensor_nbytes(z), w.dev->stream);
-    if ((rc = wf__cuw_check(&w, "cudaMemsetAsync", err, st)) != 0)
+        cudaMemsetAsync(dz, 0, wfx_host->tensor_nbytes(z), w.dev->stream);
+    if ((rc = cuw_check(&w, "cudaMemsetAsync", err, st)) != 0)
       goto out;
   } else {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -103,7 +102,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
                         db, ldb, da, lda, &zero, dz, (int)n);
     }
     if (bst != CUBLAS_STATUS_SUCCESS) {
-      rc = opc_fail(st, WF_INTERNAL, "%s: cublas%cgemm failed (%s: %s)",
+      rc = wfx_fail(st, WF_INTERNAL, "%s: cublas%cgemm failed (%s: %s)",
                     w.dev->label, type == WF_CUDA_F32 ? 'S' : 'D',
                     cublasGetStatusName(bst), cublasGetStatusString(bst));
       goto out;
@@ -112,7 +111,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   rc = 0;
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -120,27 +119,26 @@ out:
 
 /* z = x op y with NumPy broadcasting (opcommon's rules and walk). */
 static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_shape in[2], zs;
-  wf__cuda_bcast cb;
-  opc_bcast walk;
+  cuda_bcast cb;
+  wfx_bcast walk;
   wf_tensor *z;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
-  if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
-      opc_kernel_input(ctx, 1, &y, &in[1], st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
-      opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
-    return h->status_code(st);
-  z = h->kernel_output_new(ctx, 0, &zs, st);
+  if (wfx_kernel_input(ctx, 0, &x, &in[0], st) ||
+      wfx_kernel_input(ctx, 1, &y, &in[1], st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
+    return wfx_code(st);
+  z = wfx_host->kernel_output_new(ctx, 0, &zs, st);
   if (!z)
-    return h->status_code(st);
-  if (h->tensor_count(z) == 0)
+    return wfx_code(st);
+  if (wfx_count(z) == 0)
     return 0;
-  opc_bcast_init(&walk, &zs, 2, in);
+  wfx_bcast_init(&walk, &zs, 2, in);
   memset(&cb, 0, sizeof cb);
   cb.rank = walk.rank;
   for (int d = 0; d < walk.rank; d++) {
@@ -148,42 +146,41 @@ static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
     cb.xstride[d] = walk.strides[0][d];
     cb.ystride[d] = walk.strides[1][d];
   }
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_binary(op, type, &cb, walk.count, h->tensor_data(x),
-                        h->tensor_data(y), h->tensor_data(z), w.dev->stream);
+  err = cuda_binary(op, type, &cb, walk.count, wfx_data(x), wfx_data(y),
+                    wfx_data(z), w.dev->stream);
   rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
 static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs;
   wf_tensor *y;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
-  y = h->kernel_output_new(ctx, 0, &xs, st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
+  y = wfx_host->kernel_output_new(ctx, 0, &xs, st);
   if (!y)
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_unary(op, type, h->tensor_count(y), h->tensor_data(x),
-                       h->tensor_data(y), w.dev->stream);
+  err = cuda_unary(op, type, wfx_count(y), wfx_data(x), wfx_data(y),
+                   w.dev->stream);
   rc = launch_fail(st, &w, "the elementwise kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -219,11 +216,11 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
 
   switch (kind) {
   case UNIFORM_RANDOM:
-    if (opc_kernel_attr_float(ctx, "minval", lo, st) ||
-        opc_kernel_attr_float(ctx, "maxval", hi, st))
-      return opc_host()->status_code(st);
+    if (wfx_kernel_attr_float(ctx, "minval", lo, st) ||
+        wfx_kernel_attr_float(ctx, "maxval", hi, st))
+      return wfx_code(st);
     if (!isfinite(*lo) || !isfinite(*hi) || *lo > *hi)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "minval %g and maxval %g must be finite with minval "
                       "<= maxval",
                       *lo, *hi);
@@ -237,7 +234,7 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
     x = sqrt(6.0 / fin);
     break;
   default:
-    return opc_fail(st, WF_INTERNAL, "unknown uniform kind %d", (int)kind);
+    return wfx_fail(st, WF_INTERNAL, "unknown uniform kind %d", (int)kind);
   }
   *lo = -x;
   *hi = x;
@@ -246,50 +243,48 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
 
 static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
                            wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   int64_t seed = 0, seed2 = 0, n;
   double lo, hi;
-  wf__cuphilox stream;
+  cuphilox stream;
   wf_tensor *out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type = -1, rc;
   cudaError_t err;
 
-  if (!WF_HOST_HAS(h, kernel_step))
-    return opc_fail(st, WF_FAILED_PRECONDITION,
+  if (!WF_HOST_HAS(wfx_host, kernel_step))
+    return wfx_fail(st, WF_FAILED_PRECONDITION,
                     "this core has no kernel_step to key random streams by");
-  if (h->kernel_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE ||
-      !opc_shape_is_known(&v.u.shape))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_host->kernel_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE ||
+      !wfx_shape_is_known(&v.u.shape))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is missing or not fully known");
-  if (wf__cuw_float_type(h->kernel_output_dtype(ctx, 0), &type, st) ||
+  if (cuw_float_type(wfx_host->kernel_output_dtype(ctx, 0), &type, st) ||
       uniform_bounds(ctx, kind, &v.u.shape, &lo, &hi, st) ||
-      opc_kernel_attr_int(ctx, "seed", &seed, st) ||
-      opc_kernel_attr_int(ctx, "seed2", &seed2, st))
-    return h->status_code(st);
-  if (opc_shape_count(&v.u.shape) > ((int64_t)1 << 48))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+      wfx_kernel_attr_int(ctx, "seed", &seed, st) ||
+      wfx_kernel_attr_int(ctx, "seed2", &seed2, st))
+    return wfx_code(st);
+  if (wfx_shape_count(&v.u.shape) > ((int64_t)1 << 48))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' has more than 2^48 elements");
   cuphilox_init(&stream,
                 seed || seed2
                     ? cuphilox_key_from_seeds(seed, seed2)
-                    : cuphilox_key_from_name(h->kernel_node_name(ctx)),
-                h->kernel_step(ctx));
-  out = h->kernel_output_new(ctx, 0, &v.u.shape, st);
+                    : cuphilox_key_from_name(wfx_host->kernel_node_name(ctx)),
+                wfx_host->kernel_step(ctx));
+  out = wfx_host->kernel_output_new(ctx, 0, &v.u.shape, st);
   if (!out)
-    return h->status_code(st);
-  n = h->tensor_count(out);
+    return wfx_code(st);
+  n = wfx_count(out);
   if (n == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
-  err = wf__cuda_uniform(type, h->tensor_data(out), n, stream, lo, hi,
-                         w.dev->stream);
+  err = cuda_uniform(type, wfx_data(out), n, stream, lo, hi, w.dev->stream);
   rc = launch_fail(st, &w, "the uniform random kernel", err);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -306,30 +301,34 @@ UNIFORM(he_uniform_compute, UNIFORM_HE)
 /* Each kernel only queues device work: cheap for the executor (run inline,
  * not handed to another thread). */
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
-#define KERNEL(var, nm, tattr, lbl, fn)                                        \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = FLT,                             \
-                                    .priority = 0,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = (lbl),                            \
-                                    .compute = (fn)}
 
-KERNEL(k_matmul, "MatMul", "T", "cublas", matmul_compute);
-KERNEL(k_add, "Add", "T", "cuda", add_compute);
-KERNEL(k_sub, "Sub", "T", "cuda", sub_compute);
-KERNEL(k_mul, "Mul", "T", "cuda", mul_compute);
-KERNEL(k_relu, "Relu", "T", "cuda", relu_compute);
-KERNEL(k_sigmoid, "Sigmoid", "T", "cuda", sigmoid_compute);
-KERNEL(k_tanh, "Tanh", "T", "cuda", tanh_compute);
-KERNEL(k_uniform, "RandomUniform", "dtype", "philox", random_uniform_compute);
-KERNEL(k_glorot_uniform, "GlorotUniform", "dtype", "philox",
-       glorot_uniform_compute);
-KERNEL(k_he_uniform, "HeUniform", "dtype", "philox", he_uniform_compute);
+static const wf_kernel_def k_matmul =
+    WFX_KERNEL_FOR("cuda", "cublas", "MatMul", "T", FLT, matmul_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_add = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Add", "T", FLT, add_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sub = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sub", "T", FLT, sub_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mul = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Mul", "T", FLT, mul_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_relu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Relu", "T", FLT, relu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sigmoid =
+    WFX_KERNEL_FOR("cuda", "cuda", "Sigmoid", "T", FLT, sigmoid_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_tanh = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Tanh", "T", FLT, tanh_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "RandomUniform", "dtype", FLT,
+                   random_uniform_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_glorot_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "GlorotUniform", "dtype", FLT,
+                   glorot_uniform_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_he_uniform =
+    WFX_KERNEL_FOR("cuda", "philox", "HeUniform", "dtype", FLT,
+                   he_uniform_compute, .flags = WF_KERNEL_CHEAP);
 
-const wf_kernel_def *const wf__cuda_kernels[] = {
+const wf_kernel_def *const cuda_kernels[] = {
     &k_matmul, &k_add,     &k_sub,           &k_mul,         &k_relu,
     &k_sigmoid, &k_tanh,   &k_uniform,       &k_glorot_uniform,
     &k_he_uniform, NULL};

@@ -40,29 +40,29 @@ extern "C" {
  * element (i0, .., i_{rank-1}) of the output reads x at sum i_k xstride[k]
  * and y at sum i_k ystride[k] (a stride of 0 repeats the operand along
  * that dim). */
-typedef struct wf__cuda_bcast {
+typedef struct cuda_bcast {
   int32_t rank; /* 1 .. WF_CUDA_MAX_RANK */
   int32_t reserved_;
   int64_t dims[WF_CUDA_MAX_RANK];
   int64_t xstride[WF_CUDA_MAX_RANK];
   int64_t ystride[WF_CUDA_MAX_RANK];
-} wf__cuda_bcast;
+} cuda_bcast;
 
 /* z = x op y over count (> 0) output elements laid out by b; type is
  * WF_CUDA_F32 or WF_CUDA_F64. Equal shapes and a scalar operand take
  * faster paths than the general walk. */
-cudaError_t wf__cuda_binary(int op, int type, const wf__cuda_bcast *b,
+cudaError_t cuda_binary(int op, int type, const cuda_bcast *b,
                             int64_t count, const void *x, const void *y,
                             void *z, cudaStream_t stream);
 
 /* y = op(x) over n (> 0) elements. Relu passes NaN through; Sigmoid never
  * overflows (e^x / (1 + e^x) below 0). */
-cudaError_t wf__cuda_unary(int op, int type, int64_t n, const void *x,
+cudaError_t cuda_unary(int op, int type, int64_t n, const void *x,
                            void *y, cudaStream_t stream);
 
 /* out[0 .. n-1] (0 < n <= 2^48) uniform in [lo, hi) from stream s,
  * element for element the values of the CPU kernels (cuda_philox.h). */
-cudaError_t wf__cuda_uniform(int type, void *out, int64_t n, wf__cuphilox s,
+cudaError_t cuda_uniform(int type, void *out, int64_t n, cuphilox s,
                              double lo, double hi, cudaStream_t stream);
 
 /* ------------------------------------------------------------------------ */
@@ -79,7 +79,7 @@ cudaError_t wf__cuda_uniform(int type, void *out, int64_t n, wf__cuphilox s,
 
 /* ---- cuda_math.cu -------------------------------------------------------- */
 
-/* Unary ops of wf__cuda_unary_ex (ops-math's formulas, in the element
+/* Unary ops of cuda_unary_ex (ops-math's formulas, in the element
  * type): alpha is LeakyRelu's slope, approximate Gelu's tanh form. */
 #define WF_CUDA_NEG 16
 #define WF_CUDA_SQUARE 17
@@ -92,7 +92,7 @@ cudaError_t wf__cuda_uniform(int type, void *out, int64_t n, wf__cuphilox s,
 #define WF_CUDA_SOFTPLUS 24
 #define WF_CUDA_GELU 25
 #define WF_CUDA_LEAKY_RELU 26
-cudaError_t wf__cuda_unary_ex(int op, int type, int64_t n, const void *x,
+cudaError_t cuda_unary_ex(int op, int type, int64_t n, const void *x,
                               void *y, double alpha, int approximate,
                               cudaStream_t stream);
 
@@ -108,7 +108,7 @@ cudaError_t wf__cuda_unary_ex(int op, int type, int64_t n, const void *x,
 #define WF_CUDA_SOFTPLUS_GRAD 7
 #define WF_CUDA_ABS_GRAD 8
 #define WF_CUDA_GELU_GRAD 9
-cudaError_t wf__cuda_act_grad(int op, int type, int64_t n, const void *dy,
+cudaError_t cuda_act_grad(int op, int type, int64_t n, const void *dy,
                               const void *v, void *dx, double alpha,
                               int approximate, cudaStream_t stream);
 
@@ -117,23 +117,23 @@ cudaError_t wf__cuda_act_grad(int op, int type, int64_t n, const void *dy,
 #define WF_CUDA_MAXIMUM 4
 #define WF_CUDA_MINIMUM 5
 #define WF_CUDA_POW 6
-cudaError_t wf__cuda_binary_ex(int op, int type, const wf__cuda_bcast *b,
+cudaError_t cuda_binary_ex(int op, int type, const cuda_bcast *b,
                                int64_t count, const void *x, const void *y,
                                void *z, cudaStream_t stream);
 
 /* y = x converted from type `from` to `to` (any WF_CUDA_* pair) as
  * ops-math's Cast: float to integer truncates, saturates and maps NaN to
  * 0; integers narrow by wrapping; to bool x != 0; from bool 0 or 1. */
-cudaError_t wf__cuda_cast(int from, int to, int64_t n, const void *x,
+cudaError_t cuda_cast(int from, int to, int64_t n, const void *x,
                           void *y, cudaStream_t stream);
 
 /* y[0 .. n-1] = value (converted to type). */
-cudaError_t wf__cuda_fill(int type, int64_t n, double value, void *y,
+cudaError_t cuda_fill(int type, int64_t n, double value, void *y,
                           cudaStream_t stream);
 
 /* y = xs[0] + ... + xs[k-1] elementwise, summed in double for floats
  * (integers wrap); xs is a device array of k device pointers. */
-cudaError_t wf__cuda_add_n(int type, int64_t n, int k, const void *const *xs,
+cudaError_t cuda_add_n(int type, int64_t n, int k, const void *const *xs,
                            void *y, cudaStream_t stream);
 
 /* ---- cuda_reduce.cu ------------------------------------------------------ */
@@ -142,30 +142,30 @@ cudaError_t wf__cuda_add_n(int type, int64_t n, int k, const void *const *xs,
  * the group of x's elements at sum_k c_k keep_strides[k] + sum_j r_j
  * red_strides[j] over the reduced coordinates r. outputs >= 1; group may
  * be 0 (an empty reduction). */
-typedef struct wf__cuda_reduce_geom {
+typedef struct cuda_reduce_geom {
   int32_t nkeep, nred;
   int64_t keep_dims[WF_CUDA_MAX_RANK], keep_strides[WF_CUDA_MAX_RANK];
   int64_t red_dims[WF_CUDA_MAX_RANK], red_strides[WF_CUDA_MAX_RANK];
   int64_t outputs, group;
-} wf__cuda_reduce_geom;
+} cuda_reduce_geom;
 
 #define WF_CUDA_SUM 0  /* in double; empty: 0 */
 #define WF_CUDA_MEAN 1 /* the sum / group; empty: NaN */
 #define WF_CUDA_MAX 2  /* NaN if any; empty: -inf */
 #define WF_CUDA_MIN 3  /* NaN if any; empty: +inf */
 #define WF_CUDA_PROD 4 /* in double; empty: 1 */
-cudaError_t wf__cuda_reduce(int op, int type, const wf__cuda_reduce_geom *g,
+cudaError_t cuda_reduce(int op, int type, const cuda_reduce_geom *g,
                             const void *x, void *y, cudaStream_t stream);
 
 /* dx (x's elements) = dy[o] * scale over each group o (SumGrad: 1,
  * MeanGrad: 1 / group). */
-cudaError_t wf__cuda_reduce_spread(int type, const wf__cuda_reduce_geom *g,
+cudaError_t cuda_reduce_spread(int type, const cuda_reduce_geom *g,
                                    const void *dy, double scale, void *dx,
                                    cudaStream_t stream);
 
 /* MaxMinGrad: dx = dy[o] / k where x equals y[o] (k such ties in group o),
  * 0 elsewhere and everywhere in a group whose y is NaN. */
-cudaError_t wf__cuda_max_min_grad(int type, const wf__cuda_reduce_geom *g,
+cudaError_t cuda_max_min_grad(int type, const cuda_reduce_geom *g,
                                   const void *dy, const void *x,
                                   const void *y, void *dx,
                                   cudaStream_t stream);
@@ -175,48 +175,48 @@ cudaError_t wf__cuda_max_min_grad(int type, const wf__cuda_reduce_geom *g,
 /* A pool's window over (H, W): input (n, h, w, c), output (n, oh, ow, c)
  * with element strides xs[], ys[] of N, H, W, C; window (kh, kw) moved by
  * (sh, sw) from (-pt, -pl), clipped to the input. */
-typedef struct wf__cuda_pool_geom {
+typedef struct cuda_pool_geom {
   int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
   int64_t xs[4], ys[4];
-} wf__cuda_pool_geom;
+} cuda_pool_geom;
 
 /* MaxPool (max 1: NaN propagates, ties to the first) or AvgPool (max 0:
  * the mean over the window's elements inside the input, in double). */
-cudaError_t wf__cuda_pool(int max, int type, const wf__cuda_pool_geom *g,
+cudaError_t cuda_pool(int max, int type, const cuda_pool_geom *g,
                           const void *x, void *y, cudaStream_t stream);
 /* MaxPoolGrad (x is the pool's input; each window's grad goes to its
  * pick: the first of tied maxima, the last NaN) or AvgPoolGrad (x
  * unused); overlapping windows add up in double, in the CPU's order. */
-cudaError_t wf__cuda_pool_grad(int max, int type, const wf__cuda_pool_geom *g,
+cudaError_t cuda_pool_grad(int max, int type, const cuda_pool_geom *g,
                                const void *x, const void *grad, void *dx,
                                cudaStream_t stream);
 
 /* Softmax (log 0) or LogSoftmax (log 1) over rows of c, in double. */
-cudaError_t wf__cuda_softmax(int log, int type, int64_t rows, int64_t c,
+cudaError_t cuda_softmax(int log, int type, int64_t rows, int64_t c,
                              const void *x, void *y, cudaStream_t stream);
 /* Their gradients from the output y: y (dy - sum(dy y)) or
  * dy - exp(y) sum(dy). */
-cudaError_t wf__cuda_softmax_grad(int log, int type, int64_t rows, int64_t c,
+cudaError_t cuda_softmax_grad(int log, int type, int64_t rows, int64_t c,
                                   const void *y, const void *dy, void *dx,
                                   cudaStream_t stream);
 /* Softmax cross-entropy of rows of c logits x against dense labels
  * (rows, c) or, when labels is NULL, classes cls (rows,) in [0, c):
  * loss (rows,) and backprop (rows, c). */
-cudaError_t wf__cuda_xent(int type, int64_t rows, int64_t c, const void *x,
+cudaError_t cuda_xent(int type, int64_t rows, int64_t c, const void *x,
                           const void *labels, const int64_t *cls, void *loss,
                           void *back, cudaStream_t stream);
 
 /* BatchNorm over x viewed as (outer, c, inner): training computes the
  * biased batch statistics into bm, bv; inference copies mean, var there.
  * In double, as ops-nn's kernel. */
-cudaError_t wf__cuda_batch_norm(int type, int64_t outer, int64_t c,
+cudaError_t cuda_batch_norm(int type, int64_t outer, int64_t c,
                                 int64_t inner, int training, double eps,
                                 const void *x, const void *scale,
                                 const void *offset, const void *mean,
                                 const void *var, void *y, void *bm, void *bv,
                                 cudaStream_t stream);
 /* BatchNormGrad (dmean, dvar read in training only). */
-cudaError_t wf__cuda_batch_norm_grad(int type, int64_t outer, int64_t c,
+cudaError_t cuda_batch_norm_grad(int type, int64_t outer, int64_t c,
                                      int64_t inner, int training, double eps,
                                      const void *dy, const void *x,
                                      const void *scale, const void *mean,
@@ -227,11 +227,11 @@ cudaError_t wf__cuda_batch_norm_grad(int type, int64_t outer, int64_t c,
 /* A 4-D copy: dst element (i0..i3) of dims[] is src element (i_k -
  * off[k]) when that lies inside sdims[], else 0. Strides give each layout,
  * so one call pads, crops and permutes. */
-typedef struct wf__cuda_relayout {
+typedef struct cuda_relayout {
   int64_t dims[4], dstride[4];
   int64_t sdims[4], sstride[4], off[4];
-} wf__cuda_relayout;
-cudaError_t wf__cuda_relayout4(int type, const wf__cuda_relayout *r,
+} cuda_relayout;
+cudaError_t cuda_relayout4(int type, const cuda_relayout *r,
                                void *dst, const void *src,
                                cudaStream_t stream);
 
@@ -240,7 +240,7 @@ cudaError_t wf__cuda_relayout4(int type, const wf__cuda_relayout *r,
 /* Gather: out (outer, k, inner) = params (outer, p, inner) at rows idx[k]
  * (in [0, p), checked by the caller) for elements of elem_size bytes (1,
  * 4 or 8). */
-cudaError_t wf__cuda_gather(int elem_size, int64_t outer, int64_t p,
+cudaError_t cuda_gather(int elem_size, int64_t outer, int64_t p,
                             int64_t k, int64_t inner, const void *params,
                             const int64_t *idx, void *out,
                             cudaStream_t stream);
@@ -248,7 +248,7 @@ cudaError_t wf__cuda_gather(int elem_size, int64_t outer, int64_t p,
 /* Segment sums: out (outer, rows, inner) row r = the sum, in double and
  * in list order, of the rows order[start[r] .. start[r+1]) of in (outer,
  * k, inner); a row with none is 0. */
-cudaError_t wf__cuda_segment_sum(int type, int64_t outer, int64_t rows,
+cudaError_t cuda_segment_sum(int type, int64_t outer, int64_t rows,
                                  int64_t k, int64_t inner,
                                  const int64_t *start, const int64_t *order,
                                  const void *in, void *out,
@@ -257,11 +257,11 @@ cudaError_t wf__cuda_segment_sum(int type, int64_t outer, int64_t rows,
 /* ---- cuda_train.cu ------------------------------------------------------- */
 
 /* The hyperparameters of an update rule (ops-train's), read on the host. */
-typedef struct wf__cuda_apply_params {
+typedef struct cuda_apply_params {
   double lr, beta1, beta2, epsilon, momentum, rho, weight_decay;
   double alpha; /* Adam: lr sqrt(1 - beta2^t) / (1 - beta1^t) */
   int32_t nesterov, amsgrad;
-} wf__cuda_apply_params;
+} cuda_apply_params;
 
 #define WF_CUDA_SGD 0
 #define WF_CUDA_MOMENTUM 1
@@ -273,21 +273,21 @@ typedef struct wf__cuda_apply_params {
 /* Updates n elements of the variable s[0] and its slots s[1..] (device
  * arrays, as many as the rule has) in place with grad, in double without
  * contracted multiply-adds, so that the stored values are the CPU's. */
-cudaError_t wf__cuda_apply(int rule, int type, int64_t n, void *const s[4],
-                           const void *grad, const wf__cuda_apply_params *p,
+cudaError_t cuda_apply(int rule, int type, int64_t n, void *const s[4],
+                           const void *grad, const cuda_apply_params *p,
                            cudaStream_t stream);
 /* The sparse form: for each of urows distinct rows row[u] of width
  * elements, the gradient is the sum (in double, in list order) of the
  * rows order[start[u] .. start[u+1]) of values. */
-cudaError_t wf__cuda_apply_sparse(int rule, int type, int64_t urows,
+cudaError_t cuda_apply_sparse(int rule, int type, int64_t urows,
                                   int64_t width, const int64_t *row,
                                   const int64_t *start, const int64_t *order,
                                   void *const s[4], const void *values,
-                                  const wf__cuda_apply_params *p,
+                                  const cuda_apply_params *p,
                                   cudaStream_t stream);
 
 /* dst[i] += src[i] (subtract: -=) over n elements; integers wrap. */
-cudaError_t wf__cuda_accumulate(int type, int64_t n, void *dst,
+cudaError_t cuda_accumulate(int type, int64_t n, void *dst,
                                 const void *src, int subtract,
                                 cudaStream_t stream);
 

@@ -19,105 +19,98 @@
 /* ---- elementwise --------------------------------------------------------- */
 
 static int unary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape xs;
   double alpha = 0;
   int approximate = 0, type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
       (op == WF_CUDA_LEAKY_RELU &&
-       opc_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
+       wfx_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
       (op == WF_CUDA_GELU &&
-       opc_kernel_attr_bool(ctx, "approximate", &approximate, st)))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+       wfx_kernel_attr_bool(ctx, "approximate", &approximate, st)))
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the elementwise kernel",
-                       wf__cuda_unary_ex(op, type, h->tensor_count(y),
-                                         h->tensor_data(x), h->tensor_data(y),
-                                         alpha, approximate, w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc =
+        cuw_check(&w, "the elementwise kernel",
+                  cuda_unary_ex(op, type, wfx_count(y), wfx_data(x),
+                                wfx_data(y), alpha, approximate, w.dev->stream),
+                  st);
+  cuw_end(&w);
   return rc;
 }
 
 /* dx = f(dy, v): inputs dy and v of one shape. */
 static int grad_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *v;
   wf_tensor *dx;
   wf_shape dys, vs;
   double alpha = 0;
   int approximate = 0, type, rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &v, &vs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(dy), &type, st) ||
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &v, &vs, st) ||
+      cuw_float_type(wfx_dtype(dy), &type, st) ||
       (op == WF_CUDA_LEAKY_RELU_GRAD &&
-       opc_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
+       wfx_kernel_attr_float(ctx, "alpha", &alpha, st)) ||
       (op == WF_CUDA_GELU_GRAD &&
-       opc_kernel_attr_bool(ctx, "approximate", &approximate, st)))
-    return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &vs) ||
-      h->tensor_dtype(v) != h->tensor_dtype(dy))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "dy %s %s and the forward tensor %s %s must have one "
-                    "dtype and shape",
-                    opc_dtype_name(h->tensor_dtype(dy)),
-                    opc_shape_str(&dys, a, sizeof a),
-                    opc_dtype_name(h->tensor_dtype(v)),
-                    opc_shape_str(&vs, b, sizeof b));
-  if (!(dx = h->kernel_output_new(ctx, 0, &dys, st)))
-    return h->status_code(st);
-  if (h->tensor_count(dx) == 0)
+       wfx_kernel_attr_bool(ctx, "approximate", &approximate, st)))
+    return wfx_code(st);
+  if (!wfx_shape_equal(&dys, &vs) || wfx_dtype(v) != wfx_dtype(dy))
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT,
+        "dy %s %s and the forward tensor %s %s must have one "
+        "dtype and shape",
+        wfx_dtype_name(wfx_dtype(dy)), wfx_shape_str(&dys, a, sizeof a),
+        wfx_dtype_name(wfx_dtype(v)), wfx_shape_str(&vs, b, sizeof b));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &dys, st)))
+    return wfx_code(st);
+  if (wfx_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the gradient kernel",
-                       wf__cuda_act_grad(op, type, h->tensor_count(dx),
-                                         h->tensor_data(dy), h->tensor_data(v),
-                                         h->tensor_data(dx), alpha,
-                                         approximate, w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the gradient kernel",
+                   cuda_act_grad(op, type, wfx_count(dx), wfx_data(dy),
+                                 wfx_data(v), wfx_data(dx), alpha, approximate,
+                                 w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
 static int binary_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_shape in[2], zs;
-  wf__cuda_bcast b;
+  cuda_bcast b;
   wf_tensor *z;
   int64_t count;
   int type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &in[0], st) ||
-      opc_kernel_input(ctx, 1, &y, &in[1], st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
-      opc_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
-    return h->status_code(st);
-  if (!(z = h->kernel_output_new(ctx, 0, &zs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(z) == 0)
+  if (wfx_kernel_input(ctx, 0, &x, &in[0], st) ||
+      wfx_kernel_input(ctx, 1, &y, &in[1], st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_broadcast_shapes(&in[0], &in[1], &zs, NULL, st))
+    return wfx_code(st);
+  if (!(z = wfx_host->kernel_output_new(ctx, 0, &zs, st)))
+    return wfx_code(st);
+  if (wfx_count(z) == 0)
     return 0;
-  wf__cuw_bcast(&zs, in, &b, &count);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the elementwise kernel",
-                       wf__cuda_binary_ex(op, type, &b, count,
-                                          h->tensor_data(x), h->tensor_data(y),
-                                          h->tensor_data(z), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  cuw_bcast(&zs, in, &b, &count);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the elementwise kernel",
+                   cuda_binary_ex(op, type, &b, count, wfx_data(x), wfx_data(y),
+                                  wfx_data(z), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -161,122 +154,115 @@ BINARY(pow_compute, WF_CUDA_POW)
 
 /* AddN: N inputs of one shape, summed in double (integers wrap). */
 static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->kernel_num_inputs(ctx);
+  int32_t n = wfx_host->kernel_num_inputs(ctx);
   const wf_tensor *t;
   wf_shape s0, si;
   wf_tensor *y;
   const void **ptrs = NULL;
   void *dptrs;
   int type, rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
   if (n < 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "AddN needs at least 1 input");
-  if (opc_kernel_input(ctx, 0, &t, &s0, st))
-    return h->status_code(st);
-  if ((type = wf__cuw_type_of(h->tensor_dtype(t))) < 0 ||
-      type == WF_CUDA_BOOL)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA AddN for %s",
-                    opc_dtype_name(h->tensor_dtype(t)));
-  if (!(ptrs = h->alloc((size_t)n * sizeof *ptrs, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "AddN needs at least 1 input");
+  if (wfx_kernel_input(ctx, 0, &t, &s0, st))
+    return wfx_code(st);
+  if ((type = cuw_type_of(wfx_dtype(t))) < 0 || type == WF_CUDA_BOOL)
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA AddN for %s",
+                    wfx_dtype_name(wfx_dtype(t)));
+  if (!(ptrs = wfx_host->alloc((size_t)n * sizeof *ptrs, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of host memory for %d inputs", (int)n);
   for (int32_t i = 0; i < n; i++) {
     const wf_tensor *ti;
-    if (opc_kernel_input(ctx, i, &ti, &si, st)) {
-      rc = h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &ti, &si, st)) {
+      rc = wfx_code(st);
       goto done;
     }
-    if (!wf__cuw_same_shape(&si, &s0) ||
-        h->tensor_dtype(ti) != h->tensor_dtype(t)) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    if (!wfx_shape_equal(&si, &s0) || wfx_dtype(ti) != wfx_dtype(t)) {
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input %d has shape %s but input 0 has %s (AddN does "
                     "not broadcast)",
-                    (int)i, opc_shape_str(&si, a, sizeof a),
-                    opc_shape_str(&s0, b, sizeof b));
+                    (int)i, wfx_shape_str(&si, a, sizeof a),
+                    wfx_shape_str(&s0, b, sizeof b));
       goto done;
     }
-    ptrs[i] = h->tensor_data(ti);
+    ptrs[i] = wfx_data(ti);
   }
-  if (!(y = h->kernel_output_new(ctx, 0, &s0, st))) {
-    rc = h->status_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s0, st))) {
+    rc = wfx_code(st);
     goto done;
   }
   rc = 0;
-  if (h->tensor_count(y) == 0)
+  if (wfx_count(y) == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (rc = wf__cuw_upload(&w, ptrs, (size_t)n * sizeof *ptrs, &dptrs,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (rc = cuw_upload(&w, ptrs, (size_t)n * sizeof *ptrs, &dptrs,
                            "the input pointers", st)))
     goto done;
-  rc = wf__cuw_check(&w, "the AddN kernel",
-                     wf__cuda_add_n(type, h->tensor_count(y), (int)n,
-                                    (const void *const *)dptrs,
-                                    h->tensor_data(y), w.dev->stream),
-                     st);
+  rc = cuw_check(&w, "the AddN kernel",
+                 cuda_add_n(type, wfx_count(y), (int)n,
+                            (const void *const *)dptrs, wfx_data(y),
+                            w.dev->stream),
+                 st);
 
 done:
-  wf__cuw_end(&w);
-  h->free(ptrs);
+  cuw_end(&w);
+  wfx_host->free(ptrs);
   return rc;
 }
 
 static int cast_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs;
   wf_tensor *y;
   int from, to, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
-  from = wf__cuw_type_of(h->tensor_dtype(x));
-  to = wf__cuw_type_of(h->kernel_output_dtype(ctx, 0));
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
+  from = cuw_type_of(wfx_dtype(x));
+  to = cuw_type_of(wfx_host->kernel_output_dtype(ctx, 0));
   if (from < 0 || to < 0)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA Cast from %s to %s",
-                    opc_dtype_name(h->tensor_dtype(x)),
-                    opc_dtype_name(h->kernel_output_dtype(ctx, 0)));
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA Cast from %s to %s",
+                    wfx_dtype_name(wfx_dtype(x)),
+                    wfx_dtype_name(wfx_host->kernel_output_dtype(ctx, 0)));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the cast kernel",
-                       wf__cuda_cast(from, to, h->tensor_count(y),
-                                     h->tensor_data(x), h->tensor_data(y),
-                                     w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the cast kernel",
+                   cuda_cast(from, to, wfx_count(y), wfx_data(x), wfx_data(y),
+                             w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
 /* OnesLike (value 1) and ZerosLike (0): only x's shape is read. */
 static int fill_like(wf_kernel_ctx *ctx, double value, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs;
   wf_tensor *y;
   int type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
-  if ((type = wf__cuw_type_of(h->tensor_dtype(x))) < 0)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA fill for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
+  if ((type = cuw_type_of(wfx_dtype(x))) < 0)
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA fill for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the fill kernel",
-                       wf__cuda_fill(type, h->tensor_count(y), value,
-                                     h->tensor_data(y), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
+        &w, "the fill kernel",
+        cuda_fill(type, wfx_count(y), value, wfx_data(y), w.dev->stream), st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -293,57 +279,54 @@ static int zeros_like_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 /* Output 0 = a view of input 0 with shape s (no copy, no device work). */
 static int forward_as(wf_kernel_ctx *ctx, const wf_tensor *x,
                       const wf_shape *s, wf_status *st) {
-  const wf_host *h = opc_host();
-  wf_tensor *v = h->tensor_reshape((wf_tensor *)x, s, st);
+  wf_tensor *v = wfx_host->tensor_reshape((wf_tensor *)x, s, st);
   int rc;
 
   if (!v)
-    return h->status_code(st);
-  rc = h->kernel_output_set(ctx, 0, v, st);
-  h->tensor_release(v);
+    return wfx_code(st);
+  rc = wfx_host->kernel_output_set(ctx, 0, v, st);
+  wfx_host->tensor_release(v);
   return rc;
 }
 
 static int identity_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st))
-    return h->status_code(st);
-  return h->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st))
+    return wfx_code(st);
+  return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
 }
 
 /* Reshape: shape (host) with at most one -1. */
 static int reshape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *shape;
   wf_shape xs, ss, out;
   int64_t known = 1, count;
   int unknown = -1;
   int32_t dt;
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &shape, &ss, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(shape);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &shape, &ss, st))
+    return wfx_code(st);
+  dt = wfx_dtype(shape);
   if ((dt != WF_INT32 && dt != WF_INT64) || ss.rank != 1 ||
       ss.dims[0] > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "shape must be an int32 or int64 vector of at most %d "
                     "entries, got %s %s",
-                    WF_MAX_RANK, opc_dtype_name(dt),
-                    opc_shape_str(&ss, a, sizeof a));
-  opc_shape_set_scalar(&out);
+                    WF_MAX_RANK, wfx_dtype_name(dt),
+                    wfx_shape_str(&ss, a, sizeof a));
+  wfx_shape_set_scalar(&out);
   out.rank = (int)ss.dims[0];
   for (int i = 0; i < out.rank; i++) {
-    int64_t d = dt == WF_INT32 ? ((const int32_t *)h->tensor_data(shape))[i]
-                               : ((const int64_t *)h->tensor_data(shape))[i];
+    int64_t d = dt == WF_INT32 ? ((const int32_t *)wfx_data(shape))[i]
+                               : ((const int64_t *)wfx_data(shape))[i];
     if (d == -1 && unknown < 0) {
       unknown = i;
       d = 1;
     } else if (d < 0) {
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "shape[%d] is %" PRId64 " (at most one -1; the others "
                       ">= 0)",
                       i, d);
@@ -351,40 +334,39 @@ static int reshape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     out.dims[i] = d;
     known *= d;
   }
-  count = h->tensor_count(x);
+  count = wfx_count(x);
   if (unknown >= 0) {
     if (known == 0 || count % known != 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "cannot reshape %s (%" PRId64 " elements) to a shape "
                       "with -1 and %" PRId64 " elements otherwise",
-                      opc_shape_str(&xs, a, sizeof a), count, known);
+                      wfx_shape_str(&xs, a, sizeof a), count, known);
     out.dims[unknown] = count / known;
   } else if (known != count) {
-    char b[OPC_SHAPE_STR_MAX];
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    char b[WFX_SHAPE_STR_MAX];
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot reshape %s (%" PRId64 " elements) to %s",
-                    opc_shape_str(&xs, a, sizeof a), count,
-                    opc_shape_str(&out, b, sizeof b));
+                    wfx_shape_str(&xs, a, sizeof a), count,
+                    wfx_shape_str(&out, b, sizeof b));
   }
   return forward_as(ctx, x, &out, st);
 }
 
 static int expand_dims_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs, out;
   int64_t axis_attr;
   int axis;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      opc_axis_normalize(axis_attr, xs.rank + 1, &axis, NULL, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      wfx_axis_normalize(axis_attr, xs.rank + 1, &axis, NULL, st))
+    return wfx_code(st);
   if (xs.rank >= WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the output would have rank %d, more than %d",
                     (int)xs.rank + 1, WF_MAX_RANK);
-  opc_shape_set_scalar(&out);
+  wfx_shape_set_scalar(&out);
   for (int i = 0; i < axis; i++)
     out.dims[out.rank++] = xs.dims[i];
   out.dims[out.rank++] = 1;
@@ -396,27 +378,26 @@ static int expand_dims_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 /* Shape: the output is host memory (host_outputs bit 0); x's data is
  * never read. */
 static int shape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs, out;
   wf_tensor *y;
-  int32_t dt = h->kernel_output_dtype(ctx, 0);
-  char a[OPC_SHAPE_STR_MAX];
+  int32_t dt = wfx_host->kernel_output_dtype(ctx, 0);
+  char a[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
-  opc_shape_make(&out, 1, (int64_t[]){xs.rank});
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
+  wfx_shape_make(&out, 1, (int64_t[]){xs.rank});
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
   for (int i = 0; i < xs.rank; i++) {
     if (dt == WF_INT32) {
       if (xs.dims[i] > INT32_MAX)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "dimension %d of %s does not fit int32", i,
-                        opc_shape_str(&xs, a, sizeof a));
-      ((int32_t *)h->tensor_data(y))[i] = (int32_t)xs.dims[i];
+                        wfx_shape_str(&xs, a, sizeof a));
+      ((int32_t *)wfx_data(y))[i] = (int32_t)xs.dims[i];
     } else {
-      ((int64_t *)h->tensor_data(y))[i] = xs.dims[i];
+      ((int64_t *)wfx_data(y))[i] = xs.dims[i];
     }
   }
   return 0;
@@ -429,48 +410,92 @@ static int shape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
 #define ALL (NUM | WF_DTYPE_BIT(WF_BOOL))
-#define KERNEL(var, nm, tattr, types, fn)                                      \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (types),                         \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn)}
 
-KERNEL(k_neg, "Neg", "T", FLT, neg_compute);
-KERNEL(k_square, "Square", "T", FLT, square_compute);
-KERNEL(k_sqrt, "Sqrt", "T", FLT, sqrt_compute);
-KERNEL(k_rsqrt, "Rsqrt", "T", FLT, rsqrt_compute);
-KERNEL(k_exp, "Exp", "T", FLT, exp_compute);
-KERNEL(k_log, "Log", "T", FLT, log_compute);
-KERNEL(k_abs, "Abs", "T", FLT, abs_compute);
-KERNEL(k_elu, "Elu", "T", FLT, elu_compute);
-KERNEL(k_softplus, "Softplus", "T", FLT, softplus_compute);
-KERNEL(k_gelu, "Gelu", "T", FLT, gelu_compute);
-KERNEL(k_leaky_relu, "LeakyRelu", "T", FLT, leaky_relu_compute);
-KERNEL(k_relu_grad, "ReluGrad", "T", FLT, relu_grad_compute);
-KERNEL(k_sigmoid_grad, "SigmoidGrad", "T", FLT, sigmoid_grad_compute);
-KERNEL(k_tanh_grad, "TanhGrad", "T", FLT, tanh_grad_compute);
-KERNEL(k_sqrt_grad, "SqrtGrad", "T", FLT, sqrt_grad_compute);
-KERNEL(k_rsqrt_grad, "RsqrtGrad", "T", FLT, rsqrt_grad_compute);
-KERNEL(k_elu_grad, "EluGrad", "T", FLT, elu_grad_compute);
-KERNEL(k_leaky_relu_grad, "LeakyReluGrad", "T", FLT, leaky_relu_grad_compute);
-KERNEL(k_softplus_grad, "SoftplusGrad", "T", FLT, softplus_grad_compute);
-KERNEL(k_abs_grad, "AbsGrad", "T", FLT, abs_grad_compute);
-KERNEL(k_gelu_grad, "GeluGrad", "T", FLT, gelu_grad_compute);
-KERNEL(k_div, "Div", "T", FLT, div_compute);
-KERNEL(k_maximum, "Maximum", "T", FLT, maximum_compute);
-KERNEL(k_minimum, "Minimum", "T", FLT, minimum_compute);
-KERNEL(k_pow, "Pow", "T", FLT, pow_compute);
-KERNEL(k_add_n, "AddN", "T", NUM, add_n_compute);
-KERNEL(k_cast, "Cast", "SrcT", ALL, cast_compute);
-KERNEL(k_ones_like, "OnesLike", "T", ALL, ones_like_compute);
-KERNEL(k_zeros_like, "ZerosLike", "T", ALL, zeros_like_compute);
-KERNEL(k_identity, "Identity", "T", ALL, identity_compute);
-KERNEL(k_stop_gradient, "StopGradient", "T", ALL, identity_compute);
-KERNEL(k_expand_dims, "ExpandDims", "T", ALL, expand_dims_compute);
+static const wf_kernel_def k_neg = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Neg", "T", FLT, neg_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_square =
+    WFX_KERNEL_FOR("cuda", "cuda", "Square", "T", FLT, square_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sqrt = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sqrt", "T", FLT, sqrt_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_rsqrt = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Rsqrt", "T", FLT, rsqrt_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_exp = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Exp", "T", FLT, exp_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Log", "T", FLT, log_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_abs = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Abs", "T", FLT, abs_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_elu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Elu", "T", FLT, elu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softplus =
+    WFX_KERNEL_FOR("cuda", "cuda", "Softplus", "T", FLT, softplus_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_gelu = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Gelu", "T", FLT, gelu_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_leaky_relu =
+    WFX_KERNEL_FOR("cuda", "cuda", "LeakyRelu", "T", FLT, leaky_relu_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_relu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "ReluGrad", "T", FLT, relu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sigmoid_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SigmoidGrad", "T", FLT,
+                   sigmoid_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_tanh_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "TanhGrad", "T", FLT, tanh_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sqrt_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SqrtGrad", "T", FLT, sqrt_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_rsqrt_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "RsqrtGrad", "T", FLT, rsqrt_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_elu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "EluGrad", "T", FLT, elu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_leaky_relu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "LeakyReluGrad", "T", FLT,
+                   leaky_relu_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softplus_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftplusGrad", "T", FLT,
+                   softplus_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_abs_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "AbsGrad", "T", FLT, abs_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_gelu_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "GeluGrad", "T", FLT, gelu_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_div = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Div", "T", FLT, div_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_maximum =
+    WFX_KERNEL_FOR("cuda", "cuda", "Maximum", "T", FLT, maximum_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_minimum =
+    WFX_KERNEL_FOR("cuda", "cuda", "Minimum", "T", FLT, minimum_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_pow = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Pow", "T", FLT, pow_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_add_n = WFX_KERNEL_FOR(
+    "cuda", "cuda", "AddN", "T", NUM, add_n_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_cast =
+    WFX_KERNEL_FOR("cuda", "cuda", "Cast", "SrcT", ALL, cast_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_ones_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "OnesLike", "T", ALL, ones_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_zeros_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "ZerosLike", "T", ALL, zeros_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_identity =
+    WFX_KERNEL_FOR("cuda", "cuda", "Identity", "T", ALL, identity_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_stop_gradient =
+    WFX_KERNEL_FOR("cuda", "cuda", "StopGradient", "T", ALL, identity_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_expand_dims =
+    WFX_KERNEL_FOR("cuda", "cuda", "ExpandDims", "T", ALL, expand_dims_compute,
+                   .flags = WF_KERNEL_CHEAP);
 static const wf_kernel_def k_reshape = {
     WF_STRUCT_INIT(wf_kernel_def), .op = "Reshape", .device_type = "cuda",
     .type_attr = "T", .dtypes = ALL, .flags = WF_KERNEL_CHEAP, .label = "cuda",
@@ -480,7 +505,7 @@ static const wf_kernel_def k_shape = {
     .type_attr = "T", .dtypes = ALL, .flags = WF_KERNEL_CHEAP, .label = "cuda",
     .compute = shape_compute, .host_outputs = WF_CUW_BIT(0)};
 
-const wf_kernel_def *const wf__cuda_math_kernels[] = {
+const wf_kernel_def *const cuda_math_kernels[] = {
     &k_neg,         &k_square,          &k_sqrt,          &k_rsqrt,
     &k_exp,         &k_log,             &k_abs,           &k_elu,
     &k_softplus,    &k_gelu,            &k_leaky_relu,    &k_relu_grad,

@@ -108,7 +108,7 @@ __global__ void grad_k(int op, int64_t n, const T *dy, const T *v, T *dx,
 }
 
 template <typename T>
-__global__ void binary_k(int op, wf__cuda_bcast b, int64_t n, const T *x,
+__global__ void binary_k(int op, cuda_bcast b, int64_t n, const T *x,
                          const T *y, T *z) {
   CU_FOR(i, n) {
     int64_t rest = i, xo = 0, yo = 0;
@@ -260,7 +260,7 @@ __global__ void add_n_k(int64_t n, int k, const void *const *xs, T *y) {
 
 /* ---- launchers ----------------------------------------------------------- */
 
-extern "C" cudaError_t wf__cuda_unary_ex(int op, int type, int64_t n,
+extern "C" cudaError_t cuda_unary_ex(int op, int type, int64_t n,
                                          const void *x, void *y, double alpha,
                                          int approximate,
                                          cudaStream_t stream) {
@@ -277,7 +277,7 @@ extern "C" cudaError_t wf__cuda_unary_ex(int op, int type, int64_t n,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_act_grad(int op, int type, int64_t n,
+extern "C" cudaError_t cuda_act_grad(int op, int type, int64_t n,
                                          const void *dy, const void *v,
                                          void *dx, double alpha,
                                          int approximate,
@@ -297,8 +297,8 @@ extern "C" cudaError_t wf__cuda_act_grad(int op, int type, int64_t n,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_binary_ex(int op, int type,
-                                          const wf__cuda_bcast *b,
+extern "C" cudaError_t cuda_binary_ex(int op, int type,
+                                          const cuda_bcast *b,
                                           int64_t count, const void *x,
                                           const void *y, void *z,
                                           cudaStream_t stream) {
@@ -317,7 +317,7 @@ extern "C" cudaError_t wf__cuda_binary_ex(int op, int type,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_cast(int from, int to, int64_t n,
+extern "C" cudaError_t cuda_cast(int from, int to, int64_t n,
                                      const void *x, void *y,
                                      cudaStream_t stream) {
   if (n <= 0)
@@ -343,7 +343,7 @@ extern "C" cudaError_t wf__cuda_cast(int from, int to, int64_t n,
   return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t wf__cuda_fill(int type, int64_t n, double value,
+extern "C" cudaError_t cuda_fill(int type, int64_t n, double value,
                                      void *y, cudaStream_t stream) {
   if (n <= 0)
     return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
@@ -379,7 +379,7 @@ extern "C" cudaError_t wf__cuda_fill(int type, int64_t n, double value,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_add_n(int type, int64_t n, int k,
+extern "C" cudaError_t cuda_add_n(int type, int64_t n, int k,
                                       const void *const *xs, void *y,
                                       cudaStream_t stream) {
   if (n <= 0 || k < 1)

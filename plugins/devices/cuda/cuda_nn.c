@@ -34,15 +34,15 @@
  * it: a cuDNN handle must not be used by two threads at once. */
 static pthread_mutex_t cudnn_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int cudnn_fail(wf_status *st, const wf__cudev *dev, const char *call,
+static int cudnn_fail(wf_status *st, const cudev *dev, const char *call,
                       cudnnStatus_t s) {
-  return opc_fail(st, WF_INTERNAL, "%s: %s failed (%s)", dev->label, call,
+  return wfx_fail(st, WF_INTERNAL, "%s: %s failed (%s)", dev->label, call,
                   cudnnGetErrorString(s));
 }
 
 /* Locks cudnn_mu and makes dev's handle if it has none; on failure
  * unlocks and sets st. */
-static int cudnn_enter(wf__cudev *dev, wf_status *st) {
+static int cudnn_enter(cudev *dev, wf_status *st) {
   cudnnStatus_t s;
 
   pthread_mutex_lock(&cudnn_mu);
@@ -64,7 +64,7 @@ static int cudnn_enter(wf__cudev *dev, wf_status *st) {
 
 static void cudnn_leave(void) { pthread_mutex_unlock(&cudnn_mu); }
 
-void wf__cuda_nn_release(wf__cudev *dev) {
+void cuda_nn_release(cudev *dev) {
   pthread_mutex_lock(&cudnn_mu);
   if (dev->cudnn) {
     cudnnDestroy(dev->cudnn);
@@ -95,10 +95,10 @@ typedef struct conv_state {
 } conv_state;
 
 static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  conv_state *s = opc_host()->alloc(sizeof *s, 0);
+  conv_state *s = wfx_host->alloc(sizeof *s, 0);
 
   if (!s)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for the convolution's state");
   memset(s, 0, sizeof *s);
   pthread_mutex_init(&s->mu, NULL);
@@ -112,7 +112,7 @@ static void conv_destroy(void *state) {
   if (!s)
     return;
   pthread_mutex_destroy(&s->mu);
-  opc_host()->free(s);
+  wfx_host->free(s);
 }
 
 static int algo_lookup(conv_state *s, const int64_t *key, algo_entry *out) {
@@ -177,34 +177,34 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs,
                      int32_t dtype, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, pb, pr;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
   if (xs->rank != 4)
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", opc_shape_str(xs, a, sizeof a));
+        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   if (fs->rank != 4)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "filter must have rank 4 (KH, KW, C_in, C_out), got "
                     "shape %s",
-                    opc_shape_str(fs, a, sizeof a));
+                    wfx_shape_str(fs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
   if (fs->dims[0] == 0 || fs->dims[1] == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "filter %s has an empty window (KH and KW must be >= 1)",
-                    opc_shape_str(fs, a, sizeof a));
+                    wfx_shape_str(fs, a, sizeof a));
   if (x[3] != fs->dims[2])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input %s has %" PRId64 " channels but filter %s "
                     "expects C_in = %" PRId64,
-                    opc_shape_str(xs, a, sizeof a), x[3],
-                    opc_shape_str(fs, b, sizeof b), fs->dims[2]);
+                    wfx_shape_str(xs, a, sizeof a), x[3],
+                    wfx_shape_str(fs, b, sizeof b), fs->dims[2]);
   if (nn_window_dim(w, 0, x[1], fs->dims[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], fs->dims[1], &ow, &pl, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(out);
+    return wfx_code(st);
+  wfx_shape_set_scalar(out);
   out->rank = 4;
   out->dims[ix[0]] = x[0];
   out->dims[ix[1]] = oh;
@@ -256,11 +256,11 @@ static void filter_strides(int layout, const conv_geom *g, int64_t s[4]) {
   }
 }
 
-static int relayout(wf__cuw *w, int type, void *dst, const int64_t dims[4],
+static int relayout(cuw *w, int type, void *dst, const int64_t dims[4],
                     const int64_t dstride[4], const void *src,
                     const int64_t sdims[4], const int64_t sstride[4],
                     const int64_t off[4], wf_status *st) {
-  wf__cuda_relayout r;
+  cuda_relayout r;
 
   for (int i = 0; i < 4; i++) {
     r.dims[i] = dims[i];
@@ -269,8 +269,8 @@ static int relayout(wf__cuw *w, int type, void *dst, const int64_t dims[4],
     r.sstride[i] = sstride[i];
     r.off[i] = off[i];
   }
-  return wf__cuw_check(w, "the relayout kernel",
-                       wf__cuda_relayout4(type, &r, dst, src, w->dev->stream),
+  return cuw_check(w, "the relayout kernel",
+                       cuda_relayout4(type, &r, dst, src, w->dev->stream),
                        st);
 }
 
@@ -292,7 +292,7 @@ static void conv_desc_free(conv_desc *d) {
     cudnnDestroyConvolutionDescriptor(d->conv);
 }
 
-static int conv_desc_make(const wf__cudev *dev, const conv_geom *g, int type,
+static int conv_desc_make(const cudev *dev, const conv_geom *g, int type,
                           conv_desc *d, wf_status *st) {
   cudnnDataType_t dt = type == WF_CUDA_F64 ? CUDNN_DATA_DOUBLE
                                            : CUDNN_DATA_FLOAT;
@@ -322,7 +322,7 @@ static int conv_desc_make(const wf__cudev *dev, const conv_geom *g, int type,
                                                   &oc, &oh, &ow)))
     return cudnn_fail(st, dev, "cudnnGetConvolution2dForwardOutputDim", s);
   if (on != g->n || oc != g->co || oh != g->oh || ow != g->ow)
-    return opc_fail(st, WF_INTERNAL,
+    return wfx_fail(st, WF_INTERNAL,
                     "%s: cuDNN sizes the output (%d, %d, %d, %d) but the "
                     "convolution's is (%" PRId64 ", %" PRId64 ", %" PRId64
                     ", %" PRId64 ") in NCHW order",
@@ -331,7 +331,7 @@ static int conv_desc_make(const wf__cudev *dev, const conv_geom *g, int type,
 }
 
 /* The algorithm for this call, from the cache or cuDNN's heuristics. */
-static int conv_algo(conv_state *cs, wf__cudev *dev, int kind, int type,
+static int conv_algo(conv_state *cs, cudev *dev, int kind, int type,
                      const conv_geom *g, const conv_desc *d, algo_entry *e,
                      wf_status *st) {
   int64_t key[KEY_LEN] = {kind * 2 + (type == WF_CUDA_F64), g->n, g->c,
@@ -369,7 +369,7 @@ static int conv_algo(conv_state *cs, wf__cudev *dev, int kind, int type,
   if (s != CUDNN_STATUS_SUCCESS)
     return cudnn_fail(st, dev, "choosing a convolution algorithm", s);
   if (!found)
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "%s: cuDNN offers no algorithm without tensor-op math "
                     "and with at most %zu bytes of workspace for this "
                     "convolution (%d candidates)",
@@ -387,7 +387,6 @@ static const char *const conv_what[] = {"cudnnConvolutionForward",
  * filter_sizes on the host, out_backprop). */
 static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
                     wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *in[3] = {NULL, NULL, NULL};
   wf_shape xs, fs, ys, dys, out;
@@ -396,61 +395,60 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
   conv_desc d = {0};
   algo_entry e;
   wf_tensor *res;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc, nin = kind == CONV_FWD ? 2 : 3, entered = 0;
   int64_t xd[4], xst[4], xcst[4], fd[4], fst[4], fcst[4], yd[4], yst[4],
       ycst[4], xpd[4], zero[4] = {0, 0, 0, 0}, pad[4];
   void *xc = NULL, *fc = NULL, *yc = NULL, *ws = NULL;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
   size_t esz;
   cudnnStatus_t s;
 
   memset(&g, 0, sizeof g);
   if (nn_window_parse(&a, NULL, 1, 1, &win, st))
-    return h->status_code(st);
+    return wfx_code(st);
   for (int i = 0; i < nin; i++)
-    if (opc_kernel_input(ctx, i, &in[i], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
   if (kind == CONV_BWD_DATA) {
     if (nn_read_shape(in[0], "input_sizes", &xs, st))
-      return h->status_code(st);
-    h->tensor_shape(in[1], &fs);
+      return wfx_code(st);
+    wfx_host->tensor_shape(in[1], &fs);
   } else {
-    h->tensor_shape(in[0], &xs);
+    wfx_host->tensor_shape(in[0], &xs);
     if (kind == CONV_BWD_FILTER) {
       if (nn_read_shape(in[1], "filter_sizes", &fs, st))
-        return h->status_code(st);
+        return wfx_code(st);
     } else
-      h->tensor_shape(in[1], &fs);
+      wfx_host->tensor_shape(in[1], &fs);
   }
-  if (wf__cuw_float_type(
-          h->tensor_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), &type, st) ||
+  if (cuw_float_type(wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), &type, st) ||
       conv_dims(&xs, &fs, &win, &ys, &g,
-                h->tensor_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), st))
-    return h->status_code(st);
+                wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), st))
+    return wfx_code(st);
   if (kind != CONV_FWD) {
-    h->tensor_shape(in[2], &dys);
-    if (!wf__cuw_same_shape(&ys, &dys))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+    wfx_host->tensor_shape(in[2], &dys);
+    if (!wfx_shape_equal(&ys, &dys))
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "out_backprop has shape %s but the convolution's "
                       "output has %s",
-                      opc_shape_str(&dys, s1, sizeof s1),
-                      opc_shape_str(&ys, s2, sizeof s2));
+                      wfx_shape_str(&dys, s1, sizeof s1),
+                      wfx_shape_str(&ys, s2, sizeof s2));
   }
   out = kind == CONV_FWD ? ys : kind == CONV_BWD_DATA ? xs : fs;
-  if (!(res = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(res) == 0)
+  if (!(res = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (wfx_count(res) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
   /* An empty sum: zeros (cuDNN is not asked about empty tensors). */
-  if (opc_shape_count(&xs) == 0 || opc_shape_count(&fs) == 0 ||
-      opc_shape_count(&ys) == 0) {
-    rc = wf__cuw_check(&w, "cudaMemsetAsync",
-                       cudaMemsetAsync(h->tensor_data(res), 0,
-                                       h->tensor_nbytes(res), w.dev->stream),
-                       st);
+  if (wfx_shape_count(&xs) == 0 || wfx_shape_count(&fs) == 0 ||
+      wfx_shape_count(&ys) == 0) {
+    rc = cuw_check(&w, "cudaMemsetAsync",
+                   cudaMemsetAsync(wfx_data(res), 0,
+                                   wfx_host->tensor_nbytes(res), w.dev->stream),
+                   st);
     goto done;
   }
   {
@@ -458,11 +456,11 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
     if (g.n > big || g.c > big || g.hp > big || g.wp > big || g.co > big ||
         g.oh > big || g.ow > big || g.n * g.c * g.hp * g.wp > big ||
         g.n * g.co * g.oh * g.ow > big || g.co * g.c * g.kh * g.kw > big) {
-      rc = opc_fail(st, WF_UNIMPLEMENTED,
+      rc = wfx_fail(st, WF_UNIMPLEMENTED,
                     "input %s with filter %s: the CUDA convolution takes "
                     "tensors below 2^31 elements",
-                    opc_shape_str(&xs, s1, sizeof s1),
-                    opc_shape_str(&fs, s2, sizeof s2));
+                    wfx_shape_str(&xs, s1, sizeof s1),
+                    wfx_shape_str(&fs, s2, sizeof s2));
       goto done;
     }
   }
@@ -489,32 +487,32 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
 
     /* The input side (x for forward and filter gradient, dx for data). */
     if (kind == CONV_BWD_DATA)
-      xc = xcopy ? NULL : h->tensor_data(res);
+      xc = xcopy ? NULL : wfx_data(res);
     else
-      xc = xcopy ? NULL : h->tensor_data(in[0]);
-    if (xcopy && (rc = wf__cuw_scratch(&w, xbytes, &xc, st)))
+      xc = xcopy ? NULL : wfx_data(in[0]);
+    if (xcopy && (rc = cuw_scratch(&w, xbytes, &xc, st)))
       goto done;
     if (xcopy && kind != CONV_BWD_DATA &&
-        (rc = relayout(&w, type, xc, xpd, xcst, h->tensor_data(in[0]), xd,
-                       xst, pad, st)))
+        (rc = relayout(&w, type, xc, xpd, xcst, wfx_data(in[0]), xd, xst, pad,
+                       st)))
       goto done;
     /* The filter, always permuted. */
-    if ((rc = wf__cuw_scratch(&w, fbytes, &fc, st)))
+    if ((rc = cuw_scratch(&w, fbytes, &fc, st)))
       goto done;
     if (kind != CONV_BWD_FILTER &&
-        (rc = relayout(&w, type, fc, fd, fcst, h->tensor_data(in[1]), fd,
-                       fst, zero, st)))
+        (rc = relayout(&w, type, fc, fd, fcst, wfx_data(in[1]), fd, fst, zero,
+                       st)))
       goto done;
     /* The output side (y for forward, dy for the gradients). */
     if (kind == CONV_FWD)
-      yc = ycopy ? NULL : h->tensor_data(res);
+      yc = ycopy ? NULL : wfx_data(res);
     else
-      yc = ycopy ? NULL : h->tensor_data(in[2]);
-    if (ycopy && (rc = wf__cuw_scratch(&w, ybytes, &yc, st)))
+      yc = ycopy ? NULL : wfx_data(in[2]);
+    if (ycopy && (rc = cuw_scratch(&w, ybytes, &yc, st)))
       goto done;
     if (ycopy && kind != CONV_FWD &&
-        (rc = relayout(&w, type, yc, yd, ycst, h->tensor_data(in[2]), yd, yst,
-                       zero, st)))
+        (rc = relayout(&w, type, yc, yd, ycst, wfx_data(in[2]), yd, yst, zero,
+                       st)))
       goto done;
 
     if ((rc = cudnn_enter(w.dev, st)) != 0)
@@ -527,7 +525,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
       rc = cudnn_fail(st, w.dev, "cudnnSetConvolutionMathType", s);
       goto done;
     }
-    if (e.workspace && (rc = wf__cuw_scratch(&w, e.workspace, &ws, st)))
+    if (e.workspace && (rc = cuw_scratch(&w, e.workspace, &ws, st)))
       goto done;
     {
       const double one_d = 1, zero_d = 0;
@@ -560,22 +558,19 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
 
     /* Results back into weft's layouts. */
     if (kind == CONV_FWD && ycopy)
-      rc = relayout(&w, type, h->tensor_data(res), yd, yst, yc, yd, ycst,
-                    zero, st);
+      rc = relayout(&w, type, wfx_data(res), yd, yst, yc, yd, ycst, zero, st);
     else if (kind == CONV_BWD_DATA && xcopy) {
       int64_t crop[4] = {0, 0, -g.ehb, -g.ewb};
-      rc = relayout(&w, type, h->tensor_data(res), xd, xst, xc, xpd, xcst,
-                    crop, st);
+      rc = relayout(&w, type, wfx_data(res), xd, xst, xc, xpd, xcst, crop, st);
     } else if (kind == CONV_BWD_FILTER)
-      rc = relayout(&w, type, h->tensor_data(res), fd, fst, fc, fd, fcst,
-                    zero, st);
+      rc = relayout(&w, type, wfx_data(res), fd, fst, fc, fd, fcst, zero, st);
   }
 
 done:
   if (entered)
     cudnn_leave();
   conv_desc_free(&d);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -597,22 +592,22 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
 
 /* The pool geometry of input xs; *out gets the output shape. */
 static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
-                     wf__cuda_pool_geom *g, wf_status *st) {
+                     cuda_pool_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, xst[4], yst[4];
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
   if (xs->rank != 4)
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", opc_shape_str(xs, a, sizeof a));
+        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
   if (nn_window_dim(w, 0, x[1], w->ksize[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], w->ksize[1], &ow, &pl, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(out);
+    return wfx_code(st);
+  wfx_shape_set_scalar(out);
   out->rank = 4;
   out->dims[ix[0]] = x[0];
   out->dims[ix[1]] = oh;
@@ -623,8 +618,8 @@ static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
   g->oh = oh, g->ow = ow, g->pt = pt, g->pl = pl;
   g->kh = w->ksize[0], g->kw = w->ksize[1];
   g->sh = w->stride[0], g->sw = w->stride[1];
-  opc_shape_strides(xs, xst);
-  opc_shape_strides(out, yst);
+  wfx_shape_strides(xs, xst);
+  wfx_shape_strides(out, yst);
   for (int i = 0; i < 4; i++) {
     g->xs[i] = xst[ix[i]];
     g->ys[i] = yst[ix[i]];
@@ -633,31 +628,29 @@ static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
 }
 
 static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x;
   wf_tensor *y;
   nn_window win;
-  wf__cuda_pool_geom g;
+  cuda_pool_geom g;
   wf_shape xs, out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
       pool_geom(&xs, &win, &out, &g, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the pooling kernel",
-                       wf__cuda_pool(max, type, &g, h->tensor_data(x),
-                                     h->tensor_data(y), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
+        &w, "the pooling kernel",
+        cuda_pool(max, type, &g, wfx_data(x), wfx_data(y), w.dev->stream), st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -672,45 +665,42 @@ static int avg_pool_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 /* MaxPoolGrad (orig_input, grad) and AvgPoolGrad (orig_input_shape on the
  * host, grad). */
 static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *first, *grad;
   wf_tensor *dx;
   nn_window win;
-  wf__cuda_pool_geom g;
+  cuda_pool_geom g;
   wf_shape xs, gs, out;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
-      opc_kernel_input(ctx, 0, &first, NULL, st) ||
-      opc_kernel_input(ctx, 1, &grad, &gs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(grad), &type, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &first, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &grad, &gs, st) ||
+      cuw_float_type(wfx_dtype(grad), &type, st))
+    return wfx_code(st);
   if (max)
-    h->tensor_shape(first, &xs);
+    wfx_host->tensor_shape(first, &xs);
   else if (nn_read_shape(first, "orig_input_shape", &xs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (pool_geom(&xs, &win, &out, &g, st))
-    return h->status_code(st);
-  if (!wf__cuw_same_shape(&gs, &out))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_code(st);
+  if (!wfx_shape_equal(&gs, &out))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "grad has shape %s but the pool's output has %s",
-                    opc_shape_str(&gs, s1, sizeof s1),
-                    opc_shape_str(&out, s2, sizeof s2));
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(dx) == 0)
+                    wfx_shape_str(&gs, s1, sizeof s1),
+                    wfx_shape_str(&out, s2, sizeof s2));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(dx) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
-        &w, "the pooling gradient kernel",
-        wf__cuda_pool_grad(max, type, &g, max ? h->tensor_data(first) : NULL,
-                           h->tensor_data(grad), h->tensor_data(dx),
-                           w.dev->stream),
-        st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the pooling gradient kernel",
+                   cuda_pool_grad(max, type, &g, max ? wfx_data(first) : NULL,
+                                  wfx_data(grad), wfx_data(dx), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -725,35 +715,32 @@ static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 /* ---- softmax and losses -------------------------------------------------- */
 
 static int softmax_compute(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s;
   int64_t c;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
   if (s.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "logits must have rank 1 or more, got shape %s",
-                    opc_shape_str(&s, buf, sizeof buf));
-  if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
-    return h->status_code(st);
+                    wfx_shape_str(&s, buf, sizeof buf));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
+    return wfx_code(st);
   c = s.dims[s.rank - 1];
-  if (c == 0 || h->tensor_count(x) == 0)
+  if (c == 0 || wfx_count(x) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the softmax kernel",
-                       wf__cuda_softmax(want_log, type,
-                                        h->tensor_count(x) / c, c,
-                                        h->tensor_data(x), h->tensor_data(y),
-                                        w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the softmax kernel",
+                   cuda_softmax(want_log, type, wfx_count(x) / c, c,
+                                wfx_data(x), wfx_data(y), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -767,38 +754,36 @@ static int log_softmax_fwd(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 
 static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
                                 wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *y, *dy;
   wf_tensor *dx;
   wf_shape ys, dys;
   int64_t c;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &y, &ys, st) ||
-      opc_kernel_input(ctx, 1, &dy, &dys, st) ||
-      wf__cuw_float_type(h->tensor_dtype(y), &type, st))
-    return h->status_code(st);
-  if (ys.rank == 0 || !wf__cuw_same_shape(&ys, &dys))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_kernel_input(ctx, 0, &y, &ys, st) ||
+      wfx_kernel_input(ctx, 1, &dy, &dys, st) ||
+      cuw_float_type(wfx_dtype(y), &type, st))
+    return wfx_code(st);
+  if (ys.rank == 0 || !wfx_shape_equal(&ys, &dys))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%s %s and grad %s must have one shape of rank >= 1",
                     want_log ? "log_softmax" : "softmax",
-                    opc_shape_str(&ys, a, sizeof a),
-                    opc_shape_str(&dys, b, sizeof b));
-  if (!(dx = h->kernel_output_new(ctx, 0, &ys, st)))
-    return h->status_code(st);
+                    wfx_shape_str(&ys, a, sizeof a),
+                    wfx_shape_str(&dys, b, sizeof b));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
+    return wfx_code(st);
   c = ys.dims[ys.rank - 1];
-  if (c == 0 || h->tensor_count(y) == 0)
+  if (c == 0 || wfx_count(y) == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the softmax gradient kernel",
-                       wf__cuda_softmax_grad(
-                           want_log, type, h->tensor_count(y) / c, c,
-                           h->tensor_data(y), h->tensor_data(dy),
-                           h->tensor_data(dx), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the softmax gradient kernel",
+                   cuda_softmax_grad(want_log, type, wfx_count(y) / c, c,
+                                     wfx_data(y), wfx_data(dy), wfx_data(dx),
+                                     w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -813,48 +798,47 @@ static int log_softmax_bwd(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 /* SoftmaxCrossEntropyWithLogits (dense labels on the device) and the
  * sparse form (labels on the host, checked, then copied as int64). */
 static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *lab;
   wf_tensor *loss, *back;
   wf_shape fs, ls, s;
   int64_t n, c, *cls = NULL;
   void *dcls = NULL;
-  wf__cuw w = {0};
+  cuw w = {0};
   int type, rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &fs, st) ||
-      opc_kernel_input(ctx, 1, &lab, &ls, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &fs, st) ||
+      wfx_kernel_input(ctx, 1, &lab, &ls, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
   if (fs.rank != 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "features must have shape (N, C), got %s",
-                    opc_shape_str(&fs, a, sizeof a));
+                    wfx_shape_str(&fs, a, sizeof a));
   n = fs.dims[0], c = fs.dims[1];
   if (ls.rank != (sparse ? 1 : 2) || ls.dims[0] != n ||
       (!sparse && ls.dims[1] != c))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "labels %s do not match features %s (labels must be %s)",
-                    opc_shape_str(&ls, a, sizeof a),
-                    opc_shape_str(&fs, b, sizeof b),
+                    wfx_shape_str(&ls, a, sizeof a),
+                    wfx_shape_str(&fs, b, sizeof b),
                     sparse ? "(N,)" : "(N, C)");
   if (sparse) {
-    int32_t ldt = h->tensor_dtype(lab);
-    const void *ld = h->tensor_data(lab);
+    int32_t ldt = wfx_dtype(lab);
+    const void *ld = wfx_data(lab);
 
     if (ldt != WF_INT32 && ldt != WF_INT64)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "labels must be int32 or int64, not %s",
-                      opc_dtype_name(ldt));
-    if (n > 0 && !(cls = h->alloc((size_t)n * sizeof *cls, 0)))
-      return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                      wfx_dtype_name(ldt));
+    if (n > 0 && !(cls = wfx_host->alloc((size_t)n * sizeof *cls, 0)))
+      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                       "out of host memory for %" PRId64 " labels", n);
     for (int64_t i = 0; i < n; i++) {
       cls[i] = ldt == WF_INT32 ? ((const int32_t *)ld)[i]
                                : ((const int64_t *)ld)[i];
       if (cls[i] < 0 || cls[i] >= c) {
-        rc = opc_fail(st, WF_INVALID_ARGUMENT,
+        rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                       "labels[%" PRId64 "] = %" PRId64
                       " is out of range [0, %" PRId64
                       ") (the number of classes)",
@@ -863,29 +847,28 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
       }
     }
   }
-  opc_shape_make(&s, 1, &n);
-  if (!(loss = h->kernel_output_new(ctx, 0, &s, st)) ||
-      !(back = h->kernel_output_new(ctx, 1, &fs, st))) {
-    rc = h->status_code(st);
+  wfx_shape_make(&s, 1, &n);
+  if (!(loss = wfx_host->kernel_output_new(ctx, 0, &s, st)) ||
+      !(back = wfx_host->kernel_output_new(ctx, 1, &fs, st))) {
+    rc = wfx_code(st);
     goto done;
   }
   rc = 0;
   if (n == 0)
     goto done;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) ||
-      (sparse && (rc = wf__cuw_upload(&w, cls, (size_t)n * sizeof *cls,
+  if ((rc = cuw_begin(&w, ctx, st)) ||
+      (sparse && (rc = cuw_upload(&w, cls, (size_t)n * sizeof *cls,
                                       &dcls, "the labels", st))))
     goto done;
-  rc = wf__cuw_check(&w, "the cross-entropy kernel",
-                     wf__cuda_xent(type, n, c, h->tensor_data(x),
-                                   sparse ? NULL : h->tensor_data(lab), dcls,
-                                   h->tensor_data(loss), h->tensor_data(back),
-                                   w.dev->stream),
-                     st);
+  rc = cuw_check(&w, "the cross-entropy kernel",
+                 cuda_xent(type, n, c, wfx_data(x),
+                           sparse ? NULL : wfx_data(lab), dcls, wfx_data(loss),
+                           wfx_data(back), w.dev->stream),
+                 st);
 
 done:
-  wf__cuw_end(&w);
-  h->free(cls);
+  cuw_end(&w);
+  wfx_host->free(cls);
   return rc;
 }
 
@@ -906,9 +889,9 @@ static int bn_attrs(wf_kernel_ctx *ctx, int *nchw, int *training, double *eps,
   if (nn_data_format(&a, nchw, st) ||
       nn_attr_bool(&a, "is_training", training, st) ||
       nn_attr_float(&a, "epsilon", eps, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (!(*eps >= 0))
-    return opc_fail(st, WF_INVALID_ARGUMENT, "epsilon is %g (must be >= 0)",
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "epsilon is %g (must be >= 0)",
                     *eps);
   return 0;
 }
@@ -920,13 +903,13 @@ static int bn_view(const wf_shape *xs, int nchw, const wf_shape *vs, int nv,
                    const char *const *names, uint32_t may_empty,
                    int64_t *outer, int64_t *c, int64_t *inner,
                    wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
   int axis;
 
   if (xs->rank < 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "x must have rank 2 or more, got shape %s",
-                    opc_shape_str(xs, a, sizeof a));
+                    wfx_shape_str(xs, a, sizeof a));
   axis = nn_channel_axis(nchw, xs->rank);
   *c = xs->dims[axis];
   *outer = 1;
@@ -937,15 +920,14 @@ static int bn_view(const wf_shape *xs, int nchw, const wf_shape *vs, int nv,
     *inner *= xs->dims[i];
   for (int i = 0; i < nv; i++) {
     if (vs[i].rank != 1)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s must be a vector (C,), got shape %s", names[i],
-                      opc_shape_str(&vs[i], a, sizeof a));
+                      wfx_shape_str(&vs[i], a, sizeof a));
     if (vs[i].dims[0] == *c ||
         (vs[i].dims[0] == 0 && (may_empty & (UINT32_C(1) << i))))
       continue;
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "%s has %" PRId64 " entries but x has %" PRId64
-                    " channels",
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "%s has %" PRId64 " entries but x has %" PRId64 " channels",
                     names[i], vs[i].dims[0], *c);
   }
   return 0;
@@ -953,43 +935,39 @@ static int bn_view(const wf_shape *xs, int nchw, const wf_shape *vs, int nv,
 
 static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   static const char *const names[] = {"scale", "offset", "mean", "variance"};
-  const wf_host *h = opc_host();
   const wf_tensor *x, *v[4];
   wf_tensor *y, *bm, *bv;
   wf_shape xs, vs[4], cs;
   int nchw, training, type, rc;
   double eps;
   int64_t outer, c, inner;
-  wf__cuw w = {0};
+  cuw w = {0};
 
   if (bn_attrs(ctx, &nchw, &training, &eps, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (opc_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+      return wfx_code(st);
   if (bn_view(&xs, nchw, vs, 4, names, training ? 0xcu : 0, &outer, &c,
               &inner, st))
-    return h->status_code(st);
-  opc_shape_make(&cs, 1, &c);
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(bm = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(bv = h->kernel_output_new(ctx, 2, &cs, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  wfx_shape_make(&cs, 1, &c);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(bv = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+    return wfx_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
-        &w, "the batch normalisation kernel",
-        wf__cuda_batch_norm(type, outer, c, inner, training, eps,
-                            h->tensor_data(x), h->tensor_data(v[0]),
-                            h->tensor_data(v[1]), h->tensor_data(v[2]),
-                            h->tensor_data(v[3]), h->tensor_data(y),
-                            h->tensor_data(bm), h->tensor_data(bv),
-                            w.dev->stream),
-        st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the batch normalisation kernel",
+                   cuda_batch_norm(type, outer, c, inner, training, eps,
+                                   wfx_data(x), wfx_data(v[0]), wfx_data(v[1]),
+                                   wfx_data(v[2]), wfx_data(v[3]), wfx_data(y),
+                                   wfx_data(bm), wfx_data(bv), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -997,79 +975,74 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
                                    wf_status *st) {
   static const char *const names[] = {"scale", "mean", "variance",
                                       "mean_backprop", "variance_backprop"};
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *x, *v[5];
   wf_tensor *dx, *ds, *doff;
   wf_shape dys, xs, vs[5], cs;
   int nchw, training, type, rc;
   double eps;
   int64_t outer, c, inner;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
   if (bn_attrs(ctx, &nchw, &training, &eps, st) ||
-      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
-  if (!wf__cuw_same_shape(&dys, &xs))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "y_backprop %s and x %s must have one shape",
-                    opc_shape_str(&dys, a, sizeof a),
-                    opc_shape_str(&xs, b, sizeof b));
+      wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
+  if (!wfx_shape_equal(&dys, &xs))
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT, "y_backprop %s and x %s must have one shape",
+        wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&xs, b, sizeof b));
   for (int i = 0; i < 5; i++)
-    if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+      return wfx_code(st);
   if (bn_view(&xs, nchw, vs, training ? 5 : 3, names, 0, &outer, &c, &inner,
               st))
-    return h->status_code(st);
-  opc_shape_make(&cs, 1, &c);
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(doff = h->kernel_output_new(ctx, 2, &cs, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  wfx_shape_make(&cs, 1, &c);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(doff = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+    return wfx_code(st);
   if (c == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
         &w, "the batch normalisation gradient kernel",
-        wf__cuda_batch_norm_grad(
-            type, outer, c, inner, training, eps, h->tensor_data(dy),
-            h->tensor_data(x), h->tensor_data(v[0]), h->tensor_data(v[1]),
-            h->tensor_data(v[2]), h->tensor_data(v[3]), h->tensor_data(v[4]),
-            h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
-            w.dev->stream),
+        cuda_batch_norm_grad(type, outer, c, inner, training, eps, wfx_data(dy),
+                             wfx_data(x), wfx_data(v[0]), wfx_data(v[1]),
+                             wfx_data(v[2]), wfx_data(v[3]), wfx_data(v[4]),
+                             wfx_data(dx), wfx_data(ds), wfx_data(doff),
+                             w.dev->stream),
         st);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
 /* ---- BiasAdd ------------------------------------------------------------- */
 
 static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *bias;
   wf_shape xs, bs;
   wf_tensor *y;
-  wf__cuda_bcast b;
+  cuda_bcast b;
   int nchw, axis, type, rc;
   int64_t outer = 1, inner = 1, c;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
-  if (nn_data_format(&a, &nchw, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &bias, &bs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
+  if (nn_data_format(&a, &nchw, st) || wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &bias, &bs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
   if (xs.rank < 2 || bs.rank != 1 ||
       bs.dims[0] != xs.dims[nn_channel_axis(nchw, xs.rank)])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "value %s (rank >= 2) and bias %s ((C,) of its %s "
                     "dimension) do not match",
-                    opc_shape_str(&xs, s1, sizeof s1),
-                    opc_shape_str(&bs, s2, sizeof s2),
+                    wfx_shape_str(&xs, s1, sizeof s1),
+                    wfx_shape_str(&bs, s2, sizeof s2),
                     nchw ? "second" : "last");
   axis = nn_channel_axis(nchw, xs.rank);
   c = xs.dims[axis];
@@ -1077,61 +1050,57 @@ static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
     outer *= xs.dims[i];
   for (int i = axis + 1; i < xs.rank; i++)
     inner *= xs.dims[i];
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
   memset(&b, 0, sizeof b);
   b.rank = 3;
   b.dims[0] = outer, b.dims[1] = c, b.dims[2] = inner;
   b.xstride[0] = c * inner, b.xstride[1] = inner, b.xstride[2] = 1;
   b.ystride[1] = 1;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the bias kernel",
-                       wf__cuda_binary(WF_CUDA_ADD, type, &b,
-                                       h->tensor_count(y), h->tensor_data(x),
-                                       h->tensor_data(bias),
-                                       h->tensor_data(y), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the bias kernel",
+                   cuda_binary(WF_CUDA_ADD, type, &b, wfx_count(y), wfx_data(x),
+                               wfx_data(bias), wfx_data(y), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
 static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *dy;
   wf_shape dys, cs;
   wf_tensor *db;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   int nchw, axis, type, rc;
   uint32_t mask;
-  char s1[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char s1[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
   if (nn_data_format(&a, &nchw, st) ||
-      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      wf__cuw_float_type(h->tensor_dtype(dy), &type, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      cuw_float_type(wfx_dtype(dy), &type, st))
+    return wfx_code(st);
   if (dys.rank < 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "out_backprop must have rank 2 or more, got shape %s",
-                    opc_shape_str(&dys, s1, sizeof s1));
+                    wfx_shape_str(&dys, s1, sizeof s1));
   axis = nn_channel_axis(nchw, dys.rank);
-  opc_shape_make(&cs, 1, &dys.dims[axis]);
-  if (!(db = h->kernel_output_new(ctx, 0, &cs, st)))
-    return h->status_code(st);
+  wfx_shape_make(&cs, 1, &dys.dims[axis]);
+  if (!(db = wfx_host->kernel_output_new(ctx, 0, &cs, st)))
+    return wfx_code(st);
   if (dys.dims[axis] == 0)
     return 0;
   mask = ((UINT32_C(1) << dys.rank) - 1) & ~(UINT32_C(1) << axis);
-  wf__cuw_reduce_geom(&dys, mask, &g);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the bias gradient kernel",
-                       wf__cuda_reduce(WF_CUDA_SUM, type, &g,
-                                       h->tensor_data(dy), h->tensor_data(db),
-                                       w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  cuw_reduce_geom(&dys, mask, &g);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the bias gradient kernel",
+                   cuda_reduce(WF_CUDA_SUM, type, &g, wfx_data(dy),
+                               wfx_data(db), w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -1139,51 +1108,61 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, hosts, fn)                                             \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
-#define CONV_KERNEL(var, nm, hosts, fn)                                        \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cudnn",                          \
-                                    .create = conv_create,                     \
-                                    .compute = (fn),                           \
-                                    .destroy = conv_destroy,                   \
-                                    .host_inputs = (hosts)}
 
-CONV_KERNEL(k_conv2d, "Conv2D", 0, conv2d_compute);
-CONV_KERNEL(k_conv_bp_input, "Conv2DBackpropInput", B(0),
-            conv_bp_input_compute);
-CONV_KERNEL(k_conv_bp_filter, "Conv2DBackpropFilter", B(1),
-            conv_bp_filter_compute);
-KERNEL(k_max_pool, "MaxPool", 0, max_pool_compute);
-KERNEL(k_avg_pool, "AvgPool", 0, avg_pool_compute);
-KERNEL(k_max_pool_grad, "MaxPoolGrad", 0, max_pool_grad_compute);
-KERNEL(k_avg_pool_grad, "AvgPoolGrad", B(0), avg_pool_grad_compute);
-KERNEL(k_softmax, "Softmax", 0, softmax_fwd);
-KERNEL(k_log_softmax, "LogSoftmax", 0, log_softmax_fwd);
-KERNEL(k_softmax_grad, "SoftmaxGrad", 0, softmax_bwd);
-KERNEL(k_log_softmax_grad, "LogSoftmaxGrad", 0, log_softmax_bwd);
-KERNEL(k_xent, "SoftmaxCrossEntropyWithLogits", 0, xent_fwd);
-KERNEL(k_sparse_xent, "SparseSoftmaxCrossEntropyWithLogits", B(1),
-       sparse_xent_fwd);
-KERNEL(k_batch_norm, "BatchNorm", 0, batch_norm_compute);
-KERNEL(k_batch_norm_grad, "BatchNormGrad", 0, batch_norm_grad_compute);
-KERNEL(k_bias_add, "BiasAdd", 0, bias_add_compute);
-KERNEL(k_bias_add_grad, "BiasAddGrad", 0, bias_add_grad_compute);
+static const wf_kernel_def k_conv2d = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2D", "T", FLT, conv2d_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy);
+static const wf_kernel_def k_conv_bp_input = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2DBackpropInput", "T", FLT, conv_bp_input_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy,
+    .host_inputs = B(0));
+static const wf_kernel_def k_conv_bp_filter = WFX_KERNEL_FOR(
+    "cuda", "cudnn", "Conv2DBackpropFilter", "T", FLT, conv_bp_filter_compute,
+    .flags = WF_KERNEL_CHEAP, .create = conv_create, .destroy = conv_destroy,
+    .host_inputs = B(1));
+static const wf_kernel_def k_max_pool =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxPool", "T", FLT, max_pool_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_avg_pool =
+    WFX_KERNEL_FOR("cuda", "cuda", "AvgPool", "T", FLT, avg_pool_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max_pool_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxPoolGrad", "T", FLT,
+                   max_pool_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_avg_pool_grad = WFX_KERNEL_FOR(
+    "cuda", "cuda", "AvgPoolGrad", "T", FLT, avg_pool_grad_compute,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(0));
+static const wf_kernel_def k_softmax = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Softmax", "T", FLT, softmax_fwd, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log_softmax =
+    WFX_KERNEL_FOR("cuda", "cuda", "LogSoftmax", "T", FLT, log_softmax_fwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_softmax_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftmaxGrad", "T", FLT, softmax_bwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_log_softmax_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "LogSoftmaxGrad", "T", FLT, log_softmax_bwd,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_xent =
+    WFX_KERNEL_FOR("cuda", "cuda", "SoftmaxCrossEntropyWithLogits", "T", FLT,
+                   xent_fwd, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sparse_xent = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseSoftmaxCrossEntropyWithLogits", "T", FLT,
+    sparse_xent_fwd, .flags = WF_KERNEL_CHEAP, .host_inputs = B(1));
+static const wf_kernel_def k_batch_norm =
+    WFX_KERNEL_FOR("cuda", "cuda", "BatchNorm", "T", FLT, batch_norm_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_batch_norm_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "BatchNormGrad", "T", FLT,
+                   batch_norm_grad_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_bias_add =
+    WFX_KERNEL_FOR("cuda", "cuda", "BiasAdd", "T", FLT, bias_add_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_bias_add_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "BiasAddGrad", "T", FLT,
+                   bias_add_grad_compute, .flags = WF_KERNEL_CHEAP);
 
-const wf_kernel_def *const wf__cuda_nn_kernels[] = {
+const wf_kernel_def *const cuda_nn_kernels[] = {
     &k_conv2d,       &k_conv_bp_input,   &k_conv_bp_filter,
     &k_max_pool,     &k_avg_pool,        &k_max_pool_grad,
     &k_avg_pool_grad, &k_softmax,        &k_log_softmax,

@@ -18,7 +18,7 @@
 /* ---- pools --------------------------------------------------------------- */
 
 /* The window of output (oh, ow) clipped to the input. */
-__device__ static inline void window(const wf__cuda_pool_geom &g, int64_t oh,
+__device__ static inline void window(const cuda_pool_geom &g, int64_t oh,
                                      int64_t ow, int64_t *h0, int64_t *h1,
                                      int64_t *w0, int64_t *w1) {
   int64_t hs = oh * g.sh - g.pt, ws = ow * g.sw - g.pl;
@@ -31,7 +31,7 @@ __device__ static inline void window(const wf__cuda_pool_geom &g, int64_t oh,
 /* The element MaxPool picks in window (n, oh, ow, c): the first of tied
  * maxima, the last NaN (-1 for an empty window). */
 template <typename T>
-__device__ static int64_t max_pick(const wf__cuda_pool_geom &g, const T *x,
+__device__ static int64_t max_pick(const cuda_pool_geom &g, const T *x,
                                    int64_t n, int64_t oh, int64_t ow,
                                    int64_t c) {
   int64_t h0, h1, w0, w1, best = -1, base = n * g.xs[0] + c * g.xs[3];
@@ -50,7 +50,7 @@ __device__ static int64_t max_pick(const wf__cuda_pool_geom &g, const T *x,
 }
 
 template <typename T>
-__global__ void pool_k(int max, wf__cuda_pool_geom g, const T *x, T *y) {
+__global__ void pool_k(int max, cuda_pool_geom g, const T *x, T *y) {
   int64_t total = g.n * g.oh * g.ow * g.c;
   CU_FOR(i, total) {
     int64_t c = i % g.c, r = i / g.c;
@@ -87,7 +87,7 @@ __device__ static inline void covering(int64_t i, int64_t k, int64_t s,
 /* One thread per input element, summing the windows that route to it in
  * the CPU's order (n, oh, ow ascending). */
 template <typename T>
-__global__ void pool_grad_k(int max, wf__cuda_pool_geom g, const T *x,
+__global__ void pool_grad_k(int max, cuda_pool_geom g, const T *x,
                             const T *gr, T *dx) {
   int64_t total = g.n * g.h * g.w * g.c;
   CU_FOR(i, total) {
@@ -262,7 +262,7 @@ __global__ void bn_grad_k(int64_t outer, int64_t c, int64_t inner,
 /* ---- relayout ------------------------------------------------------------ */
 
 template <typename T>
-__global__ void relayout_k(wf__cuda_relayout r, T *dst, const T *src) {
+__global__ void relayout_k(cuda_relayout r, T *dst, const T *src) {
   int64_t total = r.dims[0] * r.dims[1] * r.dims[2] * r.dims[3];
   CU_FOR(i, total) {
     int64_t rest = i, doff = 0, soff = 0;
@@ -293,8 +293,8 @@ __global__ void relayout_k(wf__cuda_relayout r, T *dst, const T *src) {
     return cudaGetLastError();                                                 \
   } while (0)
 
-extern "C" cudaError_t wf__cuda_pool(int max, int type,
-                                     const wf__cuda_pool_geom *g,
+extern "C" cudaError_t cuda_pool(int max, int type,
+                                     const cuda_pool_geom *g,
                                      const void *x, void *y,
                                      cudaStream_t stream) {
   int64_t n = g->n * g->oh * g->ow * g->c;
@@ -307,8 +307,8 @@ extern "C" cudaError_t wf__cuda_pool(int max, int type,
                      max, *g, (const double *)x, (double *)y)));
 }
 
-extern "C" cudaError_t wf__cuda_pool_grad(int max, int type,
-                                          const wf__cuda_pool_geom *g,
+extern "C" cudaError_t cuda_pool_grad(int max, int type,
+                                          const cuda_pool_geom *g,
                                           const void *x, const void *grad,
                                           void *dx, cudaStream_t stream) {
   int64_t n = g->n * g->h * g->w * g->c;
@@ -325,7 +325,7 @@ extern "C" cudaError_t wf__cuda_pool_grad(int max, int type,
                      (double *)dx)));
 }
 
-extern "C" cudaError_t wf__cuda_softmax(int want_log, int type, int64_t rows,
+extern "C" cudaError_t cuda_softmax(int want_log, int type, int64_t rows,
                                         int64_t c, const void *x, void *y,
                                         cudaStream_t stream) {
   if (rows == 0 || c == 0)
@@ -339,7 +339,7 @@ extern "C" cudaError_t wf__cuda_softmax(int want_log, int type, int64_t rows,
                       want_log, rows, c, (const double *)x, (double *)y)));
 }
 
-extern "C" cudaError_t wf__cuda_softmax_grad(int want_log, int type,
+extern "C" cudaError_t cuda_softmax_grad(int want_log, int type,
                                              int64_t rows, int64_t c,
                                              const void *y, const void *dy,
                                              void *dx, cudaStream_t stream) {
@@ -356,7 +356,7 @@ extern "C" cudaError_t wf__cuda_softmax_grad(int want_log, int type,
                       (const double *)dy, (double *)dx)));
 }
 
-extern "C" cudaError_t wf__cuda_xent(int type, int64_t rows, int64_t c,
+extern "C" cudaError_t cuda_xent(int type, int64_t rows, int64_t c,
                                      const void *x, const void *labels,
                                      const int64_t *cls, void *loss,
                                      void *back, cudaStream_t stream) {
@@ -374,7 +374,7 @@ extern "C" cudaError_t wf__cuda_xent(int type, int64_t rows, int64_t c,
                                              (double *)back)));
 }
 
-extern "C" cudaError_t wf__cuda_batch_norm(
+extern "C" cudaError_t cuda_batch_norm(
     int type, int64_t outer, int64_t c, int64_t inner, int training,
     double eps, const void *x, const void *scale, const void *offset,
     const void *mean, const void *var, void *y, void *bm, void *bv,
@@ -396,7 +396,7 @@ extern "C" cudaError_t wf__cuda_batch_norm(
           (double *)bm, (double *)bv)));
 }
 
-extern "C" cudaError_t wf__cuda_batch_norm_grad(
+extern "C" cudaError_t cuda_batch_norm_grad(
     int type, int64_t outer, int64_t c, int64_t inner, int training,
     double eps, const void *dy, const void *x, const void *scale,
     const void *mean, const void *var, const void *dmean, const void *dvar,
@@ -419,7 +419,7 @@ extern "C" cudaError_t wf__cuda_batch_norm_grad(
           (double *)dx, (double *)ds, (double *)doff)));
 }
 
-extern "C" cudaError_t wf__cuda_relayout4(int type, const wf__cuda_relayout *r,
+extern "C" cudaError_t cuda_relayout4(int type, const cuda_relayout *r,
                                           void *dst, const void *src,
                                           cudaStream_t stream) {
   int64_t n = r->dims[0] * r->dims[1] * r->dims[2] * r->dims[3];

@@ -39,10 +39,10 @@
 
 /* A stream: key K and step s, as philox.h's rnd_stream. Passed to kernels
  * by value. */
-typedef struct wf__cuphilox {
+typedef struct cuphilox {
   uint32_t key[2];
   uint32_t step[2];
-} wf__cuphilox;
+} cuphilox;
 
 CUPHILOX_FN uint64_t cuphilox_mix64(uint64_t x) {
   uint64_t z = x + UINT64_C(0x9E3779B97F4A7C15);
@@ -67,7 +67,7 @@ CUPHILOX_FN uint64_t cuphilox_key_from_name(const char *name) {
   return cuphilox_mix64(h);
 }
 
-CUPHILOX_FN void cuphilox_init(wf__cuphilox *s, uint64_t key, int64_t step) {
+CUPHILOX_FN void cuphilox_init(cuphilox *s, uint64_t key, int64_t step) {
   s->key[0] = (uint32_t)key;
   s->key[1] = (uint32_t)(key >> 32);
   s->step[0] = (uint32_t)(uint64_t)step;
@@ -75,7 +75,7 @@ CUPHILOX_FN void cuphilox_init(wf__cuphilox *s, uint64_t key, int64_t step) {
 }
 
 /* The four words of block b (< 2^48), substream d (< 2^16). */
-CUPHILOX_FN void cuphilox_block(const wf__cuphilox *s, uint64_t b, uint32_t d,
+CUPHILOX_FN void cuphilox_block(const cuphilox *s, uint64_t b, uint32_t d,
                                 uint32_t out[4]) {
   uint32_t c0 = (uint32_t)b, c1 = (uint32_t)(b >> 32) | d << 16;
   uint32_t c2 = s->step[0], c3 = s->step[1];
@@ -134,7 +134,7 @@ CUPHILOX_FN double cuphilox_uniform_f64(double u, double lo, double hi) {
 
 /* Elements 4b .. 4b+3 of a uniform float32 output (element i uses word
  * i % 4 of block i / 4). */
-CUPHILOX_FN void cuphilox_uniform_block_f32(const wf__cuphilox *s, uint64_t b,
+CUPHILOX_FN void cuphilox_uniform_block_f32(const cuphilox *s, uint64_t b,
                                             double lo, double hi,
                                             float out[4]) {
   uint32_t w[4];
@@ -146,7 +146,7 @@ CUPHILOX_FN void cuphilox_uniform_block_f32(const wf__cuphilox *s, uint64_t b,
 
 /* Elements 2b, 2b+1 of a uniform float64 output (element i uses words
  * 2j, 2j+1 of block i / 2, j = i % 2). */
-CUPHILOX_FN void cuphilox_uniform_block_f64(const wf__cuphilox *s, uint64_t b,
+CUPHILOX_FN void cuphilox_uniform_block_f64(const cuphilox *s, uint64_t b,
                                             double lo, double hi,
                                             double out[2]) {
   uint32_t w[4];

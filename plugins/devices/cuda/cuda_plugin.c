@@ -9,7 +9,7 @@
 #include <config.h>
 
 #include "cuda_device.h"
-#include "opcommon.h"
+#include <weft/plugin_aux.h>
 
 #include <assert.h>
 #include <errno.h>
@@ -26,14 +26,14 @@
 
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static int state_refs;  /* inits not yet balanced by fini */
-static wf__cuda *state; /* while state_refs > 0 */
+static cuda_gpus *state; /* while state_refs > 0 */
 
 /* The plugin's kernel table: the core reads it after init, which fills it
  * with the kernel tables when a GPU is usable and leaves it empty when
  * none is, so that nothing unrunnable is registered. */
 static const wf_kernel_def *registered[MAX_KERNELS + 1];
 
-wf__cudev *wf__cuda_kernel_device(void) {
+cudev *cuda_kernel_device(void) {
   if (!state)
     return NULL;
   for (int i = 0; i < state->num_devices; i++)
@@ -42,7 +42,7 @@ wf__cudev *wf__cuda_kernel_device(void) {
   return NULL;
 }
 
-const char *wf__cuda_error_text(cudaError_t err, char *buf, size_t len) {
+const char *cuda_error_text(cudaError_t err, char *buf, size_t len) {
   snprintf(buf, len, "%s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
   return buf;
 }
@@ -54,7 +54,7 @@ static void cuda_version_text(int v, char *buf, size_t len) {
 
 /* ---- events -------------------------------------------------------------- */
 
-cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen) {
+cudaEvent_t cudev_event_get(cudev *dev, char *why, size_t whylen) {
   cudaEvent_t ev = NULL;
   cudaError_t err;
   char text[192];
@@ -68,18 +68,17 @@ cudaEvent_t wf__cudev_event_get(wf__cudev *dev, char *why, size_t whylen) {
   err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     snprintf(why, whylen, "cuda:%d: cudaEventCreateWithFlags failed (%s)",
-             dev->ordinal, wf__cuda_error_text(err, text, sizeof text));
+             dev->ordinal, cuda_error_text(err, text, sizeof text));
     return NULL;
   }
   return ev;
 }
 
-void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
+void cudev_event_put(cudev *dev, cudaEvent_t ev) {
   pthread_mutex_lock(&dev->events_mu);
   if (dev->num_events == dev->cap_events) {
     int cap = dev->cap_events ? dev->cap_events * 2 : 8;
-    cudaEvent_t *grown =
-        state->host->alloc((size_t)cap * sizeof *grown, 0);
+    cudaEvent_t *grown = wfx_host->alloc((size_t)cap * sizeof *grown, 0);
     if (!grown) {
       /* No room to keep it idle: it is simply destroyed. */
       pthread_mutex_unlock(&dev->events_mu);
@@ -88,7 +87,7 @@ void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
     }
     if (dev->num_events)
       memcpy(grown, dev->events, (size_t)dev->num_events * sizeof *grown);
-    state->host->free(dev->events);
+    wfx_host->free(dev->events);
     dev->events = grown;
     dev->cap_events = cap;
   }
@@ -102,7 +101,7 @@ void wf__cudev_event_put(wf__cudev *dev, cudaEvent_t ev) {
  * first (the calling thread may have used another). */
 static int backend_malloc(void *ctx, size_t bytes, void **out, char *why,
                           size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaSetDevice(dev->ordinal);
 
   if (err == cudaSuccess)
@@ -111,103 +110,103 @@ static int backend_malloc(void *ctx, size_t bytes, void **out, char *why,
     return WF_CUCACHE_BACKEND_OK;
   /* Out of memory is not sticky: clear it so later calls do not see it. */
   (void)cudaGetLastError();
-  wf__cuda_error_text(err, why, whylen);
+  cuda_error_text(err, why, whylen);
   return err == cudaErrorMemoryAllocation ? WF_CUCACHE_BACKEND_NOMEM
                                           : WF_CUCACHE_BACKEND_ERROR;
 }
 
 static void backend_free(void *ctx, void *ptr) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaSetDevice(dev->ordinal);
   char text[192];
 
   if (err == cudaSuccess)
     err = cudaFree(ptr);
   if (err != cudaSuccess)
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                     "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
-                     wf__cuda_error_text(err, text, sizeof text));
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: cudaFree(%p) failed (%s)", dev->ordinal, ptr,
+                  cuda_error_text(err, text, sizeof text));
 }
 
 /* wf_device_def.alloc: device memory from the device's cache, aligned to
  * 256 bytes (cudaMalloc's); NULL for a larger alignment, on an unusable
  * device, or when the device is out of memory. */
 static void *cuda_alloc(void *device_state, size_t bytes, size_t align) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
   char why[512];
   void *ptr;
 
   if (!dev->usable || align > 256)
     return NULL;
-  if (wf__cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
+  if (cucache_block_alloc(dev->cache, bytes, &ptr, why, sizeof why)) {
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME, "%s", why);
     return NULL;
   }
   return ptr;
 }
 
 static void cuda_free(void *device_state, void *ptr, size_t bytes) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
 
   if (!ptr)
     return;
-  if (!dev->usable || wf__cucache_block_free(dev->cache, ptr))
-    state->host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
-                     "cuda:%d: free of %p (%zu bytes), which this device did "
-                     "not allocate; ignored",
-                     dev->ordinal, ptr, bytes);
+  if (!dev->usable || cucache_block_free(dev->cache, ptr))
+    wfx_host->log(WF_LOG_ERROR, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: free of %p (%zu bytes), which this device did "
+                  "not allocate; ignored",
+                  dev->ordinal, ptr, bytes);
 }
 
 /* ---- copies between host and device memory ------------------------------ */
 
-static int copy_fail(wf_status *st, const wf__cudev *dev, const char *what,
+static int copy_fail(wf_status *st, const cudev *dev, const char *what,
                      size_t bytes, cudaError_t err) {
   char text[192];
 
-  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
-                          dev->label, what, bytes,
-                          wf__cuda_error_text(err, text, sizeof text));
+  wfx_host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
+                       dev->label, what, bytes,
+                       cuda_error_text(err, text, sizeof text));
   return WF_INTERNAL;
 }
 
 /* cuda_stage.h's backend on one device: its stream and two events. */
 static int stage_copy(void *ctx, void *dst, const void *src, size_t n,
                       int to_device, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaMemcpyAsync(
       dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
       dev->stream);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 static int stage_record(void *ctx, int h, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaEventRecord(dev->stage_done[h], dev->stream);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 static int stage_wait(void *ctx, int h, char *why, size_t whylen) {
-  wf__cudev *dev = ctx;
+  cudev *dev = ctx;
   cudaError_t err = cudaEventSynchronize(dev->stage_done[h]);
   if (err == cudaSuccess)
     return 0;
   if (whylen)
-    wf__cuda_error_text(err, why, whylen);
+    cuda_error_text(err, why, whylen);
   return 1;
 }
 
 /* Makes dev's pinned staging buffer and its events (under stage_mu); 0
  * when it has them. */
-static int stage_ready(wf__cudev *dev) {
-  const wf__custage_backend b = {stage_copy, stage_record, stage_wait, dev};
+static int stage_ready(cudev *dev) {
+  const custage_backend b = {stage_copy, stage_record, stage_wait, dev};
 
   if (dev->stage_buf)
     return 0;
@@ -218,10 +217,10 @@ static int stage_ready(wf__cudev *dev) {
                     cudaHostAllocDefault) != cudaSuccess) {
     dev->stage_buf = NULL;
     (void)cudaGetLastError();
-    state->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                     "%s: no pinned staging memory; copies go from pageable "
-                     "memory",
-                     dev->label);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "%s: no pinned staging memory; copies go from pageable "
+                  "memory",
+                  dev->label);
     return -1;
   }
   for (int h = 0; h < 2; h++)
@@ -234,12 +233,12 @@ static int stage_ready(wf__cudev *dev) {
       (void)cudaGetLastError();
       return -1;
     }
-  wf__custage_init(&dev->stage, &b, dev->stage_buf, WF_CUDA_STAGE_HALF);
+  custage_init(&dev->stage, &b, dev->stage_buf, WF_CUDA_STAGE_HALF);
   return 0;
 }
 
 /* From pageable memory, waiting on an event (or the stream) to the host. */
-static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
+static int copy_pageable(cudev *dev, void *dst, const void *src,
                          size_t bytes, int to_device, wf_status *st) {
   cudaError_t err = cudaMemcpyAsync(
       dst, src, bytes,
@@ -247,11 +246,11 @@ static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
       dev->stream);
   if (err == cudaSuccess && !to_device) {
     char why[128];
-    cudaEvent_t ev = wf__cudev_event_get(dev, why, sizeof why);
+    cudaEvent_t ev = cudev_event_get(dev, why, sizeof why);
     if (ev) {
       if ((err = cudaEventRecord(ev, dev->stream)) == cudaSuccess)
         err = cudaEventSynchronize(ev);
-      wf__cudev_event_put(dev, ev);
+      cudev_event_put(dev, ev);
     } else {
       err = cudaStreamSynchronize(dev->stream);
     }
@@ -265,37 +264,35 @@ static int copy_pageable(wf__cudev *dev, void *dst, const void *src,
 }
 
 /* Host to device or back through the staging halves. */
-static int copy_staged(wf__cudev *dev, void *dst, const void *src,
+static int copy_staged(cudev *dev, void *dst, const void *src,
                        size_t bytes, int to_device, wf_status *st) {
   char why[192];
   int rc;
 
   if (stage_ready(dev) != 0)
     return copy_pageable(dev, dst, src, bytes, to_device, st);
-  rc = to_device ? wf__custage_in(&dev->stage, dst, src, bytes, why,
+  rc = to_device ? custage_in(&dev->stage, dst, src, bytes, why,
                                   sizeof why)
-                 : wf__custage_out(&dev->stage, dst, src, bytes, why,
+                 : custage_out(&dev->stage, dst, src, bytes, why,
                                    sizeof why);
   if (!rc)
     return 0;
-  state->host->status_set(st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)",
-                          dev->label,
-                          to_device ? "copying to the device"
-                                    : "copying to the host",
-                          bytes, why);
+  wfx_host->status_set(
+      st, WF_INTERNAL, "%s: %s (%zu bytes) failed (%s)", dev->label,
+      to_device ? "copying to the device" : "copying to the host", bytes, why);
   return WF_INTERNAL;
 }
 
 /* wf_device_def.copy. */
 static int cuda_copy(void *device_state, void *dst, const void *src,
                      size_t bytes, int32_t kind, wf_status *st) {
-  wf__cudev *dev = device_state;
+  cudev *dev = device_state;
   cudaError_t err;
   int rc;
 
   if (!dev->usable) {
-    state->host->status_set(st, WF_FAILED_PRECONDITION, "%s is unavailable",
-                            dev->label);
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s is unavailable",
+                         dev->label);
     return WF_FAILED_PRECONDITION;
   }
   if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess)
@@ -314,9 +311,8 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
                ? 0
                : copy_fail(st, dev, "copying within the device", bytes, err);
   default:
-    state->host->status_set(st, WF_INVALID_ARGUMENT,
-                            "%s: unknown copy kind %d", dev->label,
-                            (int)kind);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: unknown copy kind %d",
+                         dev->label, (int)kind);
     return WF_INVALID_ARGUMENT;
   }
 }
@@ -325,8 +321,8 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
 
 /* The stream, cuBLAS handle and cache of dev; on failure dev is left
  * unusable with the reason, holding nothing. */
-static void device_setup(wf__cudev *dev) {
-  wf__cucache_backend backend = {.malloc = backend_malloc,
+static void device_setup(cudev *dev) {
+  cucache_backend backend = {.malloc = backend_malloc,
                                  .free = backend_free,
                                  .ctx = dev};
   char text[192];
@@ -350,7 +346,7 @@ static void device_setup(wf__cudev *dev) {
     goto fail;
   }
   backend.name = dev->label; /* the cache's messages name the device */
-  dev->cache = wf__cucache_new(&backend);
+  dev->cache = cucache_new(&backend);
   if (!dev->cache) {
     snprintf(dev->reason, sizeof dev->reason,
              "out of host memory setting up its memory cache");
@@ -364,7 +360,7 @@ static void device_setup(wf__cudev *dev) {
 
 cuda_fail:
   snprintf(dev->reason, sizeof dev->reason, "%s failed (%s)", call,
-           wf__cuda_error_text(err, text, sizeof text));
+           cuda_error_text(err, text, sizeof text));
 fail:
   if (dev->blas)
     cublasDestroy(dev->blas);
@@ -375,41 +371,42 @@ fail:
   (void)cudaGetLastError();
 }
 
-static void device_teardown(const wf_host *host, wf__cudev *dev) {
-  wf__cucache_stats s;
+static void device_teardown(cudev *dev) {
+  cucache_stats s;
   size_t leaked;
 
   if (!dev->usable)
     return;
   cudaSetDevice(dev->ordinal);
   cudaStreamSynchronize(dev->stream);
-  wf__cucache_stats_get(dev->cache, &s);
-  host->log(WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
-            "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
-            "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
-            "of memory",
-            dev->ordinal, s.peak, (unsigned long long)s.allocs,
-            (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
-            (unsigned long long)s.flushes);
-  leaked = wf__cucache_free(dev->cache);
+  cucache_stats_get(dev->cache, &s);
+  wfx_host->log(
+      WF_LOG_DEBUG, WF_CUDA_PLUGIN_NAME,
+      "cuda:%d: memory cache: peak %zu bytes in use, %llu allocations "
+      "(%llu from the cache), %llu cudaMalloc, %llu emptied for lack "
+      "of memory",
+      dev->ordinal, s.peak, (unsigned long long)s.allocs,
+      (unsigned long long)s.hits, (unsigned long long)s.backend_allocs,
+      (unsigned long long)s.flushes);
+  leaked = cucache_free(dev->cache);
   if (leaked)
-    host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-              "cuda:%d: %zu bytes of device memory were still in use at "
-              "shutdown; freed",
-              dev->ordinal, leaked);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "cuda:%d: %zu bytes of device memory were still in use at "
+                  "shutdown; freed",
+                  dev->ordinal, leaked);
   for (int i = 0; i < dev->num_events; i++)
     cudaEventDestroy(dev->events[i]);
-  host->free(dev->events);
+  wfx_host->free(dev->events);
   pthread_mutex_destroy(&dev->events_mu);
   if (dev->stage_buf) {
-    wf__custage_drain(&dev->stage, NULL, 0);
+    custage_drain(&dev->stage, NULL, 0);
     cudaEventDestroy(dev->stage_done[0]);
     cudaEventDestroy(dev->stage_done[1]);
     cudaFreeHost(dev->stage_buf);
     dev->stage_buf = NULL;
   }
   pthread_mutex_destroy(&dev->stage_mu);
-  wf__cuda_nn_release(dev);
+  cuda_nn_release(dev);
   cublasDestroy(dev->blas);
   cudaStreamDestroy(dev->stream);
   dev->usable = 0;
@@ -419,7 +416,7 @@ static void device_teardown(const wf_host *host, wf__cudev *dev) {
 
 /* The nearest CPUs of every listed GPU, from the PCI bus's local_cpus
  * (hwloc's CUDA helpers). Best effort: a GPU stays usable without them. */
-static void find_cpus(wf__cuda *c) {
+static void find_cpus(cuda_gpus *c) {
   hwloc_topology_t topo;
   hwloc_bitmap_t set;
 
@@ -428,7 +425,7 @@ static void find_cpus(wf__cuda *c) {
   set = hwloc_bitmap_alloc();
   if (set && hwloc_topology_load(topo) == 0) {
     for (int i = 0; i < c->num_devices; i++) {
-      wf__cudev *dev = &c->devices[i];
+      cudev *dev = &c->devices[i];
       if (hwloc_cudart_get_device_cpuset(topo, dev->ordinal, set) == 0 &&
           hwloc_bitmap_list_snprintf(dev->cpus, sizeof dev->cpus, set) < 0)
         dev->cpus[0] = '\0';
@@ -440,7 +437,7 @@ static void find_cpus(wf__cuda *c) {
 
 /* Lists the GPUs and sets up the first one this build can run on. With no
  * GPU (or no driver) c->probe_reason says why. */
-static void probe(wf__cuda *c) {
+static void probe(cuda_gpus *c) {
   char text[160], rt[16], drv[16];
   cudaError_t err;
   int n = 0;
@@ -456,18 +453,18 @@ static void probe(wf__cuda *c) {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(c->probe_reason, sizeof c->probe_reason, "%s (CUDA runtime %s%s%s)",
-             wf__cuda_error_text(err, text, sizeof text), rt,
+             cuda_error_text(err, text, sizeof text), rt,
              c->driver_version ? ", driver " : "; no NVIDIA driver found",
              c->driver_version ? drv : "");
     return;
   }
   c->num_devices = n < WF_CUDA_MAX_DEVICES ? n : WF_CUDA_MAX_DEVICES;
   if (n > WF_CUDA_MAX_DEVICES)
-    c->host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
-                 "%d GPUs found; listing the first %d", n,
-                 WF_CUDA_MAX_DEVICES);
+    wfx_host->log(WF_LOG_WARNING, WF_CUDA_PLUGIN_NAME,
+                  "%d GPUs found; listing the first %d", n,
+                  WF_CUDA_MAX_DEVICES);
   for (int i = 0; i < c->num_devices; i++) {
-    wf__cudev *dev = &c->devices[i];
+    cudev *dev = &c->devices[i];
     struct cudaDeviceProp prop;
 
     dev->ordinal = i;
@@ -477,7 +474,7 @@ static void probe(wf__cuda *c) {
       (void)cudaGetLastError();
       snprintf(dev->reason, sizeof dev->reason,
                "cudaGetDeviceProperties failed (%s)",
-               wf__cuda_error_text(err, text, sizeof text));
+               cuda_error_text(err, text, sizeof text));
       continue;
     }
     snprintf(dev->name, sizeof dev->name, "%s", prop.name);
@@ -523,7 +520,7 @@ static void append(char *buf, size_t len, size_t *used, const char *fmt, ...) {
 }
 
 /* The library versions, for every description. */
-static void describe_libraries(const wf__cuda *c, char *buf, size_t len,
+static void describe_libraries(const cuda_gpus *c, char *buf, size_t len,
                                size_t *used) {
   char rt[16], drv[16];
   int maj = 0, min = 0, patch = 0;
@@ -540,7 +537,7 @@ static void describe_libraries(const wf__cuda *c, char *buf, size_t len,
          dnn / 10000, dnn / 100 % 100, dnn % 100);
 }
 
-static void describe(const wf__cuda *c, const wf__cudev *dev, char *buf,
+static void describe(const cuda_gpus *c, const cudev *dev, char *buf,
                      size_t len) {
   size_t used = 0;
 
@@ -567,7 +564,7 @@ static void describe(const wf__cuda *c, const wf__cudev *dev, char *buf,
 
 static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
                           wf_status *st) {
-  wf__cuda *c = plugin_state;
+  cuda_gpus *c = plugin_state;
 
   if (max < 1)
     return 0;
@@ -582,7 +579,7 @@ static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
     return 1;
   }
   for (int i = 0; i < c->num_devices && i < max; i++) {
-    const wf__cudev *dev = &c->devices[i];
+    const cudev *dev = &c->devices[i];
     wf_device_desc *d = WF_STRUCT_AT(out, i);
 
     snprintf(d->name, sizeof d->name, "cuda:%d", i);
@@ -600,84 +597,81 @@ static int cuda_enumerate(void *plugin_state, wf_device_desc *out, int max,
 /* ---- init and fini ------------------------------------------------------- */
 
 static void cuda_fini(void *plugin_state) {
-  wf__cuda *c = plugin_state;
+  cuda_gpus *c = plugin_state;
 
   pthread_mutex_lock(&state_mu);
   assert(c == state && state_refs > 0);
   if (--state_refs == 0) {
     for (int i = 0; i < c->num_devices; i++)
-      device_teardown(c->host, &c->devices[i]);
+      device_teardown(&c->devices[i]);
     registered[0] = NULL;
     state = NULL;
-    c->host->free(c);
+    wfx_host->free(c);
   }
   pthread_mutex_unlock(&state_mu);
 }
 
 /* A cuDNN of another major version than the headers' is refused: its API
  * and data layouts differ. */
-static int check_cudnn(const wf_host *host, wf_status *st) {
+static int check_cudnn(wf_status *st) {
   size_t v = cudnnGetVersion();
 
   if (v / 10000 == CUDNN_MAJOR)
     return 0;
-  host->status_set(st, WF_FAILED_PRECONDITION,
-                   "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
-                   "%zu.%zu.%zu: a different major version is not "
-                   "compatible; install cuDNN %d or rebuild weft",
-                   WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
-                   CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
-                   CUDNN_MAJOR);
+  wfx_host->status_set(st, WF_FAILED_PRECONDITION,
+                       "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
+                       "%zu.%zu.%zu: a different major version is not "
+                       "compatible; install cuDNN %d or rebuild weft",
+                       WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
+                       CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
+                       CUDNN_MAJOR);
   return WF_FAILED_PRECONDITION;
 }
 
+/* The host table, for every file of the plugin (ABI 1.2: tensors in
+ * device memory, kernel_device_state). */
+WFX_HOST_DEFINE(1, 2);
+
 static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
-  wf__cuda *c;
+  cuda_gpus *c;
   int code = 0, nk = 0;
 
   /* Kernels take device pointers: a core that keeps every tensor in host
    * memory (before ABI 1.2) must not load them. */
-  if (!WF_HOST_HAS(host, kernel_device_state)) {
-    host->status_set(st, WF_FAILED_PRECONDITION,
-                     "%s needs plugin ABI 1.2 (tensors in device memory); "
-                     "this core's host table has %u bytes",
-                     WF_CUDA_PLUGIN_NAME, (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, WF_CUDA_PLUGIN_NAME, st))
     return WF_FAILED_PRECONDITION;
-  }
   pthread_mutex_lock(&state_mu);
-  opc_set_host(host); /* for the kernels' helpers */
   if (state_refs > 0) {
     state_refs++;
     *plugin_state = state;
     goto out;
   }
-  if ((code = check_cudnn(host, st)) != 0)
+  if ((code = check_cudnn(st)) != 0)
     goto out;
-  c = host->alloc(sizeof *c, 0);
+  c = wfx_host->alloc(sizeof *c, 0);
   if (!c) {
     code = WF_RESOURCE_EXHAUSTED;
-    host->status_set(st, code, "%s: out of memory for the plugin's state",
-                     WF_CUDA_PLUGIN_NAME);
+    wfx_host->status_set(st, code, "%s: out of memory for the plugin's state",
+                         WF_CUDA_PLUGIN_NAME);
     goto out;
   }
   memset(c, 0, sizeof *c);
-  c->host = host;
   state = c;
   probe(c);
-  if (wf__cuda_kernel_device()) {
-    for (int t = 0; wf__cuda_kernel_tables[t]; t++)
-      for (int k = 0; wf__cuda_kernel_tables[t][k]; k++) {
+  if (cuda_kernel_device()) {
+    for (int t = 0; cuda_kernel_tables[t]; t++)
+      for (int k = 0; cuda_kernel_tables[t][k]; k++) {
         assert(nk < MAX_KERNELS);
-        registered[nk++] = wf__cuda_kernel_tables[t][k];
+        registered[nk++] = cuda_kernel_tables[t][k];
       }
   }
   registered[nk] = NULL;
   state_refs = 1;
   *plugin_state = c;
   if (!nk)
-    host->log(WF_LOG_INFO, WF_CUDA_PLUGIN_NAME,
-              "no usable GPU (%s): no CUDA kernels registered",
-              c->num_devices ? c->devices[0].reason : c->probe_reason);
+    wfx_host->log(WF_LOG_INFO, WF_CUDA_PLUGIN_NAME,
+                  "no usable GPU (%s): no CUDA kernels registered",
+                  c->num_devices ? c->devices[0].reason : c->probe_reason);
 
 out:
   pthread_mutex_unlock(&state_mu);

@@ -16,14 +16,14 @@
 template <typename T> struct per_block;
 template <> struct per_block<float> {
   static const int n = 4;
-  __device__ static void fill(const wf__cuphilox *s, uint64_t b, double lo,
+  __device__ static void fill(const cuphilox *s, uint64_t b, double lo,
                               double hi, float *out) {
     cuphilox_uniform_block_f32(s, b, lo, hi, out);
   }
 };
 template <> struct per_block<double> {
   static const int n = 2;
-  __device__ static void fill(const wf__cuphilox *s, uint64_t b, double lo,
+  __device__ static void fill(const cuphilox *s, uint64_t b, double lo,
                               double hi, double *out) {
     cuphilox_uniform_block_f64(s, b, lo, hi, out);
   }
@@ -31,7 +31,7 @@ template <> struct per_block<double> {
 
 template <typename T>
 __global__ void uniform_kernel(T *out, int64_t n, int64_t nblocks,
-                               wf__cuphilox s, double lo, double hi) {
+                               cuphilox s, double lo, double hi) {
   const int per = per_block<T>::n;
 
   for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -46,7 +46,7 @@ __global__ void uniform_kernel(T *out, int64_t n, int64_t nblocks,
 }
 
 template <typename T>
-static cudaError_t launch_uniform(void *out, int64_t n, wf__cuphilox s,
+static cudaError_t launch_uniform(void *out, int64_t n, cuphilox s,
                                   double lo, double hi, cudaStream_t stream) {
   const int per = per_block<T>::n;
   int64_t nblocks = (n + per - 1) / per;
@@ -57,8 +57,8 @@ static cudaError_t launch_uniform(void *out, int64_t n, wf__cuphilox s,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_uniform(int type, void *out, int64_t n,
-                                        wf__cuphilox s, double lo, double hi,
+extern "C" cudaError_t cuda_uniform(int type, void *out, int64_t n,
+                                        cuphilox s, double lo, double hi,
                                         cudaStream_t stream) {
   if (n <= 0 || n > ((int64_t)1 << 48))
     return cudaErrorInvalidValue;

@@ -13,12 +13,12 @@
 
 #include <string.h>
 
-void wf__cuw_reduce_geom(const wf_shape *xs, uint32_t mask,
-                         wf__cuda_reduce_geom *g) {
+void cuw_reduce_geom(const wf_shape *xs, uint32_t mask,
+                         cuda_reduce_geom *g) {
   int64_t strides[WF_MAX_RANK];
 
   memset(g, 0, sizeof *g);
-  opc_shape_strides(xs, strides);
+  wfx_shape_strides(xs, strides);
   g->outputs = 1;
   g->group = 1;
   for (int i = 0; i < xs->rank; i++) {
@@ -45,19 +45,19 @@ static int axes_mask(const wf_kernel_ctx *ctx, int rank, uint32_t *mask,
   const int64_t *axes;
   int64_t n;
 
-  if (opc_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
-      opc_kernel_attr_bool(ctx, "keep_dims", keep_dims, st))
-    return opc_host()->status_code(st);
+  if (wfx_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
+      wfx_kernel_attr_bool(ctx, "keep_dims", keep_dims, st))
+    return wfx_code(st);
   if (n == 0) {
     *mask = rank >= 32 ? UINT32_MAX : (UINT32_C(1) << rank) - 1;
     return 0;
   }
-  return opc_axes_mask(axes, n, rank, mask, NULL, st);
+  return wfx_axes_mask(axes, n, rank, mask, NULL, st);
 }
 
 static void reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
                           wf_shape *out) {
-  opc_shape_set_scalar(out);
+  wfx_shape_set_scalar(out);
   for (int i = 0; i < s->rank; i++) {
     if (mask & (UINT32_C(1) << i)) {
       if (keep_dims)
@@ -69,31 +69,29 @@ static void reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
 }
 
 static int reduce_compute(wf_kernel_ctx *ctx, int op, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_shape xs, ys;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *y;
   uint32_t mask;
   int keep_dims, type, rc;
-  wf__cuw w = {0};
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
       axes_mask(ctx, xs.rank, &mask, &keep_dims, st))
-    return h->status_code(st);
+    return wfx_code(st);
   reduced_shape(&xs, mask, keep_dims, &ys);
-  if (!(y = h->kernel_output_new(ctx, 0, &ys, st)))
-    return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
+    return wfx_code(st);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the reduction kernel",
-                       wf__cuda_reduce(op, type, &g, h->tensor_data(x),
-                                       h->tensor_data(y), w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(
+        &w, "the reduction kernel",
+        cuda_reduce(op, type, &g, wfx_data(x), wfx_data(y), w.dev->stream), st);
+  cuw_end(&w);
   return rc;
 }
 
@@ -110,58 +108,55 @@ REDUCE(prod_compute, WF_CUDA_PROD)
 /* SumGrad (mean 0), MeanGrad (mean 1) and MaxMinGrad (ninputs 3). */
 static int reduce_grad_compute(wf_kernel_ctx *ctx, int ninputs, int mean,
                                wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *x, *y = NULL;
   wf_shape dys, xs, ys, red;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *dx;
   uint32_t mask;
   int keep_dims, type, rc;
   int32_t dt;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
   cudaError_t err;
 
-  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &x, &xs, st) ||
-      (ninputs > 2 && opc_kernel_input(ctx, 2, &y, &ys, st)) ||
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &xs, st) ||
+      (ninputs > 2 && wfx_kernel_input(ctx, 2, &y, &ys, st)) ||
       axes_mask(ctx, xs.rank, &mask, &keep_dims, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
-  if (wf__cuw_float_type(dt, &type, st))
-    return h->status_code(st);
-  if (h->tensor_dtype(dy) != dt || (y && h->tensor_dtype(y) != dt))
-    return opc_fail(st, WF_INVALID_ARGUMENT, "dy%s must have x's type %s",
-                    y ? " and y" : "", opc_dtype_name(dt));
+    return wfx_code(st);
+  dt = wfx_dtype(x);
+  if (cuw_float_type(dt, &type, st))
+    return wfx_code(st);
+  if (wfx_dtype(dy) != dt || (y && wfx_dtype(y) != dt))
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "dy%s must have x's type %s",
+                    y ? " and y" : "", wfx_dtype_name(dt));
   reduced_shape(&xs, mask, keep_dims, &red);
-  if (!wf__cuw_same_shape(&dys, &red) || (y && !wf__cuw_same_shape(&ys, &red))) {
-    int bad_dy = !wf__cuw_same_shape(&dys, &red);
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "%s has shape %s, but x %s reduced has shape %s",
-                    bad_dy ? "dy" : "y",
-                    opc_shape_str(bad_dy ? &dys : &ys, a, sizeof a),
-                    opc_shape_str(&xs, b, sizeof b),
-                    opc_shape_str(&red, c, sizeof c));
+  if (!wfx_shape_equal(&dys, &red) || (y && !wfx_shape_equal(&ys, &red))) {
+    int bad_dy = !wfx_shape_equal(&dys, &red);
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT,
+        "%s has shape %s, but x %s reduced has shape %s", bad_dy ? "dy" : "y",
+        wfx_shape_str(bad_dy ? &dys : &ys, a, sizeof a),
+        wfx_shape_str(&xs, b, sizeof b), wfx_shape_str(&red, c, sizeof c));
   }
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0 || g.group == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto out;
   if (y)
-    err = wf__cuda_max_min_grad(type, &g, h->tensor_data(dy),
-                                h->tensor_data(x), h->tensor_data(y),
-                                h->tensor_data(dx), w.dev->stream);
+    err = cuda_max_min_grad(type, &g, wfx_data(dy), wfx_data(x), wfx_data(y),
+                            wfx_data(dx), w.dev->stream);
   else
-    err = wf__cuda_reduce_spread(type, &g, h->tensor_data(dy),
-                                 mean ? 1.0 / (double)g.group : 1.0,
-                                 h->tensor_data(dx), w.dev->stream);
-  rc = wf__cuw_check(&w, "the reduction gradient kernel", err, st);
+    err = cuda_reduce_spread(type, &g, wfx_data(dy),
+                             mean ? 1.0 / (double)g.group : 1.0, wfx_data(dx),
+                             w.dev->stream);
+  rc = cuw_check(&w, "the reduction gradient kernel", err, st);
 
 out:
-  wf__cuw_end(&w);
+  cuw_end(&w);
   return rc;
 }
 
@@ -183,20 +178,19 @@ static int max_min_grad_compute(wf_kernel_ctx *ctx, void *kstate,
  * like's shape is read (its data may be anywhere). */
 static int sum_to_like_compute(wf_kernel_ctx *ctx, void *kstate,
                                wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *like;
   wf_shape xs, ls;
-  wf__cuda_reduce_geom g;
+  cuda_reduce_geom g;
   wf_tensor *y;
   uint32_t mask = 0;
   int type, rc, lead;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &like, &ls, st) ||
-      wf__cuw_float_type(h->tensor_dtype(x), &type, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &like, &ls, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st))
+    return wfx_code(st);
   lead = xs.rank - ls.rank;
   if (lead < 0)
     goto bad;
@@ -211,50 +205,52 @@ static int sum_to_like_compute(wf_kernel_ctx *ctx, void *kstate,
       goto bad;
     mask |= UINT32_C(1) << i;
   }
-  if (!(y = h->kernel_output_new(ctx, 0, &ls, st)))
-    return h->status_code(st);
-  wf__cuw_reduce_geom(&xs, mask, &g);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ls, st)))
+    return wfx_code(st);
+  cuw_reduce_geom(&xs, mask, &g);
   if (g.outputs == 0)
     return 0;
-  if ((rc = wf__cuw_begin(&w, ctx, st)) == 0)
-    rc = wf__cuw_check(&w, "the reduction kernel",
-                       wf__cuda_reduce(WF_CUDA_SUM, type, &g,
-                                       h->tensor_data(x), h->tensor_data(y),
-                                       w.dev->stream),
-                       st);
-  wf__cuw_end(&w);
+  if ((rc = cuw_begin(&w, ctx, st)) == 0)
+    rc = cuw_check(&w, "the reduction kernel",
+                   cuda_reduce(WF_CUDA_SUM, type, &g, wfx_data(x), wfx_data(y),
+                               w.dev->stream),
+                   st);
+  cuw_end(&w);
   return rc;
 
 bad:
-  return opc_fail(st, WF_INVALID_ARGUMENT,
-                  "like's shape %s does not broadcast to x's %s",
-                  opc_shape_str(&ls, a, sizeof a),
-                  opc_shape_str(&xs, b, sizeof b));
+  return wfx_fail(
+      st, WF_INVALID_ARGUMENT, "like's shape %s does not broadcast to x's %s",
+      wfx_shape_str(&ls, a, sizeof a), wfx_shape_str(&xs, b, sizeof b));
 }
 
 /* ---- the table ----------------------------------------------------------- */
 
 #define FLT (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64))
-#define KERNEL(var, nm, fn)                                                    \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = "T",                          \
-                                    .dtypes = FLT,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn)}
 
-KERNEL(k_sum, "Sum", sum_compute);
-KERNEL(k_mean, "Mean", mean_compute);
-KERNEL(k_max, "Max", max_compute);
-KERNEL(k_min, "Min", min_compute);
-KERNEL(k_prod, "Prod", prod_compute);
-KERNEL(k_sum_grad, "SumGrad", sum_grad_compute);
-KERNEL(k_mean_grad, "MeanGrad", mean_grad_compute);
-KERNEL(k_max_min_grad, "MaxMinGrad", max_min_grad_compute);
-KERNEL(k_sum_to_like, "SumToLike", sum_to_like_compute);
+static const wf_kernel_def k_sum = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Sum", "T", FLT, sum_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mean = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Mean", "T", FLT, mean_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Max", "T", FLT, max_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_min = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Min", "T", FLT, min_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_prod = WFX_KERNEL_FOR(
+    "cuda", "cuda", "Prod", "T", FLT, prod_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sum_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "SumGrad", "T", FLT, sum_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_mean_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MeanGrad", "T", FLT, mean_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_max_min_grad =
+    WFX_KERNEL_FOR("cuda", "cuda", "MaxMinGrad", "T", FLT, max_min_grad_compute,
+                   .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_sum_to_like =
+    WFX_KERNEL_FOR("cuda", "cuda", "SumToLike", "T", FLT, sum_to_like_compute,
+                   .flags = WF_KERNEL_CHEAP);
 
-const wf_kernel_def *const wf__cuda_reduce_kernels[] = {
+const wf_kernel_def *const cuda_reduce_kernels[] = {
     &k_sum,      &k_mean,      &k_max,          &k_min,         &k_prod,
     &k_sum_grad, &k_mean_grad, &k_max_min_grad, &k_sum_to_like, NULL};

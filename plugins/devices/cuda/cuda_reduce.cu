@@ -4,7 +4,7 @@
  * MeanGrad and MaxMinGrad's routing to the ties.
  *
  * Floats accumulate in double. It works out no axes (cuda_reduce.c turns
- * them into the strides of wf__cuda_reduce_geom) and moves no memory. */
+ * them into the strides of cuda_reduce_geom) and moves no memory. */
 #include <config.h>
 
 #include "cuda_launch.h"
@@ -15,7 +15,7 @@
 /* Groups up to this size get one thread each, larger ones a block. */
 #define SMALL_GROUP 64
 
-__device__ static inline int64_t keep_offset(const wf__cuda_reduce_geom &g,
+__device__ static inline int64_t keep_offset(const cuda_reduce_geom &g,
                                              int64_t o) {
   int64_t off = 0;
   for (int d = g.nkeep - 1; d >= 0; d--) {
@@ -25,7 +25,7 @@ __device__ static inline int64_t keep_offset(const wf__cuda_reduce_geom &g,
   return off;
 }
 
-__device__ static inline int64_t red_offset(const wf__cuda_reduce_geom &g,
+__device__ static inline int64_t red_offset(const cuda_reduce_geom &g,
                                             int64_t r) {
   int64_t off = 0;
   for (int d = g.nred - 1; d >= 0; d--) {
@@ -91,7 +91,7 @@ __device__ static inline double acc_result(int op, const acc &a,
 }
 
 template <typename T>
-__global__ void reduce_thread_k(int op, wf__cuda_reduce_geom g, const T *x,
+__global__ void reduce_thread_k(int op, cuda_reduce_geom g, const T *x,
                                 T *y) {
   CU_FOR(o, g.outputs) {
     int64_t base = keep_offset(g, o);
@@ -103,7 +103,7 @@ __global__ void reduce_thread_k(int op, wf__cuda_reduce_geom g, const T *x,
 }
 
 template <typename T>
-__global__ void reduce_block_k(int op, wf__cuda_reduce_geom g, const T *x,
+__global__ void reduce_block_k(int op, cuda_reduce_geom g, const T *x,
                                T *y) {
   __shared__ double sv[CU_THREADS];
   __shared__ int sn[CU_THREADS];
@@ -137,7 +137,7 @@ __global__ void reduce_block_k(int op, wf__cuda_reduce_geom g, const T *x,
 /* One thread per element of x: the group of element i is found from its
  * coordinates, so this walks x in the kept-major order of the geometry. */
 template <typename T>
-__global__ void spread_k(wf__cuda_reduce_geom g, const T *dy, double scale,
+__global__ void spread_k(cuda_reduce_geom g, const T *dy, double scale,
                          T *dx) {
   int64_t n = g.outputs * g.group;
   CU_FOR(i, n) {
@@ -148,7 +148,7 @@ __global__ void spread_k(wf__cuda_reduce_geom g, const T *dy, double scale,
 }
 
 template <typename T>
-__global__ void max_min_grad_k(wf__cuda_reduce_geom g, const T *dy,
+__global__ void max_min_grad_k(cuda_reduce_geom g, const T *dy,
                                const T *x, const T *y, T *dx) {
   __shared__ double shared[32];
 
@@ -168,7 +168,7 @@ __global__ void max_min_grad_k(wf__cuda_reduce_geom g, const T *dy,
 }
 
 template <typename T>
-static cudaError_t reduce_typed(int op, const wf__cuda_reduce_geom *g,
+static cudaError_t reduce_typed(int op, const cuda_reduce_geom *g,
                                 const void *x, void *y, cudaStream_t stream) {
   if (g->group <= SMALL_GROUP)
     reduce_thread_k<T><<<cu_grid(g->outputs), CU_THREADS, 0, stream>>>(
@@ -179,14 +179,14 @@ static cudaError_t reduce_typed(int op, const wf__cuda_reduce_geom *g,
   return cudaGetLastError();
 }
 
-static int geom_ok(const wf__cuda_reduce_geom *g) {
+static int geom_ok(const cuda_reduce_geom *g) {
   return g->outputs >= 1 && g->group >= 0 && g->nkeep >= 0 &&
          g->nkeep <= WF_CUDA_MAX_RANK && g->nred >= 0 &&
          g->nred <= WF_CUDA_MAX_RANK;
 }
 
-extern "C" cudaError_t wf__cuda_reduce(int op, int type,
-                                       const wf__cuda_reduce_geom *g,
+extern "C" cudaError_t cuda_reduce(int op, int type,
+                                       const cuda_reduce_geom *g,
                                        const void *x, void *y,
                                        cudaStream_t stream) {
   if (!geom_ok(g) || op < WF_CUDA_SUM || op > WF_CUDA_PROD)
@@ -198,8 +198,8 @@ extern "C" cudaError_t wf__cuda_reduce(int op, int type,
   return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t wf__cuda_reduce_spread(int type,
-                                              const wf__cuda_reduce_geom *g,
+extern "C" cudaError_t cuda_reduce_spread(int type,
+                                              const cuda_reduce_geom *g,
                                               const void *dy, double scale,
                                               void *dx, cudaStream_t stream) {
   int64_t n;
@@ -219,8 +219,8 @@ extern "C" cudaError_t wf__cuda_reduce_spread(int type,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_max_min_grad(int type,
-                                             const wf__cuda_reduce_geom *g,
+extern "C" cudaError_t cuda_max_min_grad(int type,
+                                             const cuda_reduce_geom *g,
                                              const void *dy, const void *x,
                                              const void *y, void *dx,
                                              cudaStream_t stream) {

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-void wf__custage_init(wf__custage *s, const wf__custage_backend *b,
+void custage_init(custage *s, const custage_backend *b,
                       unsigned char *buf, size_t half) {
   memset(s, 0, sizeof *s);
   s->b = *b;
@@ -15,7 +15,7 @@ void wf__custage_init(wf__custage *s, const wf__custage_backend *b,
 }
 
 /* Waits until half h may be written again. */
-static int half_free(wf__custage *s, int h, char *why, size_t whylen) {
+static int half_free(custage *s, int h, char *why, size_t whylen) {
   if (!s->recorded[h])
     return 0;
   s->recorded[h] = 0;
@@ -23,7 +23,7 @@ static int half_free(wf__custage *s, int h, char *why, size_t whylen) {
 }
 
 /* Queues a copy from or into half h and records its event. */
-static int queue(wf__custage *s, int h, void *dst, const void *src, size_t n,
+static int queue(custage *s, int h, void *dst, const void *src, size_t n,
                  int to_device, char *why, size_t whylen) {
   int rc = s->b.copy(s->b.ctx, dst, src, n, to_device, why, whylen);
   if (!rc && !(rc = s->b.record(s->b.ctx, h, why, whylen)))
@@ -31,7 +31,7 @@ static int queue(wf__custage *s, int h, void *dst, const void *src, size_t n,
   return rc;
 }
 
-int wf__custage_in(wf__custage *s, unsigned char *dst,
+int custage_in(custage *s, unsigned char *dst,
                    const unsigned char *src, size_t bytes, char *why,
                    size_t whylen) {
   int h = 0, rc = 0;
@@ -47,7 +47,7 @@ int wf__custage_in(wf__custage *s, unsigned char *dst,
   return rc;
 }
 
-int wf__custage_out(wf__custage *s, unsigned char *dst,
+int custage_out(custage *s, unsigned char *dst,
                     const unsigned char *src, size_t bytes, char *why,
                     size_t whylen) {
   size_t off = 0, pending_off = 0, pending_n = 0;
@@ -80,7 +80,7 @@ int wf__custage_out(wf__custage *s, unsigned char *dst,
   return rc;
 }
 
-int wf__custage_drain(wf__custage *s, char *why, size_t whylen) {
+int custage_drain(custage *s, char *why, size_t whylen) {
   int rc = half_free(s, 0, why, whylen);
   int rc1 = half_free(s, 1, rc ? NULL : why, rc ? 0 : whylen);
   return rc ? rc : rc1;

@@ -5,7 +5,7 @@
 
 #include "cuda_device.h"
 
-const wf_kernel_def *const *const wf__cuda_kernel_tables[] = {
-    wf__cuda_kernels,       wf__cuda_math_kernels,  wf__cuda_reduce_kernels,
-    wf__cuda_nn_kernels,    wf__cuda_array_kernels, wf__cuda_train_kernels,
+const wf_kernel_def *const *const cuda_kernel_tables[] = {
+    cuda_kernels,       cuda_math_kernels,  cuda_reduce_kernels,
+    cuda_nn_kernels,    cuda_array_kernels, cuda_train_kernels,
     NULL};

@@ -30,10 +30,10 @@
 typedef struct scalar_in {
   int input;
   const char *name;
-  size_t offset; /* into wf__cuda_apply_params */
+  size_t offset; /* into cuda_apply_params */
 } scalar_in;
 
-#define SCALAR(in, field) {(in), #field, offsetof(wf__cuda_apply_params, field)}
+#define SCALAR(in, field) {(in), #field, offsetof(cuda_apply_params, field)}
 
 typedef struct optimizer {
   int rule;           /* WF_CUDA_* */
@@ -89,41 +89,39 @@ static const optimizer opt_sparse_rmsprop = {
     {SCALAR(3, lr), SCALAR(4, rho), SCALAR(5, momentum), SCALAR(6, epsilon)},
     -1, 0};
 
-
 static int read_params(const wf_kernel_ctx *ctx, const optimizer *o,
-                       wf__cuda_apply_params *p, wf_status *st) {
-  const wf_host *h = opc_host();
+                       cuda_apply_params *p, wf_status *st) {
   int b;
 
   memset(p, 0, sizeof *p);
   if (o->has_nesterov) {
-    if (opc_kernel_attr_bool(ctx, "use_nesterov", &b, st))
-      return h->status_code(st);
+    if (wfx_kernel_attr_bool(ctx, "use_nesterov", &b, st))
+      return wfx_code(st);
     p->nesterov = b;
   }
   if (o->amsgrad) {
-    if (opc_kernel_attr_bool(ctx, "amsgrad", &b, st))
-      return h->status_code(st);
+    if (wfx_kernel_attr_bool(ctx, "amsgrad", &b, st))
+      return wfx_code(st);
     p->amsgrad = b;
   }
   for (int k = 0; k < o->nscalars; k++)
     if (trn_scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
                      (double *)((char *)p + o->scalar[k].offset), st))
-      return h->status_code(st);
+      return wfx_code(st);
   if (o->step >= 0) {
     double step, c1, c2;
 
     if (trn_scalar_input(ctx, o->step, "step", &step, st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (!(step >= 1))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'step' is %g; the bias correction needs the "
                       "1-based count of updates (>= 1)",
                       step);
     c1 = 1 - pow(p->beta1, step);
     c2 = 1 - pow(p->beta2, step);
     if (c1 == 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "beta1 %g gives a bias correction 1 - beta1^step of 0",
                       p->beta1);
     p->alpha = p->lr * sqrt(c2) / c1;
@@ -154,31 +152,30 @@ typedef struct row_lists {
 
 static int row_lists_make(const wf_tensor *indices, int64_t nrows,
                           const char *what, row_lists *rl, wf_status *st) {
-  const wf_host *h = opc_host();
-  int64_t k = h->tensor_count(indices);
-  const void *iv = h->tensor_data(indices);
-  int32_t idt = h->tensor_dtype(indices);
+  int64_t k = wfx_count(indices);
+  const void *iv = wfx_data(indices);
+  int32_t idt = wfx_dtype(indices);
   row_ref *refs;
 
   memset(rl, 0, sizeof *rl);
   if (k == 0)
     return 0;
   if ((uint64_t)k > SIZE_MAX / (4 * sizeof(int64_t)) ||
-      !(rl->mem = h->alloc((size_t)(3 * k + 1) * sizeof(int64_t), 0)) ||
-      !(refs = h->alloc((size_t)k * sizeof *refs, 0))) {
-    h->free(rl->mem);
+      !(rl->mem = wfx_host->alloc((size_t)(3 * k + 1) * sizeof(int64_t), 0)) ||
+      !(refs = wfx_host->alloc((size_t)k * sizeof *refs, 0))) {
+    wfx_host->free(rl->mem);
     rl->mem = NULL;
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of host memory for %" PRId64 " sparse rows", k);
   }
   for (int64_t j = 0; j < k; j++) {
     int64_t r = idt == WF_INT32 ? ((const int32_t *)iv)[j]
                                 : ((const int64_t *)iv)[j];
     if (r < 0 || r >= nrows) {
-      h->free(refs);
-      h->free(rl->mem);
+      wfx_host->free(refs);
+      wfx_host->free(rl->mem);
       rl->mem = NULL;
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices[%" PRId64 "] = %" PRId64 " is out of range "
                       "for %s of %" PRId64 " rows (valid: 0 to %" PRId64 ")",
                       j, r, what, nrows, nrows - 1);
@@ -197,86 +194,84 @@ static int row_lists_make(const wf_tensor *indices, int64_t nrows,
     }
   }
   rl->start[rl->nunique] = k;
-  h->free(refs);
+  wfx_host->free(refs);
   return 0;
 }
 
 static void row_lists_free(row_lists *rl) {
-  opc_host()->free(rl->mem);
+  wfx_host->free(rl->mem);
   rl->mem = NULL;
 }
 
 static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *grad, *indices = NULL;
   wf_shape gs, vs, is;
-  char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
+  char b1[WFX_SHAPE_STR_MAX], b2[WFX_SHAPE_STR_MAX];
   void *slots[TRN_MAX_VARS] = {NULL};
   const char *grad_name = o->indices >= 0 ? "values" : "grad";
-  wf__cuda_apply_params p;
+  cuda_apply_params p;
   row_lists rl = {0};
-  wf__cuw w = {0};
+  cuw w = {0};
   trn_vars v;
   int32_t dt;
   int type, rc;
   cudaError_t err;
 
   if (read_params(ctx, o, &p, st) ||
-      opc_kernel_input(ctx, o->grad, &grad, &gs, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(grad);
-  if (wf__cuw_float_type(dt, &type, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, o->grad, &grad, &gs, st))
+    return wfx_code(st);
+  dt = wfx_dtype(grad);
+  if (cuw_float_type(dt, &type, st))
+    return wfx_code(st);
   if (o->indices >= 0) {
     int32_t idt;
 
-    if (opc_kernel_input(ctx, o->indices, &indices, &is, st))
-      return h->status_code(st);
-    idt = h->tensor_dtype(indices);
+    if (wfx_kernel_input(ctx, o->indices, &indices, &is, st))
+      return wfx_code(st);
+    idt = wfx_dtype(indices);
     if ((idt != WF_INT32 && idt != WF_INT64) || is.rank != 1 ||
         gs.rank < 1 || gs.dims[0] != is.dims[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'indices' is %s %s and 'values' %s; expected "
                       "int32 or int64 indices (K,) and values (K, ...)",
-                      opc_dtype_name(idt), opc_shape_str(&is, b1, sizeof b1),
-                      opc_shape_str(&gs, b2, sizeof b2));
+                      wfx_dtype_name(idt), wfx_shape_str(&is, b1, sizeof b1),
+                      wfx_shape_str(&gs, b2, sizeof b2));
   }
 
   memset(&v, 0, sizeof v);
   v.n = o->nres - (o->amsgrad && !p.amsgrad ? 1 : 0);
   for (int k = 0; k < v.n; k++) {
-    if (opc_kernel_input(ctx, k, &v.handle[k], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, k, &v.handle[k], NULL, st))
+      return wfx_code(st);
     v.input[k] = o->res[k];
   }
   if (trn_lock(&v, st))
-    return h->status_code(st);
-  h->tensor_shape(v.value[0], &vs);
-  if (h->tensor_dtype(v.value[0]) != dt) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
-                  "variable '%s' is %s but input '%s' is %s",
-                  h->var_name(v.handle[0]),
-                  opc_dtype_name(h->tensor_dtype(v.value[0])), grad_name,
-                  opc_dtype_name(dt));
+    return wfx_code(st);
+  wfx_host->tensor_shape(v.value[0], &vs);
+  if (wfx_dtype(v.value[0]) != dt) {
+    rc = wfx_fail(
+        st, WF_INVALID_ARGUMENT, "variable '%s' is %s but input '%s' is %s",
+        wfx_host->var_name(v.handle[0]), wfx_dtype_name(wfx_dtype(v.value[0])),
+        grad_name, wfx_dtype_name(dt));
     goto done;
   }
   for (int k = 0; k < v.n; k++)
-    slots[k] = h->tensor_data(v.value[k]);
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+    slots[k] = wfx_data(v.value[k]);
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
 
   if (o->indices < 0) {
-    if (!wf__cuw_same_shape(&gs, &vs)) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    if (!wfx_shape_equal(&gs, &vs)) {
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'grad' has %s",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
-    err = wf__cuda_apply(o->rule, type, h->tensor_count(grad), slots,
-                         h->tensor_data(grad), &p, w.dev->stream);
-    rc = wf__cuw_check(&w, "the update kernel", err, st);
+    err = cuda_apply(o->rule, type, wfx_count(grad), slots, wfx_data(grad), &p,
+                     w.dev->stream);
+    rc = cuw_check(&w, "the update kernel", err, st);
   } else {
     int64_t width = 1;
     void *dev_lists;
@@ -284,41 +279,42 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
     if (vs.rank < 1 || gs.rank != vs.rank ||
         memcmp(gs.dims + 1, vs.dims + 1,
                sizeof gs.dims[0] * (size_t)(gs.rank - 1)) != 0) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'values' has %s; "
                     "values are rows (K, ...) of the variable (N, ...)",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
     for (int d = 1; d < vs.rank; d++)
       width *= vs.dims[d];
     {
       char what[300];
-      snprintf(what, sizeof what, "variable '%s'", h->var_name(v.handle[0]));
+      snprintf(what, sizeof what, "variable '%s'",
+               wfx_host->var_name(v.handle[0]));
       if ((rc = row_lists_make(indices, vs.dims[0], what, &rl, st)) != 0)
         goto done;
     }
     if (rl.nunique == 0 || width == 0)
       goto done;
     {
-      int64_t k = h->tensor_count(indices);
-      if ((rc = wf__cuw_upload(&w, rl.mem,
+      int64_t k = wfx_count(indices);
+      if ((rc = cuw_upload(&w, rl.mem,
                                (size_t)(3 * k + 1) * sizeof(int64_t),
                                &dev_lists, "the sparse rows", st)) != 0)
         goto done;
-      err = wf__cuda_apply_sparse(
+      err = cuda_apply_sparse(
           o->rule, type, rl.nunique, width, (int64_t *)dev_lists + k,
           (int64_t *)dev_lists + 2 * k, (int64_t *)dev_lists, slots,
-          h->tensor_data(grad), &p, w.dev->stream);
-      rc = wf__cuw_check(&w, "the sparse update kernel", err, st);
+          wfx_data(grad), &p, w.dev->stream);
+      rc = cuw_check(&w, "the sparse update kernel", err, st);
     }
   }
 
 done:
   row_lists_free(&rl);
-  wf__cuw_end(&w);
+  cuw_end(&w);
   trn_unlock(&v);
   return rc;
 }
@@ -326,50 +322,47 @@ done:
 /* ---- AssignAdd / AssignSub ------------------------------------------------ */
 
 static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *handle, *delta;
   wf_tensor *var;
   wf_shape vs, ds;
   int32_t vdt, ddt;
-  char sv[OPC_SHAPE_STR_MAX], sd[OPC_SHAPE_STR_MAX];
-  wf__cuw w = {0};
+  char sv[WFX_SHAPE_STR_MAX], sd[WFX_SHAPE_STR_MAX];
+  cuw w = {0};
   int rc = 0, type;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
-      opc_kernel_input(ctx, 1, &delta, &ds, st))
-    return h->status_code(st);
-  if (!(var = h->var_lock(handle, st)))
-    return h->status_code(st);
-  vdt = h->tensor_dtype(var);
-  ddt = h->tensor_dtype(delta);
-  h->tensor_shape(var, &vs);
-  if (vdt != ddt || !wf__cuw_same_shape(&vs, &ds)) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &delta, &ds, st))
+    return wfx_code(st);
+  if (!(var = wfx_host->var_lock(handle, st)))
+    return wfx_code(st);
+  vdt = wfx_dtype(var);
+  ddt = wfx_dtype(delta);
+  wfx_host->tensor_shape(var, &vs);
+  if (vdt != ddt || !wfx_shape_equal(&vs, &ds)) {
+    rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s %s but the value to %s is %s %s",
-                  h->var_name(handle), opc_dtype_name(vdt),
-                  opc_shape_str(&vs, sv, sizeof sv),
-                  subtract ? "subtract" : "add", opc_dtype_name(ddt),
-                  opc_shape_str(&ds, sd, sizeof sd));
+                  wfx_host->var_name(handle), wfx_dtype_name(vdt),
+                  wfx_shape_str(&vs, sv, sizeof sv),
+                  subtract ? "subtract" : "add", wfx_dtype_name(ddt),
+                  wfx_shape_str(&ds, sd, sizeof sd));
     goto done;
   }
-  if ((type = wf__cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
-    rc = opc_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
+  if ((type = cuw_type_of(vdt)) < 0 || type == WF_CUDA_BOOL) {
+    rc = wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA %s kernel for %s",
                   subtract ? "AssignSubVariable" : "AssignAddVariable",
-                  opc_dtype_name(vdt));
+                  wfx_dtype_name(vdt));
     goto done;
   }
-  if ((rc = wf__cuw_begin(&w, ctx, st)) != 0)
+  if ((rc = cuw_begin(&w, ctx, st)) != 0)
     goto done;
-  rc = wf__cuw_check(&w, "the accumulation kernel",
-                     wf__cuda_accumulate(type, h->tensor_count(var),
-                                         h->tensor_data(var),
-                                         h->tensor_data(delta), subtract,
-                                         w.dev->stream),
-                     st);
+  rc = cuw_check(&w, "the accumulation kernel",
+                 cuda_accumulate(type, wfx_count(var), wfx_data(var),
+                                 wfx_data(delta), subtract, w.dev->stream),
+                 st);
 
 done:
-  wf__cuw_end(&w);
-  h->var_unlock(handle);
+  cuw_end(&w);
+  wfx_host->var_unlock(handle);
   return rc;
 }
 
@@ -407,46 +400,55 @@ APPLY(sparse_rmsprop, opt_sparse_rmsprop)
   (FLT | WF_DTYPE_BIT(WF_INT8) | WF_DTYPE_BIT(WF_UINT8) |                      \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
 #define B WF_CUW_BIT
-#define KERNEL(var, nm, tattr, types, hosts, fn)                               \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cuda",                     \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (types),                         \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "cuda",                           \
-                                    .compute = (fn),                           \
-                                    .host_inputs = (hosts)}
 
 /* Host inputs: every scalar hyperparameter, the step and the indices
  * (resource handles are host memory anyway). */
-KERNEL(k_gd, "ApplyGradientDescent", "T", FLT, B(1), compute_gd);
-KERNEL(k_momentum, "ApplyMomentum", "T", FLT, B(2) | B(4), compute_momentum);
-KERNEL(k_adam, "ApplyAdam", "T", FLT, B(4) | B(5) | B(6) | B(7) | B(9),
-       compute_adam);
-KERNEL(k_adamw, "ApplyAdamW", "T", FLT,
-       B(4) | B(5) | B(6) | B(7) | B(8) | B(10), compute_adamw);
-KERNEL(k_rmsprop, "ApplyRMSProp", "T", FLT, B(3) | B(4) | B(5) | B(6),
-       compute_rmsprop);
-KERNEL(k_centered_rmsprop, "ApplyCenteredRMSProp", "T", FLT,
-       B(4) | B(5) | B(6) | B(7), compute_centered_rmsprop);
-KERNEL(k_adagrad, "ApplyAdagrad", "T", FLT, B(2) | B(3), compute_adagrad);
-KERNEL(k_sparse_gd, "SparseApplyGradientDescent", "T", FLT, B(1) | B(3),
-       compute_sparse_gd);
-KERNEL(k_sparse_momentum, "SparseApplyMomentum", "T", FLT,
-       B(2) | B(4) | B(5), compute_sparse_momentum);
-KERNEL(k_sparse_adam, "SparseApplyAdam", "T", FLT,
-       B(4) | B(5) | B(6) | B(7) | B(9) | B(10), compute_sparse_adam);
-KERNEL(k_sparse_adagrad, "SparseApplyAdagrad", "T", FLT, B(2) | B(3) | B(5),
-       compute_sparse_adagrad);
-KERNEL(k_sparse_rmsprop, "SparseApplyRMSProp", "T", FLT,
-       B(3) | B(4) | B(5) | B(6) | B(8), compute_sparse_rmsprop);
-KERNEL(k_assign_add, "AssignAddVariable", "dtype", NUM, 0,
-       assign_add_compute);
-KERNEL(k_assign_sub, "AssignSubVariable", "dtype", NUM, 0,
-       assign_sub_compute);
+static const wf_kernel_def k_gd =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyGradientDescent", "T", FLT, compute_gd,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(1));
+static const wf_kernel_def k_momentum =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyMomentum", "T", FLT, compute_momentum,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(4));
+static const wf_kernel_def k_adam = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyAdam", "T", FLT, compute_adam,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(4) | B(5) | B(6) | B(7) | B(9));
+static const wf_kernel_def k_adamw =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyAdamW", "T", FLT, compute_adamw,
+                   .flags = WF_KERNEL_CHEAP,
+                   .host_inputs = B(4) | B(5) | B(6) | B(7) | B(8) | B(10));
+static const wf_kernel_def k_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyRMSProp", "T", FLT, compute_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(3) | B(4) | B(5) | B(6));
+static const wf_kernel_def k_centered_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "ApplyCenteredRMSProp", "T", FLT, compute_centered_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(4) | B(5) | B(6) | B(7));
+static const wf_kernel_def k_adagrad =
+    WFX_KERNEL_FOR("cuda", "cuda", "ApplyAdagrad", "T", FLT, compute_adagrad,
+                   .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(3));
+static const wf_kernel_def k_sparse_gd = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyGradientDescent", "T", FLT, compute_sparse_gd,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(1) | B(3));
+static const wf_kernel_def k_sparse_momentum = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyMomentum", "T", FLT, compute_sparse_momentum,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(4) | B(5));
+static const wf_kernel_def k_sparse_adam =
+    WFX_KERNEL_FOR("cuda", "cuda", "SparseApplyAdam", "T", FLT,
+                   compute_sparse_adam, .flags = WF_KERNEL_CHEAP,
+                   .host_inputs = B(4) | B(5) | B(6) | B(7) | B(9) | B(10));
+static const wf_kernel_def k_sparse_adagrad = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyAdagrad", "T", FLT, compute_sparse_adagrad,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(2) | B(3) | B(5));
+static const wf_kernel_def k_sparse_rmsprop = WFX_KERNEL_FOR(
+    "cuda", "cuda", "SparseApplyRMSProp", "T", FLT, compute_sparse_rmsprop,
+    .flags = WF_KERNEL_CHEAP, .host_inputs = B(3) | B(4) | B(5) | B(6) | B(8));
+static const wf_kernel_def k_assign_add =
+    WFX_KERNEL_FOR("cuda", "cuda", "AssignAddVariable", "dtype", NUM,
+                   assign_add_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_assign_sub =
+    WFX_KERNEL_FOR("cuda", "cuda", "AssignSubVariable", "dtype", NUM,
+                   assign_sub_compute, .flags = WF_KERNEL_CHEAP);
 
-const wf_kernel_def *const wf__cuda_train_kernels[] = {
+const wf_kernel_def *const cuda_train_kernels[] = {
     &k_gd,          &k_momentum,        &k_adam,          &k_adamw,
     &k_rmsprop,     &k_centered_rmsprop, &k_adagrad,      &k_sparse_gd,
     &k_sparse_momentum, &k_sparse_adam, &k_sparse_adagrad, &k_sparse_rmsprop,

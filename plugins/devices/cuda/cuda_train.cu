@@ -22,7 +22,7 @@
 template <typename T>
 __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
                                T *s3, double g,
-                               const wf__cuda_apply_params &p) {
+                               const cuda_apply_params &p) {
   switch (rule) {
   case WF_CUDA_SGD:
     s0[i] = (T)SUB((double)s0[i], MUL(p.lr, g));
@@ -87,7 +87,7 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
 
 template <typename T>
 __global__ void apply_k(int rule, int64_t n, T *s0, T *s1, T *s2, T *s3,
-                        const T *grad, wf__cuda_apply_params p) {
+                        const T *grad, cuda_apply_params p) {
   CU_FOR(i, n) rule_at<T>(rule, i, s0, s1, s2, s3, (double)grad[i], p);
 }
 
@@ -98,7 +98,7 @@ __global__ void apply_sparse_k(int rule, int64_t urows, int64_t width,
                                const int64_t *row, const int64_t *start,
                                const int64_t *order, T *s0, T *s1, T *s2,
                                T *s3, const T *values,
-                               wf__cuda_apply_params p) {
+                               cuda_apply_params p) {
   int64_t total = urows * width;
   CU_FOR(i, total) {
     int64_t u = i / width, e = i % width;
@@ -123,9 +123,9 @@ static int rule_ok(int rule) {
   return rule >= WF_CUDA_SGD && rule <= WF_CUDA_ADAGRAD;
 }
 
-extern "C" cudaError_t wf__cuda_apply(int rule, int type, int64_t n,
+extern "C" cudaError_t cuda_apply(int rule, int type, int64_t n,
                                       void *const s[4], const void *grad,
-                                      const wf__cuda_apply_params *p,
+                                      const cuda_apply_params *p,
                                       cudaStream_t stream) {
   if (!rule_ok(rule) || n < 0)
     return cudaErrorInvalidValue;
@@ -144,10 +144,10 @@ extern "C" cudaError_t wf__cuda_apply(int rule, int type, int64_t n,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_apply_sparse(
+extern "C" cudaError_t cuda_apply_sparse(
     int rule, int type, int64_t urows, int64_t width, const int64_t *row,
     const int64_t *start, const int64_t *order, void *const s[4],
-    const void *values, const wf__cuda_apply_params *p,
+    const void *values, const cuda_apply_params *p,
     cudaStream_t stream) {
   int64_t n = urows * width;
   if (!rule_ok(rule) || n < 0)
@@ -168,7 +168,7 @@ extern "C" cudaError_t wf__cuda_apply_sparse(
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t wf__cuda_accumulate(int type, int64_t n, void *dst,
+extern "C" cudaError_t cuda_accumulate(int type, int64_t n, void *dst,
                                            const void *src, int subtract,
                                            cudaStream_t stream) {
   unsigned g = cu_grid(n);

@@ -8,81 +8,78 @@
 #include <inttypes.h>
 #include <string.h>
 
-int wf__cuw_begin(wf__cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
+int cuw_begin(cuw *w, const wf_kernel_ctx *ctx, wf_status *st) {
   char text[192];
   cudaError_t err;
 
   memset(w, 0, sizeof *w);
   /* The GPU the node was placed on; outside an executor (no device), the
    * first usable one. */
-  w->dev = ctx ? opc_host()->kernel_device_state(ctx) : NULL;
+  w->dev = ctx ? wfx_host->kernel_device_state(ctx) : NULL;
   if (!w->dev || !w->dev->usable)
-    w->dev = wf__cuda_kernel_device();
+    w->dev = cuda_kernel_device();
   if (!w->dev)
-    return opc_fail(st, WF_FAILED_PRECONDITION,
+    return wfx_fail(st, WF_FAILED_PRECONDITION,
                     "the CUDA plugin has no usable GPU (its state was "
                     "released)");
   if ((err = cudaSetDevice(w->dev->ordinal)) != cudaSuccess)
-    return opc_fail(st, WF_INTERNAL, "%s: cudaSetDevice failed (%s)",
-                    w->dev->label,
-                    wf__cuda_error_text(err, text, sizeof text));
+    return wfx_fail(st, WF_INTERNAL, "%s: cudaSetDevice failed (%s)",
+                    w->dev->label, cuda_error_text(err, text, sizeof text));
   return 0;
 }
 
-int wf__cuw_scratch(wf__cuw *w, size_t bytes, void **out, wf_status *st) {
+int cuw_scratch(cuw *w, size_t bytes, void **out, wf_status *st) {
   char why[512];
   int rc;
 
   *out = NULL;
   if (w->num_blocks == WF_CUW_MAX_BLOCKS)
-    return opc_fail(st, WF_INTERNAL,
+    return wfx_fail(st, WF_INTERNAL,
                     "%s: more than %d scratch blocks in one kernel call",
                     w->dev->label, WF_CUW_MAX_BLOCKS);
-  rc = wf__cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
+  rc = cucache_block_alloc(w->dev->cache, bytes, out, why, sizeof why);
   if (rc)
-    return opc_fail(st, rc, "%s: scratch memory: %s", w->dev->label, why);
+    return wfx_fail(st, rc, "%s: scratch memory: %s", w->dev->label, why);
   w->blocks[w->num_blocks++] = *out;
   return 0;
 }
 
-int wf__cuw_upload(wf__cuw *w, const void *src, size_t bytes, void **out,
+int cuw_upload(cuw *w, const void *src, size_t bytes, void **out,
                    const char *what, wf_status *st) {
   char text[192];
   cudaError_t err;
   int rc;
 
-  if ((rc = wf__cuw_scratch(w, bytes, out, st)) != 0)
+  if ((rc = cuw_scratch(w, bytes, out, st)) != 0)
     return rc;
   err = cudaMemcpyAsync(*out, src, bytes, cudaMemcpyHostToDevice,
                         w->dev->stream);
   if (err != cudaSuccess)
-    return opc_fail(st, WF_INTERNAL,
-                    "%s: copying %s (%zu bytes) to the device failed (%s)",
-                    w->dev->label, what, bytes,
-                    wf__cuda_error_text(err, text, sizeof text));
+    return wfx_fail(
+        st, WF_INTERNAL, "%s: copying %s (%zu bytes) to the device failed (%s)",
+        w->dev->label, what, bytes, cuda_error_text(err, text, sizeof text));
   return 0;
 }
 
-void wf__cuw_end(wf__cuw *w) {
+void cuw_end(cuw *w) {
   if (!w->dev)
     return;
   for (int i = 0; i < w->num_blocks; i++)
-    wf__cucache_block_free(w->dev->cache, w->blocks[i]);
+    cucache_block_free(w->dev->cache, w->blocks[i]);
   w->num_blocks = 0;
 }
 
-int wf__cuw_check(const wf__cuw *w, const char *what, cudaError_t err,
+int cuw_check(const cuw *w, const char *what, cudaError_t err,
                   wf_status *st) {
   char text[192];
 
   if (err == cudaSuccess)
     return 0;
-  return opc_fail(st, WF_INTERNAL, "%s: launching %s failed (%s)",
-                  w->dev->label, what,
-                  wf__cuda_error_text(err, text, sizeof text));
+  return wfx_fail(st, WF_INTERNAL, "%s: launching %s failed (%s)",
+                  w->dev->label, what, cuda_error_text(err, text, sizeof text));
 }
 
-int wf__cuw_type_of(int32_t dtype) {
+int cuw_type_of(int32_t dtype) {
   switch (dtype) {
   case WF_FLOAT32: return WF_CUDA_F32;
   case WF_FLOAT64: return WF_CUDA_F64;
@@ -95,22 +92,22 @@ int wf__cuw_type_of(int32_t dtype) {
   }
 }
 
-int wf__cuw_float_type(int32_t dtype, int *type, wf_status *st) {
+int cuw_float_type(int32_t dtype, int *type, wf_status *st) {
   if (dtype == WF_FLOAT32)
     *type = WF_CUDA_F32;
   else if (dtype == WF_FLOAT64)
     *type = WF_CUDA_F64;
   else
-    return opc_fail(st, WF_UNIMPLEMENTED, "no CUDA kernel for %s",
-                    opc_dtype_name(dtype));
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA kernel for %s",
+                    wfx_dtype_name(dtype));
   return 0;
 }
 
-void wf__cuw_bcast(const wf_shape *out, const wf_shape *in, wf__cuda_bcast *b,
+void cuw_bcast(const wf_shape *out, const wf_shape *in, cuda_bcast *b,
                    int64_t *count) {
-  opc_bcast walk;
+  wfx_bcast walk;
 
-  opc_bcast_init(&walk, out, 2, in);
+  wfx_bcast_init(&walk, out, 2, in);
   memset(b, 0, sizeof *b);
   b->rank = walk.rank;
   for (int d = 0; d < walk.rank; d++) {
@@ -121,41 +118,31 @@ void wf__cuw_bcast(const wf_shape *out, const wf_shape *in, wf__cuda_bcast *b,
   *count = walk.count;
 }
 
-int wf__cuw_same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
-int wf__cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
+int cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
                        wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t dt = h->tensor_dtype(t);
+  int32_t dt = wfx_dtype(t);
   wf_shape ts;
   int64_t dims[WF_MAX_RANK];
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  h->tensor_shape(t, &ts);
+  wfx_host->tensor_shape(t, &ts);
   if (dt != WF_INT32 && dt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be int32 or int64, not %s", input,
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   if (ts.rank != 1 || ts.dims[0] > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be a vector of at most %d entries, got "
                     "shape %s",
-                    input, WF_MAX_RANK, opc_shape_str(&ts, buf, sizeof buf));
+                    input, WF_MAX_RANK, wfx_shape_str(&ts, buf, sizeof buf));
   for (int64_t i = 0; i < ts.dims[0]; i++) {
-    dims[i] = dt == WF_INT32 ? ((const int32_t *)h->tensor_data(t))[i]
-                             : ((const int64_t *)h->tensor_data(t))[i];
+    dims[i] = dt == WF_INT32 ? ((const int32_t *)wfx_data(t))[i]
+                             : ((const int64_t *)wfx_data(t))[i];
     if (dims[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
-                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input,
-                      i, dims[i]);
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
+                      "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input, i,
+                      dims[i]);
   }
-  opc_shape_make(s, (int)ts.dims[0], dims);
+  wfx_shape_make(s, (int)ts.dims[0], dims);
   return 0;
 }

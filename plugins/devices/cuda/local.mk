@@ -65,7 +65,6 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/ops/nn/libnnref.la \
 	plugins/ops/train/libtrnref.la \
 	plugins/ops/common/libopfused.la \
-	plugins/ops/common/libopcommon.la \
 	plugins/ops/random/libphilox.la \
 	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 # The CUDA libraries are not made to be unloaded (the driver keeps threads

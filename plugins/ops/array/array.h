@@ -66,16 +66,6 @@
 #define ARY_ATTR_INDEX(nm, dc)                                                 \
   ARY_ATTR_TYPE_DEFAULT(nm, ARY_DTYPES_INDEX, WF_INT32, dc)
 
-/* A reference CPU kernel for op, keyed by type attribute tattr over the
- * dtypes in mask (tattr NULL: no type key). */
-#define ARY_KERNEL(opname, tattr, mask, kflags, fn)                            \
-  {                                                                            \
-    WF_STRUCT_INIT(wf_kernel_def), .op = (opname), .device_type = "cpu",       \
-                                   .type_attr = (tattr), .dtypes = (mask),     \
-                                   .priority = 0, .flags = (kflags),           \
-                                   .label = "reference", .compute = (fn)       \
-  }
-
 /* ---- index-valued tensors ------------------------------------------------ */
 
 /* Most entries an index vector may hold (shape vectors, perms, begins). */

@@ -12,7 +12,7 @@
 
 /* *s = rank `rank` with every dimension unknown. */
 static void shape_of_rank(wf_shape *s, int rank) {
-  opc_shape_set_unknown(s);
+  wfx_shape_set_unknown(s);
   s->rank = rank;
   for (int i = 0; i < rank; i++)
     s->dims[i] = WF_UNKNOWN_DIM;
@@ -30,66 +30,64 @@ static int64_t dims_product(const int64_t *dims, int from, int to) {
 /* ---- Concat -------------------------------------------------------------- */
 
 static int concat_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_inputs(ctx);
+  int32_t n = wfx_host->shape_num_inputs(ctx);
   int64_t axis_attr, sum = 0;
   wf_shape out, s;
   int rank = -1, axis;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_attr_int(ctx, "axis", &axis_attr, st))
-    return h->status_code(st);
+  if (wfx_shape_attr_int(ctx, "axis", &axis_attr, st))
+    return wfx_code(st);
   for (int32_t i = 0; i < n; i++) {
-    if (opc_shape_input(ctx, i, NULL, &s, st))
-      return h->status_code(st);
+    if (wfx_shape_input(ctx, i, NULL, &s, st))
+      return wfx_code(st);
     if (s.rank < 0)
       continue;
     if (rank < 0) {
       rank = s.rank;
       if (rank == 0)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "cannot concatenate scalars (input %d has rank 0)",
                         (int)i);
-      if (opc_axis_normalize(axis_attr, rank, &axis, NULL, st))
-        return h->status_code(st);
+      if (wfx_axis_normalize(axis_attr, rank, &axis, NULL, st))
+        return wfx_code(st);
       shape_of_rank(&out, rank);
     } else if (s.rank != rank) {
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "all inputs must have the same rank: input %d has "
                       "shape %s, an earlier one rank %d",
-                      (int)i, opc_shape_str(&s, a, sizeof a), rank);
+                      (int)i, wfx_shape_str(&s, a, sizeof a), rank);
     }
     for (int d = 0; d < rank; d++) {
       if (d == axis || s.dims[d] < 0)
         continue;
       if (out.dims[d] >= 0 && out.dims[d] != s.dims[d])
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "input %d has shape %s, which differs from the "
                         "others' %s in dimension %d (only dimension %d, the "
                         "axis, may differ)",
-                        (int)i, opc_shape_str(&s, a, sizeof a),
-                        opc_shape_str(&out, b, sizeof b), d, axis);
+                        (int)i, wfx_shape_str(&s, a, sizeof a),
+                        wfx_shape_str(&out, b, sizeof b), d, axis);
       out.dims[d] = s.dims[d];
     }
   }
   if (rank < 0) {
-    opc_shape_set_unknown(&out);
-    h->shape_set_output(ctx, 0, &out);
+    wfx_shape_set_unknown(&out);
+    wfx_host->shape_set_output(ctx, 0, &out);
     return 0;
   }
   for (int32_t i = 0; i < n && sum >= 0; i++) {
-    if (opc_shape_input(ctx, i, NULL, &s, st))
-      return h->status_code(st);
+    if (wfx_shape_input(ctx, i, NULL, &s, st))
+      return wfx_code(st);
     sum = s.rank < 0 || s.dims[axis] < 0 ? -1 : sum + s.dims[axis];
   }
   out.dims[axis] = sum;
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int concat_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->kernel_num_inputs(ctx);
+  int32_t n = wfx_host->kernel_num_inputs(ctx);
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s0, s, out;
@@ -97,49 +95,49 @@ static int concat_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   size_t es, row_out, off;
   char *dst;
   int axis;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      opc_kernel_input(ctx, 0, &x, &s0, st))
-    return h->status_code(st);
+  if (wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      wfx_kernel_input(ctx, 0, &x, &s0, st))
+    return wfx_code(st);
   if (s0.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot concatenate scalars (input 0 has rank 0)");
-  if (opc_axis_normalize(axis_attr, s0.rank, &axis, NULL, st))
-    return h->status_code(st);
+  if (wfx_axis_normalize(axis_attr, s0.rank, &axis, NULL, st))
+    return wfx_code(st);
   out = s0;
   out.dims[axis] = 0;
   for (int32_t i = 0; i < n; i++) {
     int same;
 
-    if (opc_kernel_input(ctx, i, &x, &s, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &x, &s, st))
+      return wfx_code(st);
     same = s.rank == s0.rank;
     for (int d = 0; same && d < s.rank; d++)
       same = d == axis || s.dims[d] == s0.dims[d];
     if (!same)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input %d has shape %s but input 0 has %s; they "
                       "may differ only in dimension %d",
-                      (int)i, opc_shape_str(&s, a, sizeof a),
-                      opc_shape_str(&s0, b, sizeof b), axis);
+                      (int)i, wfx_shape_str(&s, a, sizeof a),
+                      wfx_shape_str(&s0, b, sizeof b), axis);
     out.dims[axis] += s.dims[axis];
   }
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  es = opc_dtype_size(h->tensor_dtype(y));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  es = wfx_dtype_size(wfx_dtype(y));
   outer = dims_product(out.dims, 0, axis);
   inner = dims_product(out.dims, axis + 1, out.rank);
   row_out = (size_t)(out.dims[axis] * inner) * es;
-  dst = h->tensor_data(y);
+  dst = wfx_data(y);
   off = 0;
   for (int32_t i = 0; i < n; i++) {
     size_t row;
     const char *src;
 
-    opc_kernel_input(ctx, i, &x, &s, st);
+    wfx_kernel_input(ctx, i, &x, &s, st);
     row = (size_t)(s.dims[axis] * inner) * es;
-    src = h->tensor_data(x);
+    src = wfx_data(x);
     if (row > 0)
       for (int64_t o = 0; o < outer; o++)
         memcpy(dst + (size_t)o * row_out + off, src + (size_t)o * row, row);
@@ -175,54 +173,52 @@ const wf_op_def ary_concat_op = {
            "attribute, not an input."};
 
 const wf_kernel_def ary_concat_kernel =
-    ARY_KERNEL("Concat", "T", WF_DTYPES_ALL, 0, concat_compute);
+    WFX_CPU_REFERENCE("Concat", "T", WF_DTYPES_ALL, concat_compute);
 
 /* ---- Split --------------------------------------------------------------- */
 
 /* The shape of each of num_split pieces of s (rank known) along axis. */
 static int split_piece(const wf_shape *s, int64_t axis_attr, int64_t num_split,
                        wf_shape *piece, int *axis, wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   if (s->rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "cannot split a scalar");
-  if (opc_axis_normalize(axis_attr, s->rank, axis, NULL, st))
-    return opc_host()->status_code(st);
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "cannot split a scalar");
+  if (wfx_axis_normalize(axis_attr, s->rank, axis, NULL, st))
+    return wfx_code(st);
   *piece = *s;
   if (s->dims[*axis] < 0)
     return 0;
   if (s->dims[*axis] % num_split != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "dimension %d of shape %s (size %" PRId64
                     ") does not split evenly into %" PRId64 " pieces",
-                    *axis, opc_shape_str(s, buf, sizeof buf), s->dims[*axis],
+                    *axis, wfx_shape_str(s, buf, sizeof buf), s->dims[*axis],
                     num_split);
   piece->dims[*axis] = s->dims[*axis] / num_split;
   return 0;
 }
 
 static int split_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_outputs(ctx);
+  int32_t n = wfx_host->shape_num_outputs(ctx);
   int64_t axis_attr;
   wf_shape s, piece;
   int axis;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis_attr, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis_attr, st))
+    return wfx_code(st);
   if (s.rank < 0)
-    opc_shape_set_unknown(&piece);
+    wfx_shape_set_unknown(&piece);
   else if (split_piece(&s, axis_attr, n, &piece, &axis, st))
-    return h->status_code(st);
+    return wfx_code(st);
   for (int32_t i = 0; i < n; i++)
-    h->shape_set_output(ctx, i, &piece);
+    wfx_host->shape_set_output(ctx, i, &piece);
   return 0;
 }
 
 static int split_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->kernel_num_outputs(ctx);
+  int32_t n = wfx_host->kernel_num_outputs(ctx);
   const wf_tensor *x;
   wf_shape s, piece;
   int64_t axis_attr, outer, inner;
@@ -230,23 +226,23 @@ static int split_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const char *src;
   int axis;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
       split_piece(&s, axis_attr, n, &piece, &axis, st))
-    return h->status_code(st);
-  es = opc_dtype_size(h->tensor_dtype(x));
+    return wfx_code(st);
+  es = wfx_dtype_size(wfx_dtype(x));
   outer = dims_product(s.dims, 0, axis);
   inner = dims_product(s.dims, axis + 1, s.rank);
   row = (size_t)(piece.dims[axis] * inner) * es;
   row_in = row * (size_t)n;
-  src = h->tensor_data(x);
+  src = wfx_data(x);
   for (int32_t i = 0; i < n; i++) {
-    wf_tensor *y = h->kernel_output_new(ctx, i, &piece, st);
+    wf_tensor *y = wfx_host->kernel_output_new(ctx, i, &piece, st);
     char *dst;
 
     if (!y)
-      return h->status_code(st);
-    dst = h->tensor_data(y);
+      return wfx_code(st);
+    dst = wfx_data(y);
     if (row > 0)
       for (int64_t o = 0; o < outer; o++)
         memcpy(dst + (size_t)o * row, src + (size_t)o * row_in + i * row, row);
@@ -279,25 +275,25 @@ const wf_op_def ary_split_op = {
            "axis is an attribute, not an input."};
 
 const wf_kernel_def ary_split_kernel =
-    ARY_KERNEL("Split", "T", WF_DTYPES_ALL, 0, split_compute);
+    WFX_CPU_REFERENCE("Split", "T", WF_DTYPES_ALL, split_compute);
 
 /* ---- Tile ---------------------------------------------------------------- */
 
 static int check_multiples(const int64_t *mult, int64_t n, int rank,
                            wf_status *st) {
   if (rank >= 0 && n != rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'multiples' has %" PRId64 " entries for an input of "
                     "rank %d",
                     n, rank);
   if (n > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'multiples' has %" PRId64 " entries, at most %d are "
                     "allowed",
                     n, WF_MAX_RANK);
   for (int64_t i = 0; i < n; i++)
     if (mult[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "multiples[%" PRId64 "] is %" PRId64 " (must be >= 0)", i,
                       mult[i]);
   return 0;
@@ -311,7 +307,7 @@ static int tile_dims(const wf_shape *s, const int64_t *mult, wf_shape *out,
     if (s->dims[i] < 0)
       continue;
     if (__builtin_mul_overflow(s->dims[i], mult[i], &out->dims[i]))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dimension %d (%" PRId64 " times %" PRId64 ") overflows",
                       i, s->dims[i], mult[i]);
   }
@@ -319,23 +315,22 @@ static int tile_dims(const wf_shape *s, const int64_t *mult, wf_shape *out,
 }
 
 static int tile_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t mult[ARY_MAX_INDEX], n;
   wf_shape s, out;
   int known;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
   known = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, mult, &n, "multiples",
                                 st);
   if (known < 0 || (known && check_multiples(mult, n, s.rank, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!known) {
     n = ary_shape_vector_length(ctx, 1, "multiples", st);
     if (n == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (n >= 0 && s.rank >= 0 && n != s.rank)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'multiples' has %" PRId64 " entries for an input "
                       "of rank %d",
                       n, (int)s.rank);
@@ -344,18 +339,17 @@ static int tile_shape(wf_shape_ctx *ctx, wf_status *st) {
     else if (n >= 0 && n <= WF_MAX_RANK)
       shape_of_rank(&out, (int)n);
     else
-      opc_shape_set_unknown(&out);
+      wfx_shape_set_unknown(&out);
   } else if (s.rank < 0) {
     shape_of_rank(&out, (int)n);
   } else if (tile_dims(&s, mult, &out, st)) {
-    return h->status_code(st);
+    return wfx_code(st);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int tile_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *mt;
   wf_tensor *y;
   int64_t mult[ARY_MAX_INDEX], n, xstr[WF_MAX_RANK], ystr[WF_MAX_RANK];
@@ -363,17 +357,17 @@ static int tile_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       sstr[ARY_COPY_MAX_RANK];
   wf_shape s, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_input(ctx, 1, &mt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_input(ctx, 1, &mt, NULL, st) ||
       ary_read_index(mt, 1, ARY_MAX_INDEX, mult, &n, "multiples", st) ||
       check_multiples(mult, n, s.rank, st) || tile_dims(&s, mult, &out, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
   /* The output seen as (m0, d0, m1, d1, ...): copy k of the input sits at
    * output offset sum(mk * dk * ystr[k]); the input repeats (stride 0). */
-  opc_shape_strides(&s, xstr);
-  opc_shape_strides(&out, ystr);
+  wfx_shape_strides(&s, xstr);
+  wfx_shape_strides(&out, ystr);
   for (int i = 0; i < s.rank; i++) {
     dims[2 * i] = mult[i];
     dims[2 * i + 1] = s.dims[i];
@@ -382,8 +376,8 @@ static int tile_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     sstr[2 * i] = 0;
     sstr[2 * i + 1] = xstr[i];
   }
-  ary_strided_copy(h->tensor_data(y), dstr, h->tensor_data(x), sstr, dims,
-                   2 * s.rank, opc_dtype_size(h->tensor_dtype(x)));
+  ary_strided_copy(wfx_data(y), dstr, wfx_data(x), sstr, dims, 2 * s.rank,
+                   wfx_dtype_size(wfx_dtype(x)));
   return 0;
 }
 
@@ -411,7 +405,7 @@ const wf_op_def ary_tile_op = {
            "building when 'multiples' is a Const."};
 
 const wf_kernel_def ary_tile_kernel =
-    ARY_KERNEL("Tile", "T", WF_DTYPES_ALL, 0, tile_compute);
+    WFX_CPU_REFERENCE("Tile", "T", WF_DTYPES_ALL, tile_compute);
 
 /* ---- Pad ----------------------------------------------------------------- */
 
@@ -419,27 +413,26 @@ const wf_kernel_def ary_tile_kernel =
  * into pads[2 * rank]. */
 static int read_paddings(const wf_tensor *t, int rank, int64_t *pads,
                          wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t dt = h->tensor_dtype(t);
-  const void *data = h->tensor_data(t);
+  int32_t dt = wfx_dtype(t);
+  const void *data = wfx_data(t);
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  h->tensor_shape(t, &s);
+  wfx_host->tensor_shape(t, &s);
   if (dt != WF_INT32 && dt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'paddings' must be int32 or int64, not %s",
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   if (s.rank != 2 || s.dims[0] != rank || s.dims[1] != 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'paddings' must have shape (%d, 2) for an "
                     "input of rank %d, got %s",
-                    rank, rank, opc_shape_str(&s, buf, sizeof buf));
+                    rank, rank, wfx_shape_str(&s, buf, sizeof buf));
   for (int i = 0; i < 2 * rank; i++) {
     pads[i] = dt == WF_INT32 ? ((const int32_t *)data)[i]
                              : ((const int64_t *)data)[i];
     if (pads[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "paddings[%d, %d] is %" PRId64 " (must be >= 0)", i / 2,
                       i % 2, pads[i]);
   }
@@ -472,14 +465,14 @@ static int check_constant(int32_t dt, double v, wf_status *st) {
     return 0;
   }
   if (v != floor(v) || v < lo || v > hi || (dt == WF_INT64 && v == hi))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "constant_values %g is not representable in %s", v,
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   return 0;
 }
 
 /* The bytes of v (checked by check_constant) in dtype dt, one of
- * OPC_DTYPES_ALL. */
+ * WFX_DTYPES_ALL. */
 static void constant_bytes(int32_t dt, double v, unsigned char *out) {
   union {
     float f32;
@@ -510,38 +503,37 @@ static void constant_bytes(int32_t dt, double v, unsigned char *out) {
     u.i64 = (int64_t)v;
     break;
   }
-  memcpy(out, &u, opc_dtype_size(dt));
+  memcpy(out, &u, wfx_dtype_size(dt));
 }
 
 static int pad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *pt;
   int64_t pads[2 * WF_MAX_RANK];
   int32_t dt;
   double cv;
   wf_shape s, ps, out;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 0, &dt, &s, st) ||
-      opc_shape_input(ctx, 1, NULL, &ps, st) ||
-      opc_shape_attr_float(ctx, "constant_values", &cv, st) ||
+  if (wfx_shape_input(ctx, 0, &dt, &s, st) ||
+      wfx_shape_input(ctx, 1, NULL, &ps, st) ||
+      wfx_shape_attr_float(ctx, "constant_values", &cv, st) ||
       check_constant(dt, cv, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (ps.rank >= 0 &&
       (ps.rank != 2 || (ps.dims[1] >= 0 && ps.dims[1] != 2) ||
        (s.rank >= 0 && ps.dims[0] >= 0 && ps.dims[0] != s.rank)))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'paddings' must have shape (R, 2) for an input "
                     "of rank R, got %s",
-                    opc_shape_str(&ps, buf, sizeof buf));
+                    wfx_shape_str(&ps, buf, sizeof buf));
   if (s.rank < 0) {
     if (ps.rank == 2 && ps.dims[0] >= 0 && ps.dims[0] <= WF_MAX_RANK)
       shape_of_rank(&out, (int)ps.dims[0]);
     else
-      opc_shape_set_unknown(&out);
-  } else if ((pt = h->shape_input_value(ctx, 1)) != NULL) {
+      wfx_shape_set_unknown(&out);
+  } else if ((pt = wfx_host->shape_input_value(ctx, 1)) != NULL) {
     if (read_paddings(pt, s.rank, pads, st))
-      return h->status_code(st);
+      return wfx_code(st);
     out = s;
     for (int i = 0; i < s.rank; i++)
       if (s.dims[i] >= 0)
@@ -549,12 +541,11 @@ static int pad_shape(wf_shape_ctx *ctx, wf_status *st) {
   } else {
     shape_of_rank(&out, s.rank);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int pad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *pt;
   wf_tensor *y;
   int64_t pads[2 * WF_MAX_RANK], xstr[WF_MAX_RANK], ystr[WF_MAX_RANK], base = 0;
@@ -564,29 +555,29 @@ static int pad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   size_t es;
   wf_shape s, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_input(ctx, 1, &pt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_input(ctx, 1, &pt, NULL, st) ||
       read_paddings(pt, s.rank, pads, st) ||
-      opc_kernel_attr_float(ctx, "constant_values", &cv, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
+      wfx_kernel_attr_float(ctx, "constant_values", &cv, st))
+    return wfx_code(st);
+  dt = wfx_dtype(x);
   if (check_constant(dt, cv, st))
-    return h->status_code(st);
+    return wfx_code(st);
   constant_bytes(dt, cv, cbytes);
   out = s;
   for (int i = 0; i < s.rank; i++)
     out.dims[i] = s.dims[i] + pads[2 * i] + pads[2 * i + 1];
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  es = opc_dtype_size(dt);
-  ary_fill_bytes(h->tensor_data(y), cbytes, h->tensor_count(y), es);
-  opc_shape_strides(&s, xstr);
-  opc_shape_strides(&out, ystr);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  es = wfx_dtype_size(dt);
+  ary_fill_bytes(wfx_data(y), cbytes, wfx_count(y), es);
+  wfx_shape_strides(&s, xstr);
+  wfx_shape_strides(&out, ystr);
   for (int i = 0; i < s.rank; i++)
     base += pads[2 * i] * ystr[i];
-  if (h->tensor_count(x) > 0)
-    ary_strided_copy((char *)h->tensor_data(y) + base * (int64_t)es, ystr,
-                     h->tensor_data(x), xstr, s.dims, s.rank, es);
+  if (wfx_count(x) > 0)
+    ary_strided_copy((char *)wfx_data(y) + base * (int64_t)es, ystr,
+                     wfx_data(x), xstr, s.dims, s.rank, es);
   return 0;
 }
 
@@ -619,22 +610,21 @@ const wf_op_def ary_pad_op = {
            "Const."};
 
 const wf_kernel_def ary_pad_kernel =
-    ARY_KERNEL("Pad", "T", OPC_DTYPES_ALL, 0, pad_compute);
+    WFX_CPU_REFERENCE("Pad", "T", WFX_DTYPES_ALL, pad_compute);
 
 /* ---- ConcatOffset -------------------------------------------------------- */
 
 static int concat_offset_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_inputs(ctx);
+  int32_t n = wfx_host->shape_num_inputs(ctx);
   int64_t len = -1;
 
   for (int32_t i = 0; i < n; i++) {
     int64_t k = ary_shape_vector_length(ctx, i, "shapes", st);
 
     if (k == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (k >= 0 && len >= 0 && k != len)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "shape %d has %" PRId64 " entries, an earlier one "
                       "%" PRId64 " (all must have the same rank)",
                       (int)i, k, len);
@@ -644,57 +634,56 @@ static int concat_offset_shape(wf_shape_ctx *ctx, wf_status *st) {
   for (int32_t i = 0; i < n; i++) {
     wf_shape out;
 
-    opc_shape_make(&out, 1, &len);
-    h->shape_set_output(ctx, i, &out);
+    wfx_shape_make(&out, 1, &len);
+    wfx_host->shape_set_output(ctx, i, &out);
   }
   return 0;
 }
 
 static int concat_offset_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->kernel_num_inputs(ctx);
+  int32_t n = wfx_host->kernel_num_inputs(ctx);
   int64_t axis_attr, s0[ARY_MAX_INDEX], s[ARY_MAX_INDEX], r0, r, at = 0;
   const wf_tensor *t;
   int axis;
 
-  if (opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      opc_kernel_input(ctx, 0, &t, NULL, st) ||
+  if (wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+      wfx_kernel_input(ctx, 0, &t, NULL, st) ||
       ary_read_index(t, 1, WF_MAX_RANK, s0, &r0, "shapes", st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (r0 == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot concatenate scalars (shape 0 is empty)");
-  if (opc_axis_normalize(axis_attr, (int)r0, &axis, NULL, st))
-    return h->status_code(st);
+  if (wfx_axis_normalize(axis_attr, (int)r0, &axis, NULL, st))
+    return wfx_code(st);
   for (int32_t i = 0; i < n; i++) {
     wf_tensor *y;
     wf_shape out;
 
-    if (opc_kernel_input(ctx, i, &t, NULL, st) ||
+    if (wfx_kernel_input(ctx, i, &t, NULL, st) ||
         ary_read_index(t, 1, WF_MAX_RANK, s, &r, "shapes", st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (r != r0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "shape %d has %" PRId64 " entries but shape 0 has "
                       "%" PRId64,
                       (int)i, r, r0);
     for (int d = 0; d < (int)r; d++)
       if (d != axis && s[d] != s0[d])
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "shape %d differs from shape 0 in dimension %d "
                         "(%" PRId64 " vs %" PRId64 "); only dimension %d, "
                         "the axis, may differ",
                         (int)i, d, s[d], s0[d], axis);
-    opc_shape_make(&out, 1, &r);
-    if (!(y = h->kernel_output_new(ctx, i, &out, st)))
-      return h->status_code(st);
+    wfx_shape_make(&out, 1, &r);
+    if (!(y = wfx_host->kernel_output_new(ctx, i, &out, st)))
+      return wfx_code(st);
     for (int d = 0; d < (int)r; d++) {
       int64_t v = d == axis ? at : 0;
-      if (h->tensor_dtype(y) == WF_INT32)
-        ((int32_t *)h->tensor_data(y))[d] = (int32_t)v;
+      if (wfx_dtype(y) == WF_INT32)
+        ((int32_t *)wfx_data(y))[d] = (int32_t)v;
       else
-        ((int64_t *)h->tensor_data(y))[d] = v;
+        ((int64_t *)wfx_data(y))[d] = v;
     }
     at += s[axis];
   }
@@ -730,25 +719,24 @@ const wf_op_def ary_concat_offset_op = {
            "With Slice it cuts Concat's gradient into the inputs' parts."};
 
 const wf_kernel_def ary_concat_offset_kernel =
-    ARY_KERNEL("ConcatOffset", "T", ARY_DTYPES_INDEX, WF_KERNEL_CHEAP,
-               concat_offset_compute);
+    WFX_CPU_REFERENCE("ConcatOffset", "T", ARY_DTYPES_INDEX,
+                      concat_offset_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- TileGrad ------------------------------------------------------------ */
 
 static int tile_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape dy, out;
 
-  if (opc_shape_input(ctx, 2, NULL, &dy, st) ||
+  if (wfx_shape_input(ctx, 2, NULL, &dy, st) ||
       ary_shape_from_input(ctx, 0, "shape", dy.rank, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (out.rank >= 0 && dy.rank >= 0 && out.rank != dy.rank) {
-    char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
-    return opc_fail(
+    char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy %s and shape %s differ in rank",
-        opc_shape_str(&dy, a, sizeof a), opc_shape_str(&out, b, sizeof b));
+        wfx_shape_str(&dy, a, sizeof a), wfx_shape_str(&out, b, sizeof b));
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -764,7 +752,7 @@ static int tile_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
     int r = xs->rank;                                                          \
     for (int i = 0; i < r; i++)                                                \
       n *= xs->dims[i] * mult[i];                                              \
-    opc_shape_strides(xs, xstr);                                               \
+    wfx_shape_strides(xs, xstr);                                               \
     for (int64_t k = 0; k < n; k++) {                                          \
       acc[off] += dy[k];                                                       \
       /* Advance the dy index (pos) and the x offset it maps to. */            \
@@ -779,54 +767,53 @@ static int tile_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
         pos[d] = 0;                                                            \
       }                                                                        \
     }                                                                          \
-    n = opc_shape_count(xs);                                                   \
+    n = wfx_shape_count(xs);                                                   \
     for (int64_t j = 0; j < n; j++)                                            \
       dx[j] = (T)acc[j];                                                       \
   }
-OPC_TYPES_FLOAT(DEF_TILE_GRAD, _)
+WFX_TYPES_FLOAT(DEF_TILE_GRAD, _)
 
 static int tile_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *shape, *mt, *dy;
   wf_tensor *dx;
   int64_t mult[ARY_MAX_INDEX], n;
   wf_shape xs, dys, want;
   double *acc = NULL;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
-      opc_kernel_input(ctx, 1, &mt, NULL, st) ||
-      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
+  if (wfx_kernel_input(ctx, 0, &shape, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &mt, NULL, st) ||
+      wfx_kernel_input(ctx, 2, &dy, &dys, st) ||
       ary_read_shape(shape, "shape", &xs, st) ||
       ary_read_index(mt, 1, ARY_MAX_INDEX, mult, &n, "multiples", st) ||
       check_multiples(mult, n, xs.rank, st) || tile_dims(&xs, mult, &want, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (dys.rank != want.rank ||
-      opc_shape_count(&dys) != opc_shape_count(&want) ||
+      wfx_shape_count(&dys) != wfx_shape_count(&want) ||
       memcmp(dys.dims, want.dims, sizeof(int64_t) * (size_t)want.rank) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "dy has shape %s; tiling shape %s by multiples gives %s",
-                    opc_shape_str(&dys, a, sizeof a),
-                    opc_shape_str(&xs, b, sizeof b),
-                    opc_shape_str(&want, c, sizeof c));
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if (h->tensor_count(dx) == 0)
+                    wfx_shape_str(&dys, a, sizeof a),
+                    wfx_shape_str(&xs, b, sizeof b),
+                    wfx_shape_str(&want, c, sizeof c));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if (wfx_count(dx) == 0)
     return 0;
-  if (h->tensor_count(dy) == 0) {
-    memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
+  if (wfx_count(dy) == 0) {
+    memset(wfx_data(dx), 0, wfx_host->tensor_nbytes(dx));
     return 0;
   }
-  if (!(acc = h->alloc((size_t)h->tensor_count(dx) * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)wfx_count(dx) * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators",
-                    h->tensor_count(dx));
-  memset(acc, 0, (size_t)h->tensor_count(dx) * sizeof *acc);
-  if (h->tensor_dtype(dy) == WF_FLOAT32)
-    tile_grad_f32(h->tensor_data(dx), h->tensor_data(dy), acc, &xs, mult);
+                    wfx_count(dx));
+  memset(acc, 0, (size_t)wfx_count(dx) * sizeof *acc);
+  if (wfx_dtype(dy) == WF_FLOAT32)
+    tile_grad_f32(wfx_data(dx), wfx_data(dy), acc, &xs, mult);
   else
-    tile_grad_f64(h->tensor_data(dx), h->tensor_data(dy), acc, &xs, mult);
-  h->free(acc);
+    tile_grad_f64(wfx_data(dx), wfx_data(dy), acc, &xs, mult);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -839,7 +826,7 @@ static const wf_arg_def tile_grad_outputs[] = {
     WF_ARG_T("dx", "T", "(D0, ..., DR-1): dy summed over the copies"),
     WF_ARG_END};
 static const wf_attr_def tile_grad_attrs[] = {
-    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'shape'"),
     ARY_ATTR_INDEX("Tmultiples", "int32 or int64: the type of 'multiples'"),
     WF_ATTR_END};
@@ -857,7 +844,7 @@ const wf_op_def ary_tile_grad_op = {
            "'shape' is a Const."};
 
 const wf_kernel_def ary_tile_grad_kernel =
-    ARY_KERNEL("TileGrad", "T", OPC_DTYPES_FLOAT, 0, tile_grad_compute);
+    WFX_CPU_REFERENCE("TileGrad", "T", WFX_DTYPES_FLOAT, tile_grad_compute);
 
 /* ---- PadGrad ------------------------------------------------------------- */
 
@@ -865,7 +852,7 @@ const wf_kernel_def ary_tile_grad_kernel =
  * when a dimension would be negative. Unknown dims stay unknown. */
 static int pad_grad_dims(const wf_shape *dy, const int64_t *pads, wf_shape *out,
                          wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   *out = *dy;
   for (int i = 0; i < dy->rank; i++) {
@@ -873,72 +860,70 @@ static int pad_grad_dims(const wf_shape *dy, const int64_t *pads, wf_shape *out,
       continue;
     out->dims[i] = dy->dims[i] - pads[2 * i] - pads[2 * i + 1];
     if (out->dims[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dimension %d of dy %s (%" PRId64 ") is smaller than "
                       "its paddings %" PRId64 " + %" PRId64,
-                      i, opc_shape_str(dy, buf, sizeof buf), dy->dims[i],
+                      i, wfx_shape_str(dy, buf, sizeof buf), dy->dims[i],
                       pads[2 * i], pads[2 * i + 1]);
   }
   return 0;
 }
 
 static int pad_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *pt;
   int64_t pads[2 * WF_MAX_RANK];
   wf_shape dy, ps, out;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 0, NULL, &dy, st) ||
-      opc_shape_input(ctx, 1, NULL, &ps, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &dy, st) ||
+      wfx_shape_input(ctx, 1, NULL, &ps, st))
+    return wfx_code(st);
   if (ps.rank >= 0 &&
       (ps.rank != 2 || (ps.dims[1] >= 0 && ps.dims[1] != 2) ||
        (dy.rank >= 0 && ps.dims[0] >= 0 && ps.dims[0] != dy.rank)))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'paddings' must have shape (R, 2) for a dy of "
                     "rank R, got %s",
-                    opc_shape_str(&ps, buf, sizeof buf));
+                    wfx_shape_str(&ps, buf, sizeof buf));
   if (dy.rank < 0) {
     if (ps.rank == 2 && ps.dims[0] >= 0 && ps.dims[0] <= WF_MAX_RANK)
       shape_of_rank(&out, (int)ps.dims[0]);
     else
-      opc_shape_set_unknown(&out);
-  } else if ((pt = h->shape_input_value(ctx, 1)) != NULL) {
+      wfx_shape_set_unknown(&out);
+  } else if ((pt = wfx_host->shape_input_value(ctx, 1)) != NULL) {
     if (read_paddings(pt, dy.rank, pads, st) ||
         pad_grad_dims(&dy, pads, &out, st))
-      return h->status_code(st);
+      return wfx_code(st);
   } else {
     shape_of_rank(&out, dy.rank);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int pad_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *pt;
   wf_tensor *dx;
   int64_t pads[2 * WF_MAX_RANK], ystr[WF_MAX_RANK], xstr[WF_MAX_RANK], base = 0;
   size_t es;
   wf_shape dys, out;
 
-  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &pt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &pt, NULL, st) ||
       read_paddings(pt, dys.rank, pads, st) ||
       pad_grad_dims(&dys, pads, &out, st))
-    return h->status_code(st);
-  if (!(dx = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(dx) == 0)
+    return wfx_code(st);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (wfx_count(dx) == 0)
     return 0;
-  es = opc_dtype_size(h->tensor_dtype(dy));
-  opc_shape_strides(&dys, ystr);
-  opc_shape_strides(&out, xstr);
+  es = wfx_dtype_size(wfx_dtype(dy));
+  wfx_shape_strides(&dys, ystr);
+  wfx_shape_strides(&out, xstr);
   for (int i = 0; i < dys.rank; i++)
     base += pads[2 * i] * ystr[i];
-  ary_strided_copy(h->tensor_data(dx), xstr,
-                   (const char *)h->tensor_data(dy) + base * (int64_t)es, ystr,
+  ary_strided_copy(wfx_data(dx), xstr,
+                   (const char *)wfx_data(dy) + base * (int64_t)es, ystr,
                    out.dims, out.rank, es);
   return 0;
 }
@@ -966,4 +951,4 @@ const wf_op_def ary_pad_grad_op = {
            "paddings[i, 1] after each dimension i."};
 
 const wf_kernel_def ary_pad_grad_kernel =
-    ARY_KERNEL("PadGrad", "T", WF_DTYPES_ALL, 0, pad_grad_compute);
+    WFX_CPU_REFERENCE("PadGrad", "T", WF_DTYPES_ALL, pad_grad_compute);

@@ -64,15 +64,15 @@ static int gather_dims(const wf_shape *ps, const wf_shape *is,
                        int64_t axis_attr, int *axis, wf_shape *out,
                        wf_status *st) {
   if (ps->rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot gather from a scalar 'params'");
-  if (opc_axis_normalize(axis_attr, ps->rank, axis, NULL, st))
-    return opc_host()->status_code(st);
+  if (wfx_axis_normalize(axis_attr, ps->rank, axis, NULL, st))
+    return wfx_code(st);
   if (ps->rank - 1 + is->rank > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the output would have rank %d, more than %d",
                     (int)(ps->rank - 1 + is->rank), WF_MAX_RANK);
-  opc_shape_set_scalar(out);
+  wfx_shape_set_scalar(out);
   for (int i = 0; i < *axis; i++)
     out->dims[out->rank++] = ps->dims[i];
   for (int i = 0; i < is->rank; i++)
@@ -83,25 +83,23 @@ static int gather_dims(const wf_shape *ps, const wf_shape *is,
 }
 
 static int gather_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t axis_attr;
   wf_shape ps, is, out;
   int axis;
 
-  if (opc_shape_input(ctx, 0, NULL, &ps, st) ||
-      opc_shape_input(ctx, 1, NULL, &is, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis_attr, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &ps, st) ||
+      wfx_shape_input(ctx, 1, NULL, &is, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis_attr, st))
+    return wfx_code(st);
   if (ps.rank < 0 || is.rank < 0)
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   else if (gather_dims(&ps, &is, axis_attr, &axis, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int gather_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *params, *indices;
   wf_tensor *y;
   int64_t axis_attr, outer, inner, n, nidx;
@@ -112,35 +110,35 @@ static int gather_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   char *dst;
   wf_shape ps, is, out;
   int axis;
-  char pos[OPC_SHAPE_STR_MAX], buf[OPC_SHAPE_STR_MAX];
+  char pos[WFX_SHAPE_STR_MAX], buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &params, &ps, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_kernel_input(ctx, 0, &params, &ps, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &out, st))
-    return h->status_code(st);
-  idt = h->tensor_dtype(indices);
-  idx = h->tensor_data(indices);
-  nidx = h->tensor_count(indices);
+    return wfx_code(st);
+  idt = wfx_dtype(indices);
+  idx = wfx_data(indices);
+  nidx = wfx_count(indices);
   n = ps.dims[axis];
   for (int64_t j = 0; j < nidx; j++) {
     int64_t v = int_at(idx, idt, j);
 
     if (v < 0 || v >= n)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices%s = %" PRId64 " is out of range [0, %" PRId64
                       ") for axis %d of params %s",
                       position_str(j, &is, pos, sizeof pos), v, n, axis,
-                      opc_shape_str(&ps, buf, sizeof buf));
+                      wfx_shape_str(&ps, buf, sizeof buf));
   }
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  es = opc_dtype_size(h->tensor_dtype(params));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  es = wfx_dtype_size(wfx_dtype(params));
   outer = dims_product(ps.dims, 0, axis);
   inner = dims_product(ps.dims, axis + 1, ps.rank);
   row = (size_t)inner * es;
-  src = h->tensor_data(params);
-  dst = h->tensor_data(y);
+  src = wfx_data(params);
+  dst = wfx_data(y);
   if (row == 0)
     return 0;
   for (int64_t o = 0; o < outer; o++)
@@ -179,7 +177,7 @@ const wf_op_def ary_gather_op = {
            "none."};
 
 const wf_kernel_def ary_gather_kernel =
-    ARY_KERNEL("Gather", "T", WF_DTYPES_ALL, 0, gather_compute);
+    WFX_CPU_REFERENCE("Gather", "T", WF_DTYPES_ALL, gather_compute);
 
 /* ---- OneHot -------------------------------------------------------------- */
 
@@ -188,15 +186,15 @@ const wf_kernel_def ary_gather_kernel =
 static int one_hot_dims(const wf_shape *is, int64_t depth, int64_t axis_attr,
                         int *axis, wf_shape *out, wf_status *st) {
   if (is->rank >= WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'indices' already has rank %d, the most allowed",
                     (int)is->rank);
   if (axis_attr < -1 || axis_attr > is->rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "axis %" PRId64 " must be -1 (last) or in [0, %d]",
                     axis_attr, (int)is->rank);
   *axis = axis_attr == -1 ? is->rank : (int)axis_attr;
-  opc_shape_set_scalar(out);
+  wfx_shape_set_scalar(out);
   out->rank = is->rank + 1;
   for (int i = 0, j = 0; i < out->rank; i++)
     out->dims[i] = i == *axis ? depth : is->dims[j++];
@@ -205,43 +203,41 @@ static int one_hot_dims(const wf_shape *is, int64_t depth, int64_t axis_attr,
 
 /* Checks the on/off inputs (1 and 2 after indices and depth) are scalars. */
 static int check_scalar(const wf_shape *s, const char *input, wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   if (s->rank > 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' must be a scalar, got shape %s", input,
-                    opc_shape_str(s, buf, sizeof buf));
+                    wfx_shape_str(s, buf, sizeof buf));
   return 0;
 }
 
 static int one_hot_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t axis_attr, depth = WF_UNKNOWN_DIM, n;
   wf_shape is, on, off, out;
   int axis, known;
 
-  if (opc_shape_input(ctx, 0, NULL, &is, st) ||
-      opc_shape_input(ctx, 2, NULL, &on, st) ||
-      opc_shape_input(ctx, 3, NULL, &off, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_shape_input(ctx, 0, NULL, &is, st) ||
+      wfx_shape_input(ctx, 2, NULL, &on, st) ||
+      wfx_shape_input(ctx, 3, NULL, &off, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis_attr, st) ||
       check_scalar(&on, "on_value", st) || check_scalar(&off, "off_value", st))
-    return h->status_code(st);
+    return wfx_code(st);
   known = ary_shape_index_value(ctx, 1, 0, 1, &depth, &n, "depth", st);
   if (known < 0)
-    return h->status_code(st);
+    return wfx_code(st);
   if (known && depth < 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "depth is %" PRId64 " (must be >= 0)", depth);
   if (is.rank < 0)
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   else if (one_hot_dims(&is, depth, axis_attr, &axis, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int one_hot_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *indices, *dt, *on, *off;
   wf_tensor *y;
   int64_t axis_attr, depth, n, outer, inner, count;
@@ -251,40 +247,40 @@ static int one_hot_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   char *dst;
   wf_shape is, ons, offs, out;
   int axis;
-  char pos[OPC_SHAPE_STR_MAX];
+  char pos[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &indices, &is, st) ||
-      opc_kernel_input(ctx, 1, &dt, NULL, st) ||
-      opc_kernel_input(ctx, 2, &on, &ons, st) ||
-      opc_kernel_input(ctx, 3, &off, &offs, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_kernel_input(ctx, 0, &indices, &is, st) ||
+      wfx_kernel_input(ctx, 1, &dt, NULL, st) ||
+      wfx_kernel_input(ctx, 2, &on, &ons, st) ||
+      wfx_kernel_input(ctx, 3, &off, &offs, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
       check_scalar(&ons, "on_value", st) ||
       check_scalar(&offs, "off_value", st) ||
       ary_read_index(dt, 0, 1, &depth, &n, "depth", st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (depth < 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "depth is %" PRId64 " (must be >= 0)", depth);
   if (one_hot_dims(&is, depth, axis_attr, &axis, &out, st))
-    return h->status_code(st);
-  idt = h->tensor_dtype(indices);
-  idx = h->tensor_data(indices);
-  count = h->tensor_count(indices);
+    return wfx_code(st);
+  idt = wfx_dtype(indices);
+  idx = wfx_data(indices);
+  count = wfx_count(indices);
   for (int64_t j = 0; j < count; j++) {
     int64_t v = int_at(idx, idt, j);
 
     if (v < 0 || v >= depth)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices%s = %" PRId64 " is out of range [0, %" PRId64
                       ") (depth)",
                       position_str(j, &is, pos, sizeof pos), v, depth);
   }
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  es = opc_dtype_size(h->tensor_dtype(y));
-  dst = h->tensor_data(y);
-  ary_fill_bytes(dst, h->tensor_data(off), h->tensor_count(y), es);
-  onb = h->tensor_data(on);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  es = wfx_dtype_size(wfx_dtype(y));
+  dst = wfx_data(y);
+  ary_fill_bytes(dst, wfx_data(off), wfx_count(y), es);
+  onb = wfx_data(on);
   outer = dims_product(is.dims, 0, axis);
   inner = dims_product(is.dims, axis, is.rank);
   for (int64_t o = 0; o < outer; o++)
@@ -306,7 +302,7 @@ static const wf_arg_def one_hot_outputs[] = {
     WF_ARG_END};
 static const wf_attr_def one_hot_attrs[] = {
     ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type of the output"),
-    ARY_ATTR_TYPE_DEFAULT("TI", OPC_DTYPES_INT, WF_INT64,
+    ARY_ATTR_TYPE_DEFAULT("TI", WFX_DTYPES_INT, WF_INT64,
                           "integer type of 'indices'"),
     ARY_ATTR_INT("axis", -1,
                  "where the depth dimension goes: -1 (last) or 0..K"),
@@ -326,7 +322,7 @@ const wf_op_def ary_one_hot_op = {
            "Const."};
 
 const wf_kernel_def ary_one_hot_kernel =
-    ARY_KERNEL("OneHot", "T", WF_DTYPES_ALL, 0, one_hot_compute);
+    WFX_CPU_REFERENCE("OneHot", "T", WF_DTYPES_ALL, one_hot_compute);
 
 /* ---- scatter-adding ------------------------------------------------------ */
 
@@ -350,23 +346,22 @@ const wf_kernel_def ary_one_hot_kernel =
     for (int64_t k = 0; k < outer * n * inner; k++)                            \
       dst[k] = (T)acc[k];                                                      \
   }
-OPC_TYPES_FLOAT(DEF_SCATTER_ADD, _)
+WFX_TYPES_FLOAT(DEF_SCATTER_ADD, _)
 
 /* Checks every index of `indices` (shape is) is in [0, n); the message
  * names `what` (the dimension indexed). */
 static int check_indices(const wf_tensor *indices, const wf_shape *is,
                          int64_t n, const char *what, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t idt = h->tensor_dtype(indices);
-  const void *idx = h->tensor_data(indices);
-  int64_t count = h->tensor_count(indices);
-  char pos[OPC_SHAPE_STR_MAX];
+  int32_t idt = wfx_dtype(indices);
+  const void *idx = wfx_data(indices);
+  int64_t count = wfx_count(indices);
+  char pos[WFX_SHAPE_STR_MAX];
 
   for (int64_t j = 0; j < count; j++) {
     int64_t v = int_at(idx, idt, j);
 
     if (v < 0 || v >= n)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "indices%s = %" PRId64 " is out of range [0, %" PRId64
                       ") for %s",
                       position_str(j, is, pos, sizeof pos), v, n, what);
@@ -380,29 +375,26 @@ static int scatter_output(wf_kernel_ctx *ctx, const wf_shape *out,
                           const wf_tensor *dy, const wf_tensor *indices,
                           int64_t outer, int64_t n, int64_t inner,
                           wf_status *st) {
-  const wf_host *h = opc_host();
   wf_tensor *y;
   double *acc;
   int64_t count;
 
-  if (!(y = h->kernel_output_new(ctx, 0, out, st)))
-    return h->status_code(st);
-  count = h->tensor_count(y);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, out, st)))
+    return wfx_code(st);
+  count = wfx_count(y);
   if (count == 0)
     return 0;
-  if (!(acc = h->alloc((size_t)count * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)count * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", count);
   memset(acc, 0, (size_t)count * sizeof *acc);
-  if (h->tensor_dtype(dy) == WF_FLOAT32)
-    scatter_add_f32(h->tensor_data(y), h->tensor_data(dy), acc,
-                    h->tensor_data(indices), h->tensor_dtype(indices),
-                    h->tensor_count(indices), outer, n, inner);
+  if (wfx_dtype(dy) == WF_FLOAT32)
+    scatter_add_f32(wfx_data(y), wfx_data(dy), acc, wfx_data(indices),
+                    wfx_dtype(indices), wfx_count(indices), outer, n, inner);
   else
-    scatter_add_f64(h->tensor_data(y), h->tensor_data(dy), acc,
-                    h->tensor_data(indices), h->tensor_dtype(indices),
-                    h->tensor_count(indices), outer, n, inner);
-  h->free(acc);
+    scatter_add_f64(wfx_data(y), wfx_data(dy), acc, wfx_data(indices),
+                    wfx_dtype(indices), wfx_count(indices), outer, n, inner);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -419,53 +411,51 @@ static int same_dims(const wf_shape *a, const wf_shape *b) {
 /* ---- GatherGrad ---------------------------------------------------------- */
 
 static int gather_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t axis_attr;
   wf_shape ps, is, dy, want;
   int axis;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 1, NULL, &is, st) ||
-      opc_shape_input(ctx, 2, NULL, &dy, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_shape_input(ctx, 1, NULL, &is, st) ||
+      wfx_shape_input(ctx, 2, NULL, &dy, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis_attr, st) ||
       ary_shape_from_input(ctx, 0, "params_shape", -1, &ps, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (ps.rank >= 0 && is.rank >= 0) {
     if (gather_dims(&ps, &is, axis_attr, &axis, &want, st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (dy.rank >= 0 && dy.rank != want.rank)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dy %s does not have the rank of Gather's output %s",
-                      opc_shape_str(&dy, a, sizeof a),
-                      opc_shape_str(&want, b, sizeof b));
+                      wfx_shape_str(&dy, a, sizeof a),
+                      wfx_shape_str(&want, b, sizeof b));
   }
-  h->shape_set_output(ctx, 0, &ps);
+  wfx_host->shape_set_output(ctx, 0, &ps);
   return 0;
 }
 
 static int gather_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *pt, *indices, *dy;
   int64_t axis_attr;
   wf_shape ps, is, dys, want;
   int axis;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &pt, NULL, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
+  if (wfx_kernel_input(ctx, 0, &pt, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_input(ctx, 2, &dy, &dys, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
       ary_read_shape(pt, "params_shape", &ps, st) ||
       gather_dims(&ps, &is, axis_attr, &axis, &want, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!same_dims(&dys, &want))
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
-        opc_shape_str(&dys, a, sizeof a), opc_shape_str(&want, b, sizeof b));
+        wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&want, b, sizeof b));
   snprintf(a, sizeof a, "axis %d of params %s", axis,
-           opc_shape_str(&ps, b, sizeof b));
+           wfx_shape_str(&ps, b, sizeof b));
   if (check_indices(indices, &is, ps.dims[axis], a, st))
-    return h->status_code(st);
+    return wfx_code(st);
   return scatter_output(ctx, &ps, dy, indices, dims_product(ps.dims, 0, axis),
                         ps.dims[axis], dims_product(ps.dims, axis + 1, ps.rank),
                         st);
@@ -480,7 +470,7 @@ static const wf_arg_def gather_grad_inputs[] = {
 static const wf_arg_def gather_grad_outputs[] = {
     WF_ARG_T("dparams", "T", "(P0, ..., PR-1)"), WF_ARG_END};
 static const wf_attr_def gather_grad_attrs[] = {
-    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     ARY_ATTR_INDEX("Tshape", "int32 or int64: the type of 'params_shape'"),
     ARY_ATTR_INDEX("Tindices", "int32 or int64: the type of 'indices'"),
     ARY_ATTR_INT("axis", 0, "Gather's axis"), WF_ATTR_END};
@@ -499,7 +489,7 @@ const wf_op_def ary_gather_grad_op = {
            "axis 0 the gradient stays sparse."};
 
 const wf_kernel_def ary_gather_grad_kernel =
-    ARY_KERNEL("GatherGrad", "T", OPC_DTYPES_FLOAT, 0, gather_grad_compute);
+    WFX_CPU_REFERENCE("GatherGrad", "T", WFX_DTYPES_FLOAT, gather_grad_compute);
 
 /* ---- UnsortedSegmentSumToShape ------------------------------------------- */
 
@@ -507,76 +497,74 @@ const wf_kernel_def ary_gather_grad_kernel =
  * known or not) against each other; unknown dims pass. */
 static int segment_check(const wf_shape *vs, const wf_shape *is,
                          const wf_shape *out, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
   if (vs->rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "values must have rank 1 or more (K, ...), got a scalar");
   if (is->rank >= 0 && is->rank != 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "indices must be a vector (K,), got shape %s",
-                    opc_shape_str(is, a, sizeof a));
+                    wfx_shape_str(is, a, sizeof a));
   if (vs->rank > 0 && is->rank == 1 && vs->dims[0] >= 0 && is->dims[0] >= 0 &&
       vs->dims[0] != is->dims[0])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "values %s and indices %s differ in their first "
                     "dimension (K)",
-                    opc_shape_str(vs, a, sizeof a),
-                    opc_shape_str(is, b, sizeof b));
+                    wfx_shape_str(vs, a, sizeof a),
+                    wfx_shape_str(is, b, sizeof b));
   if (vs->rank < 0 || out->rank < 0)
     return 0;
   if (out->rank != vs->rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "dense_shape %s does not have the rank of values %s",
-                    opc_shape_str(out, a, sizeof a),
-                    opc_shape_str(vs, b, sizeof b));
+                    wfx_shape_str(out, a, sizeof a),
+                    wfx_shape_str(vs, b, sizeof b));
   for (int i = 1; i < vs->rank; i++)
     if (out->dims[i] >= 0 && vs->dims[i] >= 0 && out->dims[i] != vs->dims[i])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dense_shape %s and values %s differ in dimension %d "
                       "(only the first may)",
-                      opc_shape_str(out, a, sizeof a),
-                      opc_shape_str(vs, b, sizeof b), i);
+                      wfx_shape_str(out, a, sizeof a),
+                      wfx_shape_str(vs, b, sizeof b), i);
   return 0;
 }
 
 static int segment_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape vs, is, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &vs, st) ||
-      opc_shape_input(ctx, 1, NULL, &is, st) ||
+  if (wfx_shape_input(ctx, 0, NULL, &vs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &is, st) ||
       ary_shape_from_input(ctx, 2, "dense_shape", vs.rank, &out, st) ||
       segment_check(&vs, &is, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   /* Without the value of dense_shape the inner dims are values'. */
   if (out.rank >= 0 && vs.rank == out.rank)
     for (int i = 1; i < out.rank; i++)
       if (out.dims[i] < 0)
         out.dims[i] = vs.dims[i];
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int segment_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *values, *indices, *dt;
   wf_shape vs, is, out;
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &values, &vs, st) ||
-      opc_kernel_input(ctx, 1, &indices, &is, st) ||
-      opc_kernel_input(ctx, 2, &dt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &values, &vs, st) ||
+      wfx_kernel_input(ctx, 1, &indices, &is, st) ||
+      wfx_kernel_input(ctx, 2, &dt, NULL, st) ||
       ary_read_shape(dt, "dense_shape", &out, st) ||
       segment_check(&vs, &is, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (out.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "dense_shape must have rank 1 or more, got ()");
   snprintf(a, sizeof a, "the first dimension of dense_shape (%" PRId64 ")",
            out.dims[0]);
   if (check_indices(indices, &is, out.dims[0], a, st))
-    return h->status_code(st);
+    return wfx_code(st);
   return scatter_output(ctx, &out, values, indices, 1, out.dims[0],
                         dims_product(out.dims, 1, out.rank), st);
 }
@@ -589,7 +577,7 @@ static const wf_arg_def segment_inputs[] = {
 static const wf_arg_def segment_outputs[] = {
     WF_ARG_T("output", "T", "(dense_shape[0], D1, ..., DR-1)"), WF_ARG_END};
 static const wf_attr_def segment_attrs[] = {
-    ARY_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    ARY_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     ARY_ATTR_INDEX("Tindices", "int32 or int64: the type of 'indices'"),
     WF_ATTR_END};
 
@@ -608,5 +596,5 @@ const wf_op_def ary_unsorted_segment_sum_op = {
            "The shape is known while building when dense_shape is a Const; "
            "otherwise its inner dimensions are values'."};
 
-const wf_kernel_def ary_unsorted_segment_sum_kernel = ARY_KERNEL(
-    "UnsortedSegmentSumToShape", "T", OPC_DTYPES_FLOAT, 0, segment_compute);
+const wf_kernel_def ary_unsorted_segment_sum_kernel = WFX_CPU_REFERENCE(
+    "UnsortedSegmentSumToShape", "T", WFX_DTYPES_FLOAT, segment_compute);

@@ -15,59 +15,56 @@
 /* A Const node holding the int64 vector v[0..n-1]. */
 static wf_output const_i64(wf_grad_ctx *ctx, const int64_t *v, int n,
                            wf_status *st) {
-  const wf_host *h = opc_host();
   wf_output out = {NULL, 0};
   wf_attr_item attrs[2];
   wf_tensor *t;
   wf_shape s;
   int64_t len = n;
 
-  if (h->status_code(st))
+  if (wfx_code(st))
     return out;
-  opc_shape_make(&s, 1, &len);
-  if (!(t = h->tensor_new(WF_INT64, &s, st)))
+  wfx_shape_make(&s, 1, &len);
+  if (!(t = wfx_host->tensor_new(WF_INT64, &s, st)))
     return out;
   if (n > 0)
-    memcpy(h->tensor_data(t), v, (size_t)n * sizeof *v);
+    memcpy(wfx_data(t), v, (size_t)n * sizeof *v);
   attrs[0] = (wf_attr_item){
       "value", {.type = WF_ATTR_TENSOR, .count = 1, .u.tensor = t}};
-  attrs[1] = OPC_ATTR_DTYPE("dtype", WF_INT64);
-  out = opc_grad_node(ctx, "Const", NULL, 0, attrs, 2, st);
-  h->tensor_release(t);
+  attrs[1] = WFX_ITEM_DTYPE("dtype", WF_INT64);
+  out = wfx_grad_node(ctx, "Const", NULL, 0, attrs, 2, st);
+  wfx_host->tensor_release(t);
   return out;
 }
 
 /* x's shape as an int64 vector: a Const when it is fully known while
  * building, else a Shape node. */
 static wf_output shape_of(wf_grad_ctx *ctx, wf_output x, wf_status *st) {
-  const wf_host *h = opc_host();
-  wf_attr_item out_type = OPC_ATTR_DTYPE("out_type", WF_INT64);
+  wf_attr_item out_type = WFX_ITEM_DTYPE("out_type", WF_INT64);
   wf_shape s;
 
-  if (x.node && h->grad_tensor_info(ctx, x, NULL, &s) == 0 &&
-      opc_shape_is_known(&s))
+  if (x.node && wfx_host->grad_tensor_info(ctx, x, NULL, &s) == 0 &&
+      wfx_shape_is_known(&s))
     return const_i64(ctx, s.dims, s.rank, st);
-  return opc_grad_node(ctx, "Shape", &x, 1, &out_type, 1, st);
+  return wfx_grad_node(ctx, "Shape", &x, 1, &out_type, 1, st);
 }
 
 /* g given x's shape (g has x's element count): g itself when both shapes
  * are known and equal, else Reshape(g, shape_of(x)). */
 static wf_output reshape_like(wf_grad_ctx *ctx, wf_output g, wf_output x,
                               wf_status *st) {
-  if (g.node && opc_grad_same_known_shape(ctx, g, x))
+  if (g.node && wfx_grad_same_known_shape(ctx, g, x))
     return g;
-  return opc_grad_op2(ctx, "Reshape", g, shape_of(ctx, x, st), st);
+  return wfx_grad_op2(ctx, "Reshape", g, shape_of(ctx, x, st), st);
 }
 
 /* The gradient arriving at output i, or zeros of that output when none
  * does. */
 static wf_output grad_or_zeros(wf_grad_ctx *ctx, int32_t i, wf_status *st) {
-  const wf_host *h = opc_host();
-  wf_output g = h->grad_output_grad(ctx, i);
+  wf_output g = wfx_host->grad_output_grad(ctx, i);
 
   if (g.node)
     return g;
-  return opc_grad_op1(ctx, "ZerosLike", h->grad_output(ctx, i), st);
+  return wfx_grad_op1(ctx, "ZerosLike", wfx_host->grad_output(ctx, i), st);
 }
 
 /* An int attribute item copied from the forward node. */
@@ -75,44 +72,43 @@ static int copy_int_attr(const wf_grad_ctx *ctx, const char *name,
                          wf_attr_item *item, wf_status *st) {
   wf_attr_value v;
 
-  if (opc_grad_attr(ctx, name, WF_ATTR_INT, &v, st))
-    return opc_host()->status_code(st);
-  *item = OPC_ATTR_VALUE(name, v);
+  if (wfx_grad_attr(ctx, name, WF_ATTR_INT, &v, st))
+    return wfx_code(st);
+  *item = WFX_ITEM_VALUE(name, v);
   return 0;
 }
 
-#define IN(i) (opc_host()->grad_input(ctx, (i)))
-#define DY(i) (opc_host()->grad_output_grad(ctx, (i)))
+#define IN(i) (wfx_host->grad_input(ctx, (i)))
+#define DY(i) (wfx_host->grad_output_grad(ctx, (i)))
 
 /* ---- ops that only move elements ----------------------------------------- */
 
 /* Identity: dx = dy. */
 static int grad_identity(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, DY(0));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, DY(0));
+  return wfx_grad_done(st);
 }
 
 /* Reshape, Squeeze, ExpandDims: dx = dy in x's shape. The shape input of
  * Reshape gets none. */
 static int grad_reshape(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, reshape_like(ctx, DY(0), IN(0), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, reshape_like(ctx, DY(0), IN(0), st));
+  return wfx_grad_done(st);
 }
 
 /* Transpose: dx = Transpose(dy, InvertPermutation(perm)). */
 static int grad_transpose(wf_grad_ctx *ctx, wf_status *st) {
-  wf_output inv = opc_grad_op1(ctx, "InvertPermutation", IN(1), st);
+  wf_output inv = wfx_grad_op1(ctx, "InvertPermutation", IN(1), st);
 
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "Transpose", DY(0), inv, st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "Transpose", DY(0), inv, st));
+  return wfx_grad_done(st);
 }
 
 /* Concat: input i's gradient is the block of dy it filled, Slice(dy,
  * offset_i, shape_i). Offsets are Consts when every input's shape is known
  * while building, else the outputs of one ConcatOffset node. */
 static int grad_concat(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->grad_num_inputs(ctx);
+  int32_t n = wfx_host->grad_num_inputs(ctx);
   wf_output *shapes = NULL;
   wf_node *offsets = NULL;
   wf_attr_item axis_item;
@@ -120,74 +116,73 @@ static int grad_concat(wf_grad_ctx *ctx, wf_status *st) {
   int known = 1, axis = -1;
 
   if (copy_int_attr(ctx, "axis", &axis_item, st))
-    return h->status_code(st);
+    return wfx_code(st);
   for (int32_t i = 0; i < n && known; i++) {
     wf_shape s;
 
-    known = h->grad_tensor_info(ctx, IN(i), NULL, &s) == 0 &&
-            opc_shape_is_known(&s);
+    known = wfx_host->grad_tensor_info(ctx, IN(i), NULL, &s) == 0 &&
+            wfx_shape_is_known(&s);
     if (known && axis < 0 &&
-        opc_axis_normalize(axis_item.value.u.i, s.rank, &axis, NULL, st))
-      return h->status_code(st);
+        wfx_axis_normalize(axis_item.value.u.i, s.rank, &axis, NULL, st))
+      return wfx_code(st);
   }
-  if (!(shapes = h->alloc((size_t)n * sizeof *shapes, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(shapes = wfx_host->alloc((size_t)n * sizeof *shapes, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "gradient of node '%s': out of memory for %d shapes",
-                    h->grad_node_name(ctx), (int)n);
+                    wfx_host->grad_node_name(ctx), (int)n);
   for (int32_t i = 0; i < n; i++)
     shapes[i] = shape_of(ctx, IN(i), st);
-  if (!known && h->status_code(st) == WF_OK)
-    offsets =
-        h->grad_add_node(ctx, "ConcatOffset", shapes, n, &axis_item, 1, st);
-  for (int32_t i = 0; i < n && h->status_code(st) == WF_OK; i++) {
+  if (!known && wfx_code(st) == WF_OK)
+    offsets = wfx_host->grad_add_node(ctx, "ConcatOffset", shapes, n,
+                                      &axis_item, 1, st);
+  for (int32_t i = 0; i < n && wfx_code(st) == WF_OK; i++) {
     wf_output begin;
 
     if (known) {
       wf_shape s;
       int64_t off[WF_MAX_RANK] = {0};
 
-      h->grad_tensor_info(ctx, IN(i), NULL, &s);
+      wfx_host->grad_tensor_info(ctx, IN(i), NULL, &s);
       off[axis] = at;
       at += s.dims[axis];
       begin = const_i64(ctx, off, s.rank, st);
     } else {
       begin = (wf_output){offsets, i};
     }
-    opc_grad_set(ctx, i,
-                 opc_grad_op3(ctx, "Slice", DY(0), begin, shapes[i], st));
+    wfx_grad_set(ctx, i,
+                 wfx_grad_op3(ctx, "Slice", DY(0), begin, shapes[i], st));
   }
-  h->free(shapes);
-  return opc_grad_done(st);
+  wfx_host->free(shapes);
+  return wfx_grad_done(st);
 }
 
 /* Split: dx = the output gradients joined along the axis, zeros for the
  * outputs that receive none. */
 static int grad_split(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->grad_num_outputs(ctx);
+  int32_t n = wfx_host->grad_num_outputs(ctx);
   wf_output *parts;
   wf_attr_item axis_item;
 
   if (copy_int_attr(ctx, "axis", &axis_item, st))
-    return h->status_code(st);
-  if (!(parts = h->alloc((size_t)n * sizeof *parts, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_code(st);
+  if (!(parts = wfx_host->alloc((size_t)n * sizeof *parts, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "gradient of node '%s': out of memory for %d parts",
-                    h->grad_node_name(ctx), (int)n);
+                    wfx_host->grad_node_name(ctx), (int)n);
   for (int32_t i = 0; i < n; i++)
     parts[i] = grad_or_zeros(ctx, i, st);
-  opc_grad_set(ctx, 0,
-               opc_grad_node(ctx, "Concat", parts, n, &axis_item, 1, st));
-  h->free(parts);
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0,
+               wfx_grad_node(ctx, "Concat", parts, n, &axis_item, 1, st));
+  wfx_host->free(parts);
+  return wfx_grad_done(st);
 }
 
 /* Slice: dx = SliceGrad(shape(x), begin, dy). */
 static int grad_slice(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0,
-               opc_grad_op3(ctx, "SliceGrad", shape_of(ctx, IN(0), st), IN(1),
+  wfx_grad_set(ctx, 0,
+               wfx_grad_op3(ctx, "SliceGrad", shape_of(ctx, IN(0), st), IN(1),
                             DY(0), st));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* StridedSlice: dx = StridedSliceGrad(shape(x), begin, end, strides, dy)
@@ -200,36 +195,36 @@ static int grad_strided_slice(wf_grad_ctx *ctx, wf_status *st) {
 
   for (int i = 0; i < 5; i++)
     if (copy_int_attr(ctx, masks[i], &attrs[i], st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   in[0] = shape_of(ctx, IN(0), st);
   in[1] = IN(1);
   in[2] = IN(2);
   in[3] = IN(3);
   in[4] = DY(0);
-  opc_grad_set(ctx, 0,
-               opc_grad_node(ctx, "StridedSliceGrad", in, 5, attrs, 5, st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0,
+               wfx_grad_node(ctx, "StridedSliceGrad", in, 5, attrs, 5, st));
+  return wfx_grad_done(st);
 }
 
 /* Pad: dx = PadGrad(dy, paddings), the unpadded block. */
 static int grad_pad(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "PadGrad", DY(0), IN(1), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "PadGrad", DY(0), IN(1), st));
+  return wfx_grad_done(st);
 }
 
 /* Tile: dx = TileGrad(shape(x), multiples, dy), summed over the copies. */
 static int grad_tile(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0,
-               opc_grad_op3(ctx, "TileGrad", shape_of(ctx, IN(0), st), IN(1),
+  wfx_grad_set(ctx, 0,
+               wfx_grad_op3(ctx, "TileGrad", shape_of(ctx, IN(0), st), IN(1),
                             DY(0), st));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* Fill: the value gets the sum of dy (Sum over all axes, from ops-math);
  * dims none. */
 static int grad_fill(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 1, opc_grad_op1(ctx, "Sum", DY(0), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 1, wfx_grad_op1(ctx, "Sum", DY(0), st));
+  return wfx_grad_done(st);
 }
 
 /* ---- gathering and scattering -------------------------------------------- */
@@ -239,23 +234,22 @@ static int grad_fill(wf_grad_ctx *ctx, wf_status *st) {
  * Along any other axis (or a negative axis on params of unknown rank):
  * the dense GatherGrad. Indices get none. */
 static int grad_gather(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_output params = IN(0), indices = IN(1), dy = DY(0);
   wf_attr_item axis_item;
   wf_shape ps, is;
   int axis = -1;
 
   if (copy_int_attr(ctx, "axis", &axis_item, st))
-    return h->status_code(st);
-  if (h->grad_tensor_info(ctx, params, NULL, &ps) != 0)
-    opc_shape_set_unknown(&ps);
-  if (h->grad_tensor_info(ctx, indices, NULL, &is) != 0)
-    opc_shape_set_unknown(&is);
+    return wfx_code(st);
+  if (wfx_host->grad_tensor_info(ctx, params, NULL, &ps) != 0)
+    wfx_shape_set_unknown(&ps);
+  if (wfx_host->grad_tensor_info(ctx, indices, NULL, &is) != 0)
+    wfx_shape_set_unknown(&is);
   if (axis_item.value.u.i >= 0)
     axis = (int)axis_item.value.u.i;
   else if (ps.rank >= 0 &&
-           opc_axis_normalize(axis_item.value.u.i, ps.rank, &axis, NULL, st))
-    return h->status_code(st);
+           wfx_axis_normalize(axis_item.value.u.i, ps.rank, &axis, NULL, st))
+    return wfx_code(st);
 
   if (axis == 0) {
     static const int64_t minus_one = -1;
@@ -265,7 +259,7 @@ static int grad_gather(wf_grad_ctx *ctx, wf_status *st) {
     for (int i = 1; i < ps.rank; i++)
       inner_known &= ps.dims[i] >= 0;
     if (is.rank != 1) {
-      flat = opc_grad_op2(ctx, "Reshape", indices,
+      flat = wfx_grad_op2(ctx, "Reshape", indices,
                           const_i64(ctx, &minus_one, 1, st), st);
       if (inner_known) {
         int64_t v[WF_MAX_RANK];
@@ -273,7 +267,7 @@ static int grad_gather(wf_grad_ctx *ctx, wf_status *st) {
         v[0] = -1;
         for (int i = 1; i < ps.rank; i++)
           v[i] = ps.dims[i];
-        values = opc_grad_op2(ctx, "Reshape", dy,
+        values = wfx_grad_op2(ctx, "Reshape", dy,
                               const_i64(ctx, v, ps.rank, st), st);
       } else {
         /* [-1] followed by params' shape without its first dimension. */
@@ -289,32 +283,31 @@ static int grad_gather(wf_grad_ctx *ctx, wf_status *st) {
         ss[2] = const_i64(ctx, &zero, 1, st);
         ss[3] = const_i64(ctx, &one, 1, st);
         parts[0] = const_i64(ctx, &minus_one, 1, st);
-        parts[1] = opc_grad_node(ctx, "StridedSlice", ss, 4, &end_mask, 1, st);
-        values = opc_grad_op2(
+        parts[1] = wfx_grad_node(ctx, "StridedSlice", ss, 4, &end_mask, 1, st);
+        values = wfx_grad_op2(
             ctx, "Reshape", dy,
-            opc_grad_node(ctx, "Concat", parts, 2, &axis0, 1, st), st);
+            wfx_grad_node(ctx, "Concat", parts, 2, &axis0, 1, st), st);
       }
     }
     dense_shape = shape_of(ctx, params, st);
-    if (h->status_code(st) == WF_OK && flat.node && values.node &&
-        dense_shape.node)
-      h->grad_set_input_grad_sparse(ctx, 0, flat, values, dense_shape);
-    return opc_grad_done(st);
+    if (wfx_code(st) == WF_OK && flat.node && values.node && dense_shape.node)
+      wfx_host->grad_set_input_grad_sparse(ctx, 0, flat, values, dense_shape);
+    return wfx_grad_done(st);
   }
 
   {
     wf_output in[3] = {shape_of(ctx, params, st), indices, dy};
-    opc_grad_set(ctx, 0,
-                 opc_grad_node(ctx, "GatherGrad", in, 3, &axis_item, 1, st));
+    wfx_grad_set(ctx, 0,
+                 wfx_grad_node(ctx, "GatherGrad", in, 3, &axis_item, 1, st));
   }
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* UnsortedSegmentSumToShape: values get the rows of dy their indices name,
  * Gather(dy, indices). */
 static int grad_unsorted_segment_sum(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "Gather", DY(0), IN(1), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "Gather", DY(0), IN(1), st));
+  return wfx_grad_done(st);
 }
 
 /* ---- the backward ops' own gradients (second order) ---------------------- */
@@ -324,10 +317,10 @@ static int grad_unsorted_segment_sum(wf_grad_ctx *ctx, wf_status *st) {
 
 /* SliceGrad(shape, begin, dy): d dy = Slice(g, begin, shape(dy)). */
 static int grad_slice_grad(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(
+  wfx_grad_set(
       ctx, 2,
-      opc_grad_op3(ctx, "Slice", DY(0), IN(1), shape_of(ctx, IN(2), st), st));
-  return opc_grad_done(st);
+      wfx_grad_op3(ctx, "Slice", DY(0), IN(1), shape_of(ctx, IN(2), st), st));
+  return wfx_grad_done(st);
 }
 
 /* StridedSliceGrad(shape, begin, end, strides, dy): d dy =
@@ -340,21 +333,21 @@ static int grad_strided_slice_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   for (int i = 0; i < 5; i++)
     if (copy_int_attr(ctx, masks[i], &attrs[i], st))
-      return opc_host()->status_code(st);
-  opc_grad_set(ctx, 4, opc_grad_node(ctx, "StridedSlice", in, 4, attrs, 5, st));
-  return opc_grad_done(st);
+      return wfx_code(st);
+  wfx_grad_set(ctx, 4, wfx_grad_node(ctx, "StridedSlice", in, 4, attrs, 5, st));
+  return wfx_grad_done(st);
 }
 
 /* PadGrad(dy, paddings): d dy = Pad(g, paddings) with zeros. */
 static int grad_pad_grad(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "Pad", DY(0), IN(1), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "Pad", DY(0), IN(1), st));
+  return wfx_grad_done(st);
 }
 
 /* TileGrad(shape, multiples, dy): d dy = Tile(g, multiples). */
 static int grad_tile_grad(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 2, opc_grad_op2(ctx, "Tile", DY(0), IN(1), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 2, wfx_grad_op2(ctx, "Tile", DY(0), IN(1), st));
+  return wfx_grad_done(st);
 }
 
 /* GatherGrad(params_shape, indices, dy): d dy = Gather(g, indices) along
@@ -364,9 +357,9 @@ static int grad_gather_grad(wf_grad_ctx *ctx, wf_status *st) {
   wf_output in[2] = {DY(0), IN(1)};
 
   if (copy_int_attr(ctx, "axis", &axis_item, st))
-    return opc_host()->status_code(st);
-  opc_grad_set(ctx, 2, opc_grad_node(ctx, "Gather", in, 2, &axis_item, 1, st));
-  return opc_grad_done(st);
+    return wfx_code(st);
+  wfx_grad_set(ctx, 2, wfx_grad_node(ctx, "Gather", in, 2, &axis_item, 1, st));
+  return wfx_grad_done(st);
 }
 
 /* ---- the table ----------------------------------------------------------- */

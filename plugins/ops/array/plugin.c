@@ -71,18 +71,13 @@ static const wf_kernel_def *const kernels[] = {&ary_const_kernel,
                                                &ary_unsorted_segment_sum_kernel,
                                                NULL};
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int init(const wf_host *host, void **state, wf_status *st) {
-  /* The views of Reshape and the gradient contexts need the table up to
-   * tensor_reshape, its last entry; refuse a shorter one. */
-  if (!WF_HOST_HAS(host, tensor_reshape)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-array: the host table (%u bytes) lacks the "
-                       "tensor_reshape entry this plugin needs",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-array", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

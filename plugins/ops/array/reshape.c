@@ -11,7 +11,7 @@
 
 /* *s = rank `rank` with every dimension unknown. */
 static void shape_of_rank(wf_shape *s, int rank) {
-  opc_shape_set_unknown(s);
+  wfx_shape_set_unknown(s);
   s->rank = rank;
   for (int i = 0; i < rank; i++)
     s->dims[i] = WF_UNKNOWN_DIM;
@@ -29,41 +29,41 @@ static int reshape_resolve(const int64_t *req, int64_t n, int64_t count,
   int infer = -1;
 
   if (n > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the requested shape has %" PRId64
                     " dimensions, at most %d are allowed",
                     n, WF_MAX_RANK);
   for (int i = 0; i < (int)n; i++) {
     if (req[i] == -1) {
       if (infer >= 0)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "only one dimension of the requested shape may "
                         "be -1 (dimensions %d and %d are)",
                         infer, i);
       infer = i;
     } else if (req[i] < 0) {
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dimension %d of the requested shape is %" PRId64
                       " (must be >= 0, or -1 to infer it)",
                       i, req[i]);
     } else if (__builtin_mul_overflow(known, req[i], &known)) {
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "the requested shape has more than 2^63 elements");
     }
   }
-  opc_shape_make(out, (int)n, req);
+  wfx_shape_make(out, (int)n, req);
   if (count < 0)
     return 0;
   if (infer < 0) {
     if (known != count)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "cannot reshape %" PRId64 " elements into a shape "
                       "of %" PRId64 " elements",
                       count, known);
     return 0;
   }
   if (known == 0 || count % known != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot infer dimension %d: %" PRId64 " elements are "
                     "not a multiple of the other dimensions' product %" PRId64,
                     infer, count, known);
@@ -72,48 +72,46 @@ static int reshape_resolve(const int64_t *req, int64_t n, int64_t count,
 }
 
 static int reshape_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t req[ARY_MAX_INDEX], n;
   wf_shape xs, out;
   int known;
 
-  if (opc_shape_input(ctx, 0, NULL, &xs, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &xs, st))
+    return wfx_code(st);
   known = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, req, &n, "shape", st);
   if (known < 0)
-    return h->status_code(st);
+    return wfx_code(st);
   if (known) {
-    if (reshape_resolve(req, n, opc_shape_count(&xs), &out, st))
-      return h->status_code(st);
+    if (reshape_resolve(req, n, wfx_shape_count(&xs), &out, st))
+      return wfx_code(st);
   } else {
     n = ary_shape_vector_length(ctx, 1, "shape", st);
     if (n == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (n > WF_MAX_RANK)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "the requested shape has %" PRId64
                       " dimensions, at most %d are allowed",
                       n, WF_MAX_RANK);
     if (n >= 0)
       shape_of_rank(&out, (int)n);
     else
-      opc_shape_set_unknown(&out);
+      wfx_shape_set_unknown(&out);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int reshape_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *shape;
   int64_t req[ARY_MAX_INDEX], n;
   wf_shape out;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st) ||
-      opc_kernel_input(ctx, 1, &shape, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &shape, NULL, st) ||
       ary_read_index(shape, 1, ARY_MAX_INDEX, req, &n, "shape", st) ||
-      reshape_resolve(req, n, h->tensor_count(x), &out, st))
-    return h->status_code(st);
+      reshape_resolve(req, n, wfx_count(x), &out, st))
+    return wfx_code(st);
   return ary_output_reshaped(ctx, &out, st);
 }
 
@@ -142,8 +140,8 @@ const wf_op_def ary_reshape_op = {
            "most one entry may be -1. The shape is known while building when "
            "'shape' is a Const."};
 
-const wf_kernel_def ary_reshape_kernel =
-    ARY_KERNEL("Reshape", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, reshape_compute);
+const wf_kernel_def ary_reshape_kernel = WFX_CPU_REFERENCE(
+    "Reshape", "T", WF_DTYPES_ALL, reshape_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- Squeeze ------------------------------------------------------------- */
 
@@ -156,23 +154,23 @@ static int squeeze_dims(const wf_shape *s, const int64_t *axes, int64_t naxes,
   uint32_t mask = 0;
   wf_shape r;
 
-  opc_shape_set_scalar(&r);
+  wfx_shape_set_scalar(&r);
   if (naxes > 0) {
-    if (opc_axes_mask(axes, naxes, s->rank, &mask, NULL, st))
-      return opc_host()->status_code(st);
+    if (wfx_axes_mask(axes, naxes, s->rank, &mask, NULL, st))
+      return wfx_code(st);
   }
   for (int i = 0; i < s->rank; i++) {
     if (naxes == 0) {
       if (s->dims[i] < 0) {
         /* Whether it goes depends on its value. */
-        opc_shape_set_unknown(out);
+        wfx_shape_set_unknown(out);
         return 0;
       }
       if (s->dims[i] == 1)
         continue;
     } else if (mask & (UINT32_C(1) << i)) {
       if (s->dims[i] >= 0 && s->dims[i] != 1)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "cannot squeeze dimension %d of size %" PRId64
                         " (only size-1 dimensions can be squeezed)",
                         i, s->dims[i]);
@@ -185,33 +183,31 @@ static int squeeze_dims(const wf_shape *s, const int64_t *axes, int64_t naxes,
 }
 
 static int squeeze_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   const int64_t *axes;
   int64_t naxes;
   wf_shape xs, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &xs, st) ||
-      opc_shape_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st))
+    return wfx_code(st);
   if (xs.rank < 0)
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   else if (squeeze_dims(&xs, axes, naxes, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int squeeze_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   const int64_t *axes;
   int64_t naxes;
   wf_shape xs, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_attr_ints(ctx, "squeeze_dims", &axes, &naxes, st) ||
       squeeze_dims(&xs, axes, naxes, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   return ary_output_reshaped(ctx, &out, st);
 }
 
@@ -238,8 +234,8 @@ const wf_op_def ary_squeeze_op = {
            "'squeeze_dims' every size-1 dimension goes (and the output rank "
            "is unknown while any input dimension is)."};
 
-const wf_kernel_def ary_squeeze_kernel =
-    ARY_KERNEL("Squeeze", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, squeeze_compute);
+const wf_kernel_def ary_squeeze_kernel = WFX_CPU_REFERENCE(
+    "Squeeze", "T", WF_DTYPES_ALL, squeeze_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- ExpandDims ---------------------------------------------------------- */
 
@@ -249,12 +245,12 @@ static int expand_dims(const wf_shape *s, int64_t axis, wf_shape *out,
   int a;
 
   if (s->rank >= WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the input already has rank %d, the most allowed",
                     (int)s->rank);
-  if (opc_axis_normalize(axis, s->rank + 1, &a, NULL, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(out);
+  if (wfx_axis_normalize(axis, s->rank + 1, &a, NULL, st))
+    return wfx_code(st);
+  wfx_shape_set_scalar(out);
   out->rank = s->rank + 1;
   for (int i = 0, j = 0; i < out->rank; i++)
     out->dims[i] = i == a ? 1 : s->dims[j++];
@@ -262,31 +258,29 @@ static int expand_dims(const wf_shape *s, int64_t axis, wf_shape *out,
 }
 
 static int expand_dims_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t axis;
   wf_shape xs, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &xs, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis, st))
+    return wfx_code(st);
   if (xs.rank < 0)
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   else if (expand_dims(&xs, axis, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int expand_dims_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   int64_t axis;
   wf_shape xs, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis, st) ||
       expand_dims(&xs, axis, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   return ary_output_reshaped(ctx, &out, st);
 }
 
@@ -313,8 +307,9 @@ const wf_op_def ary_expand_dims_op = {
            "(N, 1, D). Unlike TensorFlow the axis is an attribute, not an "
            "input."};
 
-const wf_kernel_def ary_expand_dims_kernel = ARY_KERNEL(
-    "ExpandDims", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, expand_dims_compute);
+const wf_kernel_def ary_expand_dims_kernel =
+    WFX_CPU_REFERENCE("ExpandDims", "T", WF_DTYPES_ALL, expand_dims_compute,
+                      .flags = WF_KERNEL_CHEAP);
 
 /* ---- Transpose ----------------------------------------------------------- */
 
@@ -324,18 +319,18 @@ static int check_perm(const int64_t *perm, int64_t n, int rank, wf_status *st) {
   uint32_t seen = 0;
 
   if (rank >= 0 && n != rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'perm' has %" PRId64 " entries for an input of rank "
                     "%d",
                     n, rank);
   if (n > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'perm' has %" PRId64 " entries, at most %d are "
                     "allowed",
                     n, WF_MAX_RANK);
   for (int64_t i = 0; i < n; i++) {
     if (perm[i] < 0 || perm[i] >= n || (seen & (UINT32_C(1) << perm[i])))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'perm' is not a permutation of 0..%" PRId64
                       ": entry %" PRId64 " is %" PRId64,
                       n - 1, i, perm[i]);
@@ -345,16 +340,15 @@ static int check_perm(const int64_t *perm, int64_t n, int rank, wf_status *st) {
 }
 
 static int transpose_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t perm[ARY_MAX_INDEX], n;
   wf_shape xs, out;
   int known;
 
-  if (opc_shape_input(ctx, 0, NULL, &xs, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &xs, st))
+    return wfx_code(st);
   known = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, perm, &n, "perm", st);
   if (known < 0 || (known && check_perm(perm, n, xs.rank, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (known) {
     shape_of_rank(&out, (int)n);
     if (xs.rank >= 0)
@@ -363,9 +357,9 @@ static int transpose_shape(wf_shape_ctx *ctx, wf_status *st) {
   } else {
     n = ary_shape_vector_length(ctx, 1, "perm", st);
     if (n == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (xs.rank >= 0 && n >= 0 && n != xs.rank)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'perm' has %" PRId64 " entries for an input of "
                       "rank %d",
                       n, (int)xs.rank);
@@ -374,37 +368,36 @@ static int transpose_shape(wf_shape_ctx *ctx, wf_status *st) {
     else if (n >= 0 && n <= WF_MAX_RANK)
       shape_of_rank(&out, (int)n);
     else
-      opc_shape_set_unknown(&out);
+      wfx_shape_set_unknown(&out);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int transpose_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *pt;
   wf_tensor *y;
   int64_t perm[ARY_MAX_INDEX], n, xstr[WF_MAX_RANK], ystr[WF_MAX_RANK],
       sstr[WF_MAX_RANK];
   wf_shape xs, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &pt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &pt, NULL, st) ||
       ary_read_index(pt, 1, ARY_MAX_INDEX, perm, &n, "perm", st) ||
       check_perm(perm, n, xs.rank, st))
-    return h->status_code(st);
-  opc_shape_set_scalar(&out);
+    return wfx_code(st);
+  wfx_shape_set_scalar(&out);
   out.rank = xs.rank;
   for (int i = 0; i < xs.rank; i++)
     out.dims[i] = xs.dims[perm[i]];
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  opc_shape_strides(&xs, xstr);
-  opc_shape_strides(&out, ystr);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  wfx_shape_strides(&xs, xstr);
+  wfx_shape_strides(&out, ystr);
   for (int i = 0; i < xs.rank; i++)
     sstr[i] = xstr[perm[i]];
-  ary_strided_copy(h->tensor_data(y), ystr, h->tensor_data(x), sstr, out.dims,
-                   out.rank, opc_dtype_size(h->tensor_dtype(x)));
+  ary_strided_copy(wfx_data(y), ystr, wfx_data(x), sstr, out.dims, out.rank,
+                   wfx_dtype_size(wfx_dtype(x)));
   return 0;
 }
 
@@ -431,42 +424,40 @@ const wf_op_def ary_transpose_op = {
            "Const."};
 
 const wf_kernel_def ary_transpose_kernel =
-    ARY_KERNEL("Transpose", "T", WF_DTYPES_ALL, 0, transpose_compute);
+    WFX_CPU_REFERENCE("Transpose", "T", WF_DTYPES_ALL, transpose_compute);
 
 /* ---- InvertPermutation --------------------------------------------------- */
 
 static int invert_permutation_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t n = ary_shape_vector_length(ctx, 0, "x", st);
   wf_shape out;
 
   if (n == -2)
-    return h->status_code(st);
-  opc_shape_make(&out, 1, &n);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_shape_make(&out, 1, &n);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int invert_permutation_compute(wf_kernel_ctx *ctx, void *state,
                                       wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   int64_t perm[ARY_MAX_INDEX], n;
   wf_shape out;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st) ||
       ary_read_index(x, 1, WF_MAX_RANK, perm, &n, "x", st) ||
       check_perm(perm, n, -1, st))
-    return h->status_code(st);
-  opc_shape_make(&out, 1, &n);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  wfx_shape_make(&out, 1, &n);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
   for (int64_t i = 0; i < n; i++) {
-    if (h->tensor_dtype(y) == WF_INT32)
-      ((int32_t *)h->tensor_data(y))[perm[i]] = (int32_t)i;
+    if (wfx_dtype(y) == WF_INT32)
+      ((int32_t *)wfx_data(y))[perm[i]] = (int32_t)i;
     else
-      ((int64_t *)h->tensor_data(y))[perm[i]] = i;
+      ((int64_t *)wfx_data(y))[perm[i]] = i;
   }
   return 0;
 }
@@ -490,5 +481,5 @@ const wf_op_def ary_invert_permutation_op = {
            "gradient; perms are at most 8 long (WF_MAX_RANK)."};
 
 const wf_kernel_def ary_invert_permutation_kernel =
-    ARY_KERNEL("InvertPermutation", "T", ARY_DTYPES_INDEX, WF_KERNEL_CHEAP,
-               invert_permutation_compute);
+    WFX_CPU_REFERENCE("InvertPermutation", "T", ARY_DTYPES_INDEX,
+                      invert_permutation_compute, .flags = WF_KERNEL_CHEAP);

@@ -14,7 +14,7 @@
 
 /* *s = rank `rank` with every dimension unknown. */
 static void shape_of_rank(wf_shape *s, int rank) {
-  opc_shape_set_unknown(s);
+  wfx_shape_set_unknown(s);
   s->rank = rank;
   for (int i = 0; i < rank; i++)
     s->dims[i] = WF_UNKNOWN_DIM;
@@ -32,17 +32,17 @@ static int slice_dims(const wf_shape *s, const int64_t *begin,
     int64_t d = s->dims[i];
 
     if (begin && (begin[i] < 0 || (d >= 0 && begin[i] > d)))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "begin[%d] is %" PRId64 ", outside [0, %" PRId64 "]"
                       " (dimension %d)",
                       i, begin[i], d, i);
     if (size && size[i] < -1)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "size[%d] is %" PRId64
                       " (must be >= 0, or -1 for the rest)",
                       i, size[i]);
     if (begin && size && d >= 0 && size[i] > d - begin[i])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "begin[%d] + size[%d] = %" PRId64 " + %" PRId64
                       " exceeds dimension %d of size %" PRId64,
                       i, i, begin[i], size[i], i, d);
@@ -58,59 +58,57 @@ static int slice_dims(const wf_shape *s, const int64_t *begin,
 static int slice_check_len(int64_t n, int rank, const char *input,
                            wf_status *st) {
   if (rank >= 0 && n >= 0 && n != rank)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' has %" PRId64 " entries for an input of rank %d",
                     input, n, rank);
   if (n > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' has %" PRId64 " entries, at most %d are allowed",
                     input, n, WF_MAX_RANK);
   return 0;
 }
 
 static int slice_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t begin[ARY_MAX_INDEX], size[ARY_MAX_INDEX], nb, ns;
   wf_shape s, out;
   int kb, ks;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
   kb = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, begin, &nb, "begin", st);
   if (kb < 0)
-    return h->status_code(st);
+    return wfx_code(st);
   ks = ary_shape_index_value(ctx, 2, 1, ARY_MAX_INDEX, size, &ns, "size", st);
   if (ks < 0)
-    return h->status_code(st);
+    return wfx_code(st);
   if (!kb && (nb = ary_shape_vector_length(ctx, 1, "begin", st)) == -2)
-    return h->status_code(st);
+    return wfx_code(st);
   if (!ks && (ns = ary_shape_vector_length(ctx, 2, "size", st)) == -2)
-    return h->status_code(st);
+    return wfx_code(st);
   if (slice_check_len(nb, s.rank, "begin", st) ||
       slice_check_len(ns, s.rank, "size", st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (nb >= 0 && ns >= 0 && nb != ns)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'begin' has %" PRId64 " entries but 'size' %" PRId64, nb,
                     ns);
   if (s.rank < 0) {
     int64_t n = nb >= 0 ? nb : ns;
 
     if (n < 0) {
-      opc_shape_set_unknown(&out);
-      h->shape_set_output(ctx, 0, &out);
+      wfx_shape_set_unknown(&out);
+      wfx_host->shape_set_output(ctx, 0, &out);
       return 0;
     }
     shape_of_rank(&s, (int)n);
   }
   if (slice_dims(&s, kb ? begin : NULL, ks ? size : NULL, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int slice_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *bt, *zt;
   wf_tensor *y;
   int64_t begin[ARY_MAX_INDEX], size[ARY_MAX_INDEX], nb, ns, xstr[WF_MAX_RANK],
@@ -118,26 +116,26 @@ static int slice_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   size_t es;
   wf_shape s, out;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_input(ctx, 1, &bt, NULL, st) ||
-      opc_kernel_input(ctx, 2, &zt, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_input(ctx, 1, &bt, NULL, st) ||
+      wfx_kernel_input(ctx, 2, &zt, NULL, st) ||
       ary_read_index(bt, 1, ARY_MAX_INDEX, begin, &nb, "begin", st) ||
       ary_read_index(zt, 1, ARY_MAX_INDEX, size, &ns, "size", st) ||
       slice_check_len(nb, s.rank, "begin", st) ||
       slice_check_len(ns, s.rank, "size", st) ||
       slice_dims(&s, begin, size, &out, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  es = opc_dtype_size(h->tensor_dtype(x));
-  opc_shape_strides(&s, xstr);
-  opc_shape_strides(&out, ystr);
+  es = wfx_dtype_size(wfx_dtype(x));
+  wfx_shape_strides(&s, xstr);
+  wfx_shape_strides(&out, ystr);
   for (int i = 0; i < s.rank; i++)
     base += begin[i] * xstr[i];
-  ary_strided_copy(h->tensor_data(y), ystr,
-                   (const char *)h->tensor_data(x) + base * (int64_t)es, xstr,
+  ary_strided_copy(wfx_data(y), ystr,
+                   (const char *)wfx_data(x) + base * (int64_t)es, xstr,
                    out.dims, out.rank, es);
   return 0;
 }
@@ -168,7 +166,7 @@ const wf_op_def ary_slice_op = {
            "('size' alone suffices without -1 entries)."};
 
 const wf_kernel_def ary_slice_kernel =
-    ARY_KERNEL("Slice", "T", WF_DTYPES_ALL, 0, slice_compute);
+    WFX_CPU_REFERENCE("Slice", "T", WF_DTYPES_ALL, slice_compute);
 
 /* ---- StridedSlice -------------------------------------------------------- */
 
@@ -208,13 +206,13 @@ static int ss_resolve(const wf_shape *s, int64_t n, const int64_t *begin,
   int ngather = 0;
 
   if (n > ARY_MAX_INDEX)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the slice spec has %" PRId64
                     " entries, at most %d are allowed",
                     n, ARY_MAX_INDEX);
   ell &= (UINT64_C(1) << n) - 1;
   if (ell & (ell - 1))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "ellipsis_mask %" PRId64 " marks more than one "
                     "ellipsis",
                     m->ellipsis);
@@ -247,7 +245,7 @@ static int ss_resolve(const wf_shape *s, int64_t n, const int64_t *begin,
       gather[ngather++] = GATHER_NEW;
     } else {
       if (full == dense)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "the slice spec indexes more dimensions than the "
                         "input's %d",
                         dense);
@@ -279,7 +277,7 @@ static int ss_resolve(const wf_shape *s, int64_t n, const int64_t *begin,
     int known = 0;
 
     if (ks[i] && stride == 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "the stride of dimension %d is 0", i);
     p->begin[i] = 0;
     p->stride[i] = stride;
@@ -291,7 +289,7 @@ static int ss_resolve(const wf_shape *s, int64_t n, const int64_t *begin,
       if (kb[i]) {
         b = db[i] < 0 ? dim + db[i] : db[i];
         if (b < 0 || b >= dim)
-          return opc_fail(st, WF_INVALID_ARGUMENT,
+          return wfx_fail(st, WF_INVALID_ARGUMENT,
                           "index %" PRId64 " of shrunk dimension %d is "
                           "out of range for size %" PRId64,
                           db[i], i, dim);
@@ -328,12 +326,12 @@ static int ss_resolve(const wf_shape *s, int64_t n, const int64_t *begin,
       p->size[i] = len / stride + (len % stride != 0);
   }
 
-  opc_shape_set_scalar(&p->out);
+  wfx_shape_set_scalar(&p->out);
   for (int g = 0; g < ngather; g++) {
     if (gather[g] == GATHER_SHRINK)
       continue;
     if (nfinal == WF_MAX_RANK)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "the output would have more than %d dimensions",
                       WF_MAX_RANK);
     p->out.dims[nfinal++] = gather[g] == GATHER_NEW ? 1 : p->size[gather[g]];
@@ -349,8 +347,8 @@ static int ss_masks_get(const wf_shape_ctx *sctx, const wf_kernel_ctx *kctx,
   int64_t *dst[] = {&m->begin, &m->end, &m->ellipsis, &m->new_axis, &m->shrink};
 
   for (int i = 0; i < 5; i++) {
-    int rc = sctx ? opc_shape_attr_int(sctx, names[i], dst[i], st)
-                  : opc_kernel_attr_int(kctx, names[i], dst[i], st);
+    int rc = sctx ? wfx_shape_attr_int(sctx, names[i], dst[i], st)
+                  : wfx_kernel_attr_int(kctx, names[i], dst[i], st);
     if (rc)
       return rc;
   }
@@ -359,48 +357,46 @@ static int ss_masks_get(const wf_shape_ctx *sctx, const wf_kernel_ctx *kctx,
 
 static int strided_slice_shape(wf_shape_ctx *ctx, wf_status *st) {
   static const char *const inputs[] = {"begin", "end", "strides"};
-  const wf_host *h = opc_host();
   int64_t vals[3][ARY_MAX_INDEX], len[3], n = -1;
   int known[3];
   ss_masks m;
   ss_plan p;
   wf_shape s, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st) || ss_masks_get(ctx, NULL, &m, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st) || ss_masks_get(ctx, NULL, &m, st))
+    return wfx_code(st);
   for (int k = 0; k < 3; k++) {
     known[k] = ary_shape_index_value(ctx, k + 1, 1, ARY_MAX_INDEX, vals[k],
                                      &len[k], inputs[k], st);
     if (known[k] < 0)
-      return h->status_code(st);
+      return wfx_code(st);
     if (!known[k] &&
         (len[k] = ary_shape_vector_length(ctx, k + 1, inputs[k], st)) == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (len[k] < 0)
       continue;
     if (n >= 0 && len[k] != n)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'begin', 'end' and 'strides' must have the same "
                       "length; '%s' has %" PRId64 ", an earlier one %" PRId64,
                       inputs[k], len[k], n);
     n = len[k];
   }
   if (s.rank < 0 || n < 0) {
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   } else {
     if (ss_resolve(&s, n, known[0] ? vals[0] : NULL, known[1] ? vals[1] : NULL,
                    known[2] ? vals[2] : NULL, &m, &p, st))
-      return h->status_code(st);
+      return wfx_code(st);
     out = p.out;
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int strided_slice_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
   static const char *const inputs[] = {"begin", "end", "strides"};
-  const wf_host *h = opc_host();
   const wf_tensor *x, *t;
   wf_tensor *y;
   int64_t vals[3][ARY_MAX_INDEX], len[3], xstr[WF_MAX_RANK], sstr[WF_MAX_RANK],
@@ -410,36 +406,36 @@ static int strided_slice_compute(wf_kernel_ctx *ctx, void *state,
   size_t es;
   wf_shape s, proc;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) || ss_masks_get(NULL, ctx, &m, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) || ss_masks_get(NULL, ctx, &m, st))
+    return wfx_code(st);
   for (int k = 0; k < 3; k++) {
-    if (opc_kernel_input(ctx, k + 1, &t, NULL, st) ||
+    if (wfx_kernel_input(ctx, k + 1, &t, NULL, st) ||
         ary_read_index(t, 1, ARY_MAX_INDEX, vals[k], &len[k], inputs[k], st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (len[k] != len[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'begin', 'end' and 'strides' must have the same "
                       "length; '%s' has %" PRId64 ", 'begin' %" PRId64,
                       inputs[k], len[k], len[0]);
   }
   if (ss_resolve(&s, len[0], vals[0], vals[1], vals[2], &m, &p, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &p.out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &p.out, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
   /* Walk the input-rank "processing" shape; new and shrunk axes have size 1
    * and do not change the row-major order of what is copied. */
-  opc_shape_make(&proc, p.rank, p.size);
-  opc_shape_strides(&s, xstr);
-  opc_shape_strides(&proc, dstr);
+  wfx_shape_make(&proc, p.rank, p.size);
+  wfx_shape_strides(&s, xstr);
+  wfx_shape_strides(&proc, dstr);
   for (int i = 0; i < p.rank; i++) {
     base += p.begin[i] * xstr[i];
     sstr[i] = p.stride[i] * xstr[i];
   }
-  es = opc_dtype_size(h->tensor_dtype(x));
-  ary_strided_copy(h->tensor_data(y), dstr,
-                   (const char *)h->tensor_data(x) + base * (int64_t)es, sstr,
+  es = wfx_dtype_size(wfx_dtype(x));
+  ary_strided_copy(wfx_data(y), dstr,
+                   (const char *)wfx_data(x) + base * (int64_t)es, sstr,
                    proc.dims, proc.rank, es);
   return 0;
 }
@@ -481,8 +477,8 @@ const wf_op_def ary_strided_slice_op = {
            "its stride's sign. The shape is known while building when begin, "
            "end and strides are Consts."};
 
-const wf_kernel_def ary_strided_slice_kernel =
-    ARY_KERNEL("StridedSlice", "T", WF_DTYPES_ALL, 0, strided_slice_compute);
+const wf_kernel_def ary_strided_slice_kernel = WFX_CPU_REFERENCE(
+    "StridedSlice", "T", WF_DTYPES_ALL, strided_slice_compute);
 
 /* ---- SliceGrad ----------------------------------------------------------- */
 
@@ -501,47 +497,45 @@ static int shapes_compatible(const wf_shape *a, const wf_shape *b) {
  * known; dims of either may be unknown where nothing can be said). */
 static int slice_grad_check(const wf_shape *x, const int64_t *begin,
                             const wf_shape *dy, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
   if (dy->rank >= 0 && dy->rank != x->rank)
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy %s and shape %s differ in rank",
-        opc_shape_str(dy, a, sizeof a), opc_shape_str(x, b, sizeof b));
+        wfx_shape_str(dy, a, sizeof a), wfx_shape_str(x, b, sizeof b));
   for (int i = 0; i < x->rank && begin; i++) {
     int64_t size = dy->rank >= 0 ? dy->dims[i] : WF_UNKNOWN_DIM;
 
     if (begin[i] < 0 ||
         (x->dims[i] >= 0 && size >= 0 && begin[i] + size > x->dims[i]))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "a block of shape %s at begin[%d] = %" PRId64
                       " does not fit dimension %d of shape %s",
-                      opc_shape_str(dy, a, sizeof a), i, begin[i], i,
-                      opc_shape_str(x, b, sizeof b));
+                      wfx_shape_str(dy, a, sizeof a), i, begin[i], i,
+                      wfx_shape_str(x, b, sizeof b));
   }
   return 0;
 }
 
 static int slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t begin[ARY_MAX_INDEX], nb;
   wf_shape dy, out;
   int kb;
 
-  if (opc_shape_input(ctx, 2, NULL, &dy, st) ||
+  if (wfx_shape_input(ctx, 2, NULL, &dy, st) ||
       ary_shape_from_input(ctx, 0, "shape", dy.rank, &out, st))
-    return h->status_code(st);
+    return wfx_code(st);
   kb = ary_shape_index_value(ctx, 1, 1, ARY_MAX_INDEX, begin, &nb, "begin", st);
   if (kb < 0 ||
       (kb && out.rank >= 0 && slice_check_len(nb, out.rank, "begin", st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (out.rank >= 0 && slice_grad_check(&out, kb ? begin : NULL, &dy, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int slice_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *shape, *bt, *dy;
   wf_tensor *dx;
   int64_t begin[ARY_MAX_INDEX], nb, xstr[WF_MAX_RANK], ystr[WF_MAX_RANK],
@@ -549,26 +543,26 @@ static int slice_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   size_t es;
   wf_shape xs, dys;
 
-  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
-      opc_kernel_input(ctx, 1, &bt, NULL, st) ||
-      opc_kernel_input(ctx, 2, &dy, &dys, st) ||
+  if (wfx_kernel_input(ctx, 0, &shape, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &bt, NULL, st) ||
+      wfx_kernel_input(ctx, 2, &dy, &dys, st) ||
       ary_read_shape(shape, "shape", &xs, st) ||
       ary_read_index(bt, 1, ARY_MAX_INDEX, begin, &nb, "begin", st) ||
       slice_check_len(nb, xs.rank, "begin", st) ||
       slice_grad_check(&xs, begin, &dys, st))
-    return h->status_code(st);
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
-  if (h->tensor_count(dy) == 0)
+    return wfx_code(st);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  memset(wfx_data(dx), 0, wfx_host->tensor_nbytes(dx));
+  if (wfx_count(dy) == 0)
     return 0;
-  es = opc_dtype_size(h->tensor_dtype(dy));
-  opc_shape_strides(&xs, xstr);
-  opc_shape_strides(&dys, ystr);
+  es = wfx_dtype_size(wfx_dtype(dy));
+  wfx_shape_strides(&xs, xstr);
+  wfx_shape_strides(&dys, ystr);
   for (int i = 0; i < xs.rank; i++)
     base += begin[i] * xstr[i];
-  ary_strided_copy((char *)h->tensor_data(dx) + base * (int64_t)es, xstr,
-                   h->tensor_data(dy), ystr, dys.dims, dys.rank, es);
+  ary_strided_copy((char *)wfx_data(dx) + base * (int64_t)es, xstr,
+                   wfx_data(dy), ystr, dys.dims, dys.rank, es);
   return 0;
 }
 
@@ -597,36 +591,35 @@ const wf_op_def ary_slice_grad_op = {
            "known while building when 'shape' is a Const."};
 
 const wf_kernel_def ary_slice_grad_kernel =
-    ARY_KERNEL("SliceGrad", "T", WF_DTYPES_ALL, 0, slice_grad_compute);
+    WFX_CPU_REFERENCE("SliceGrad", "T", WF_DTYPES_ALL, slice_grad_compute);
 
 /* ---- StridedSliceGrad ---------------------------------------------------- */
 
 static int strided_slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
   static const char *const inputs[] = {"begin", "end", "strides"};
-  const wf_host *h = opc_host();
   int64_t vals[3][ARY_MAX_INDEX], len[3], n = -1;
   int known[3];
   ss_masks m;
   ss_plan p;
   wf_shape dy, out;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 4, NULL, &dy, st) ||
+  if (wfx_shape_input(ctx, 4, NULL, &dy, st) ||
       ary_shape_from_input(ctx, 0, "shape", -1, &out, st) ||
       ss_masks_get(ctx, NULL, &m, st))
-    return h->status_code(st);
+    return wfx_code(st);
   for (int k = 0; k < 3; k++) {
     known[k] = ary_shape_index_value(ctx, k + 1, 1, ARY_MAX_INDEX, vals[k],
                                      &len[k], inputs[k], st);
     if (known[k] < 0)
-      return h->status_code(st);
+      return wfx_code(st);
     if (!known[k] &&
         (len[k] = ary_shape_vector_length(ctx, k + 1, inputs[k], st)) == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (len[k] < 0)
       continue;
     if (n >= 0 && len[k] != n)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'begin', 'end' and 'strides' must have the same "
                       "length; '%s' has %" PRId64 ", an earlier one %" PRId64,
                       inputs[k], len[k], n);
@@ -637,22 +630,21 @@ static int strided_slice_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
     if (ss_resolve(&out, n, known[0] ? vals[0] : NULL,
                    known[1] ? vals[1] : NULL, known[2] ? vals[2] : NULL, &m, &p,
                    st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (!shapes_compatible(&p.out, &dy))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dy has shape %s but the slice of shape %s has %s",
-                      opc_shape_str(&dy, a, sizeof a),
-                      opc_shape_str(&out, b, sizeof b),
-                      opc_shape_str(&p.out, c, sizeof c));
+                      wfx_shape_str(&dy, a, sizeof a),
+                      wfx_shape_str(&out, b, sizeof b),
+                      wfx_shape_str(&p.out, c, sizeof c));
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int strided_slice_grad_compute(wf_kernel_ctx *ctx, void *state,
                                       wf_status *st) {
   static const char *const inputs[] = {"begin", "end", "strides"};
-  const wf_host *h = opc_host();
   const wf_tensor *shape, *dy, *t;
   wf_tensor *dx;
   int64_t vals[3][ARY_MAX_INDEX], len[3], xstr[WF_MAX_RANK], dstr[WF_MAX_RANK],
@@ -661,49 +653,49 @@ static int strided_slice_grad_compute(wf_kernel_ctx *ctx, void *state,
   ss_plan p;
   size_t es;
   wf_shape xs, dys, proc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &shape, NULL, st) ||
-      opc_kernel_input(ctx, 4, &dy, &dys, st) ||
+  if (wfx_kernel_input(ctx, 0, &shape, NULL, st) ||
+      wfx_kernel_input(ctx, 4, &dy, &dys, st) ||
       ary_read_shape(shape, "shape", &xs, st) ||
       ss_masks_get(NULL, ctx, &m, st))
-    return h->status_code(st);
+    return wfx_code(st);
   for (int k = 0; k < 3; k++) {
-    if (opc_kernel_input(ctx, k + 1, &t, NULL, st) ||
+    if (wfx_kernel_input(ctx, k + 1, &t, NULL, st) ||
         ary_read_index(t, 1, ARY_MAX_INDEX, vals[k], &len[k], inputs[k], st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (len[k] != len[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "'begin', 'end' and 'strides' must have the same "
                       "length; '%s' has %" PRId64 ", 'begin' %" PRId64,
                       inputs[k], len[k], len[0]);
   }
   if (ss_resolve(&xs, len[0], vals[0], vals[1], vals[2], &m, &p, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!shapes_compatible(&p.out, &dys))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "dy has shape %s but the slice of shape %s has %s",
-                    opc_shape_str(&dys, a, sizeof a),
-                    opc_shape_str(&xs, b, sizeof b),
-                    opc_shape_str(&p.out, c, sizeof c));
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  memset(h->tensor_data(dx), 0, h->tensor_nbytes(dx));
-  if (h->tensor_count(dy) == 0)
+                    wfx_shape_str(&dys, a, sizeof a),
+                    wfx_shape_str(&xs, b, sizeof b),
+                    wfx_shape_str(&p.out, c, sizeof c));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  memset(wfx_data(dx), 0, wfx_host->tensor_nbytes(dx));
+  if (wfx_count(dy) == 0)
     return 0;
   /* StridedSlice's copy run backwards: dy, walked in the input-rank
    * "processing" shape (new and shrunk axes have size 1 and do not change
    * its row-major order), lands on the sliced elements of dx. */
-  opc_shape_make(&proc, p.rank, p.size);
-  opc_shape_strides(&xs, xstr);
-  opc_shape_strides(&proc, sstr);
+  wfx_shape_make(&proc, p.rank, p.size);
+  wfx_shape_strides(&xs, xstr);
+  wfx_shape_strides(&proc, sstr);
   for (int i = 0; i < p.rank; i++) {
     base += p.begin[i] * xstr[i];
     dstr[i] = p.stride[i] * xstr[i];
   }
-  es = opc_dtype_size(h->tensor_dtype(dy));
-  ary_strided_copy((char *)h->tensor_data(dx) + base * (int64_t)es, dstr,
-                   h->tensor_data(dy), sstr, proc.dims, proc.rank, es);
+  es = wfx_dtype_size(wfx_dtype(dy));
+  ary_strided_copy((char *)wfx_data(dx) + base * (int64_t)es, dstr,
+                   wfx_data(dy), sstr, proc.dims, proc.rank, es);
   return 0;
 }
 
@@ -740,5 +732,5 @@ const wf_op_def ary_strided_slice_grad_op = {
            "adds up. The shape is known while building when 'shape' is a "
            "Const."};
 
-const wf_kernel_def ary_strided_slice_grad_kernel = ARY_KERNEL(
-    "StridedSliceGrad", "T", WF_DTYPES_ALL, 0, strided_slice_grad_compute);
+const wf_kernel_def ary_strided_slice_grad_kernel = WFX_CPU_REFERENCE(
+    "StridedSliceGrad", "T", WF_DTYPES_ALL, strided_slice_grad_compute);

@@ -13,39 +13,37 @@
 /* ---- Const --------------------------------------------------------------- */
 
 static int const_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   int32_t dtype;
   wf_shape s;
 
-  if (h->shape_attr(ctx, "value", &v) != 0 || v.type != WF_ATTR_TENSOR ||
+  if (wfx_host->shape_attr(ctx, "value", &v) != 0 || v.type != WF_ATTR_TENSOR ||
       !v.u.tensor)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'value' must be set to a tensor");
-  if (opc_shape_attr_dtype(ctx, "dtype", &dtype, st))
-    return h->status_code(st);
-  if (h->tensor_dtype(v.u.tensor) != dtype)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_shape_attr_dtype(ctx, "dtype", &dtype, st))
+    return wfx_code(st);
+  if (wfx_dtype(v.u.tensor) != dtype)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'value' is a %s tensor but 'dtype' says %s",
-                    opc_dtype_name(h->tensor_dtype(v.u.tensor)),
-                    opc_dtype_name(dtype));
-  h->tensor_shape(v.u.tensor, &s);
-  h->shape_set_output(ctx, 0, &s);
+                    wfx_dtype_name(wfx_dtype(v.u.tensor)),
+                    wfx_dtype_name(dtype));
+  wfx_host->tensor_shape(v.u.tensor, &s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
 static int const_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
 
-  if (h->kernel_attr(ctx, "value", &v) != 0 || v.type != WF_ATTR_TENSOR ||
-      !v.u.tensor)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_host->kernel_attr(ctx, "value", &v) != 0 ||
+      v.type != WF_ATTR_TENSOR || !v.u.tensor)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'value' must be set to a tensor");
   /* The attribute's tensor becomes the output without a copy. Casting away
    * const is safe: a tensor with more than one reference is never written
    * (weft/tensor.h), and the graph keeps its own reference. */
-  return h->kernel_output_set(ctx, 0, (wf_tensor *)v.u.tensor, st);
+  return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)v.u.tensor, st);
 }
 
 static const wf_arg_def const_outputs[] = {
@@ -67,19 +65,18 @@ const wf_op_def ary_const_op = {
     .doc = "Outputs the tensor held in attribute 'value' (any shape, e.g. "
            "(N, D)); the kernel hands out that tensor itself, no copy."};
 
-const wf_kernel_def ary_const_kernel =
-    ARY_KERNEL("Const", "dtype", WF_DTYPES_ALL, WF_KERNEL_CHEAP, const_compute);
+const wf_kernel_def ary_const_kernel = WFX_CPU_REFERENCE(
+    "Const", "dtype", WF_DTYPES_ALL, const_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- Placeholder --------------------------------------------------------- */
 
 static int placeholder_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
 
-  if (h->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_host->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' must be a shape");
-  h->shape_set_output(ctx, 0, &v.u.shape);
+  wfx_host->shape_set_output(ctx, 0, &v.u.shape);
   return 0;
 }
 
@@ -111,23 +108,13 @@ const wf_op_def ary_placeholder_op = {
 /* ---- Identity, StopGradient
  * -------------------------------------------------- */
 
-static int same_shape(wf_shape_ctx *ctx, wf_status *st) {
-  wf_shape s;
-
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return opc_host()->status_code(st);
-  opc_host()->shape_set_output(ctx, 0, &s);
-  return 0;
-}
-
 static int forward_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st))
+    return wfx_code(st);
   /* Forwarded, not copied; see const_compute for why the cast is safe. */
-  return h->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
+  return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
 }
 
 static const wf_arg_def unary_inputs[] = {
@@ -143,11 +130,11 @@ const wf_op_def ary_identity_op = {
     .inputs = unary_inputs,
     .outputs = unary_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged (the same tensor, not a copy)."};
 
-const wf_kernel_def ary_identity_kernel = ARY_KERNEL(
-    "Identity", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, forward_compute);
+const wf_kernel_def ary_identity_kernel = WFX_CPU_REFERENCE(
+    "Identity", "T", WF_DTYPES_ALL, forward_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_op_def ary_stop_gradient_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -155,11 +142,12 @@ const wf_op_def ary_stop_gradient_op = {
     .inputs = unary_inputs,
     .outputs = unary_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged; no gradient flows through it."};
 
-const wf_kernel_def ary_stop_gradient_kernel = ARY_KERNEL(
-    "StopGradient", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, forward_compute);
+const wf_kernel_def ary_stop_gradient_kernel =
+    WFX_CPU_REFERENCE("StopGradient", "T", WF_DTYPES_ALL, forward_compute,
+                      .flags = WF_KERNEL_CHEAP);
 
 /* ---- CheckNumerics -------------------------------------------------------- */
 
@@ -258,7 +246,7 @@ const wf_op_def ary_noop_op = {
            "target."};
 
 const wf_kernel_def ary_noop_kernel =
-    ARY_KERNEL("NoOp", NULL, 0, WF_KERNEL_CHEAP, noop_compute);
+    WFX_CPU_REFERENCE("NoOp", NULL, 0, noop_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- Fill
  * ----------------------------------------------------------------------- */
@@ -267,7 +255,7 @@ const wf_kernel_def ary_noop_kernel =
 static int check_dims(const int64_t *dims, int64_t n, wf_status *st) {
   for (int64_t i = 0; i < n; i++)
     if (dims[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "dims[%" PRId64 "] is %" PRId64
                       ", dimensions must not be negative",
                       i, dims[i]);
@@ -275,66 +263,64 @@ static int check_dims(const int64_t *dims, int64_t n, wf_status *st) {
 }
 
 static int fill_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t dims[ARY_MAX_INDEX], n;
   wf_shape vs, out;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
   int known;
 
-  if (opc_shape_input(ctx, 1, NULL, &vs, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 1, NULL, &vs, st))
+    return wfx_code(st);
   if (vs.rank > 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'value' must be a scalar, got shape %s",
-                    opc_shape_str(&vs, buf, sizeof buf));
+                    wfx_shape_str(&vs, buf, sizeof buf));
   known = ary_shape_index_value(ctx, 0, 1, WF_MAX_RANK, dims, &n, "dims", st);
   if (known < 0 || (known && check_dims(dims, n, st)))
-    return h->status_code(st);
+    return wfx_code(st);
   if (known) {
-    opc_shape_make(&out, (int)n, dims);
+    wfx_shape_make(&out, (int)n, dims);
   } else {
     n = ary_shape_vector_length(ctx, 0, "dims", st);
     if (n == -2)
-      return h->status_code(st);
+      return wfx_code(st);
     if (n > WF_MAX_RANK)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'dims' has %" PRId64
                       " entries, at most %d are allowed",
                       n, WF_MAX_RANK);
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
     if (n >= 0) {
       out.rank = (int32_t)n;
       for (int i = 0; i < out.rank; i++)
         out.dims[i] = WF_UNKNOWN_DIM;
     }
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int fill_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dt, *vt;
   wf_tensor *y;
   wf_shape vs, out;
   int64_t dims[ARY_MAX_INDEX], n;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &dt, NULL, st) ||
-      opc_kernel_input(ctx, 1, &vt, &vs, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &dt, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &vt, &vs, st))
+    return wfx_code(st);
   if (vs.rank != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'value' must be a scalar, got shape %s",
-                    opc_shape_str(&vs, buf, sizeof buf));
+                    wfx_shape_str(&vs, buf, sizeof buf));
   if (ary_read_index(dt, 1, WF_MAX_RANK, dims, &n, "dims", st) ||
       check_dims(dims, n, st))
-    return h->status_code(st);
-  opc_shape_make(&out, (int)n, dims);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  ary_fill_bytes(h->tensor_data(y), h->tensor_data(vt), h->tensor_count(y),
-                 opc_dtype_size(h->tensor_dtype(vt)));
+    return wfx_code(st);
+  wfx_shape_make(&out, (int)n, dims);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  ary_fill_bytes(wfx_data(y), wfx_data(vt), wfx_count(y),
+                 wfx_dtype_size(wfx_dtype(vt)));
   return 0;
 }
 
@@ -360,7 +346,7 @@ const wf_op_def ary_fill_op = {
            "Const."};
 
 const wf_kernel_def ary_fill_kernel =
-    ARY_KERNEL("Fill", "T", WF_DTYPES_ALL, 0, fill_compute);
+    WFX_CPU_REFERENCE("Fill", "T", WF_DTYPES_ALL, fill_compute);
 
 /* ---- ZerosLike, OnesLike
  * ----------------------------------------------------- */
@@ -409,30 +395,28 @@ static void one_bytes(int32_t dt, unsigned char *one) {
   default:
     break;
   }
-  memcpy(one, &u, opc_dtype_size(dt));
+  memcpy(one, &u, wfx_dtype_size(dt));
 }
 
 static int constant_like(wf_kernel_ctx *ctx, int one, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s;
   unsigned char value[8];
   int32_t dt;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
-    return h->status_code(st);
-  dt = h->tensor_dtype(y);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
+    return wfx_code(st);
+  dt = wfx_dtype(y);
   if (!one) {
     /* All-zero bytes are 0 (or false) in every dtype. */
-    memset(h->tensor_data(y), 0, h->tensor_nbytes(y));
+    memset(wfx_data(y), 0, wfx_host->tensor_nbytes(y));
     return 0;
   }
   one_bytes(dt, value);
-  ary_fill_bytes(h->tensor_data(y), value, h->tensor_count(y),
-                 opc_dtype_size(dt));
+  ary_fill_bytes(wfx_data(y), value, wfx_count(y), wfx_dtype_size(dt));
   return 0;
 }
 
@@ -456,11 +440,11 @@ const wf_op_def ary_zeros_like_op = {
     .inputs = like_inputs,
     .outputs = like_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Zeros (false for bool) of the shape and type of x."};
 
 const wf_kernel_def ary_zeros_like_kernel =
-    ARY_KERNEL("ZerosLike", "T", WF_DTYPES_ALL, 0, zeros_like_compute);
+    WFX_CPU_REFERENCE("ZerosLike", "T", WF_DTYPES_ALL, zeros_like_compute);
 
 const wf_op_def ary_ones_like_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -468,11 +452,11 @@ const wf_op_def ary_ones_like_op = {
     .inputs = like_inputs,
     .outputs = like_outputs,
     .attrs = any_type_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Ones (true for bool) of the shape and type of x."};
 
 const wf_kernel_def ary_ones_like_kernel =
-    ARY_KERNEL("OnesLike", "T", WF_DTYPES_ALL, 0, ones_like_compute);
+    WFX_CPU_REFERENCE("OnesLike", "T", WF_DTYPES_ALL, ones_like_compute);
 
 /* ---- Shape, Size --------------------------------------------------------- */
 
@@ -480,11 +464,11 @@ static int shape_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s, out;
   int64_t rank;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return opc_host()->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
   rank = s.rank < 0 ? WF_UNKNOWN_DIM : s.rank;
-  opc_shape_make(&out, 1, &rank);
-  opc_host()->shape_set_output(ctx, 0, &out);
+  wfx_shape_make(&out, 1, &rank);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -497,7 +481,7 @@ static int store_index(void *data, int32_t dt, int64_t i, int64_t v,
     return 0;
   }
   if (v > INT32_MAX)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%s %" PRId64 " does not fit out_type int32; use "
                     "int64",
                     name, v);
@@ -506,46 +490,43 @@ static int store_index(void *data, int32_t dt, int64_t i, int64_t v,
 }
 
 static int shape_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s, out;
   int64_t rank;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
   rank = s.rank;
-  opc_shape_make(&out, 1, &rank);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
+  wfx_shape_make(&out, 1, &rank);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
   for (int i = 0; i < s.rank; i++)
-    if (store_index(h->tensor_data(y), h->tensor_dtype(y), i, s.dims[i],
-                    "dimension", st))
-      return h->status_code(st);
+    if (store_index(wfx_data(y), wfx_dtype(y), i, s.dims[i], "dimension", st))
+      return wfx_code(st);
   return 0;
 }
 
 static int scalar_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape out;
 
-  opc_shape_set_scalar(&out);
-  opc_host()->shape_set_output(ctx, 0, &out);
+  wfx_shape_set_scalar(&out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 static int size_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape out;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st))
-    return h->status_code(st);
-  opc_shape_set_scalar(&out);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  return store_index(h->tensor_data(y), h->tensor_dtype(y), 0,
-                     h->tensor_count(x), "element count", st);
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st))
+    return wfx_code(st);
+  wfx_shape_set_scalar(&out);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  return store_index(wfx_data(y), wfx_dtype(y), 0, wfx_count(x),
+                     "element count", st);
 }
 
 static const wf_arg_def shape_inputs[] = {
@@ -570,8 +551,8 @@ const wf_op_def ary_shape_op = {
     .doc = "The dimensions of input as a vector (R,); a dimension that does "
            "not fit int32 is an error with out_type int32."};
 
-const wf_kernel_def ary_shape_kernel =
-    ARY_KERNEL("Shape", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, shape_compute);
+const wf_kernel_def ary_shape_kernel = WFX_CPU_REFERENCE(
+    "Shape", "T", WF_DTYPES_ALL, shape_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_op_def ary_size_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -583,5 +564,5 @@ const wf_op_def ary_size_op = {
     .doc = "The number of elements of input as a scalar (); a count that "
            "does not fit int32 is an error with out_type int32."};
 
-const wf_kernel_def ary_size_kernel =
-    ARY_KERNEL("Size", "T", WF_DTYPES_ALL, WF_KERNEL_CHEAP, size_compute);
+const wf_kernel_def ary_size_kernel = WFX_CPU_REFERENCE(
+    "Size", "T", WF_DTYPES_ALL, size_compute, .flags = WF_KERNEL_CHEAP);

@@ -11,31 +11,30 @@
 
 int ary_read_index(const wf_tensor *t, int rank_req, int64_t max, int64_t *out,
                    int64_t *n, const char *input, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t dt = h->tensor_dtype(t);
+  int32_t dt = wfx_dtype(t);
   wf_shape s;
   int64_t count;
   const void *data;
 
-  h->tensor_shape(t, &s);
+  wfx_host->tensor_shape(t, &s);
   if (dt != WF_INT32 && dt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be int32 or int64, not %s", input,
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   if (s.rank != rank_req) {
-    char buf[OPC_SHAPE_STR_MAX];
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    char buf[WFX_SHAPE_STR_MAX];
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be %s, got shape %s", input,
                     rank_req == 0 ? "a scalar" : "a vector (rank 1)",
-                    opc_shape_str(&s, buf, sizeof buf));
+                    wfx_shape_str(&s, buf, sizeof buf));
   }
   count = rank_req == 0 ? 1 : s.dims[0];
   if (count > max)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' has %" PRId64 " entries, at most %" PRId64
                     " are allowed",
                     input, count, max);
-  data = h->tensor_data(t);
+  data = wfx_data(t);
   for (int64_t i = 0; i < count; i++)
     out[i] = dt == WF_INT32 ? ((const int32_t *)data)[i]
                             : ((const int64_t *)data)[i];
@@ -46,7 +45,7 @@ int ary_read_index(const wf_tensor *t, int rank_req, int64_t max, int64_t *out,
 int ary_shape_index_value(const wf_shape_ctx *ctx, int32_t i, int rank_req,
                           int64_t max, int64_t *out, int64_t *n,
                           const char *input, wf_status *st) {
-  const wf_tensor *t = opc_host()->shape_input_value(ctx, i);
+  const wf_tensor *t = wfx_host->shape_input_value(ctx, i);
 
   if (!t)
     return 0;
@@ -58,16 +57,16 @@ int ary_shape_index_value(const wf_shape_ctx *ctx, int32_t i, int rank_req,
 int64_t ary_shape_vector_length(const wf_shape_ctx *ctx, int32_t i,
                                 const char *input, wf_status *st) {
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, i, NULL, &s, st))
+  if (wfx_shape_input(ctx, i, NULL, &s, st))
     return -2;
   if (s.rank < 0)
     return -1;
   if (s.rank != 1) {
-    opc_fail(st, WF_INVALID_ARGUMENT,
+    wfx_fail(st, WF_INVALID_ARGUMENT,
              "input '%s' must be a vector (rank 1), got shape %s", input,
-             opc_shape_str(&s, buf, sizeof buf));
+             wfx_shape_str(&s, buf, sizeof buf));
     return -2;
   }
   return s.dims[0];
@@ -78,35 +77,34 @@ int ary_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
   int64_t dims[ARY_MAX_INDEX], n;
 
   if (ary_read_index(t, 1, WF_MAX_RANK, dims, &n, input, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   for (int64_t i = 0; i < n; i++)
     if (dims[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input, i,
                       dims[i]);
-  opc_shape_make(s, (int)n, dims);
+  wfx_shape_make(s, (int)n, dims);
   return 0;
 }
 
 int ary_shape_from_input(wf_shape_ctx *ctx, int32_t i, const char *input,
                          int rank_hint, wf_shape *out, wf_status *st) {
-  const wf_host *h = opc_host();
-  const wf_tensor *t = h->shape_input_value(ctx, i);
+  const wf_tensor *t = wfx_host->shape_input_value(ctx, i);
   int64_t n;
 
   if (t)
     return ary_read_shape(t, input, out, st);
   n = ary_shape_vector_length(ctx, i, input, st);
   if (n == -2)
-    return h->status_code(st);
+    return wfx_code(st);
   if (n > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' has %" PRId64 " entries, at most %d are "
                     "allowed",
                     input, n, WF_MAX_RANK);
   if (n < 0)
     n = rank_hint;
-  opc_shape_set_unknown(out);
+  wfx_shape_set_unknown(out);
   if (n >= 0) {
     out->rank = (int32_t)n;
     for (int d = 0; d < out->rank; d++)
@@ -191,27 +189,26 @@ void ary_fill_bytes(void *dst, const void *value, int64_t count, size_t es) {
 
 int ary_output_reshaped(wf_kernel_ctx *ctx, const wf_shape *out,
                         wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *view;
   wf_shape xs;
   int rc;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
-  if (opc_shape_count(&xs) != opc_shape_count(out))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
+  if (wfx_shape_count(&xs) != wfx_shape_count(out))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "cannot give input of shape %s the shape %s (element "
                     "counts differ)",
-                    opc_shape_str(&xs, a, sizeof a),
-                    opc_shape_str(out, b, sizeof b));
+                    wfx_shape_str(&xs, a, sizeof a),
+                    wfx_shape_str(out, b, sizeof b));
   /* A view, not a copy. Casting away const is safe: the view shares a
    * buffer that, like any tensor with more than one reference, is never
    * written (weft/tensor.h). */
-  if (!(view = h->tensor_reshape((wf_tensor *)x, out, st)))
-    return h->status_code(st);
-  rc = h->kernel_output_set(ctx, 0, view, st);
-  h->tensor_release(view);
+  if (!(view = wfx_host->tensor_reshape((wf_tensor *)x, out, st)))
+    return wfx_code(st);
+  rc = wfx_host->kernel_output_set(ctx, 0, view, st);
+  wfx_host->tensor_release(view);
   return rc;
 }

@@ -1,7 +1,7 @@
 # plugins/ops/common: helpers shared by the op plugins, each a libtool
 # convenience library that uses only the host table, never libweft:
-#  - libopcommon: broadcasting, dtype dispatch, axes, attributes (every op
-#    plugin and the CPU device plugin);
+#  - libopcommon: the gradient helper that needs ops-math's SumToLike
+#    (the general helpers are the SDK's layer, <weft/plugin_aux.h>);
 #  - libopfused: the fused ops' attributes and epilogues (ops-math, ops-nn
 #    and the CPU device plugin).
 # A module links the ones it needs whole; a build with static plugins links

@@ -21,13 +21,13 @@ static int parse(const wf_attr_value *ops, double alpha, opc_fused *f,
   f->act = OPC_ACT_NONE;
   f->alpha = alpha;
   if (ops->count < 1 || strcmp(ops->u.strings[0], "BiasAdd") != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "fused_ops must start with \"BiasAdd\", got %s%s%s",
                     ops->count ? "\"" : "an empty list",
                     ops->count ? ops->u.strings[0] : "",
                     ops->count ? "\"" : "");
   if (ops->count > 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "fused_ops has %lld steps; at most BiasAdd and one "
                     "activation fuse",
                     (long long)ops->count);
@@ -38,7 +38,7 @@ static int parse(const wf_attr_value *ops, double alpha, opc_fused *f,
       f->act = a;
       return 0;
     }
-  return opc_fail(st, WF_INVALID_ARGUMENT,
+  return wfx_fail(st, WF_INVALID_ARGUMENT,
                   "fused_ops step 2 is \"%s\"; the activations that fuse are "
                   "Relu, Sigmoid, Tanh, Elu, Gelu and LeakyRelu",
                   ops->u.strings[1]);
@@ -46,34 +46,32 @@ static int parse(const wf_attr_value *ops, double alpha, opc_fused *f,
 
 static int check_list(const wf_attr_value *v, wf_status *st) {
   if (v->type != (WF_ATTR_LIST | WF_ATTR_STRING))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute fused_ops must be a list of strings");
   return 0;
 }
 
 int opc_fused_shape_attrs(const wf_shape_ctx *ctx, opc_fused *f,
                           wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   double alpha;
 
-  if (h->shape_attr(ctx, "fused_ops", &v) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "attribute fused_ops is missing");
-  if (check_list(&v, st) || opc_shape_attr_float(ctx, "alpha", &alpha, st))
-    return h->status_code(st);
+  if (wfx_host->shape_attr(ctx, "fused_ops", &v) != 0)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "attribute fused_ops is missing");
+  if (check_list(&v, st) || wfx_shape_attr_float(ctx, "alpha", &alpha, st))
+    return wfx_code(st);
   return parse(&v, alpha, f, st);
 }
 
 int opc_fused_kernel_attrs(const wf_kernel_ctx *ctx, opc_fused *f,
                            wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   double alpha;
 
-  if (h->kernel_attr(ctx, "fused_ops", &v) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "attribute fused_ops is missing");
-  if (check_list(&v, st) || opc_kernel_attr_float(ctx, "alpha", &alpha, st))
-    return h->status_code(st);
+  if (wfx_host->kernel_attr(ctx, "fused_ops", &v) != 0)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "attribute fused_ops is missing");
+  if (check_list(&v, st) || wfx_kernel_attr_float(ctx, "alpha", &alpha, st))
+    return wfx_code(st);
   return parse(&v, alpha, f, st);
 }
 
@@ -120,7 +118,7 @@ int opc_fused_kernel_attrs(const wf_kernel_ctx *ctx, opc_fused *f,
           row[i] = act_##sfx((T)(row[i] + b[k]), f->act, alpha);               \
       }                                                                        \
   }
-OPC_TYPES_FLOAT(ACT_FN, _)
+WFX_TYPES_FLOAT(ACT_FN, _)
 
 void opc_fused_apply(int32_t dtype, void *y, const void *bias, int64_t outer,
                      int64_t c, int64_t inner, const opc_fused *f) {

@@ -12,53 +12,50 @@
 #include <stdio.h>
 
 int math_unsupported_dtype(int32_t dtype, wf_status *st) {
-  return opc_fail(st, WF_UNIMPLEMENTED,
+  return wfx_fail(st, WF_UNIMPLEMENTED,
                   "the reference cpu kernel has no %s implementation",
-                  opc_dtype_name(dtype));
+                  wfx_dtype_name(dtype));
 }
 
 /* ---- shape functions --------------------------------------------------- */
 
 int math_shape_broadcast(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape a, b, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &a, st) ||
-      opc_shape_input(ctx, 1, NULL, &b, st) ||
-      opc_broadcast_shapes(&a, &b, &out, NULL, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+  if (wfx_shape_input(ctx, 0, NULL, &a, st) ||
+      wfx_shape_input(ctx, 1, NULL, &b, st) ||
+      wfx_broadcast_shapes(&a, &b, &out, NULL, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 int math_shape_select(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape c, x, y, xy, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &c, st) ||
-      opc_shape_input(ctx, 1, NULL, &x, st) ||
-      opc_shape_input(ctx, 2, NULL, &y, st) ||
-      opc_broadcast_shapes(&x, &y, &xy, "x and y", st) ||
-      opc_broadcast_shapes(&c, &xy, &out, "condition with x and y", st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+  if (wfx_shape_input(ctx, 0, NULL, &c, st) ||
+      wfx_shape_input(ctx, 1, NULL, &x, st) ||
+      wfx_shape_input(ctx, 2, NULL, &y, st) ||
+      wfx_broadcast_shapes(&x, &y, &xy, "x and y", st) ||
+      wfx_broadcast_shapes(&c, &xy, &out, "condition with x and y", st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
 int math_shape_all_same(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_inputs(ctx);
+  int32_t n = wfx_host->shape_num_inputs(ctx);
   wf_shape acc, s;
   char what[48];
 
-  opc_shape_set_unknown(&acc);
+  wfx_shape_set_unknown(&acc);
   for (int32_t i = 0; i < n; i++) {
     snprintf(what, sizeof what, "inputs 0 to %d", (int)i);
-    if (opc_shape_input(ctx, i, NULL, &s, st) ||
-        opc_shape_merge(&acc, &s, &acc, what, st))
-      return h->status_code(st);
+    if (wfx_shape_input(ctx, i, NULL, &s, st) ||
+        wfx_shape_merge(&acc, &s, &acc, what, st))
+      return wfx_code(st);
   }
-  h->shape_set_output(ctx, 0, &acc);
+  wfx_host->shape_set_output(ctx, 0, &acc);
   return 0;
 }
 
@@ -104,24 +101,24 @@ typedef int binary_row_fn(void *o, const void *x, int64_t sx, const void *y,
              b == 0 ? (T)0                                                     \
              : ((T)-1 < (T)0 && b == (T)-1) ? (T)((U_(sfx))0 - (U_(sfx))a)     \
                                             : (T)(a / b))
-#define EQ_ROW(T, sfx, dt, u) BINARY_ROW(equal, T, sfx, opc_bool, a == b)
-#define LT_ROW(T, sfx, dt, u) BINARY_ROW(less, T, sfx, opc_bool, a < b)
-#define GT_ROW(T, sfx, dt, u) BINARY_ROW(greater, T, sfx, opc_bool, a > b)
+#define EQ_ROW(T, sfx, dt, u) BINARY_ROW(equal, T, sfx, wfx_bool, a == b)
+#define LT_ROW(T, sfx, dt, u) BINARY_ROW(less, T, sfx, wfx_bool, a < b)
+#define GT_ROW(T, sfx, dt, u) BINARY_ROW(greater, T, sfx, wfx_bool, a > b)
 
-OPC_TYPES_NUMBER(ADD_ROW, _)
-OPC_TYPES_NUMBER(SUB_ROW, _)
-OPC_TYPES_NUMBER(MUL_ROW, _)
-OPC_TYPES_FLOAT(FMAX_ROW, _)
-OPC_TYPES_FLOAT(FMIN_ROW, _)
-OPC_TYPES_INT(IMAX_ROW, _)
-OPC_TYPES_INT(IMIN_ROW, _)
-OPC_TYPES_FLOAT(FDIV_ROW, _)
-OPC_TYPES_INT(IDIV_ROW, _)
-OPC_TYPES_NUMBER(EQ_ROW, _)
-OPC_TYPES_NUMBER(LT_ROW, _)
-OPC_TYPES_NUMBER(GT_ROW, _)
+WFX_TYPES_NUMBER(ADD_ROW, _)
+WFX_TYPES_NUMBER(SUB_ROW, _)
+WFX_TYPES_NUMBER(MUL_ROW, _)
+WFX_TYPES_FLOAT(FMAX_ROW, _)
+WFX_TYPES_FLOAT(FMIN_ROW, _)
+WFX_TYPES_INT(IMAX_ROW, _)
+WFX_TYPES_INT(IMIN_ROW, _)
+WFX_TYPES_FLOAT(FDIV_ROW, _)
+WFX_TYPES_INT(IDIV_ROW, _)
+WFX_TYPES_NUMBER(EQ_ROW, _)
+WFX_TYPES_NUMBER(LT_ROW, _)
+WFX_TYPES_NUMBER(GT_ROW, _)
 /* bool: any non-zero byte is true. */
-BINARY_ROW(equal, opc_bool, b8, opc_bool, (a != 0) == (b != 0))
+BINARY_ROW(equal, wfx_bool, b8, wfx_bool, (a != 0) == (b != 0))
 
 BINARY_ROW(pow, float, f32, float, powf(a, b))
 BINARY_ROW(pow, double, f64, double, pow(a, b))
@@ -149,96 +146,94 @@ static int is_negative(int64_t v) { return v < 0; }
     }                                                                          \
     return 0;                                                                  \
   }
-OPC_TYPES_INT(IPOW_ROW, _)
+WFX_TYPES_INT(IPOW_ROW, _)
 
 #define TABLE(types, name)                                                     \
-  static binary_row_fn *const name##_table[WF_DTYPE_COUNT] = {                \
-      types(OPC_TABLE_ENTRY, name)}
-TABLE(OPC_TYPES_NUMBER, add);
-TABLE(OPC_TYPES_NUMBER, sub);
-TABLE(OPC_TYPES_NUMBER, mul);
-TABLE(OPC_TYPES_NUMBER, div);
-TABLE(OPC_TYPES_NUMBER, maximum);
-TABLE(OPC_TYPES_NUMBER, minimum);
-TABLE(OPC_TYPES_NUMBER, pow);
-TABLE(OPC_TYPES_ALL, equal);
-TABLE(OPC_TYPES_NUMBER, less);
-TABLE(OPC_TYPES_NUMBER, greater);
+  static binary_row_fn *const name##_table[WF_DTYPE_COUNT] = {                 \
+      types(WFX_TABLE_ENTRY, name)}
+TABLE(WFX_TYPES_NUMBER, add);
+TABLE(WFX_TYPES_NUMBER, sub);
+TABLE(WFX_TYPES_NUMBER, mul);
+TABLE(WFX_TYPES_NUMBER, div);
+TABLE(WFX_TYPES_NUMBER, maximum);
+TABLE(WFX_TYPES_NUMBER, minimum);
+TABLE(WFX_TYPES_NUMBER, pow);
+TABLE(WFX_TYPES_ALL, equal);
+TABLE(WFX_TYPES_NUMBER, less);
+TABLE(WFX_TYPES_NUMBER, greater);
 
 /* Reads inputs 0..n-1 (all of input 0's dtype) with their shapes. */
 static int read_inputs(wf_kernel_ctx *ctx, int n, const wf_tensor **t,
                        wf_shape *s, wf_status *st) {
   for (int i = 0; i < n; i++)
-    if (opc_kernel_input(ctx, i, &t[i], &s[i], st))
-      return opc_host()->status_code(st);
+    if (wfx_kernel_input(ctx, i, &t[i], &s[i], st))
+      return wfx_code(st);
   return 0;
 }
 
 static int binary_run(wf_kernel_ctx *ctx, binary_row_fn *const *table,
                       const char *row_err, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[2];
   wf_shape s[2], so;
   wf_tensor *out;
-  opc_bcast b;
+  wfx_bcast b;
   int32_t dt;
   size_t isz, osz;
   const char *x, *y;
   char *o;
 
   if (read_inputs(ctx, 2, in, s, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(in[0]);
+    return wfx_code(st);
+  dt = wfx_dtype(in[0]);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !table[dt])
     return math_unsupported_dtype(dt, st);
-  if (h->tensor_dtype(in[1]) != dt)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_dtype(in[1]) != dt)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inputs are %s and %s; both must be of type T",
-                    opc_dtype_name(dt),
-                    opc_dtype_name(h->tensor_dtype(in[1])));
-  if (opc_broadcast_shapes(&s[0], &s[1], &so, NULL, st))
-    return h->status_code(st);
-  out = h->kernel_output_new(ctx, 0, &so, st);
+                    wfx_dtype_name(dt), wfx_dtype_name(wfx_dtype(in[1])));
+  if (wfx_broadcast_shapes(&s[0], &s[1], &so, NULL, st))
+    return wfx_code(st);
+  out = wfx_host->kernel_output_new(ctx, 0, &so, st);
   if (!out)
-    return h->status_code(st);
-  isz = opc_dtype_size(dt);
-  osz = opc_dtype_size(h->tensor_dtype(out));
-  x = h->tensor_data(in[0]);
-  y = h->tensor_data(in[1]);
-  o = h->tensor_data(out);
-  opc_bcast_init(&b, &so, 2, s);
-  for (int64_t r = 0; r < b.rows; r++, opc_bcast_next(&b))
+    return wfx_code(st);
+  isz = wfx_dtype_size(dt);
+  osz = wfx_dtype_size(wfx_dtype(out));
+  x = wfx_data(in[0]);
+  y = wfx_data(in[1]);
+  o = wfx_data(out);
+  wfx_bcast_init(&b, &so, 2, s);
+  for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
     if (table[dt](o + (size_t)(r * b.inner) * osz,
                   x + (size_t)b.off[0] * isz, b.step[0],
                   y + (size_t)b.off[1] * isz, b.step[1], b.inner))
-      return opc_fail(st, WF_INVALID_ARGUMENT, "%s", row_err);
+      return wfx_fail(st, WF_INVALID_ARGUMENT, "%s", row_err);
   return 0;
 }
 
-#define BINARY_KERNEL(name, err)                                               \
+#define BINARY_COMPUTE(name, err)                                              \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return binary_run(ctx, name##_table, err, st);                             \
   }
-BINARY_KERNEL(add, NULL)
-BINARY_KERNEL(sub, NULL)
-BINARY_KERNEL(mul, NULL)
-BINARY_KERNEL(div, NULL)
-BINARY_KERNEL(maximum, NULL)
-BINARY_KERNEL(minimum, NULL)
-BINARY_KERNEL(pow, "an integer base cannot be raised to a negative exponent "
+BINARY_COMPUTE(add, NULL)
+BINARY_COMPUTE(sub, NULL)
+BINARY_COMPUTE(mul, NULL)
+BINARY_COMPUTE(div, NULL)
+BINARY_COMPUTE(maximum, NULL)
+BINARY_COMPUTE(minimum, NULL)
+BINARY_COMPUTE(pow, "an integer base cannot be raised to a negative exponent "
                    "(y has a negative element)")
-BINARY_KERNEL(equal, NULL)
-BINARY_KERNEL(less, NULL)
-BINARY_KERNEL(greater, NULL)
+BINARY_COMPUTE(equal, NULL)
+BINARY_COMPUTE(less, NULL)
+BINARY_COMPUTE(greater, NULL)
 
 /* ---- Select ------------------------------------------------------------ */
 
-typedef void select_row_fn(void *o, const opc_bool *c, int64_t sc,
-                           const void *x, int64_t sx, const void *y,
-                           int64_t sy, int64_t n);
+typedef void select_row_fn(void *o, const wfx_bool *c, int64_t sc,
+                           const void *x, int64_t sx, const void *y, int64_t sy,
+                           int64_t n);
 
 #define SELECT_ROW(T, sfx, dt, u)                                              \
-  static void select_##sfx(void *o_, const opc_bool *c, int64_t sc,            \
+  static void select_##sfx(void *o_, const wfx_bool *c, int64_t sc,            \
                            const void *x_, int64_t sx, const void *y_,         \
                            int64_t sy, int64_t n) {                            \
     T *o = o_;                                                                 \
@@ -246,46 +241,44 @@ typedef void select_row_fn(void *o, const opc_bool *c, int64_t sc,
     for (int64_t j = 0; j < n; j++)                                            \
       o[j] = c[j * sc] ? x[j * sx] : y[j * sy];                                \
   }
-OPC_TYPES_ALL(SELECT_ROW, _)
+WFX_TYPES_ALL(SELECT_ROW, _)
 static select_row_fn *const select_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_ALL(OPC_TABLE_ENTRY, select)};
+    WFX_TYPES_ALL(WFX_TABLE_ENTRY, select)};
 
 int math_select(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[3];
   wf_shape s[3], xy, so;
   wf_tensor *out;
-  opc_bcast b;
+  wfx_bcast b;
   int32_t dt;
   size_t sz;
   const char *x, *y;
-  const opc_bool *c;
+  const wfx_bool *c;
   char *o;
 
   if (read_inputs(ctx, 3, in, s, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(in[1]);
+    return wfx_code(st);
+  dt = wfx_dtype(in[1]);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !select_table[dt])
     return math_unsupported_dtype(dt, st);
-  if (h->tensor_dtype(in[0]) != WF_BOOL || h->tensor_dtype(in[2]) != dt)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_dtype(in[0]) != WF_BOOL || wfx_dtype(in[2]) != dt)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inputs are %s, %s and %s; expected bool, T and T",
-                    opc_dtype_name(h->tensor_dtype(in[0])),
-                    opc_dtype_name(dt),
-                    opc_dtype_name(h->tensor_dtype(in[2])));
-  if (opc_broadcast_shapes(&s[1], &s[2], &xy, "x and y", st) ||
-      opc_broadcast_shapes(&s[0], &xy, &so, "condition with x and y", st))
-    return h->status_code(st);
-  out = h->kernel_output_new(ctx, 0, &so, st);
+                    wfx_dtype_name(wfx_dtype(in[0])), wfx_dtype_name(dt),
+                    wfx_dtype_name(wfx_dtype(in[2])));
+  if (wfx_broadcast_shapes(&s[1], &s[2], &xy, "x and y", st) ||
+      wfx_broadcast_shapes(&s[0], &xy, &so, "condition with x and y", st))
+    return wfx_code(st);
+  out = wfx_host->kernel_output_new(ctx, 0, &so, st);
   if (!out)
-    return h->status_code(st);
-  sz = opc_dtype_size(dt);
-  c = h->tensor_data(in[0]);
-  x = h->tensor_data(in[1]);
-  y = h->tensor_data(in[2]);
-  o = h->tensor_data(out);
-  opc_bcast_init(&b, &so, 3, s);
-  for (int64_t r = 0; r < b.rows; r++, opc_bcast_next(&b))
+    return wfx_code(st);
+  sz = wfx_dtype_size(dt);
+  c = wfx_data(in[0]);
+  x = wfx_data(in[1]);
+  y = wfx_data(in[2]);
+  o = wfx_data(out);
+  wfx_bcast_init(&b, &so, 3, s);
+  for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
     select_table[dt](o + (size_t)(r * b.inner) * sz, c + b.off[0], b.step[0],
                      x + (size_t)b.off[1] * sz, b.step[1],
                      y + (size_t)b.off[2] * sz, b.step[2], b.inner);
@@ -317,13 +310,12 @@ typedef void add_n_fn(void *o, const void *const *in, int n, int64_t count);
       o[i] = (T)acc;                                                           \
     }                                                                          \
   }
-OPC_TYPES_NUMBER(ADD_N, _)
+WFX_TYPES_NUMBER(ADD_N, _)
 static add_n_fn *const add_n_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, add_n)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, add_n)};
 
 int math_add_n(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
-  int n = h->kernel_num_inputs(ctx);
+  int n = wfx_host->kernel_num_inputs(ctx);
   const void **data = NULL;
   wf_shape s0, s;
   wf_tensor *out;
@@ -332,44 +324,44 @@ int math_add_n(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int rc = 0;
 
   if (n < 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "needs at least one input");
-  data = h->alloc((size_t)n * sizeof *data, 0);
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "needs at least one input");
+  data = wfx_host->alloc((size_t)n * sizeof *data, 0);
   if (!data)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %d input pointers", n);
   for (int k = 0; k < n; k++) {
     const wf_tensor *t;
 
-    if (opc_kernel_input(ctx, k, &t, &s, st))
+    if (wfx_kernel_input(ctx, k, &t, &s, st))
       goto fail;
     if (k == 0) {
-      dt = h->tensor_dtype(t);
+      dt = wfx_dtype(t);
       s0 = s;
     }
     if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !add_n_table[dt]) {
       math_unsupported_dtype(dt, st);
       goto fail;
     }
-    if (h->tensor_dtype(t) != dt) {
-      opc_fail(st, WF_INVALID_ARGUMENT, "input %d is %s but input 0 is %s",
-               k, opc_dtype_name(h->tensor_dtype(t)), opc_dtype_name(dt));
+    if (wfx_dtype(t) != dt) {
+      wfx_fail(st, WF_INVALID_ARGUMENT, "input %d is %s but input 0 is %s", k,
+               wfx_dtype_name(wfx_dtype(t)), wfx_dtype_name(dt));
       goto fail;
     }
     /* known shapes merge only when equal */
     snprintf(what, sizeof what, "inputs 0 and %d", k);
-    if (opc_shape_merge(&s0, &s, &s0, what, st))
+    if (wfx_shape_merge(&s0, &s, &s0, what, st))
       goto fail;
-    data[k] = h->tensor_data(t);
+    data[k] = wfx_data(t);
   }
-  out = h->kernel_output_new(ctx, 0, &s0, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &s0, st);
   if (!out)
     goto fail;
-  add_n_table[dt](h->tensor_data(out), data, n, opc_shape_count(&s0));
-  h->free(data);
+  add_n_table[dt](wfx_data(out), data, n, wfx_shape_count(&s0));
+  wfx_host->free(data);
   return 0;
 
 fail:
-  rc = h->status_code(st);
-  h->free(data);
+  rc = wfx_code(st);
+  wfx_host->free(data);
   return rc;
 }

@@ -17,22 +17,22 @@
 #include "math_ops.h"
 
 static wf_output in_(wf_grad_ctx *ctx, int32_t i) {
-  return opc_host()->grad_input(ctx, i);
+  return wfx_host->grad_input(ctx, i);
 }
 
 static wf_output out_(wf_grad_ctx *ctx) {
-  return opc_host()->grad_output(ctx, 0);
+  return wfx_host->grad_output(ctx, 0);
 }
 
 static wf_output dz_(wf_grad_ctx *ctx) {
-  return opc_host()->grad_output_grad(ctx, 0);
+  return wfx_host->grad_output_grad(ctx, 0);
 }
 
-#define OP1(op, a) opc_grad_op1(ctx, (op), (a), st)
-#define OP2(op, a, b) opc_grad_op2(ctx, (op), (a), (b), st)
-#define OP3(op, a, b, c) opc_grad_op3(ctx, (op), (a), (b), (c), st)
+#define OP1(op, a) wfx_grad_op1(ctx, (op), (a), st)
+#define OP2(op, a, b) wfx_grad_op2(ctx, (op), (a), (b), st)
+#define OP3(op, a, b, c) wfx_grad_op3(ctx, (op), (a), (b), (c), st)
 #define SUM_TO(g, like) opc_grad_sum_to(ctx, (g), (like), st)
-#define SET(i, g) opc_grad_set(ctx, (i), (g))
+#define SET(i, g) wfx_grad_set(ctx, (i), (g))
 
 /* ---- broadcasting binary ops ------------------------------------------- */
 
@@ -41,7 +41,7 @@ int math_grad_add(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, SUM_TO(dz, x));
   SET(1, SUM_TO(dz, y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_sub(wf_grad_ctx *ctx, wf_status *st) {
@@ -50,7 +50,7 @@ int math_grad_sub(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, SUM_TO(dz, x));
   /* negated after the reduction: fewer elements */
   SET(1, OP1("Neg", SUM_TO(dz, y)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_mul(wf_grad_ctx *ctx, wf_status *st) {
@@ -58,7 +58,7 @@ int math_grad_mul(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, SUM_TO(OP2("Mul", dz, y), x));
   SET(1, SUM_TO(OP2("Mul", dz, x), y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* dx = dz / y; dy = -dz x / y^2 = -(dz z) / y. */
@@ -67,7 +67,7 @@ int math_grad_div(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, SUM_TO(OP2("Div", dz, y), x));
   SET(1, OP1("Neg", SUM_TO(OP2("Div", OP2("Mul", dz, z), y), y)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* The gradient goes to x where `x_loses` is false, else to y: ties go to x
@@ -79,7 +79,7 @@ static int route(wf_grad_ctx *ctx, const char *x_loses_op, wf_status *st) {
 
   SET(0, SUM_TO(OP3("Select", loses, zeros, dz), x));
   SET(1, SUM_TO(OP3("Select", loses, dz, zeros), y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_maximum(wf_grad_ctx *ctx, wf_status *st) {
@@ -101,7 +101,7 @@ int math_grad_pow(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, SUM_TO(OP2("Mul", OP2("Mul", dz, y), OP2("Pow", x, ym1)), x));
   SET(1, SUM_TO(OP2("Mul", OP2("Mul", dz, z), log_x), y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* The condition gets nothing; x and y get dz where they were taken. */
@@ -111,48 +111,48 @@ int math_grad_select(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(1, SUM_TO(OP3("Select", c, dz, zeros), x));
   SET(2, SUM_TO(OP3("Select", c, zeros, dz), y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_add_n(wf_grad_ctx *ctx, wf_status *st) {
-  int32_t n = opc_host()->grad_num_inputs(ctx);
+  int32_t n = wfx_host->grad_num_inputs(ctx);
   wf_output dz = dz_(ctx);
 
   for (int32_t i = 0; i < n; i++)
     SET(i, dz);
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* ---- elementwise ops on one input -------------------------------------- */
 
 int math_grad_neg(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP1("Neg", dz_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_abs(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("AbsGrad", dz_(ctx), in_(ctx, 0)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_exp(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("Mul", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_log(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("Div", dz_(ctx), in_(ctx, 0)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_sqrt(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("SqrtGrad", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_rsqrt(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("RsqrtGrad", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* 2 x dz, as (x + x) dz: no constant needed. */
@@ -160,32 +160,32 @@ int math_grad_square(wf_grad_ctx *ctx, wf_status *st) {
   wf_output x = in_(ctx, 0);
 
   SET(0, OP2("Mul", dz_(ctx), OP2("Add", x, x)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_tanh(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("TanhGrad", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_sigmoid(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("SigmoidGrad", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_relu(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("ReluGrad", dz_(ctx), in_(ctx, 0)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_elu(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("EluGrad", dz_(ctx), out_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_softplus(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("SoftplusGrad", dz_(ctx), in_(ctx, 0)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* An op (dy, v) -> dx that takes the forward node's attribute `attr` of
@@ -196,11 +196,11 @@ static int grad_with_attr(wf_grad_ctx *ctx, const char *op, wf_output v,
   wf_attr_item item;
   wf_output in[2] = {dz_(ctx), v};
 
-  if (opc_grad_attr(ctx, attr, type, &a, st))
-    return opc_grad_done(st);
-  item = OPC_ATTR_VALUE(attr, a);
-  SET(0, opc_grad_node(ctx, op, in, 2, &item, 1, st));
-  return opc_grad_done(st);
+  if (wfx_grad_attr(ctx, attr, type, &a, st))
+    return wfx_grad_done(st);
+  item = WFX_ITEM_VALUE(attr, a);
+  SET(0, wfx_grad_node(ctx, op, in, 2, &item, 1, st));
+  return wfx_grad_done(st);
 }
 
 int math_grad_leaky_relu(wf_grad_ctx *ctx, wf_status *st) {
@@ -222,18 +222,18 @@ int math_grad_cast(wf_grad_ctx *ctx, wf_status *st) {
   wf_attr_item item;
   wf_output dz = dz_(ctx);
 
-  if (opc_grad_attr(ctx, "SrcT", WF_ATTR_DTYPE, &src, st) ||
-      opc_grad_attr(ctx, "DstT", WF_ATTR_DTYPE, &dst, st))
-    return opc_grad_done(st);
-  if (!opc_dtype_is_float(src.u.dtype) || !opc_dtype_is_float(dst.u.dtype))
+  if (wfx_grad_attr(ctx, "SrcT", WF_ATTR_DTYPE, &src, st) ||
+      wfx_grad_attr(ctx, "DstT", WF_ATTR_DTYPE, &dst, st))
+    return wfx_grad_done(st);
+  if (!wfx_dtype_is_float(src.u.dtype) || !wfx_dtype_is_float(dst.u.dtype))
     return 0;
   if (src.u.dtype == dst.u.dtype) {
     SET(0, dz);
-    return opc_grad_done(st);
+    return wfx_grad_done(st);
   }
-  item = OPC_ATTR_DTYPE("DstT", src.u.dtype);
-  SET(0, opc_grad_node(ctx, "Cast", &dz, 1, &item, 1, st));
-  return opc_grad_done(st);
+  item = WFX_ITEM_DTYPE("DstT", src.u.dtype);
+  SET(0, wfx_grad_node(ctx, "Cast", &dz, 1, &item, 1, st));
+  return wfx_grad_done(st);
 }
 
 /* ---- reductions -------------------------------------------------------- */
@@ -244,13 +244,13 @@ static int reduce_grad(wf_grad_ctx *ctx, const char *op, const wf_output *in,
   wf_attr_value axes, keep;
   wf_attr_item items[2];
 
-  if (opc_grad_attr(ctx, "axes", WF_ATTR_LIST | WF_ATTR_INT, &axes, st) ||
-      opc_grad_attr(ctx, "keep_dims", WF_ATTR_BOOL, &keep, st))
-    return opc_grad_done(st);
-  items[0] = OPC_ATTR_VALUE("axes", axes);
-  items[1] = OPC_ATTR_VALUE("keep_dims", keep);
-  SET(0, opc_grad_node(ctx, op, in, n, items, 2, st));
-  return opc_grad_done(st);
+  if (wfx_grad_attr(ctx, "axes", WF_ATTR_LIST | WF_ATTR_INT, &axes, st) ||
+      wfx_grad_attr(ctx, "keep_dims", WF_ATTR_BOOL, &keep, st))
+    return wfx_grad_done(st);
+  items[0] = WFX_ITEM_VALUE("axes", axes);
+  items[1] = WFX_ITEM_VALUE("keep_dims", keep);
+  SET(0, wfx_grad_node(ctx, op, in, n, items, 2, st));
+  return wfx_grad_done(st);
 }
 
 int math_grad_sum(wf_grad_ctx *ctx, wf_status *st) {
@@ -307,20 +307,20 @@ static int product_grad(wf_grad_ctx *ctx, const char *op, const char *fa,
   wf_output opnd[3] = {in_(ctx, 0), in_(ctx, 1), dz_(ctx)};
   int rule;
 
-  if (opc_grad_attr(ctx, fa, WF_ATTR_BOOL, &va, st) ||
-      opc_grad_attr(ctx, fb, WF_ATTR_BOOL, &vb, st))
-    return opc_grad_done(st);
+  if (wfx_grad_attr(ctx, fa, WF_ATTR_BOOL, &va, st) ||
+      wfx_grad_attr(ctx, fb, WF_ATTR_BOOL, &vb, st))
+    return wfx_grad_done(st);
   rule = 2 * (va.u.b != 0) + (vb.u.b != 0);
   for (int k = 0; k < 2; k++) {
     wf_output in[2] = {opnd[product_rules[rule][k].first],
                        opnd[product_rules[rule][k].second]};
-    wf_attr_item at[2] = {OPC_ATTR_BOOL(fa, product_rules[rule][k].t_first),
-                          OPC_ATTR_BOOL(fb, product_rules[rule][k].t_second)};
-    wf_output g = opc_grad_node(ctx, op, in, 2, at, 2, st);
+    wf_attr_item at[2] = {WFX_ITEM_BOOL(fa, product_rules[rule][k].t_first),
+                          WFX_ITEM_BOOL(fb, product_rules[rule][k].t_second)};
+    wf_output g = wfx_grad_node(ctx, op, in, 2, at, 2, st);
 
     SET(k, sum_batch ? SUM_TO(g, opnd[k]) : g);
   }
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_matmul(wf_grad_ctx *ctx, wf_status *st) {
@@ -339,7 +339,7 @@ int math_grad_sum_to_like(wf_grad_ctx *ctx, wf_status *st) {
   wf_output x = in_(ctx, 0);
 
   SET(0, OP2("Add", OP1("ZerosLike", x), dz_(ctx)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* SumGrad(dy, x) spreads dy: its gradient sums back (Sum), and MeanGrad's
@@ -362,12 +362,12 @@ int math_grad_mean_grad(wf_grad_ctx *ctx, wf_status *st) {
  * piecewise constant in x: linear in dy, zero gradient for x. */
 int math_grad_relu_grad(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("ReluGrad", dz_(ctx), in_(ctx, 1)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_abs_grad(wf_grad_ctx *ctx, wf_status *st) {
   SET(0, OP2("AbsGrad", dz_(ctx), in_(ctx, 1)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 int math_grad_leaky_relu_grad(wf_grad_ctx *ctx, wf_status *st) {
@@ -387,7 +387,7 @@ int math_grad_sigmoid_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, OP2("SigmoidGrad", g, y));
   SET(1, OP2("Mul", OP2("Mul", g, dy), one_minus_2y));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* TanhGrad(dy, y) = dy (1 - y^2): d/ddy = TanhGrad(g, y),
@@ -397,7 +397,7 @@ int math_grad_tanh_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, OP2("TanhGrad", g, y));
   SET(1, OP1("Neg", OP2("Mul", OP2("Mul", g, dy), OP2("Add", y, y))));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* SqrtGrad(dy, y) = dy / (2 y): d/ddy = SqrtGrad(g, y),
@@ -407,7 +407,7 @@ int math_grad_sqrt_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, OP2("SqrtGrad", g, y));
   SET(1, OP1("Neg", OP2("Div", OP2("SqrtGrad", OP2("Mul", g, dy), y), y)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* EluGrad(dy, y) = dy where y > 0, dy (y + 1) elsewhere: d/ddy =
@@ -418,7 +418,7 @@ int math_grad_elu_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, OP2("EluGrad", g, y));
   SET(1, OP3("Select", OP2("Greater", y, zeros), zeros, OP2("Mul", g, dy)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* SoftplusGrad(dy, x) = dy sigmoid(x): d/ddy = SoftplusGrad(g, x),
@@ -428,5 +428,5 @@ int math_grad_softplus_grad(wf_grad_ctx *ctx, wf_status *st) {
 
   SET(0, OP2("SoftplusGrad", g, x));
   SET(1, OP2("SigmoidGrad", OP2("Mul", g, dy), OP1("Sigmoid", x)));
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }

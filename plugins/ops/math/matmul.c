@@ -26,44 +26,43 @@ static void mat_dims(const wf_shape *s, int transposed, int64_t *rows,
 static int check_inner(const wf_shape *a, const wf_shape *b, int64_t k1,
                        int64_t k2, const char *ta, const char *tb,
                        wf_status *st) {
-  char sa[OPC_SHAPE_STR_MAX], sb[OPC_SHAPE_STR_MAX];
+  char sa[WFX_SHAPE_STR_MAX], sb[WFX_SHAPE_STR_MAX];
 
   if (k1 >= 0 && k2 >= 0 && k1 != k2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inner dimensions differ: %s%s has %lld columns but "
                     "%s%s has %lld rows",
-                    opc_shape_str(a, sa, sizeof sa), ta, (long long)k1,
-                    opc_shape_str(b, sb, sizeof sb), tb, (long long)k2);
+                    wfx_shape_str(a, sa, sizeof sa), ta, (long long)k1,
+                    wfx_shape_str(b, sb, sizeof sb), tb, (long long)k2);
   return 0;
 }
 
 int math_shape_matmul(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape a, b, out;
   int ta, tb;
   int64_t m, k1, k2, n;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 0, NULL, &a, st) ||
-      opc_shape_input(ctx, 1, NULL, &b, st) ||
-      opc_shape_attr_bool(ctx, "transpose_a", &ta, st) ||
-      opc_shape_attr_bool(ctx, "transpose_b", &tb, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &a, st) ||
+      wfx_shape_input(ctx, 1, NULL, &b, st) ||
+      wfx_shape_attr_bool(ctx, "transpose_a", &ta, st) ||
+      wfx_shape_attr_bool(ctx, "transpose_b", &tb, st))
+    return wfx_code(st);
   for (int i = 0; i < 2; i++) {
     const wf_shape *s = i ? &b : &a;
     if (s->rank >= 0 && s->rank != 2)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input %s has shape %s; MatMul takes matrices "
                       "(rank 2)",
-                      i ? "b" : "a", opc_shape_str(s, buf, sizeof buf));
+                      i ? "b" : "a", wfx_shape_str(s, buf, sizeof buf));
   }
   mat_dims(&a, ta, &m, &k1);
   mat_dims(&b, tb, &k2, &n);
   if (check_inner(&a, &b, k1, k2, ta ? " transposed" : "",
                   tb ? " transposed" : "", st))
-    return h->status_code(st);
-  opc_shape_make(&out, 2, (int64_t[]){m, n});
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_shape_make(&out, 2, (int64_t[]){m, n});
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -72,29 +71,29 @@ static int batch_shape(const wf_shape *x, const wf_shape *y, int adj_x,
                        int adj_y, wf_shape *out, wf_status *st) {
   wf_shape bx, by, bo;
   int64_t m, k1, k2, n;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   for (int i = 0; i < 2; i++) {
     const wf_shape *s = i ? y : x;
     if (s->rank >= 0 && s->rank < 2)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input %s has shape %s; BatchMatMul needs rank 2 "
                       "or more",
-                      i ? "y" : "x", opc_shape_str(s, buf, sizeof buf));
+                      i ? "y" : "x", wfx_shape_str(s, buf, sizeof buf));
   }
   mat_dims(x, adj_x, &m, &k1);
   mat_dims(y, adj_y, &k2, &n);
   if (check_inner(x, y, k1, k2, adj_x ? " adjoint" : "",
                   adj_y ? " adjoint" : "", st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (x->rank < 0 || y->rank < 0) {
-    opc_shape_set_unknown(out);
+    wfx_shape_set_unknown(out);
     return 0;
   }
-  opc_shape_make(&bx, x->rank - 2, x->dims);
-  opc_shape_make(&by, y->rank - 2, y->dims);
-  if (opc_broadcast_shapes(&bx, &by, &bo, "batch dimensions", st))
-    return opc_host()->status_code(st);
+  wfx_shape_make(&bx, x->rank - 2, x->dims);
+  wfx_shape_make(&by, y->rank - 2, y->dims);
+  if (wfx_broadcast_shapes(&bx, &by, &bo, "batch dimensions", st))
+    return wfx_code(st);
   bo.dims[bo.rank++] = m;
   bo.dims[bo.rank++] = n;
   *out = bo;
@@ -102,17 +101,16 @@ static int batch_shape(const wf_shape *x, const wf_shape *y, int adj_x,
 }
 
 int math_shape_batch_matmul(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape x, y, out;
   int adj_x, adj_y;
 
-  if (opc_shape_input(ctx, 0, NULL, &x, st) ||
-      opc_shape_input(ctx, 1, NULL, &y, st) ||
-      opc_shape_attr_bool(ctx, "adj_x", &adj_x, st) ||
-      opc_shape_attr_bool(ctx, "adj_y", &adj_y, st) ||
+  if (wfx_shape_input(ctx, 0, NULL, &x, st) ||
+      wfx_shape_input(ctx, 1, NULL, &y, st) ||
+      wfx_shape_attr_bool(ctx, "adj_x", &adj_x, st) ||
+      wfx_shape_attr_bool(ctx, "adj_y", &adj_y, st) ||
       batch_shape(&x, &y, adj_x, adj_y, &out, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -151,9 +149,9 @@ typedef void mm_fn(void *c, const void *a, const void *b, int64_t m,
         c[i * n + j] = (T)row[j];                                              \
     }                                                                          \
   }
-OPC_TYPES_NUMBER(MM, _)
+WFX_TYPES_NUMBER(MM, _)
 static mm_fn *const mm_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, mm)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, mm)};
 
 /* dst(C, R) = src(R, C) transposed, elements of sz bytes. */
 static void transpose(void *dst, const void *src, int64_t r, int64_t c,
@@ -181,7 +179,7 @@ typedef struct mm_job {
 } mm_job;
 
 static void mm_one(const mm_job *j, int64_t xi, int64_t yi, int64_t oi) {
-  size_t sz = opc_dtype_size(j->dtype);
+  size_t sz = wfx_dtype_size(j->dtype);
   const char *a = j->x + (size_t)(xi * j->m * j->k) * sz;
   const char *b = j->y + (size_t)(yi * j->k * j->n) * sz;
 
@@ -199,16 +197,16 @@ static void mm_one(const mm_job *j, int64_t xi, int64_t yi, int64_t oi) {
 
 /* Allocates j's scratch (freed with h->free(j->xt)). */
 static int mm_scratch(mm_job *j, wf_status *st) {
-  size_t sz = opc_dtype_size(j->dtype);
+  size_t sz = wfx_dtype_size(j->dtype);
   size_t xb = j->tx ? (size_t)(j->m * j->k) * sz : 0;
   size_t yb = j->ty ? (size_t)(j->k * j->n) * sz : 0;
   size_t rb = (size_t)j->n * sizeof(double);
   /* each part rounded up to 64 bytes to keep every part aligned */
   size_t xr = (xb + 63) & ~(size_t)63, yr = (yb + 63) & ~(size_t)63;
 
-  j->xt = opc_host()->alloc(xr + yr + rb + 64, 0);
+  j->xt = wfx_host->alloc(xr + yr + rb + 64, 0);
   if (!j->xt)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %zu bytes of scratch", xr + yr + rb);
   j->yt = j->xt + xr;
   j->row = j->yt + yr;
@@ -217,48 +215,46 @@ static int mm_scratch(mm_job *j, wf_status *st) {
 
 /* MatMul of the node's inputs 0 and 1 into output 0 (*outp). */
 static int matmul_run(wf_kernel_ctx *ctx, wf_tensor **outp, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_tensor *out;
   wf_shape a, b, os;
   mm_job j = {0};
   int64_t k2;
 
-  if (opc_kernel_input(ctx, 0, &x, &a, st) ||
-      opc_kernel_input(ctx, 1, &y, &b, st) ||
-      opc_kernel_attr_bool(ctx, "transpose_a", &j.tx, st) ||
-      opc_kernel_attr_bool(ctx, "transpose_b", &j.ty, st))
-    return h->status_code(st);
-  j.dtype = h->tensor_dtype(x);
+  if (wfx_kernel_input(ctx, 0, &x, &a, st) ||
+      wfx_kernel_input(ctx, 1, &y, &b, st) ||
+      wfx_kernel_attr_bool(ctx, "transpose_a", &j.tx, st) ||
+      wfx_kernel_attr_bool(ctx, "transpose_b", &j.ty, st))
+    return wfx_code(st);
+  j.dtype = wfx_dtype(x);
   if (j.dtype <= WF_DTYPE_INVALID || j.dtype >= WF_DTYPE_COUNT ||
       !mm_table[j.dtype])
     return math_unsupported_dtype(j.dtype, st);
-  if (a.rank != 2 || b.rank != 2 || h->tensor_dtype(y) != j.dtype)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "inputs must be two %s matrices",
-                    opc_dtype_name(j.dtype));
+  if (a.rank != 2 || b.rank != 2 || wfx_dtype(y) != j.dtype)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "inputs must be two %s matrices",
+                    wfx_dtype_name(j.dtype));
   mat_dims(&a, j.tx, &j.m, &j.k);
   mat_dims(&b, j.ty, &k2, &j.n);
   if (check_inner(&a, &b, j.k, k2, j.tx ? " transposed" : "",
                   j.ty ? " transposed" : "", st))
-    return h->status_code(st);
-  opc_shape_make(&os, 2, (int64_t[]){j.m, j.n});
-  out = *outp = h->kernel_output_new(ctx, 0, &os, st);
+    return wfx_code(st);
+  wfx_shape_make(&os, 2, (int64_t[]){j.m, j.n});
+  out = *outp = wfx_host->kernel_output_new(ctx, 0, &os, st);
   if (!out)
-    return h->status_code(st);
+    return wfx_code(st);
   if (j.m == 0 || j.n == 0)
     return 0;
   if (j.k == 0) { /* empty sums */
-    memset(h->tensor_data(out), 0, h->tensor_nbytes(out));
+    memset(wfx_data(out), 0, wfx_host->tensor_nbytes(out));
     return 0;
   }
   if (mm_scratch(&j, st))
-    return h->status_code(st);
-  j.x = h->tensor_data(x);
-  j.y = h->tensor_data(y);
-  j.out = h->tensor_data(out);
+    return wfx_code(st);
+  j.x = wfx_data(x);
+  j.y = wfx_data(y);
+  j.out = wfx_data(out);
   mm_one(&j, 0, 0, 0);
-  h->free(j.xt);
+  wfx_host->free(j.xt);
   return 0;
 }
 
@@ -269,107 +265,103 @@ int math_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 }
 
 int math_shape_fused_matmul(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape b, bias;
   int tb;
   opc_fused f;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   if (opc_fused_shape_attrs(ctx, &f, st) ||
-      opc_shape_input(ctx, 1, NULL, &b, st) ||
-      opc_shape_input(ctx, 2, NULL, &bias, st) ||
-      opc_shape_attr_bool(ctx, "transpose_b", &tb, st))
-    return h->status_code(st);
+      wfx_shape_input(ctx, 1, NULL, &b, st) ||
+      wfx_shape_input(ctx, 2, NULL, &bias, st) ||
+      wfx_shape_attr_bool(ctx, "transpose_b", &tb, st))
+    return wfx_code(st);
   if (bias.rank >= 0 && bias.rank != 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "bias must have rank 1 (N,), got shape %s",
-                    opc_shape_str(&bias, s1, sizeof s1));
+                    wfx_shape_str(&bias, s1, sizeof s1));
   if (b.rank == 2 && bias.rank == 1) {
     int64_t n = b.dims[tb ? 0 : 1];
     if (n >= 0 && bias.dims[0] >= 0 && n != bias.dims[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "bias %s does not match b%s %s's %lld columns",
-                      opc_shape_str(&bias, s1, sizeof s1),
-                      tb ? " transposed" : "",
-                      opc_shape_str(&b, s2, sizeof s2), (long long)n);
+                      wfx_shape_str(&bias, s1, sizeof s1),
+                      tb ? " transposed" : "", wfx_shape_str(&b, s2, sizeof s2),
+                      (long long)n);
   }
   return math_shape_matmul(ctx, st);
 }
 
 int math_fused_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *bias;
   wf_tensor *out;
   wf_shape bs, os;
   opc_fused f;
 
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      opc_kernel_input(ctx, 2, &bias, &bs, st))
-    return h->status_code(st);
-  if (!opc_dtype_is_float(h->tensor_dtype(bias)))
-    return math_unsupported_dtype(h->tensor_dtype(bias), st);
+      wfx_kernel_input(ctx, 2, &bias, &bs, st))
+    return wfx_code(st);
+  if (!wfx_dtype_is_float(wfx_dtype(bias)))
+    return math_unsupported_dtype(wfx_dtype(bias), st);
   if (matmul_run(ctx, &out, st))
-    return h->status_code(st);
-  h->tensor_shape(out, &os);
+    return wfx_code(st);
+  wfx_host->tensor_shape(out, &os);
   if (bs.rank != 1 || bs.dims[0] != os.dims[1] ||
-      h->tensor_dtype(bias) != h->tensor_dtype(out))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+      wfx_dtype(bias) != wfx_dtype(out))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "bias must be (%lld,) of the operands' dtype",
                     (long long)os.dims[1]);
-  opc_fused_apply(h->tensor_dtype(out), h->tensor_data(out),
-                  h->tensor_data(bias), os.dims[0], os.dims[1], 1, &f);
+  opc_fused_apply(wfx_dtype(out), wfx_data(out), wfx_data(bias), os.dims[0],
+                  os.dims[1], 1, &f);
   return 0;
 }
 
 int math_batch_matmul(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *y;
   wf_tensor *out;
   wf_shape xs, ys, os, bs[2], bo;
   mm_job j = {0};
-  opc_bcast b;
+  wfx_bcast b;
   int64_t k2;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &y, &ys, st) ||
-      opc_kernel_attr_bool(ctx, "adj_x", &j.tx, st) ||
-      opc_kernel_attr_bool(ctx, "adj_y", &j.ty, st))
-    return h->status_code(st);
-  j.dtype = h->tensor_dtype(x);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &y, &ys, st) ||
+      wfx_kernel_attr_bool(ctx, "adj_x", &j.tx, st) ||
+      wfx_kernel_attr_bool(ctx, "adj_y", &j.ty, st))
+    return wfx_code(st);
+  j.dtype = wfx_dtype(x);
   if (j.dtype <= WF_DTYPE_INVALID || j.dtype >= WF_DTYPE_COUNT ||
       !mm_table[j.dtype])
     return math_unsupported_dtype(j.dtype, st);
-  if (h->tensor_dtype(y) != j.dtype)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "x is %s but y is %s",
-                    opc_dtype_name(j.dtype),
-                    opc_dtype_name(h->tensor_dtype(y)));
+  if (wfx_dtype(y) != j.dtype)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "x is %s but y is %s",
+                    wfx_dtype_name(j.dtype), wfx_dtype_name(wfx_dtype(y)));
   if (batch_shape(&xs, &ys, j.tx, j.ty, &os, st))
-    return h->status_code(st);
+    return wfx_code(st);
   mat_dims(&xs, j.tx, &j.m, &j.k);
   mat_dims(&ys, j.ty, &k2, &j.n);
-  out = h->kernel_output_new(ctx, 0, &os, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &os, st);
   if (!out)
-    return h->status_code(st);
-  if (opc_shape_count(&os) == 0)
+    return wfx_code(st);
+  if (wfx_shape_count(&os) == 0)
     return 0;
   if (j.k == 0) { /* empty sums */
-    memset(h->tensor_data(out), 0, h->tensor_nbytes(out));
+    memset(wfx_data(out), 0, wfx_host->tensor_nbytes(out));
     return 0;
   }
   if (mm_scratch(&j, st))
-    return h->status_code(st);
-  j.x = h->tensor_data(x);
-  j.y = h->tensor_data(y);
-  j.out = h->tensor_data(out);
+    return wfx_code(st);
+  j.x = wfx_data(x);
+  j.y = wfx_data(y);
+  j.out = wfx_data(out);
   /* Walk the broadcast batch: each "element" is one matrix. */
-  opc_shape_make(&bs[0], xs.rank - 2, xs.dims);
-  opc_shape_make(&bs[1], ys.rank - 2, ys.dims);
-  opc_shape_make(&bo, os.rank - 2, os.dims);
-  opc_bcast_init(&b, &bo, 2, bs);
-  for (int64_t r = 0; r < b.rows; r++, opc_bcast_next(&b))
+  wfx_shape_make(&bs[0], xs.rank - 2, xs.dims);
+  wfx_shape_make(&bs[1], ys.rank - 2, ys.dims);
+  wfx_shape_make(&bo, os.rank - 2, os.dims);
+  wfx_bcast_init(&b, &bo, 2, bs);
+  for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
     for (int64_t i = 0; i < b.inner; i++)
       mm_one(&j, b.off[0] + i * b.step[0], b.off[1] + i * b.step[1],
              r * b.inner + i);
-  h->free(j.xt);
+  wfx_host->free(j.xt);
   return 0;
 }

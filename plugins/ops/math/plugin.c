@@ -31,16 +31,16 @@
     .doc = (dc)                                                                \
   }
 
-static const wf_attr_def attrs_number[] = {T_ATTR(OPC_DTYPES_NUMBER),
+static const wf_attr_def attrs_number[] = {T_ATTR(WFX_DTYPES_NUMBER),
                                            WF_ATTR_END};
-static const wf_attr_def attrs_signed[] = {T_ATTR(OPC_DTYPES_SIGNED),
+static const wf_attr_def attrs_signed[] = {T_ATTR(WFX_DTYPES_SIGNED),
                                            WF_ATTR_END};
-static const wf_attr_def attrs_float[] = {T_ATTR(OPC_DTYPES_FLOAT),
+static const wf_attr_def attrs_float[] = {T_ATTR(WFX_DTYPES_FLOAT),
                                           WF_ATTR_END};
-static const wf_attr_def attrs_all[] = {T_ATTR(OPC_DTYPES_ALL), WF_ATTR_END};
+static const wf_attr_def attrs_all[] = {T_ATTR(WFX_DTYPES_ALL), WF_ATTR_END};
 
 static const wf_attr_def attrs_leaky_relu[] = {
-    T_ATTR(OPC_DTYPES_FLOAT),
+    T_ATTR(WFX_DTYPES_FLOAT),
     {WF_STRUCT_INIT(wf_attr_def), .name = "alpha", .type = WF_ATTR_FLOAT,
      .has_default = 1,
      .default_value = {.type = WF_ATTR_FLOAT, .count = 1, .u = {.f = 0.2}},
@@ -48,7 +48,7 @@ static const wf_attr_def attrs_leaky_relu[] = {
     WF_ATTR_END};
 
 static const wf_attr_def attrs_gelu[] = {
-    T_ATTR(OPC_DTYPES_FLOAT),
+    T_ATTR(WFX_DTYPES_FLOAT),
     BOOL_ATTR("approximate", 0,
               "false: the exact x * Phi(x) with the error function; true: "
               "the tanh approximation"),
@@ -56,13 +56,13 @@ static const wf_attr_def attrs_gelu[] = {
 
 static const wf_attr_def attrs_cast[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "SrcT", .type = WF_ATTR_DTYPE,
-     .allowed_dtypes = OPC_DTYPES_ALL, .doc = "element type of x"},
+     .allowed_dtypes = WFX_DTYPES_ALL, .doc = "element type of x"},
     {WF_STRUCT_INIT(wf_attr_def), .name = "DstT", .type = WF_ATTR_DTYPE,
-     .allowed_dtypes = OPC_DTYPES_ALL, .doc = "element type of y"},
+     .allowed_dtypes = WFX_DTYPES_ALL, .doc = "element type of y"},
     WF_ATTR_END};
 
 static const wf_attr_def attrs_reduce[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     {WF_STRUCT_INIT(wf_attr_def), .name = "axes",
      .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,
      .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},
@@ -73,7 +73,7 @@ static const wf_attr_def attrs_reduce[] = {
     WF_ATTR_END};
 
 static const wf_attr_def attrs_reduce_grad[] = {
-    T_ATTR(OPC_DTYPES_FLOAT),
+    T_ATTR(WFX_DTYPES_FLOAT),
     {WF_STRUCT_INIT(wf_attr_def), .name = "axes",
      .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,
      .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},
@@ -82,40 +82,41 @@ static const wf_attr_def attrs_reduce_grad[] = {
     WF_ATTR_END};
 
 static const wf_attr_def attrs_sum_to_like[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     {WF_STRUCT_INIT(wf_attr_def), .name = "Tlike", .type = WF_ATTR_DTYPE,
-     .allowed_dtypes = OPC_DTYPES_ALL,
+     .allowed_dtypes = WFX_DTYPES_ALL,
      .doc = "element type of like (only its shape is read)"},
     WF_ATTR_END};
 
 static const wf_attr_def attrs_argmax[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     {WF_STRUCT_INIT(wf_attr_def), .name = "axis", .type = WF_ATTR_INT,
      .has_default = 1,
      .default_value = {.type = WF_ATTR_INT, .count = 1, .u = {.i = 0}},
      .doc = "the axis searched; negative counts from the end"},
-    {WF_STRUCT_INIT(wf_attr_def), .name = "output_type",
-     .type = WF_ATTR_DTYPE, .has_default = 1,
-     .default_value = {.type = WF_ATTR_DTYPE, .count = 1,
+    {WF_STRUCT_INIT(wf_attr_def), .name = "output_type", .type = WF_ATTR_DTYPE,
+     .has_default = 1,
+     .default_value = {.type = WF_ATTR_DTYPE,
+                       .count = 1,
                        .u = {.dtype = WF_INT64}},
      .allowed_dtypes = WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),
      .doc = "element type of the indices: int32 or int64"},
     WF_ATTR_END};
 
 static const wf_attr_def attrs_matmul[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     BOOL_ATTR("transpose_a", 0, "true: a is stored as (K, M)"),
-    BOOL_ATTR("transpose_b", 0, "true: b is stored as (N, K)"),
-    WF_ATTR_END};
+    BOOL_ATTR("transpose_b", 0, "true: b is stored as (N, K)"), WF_ATTR_END};
 
 static const char *const fused_bias_only[] = {"BiasAdd"};
 static const wf_attr_def attrs_fused_matmul[] = {
-    T_ATTR(OPC_DTYPES_FLOAT),
+    T_ATTR(WFX_DTYPES_FLOAT),
     BOOL_ATTR("transpose_a", 0, "true: a is stored as (K, M)"),
     BOOL_ATTR("transpose_b", 0, "true: b is stored as (N, K)"),
     {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",
      .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,
-     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING,
+                       .count = 1,
                        .u = {.strings = fused_bias_only}},
      .doc = OPC_FUSED_OPS_DOC},
     {WF_STRUCT_INIT(wf_attr_def), .name = "alpha", .type = WF_ATTR_FLOAT,
@@ -125,13 +126,13 @@ static const wf_attr_def attrs_fused_matmul[] = {
     WF_ATTR_END};
 
 static const wf_attr_def attrs_batch_matmul[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     BOOL_ATTR("adj_x", 0, "true: x's matrices are stored as (K, M)"),
     BOOL_ATTR("adj_y", 0, "true: y's matrices are stored as (N, K)"),
     WF_ATTR_END};
 
 static const wf_attr_def attrs_add_n[] = {
-    T_ATTR(OPC_DTYPES_NUMBER),
+    T_ATTR(WFX_DTYPES_NUMBER),
     {WF_STRUCT_INIT(wf_attr_def), .name = "N", .type = WF_ATTR_INT,
      .has_minimum = 1, .minimum = 1, .doc = "number of inputs (at least 1)"},
     WF_ATTR_END};
@@ -433,69 +434,99 @@ static const wf_op_def *const ops[] = {
 
 /* Elementwise kernels are not marked WF_KERNEL_CHEAP: their cost grows with
  * the tensor, and the executor cannot know the size in advance. */
-#define KERNEL(var, nm, tattr, mask, fn)                                       \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cpu",                      \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (mask),                          \
-                                    .priority = 0,                             \
-                                    .label = "reference",                      \
-                                    .compute = (fn)}
-#define NUM OPC_DTYPES_NUMBER
-#define FLT OPC_DTYPES_FLOAT
+#define NUM WFX_DTYPES_NUMBER
+#define FLT WFX_DTYPES_FLOAT
 
-KERNEL(k_add, "Add", "T", NUM, math_add);
-KERNEL(k_sub, "Sub", "T", NUM, math_sub);
-KERNEL(k_mul, "Mul", "T", NUM, math_mul);
-KERNEL(k_div, "Div", "T", NUM, math_div);
-KERNEL(k_maximum, "Maximum", "T", NUM, math_maximum);
-KERNEL(k_minimum, "Minimum", "T", NUM, math_minimum);
-KERNEL(k_pow, "Pow", "T", NUM, math_pow);
-KERNEL(k_equal, "Equal", "T", OPC_DTYPES_ALL, math_equal);
-KERNEL(k_less, "Less", "T", NUM, math_less);
-KERNEL(k_greater, "Greater", "T", NUM, math_greater);
-KERNEL(k_select, "Select", "T", OPC_DTYPES_ALL, math_select);
-KERNEL(k_add_n, "AddN", "T", NUM, math_add_n);
-KERNEL(k_neg, "Neg", "T", OPC_DTYPES_SIGNED, math_neg);
-KERNEL(k_abs, "Abs", "T", NUM, math_abs);
-KERNEL(k_square, "Square", "T", NUM, math_square);
-KERNEL(k_relu, "Relu", "T", NUM, math_relu);
-KERNEL(k_exp, "Exp", "T", FLT, math_exp);
-KERNEL(k_log, "Log", "T", FLT, math_log);
-KERNEL(k_sqrt, "Sqrt", "T", FLT, math_sqrt);
-KERNEL(k_rsqrt, "Rsqrt", "T", FLT, math_rsqrt);
-KERNEL(k_tanh, "Tanh", "T", FLT, math_tanh);
-KERNEL(k_sigmoid, "Sigmoid", "T", FLT, math_sigmoid);
-KERNEL(k_leaky_relu, "LeakyRelu", "T", FLT, math_leaky_relu);
-KERNEL(k_elu, "Elu", "T", FLT, math_elu);
-KERNEL(k_gelu, "Gelu", "T", FLT, math_gelu);
-KERNEL(k_softplus, "Softplus", "T", FLT, math_softplus);
-KERNEL(k_cast, "Cast", "SrcT", OPC_DTYPES_ALL, math_cast);
-KERNEL(k_sum, "Sum", "T", NUM, math_sum);
-KERNEL(k_mean, "Mean", "T", NUM, math_mean);
-KERNEL(k_max, "Max", "T", NUM, math_max);
-KERNEL(k_min, "Min", "T", NUM, math_min);
-KERNEL(k_prod, "Prod", "T", NUM, math_prod);
-KERNEL(k_argmax, "ArgMax", "T", NUM, math_argmax);
-KERNEL(k_matmul, "MatMul", "T", NUM, math_matmul);
-KERNEL(k_batch_matmul, "BatchMatMul", "T", NUM, math_batch_matmul);
-KERNEL(k_fused_matmul, "_FusedMatMul", "T", FLT, math_fused_matmul);
-KERNEL(k_sum_to_like, "SumToLike", "T", NUM, math_sum_to_like);
-KERNEL(k_relu_grad, "ReluGrad", "T", FLT, math_relu_grad);
-KERNEL(k_leaky_relu_grad, "LeakyReluGrad", "T", FLT, math_leaky_relu_grad);
-KERNEL(k_abs_grad, "AbsGrad", "T", FLT, math_abs_grad);
-KERNEL(k_elu_grad, "EluGrad", "T", FLT, math_elu_grad);
-KERNEL(k_sigmoid_grad, "SigmoidGrad", "T", FLT, math_sigmoid_grad);
-KERNEL(k_tanh_grad, "TanhGrad", "T", FLT, math_tanh_grad);
-KERNEL(k_sqrt_grad, "SqrtGrad", "T", FLT, math_sqrt_grad);
-KERNEL(k_rsqrt_grad, "RsqrtGrad", "T", FLT, math_rsqrt_grad);
-KERNEL(k_softplus_grad, "SoftplusGrad", "T", FLT, math_softplus_grad);
-KERNEL(k_gelu_grad, "GeluGrad", "T", FLT, math_gelu_grad);
-KERNEL(k_sum_grad, "SumGrad", "T", FLT, math_sum_grad);
-KERNEL(k_mean_grad, "MeanGrad", "T", FLT, math_mean_grad);
-KERNEL(k_max_min_grad, "MaxMinGrad", "T", FLT, math_max_min_grad);
-KERNEL(k_prod_grad, "ProdGrad", "T", FLT, math_prod_grad);
+static const wf_kernel_def k_add = WFX_CPU_REFERENCE("Add", "T", NUM, math_add);
+static const wf_kernel_def k_sub = WFX_CPU_REFERENCE("Sub", "T", NUM, math_sub);
+static const wf_kernel_def k_mul = WFX_CPU_REFERENCE("Mul", "T", NUM, math_mul);
+static const wf_kernel_def k_div = WFX_CPU_REFERENCE("Div", "T", NUM, math_div);
+static const wf_kernel_def k_maximum =
+    WFX_CPU_REFERENCE("Maximum", "T", NUM, math_maximum);
+static const wf_kernel_def k_minimum =
+    WFX_CPU_REFERENCE("Minimum", "T", NUM, math_minimum);
+static const wf_kernel_def k_pow = WFX_CPU_REFERENCE("Pow", "T", NUM, math_pow);
+static const wf_kernel_def k_equal =
+    WFX_CPU_REFERENCE("Equal", "T", WFX_DTYPES_ALL, math_equal);
+static const wf_kernel_def k_less =
+    WFX_CPU_REFERENCE("Less", "T", NUM, math_less);
+static const wf_kernel_def k_greater =
+    WFX_CPU_REFERENCE("Greater", "T", NUM, math_greater);
+static const wf_kernel_def k_select =
+    WFX_CPU_REFERENCE("Select", "T", WFX_DTYPES_ALL, math_select);
+static const wf_kernel_def k_add_n =
+    WFX_CPU_REFERENCE("AddN", "T", NUM, math_add_n);
+static const wf_kernel_def k_neg =
+    WFX_CPU_REFERENCE("Neg", "T", WFX_DTYPES_SIGNED, math_neg);
+static const wf_kernel_def k_abs = WFX_CPU_REFERENCE("Abs", "T", NUM, math_abs);
+static const wf_kernel_def k_square =
+    WFX_CPU_REFERENCE("Square", "T", NUM, math_square);
+static const wf_kernel_def k_relu =
+    WFX_CPU_REFERENCE("Relu", "T", NUM, math_relu);
+static const wf_kernel_def k_exp = WFX_CPU_REFERENCE("Exp", "T", FLT, math_exp);
+static const wf_kernel_def k_log = WFX_CPU_REFERENCE("Log", "T", FLT, math_log);
+static const wf_kernel_def k_sqrt =
+    WFX_CPU_REFERENCE("Sqrt", "T", FLT, math_sqrt);
+static const wf_kernel_def k_rsqrt =
+    WFX_CPU_REFERENCE("Rsqrt", "T", FLT, math_rsqrt);
+static const wf_kernel_def k_tanh =
+    WFX_CPU_REFERENCE("Tanh", "T", FLT, math_tanh);
+static const wf_kernel_def k_sigmoid =
+    WFX_CPU_REFERENCE("Sigmoid", "T", FLT, math_sigmoid);
+static const wf_kernel_def k_leaky_relu =
+    WFX_CPU_REFERENCE("LeakyRelu", "T", FLT, math_leaky_relu);
+static const wf_kernel_def k_elu = WFX_CPU_REFERENCE("Elu", "T", FLT, math_elu);
+static const wf_kernel_def k_gelu =
+    WFX_CPU_REFERENCE("Gelu", "T", FLT, math_gelu);
+static const wf_kernel_def k_softplus =
+    WFX_CPU_REFERENCE("Softplus", "T", FLT, math_softplus);
+static const wf_kernel_def k_cast =
+    WFX_CPU_REFERENCE("Cast", "SrcT", WFX_DTYPES_ALL, math_cast);
+static const wf_kernel_def k_sum = WFX_CPU_REFERENCE("Sum", "T", NUM, math_sum);
+static const wf_kernel_def k_mean =
+    WFX_CPU_REFERENCE("Mean", "T", NUM, math_mean);
+static const wf_kernel_def k_max = WFX_CPU_REFERENCE("Max", "T", NUM, math_max);
+static const wf_kernel_def k_min = WFX_CPU_REFERENCE("Min", "T", NUM, math_min);
+static const wf_kernel_def k_prod =
+    WFX_CPU_REFERENCE("Prod", "T", NUM, math_prod);
+static const wf_kernel_def k_argmax =
+    WFX_CPU_REFERENCE("ArgMax", "T", NUM, math_argmax);
+static const wf_kernel_def k_matmul =
+    WFX_CPU_REFERENCE("MatMul", "T", NUM, math_matmul);
+static const wf_kernel_def k_batch_matmul =
+    WFX_CPU_REFERENCE("BatchMatMul", "T", NUM, math_batch_matmul);
+static const wf_kernel_def k_fused_matmul =
+    WFX_CPU_REFERENCE("_FusedMatMul", "T", FLT, math_fused_matmul);
+static const wf_kernel_def k_sum_to_like =
+    WFX_CPU_REFERENCE("SumToLike", "T", NUM, math_sum_to_like);
+static const wf_kernel_def k_relu_grad =
+    WFX_CPU_REFERENCE("ReluGrad", "T", FLT, math_relu_grad);
+static const wf_kernel_def k_leaky_relu_grad =
+    WFX_CPU_REFERENCE("LeakyReluGrad", "T", FLT, math_leaky_relu_grad);
+static const wf_kernel_def k_abs_grad =
+    WFX_CPU_REFERENCE("AbsGrad", "T", FLT, math_abs_grad);
+static const wf_kernel_def k_elu_grad =
+    WFX_CPU_REFERENCE("EluGrad", "T", FLT, math_elu_grad);
+static const wf_kernel_def k_sigmoid_grad =
+    WFX_CPU_REFERENCE("SigmoidGrad", "T", FLT, math_sigmoid_grad);
+static const wf_kernel_def k_tanh_grad =
+    WFX_CPU_REFERENCE("TanhGrad", "T", FLT, math_tanh_grad);
+static const wf_kernel_def k_sqrt_grad =
+    WFX_CPU_REFERENCE("SqrtGrad", "T", FLT, math_sqrt_grad);
+static const wf_kernel_def k_rsqrt_grad =
+    WFX_CPU_REFERENCE("RsqrtGrad", "T", FLT, math_rsqrt_grad);
+static const wf_kernel_def k_softplus_grad =
+    WFX_CPU_REFERENCE("SoftplusGrad", "T", FLT, math_softplus_grad);
+static const wf_kernel_def k_gelu_grad =
+    WFX_CPU_REFERENCE("GeluGrad", "T", FLT, math_gelu_grad);
+static const wf_kernel_def k_sum_grad =
+    WFX_CPU_REFERENCE("SumGrad", "T", FLT, math_sum_grad);
+static const wf_kernel_def k_mean_grad =
+    WFX_CPU_REFERENCE("MeanGrad", "T", FLT, math_mean_grad);
+static const wf_kernel_def k_max_min_grad =
+    WFX_CPU_REFERENCE("MaxMinGrad", "T", FLT, math_max_min_grad);
+static const wf_kernel_def k_prod_grad =
+    WFX_CPU_REFERENCE("ProdGrad", "T", FLT, math_prod_grad);
 
 static const wf_kernel_def *const kernels[] = {
     &k_add,     &k_sub,      &k_mul,         &k_div,     &k_maximum,
@@ -591,17 +622,13 @@ static const wf_gradient_def *const gradients[] = {
 
 /* ---- the plugin -------------------------------------------------------- */
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int math_init(const wf_host *host, void **state, wf_status *st) {
-  /* Every entry used here exists since ABI 1.0; refuse a truncated table. */
-  if (!WF_HOST_HAS(host, grad_node_name)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-math: the host table (%u bytes) lacks the kernel "
-                       "and gradient entries of ABI 1.0",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-math", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

@@ -17,12 +17,12 @@ int math_reduce_mask(const int64_t *axes, int64_t n, int rank,
     *mask = rank >= 32 ? UINT32_MAX : (UINT32_C(1) << rank) - 1;
     return 0;
   }
-  return opc_axes_mask(axes, n, rank, mask, NULL, st);
+  return wfx_axes_mask(axes, n, rank, mask, NULL, st);
 }
 
 void math_reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
                         wf_shape *out) {
-  opc_shape_set_scalar(out);
+  wfx_shape_set_scalar(out);
   for (int i = 0; i < s->rank; i++) {
     if (mask & (UINT32_C(1) << i)) {
       if (keep_dims)
@@ -34,30 +34,29 @@ void math_reduced_shape(const wf_shape *s, uint32_t mask, int keep_dims,
 }
 
 int math_shape_reduce(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   const int64_t *axes;
   int64_t n;
   int keep_dims;
   uint32_t mask;
   wf_shape s, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st) ||
-      opc_shape_attr_ints(ctx, "axes", &axes, &n, st) ||
-      opc_shape_attr_bool(ctx, "keep_dims", &keep_dims, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st) ||
+      wfx_shape_attr_ints(ctx, "axes", &axes, &n, st) ||
+      wfx_shape_attr_bool(ctx, "keep_dims", &keep_dims, st))
+    return wfx_code(st);
   if (s.rank < 0) {
     /* Only "everything, no kept dims" has a shape without the rank. */
     if (n == 0 && !keep_dims)
-      opc_shape_set_scalar(&out);
+      wfx_shape_set_scalar(&out);
     else
-      opc_shape_set_unknown(&out);
-    h->shape_set_output(ctx, 0, &out);
+      wfx_shape_set_unknown(&out);
+    wfx_host->shape_set_output(ctx, 0, &out);
     return 0;
   }
   if (math_reduce_mask(axes, n, s.rank, &mask, st))
-    return h->status_code(st);
+    return wfx_code(st);
   math_reduced_shape(&s, mask, keep_dims, &out);
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -66,20 +65,19 @@ enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD };
 /* Reduces x (walked by b: the input as output, the keep-dims result as its
  * one operand) into out[nout]; per = input elements per output element.
  * scratch holds 2 * nout doubles or uint64s. */
-typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
+typedef void reduce_fn(int kind, const void *x, wfx_bcast *b, void *out,
                        int64_t nout, int64_t per, void *scratch);
 
 #define FREDUCE(T, sfx, dt, u)                                                 \
-  static void reduce_##sfx(int kind, const void *x_, opc_bcast *b,             \
-                           void *out_, int64_t nout, int64_t per,              \
-                           void *scratch) {                                    \
+  static void reduce_##sfx(int kind, const void *x_, wfx_bcast *b, void *out_, \
+                           int64_t nout, int64_t per, void *scratch) {         \
     const T *x = x_;                                                           \
     T *out = out_;                                                             \
     double *acc = scratch, *comp = acc + nout;                                 \
     if (kind == RED_MAX || kind == RED_MIN) {                                  \
       for (int64_t i = 0; i < nout; i++)                                       \
         out[i] = kind == RED_MAX ? (T)-INFINITY : (T)INFINITY;                 \
-      for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {              \
+      for (int64_t r = 0; r < b->rows; r++, wfx_bcast_next(b)) {               \
         const T *xr = x + r * b->inner;                                        \
         T *o = out + b->off[0];                                                \
         for (int64_t j = 0; j < b->inner; j++) {                               \
@@ -96,7 +94,7 @@ typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
       acc[i] = kind == RED_PROD ? 1.0 : 0.0;                                   \
       comp[i] = 0.0;                                                           \
     }                                                                          \
-    for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {                \
+    for (int64_t r = 0; r < b->rows; r++, wfx_bcast_next(b)) {                 \
       const T *xr = x + r * b->inner;                                          \
       double *ar = acc + b->off[0], *cr = comp + b->off[0];                    \
       int64_t s = b->step[0];                                                  \
@@ -121,16 +119,15 @@ typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
   }
 
 #define IREDUCE(T, sfx, dt, u)                                                 \
-  static void reduce_##sfx(int kind, const void *x_, opc_bcast *b,             \
-                           void *out_, int64_t nout, int64_t per,              \
-                           void *scratch) {                                    \
+  static void reduce_##sfx(int kind, const void *x_, wfx_bcast *b, void *out_, \
+                           int64_t nout, int64_t per, void *scratch) {         \
     const T *x = x_;                                                           \
     T *out = out_;                                                             \
     uint64_t *acc = scratch;                                                   \
     if (kind == RED_MAX || kind == RED_MIN) {                                  \
       for (int64_t i = 0; i < nout; i++)                                       \
         out[i] = kind == RED_MAX ? (T)MATH_LO(sfx) : (T)MATH_HI(sfx);          \
-      for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {              \
+      for (int64_t r = 0; r < b->rows; r++, wfx_bcast_next(b)) {               \
         const T *xr = x + r * b->inner;                                        \
         T *o = out + b->off[0];                                                \
         for (int64_t j = 0; j < b->inner; j++) {                               \
@@ -143,7 +140,7 @@ typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
     }                                                                          \
     for (int64_t i = 0; i < nout; i++)                                         \
       acc[i] = kind == RED_PROD ? 1 : 0;                                       \
-    for (int64_t r = 0; r < b->rows; r++, opc_bcast_next(b)) {                \
+    for (int64_t r = 0; r < b->rows; r++, wfx_bcast_next(b)) {                 \
       const T *xr = x + r * b->inner;                                          \
       uint64_t *ar = acc + b->off[0];                                          \
       int64_t s = b->step[0];                                                  \
@@ -166,13 +163,12 @@ typedef void reduce_fn(int kind, const void *x, opc_bcast *b, void *out,
     }                                                                          \
   }
 
-OPC_TYPES_FLOAT(FREDUCE, _)
-OPC_TYPES_INT(IREDUCE, _)
+WFX_TYPES_FLOAT(FREDUCE, _)
+WFX_TYPES_INT(IREDUCE, _)
 static reduce_fn *const reduce_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, reduce)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, reduce)};
 
 static int reduce_run(wf_kernel_ctx *ctx, int kind, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *out;
   wf_shape s, kept, os;
@@ -181,46 +177,46 @@ static int reduce_run(wf_kernel_ctx *ctx, int kind, wf_status *st) {
   int keep_dims;
   uint32_t mask;
   int32_t dt;
-  opc_bcast b;
+  wfx_bcast b;
   void *scratch = NULL;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
-      opc_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_attr_ints(ctx, "axes", &axes, &n, st) ||
+      wfx_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
       math_reduce_mask(axes, n, s.rank, &mask, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
+    return wfx_code(st);
+  dt = wfx_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
     return math_unsupported_dtype(dt, st);
   math_reduced_shape(&s, mask, 1, &kept);
   math_reduced_shape(&s, mask, keep_dims, &os);
-  out = h->kernel_output_new(ctx, 0, &os, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &os, st);
   if (!out)
-    return h->status_code(st);
-  nout = opc_shape_count(&kept);
-  nin = opc_shape_count(&s);
+    return wfx_code(st);
+  nout = wfx_shape_count(&kept);
+  nin = wfx_shape_count(&s);
   if (nout == 0)
     return 0;
-  scratch = h->alloc((size_t)nout * 2 * sizeof(double), 0);
+  scratch = wfx_host->alloc((size_t)nout * 2 * sizeof(double), 0);
   if (!scratch)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %lld accumulators", (long long)nout);
-  opc_bcast_init(&b, &s, 1, &kept);
-  reduce_table[dt](kind, h->tensor_data(x), &b, h->tensor_data(out), nout,
-                   nin / nout, scratch);
-  h->free(scratch);
+  wfx_bcast_init(&b, &s, 1, &kept);
+  reduce_table[dt](kind, wfx_data(x), &b, wfx_data(out), nout, nin / nout,
+                   scratch);
+  wfx_host->free(scratch);
   return 0;
 }
 
-#define REDUCE_KERNEL(fn, kind)                                                \
+#define REDUCE_COMPUTE(fn, kind)                                               \
   int fn(wf_kernel_ctx *ctx, void *state, wf_status *st) {                     \
     return reduce_run(ctx, kind, st);                                          \
   }
-REDUCE_KERNEL(math_sum, RED_SUM)
-REDUCE_KERNEL(math_mean, RED_MEAN)
-REDUCE_KERNEL(math_max, RED_MAX)
-REDUCE_KERNEL(math_min, RED_MIN)
-REDUCE_KERNEL(math_prod, RED_PROD)
+REDUCE_COMPUTE(math_sum, RED_SUM)
+REDUCE_COMPUTE(math_mean, RED_MEAN)
+REDUCE_COMPUTE(math_max, RED_MAX)
+REDUCE_COMPUTE(math_min, RED_MIN)
+REDUCE_COMPUTE(math_prod, RED_PROD)
 
 /* ---- SumToLike --------------------------------------------------------- */
 
@@ -229,7 +225,7 @@ REDUCE_KERNEL(math_prod, RED_PROD)
  * pass. */
 static int check_sum_to(const wf_shape *x, const wf_shape *like,
                         wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   int ok = 1;
 
   if (x->rank < 0 || like->rank < 0)
@@ -242,59 +238,55 @@ static int check_sum_to(const wf_shape *x, const wf_shape *like,
     ok = dl == 1 || dl == dx || dl < 0 || dx < 0;
   }
   if (!ok)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "like's shape %s does not broadcast to x's shape %s, so "
                     "x cannot be summed back to it",
-                    opc_shape_str(like, a, sizeof a),
-                    opc_shape_str(x, b, sizeof b));
+                    wfx_shape_str(like, a, sizeof a),
+                    wfx_shape_str(x, b, sizeof b));
   return 0;
 }
 
 int math_shape_sum_to_like(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape x, like;
 
-  if (opc_shape_input(ctx, 0, NULL, &x, st) ||
-      opc_shape_input(ctx, 1, NULL, &like, st) ||
-      check_sum_to(&x, &like, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &like);
+  if (wfx_shape_input(ctx, 0, NULL, &x, st) ||
+      wfx_shape_input(ctx, 1, NULL, &like, st) || check_sum_to(&x, &like, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &like);
   return 0;
 }
 
 int math_sum_to_like(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *like;
   wf_tensor *out;
   wf_shape xs, ls;
   int64_t nout, nin;
   int32_t dt;
-  opc_bcast b;
+  wfx_bcast b;
   void *scratch;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &like, &ls, st) ||
-      check_sum_to(&xs, &ls, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &like, &ls, st) || check_sum_to(&xs, &ls, st))
+    return wfx_code(st);
+  dt = wfx_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
     return math_unsupported_dtype(dt, st);
-  out = h->kernel_output_new(ctx, 0, &ls, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &ls, st);
   if (!out)
-    return h->status_code(st);
-  nout = opc_shape_count(&ls);
-  nin = opc_shape_count(&xs);
+    return wfx_code(st);
+  nout = wfx_shape_count(&ls);
+  nin = wfx_shape_count(&xs);
   if (nout == 0)
     return 0;
-  scratch = h->alloc((size_t)nout * 2 * sizeof(double), 0);
+  scratch = wfx_host->alloc((size_t)nout * 2 * sizeof(double), 0);
   if (!scratch)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %lld accumulators", (long long)nout);
   /* the walk of x with `like` as its operand gives each element's sum */
-  opc_bcast_init(&b, &xs, 1, &ls);
-  reduce_table[dt](RED_SUM, h->tensor_data(x), &b, h->tensor_data(out), nout,
-                   nin / nout, scratch);
-  h->free(scratch);
+  wfx_bcast_init(&b, &xs, 1, &ls);
+  reduce_table[dt](RED_SUM, wfx_data(x), &b, wfx_data(out), nout, nin / nout,
+                   scratch);
+  wfx_host->free(scratch);
   return 0;
 }
 
@@ -303,35 +295,34 @@ int math_sum_to_like(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 /* Checks axis against s (known rank) and refuses an empty axis. */
 static int argmax_axis(const wf_shape *s, int64_t axis, int *out,
                        wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_axis_normalize(axis, s->rank, out, NULL, st))
-    return opc_host()->status_code(st);
+  if (wfx_axis_normalize(axis, s->rank, out, NULL, st))
+    return wfx_code(st);
   if (s->dims[*out] == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "axis %lld of input shape %s is empty: there is no "
                     "maximum to index",
-                    (long long)axis, opc_shape_str(s, buf, sizeof buf));
+                    (long long)axis, wfx_shape_str(s, buf, sizeof buf));
   return 0;
 }
 
 int math_shape_argmax(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape s, out;
   int64_t axis;
   int a;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st) ||
-      opc_shape_attr_int(ctx, "axis", &axis, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st) ||
+      wfx_shape_attr_int(ctx, "axis", &axis, st))
+    return wfx_code(st);
   if (s.rank < 0) {
-    opc_shape_set_unknown(&out);
+    wfx_shape_set_unknown(&out);
   } else {
     if (argmax_axis(&s, axis, &a, st))
-      return h->status_code(st);
+      return wfx_code(st);
     math_reduced_shape(&s, UINT32_C(1) << a, 0, &out);
   }
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -374,13 +365,12 @@ typedef void argmax_fn(const void *x, int64_t outer, int64_t n, int64_t inner,
   }
 #define FARGMAX(T, sfx, dt, u) ARGMAX(T, sfx, BETTER_FLOAT)
 #define IARGMAX(T, sfx, dt, u) ARGMAX(T, sfx, BETTER_INT)
-OPC_TYPES_FLOAT(FARGMAX, _)
-OPC_TYPES_INT(IARGMAX, _)
+WFX_TYPES_FLOAT(FARGMAX, _)
+WFX_TYPES_INT(IARGMAX, _)
 static argmax_fn *const argmax_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, argmax)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, argmax)};
 
 int math_argmax(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *out;
   wf_shape s, os;
@@ -389,22 +379,22 @@ int math_argmax(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int32_t dt, odt;
   char *scratch;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st) ||
-      opc_kernel_attr_int(ctx, "axis", &axis, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_attr_int(ctx, "axis", &axis, st) ||
       argmax_axis(&s, axis, &a, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
+    return wfx_code(st);
+  dt = wfx_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !argmax_table[dt])
     return math_unsupported_dtype(dt, st);
-  odt = h->kernel_output_dtype(ctx, 0);
+  odt = wfx_host->kernel_output_dtype(ctx, 0);
   if (odt != WF_INT32 && odt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "output_type is %s; it must be int32 or int64",
-                    opc_dtype_name(odt));
+                    wfx_dtype_name(odt));
   math_reduced_shape(&s, UINT32_C(1) << a, 0, &os);
-  out = h->kernel_output_new(ctx, 0, &os, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &os, st);
   if (!out)
-    return h->status_code(st);
+    return wfx_code(st);
   for (int i = 0; i < a; i++)
     outer *= s.dims[i];
   for (int i = a + 1; i < s.rank; i++)
@@ -412,16 +402,16 @@ int math_argmax(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   n = s.dims[a];
   if (outer == 0 || inner == 0)
     return 0;
-  scratch = h->alloc((size_t)inner * (opc_dtype_size(dt) + sizeof(int64_t)),
-                     0);
+  scratch = wfx_host->alloc(
+      (size_t)inner * (wfx_dtype_size(dt) + sizeof(int64_t)), 0);
   if (!scratch)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %lld scratch elements",
                     (long long)inner);
   /* idx first: int64 alignment for any element size */
-  argmax_table[dt](h->tensor_data(x), outer, n, inner,
+  argmax_table[dt](wfx_data(x), outer, n, inner,
                    scratch + (size_t)inner * sizeof(int64_t),
-                   (int64_t *)(void *)scratch, odt, h->tensor_data(out));
-  h->free(scratch);
+                   (int64_t *)(void *)scratch, odt, wfx_data(out));
+  wfx_host->free(scratch);
   return 0;
 }

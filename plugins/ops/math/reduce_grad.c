@@ -13,32 +13,31 @@
 #include <string.h>
 
 int math_shape_reduce_grad(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_inputs(ctx);
+  int32_t n = wfx_host->shape_num_inputs(ctx);
   const int64_t *axes;
   int64_t naxes;
   int keep_dims;
   uint32_t mask;
   wf_shape x, dy, y, red;
 
-  if (opc_shape_input(ctx, 0, NULL, &dy, st) ||
-      opc_shape_input(ctx, 1, NULL, &x, st) ||
-      opc_shape_attr_ints(ctx, "axes", &axes, &naxes, st) ||
-      opc_shape_attr_bool(ctx, "keep_dims", &keep_dims, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &dy, st) ||
+      wfx_shape_input(ctx, 1, NULL, &x, st) ||
+      wfx_shape_attr_ints(ctx, "axes", &axes, &naxes, st) ||
+      wfx_shape_attr_bool(ctx, "keep_dims", &keep_dims, st))
+    return wfx_code(st);
   if (x.rank >= 0) {
     if (math_reduce_mask(axes, naxes, x.rank, &mask, st))
-      return h->status_code(st);
+      return wfx_code(st);
     math_reduced_shape(&x, mask, keep_dims, &red);
-    if (opc_shape_merge(&red, &dy, &red,
-                        "dy against the reduced shape of x", st))
-      return h->status_code(st);
-    if (n > 2 && (opc_shape_input(ctx, 2, NULL, &y, st) ||
-                  opc_shape_merge(&red, &y, &red,
+    if (wfx_shape_merge(&red, &dy, &red, "dy against the reduced shape of x",
+                        st))
+      return wfx_code(st);
+    if (n > 2 && (wfx_shape_input(ctx, 2, NULL, &y, st) ||
+                  wfx_shape_merge(&red, &y, &red,
                                   "y against the reduced shape of x", st)))
-      return h->status_code(st);
+      return wfx_code(st);
   }
-  h->shape_set_output(ctx, 0, &x);
+  wfx_host->shape_set_output(ctx, 0, &x);
   return 0;
 }
 
@@ -65,20 +64,10 @@ static void store(int32_t dt, void *p, int64_t i, double v) {
     ((double *)p)[i] = v;
 }
 
-static int same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
 /* Reads the inputs (ninputs: 2, or 3 with y) and attributes, checks dy
  * (and y) against x's reduced shape, and allocates dx. */
 static int red_grad_begin(wf_kernel_ctx *ctx, int ninputs, red_grad *r,
                           wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *x, *y = NULL;
   const int64_t *axes;
   int64_t naxes;
@@ -86,54 +75,51 @@ static int red_grad_begin(wf_kernel_ctx *ctx, int ninputs, red_grad *r,
   uint32_t mask;
   wf_shape dys, ys, red;
   wf_tensor *out;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX], c[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &x, &r->xs, st) ||
-      (ninputs > 2 && opc_kernel_input(ctx, 2, &y, &ys, st)) ||
-      opc_kernel_attr_ints(ctx, "axes", &axes, &naxes, st) ||
-      opc_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &r->xs, st) ||
+      (ninputs > 2 && wfx_kernel_input(ctx, 2, &y, &ys, st)) ||
+      wfx_kernel_attr_ints(ctx, "axes", &axes, &naxes, st) ||
+      wfx_kernel_attr_bool(ctx, "keep_dims", &keep_dims, st) ||
       math_reduce_mask(axes, naxes, r->xs.rank, &mask, st))
-    return h->status_code(st);
-  r->dtype = h->tensor_dtype(x);
+    return wfx_code(st);
+  r->dtype = wfx_dtype(x);
   if (r->dtype != WF_FLOAT32 && r->dtype != WF_FLOAT64)
     return math_unsupported_dtype(r->dtype, st);
-  if (h->tensor_dtype(dy) != r->dtype ||
-      (y && h->tensor_dtype(y) != r->dtype))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "dy%s must have x's type %s", y ? " and y" : "",
-                    opc_dtype_name(r->dtype));
+  if (wfx_dtype(dy) != r->dtype || (y && wfx_dtype(y) != r->dtype))
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "dy%s must have x's type %s",
+                    y ? " and y" : "", wfx_dtype_name(r->dtype));
   math_reduced_shape(&r->xs, mask, keep_dims, &red);
   math_reduced_shape(&r->xs, mask, 1, &r->kept);
-  if (!same_shape(&dys, &red) || (y && !same_shape(&ys, &red))) {
-    int bad_dy = !same_shape(&dys, &red);
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "%s has shape %s, but x %s reduced has shape %s",
-                    bad_dy ? "dy" : "y",
-                    opc_shape_str(bad_dy ? &dys : &ys, a, sizeof a),
-                    opc_shape_str(&r->xs, b, sizeof b),
-                    opc_shape_str(&red, c, sizeof c));
+  if (!wfx_shape_equal(&dys, &red) || (y && !wfx_shape_equal(&ys, &red))) {
+    int bad_dy = !wfx_shape_equal(&dys, &red);
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT,
+        "%s has shape %s, but x %s reduced has shape %s", bad_dy ? "dy" : "y",
+        wfx_shape_str(bad_dy ? &dys : &ys, a, sizeof a),
+        wfx_shape_str(&r->xs, b, sizeof b), wfx_shape_str(&red, c, sizeof c));
   }
-  out = h->kernel_output_new(ctx, 0, &r->xs, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &r->xs, st);
   if (!out)
-    return h->status_code(st);
-  r->nin = opc_shape_count(&r->xs);
-  r->nout = opc_shape_count(&r->kept);
-  r->dy = h->tensor_data(dy);
-  r->x = h->tensor_data(x);
-  r->y = y ? h->tensor_data(y) : NULL;
-  r->dx = h->tensor_data(out);
+    return wfx_code(st);
+  r->nin = wfx_shape_count(&r->xs);
+  r->nout = wfx_shape_count(&r->kept);
+  r->dy = wfx_data(dy);
+  r->x = wfx_data(x);
+  r->y = y ? wfx_data(y) : NULL;
+  r->dx = wfx_data(out);
   return 0;
 }
 
 /* dx = dy spread over x's shape, times scale. */
 static void spread(const red_grad *r, double scale) {
-  opc_bcast b;
+  wfx_bcast b;
 
   if (r->nin == 0)
     return;
-  opc_bcast_init(&b, &r->xs, 1, &r->kept);
-  for (int64_t row = 0; row < b.rows; row++, opc_bcast_next(&b))
+  wfx_bcast_init(&b, &r->xs, 1, &r->kept);
+  for (int64_t row = 0; row < b.rows; row++, wfx_bcast_next(&b))
     for (int64_t j = 0; j < b.inner; j++)
       store(r->dtype, r->dx, row * b.inner + j,
             load(r->dtype, r->dy, b.off[0] + j * b.step[0]) * scale);
@@ -143,7 +129,7 @@ int math_sum_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   red_grad r;
 
   if (red_grad_begin(ctx, 2, &r, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   spread(&r, 1.0);
   return 0;
 }
@@ -152,7 +138,7 @@ int math_mean_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   red_grad r;
 
   if (red_grad_begin(ctx, 2, &r, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   /* nin > 0 implies nout > 0 and at least one element per group */
   if (r.nin > 0)
     spread(&r, 1.0 / (double)(r.nin / r.nout));
@@ -161,10 +147,10 @@ int math_mean_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 
 /* idx[i] = the group (output element) of x's element i, in x's order. */
 static void group_index(const red_grad *r, int64_t *idx) {
-  opc_bcast b;
+  wfx_bcast b;
 
-  opc_bcast_init(&b, &r->xs, 1, &r->kept);
-  for (int64_t row = 0; row < b.rows; row++, opc_bcast_next(&b))
+  wfx_bcast_init(&b, &r->xs, 1, &r->kept);
+  for (int64_t row = 0; row < b.rows; row++, wfx_bcast_next(&b))
     for (int64_t j = 0; j < b.inner; j++)
       idx[row * b.inner + j] = b.off[0] + j * b.step[0];
 }
@@ -174,9 +160,9 @@ static int scratch_new(const red_grad *r, int64_t doubles, int64_t **idx,
                        double **d, wf_status *st) {
   size_t bytes = (size_t)r->nin * sizeof **idx + (size_t)doubles * sizeof **d;
 
-  *idx = opc_host()->alloc(bytes, 0);
+  *idx = wfx_host->alloc(bytes, 0);
   if (!*idx)
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %zu bytes of scratch", bytes);
   *d = (double *)(void *)(*idx + r->nin);
   return 0;
@@ -188,11 +174,11 @@ int math_max_min_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   double *count;
 
   if (red_grad_begin(ctx, 3, &r, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (r.nin == 0)
     return 0;
   if (scratch_new(&r, r.nout, &idx, &count, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   group_index(&r, idx);
   memset(count, 0, (size_t)r.nout * sizeof *count);
   for (int64_t i = 0; i < r.nin; i++)
@@ -204,7 +190,7 @@ int math_max_min_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     int hit = load(r.dtype, r.x, i) == load(r.dtype, r.y, k);
     store(r.dtype, r.dx, i, hit ? load(r.dtype, r.dy, k) / count[k] : 0.0);
   }
-  opc_host()->free(idx);
+  wfx_host->free(idx);
   return 0;
 }
 
@@ -216,11 +202,11 @@ int math_prod_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   double *acc, *part;
 
   if (red_grad_begin(ctx, 2, &r, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (r.nin == 0)
     return 0;
   if (scratch_new(&r, r.nout + r.nin, &idx, &acc, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   part = acc + r.nout;
   group_index(&r, idx);
   for (int64_t k = 0; k < r.nout; k++)
@@ -236,6 +222,6 @@ int math_prod_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     store(r.dtype, r.dx, i, part[i] * acc[k] * load(r.dtype, r.dy, k));
     acc[k] *= load(r.dtype, r.x, i);
   }
-  opc_host()->free(idx);
+  wfx_host->free(idx);
   return 0;
 }

@@ -11,12 +11,11 @@
 #include <string.h>
 
 int math_shape_same(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape s;
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &s);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
@@ -97,102 +96,100 @@ static int is_negative(int64_t v) { return v < 0; }
     }                                                                          \
     return (T)0.5 * a * F_(sfx, erfc)(-a * (T)0.7071067811865476);            \
   }
-OPC_TYPES_FLOAT(GELU_FN, _)
+WFX_TYPES_FLOAT(GELU_FN, _)
 #define GELU_ROW(T, sfx, dt, u)                                                \
   UNARY_ROW(gelu, T, sfx, gelu1_##sfx(a, p->approximate))
 
-OPC_TYPES_SIGNED_INT(INEG_ROW, _)
-OPC_TYPES_FLOAT(FNEG_ROW, _)
-OPC_TYPES_INT(IABS_ROW, _)
-OPC_TYPES_FLOAT(FABS_ROW, _)
-OPC_TYPES_NUMBER(SQUARE_ROW, _)
-OPC_TYPES_INT(IRELU_ROW, _)
-OPC_TYPES_FLOAT(FRELU_ROW, _)
-OPC_TYPES_FLOAT(EXP_ROW, _)
-OPC_TYPES_FLOAT(LOG_ROW, _)
-OPC_TYPES_FLOAT(SQRT_ROW, _)
-OPC_TYPES_FLOAT(RSQRT_ROW, _)
-OPC_TYPES_FLOAT(TANH_ROW, _)
-OPC_TYPES_FLOAT(SIGMOID_ROW, _)
-OPC_TYPES_FLOAT(LEAKY_ROW, _)
-OPC_TYPES_FLOAT(ELU_ROW, _)
-OPC_TYPES_FLOAT(GELU_ROW, _)
-OPC_TYPES_FLOAT(SOFTPLUS_ROW, _)
+WFX_TYPES_SIGNED_INT(INEG_ROW, _)
+WFX_TYPES_FLOAT(FNEG_ROW, _)
+WFX_TYPES_INT(IABS_ROW, _)
+WFX_TYPES_FLOAT(FABS_ROW, _)
+WFX_TYPES_NUMBER(SQUARE_ROW, _)
+WFX_TYPES_INT(IRELU_ROW, _)
+WFX_TYPES_FLOAT(FRELU_ROW, _)
+WFX_TYPES_FLOAT(EXP_ROW, _)
+WFX_TYPES_FLOAT(LOG_ROW, _)
+WFX_TYPES_FLOAT(SQRT_ROW, _)
+WFX_TYPES_FLOAT(RSQRT_ROW, _)
+WFX_TYPES_FLOAT(TANH_ROW, _)
+WFX_TYPES_FLOAT(SIGMOID_ROW, _)
+WFX_TYPES_FLOAT(LEAKY_ROW, _)
+WFX_TYPES_FLOAT(ELU_ROW, _)
+WFX_TYPES_FLOAT(GELU_ROW, _)
+WFX_TYPES_FLOAT(SOFTPLUS_ROW, _)
 
 #define TABLE(types, name)                                                     \
-  static unary_row_fn *const name##_table[WF_DTYPE_COUNT] = {                 \
-      types(OPC_TABLE_ENTRY, name)}
+  static unary_row_fn *const name##_table[WF_DTYPE_COUNT] = {                  \
+      types(WFX_TABLE_ENTRY, name)}
 /* Neg: signed types only (see plugin.c). */
-static unary_row_fn *const neg_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, neg)
-        OPC_TYPES_SIGNED_INT(OPC_TABLE_ENTRY, neg)};
-TABLE(OPC_TYPES_NUMBER, abs);
-TABLE(OPC_TYPES_NUMBER, square);
-TABLE(OPC_TYPES_NUMBER, relu);
-TABLE(OPC_TYPES_FLOAT, exp);
-TABLE(OPC_TYPES_FLOAT, log);
-TABLE(OPC_TYPES_FLOAT, sqrt);
-TABLE(OPC_TYPES_FLOAT, rsqrt);
-TABLE(OPC_TYPES_FLOAT, tanh);
-TABLE(OPC_TYPES_FLOAT, sigmoid);
-TABLE(OPC_TYPES_FLOAT, leaky_relu);
-TABLE(OPC_TYPES_FLOAT, elu);
-TABLE(OPC_TYPES_FLOAT, gelu);
-TABLE(OPC_TYPES_FLOAT, softplus);
+static unary_row_fn *const neg_table[WF_DTYPE_COUNT] = {WFX_TYPES_FLOAT(
+    WFX_TABLE_ENTRY, neg) WFX_TYPES_SIGNED_INT(WFX_TABLE_ENTRY, neg)};
+TABLE(WFX_TYPES_NUMBER, abs);
+TABLE(WFX_TYPES_NUMBER, square);
+TABLE(WFX_TYPES_NUMBER, relu);
+TABLE(WFX_TYPES_FLOAT, exp);
+TABLE(WFX_TYPES_FLOAT, log);
+TABLE(WFX_TYPES_FLOAT, sqrt);
+TABLE(WFX_TYPES_FLOAT, rsqrt);
+TABLE(WFX_TYPES_FLOAT, tanh);
+TABLE(WFX_TYPES_FLOAT, sigmoid);
+TABLE(WFX_TYPES_FLOAT, leaky_relu);
+TABLE(WFX_TYPES_FLOAT, elu);
+TABLE(WFX_TYPES_FLOAT, gelu);
+TABLE(WFX_TYPES_FLOAT, softplus);
 
 static int unary_run(wf_kernel_ctx *ctx, unary_row_fn *const *table,
                      const unary_params *p, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *out;
   wf_shape s;
   int32_t dt;
   int64_t n;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(x);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
+  dt = wfx_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !table[dt])
     return math_unsupported_dtype(dt, st);
-  out = h->kernel_output_new(ctx, 0, &s, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &s, st);
   if (!out)
-    return h->status_code(st);
-  n = h->tensor_count(x);
+    return wfx_code(st);
+  n = wfx_count(x);
   if (n > 0)
-    table[dt](h->tensor_data(out), h->tensor_data(x), n, p);
+    table[dt](wfx_data(out), wfx_data(x), n, p);
   return 0;
 }
 
-#define UNARY_KERNEL(name)                                                     \
+#define UNARY_COMPUTE(name)                                                    \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return unary_run(ctx, name##_table, NULL, st);                             \
   }
-UNARY_KERNEL(neg)
-UNARY_KERNEL(abs)
-UNARY_KERNEL(square)
-UNARY_KERNEL(relu)
-UNARY_KERNEL(exp)
-UNARY_KERNEL(log)
-UNARY_KERNEL(sqrt)
-UNARY_KERNEL(rsqrt)
-UNARY_KERNEL(tanh)
-UNARY_KERNEL(sigmoid)
-UNARY_KERNEL(elu)
-UNARY_KERNEL(softplus)
+UNARY_COMPUTE(neg)
+UNARY_COMPUTE(abs)
+UNARY_COMPUTE(square)
+UNARY_COMPUTE(relu)
+UNARY_COMPUTE(exp)
+UNARY_COMPUTE(log)
+UNARY_COMPUTE(sqrt)
+UNARY_COMPUTE(rsqrt)
+UNARY_COMPUTE(tanh)
+UNARY_COMPUTE(sigmoid)
+UNARY_COMPUTE(elu)
+UNARY_COMPUTE(softplus)
 
 int math_leaky_relu(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   unary_params p = {0};
 
-  if (opc_kernel_attr_float(ctx, "alpha", &p.alpha, st))
-    return opc_host()->status_code(st);
+  if (wfx_kernel_attr_float(ctx, "alpha", &p.alpha, st))
+    return wfx_code(st);
   return unary_run(ctx, leaky_relu_table, &p, st);
 }
 
 int math_gelu(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   unary_params p = {0};
 
-  if (opc_kernel_attr_bool(ctx, "approximate", &p.approximate, st))
-    return opc_host()->status_code(st);
+  if (wfx_kernel_attr_bool(ctx, "approximate", &p.approximate, st))
+    return wfx_code(st);
   return unary_run(ctx, gelu_table, &p, st);
 }
 
@@ -218,7 +215,7 @@ static int64_t saturate(double v, int64_t lo, int64_t hi) {
 #define CT_u8 uint8_t
 #define CT_i32 int32_t
 #define CT_i64 int64_t
-#define CT_b8 opc_bool
+#define CT_b8 wfx_bool
 #define KIND_(s) KIND_##s
 #define KIND_f32 1
 #define KIND_f64 1
@@ -247,48 +244,47 @@ typedef void cast_fn(void *o, const void *x, int64_t n);
         o[j] = (DT)x[j];                                                       \
     }                                                                          \
   }
-OPC_TYPES_ALL(CAST_DEF, f32)
-OPC_TYPES_ALL(CAST_DEF, f64)
-OPC_TYPES_ALL(CAST_DEF, i8)
-OPC_TYPES_ALL(CAST_DEF, u8)
-OPC_TYPES_ALL(CAST_DEF, i32)
-OPC_TYPES_ALL(CAST_DEF, i64)
-OPC_TYPES_ALL(CAST_DEF, b8)
+WFX_TYPES_ALL(CAST_DEF, f32)
+WFX_TYPES_ALL(CAST_DEF, f64)
+WFX_TYPES_ALL(CAST_DEF, i8)
+WFX_TYPES_ALL(CAST_DEF, u8)
+WFX_TYPES_ALL(CAST_DEF, i32)
+WFX_TYPES_ALL(CAST_DEF, i64)
+WFX_TYPES_ALL(CAST_DEF, b8)
 
 #define CAST_ENTRY(DT, dsfx, ddt, ssfx) [ddt] = cast_##ssfx##_##dsfx,
 static cast_fn *const cast_table[WF_DTYPE_COUNT][WF_DTYPE_COUNT] = {
-    [WF_FLOAT32] = {OPC_TYPES_ALL(CAST_ENTRY, f32)},
-    [WF_FLOAT64] = {OPC_TYPES_ALL(CAST_ENTRY, f64)},
-    [WF_INT8] = {OPC_TYPES_ALL(CAST_ENTRY, i8)},
-    [WF_UINT8] = {OPC_TYPES_ALL(CAST_ENTRY, u8)},
-    [WF_INT32] = {OPC_TYPES_ALL(CAST_ENTRY, i32)},
-    [WF_INT64] = {OPC_TYPES_ALL(CAST_ENTRY, i64)},
-    [WF_BOOL] = {OPC_TYPES_ALL(CAST_ENTRY, b8)},
+    [WF_FLOAT32] = {WFX_TYPES_ALL(CAST_ENTRY, f32)},
+    [WF_FLOAT64] = {WFX_TYPES_ALL(CAST_ENTRY, f64)},
+    [WF_INT8] = {WFX_TYPES_ALL(CAST_ENTRY, i8)},
+    [WF_UINT8] = {WFX_TYPES_ALL(CAST_ENTRY, u8)},
+    [WF_INT32] = {WFX_TYPES_ALL(CAST_ENTRY, i32)},
+    [WF_INT64] = {WFX_TYPES_ALL(CAST_ENTRY, i64)},
+    [WF_BOOL] = {WFX_TYPES_ALL(CAST_ENTRY, b8)},
 };
 
 int math_cast(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *out;
   wf_shape s;
   int32_t src, dst;
   int64_t n;
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
-  src = h->tensor_dtype(x);
-  dst = h->kernel_output_dtype(ctx, 0);
+  if (wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
+  src = wfx_dtype(x);
+  dst = wfx_host->kernel_output_dtype(ctx, 0);
   if (src <= WF_DTYPE_INVALID || src >= WF_DTYPE_COUNT ||
       dst <= WF_DTYPE_INVALID || dst >= WF_DTYPE_COUNT ||
       !cast_table[src][dst])
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "the reference cpu kernel cannot cast %s to %s",
-                    opc_dtype_name(src), opc_dtype_name(dst));
-  out = h->kernel_output_new(ctx, 0, &s, st);
+                    wfx_dtype_name(src), wfx_dtype_name(dst));
+  out = wfx_host->kernel_output_new(ctx, 0, &s, st);
   if (!out)
-    return h->status_code(st);
-  n = h->tensor_count(x);
+    return wfx_code(st);
+  n = wfx_count(x);
   if (n > 0)
-    cast_table[src][dst](h->tensor_data(out), h->tensor_data(x), n);
+    cast_table[src][dst](wfx_data(out), wfx_data(x), n);
   return 0;
 }

@@ -77,24 +77,24 @@ typedef void grad_row_fn(void *o, const void *dy, const void *v, int64_t n,
     return (T)0.5 * F_(sfx, erfc)(-a * (T)0.7071067811865476) +                \
            a * (T)0.3989422804014327 * F_(sfx, exp)((T)-0.5 * a * a);          \
   }
-OPC_TYPES_FLOAT(GELU_D, _)
+WFX_TYPES_FLOAT(GELU_D, _)
 #define GELU_G(T, sfx, dt, u)                                                  \
   GRAD_ROW(gelu_grad, T, sfx, g * gelu_d_##sfx(a, p->approximate))
 
-OPC_TYPES_FLOAT(RELU_G, _)
-OPC_TYPES_FLOAT(LEAKY_G, _)
-OPC_TYPES_FLOAT(ABS_G, _)
-OPC_TYPES_FLOAT(ELU_G, _)
-OPC_TYPES_FLOAT(SIGMOID_G, _)
-OPC_TYPES_FLOAT(TANH_G, _)
-OPC_TYPES_FLOAT(SQRT_G, _)
-OPC_TYPES_FLOAT(RSQRT_G, _)
-OPC_TYPES_FLOAT(SOFTPLUS_G, _)
-OPC_TYPES_FLOAT(GELU_G, _)
+WFX_TYPES_FLOAT(RELU_G, _)
+WFX_TYPES_FLOAT(LEAKY_G, _)
+WFX_TYPES_FLOAT(ABS_G, _)
+WFX_TYPES_FLOAT(ELU_G, _)
+WFX_TYPES_FLOAT(SIGMOID_G, _)
+WFX_TYPES_FLOAT(TANH_G, _)
+WFX_TYPES_FLOAT(SQRT_G, _)
+WFX_TYPES_FLOAT(RSQRT_G, _)
+WFX_TYPES_FLOAT(SOFTPLUS_G, _)
+WFX_TYPES_FLOAT(GELU_G, _)
 
 #define TABLE(name)                                                            \
   static grad_row_fn *const name##_table[WF_DTYPE_COUNT] = {                   \
-      OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, name)}
+      WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, name)}
 TABLE(relu_grad);
 TABLE(leaky_relu_grad);
 TABLE(abs_grad);
@@ -106,74 +106,63 @@ TABLE(rsqrt_grad);
 TABLE(softplus_grad);
 TABLE(gelu_grad);
 
-static int same_shape(const wf_shape *a, const wf_shape *b) {
-  if (a->rank != b->rank)
-    return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return 0;
-  return 1;
-}
-
 static int grad_run(wf_kernel_ctx *ctx, grad_row_fn *const *table,
                     const grad_params *p, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *dy, *v;
   wf_tensor *out;
   wf_shape sd, sv;
   int32_t dt;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &dy, &sd, st) ||
-      opc_kernel_input(ctx, 1, &v, &sv, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(dy);
+  if (wfx_kernel_input(ctx, 0, &dy, &sd, st) ||
+      wfx_kernel_input(ctx, 1, &v, &sv, st))
+    return wfx_code(st);
+  dt = wfx_dtype(dy);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !table[dt])
     return math_unsupported_dtype(dt, st);
-  if (h->tensor_dtype(v) != dt)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_dtype(v) != dt)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inputs are %s and %s; both must be of type T",
-                    opc_dtype_name(dt), opc_dtype_name(h->tensor_dtype(v)));
-  if (!same_shape(&sd, &sv))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    wfx_dtype_name(dt), wfx_dtype_name(wfx_dtype(v)));
+  if (!wfx_shape_equal(&sd, &sv))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the gradient %s and the forward tensor %s must have "
                     "one shape",
-                    opc_shape_str(&sd, a, sizeof a),
-                    opc_shape_str(&sv, b, sizeof b));
-  out = h->kernel_output_new(ctx, 0, &sd, st);
+                    wfx_shape_str(&sd, a, sizeof a),
+                    wfx_shape_str(&sv, b, sizeof b));
+  out = wfx_host->kernel_output_new(ctx, 0, &sd, st);
   if (!out)
-    return h->status_code(st);
-  if (h->tensor_count(dy) > 0)
-    table[dt](h->tensor_data(out), h->tensor_data(dy), h->tensor_data(v),
-              h->tensor_count(dy), p);
+    return wfx_code(st);
+  if (wfx_count(dy) > 0)
+    table[dt](wfx_data(out), wfx_data(dy), wfx_data(v), wfx_count(dy), p);
   return 0;
 }
 
-#define GRAD_KERNEL(name)                                                      \
+#define GRAD_COMPUTE(name)                                                     \
   int math_##name(wf_kernel_ctx *ctx, void *state, wf_status *st) {            \
     return grad_run(ctx, name##_table, NULL, st);                              \
   }
-GRAD_KERNEL(relu_grad)
-GRAD_KERNEL(abs_grad)
-GRAD_KERNEL(elu_grad)
-GRAD_KERNEL(sigmoid_grad)
-GRAD_KERNEL(tanh_grad)
-GRAD_KERNEL(sqrt_grad)
-GRAD_KERNEL(rsqrt_grad)
-GRAD_KERNEL(softplus_grad)
+GRAD_COMPUTE(relu_grad)
+GRAD_COMPUTE(abs_grad)
+GRAD_COMPUTE(elu_grad)
+GRAD_COMPUTE(sigmoid_grad)
+GRAD_COMPUTE(tanh_grad)
+GRAD_COMPUTE(sqrt_grad)
+GRAD_COMPUTE(rsqrt_grad)
+GRAD_COMPUTE(softplus_grad)
 
 int math_leaky_relu_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   grad_params p = {0};
 
-  if (opc_kernel_attr_float(ctx, "alpha", &p.alpha, st))
-    return opc_host()->status_code(st);
+  if (wfx_kernel_attr_float(ctx, "alpha", &p.alpha, st))
+    return wfx_code(st);
   return grad_run(ctx, leaky_relu_grad_table, &p, st);
 }
 
 int math_gelu_grad(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   grad_params p = {0};
 
-  if (opc_kernel_attr_bool(ctx, "approximate", &p.approximate, st))
-    return opc_host()->status_code(st);
+  if (wfx_kernel_attr_bool(ctx, "approximate", &p.approximate, st))
+    return wfx_code(st);
   return grad_run(ctx, gelu_grad_table, &p, st);
 }

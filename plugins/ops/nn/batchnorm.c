@@ -19,25 +19,25 @@
 static int bn_check(const wf_shape *xs, const wf_shape *vs, int nchw,
                     int training, int64_t *c, wf_status *st) {
   static const char *const names[] = {"scale", "offset", "mean", "variance"};
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
   if (xs->rank >= 0 && xs->rank < 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "x must have rank 2 or more, got shape %s",
-                    opc_shape_str(xs, a, sizeof a));
+                    wfx_shape_str(xs, a, sizeof a));
   *c = xs->rank >= 0 ? xs->dims[nn_channel_axis(nchw, xs->rank)]
                      : WF_UNKNOWN_DIM;
   for (int i = 0; i < 4; i++) {
     int64_t d = vs[i].rank == 1 ? vs[i].dims[0] : WF_UNKNOWN_DIM;
 
     if (vs[i].rank >= 0 && vs[i].rank != 1)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s must be a vector (C,), got shape %s", names[i],
-                      opc_shape_str(&vs[i], a, sizeof a));
+                      wfx_shape_str(&vs[i], a, sizeof a));
     if (d < 0 || (training && i >= 2 && d == 0))
       continue;
     if (*c >= 0 && d != *c)
-      return opc_fail(
+      return wfx_fail(
           st, WF_INVALID_ARGUMENT,
           "%s has %" PRId64 " entries but x has %" PRId64 " channels%s",
           names[i], d, *c,
@@ -52,15 +52,14 @@ static int bn_attrs(const nn_attrs *a, int *nchw, int *training,
   if (nn_data_format(a, nchw, st) ||
       nn_attr_bool(a, "is_training", training, st) ||
       nn_attr_float(a, "epsilon", epsilon, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (!(*epsilon >= 0))
-    return opc_fail(st, WF_INVALID_ARGUMENT, "epsilon is %g (must be >= 0)",
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "epsilon is %g (must be >= 0)",
                     *epsilon);
   return 0;
 }
 
 static int batch_norm_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   wf_shape xs, vs[4], cs;
   int nchw, training;
@@ -68,19 +67,19 @@ static int batch_norm_shape(wf_shape_ctx *ctx, wf_status *st) {
   int64_t c;
 
   if (bn_attrs(&a, &nchw, &training, &eps, st) ||
-      opc_shape_input(ctx, 0, NULL, &xs, st))
-    return h->status_code(st);
+      wfx_shape_input(ctx, 0, NULL, &xs, st))
+    return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (opc_shape_input(ctx, i + 1, NULL, &vs[i], st))
-      return h->status_code(st);
+    if (wfx_shape_input(ctx, i + 1, NULL, &vs[i], st))
+      return wfx_code(st);
   if (bn_check(&xs, vs, nchw, training, &c, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (xs.rank >= 0)
     xs.dims[nn_channel_axis(nchw, xs.rank)] = c;
-  opc_shape_make(&cs, 1, &c);
-  h->shape_set_output(ctx, 0, &xs);
-  h->shape_set_output(ctx, 1, &cs);
-  h->shape_set_output(ctx, 2, &cs);
+  wfx_shape_make(&cs, 1, &c);
+  wfx_host->shape_set_output(ctx, 0, &xs);
+  wfx_host->shape_set_output(ctx, 1, &cs);
+  wfx_host->shape_set_output(ctx, 2, &cs);
   return 0;
 }
 
@@ -122,17 +121,16 @@ static int batch_norm_shape(wf_shape_ctx *ctx, wf_status *st) {
         }                                                                      \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_BN, _)
+WFX_TYPES_FLOAT(DEF_BN, _)
 
 typedef void bn_fn(void *y, void *bm, void *bv, const void *x,
                    const void *scale, const void *offset, const void *mean,
                    const void *var, int64_t outer, int64_t c, int64_t inner,
                    int training, double eps);
 static bn_fn *const bn_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, bn)};
+    WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, bn)};
 
 static int batch_norm_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *v[4];
   wf_tensor *y, *bm, *bv;
@@ -143,30 +141,29 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   bn_fn *fn;
 
   if (bn_attrs(&a, &nchw, &training, &eps, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &x, &xs, st))
+    return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (opc_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+      return wfx_code(st);
   if (bn_check(&xs, vs, nchw, training, &c, st))
-    return h->status_code(st);
-  if (!(fn = bn_table[h->tensor_dtype(x)]))
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
+    return wfx_code(st);
+  if (!(fn = bn_table[wfx_dtype(x)]))
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
   axis = nn_channel_axis(nchw, xs.rank);
   c = xs.dims[axis];
   for (int i = 0; i < axis; i++)
     outer *= xs.dims[i];
   for (int i = axis + 1; i < xs.rank; i++)
     inner *= xs.dims[i];
-  opc_shape_make(&cs, 1, &c);
-  if (!(y = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(bm = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(bv = h->kernel_output_new(ctx, 2, &cs, st)))
-    return h->status_code(st);
-  fn(h->tensor_data(y), h->tensor_data(bm), h->tensor_data(bv),
-     h->tensor_data(x), h->tensor_data(v[0]), h->tensor_data(v[1]),
-     h->tensor_data(v[2]), h->tensor_data(v[3]), outer, c, inner, training,
+  wfx_shape_make(&cs, 1, &c);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(bv = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+    return wfx_code(st);
+  fn(wfx_data(y), wfx_data(bm), wfx_data(bv), wfx_data(x), wfx_data(v[0]),
+     wfx_data(v[1]), wfx_data(v[2]), wfx_data(v[3]), outer, c, inner, training,
      eps);
   return 0;
 }
@@ -190,7 +187,7 @@ static const wf_arg_def bn_outputs[] = {
              "training"),
     WF_ARG_END};
 static const wf_attr_def bn_attrs_def[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_FLOAT("epsilon", 0.001, "added to the variance, >= 0"),
     NN_ATTR_BOOL("is_training", 1,
                  "true: use the batch's statistics; false: 'mean' and "
@@ -212,7 +209,7 @@ const wf_op_def nn_batch_norm_op = {
            "and returned."};
 
 const wf_kernel_def nn_batch_norm_kernel =
-    NN_KERNEL("BatchNorm", OPC_DTYPES_FLOAT, batch_norm_compute);
+    WFX_CPU_REFERENCE("BatchNorm", "T", WFX_DTYPES_FLOAT, batch_norm_compute);
 
 /* ---- BatchNormGrad ------------------------------------------------------- */
 
@@ -223,27 +220,27 @@ static const char *const bng_vectors[] = {"scale", "mean", "variance",
  * (inputs 2..6); *c gets the channel count when known. */
 static int bng_check(const wf_shape *dy, const wf_shape *x, const wf_shape *vs,
                      int nchw, int64_t *c, wf_shape *xs, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_merge(dy, x, xs, "y_backprop against x", st))
-    return opc_host()->status_code(st);
+  if (wfx_shape_merge(dy, x, xs, "y_backprop against x", st))
+    return wfx_code(st);
   if (xs->rank >= 0 && xs->rank < 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "x must have rank 2 or more, got shape %s",
-                    opc_shape_str(xs, a, sizeof a));
+                    wfx_shape_str(xs, a, sizeof a));
   *c = xs->rank >= 0 ? xs->dims[nn_channel_axis(nchw, xs->rank)]
                      : WF_UNKNOWN_DIM;
   for (int i = 0; i < 5; i++) {
     int64_t d = vs[i].rank == 1 ? vs[i].dims[0] : WF_UNKNOWN_DIM;
 
     if (vs[i].rank >= 0 && vs[i].rank != 1)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s must be a vector (C,), got shape %s", bng_vectors[i],
-                      opc_shape_str(&vs[i], a, sizeof a));
+                      wfx_shape_str(&vs[i], a, sizeof a));
     if (d < 0)
       continue;
     if (*c >= 0 && d != *c)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s has %" PRId64 " entries but x has %" PRId64
                       " channels",
                       bng_vectors[i], d, *c);
@@ -253,7 +250,6 @@ static int bng_check(const wf_shape *dy, const wf_shape *x, const wf_shape *vs,
 }
 
 static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   wf_shape dy, x, xs, vs[5], cs;
   int nchw, training;
@@ -261,20 +257,20 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
   int64_t c;
 
   if (bn_attrs(&a, &nchw, &training, &eps, st) ||
-      opc_shape_input(ctx, 0, NULL, &dy, st) ||
-      opc_shape_input(ctx, 1, NULL, &x, st))
-    return h->status_code(st);
+      wfx_shape_input(ctx, 0, NULL, &dy, st) ||
+      wfx_shape_input(ctx, 1, NULL, &x, st))
+    return wfx_code(st);
   for (int i = 0; i < 5; i++)
-    if (opc_shape_input(ctx, i + 2, NULL, &vs[i], st))
-      return h->status_code(st);
+    if (wfx_shape_input(ctx, i + 2, NULL, &vs[i], st))
+      return wfx_code(st);
   if (bng_check(&dy, &x, vs, nchw, &c, &xs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (xs.rank >= 0)
     xs.dims[nn_channel_axis(nchw, xs.rank)] = c;
-  opc_shape_make(&cs, 1, &c);
-  h->shape_set_output(ctx, 0, &xs);
-  h->shape_set_output(ctx, 1, &cs);
-  h->shape_set_output(ctx, 2, &cs);
+  wfx_shape_make(&cs, 1, &c);
+  wfx_host->shape_set_output(ctx, 0, &xs);
+  wfx_host->shape_set_output(ctx, 1, &cs);
+  wfx_host->shape_set_output(ctx, 2, &cs);
   return 0;
 }
 
@@ -320,11 +316,10 @@ static int batch_norm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
         }                                                                      \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_BN_GRAD, _)
+WFX_TYPES_FLOAT(DEF_BN_GRAD, _)
 
 static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *state,
                                    wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *dy, *x, *v[5];
   wf_tensor *dx, *ds, *doff;
@@ -334,36 +329,32 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *state,
   int64_t c, outer = 1, inner = 1;
 
   if (bn_attrs(&a, &nchw, &training, &eps, st) ||
-      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
-      opc_kernel_input(ctx, 1, &x, &xs0, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &xs0, st))
+    return wfx_code(st);
   for (int i = 0; i < 5; i++)
-    if (opc_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+      return wfx_code(st);
   if (bng_check(&dys, &xs0, vs, nchw, &c, &xs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   axis = nn_channel_axis(nchw, xs.rank);
   for (int i = 0; i < axis; i++)
     outer *= xs.dims[i];
   for (int i = axis + 1; i < xs.rank; i++)
     inner *= xs.dims[i];
-  opc_shape_make(&cs, 1, &c);
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(ds = h->kernel_output_new(ctx, 1, &cs, st)) ||
-      !(doff = h->kernel_output_new(ctx, 2, &cs, st)))
-    return h->status_code(st);
-  if (h->tensor_dtype(x) == WF_FLOAT32)
-    bn_grad_f32(h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
-                h->tensor_data(dy), h->tensor_data(x), h->tensor_data(v[0]),
-                h->tensor_data(v[1]), h->tensor_data(v[2]),
-                h->tensor_data(v[3]), h->tensor_data(v[4]), outer, c, inner,
-                training, eps);
+  wfx_shape_make(&cs, 1, &c);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
+      !(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+      !(doff = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+    return wfx_code(st);
+  if (wfx_dtype(x) == WF_FLOAT32)
+    bn_grad_f32(wfx_data(dx), wfx_data(ds), wfx_data(doff), wfx_data(dy),
+                wfx_data(x), wfx_data(v[0]), wfx_data(v[1]), wfx_data(v[2]),
+                wfx_data(v[3]), wfx_data(v[4]), outer, c, inner, training, eps);
   else
-    bn_grad_f64(h->tensor_data(dx), h->tensor_data(ds), h->tensor_data(doff),
-                h->tensor_data(dy), h->tensor_data(x), h->tensor_data(v[0]),
-                h->tensor_data(v[1]), h->tensor_data(v[2]),
-                h->tensor_data(v[3]), h->tensor_data(v[4]), outer, c, inner,
-                training, eps);
+    bn_grad_f64(wfx_data(dx), wfx_data(ds), wfx_data(doff), wfx_data(dy),
+                wfx_data(x), wfx_data(v[0]), wfx_data(v[1]), wfx_data(v[2]),
+                wfx_data(v[3]), wfx_data(v[4]), outer, c, inner, training, eps);
   return 0;
 }
 
@@ -404,5 +395,5 @@ const wf_op_def nn_batch_norm_grad_op = {
            "dy scale r (mean and variance are constants and get no "
            "gradient)."};
 
-const wf_kernel_def nn_batch_norm_grad_kernel =
-    NN_KERNEL("BatchNormGrad", OPC_DTYPES_FLOAT, batch_norm_grad_compute);
+const wf_kernel_def nn_batch_norm_grad_kernel = WFX_CPU_REFERENCE(
+    "BatchNormGrad", "T", WFX_DTYPES_FLOAT, batch_norm_grad_compute);

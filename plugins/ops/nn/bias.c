@@ -11,44 +11,43 @@
 /* Checks value (rank >= 2) and bias ((C,)) and returns the channel axis. */
 static int bias_check(const wf_shape *vs, const wf_shape *bs, int nchw,
                       int *axis, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   int64_t c;
 
   *axis = -1;
   if (vs->rank >= 0 && vs->rank < 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "value must have rank 2 or more, got shape %s",
-                    opc_shape_str(vs, a, sizeof a));
+                    wfx_shape_str(vs, a, sizeof a));
   if (bs->rank >= 0 && bs->rank != 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "bias must be a vector (C,), got shape %s",
-                    opc_shape_str(bs, a, sizeof a));
+                    wfx_shape_str(bs, a, sizeof a));
   if (vs->rank < 0)
     return 0;
   *axis = nn_channel_axis(nchw, vs->rank);
   c = vs->dims[*axis];
   if (bs->rank == 1 && c >= 0 && bs->dims[0] >= 0 && bs->dims[0] != c)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "bias %s does not match the %" PRId64 " channels "
                     "(dimension %d) of value %s",
-                    opc_shape_str(bs, a, sizeof a), c, *axis,
-                    opc_shape_str(vs, b, sizeof b));
+                    wfx_shape_str(bs, a, sizeof a), c, *axis,
+                    wfx_shape_str(vs, b, sizeof b));
   return 0;
 }
 
 static int bias_add_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   wf_shape vs, bs;
   int nchw, axis;
 
-  if (nn_data_format(&a, &nchw, st) || opc_shape_input(ctx, 0, NULL, &vs, st) ||
-      opc_shape_input(ctx, 1, NULL, &bs, st) ||
+  if (nn_data_format(&a, &nchw, st) || wfx_shape_input(ctx, 0, NULL, &vs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &bs, st) ||
       bias_check(&vs, &bs, nchw, &axis, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (axis >= 0 && vs.dims[axis] < 0 && bs.rank == 1)
     vs.dims[axis] = bs.dims[0];
-  h->shape_set_output(ctx, 0, &vs);
+  wfx_host->shape_set_output(ctx, 0, &vs);
   return 0;
 }
 
@@ -79,16 +78,15 @@ static int bias_add_shape(wf_shape_ctx *ctx, wf_status *st) {
           y[j] = (T)((uint64_t)x[j] + (uint64_t)b[k]);                         \
         }                                                                      \
   }
-OPC_TYPES_FLOAT(DEF_BIAS_FLOAT, _)
-OPC_TYPES_INT(DEF_BIAS_INT, _)
+WFX_TYPES_FLOAT(DEF_BIAS_FLOAT, _)
+WFX_TYPES_INT(DEF_BIAS_INT, _)
 
 typedef void bias_fn(void *y, const void *x, const void *b, int64_t outer,
                      int64_t c, int64_t inner);
 static bias_fn *const bias_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, bias_add)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, bias_add)};
 
 static int bias_add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *b;
   wf_tensor *y;
@@ -97,21 +95,20 @@ static int bias_add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int64_t outer = 1, inner = 1;
   bias_fn *fn;
 
-  if (nn_data_format(&a, &nchw, st) || opc_kernel_input(ctx, 0, &x, &vs, st) ||
-      opc_kernel_input(ctx, 1, &b, &bs, st) ||
+  if (nn_data_format(&a, &nchw, st) || wfx_kernel_input(ctx, 0, &x, &vs, st) ||
+      wfx_kernel_input(ctx, 1, &b, &bs, st) ||
       bias_check(&vs, &bs, nchw, &axis, st))
-    return h->status_code(st);
-  if (!(fn = bias_table[h->tensor_dtype(x)]))
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
-  if (!(y = h->kernel_output_new(ctx, 0, &vs, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  if (!(fn = bias_table[wfx_dtype(x)]))
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &vs, st)))
+    return wfx_code(st);
   for (int i = 0; i < axis; i++)
     outer *= vs.dims[i];
   for (int i = axis + 1; i < vs.rank; i++)
     inner *= vs.dims[i];
-  fn(h->tensor_data(y), h->tensor_data(x), h->tensor_data(b), outer,
-     vs.dims[axis], inner);
+  fn(wfx_data(y), wfx_data(x), wfx_data(b), outer, vs.dims[axis], inner);
   return 0;
 }
 
@@ -121,7 +118,7 @@ static const wf_arg_def bias_add_inputs[] = {
 static const wf_arg_def bias_add_outputs[] = {
     WF_ARG_T("output", "T", "the shape of value"), WF_ARG_END};
 static const wf_attr_def bias_add_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_NUMBER, "a float or integer type"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_NUMBER, "a float or integer type"),
     NN_ATTR_DATA_FORMAT, WF_ATTR_END};
 
 const wf_op_def nn_bias_add_op = {
@@ -136,24 +133,23 @@ const wf_op_def nn_bias_add_op = {
            "e.g. (N, C, H, W). Integers wrap around."};
 
 const wf_kernel_def nn_bias_add_kernel =
-    NN_KERNEL("BiasAdd", OPC_DTYPES_NUMBER, bias_add_compute);
+    WFX_CPU_REFERENCE("BiasAdd", "T", WFX_DTYPES_NUMBER, bias_add_compute);
 
 /* ---- BiasAddGrad --------------------------------------------------------- */
 
 static int bias_add_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   wf_shape dy, out, none;
   int nchw, axis;
   int64_t c;
 
-  opc_shape_set_unknown(&none);
-  if (nn_data_format(&a, &nchw, st) || opc_shape_input(ctx, 0, NULL, &dy, st) ||
+  wfx_shape_set_unknown(&none);
+  if (nn_data_format(&a, &nchw, st) || wfx_shape_input(ctx, 0, NULL, &dy, st) ||
       bias_check(&dy, &none, nchw, &axis, st))
-    return h->status_code(st);
+    return wfx_code(st);
   c = axis >= 0 ? dy.dims[axis] : WF_UNKNOWN_DIM;
-  opc_shape_make(&out, 1, &c);
-  h->shape_set_output(ctx, 0, &out);
+  wfx_shape_make(&out, 1, &c);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -172,11 +168,10 @@ static int bias_add_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
       db[k] = (T)s;                                                            \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_BIAS_GRAD, _)
+WFX_TYPES_FLOAT(DEF_BIAS_GRAD, _)
 
 static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *dy;
   wf_tensor *db;
@@ -184,24 +179,22 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
   int nchw, axis;
   int64_t outer = 1, inner = 1;
 
-  opc_shape_set_unknown(&none);
+  wfx_shape_set_unknown(&none);
   if (nn_data_format(&a, &nchw, st) ||
-      opc_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
       bias_check(&dys, &none, nchw, &axis, st))
-    return h->status_code(st);
-  opc_shape_make(&out, 1, &dys.dims[axis]);
-  if (!(db = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
+    return wfx_code(st);
+  wfx_shape_make(&out, 1, &dys.dims[axis]);
+  if (!(db = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
   for (int i = 0; i < axis; i++)
     outer *= dys.dims[i];
   for (int i = axis + 1; i < dys.rank; i++)
     inner *= dys.dims[i];
-  if (h->tensor_dtype(dy) == WF_FLOAT32)
-    bias_add_grad_f32(h->tensor_data(db), h->tensor_data(dy), outer,
-                      dys.dims[axis], inner);
+  if (wfx_dtype(dy) == WF_FLOAT32)
+    bias_add_grad_f32(wfx_data(db), wfx_data(dy), outer, dys.dims[axis], inner);
   else
-    bias_add_grad_f64(h->tensor_data(db), h->tensor_data(dy), outer,
-                      dys.dims[axis], inner);
+    bias_add_grad_f64(wfx_data(db), wfx_data(dy), outer, dys.dims[axis], inner);
   return 0;
 }
 
@@ -212,7 +205,7 @@ static const wf_arg_def bias_add_grad_inputs[] = {
 static const wf_arg_def bias_add_grad_outputs[] = {
     WF_ARG_T("output", "T", "(C,) the gradient of the bias"), WF_ARG_END};
 static const wf_attr_def bias_add_grad_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_DATA_FORMAT, WF_ATTR_END};
 
 const wf_op_def nn_bias_add_grad_op = {
@@ -226,5 +219,5 @@ const wf_op_def nn_bias_add_grad_op = {
            "dimension but the channel one (the last for NHWC, 1 for NCHW), "
            "accumulated in double: (N, H, W, C) -> (C,)."};
 
-const wf_kernel_def nn_bias_add_grad_kernel =
-    NN_KERNEL("BiasAddGrad", OPC_DTYPES_FLOAT, bias_add_grad_compute);
+const wf_kernel_def nn_bias_add_grad_kernel = WFX_CPU_REFERENCE(
+    "BiasAddGrad", "T", WFX_DTYPES_FLOAT, bias_add_grad_compute);

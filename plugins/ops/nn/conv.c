@@ -27,36 +27,36 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs, const nn_window *w,
                      wf_shape *out, conv_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], f[4], oh, ow, pt, pl;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
   if (xs->rank >= 0 && xs->rank != 4)
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", opc_shape_str(xs, a, sizeof a));
+        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   if (fs->rank >= 0 && fs->rank != 4)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "filter must have rank 4 (KH, KW, C_in, C_out), got "
                     "shape %s",
-                    opc_shape_str(fs, a, sizeof a));
+                    wfx_shape_str(fs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++) {
     x[i] = xs->rank == 4 ? xs->dims[ix[i]] : WF_UNKNOWN_DIM;
     f[i] = fs->rank == 4 ? fs->dims[i] : WF_UNKNOWN_DIM;
   }
   if (f[0] == 0 || f[1] == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "filter %s has an empty window (KH and KW must be >= 1)",
-                    opc_shape_str(fs, a, sizeof a));
+                    wfx_shape_str(fs, a, sizeof a));
   if (x[3] >= 0 && f[2] >= 0 && x[3] != f[2])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input %s has %" PRId64 " channels but filter %s "
                     "expects C_in = %" PRId64,
-                    opc_shape_str(xs, a, sizeof a), x[3],
-                    opc_shape_str(fs, b, sizeof b), f[2]);
+                    wfx_shape_str(xs, a, sizeof a), x[3],
+                    wfx_shape_str(fs, b, sizeof b), f[2]);
   if (nn_window_dim(w, 0, x[1], f[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], f[1], &ow, &pl, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(out);
+    return wfx_code(st);
+  wfx_shape_set_scalar(out);
   out->rank = 4;
   out->dims[ix[0]] = x[0];
   out->dims[ix[1]] = oh;
@@ -70,8 +70,8 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs, const nn_window *w,
     g->kh = f[0], g->kw = f[1], g->co = f[3];
     g->oh = oh, g->ow = ow, g->pad_top = pt, g->pad_left = pl;
     g->win = w;
-    opc_shape_strides(xs, xst);
-    opc_shape_strides(out, yst);
+    wfx_shape_strides(xs, xst);
+    wfx_shape_strides(out, yst);
     for (int i = 0; i < 4; i++) {
       g->xs[i] = xst[ix[i]];
       g->ys[i] = yst[ix[i]];
@@ -81,17 +81,16 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs, const nn_window *w,
 }
 
 static int conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, fs, out;
 
   if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      opc_shape_input(ctx, 0, NULL, &xs, st) ||
-      opc_shape_input(ctx, 1, NULL, &fs, st) ||
+      wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &fs, st) ||
       conv_dims(&xs, &fs, &w, &out, NULL, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -130,10 +129,9 @@ static int conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
             yp[co * g->ys[3]] = (T)acc[co];                                    \
         }                                                                      \
   }
-OPC_TYPES_FLOAT(DEF_CONV, _)
+WFX_TYPES_FLOAT(DEF_CONV, _)
 
 static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *f;
   wf_tensor *y;
@@ -143,22 +141,22 @@ static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   double *acc;
 
   if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &f, &fs, st) ||
+      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &f, &fs, st) ||
       conv_dims(&xs, &fs, &w, &out, &g, st))
-    return h->status_code(st);
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+    return wfx_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  if (!(acc = h->alloc((size_t)g.co * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)g.co * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", g.co);
-  if (h->tensor_dtype(x) == WF_FLOAT32)
-    conv_f32(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), &g, acc);
+  if (wfx_dtype(x) == WF_FLOAT32)
+    conv_f32(wfx_data(y), wfx_data(x), wfx_data(f), &g, acc);
   else
-    conv_f64(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), &g, acc);
-  h->free(acc);
+    conv_f64(wfx_data(y), wfx_data(x), wfx_data(f), &g, acc);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -172,7 +170,7 @@ static const wf_arg_def conv2d_outputs[] = {
              "(N, OH, OW, C_out) or (N, C_out, OH, OW) by data_format"),
     WF_ARG_END};
 static const wf_attr_def conv2d_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_INTS_REQUIRED("strides", 4,
                           "4 entries in data_format order; 1 for N and C"),
     NN_ATTR_STRING_REQUIRED("padding", "\"SAME\", \"VALID\" or \"EXPLICIT\""),
@@ -201,7 +199,7 @@ const wf_op_def nn_conv2d_op = {
            "given paddings."};
 
 const wf_kernel_def nn_conv2d_kernel =
-    NN_KERNEL("Conv2D", OPC_DTYPES_FLOAT, conv2d_compute);
+    WFX_CPU_REFERENCE("Conv2D", "T", WFX_DTYPES_FLOAT, conv2d_compute);
 
 /* ---- the backward ops ---------------------------------------------------- */
 
@@ -279,7 +277,7 @@ const wf_kernel_def nn_conv2d_kernel =
     for (int64_t i = 0; i < nf; i++)                                           \
       df[i] = (T)acc[i];                                                       \
   }
-OPC_TYPES_FLOAT(DEF_CONV_BACKPROP, _)
+WFX_TYPES_FLOAT(DEF_CONV_BACKPROP, _)
 
 /* 1 when a and b have the same rank and dims. */
 static int same_dims(const wf_shape *a, const wf_shape *b) {
@@ -298,22 +296,21 @@ static int check_dy(const wf_shape *want, const wf_shape *dy, wf_status *st) {
 
   if (dy->rank < 0 || want->rank < 0)
     return 0;
-  return opc_shape_merge(want, dy, &merged,
+  return wfx_shape_merge(want, dy, &merged,
                          "out_backprop against the convolution's output", st);
 }
 
 static int conv_bp_input_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, fs, dy, out;
   int ix[4];
 
   if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      opc_shape_input(ctx, 1, NULL, &fs, st) ||
-      opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      wfx_shape_input(ctx, 1, NULL, &fs, st) ||
+      wfx_shape_input(ctx, 2, NULL, &dy, st) ||
       nn_shape_input_value(ctx, 0, "input_sizes", 4, &xs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   nn_nhwc_index(w.nchw, ix);
   /* What input_sizes leaves open, the batch of dy and the filter's C_in
    * say. */
@@ -322,31 +319,30 @@ static int conv_bp_input_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (xs.rank == 4 && xs.dims[ix[3]] < 0 && fs.rank == 4)
     xs.dims[ix[3]] = fs.dims[2];
   if (conv_dims(&xs, &fs, &w, &out, NULL, st) || check_dy(&out, &dy, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &xs);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &xs);
   return 0;
 }
 
 static int conv_bp_filter_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, fs, dy, out;
   int ix[4];
 
   if (nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      opc_shape_input(ctx, 0, NULL, &xs, st) ||
-      opc_shape_input(ctx, 2, NULL, &dy, st) ||
+      wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_input(ctx, 2, NULL, &dy, st) ||
       nn_shape_input_value(ctx, 1, "filter_sizes", 4, &fs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   nn_nhwc_index(w.nchw, ix);
   if (fs.rank == 4 && fs.dims[2] < 0 && xs.rank == 4)
     fs.dims[2] = xs.dims[ix[3]];
   if (fs.rank == 4 && fs.dims[3] < 0 && dy.rank == 4)
     fs.dims[3] = dy.dims[ix[3]];
   if (conv_dims(&xs, &fs, &w, &out, NULL, st) || check_dy(&out, &dy, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &fs);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &fs);
   return 0;
 }
 
@@ -358,31 +354,29 @@ static int conv_bp_begin(wf_kernel_ctx *ctx, int sizes_at,
                          const char *sizes_name, nn_window *w,
                          const wf_tensor **in, wf_shape *xs, wf_shape *fs,
                          conv_geom *g, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   wf_shape dys, out;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   if (nn_window_parse(&a, NULL, 1, 1, w, st) ||
-      opc_kernel_input(ctx, 0, &in[0], xs, st) ||
-      opc_kernel_input(ctx, 1, &in[1], fs, st) ||
-      opc_kernel_input(ctx, 2, &in[2], &dys, st) ||
+      wfx_kernel_input(ctx, 0, &in[0], xs, st) ||
+      wfx_kernel_input(ctx, 1, &in[1], fs, st) ||
+      wfx_kernel_input(ctx, 2, &in[2], &dys, st) ||
       nn_read_shape(in[sizes_at], sizes_name, sizes_at == 0 ? xs : fs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (conv_dims(xs, fs, w, &out, g, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!same_dims(&out, &dys))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "out_backprop has shape %s but the convolution's "
                     "output has %s",
-                    opc_shape_str(&dys, s1, sizeof s1),
-                    opc_shape_str(&out, s2, sizeof s2));
+                    wfx_shape_str(&dys, s1, sizeof s1),
+                    wfx_shape_str(&out, s2, sizeof s2));
   return 0;
 }
 
 static int conv_bp_input_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[3];
   wf_tensor *dx;
   nn_window w;
@@ -392,27 +386,24 @@ static int conv_bp_input_compute(wf_kernel_ctx *ctx, void *state,
   int64_t n;
 
   if (conv_bp_begin(ctx, 0, "input_sizes", &w, in, &xs, &fs, &g, st))
-    return h->status_code(st);
-  if (!(dx = h->kernel_output_new(ctx, 0, &xs, st)))
-    return h->status_code(st);
-  if ((n = h->tensor_count(dx)) == 0)
+    return wfx_code(st);
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
+    return wfx_code(st);
+  if ((n = wfx_count(dx)) == 0)
     return 0;
-  if (!(acc = h->alloc((size_t)n * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)n * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", n);
-  if (h->tensor_dtype(dx) == WF_FLOAT32)
-    conv_bp_input_f32(h->tensor_data(dx), h->tensor_data(in[1]),
-                      h->tensor_data(in[2]), &g, acc);
+  if (wfx_dtype(dx) == WF_FLOAT32)
+    conv_bp_input_f32(wfx_data(dx), wfx_data(in[1]), wfx_data(in[2]), &g, acc);
   else
-    conv_bp_input_f64(h->tensor_data(dx), h->tensor_data(in[1]),
-                      h->tensor_data(in[2]), &g, acc);
-  h->free(acc);
+    conv_bp_input_f64(wfx_data(dx), wfx_data(in[1]), wfx_data(in[2]), &g, acc);
+  wfx_host->free(acc);
   return 0;
 }
 
 static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
                                   wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[3];
   wf_tensor *df;
   nn_window w;
@@ -422,21 +413,19 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
   int64_t n;
 
   if (conv_bp_begin(ctx, 1, "filter_sizes", &w, in, &xs, &fs, &g, st))
-    return h->status_code(st);
-  if (!(df = h->kernel_output_new(ctx, 0, &fs, st)))
-    return h->status_code(st);
-  if ((n = h->tensor_count(df)) == 0)
+    return wfx_code(st);
+  if (!(df = wfx_host->kernel_output_new(ctx, 0, &fs, st)))
+    return wfx_code(st);
+  if ((n = wfx_count(df)) == 0)
     return 0;
-  if (!(acc = h->alloc((size_t)n * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)n * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", n);
-  if (h->tensor_dtype(df) == WF_FLOAT32)
-    conv_bp_filter_f32(h->tensor_data(df), h->tensor_data(in[0]),
-                       h->tensor_data(in[2]), &g, acc);
+  if (wfx_dtype(df) == WF_FLOAT32)
+    conv_bp_filter_f32(wfx_data(df), wfx_data(in[0]), wfx_data(in[2]), &g, acc);
   else
-    conv_bp_filter_f64(h->tensor_data(df), h->tensor_data(in[0]),
-                       h->tensor_data(in[2]), &g, acc);
-  h->free(acc);
+    conv_bp_filter_f64(wfx_data(df), wfx_data(in[0]), wfx_data(in[2]), &g, acc);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -463,7 +452,7 @@ static const wf_arg_def conv_bp_filter_outputs[] = {
     WF_ARG_END};
 #define CONV_BP_ATTRS                                                          \
   {                                                                            \
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),                 \
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),                 \
         NN_ATTR_TYPE_DEFAULT("Tsizes",                                         \
                              WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),  \
                              WF_INT32,                                         \
@@ -496,8 +485,8 @@ const wf_op_def nn_conv2d_backprop_input_op = {
            "adjoint). Attributes are Conv2D's; out_backprop must have "
            "Conv2D's output shape for an input of input_sizes."};
 
-const wf_kernel_def nn_conv2d_backprop_input_kernel =
-    NN_KERNEL("Conv2DBackpropInput", OPC_DTYPES_FLOAT, conv_bp_input_compute);
+const wf_kernel_def nn_conv2d_backprop_input_kernel = WFX_CPU_REFERENCE(
+    "Conv2DBackpropInput", "T", WFX_DTYPES_FLOAT, conv_bp_input_compute);
 
 const wf_op_def nn_conv2d_backprop_filter_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -512,5 +501,5 @@ const wf_op_def nn_conv2d_backprop_filter_op = {
            "outside the input contributing nothing. Attributes are "
            "Conv2D's."};
 
-const wf_kernel_def nn_conv2d_backprop_filter_kernel =
-    NN_KERNEL("Conv2DBackpropFilter", OPC_DTYPES_FLOAT, conv_bp_filter_compute);
+const wf_kernel_def nn_conv2d_backprop_filter_kernel = WFX_CPU_REFERENCE(
+    "Conv2DBackpropFilter", "T", WFX_DTYPES_FLOAT, conv_bp_filter_compute);

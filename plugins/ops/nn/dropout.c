@@ -21,9 +21,9 @@ typedef struct dropout_cfg {
 
 static int dropout_rate(const nn_attrs *a, double *rate, wf_status *st) {
   if (nn_attr_float(a, "rate", rate, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (!(*rate >= 0 && *rate < 1))
-    return opc_fail(st, WF_INVALID_ARGUMENT, "rate is %g (must be in [0, 1))",
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "rate is %g (must be in [0, 1))",
                     *rate);
   return 0;
 }
@@ -32,7 +32,6 @@ static int dropout_rate(const nn_attrs *a, double *rate, wf_status *st) {
  * either is non-zero, else from the name in stream_name (the node's own
  * name when empty); step from the session. */
 static int dropout_config(wf_kernel_ctx *ctx, dropout_cfg *c, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   int64_t seed, seed2;
   const char *name;
@@ -41,24 +40,23 @@ static int dropout_config(wf_kernel_ctx *ctx, dropout_cfg *c, wf_status *st) {
   if (dropout_rate(&a, &c->rate, st) || nn_attr_int(&a, "seed", &seed, st) ||
       nn_attr_int(&a, "seed2", &seed2, st) ||
       nn_attr_string(&a, "stream_name", &name, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (seed || seed2)
     key = rnd_key_from_seeds(seed, seed2);
   else
-    key = rnd_key_from_name(name[0] ? name : h->kernel_node_name(ctx));
-  rnd_stream_init(&c->stream, key, h->kernel_step(ctx));
+    key = rnd_key_from_name(name[0] ? name : wfx_host->kernel_node_name(ctx));
+  rnd_stream_init(&c->stream, key, wfx_host->kernel_step(ctx));
   return 0;
 }
 
 static int dropout_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   double rate;
   wf_shape s;
 
-  if (dropout_rate(&a, &rate, st) || opc_shape_input(ctx, 0, NULL, &s, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &s);
+  if (dropout_rate(&a, &rate, st) || wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
@@ -79,34 +77,33 @@ static int dropout_shape(wf_shape_ctx *ctx, wf_status *st) {
       y[i] = rnd_u53(w[2 * j], w[2 * j + 1]) >= c->rate ? x[i] * scale : (T)0; \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_DROPOUT, _)
+WFX_TYPES_FLOAT(DEF_DROPOUT, _)
 
 typedef void dropout_fn(void *y, const void *x, int64_t n,
                         const dropout_cfg *c);
 static dropout_fn *const dropout_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, dropout)};
+    WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, dropout)};
 
 static int dropout_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s;
   dropout_cfg c;
   dropout_fn *fn;
 
-  if (dropout_config(ctx, &c, st) || opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
-  if (!(fn = dropout_table[h->tensor_dtype(x)]))
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
-  if ((uint64_t)h->tensor_count(x) / 2 >= RND_MAX_BLOCKS)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (dropout_config(ctx, &c, st) || wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
+  if (!(fn = dropout_table[wfx_dtype(x)]))
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
+  if ((uint64_t)wfx_count(x) / 2 >= RND_MAX_BLOCKS)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "x has %" PRId64 " elements, more than one stream "
                     "holds (2^49)",
-                    h->tensor_count(x));
-  if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
-    return h->status_code(st);
-  fn(h->tensor_data(y), h->tensor_data(x), h->tensor_count(x), &c);
+                    wfx_count(x));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
+    return wfx_code(st);
+  fn(wfx_data(y), wfx_data(x), wfx_count(x), &c);
   return 0;
 }
 
@@ -115,7 +112,7 @@ static const wf_arg_def dropout_inputs[] = {
 static const wf_arg_def dropout_outputs[] = {
     WF_ARG_T("y", "T", "the shape of x"), WF_ARG_END};
 static const wf_attr_def dropout_attrs_def[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_FLOAT("rate", 0.5, "probability of dropping an element, [0, 1)"),
     NN_ATTR_INT("seed", 0, "first seed of the mask (0 with seed2 0: none)"),
     NN_ATTR_INT("seed2", 0, "second seed of the mask"),
@@ -145,4 +142,4 @@ const wf_op_def nn_dropout_op = {
            "naming this node's stream, so it applies this step's mask."};
 
 const wf_kernel_def nn_dropout_kernel =
-    NN_KERNEL("Dropout", OPC_DTYPES_FLOAT, dropout_compute);
+    WFX_CPU_REFERENCE("Dropout", "T", WFX_DTYPES_FLOAT, dropout_compute);

@@ -14,30 +14,28 @@
 
 /* Checks bias (C_out,) against the filter (KH, KW, C_in, C_out). */
 static int bias_check(const wf_shape *fs, const wf_shape *bs, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
   if (bs->rank >= 0 && bs->rank != 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "bias must have rank 1 (C_out,), got shape %s",
-                    opc_shape_str(bs, a, sizeof a));
+                    wfx_shape_str(bs, a, sizeof a));
   if (bs->rank == 1 && fs->rank == 4 && bs->dims[0] >= 0 &&
       fs->dims[3] >= 0 && bs->dims[0] != fs->dims[3])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "bias %s does not match the filter %s's C_out",
-                    opc_shape_str(bs, a, sizeof a),
-                    opc_shape_str(fs, b, sizeof b));
+    return wfx_fail(
+        st, WF_INVALID_ARGUMENT, "bias %s does not match the filter %s's C_out",
+        wfx_shape_str(bs, a, sizeof a), wfx_shape_str(fs, b, sizeof b));
   return 0;
 }
 
 static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape fs, bs;
   opc_fused f;
 
   if (opc_fused_shape_attrs(ctx, &f, st) ||
-      opc_shape_input(ctx, 1, NULL, &fs, st) ||
-      opc_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st))
-    return h->status_code(st);
+      wfx_shape_input(ctx, 1, NULL, &fs, st) ||
+      wfx_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st))
+    return wfx_code(st);
   return nn_conv2d_op.shape_fn(ctx, st);
 }
 
@@ -76,11 +74,10 @@ static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
             yp[co * ys[3]] = (T)acc[co];                                       \
         }                                                                      \
   }
-OPC_TYPES_FLOAT(DEF_FCONV, _)
+WFX_TYPES_FLOAT(DEF_FCONV, _)
 
 static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *f, *b;
   wf_tensor *y;
@@ -94,60 +91,60 @@ static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
 
   if (opc_fused_kernel_attrs(ctx, &fu, st) ||
       nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &f, &fs, st) ||
-      opc_kernel_input(ctx, 2, &b, &bs, st))
-    return h->status_code(st);
+      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &f, &fs, st) ||
+      wfx_kernel_input(ctx, 2, &b, &bs, st))
+    return wfx_code(st);
   if (xs.rank != 4 || fs.rank != 4 || bs.rank != 1 ||
-      fs.dims[3] != bs.dims[0] || h->tensor_dtype(f) != h->tensor_dtype(x) ||
-      h->tensor_dtype(b) != h->tensor_dtype(x))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+      fs.dims[3] != bs.dims[0] || wfx_dtype(f) != wfx_dtype(x) ||
+      wfx_dtype(b) != wfx_dtype(x))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "expected input (rank 4), filter (KH, KW, C_in, C_out) "
                     "and bias (C_out,) of one dtype");
   nn_nhwc_index(w.nchw, ix);
   for (int i = 0; i < 4; i++)
     xd[i] = xs.dims[ix[i]];
   if (fs.dims[0] < 1 || fs.dims[1] < 1 || fs.dims[2] != xd[3])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input has %" PRId64 " channels but the filter expects "
                     "C_in = %" PRId64 " (and a window of at least 1 x 1)",
                     xd[3], fs.dims[2]);
   if (nn_window_dim(&w, 0, xd[1], fs.dims[0], &od[0], &pad[0], st) ||
       nn_window_dim(&w, 1, xd[2], fs.dims[1], &od[1], &pad[1], st))
-    return h->status_code(st);
-  opc_shape_set_scalar(&ys);
+    return wfx_code(st);
+  wfx_shape_set_scalar(&ys);
   ys.rank = 4;
   ys.dims[ix[0]] = xd[0];
   ys.dims[ix[1]] = od[0];
   ys.dims[ix[2]] = od[1];
   ys.dims[ix[3]] = fs.dims[3];
-  if (!(y = h->kernel_output_new(ctx, 0, &ys, st)))
-    return h->status_code(st);
-  if (h->tensor_count(y) == 0)
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
     return 0;
-  opc_shape_strides(&xs, xst);
-  opc_shape_strides(&ys, yst);
+  wfx_shape_strides(&xs, xst);
+  wfx_shape_strides(&ys, yst);
   for (int i = 0; i < 4; i++) {
     xstr[i] = xst[ix[i]];
     ystr[i] = yst[ix[i]];
   }
-  if (!(acc = h->alloc((size_t)fs.dims[3] * sizeof *acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(acc = wfx_host->alloc((size_t)fs.dims[3] * sizeof *acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", fs.dims[3]);
-  if (h->tensor_dtype(x) == WF_FLOAT32)
-    fconv_f32(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), xd,
-              xstr, fs.dims, od, ystr, pad, &w, acc);
+  if (wfx_dtype(x) == WF_FLOAT32)
+    fconv_f32(wfx_data(y), wfx_data(x), wfx_data(f), xd, xstr, fs.dims, od,
+              ystr, pad, &w, acc);
   else
-    fconv_f64(h->tensor_data(y), h->tensor_data(x), h->tensor_data(f), xd,
-              xstr, fs.dims, od, ystr, pad, &w, acc);
-  h->free(acc);
+    fconv_f64(wfx_data(y), wfx_data(x), wfx_data(f), xd, xstr, fs.dims, od,
+              ystr, pad, &w, acc);
+  wfx_host->free(acc);
   axis = nn_channel_axis(w.nchw, 4);
   for (int i = 0; i < axis; i++)
     outer *= ys.dims[i];
   for (int i = (int)axis + 1; i < 4; i++)
     inner *= ys.dims[i];
-  opc_fused_apply(h->tensor_dtype(y), h->tensor_data(y), h->tensor_data(b),
-                  outer, ys.dims[axis], inner, &fu);
+  opc_fused_apply(wfx_dtype(y), wfx_data(y), wfx_data(b), outer, ys.dims[axis],
+                  inner, &fu);
   return 0;
 }
 
@@ -163,7 +160,7 @@ static const wf_arg_def fused_conv2d_outputs[] = {
              "(N, OH, OW, C_out) or (N, C_out, OH, OW) by data_format"),
     WF_ARG_END};
 static const wf_attr_def fused_conv2d_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_INTS_REQUIRED("strides", 4,
                           "4 entries in data_format order; 1 for N and C"),
     NN_ATTR_STRING_REQUIRED("padding", "\"SAME\", \"VALID\" or \"EXPLICIT\""),
@@ -177,7 +174,8 @@ static const wf_attr_def fused_conv2d_attrs[] = {
     NN_ATTR_DATA_FORMAT,
     {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",
      .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,
-     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1,
+     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING,
+                       .count = 1,
                        .u.strings = bias_only},
      .doc = OPC_FUSED_OPS_DOC},
     NN_ATTR_FLOAT("alpha", 0.2, "LeakyRelu's slope for x < 0"),
@@ -195,5 +193,5 @@ const wf_op_def nn_fused_conv2d_op = {
            "step, if any. Made by the graph's fusion pass on executed "
            "graphs; not differentiable."};
 
-const wf_kernel_def nn_fused_conv2d_kernel =
-    NN_KERNEL("_FusedConv2D", OPC_DTYPES_FLOAT, fused_conv2d_compute);
+const wf_kernel_def nn_fused_conv2d_kernel = WFX_CPU_REFERENCE(
+    "_FusedConv2D", "T", WFX_DTYPES_FLOAT, fused_conv2d_compute);

@@ -13,53 +13,52 @@
 
 /* ---- building blocks ----------------------------------------------------- */
 
-#define IN(i) (opc_host()->grad_input(ctx, (i)))
-#define OUT(i) (opc_host()->grad_output(ctx, (i)))
-#define DY(i) (opc_host()->grad_output_grad(ctx, (i)))
+#define IN(i) (wfx_host->grad_input(ctx, (i)))
+#define OUT(i) (wfx_host->grad_output(ctx, (i)))
+#define DY(i) (wfx_host->grad_output_grad(ctx, (i)))
 
 /* x's shape as an int64 vector: a Const when fully known while building,
  * else a Shape node. */
 static wf_output shape_of(wf_grad_ctx *ctx, wf_output x, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_item attrs[2];
   wf_output out = {NULL, 0};
   wf_tensor *t;
   wf_shape s, len;
   int64_t n;
 
-  if (!x.node || h->status_code(st))
+  if (!x.node || wfx_code(st))
     return out;
-  if (h->grad_tensor_info(ctx, x, NULL, &s) != 0 || !opc_shape_is_known(&s)) {
-    attrs[0] = OPC_ATTR_DTYPE("out_type", WF_INT64);
-    return opc_grad_node(ctx, "Shape", &x, 1, attrs, 1, st);
+  if (wfx_host->grad_tensor_info(ctx, x, NULL, &s) != 0 ||
+      !wfx_shape_is_known(&s)) {
+    attrs[0] = WFX_ITEM_DTYPE("out_type", WF_INT64);
+    return wfx_grad_node(ctx, "Shape", &x, 1, attrs, 1, st);
   }
   n = s.rank;
-  opc_shape_make(&len, 1, &n);
-  if (!(t = h->tensor_new(WF_INT64, &len, st)))
+  wfx_shape_make(&len, 1, &n);
+  if (!(t = wfx_host->tensor_new(WF_INT64, &len, st)))
     return out;
   if (n > 0)
-    memcpy(h->tensor_data(t), s.dims, (size_t)n * sizeof s.dims[0]);
+    memcpy(wfx_data(t), s.dims, (size_t)n * sizeof s.dims[0]);
   attrs[0] = (wf_attr_item){
       "value", {.type = WF_ATTR_TENSOR, .count = 1, .u.tensor = t}};
-  attrs[1] = OPC_ATTR_DTYPE("dtype", WF_INT64);
-  out = opc_grad_node(ctx, "Const", NULL, 0, attrs, 2, st);
-  h->tensor_release(t);
+  attrs[1] = WFX_ITEM_DTYPE("dtype", WF_INT64);
+  out = wfx_grad_node(ctx, "Const", NULL, 0, attrs, 2, st);
+  wfx_host->tensor_release(t);
   return out;
 }
 
 /* Copies the forward attributes names[0..n-1] (of any type) into items. */
 static int copy_attrs(const wf_grad_ctx *ctx, const char *const *names, int n,
                       wf_attr_item *items, wf_status *st) {
-  const wf_host *h = opc_host();
 
   for (int i = 0; i < n; i++) {
     wf_attr_value v;
 
-    if (h->grad_attr(ctx, names[i], &v) != 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+    if (wfx_host->grad_attr(ctx, names[i], &v) != 0)
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "gradient of node '%s': attribute '%s' is missing",
-                      h->grad_node_name(ctx), names[i]);
-    items[i] = OPC_ATTR_VALUE(names[i], v);
+                      wfx_host->grad_node_name(ctx), names[i]);
+    items[i] = WFX_ITEM_VALUE(names[i], v);
   }
   return 0;
 }
@@ -68,7 +67,7 @@ static int copy_attrs(const wf_grad_ctx *ctx, const char *const *names, int n,
 static wf_output grad_or_zeros(wf_grad_ctx *ctx, int32_t i, wf_status *st) {
   wf_output g = DY(i);
 
-  return g.node ? g : opc_grad_op1(ctx, "ZerosLike", OUT(i), st);
+  return g.node ? g : wfx_grad_op1(ctx, "ZerosLike", OUT(i), st);
 }
 
 /* a + b where either may be missing (node NULL): the other, or AddN. */
@@ -78,7 +77,7 @@ static wf_output add_maybe(wf_grad_ctx *ctx, wf_output a, wf_output b,
     return b;
   if (!b.node)
     return a;
-  return opc_grad_op2(ctx, "AddN", a, b, st);
+  return wfx_grad_op2(ctx, "AddN", a, b, st);
 }
 
 /* ---- the gradients ------------------------------------------------------- */
@@ -90,10 +89,10 @@ static int grad_bias_add(wf_grad_ctx *ctx, wf_status *st) {
   wf_output dy = DY(0);
 
   if (copy_attrs(ctx, names, 1, attrs, st))
-    return opc_host()->status_code(st);
-  opc_grad_set(ctx, 0, dy);
-  opc_grad_set(ctx, 1, opc_grad_node(ctx, "BiasAddGrad", &dy, 1, attrs, 1, st));
-  return opc_grad_done(st);
+    return wfx_code(st);
+  wfx_grad_set(ctx, 0, dy);
+  wfx_grad_set(ctx, 1, wfx_grad_node(ctx, "BiasAddGrad", &dy, 1, attrs, 1, st));
+  return wfx_grad_done(st);
 }
 
 /* Conv2D: input Conv2DBackpropInput(shape(input), filter, dy), filter
@@ -106,17 +105,17 @@ static int grad_conv2d(wf_grad_ctx *ctx, wf_status *st) {
   wf_output in[3];
 
   if (copy_attrs(ctx, names, 5, attrs, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   in[0] = shape_of(ctx, IN(0), st);
   in[1] = IN(1);
   in[2] = DY(0);
-  opc_grad_set(ctx, 0,
-               opc_grad_node(ctx, "Conv2DBackpropInput", in, 3, attrs, 5, st));
+  wfx_grad_set(ctx, 0,
+               wfx_grad_node(ctx, "Conv2DBackpropInput", in, 3, attrs, 5, st));
   in[0] = IN(0);
   in[1] = shape_of(ctx, IN(1), st);
-  opc_grad_set(ctx, 1,
-               opc_grad_node(ctx, "Conv2DBackpropFilter", in, 3, attrs, 5, st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 1,
+               wfx_grad_node(ctx, "Conv2DBackpropFilter", in, 3, attrs, 5, st));
+  return wfx_grad_done(st);
 }
 
 static const char *const pool_attr_names[] = {"ksize", "strides", "padding",
@@ -127,13 +126,13 @@ static int grad_max_pool(wf_grad_ctx *ctx, wf_status *st) {
   wf_attr_item attrs[4];
 
   if (copy_attrs(ctx, pool_attr_names, 4, attrs, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   {
     wf_output in[2] = {IN(0), DY(0)};
-    opc_grad_set(ctx, 0,
-                 opc_grad_node(ctx, "MaxPoolGrad", in, 2, attrs, 4, st));
+    wfx_grad_set(ctx, 0,
+                 wfx_grad_node(ctx, "MaxPoolGrad", in, 2, attrs, 4, st));
   }
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* AvgPool: AvgPoolGrad(shape(input), dy). */
@@ -141,25 +140,25 @@ static int grad_avg_pool(wf_grad_ctx *ctx, wf_status *st) {
   wf_attr_item attrs[4];
 
   if (copy_attrs(ctx, pool_attr_names, 4, attrs, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   {
     wf_output in[2] = {shape_of(ctx, IN(0), st), DY(0)};
-    opc_grad_set(ctx, 0,
-                 opc_grad_node(ctx, "AvgPoolGrad", in, 2, attrs, 4, st));
+    wfx_grad_set(ctx, 0,
+                 wfx_grad_node(ctx, "AvgPoolGrad", in, 2, attrs, 4, st));
   }
-  return opc_grad_done(st);
+  return wfx_grad_done(st);
 }
 
 /* Softmax: SoftmaxGrad(y, dy). */
 static int grad_softmax(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "SoftmaxGrad", OUT(0), DY(0), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "SoftmaxGrad", OUT(0), DY(0), st));
+  return wfx_grad_done(st);
 }
 
 /* LogSoftmax: LogSoftmaxGrad(y, dy). */
 static int grad_log_softmax(wf_grad_ctx *ctx, wf_status *st) {
-  opc_grad_set(ctx, 0, opc_grad_op2(ctx, "LogSoftmaxGrad", OUT(0), DY(0), st));
-  return opc_grad_done(st);
+  wfx_grad_set(ctx, 0, wfx_grad_op2(ctx, "LogSoftmaxGrad", OUT(0), DY(0), st));
+  return wfx_grad_done(st);
 }
 
 /* The softmax cross-entropies. With dloss (N,) the loss's gradient, e =
@@ -177,28 +176,28 @@ static int xent_grad(wf_grad_ctx *ctx, int dense_labels, wf_status *st) {
 
   if (dloss.node) {
     wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = -1}};
-    wf_output e = opc_grad_node(ctx, "ExpandDims", &dloss, 1, &axis, 1, st);
+    wf_output e = wfx_grad_node(ctx, "ExpandDims", &dloss, 1, &axis, 1, st);
 
-    dfeat = opc_grad_op2(ctx, "Mul", OUT(1), e, st);
+    dfeat = wfx_grad_op2(ctx, "Mul", OUT(1), e, st);
     if (dense_labels)
-      dlab = opc_grad_op1(
+      dlab = wfx_grad_op1(
           ctx, "Neg",
-          opc_grad_op2(ctx, "Mul", opc_grad_op1(ctx, "LogSoftmax", IN(0), st),
+          wfx_grad_op2(ctx, "Mul", wfx_grad_op1(ctx, "LogSoftmax", IN(0), st),
                        e, st),
           st);
   }
   if (dbp.node) {
-    wf_output sm = opc_grad_op1(ctx, "Softmax", IN(0), st);
+    wf_output sm = wfx_grad_op1(ctx, "Softmax", IN(0), st);
 
-    dfeat = add_maybe(ctx, dfeat, opc_grad_op2(ctx, "SoftmaxGrad", sm, dbp, st),
+    dfeat = add_maybe(ctx, dfeat, wfx_grad_op2(ctx, "SoftmaxGrad", sm, dbp, st),
                       st);
     if (dense_labels)
-      dlab = add_maybe(ctx, dlab, opc_grad_op1(ctx, "Neg", dbp, st), st);
+      dlab = add_maybe(ctx, dlab, wfx_grad_op1(ctx, "Neg", dbp, st), st);
   }
-  opc_grad_set(ctx, 0, dfeat);
+  wfx_grad_set(ctx, 0, dfeat);
   if (dense_labels)
-    opc_grad_set(ctx, 1, dlab);
-  return opc_grad_done(st);
+    wfx_grad_set(ctx, 1, dlab);
+  return wfx_grad_done(st);
 }
 
 static int grad_softmax_xent(wf_grad_ctx *ctx, wf_status *st) {
@@ -217,15 +216,14 @@ static int grad_sparse_softmax_xent(wf_grad_ctx *ctx, wf_status *st) {
  * through outputs 1 and 2 (copies of them) gets a gradient. */
 static int grad_batch_norm(wf_grad_ctx *ctx, wf_status *st) {
   static const char *const names[] = {"epsilon", "is_training", "data_format"};
-  const wf_host *h = opc_host();
   wf_attr_item attrs[3];
   wf_attr_value training;
   wf_output in[7];
   wf_node *n;
 
   if (copy_attrs(ctx, names, 3, attrs, st) ||
-      opc_grad_attr(ctx, "is_training", WF_ATTR_BOOL, &training, st))
-    return h->status_code(st);
+      wfx_grad_attr(ctx, "is_training", WF_ATTR_BOOL, &training, st))
+    return wfx_code(st);
   if (!training.u.b && !DY(0).node)
     return 0;
   in[0] = grad_or_zeros(ctx, 0, st);
@@ -237,11 +235,11 @@ static int grad_batch_norm(wf_grad_ctx *ctx, wf_status *st) {
   in[6] = grad_or_zeros(ctx, 2, st);
   for (int i = 0; i < 7; i++)
     if (!in[i].node)
-      return opc_grad_done(st);
-  if (!(n = h->grad_add_node(ctx, "BatchNormGrad", in, 7, attrs, 3, st)))
-    return h->status_code(st);
+      return wfx_grad_done(st);
+  if (!(n = wfx_host->grad_add_node(ctx, "BatchNormGrad", in, 7, attrs, 3, st)))
+    return wfx_code(st);
   for (int i = 0; i < 3; i++)
-    h->grad_set_input_grad(ctx, i, (wf_output){n, i});
+    wfx_host->grad_set_input_grad(ctx, i, (wf_output){n, i});
   return 0;
 }
 
@@ -251,19 +249,18 @@ static int grad_batch_norm(wf_grad_ctx *ctx, wf_status *st) {
  * the forward mask. */
 static int grad_dropout(wf_grad_ctx *ctx, wf_status *st) {
   static const char *const names[] = {"rate", "seed", "seed2"};
-  const wf_host *h = opc_host();
   wf_attr_item attrs[4];
   wf_attr_value stream;
   wf_output dy = DY(0);
 
   if (copy_attrs(ctx, names, 3, attrs, st) ||
-      opc_grad_attr(ctx, "stream_name", WF_ATTR_STRING, &stream, st))
-    return h->status_code(st);
+      wfx_grad_attr(ctx, "stream_name", WF_ATTR_STRING, &stream, st))
+    return wfx_code(st);
   if (!stream.u.s || !stream.u.s[0])
-    stream.u.s = h->grad_node_name(ctx);
-  attrs[3] = OPC_ATTR_VALUE("stream_name", stream);
-  opc_grad_set(ctx, 0, opc_grad_node(ctx, "Dropout", &dy, 1, attrs, 4, st));
-  return opc_grad_done(st);
+    stream.u.s = wfx_host->grad_node_name(ctx);
+  attrs[3] = WFX_ITEM_VALUE("stream_name", stream);
+  wfx_grad_set(ctx, 0, wfx_grad_node(ctx, "Dropout", &dy, 1, attrs, 4, st));
+  return wfx_grad_done(st);
 }
 
 /* ---- the table ----------------------------------------------------------- */

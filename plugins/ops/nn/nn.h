@@ -83,15 +83,6 @@
   NN_ATTR_STRING("data_format", "NHWC",                                        \
                  "\"NHWC\" (channels last, the default) or \"NCHW\"")
 
-/* A reference CPU kernel keyed by "T" over the dtypes in mask. */
-#define NN_KERNEL(opname, mask, fn)                                            \
-  {                                                                            \
-    WF_STRUCT_INIT(wf_kernel_def),                                             \
-        .op = (opname), .device_type = "cpu", .type_attr = "T",                \
-        .dtypes = (mask), .priority = 0, .flags = 0, .label = "reference",     \
-        .compute = (fn)                                                        \
-  }
-
 /* ---- attributes in either context ---------------------------------------- */
 
 /* Messages of this plugin do not name the node: the core puts "node 'x'

@@ -53,18 +53,13 @@ static const wf_kernel_def *const kernels[] = {
     &nn_fused_conv2d_kernel,
     NULL};
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int init(const wf_host *host, void **state, wf_status *st) {
-  /* Dropout keys its stream by kernel_step and the gradients need the
-   * gradient contexts: refuse a table that ends before them. */
-  if (!WF_HOST_HAS(host, grad_node_name)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-nn: the host table (%u bytes) lacks the "
-                       "kernel_step and gradient entries this plugin needs",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-nn", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

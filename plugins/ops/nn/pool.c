@@ -22,19 +22,19 @@ static int pool_dims(const wf_shape *xs, const nn_window *w, wf_shape *out,
                      pool_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl;
-  char a[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX];
 
   if (xs->rank >= 0 && xs->rank != 4)
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", opc_shape_str(xs, a, sizeof a));
+        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->rank == 4 ? xs->dims[ix[i]] : WF_UNKNOWN_DIM;
   if (nn_window_dim(w, 0, x[1], w->ksize[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], w->ksize[1], &ow, &pl, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(out);
+    return wfx_code(st);
+  wfx_shape_set_scalar(out);
   out->rank = 4;
   out->dims[ix[0]] = x[0];
   out->dims[ix[1]] = oh;
@@ -47,8 +47,8 @@ static int pool_dims(const wf_shape *xs, const nn_window *w, wf_shape *out,
     g->n = x[0], g->h = x[1], g->w = x[2], g->c = x[3];
     g->oh = oh, g->ow = ow, g->pad_top = pt, g->pad_left = pl;
     g->win = w;
-    opc_shape_strides(xs, xst);
-    opc_shape_strides(out, yst);
+    wfx_shape_strides(xs, xst);
+    wfx_shape_strides(out, yst);
     for (int i = 0; i < 4; i++) {
       g->xs[i] = xst[ix[i]];
       g->ys[i] = yst[ix[i]];
@@ -58,16 +58,15 @@ static int pool_dims(const wf_shape *xs, const nn_window *w, wf_shape *out,
 }
 
 static int pool_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, out;
 
   if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
-      opc_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_input(ctx, 0, NULL, &xs, st) ||
       pool_dims(&xs, &w, &out, NULL, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &out);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -115,8 +114,8 @@ static int is_nan(double v) { return v != v; }
           }                                                                    \
         }                                                                      \
   }
-OPC_TYPES_FLOAT(DEF_MAX_POOL, 1)
-OPC_TYPES_INT(DEF_MAX_POOL, 0)
+WFX_TYPES_FLOAT(DEF_MAX_POOL, 1)
+WFX_TYPES_INT(DEF_MAX_POOL, 0)
 
 #define DEF_AVG_POOL(T, sfx, dt, u)                                            \
   static void avg_pool_##sfx(void *yv, const void *xv, const pool_geom *g) {   \
@@ -139,18 +138,17 @@ OPC_TYPES_INT(DEF_MAX_POOL, 0)
           }                                                                    \
         }                                                                      \
   }
-OPC_TYPES_FLOAT(DEF_AVG_POOL, _)
+WFX_TYPES_FLOAT(DEF_AVG_POOL, _)
 
 typedef void pool_fn(void *y, const void *x, const pool_geom *g);
 
 static pool_fn *const max_pool_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, max_pool)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, max_pool)};
 static pool_fn *const avg_pool_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, avg_pool)};
+    WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, avg_pool)};
 
 static int pool_compute(wf_kernel_ctx *ctx, pool_fn *const *table,
                         wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x;
   wf_tensor *y;
@@ -160,15 +158,15 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_fn *const *table,
   pool_fn *fn;
 
   if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
-      opc_kernel_input(ctx, 0, &x, &xs, st) || pool_dims(&xs, &w, &out, &g, st))
-    return h->status_code(st);
-  fn = table[h->tensor_dtype(x)];
+      wfx_kernel_input(ctx, 0, &x, &xs, st) || pool_dims(&xs, &w, &out, &g, st))
+    return wfx_code(st);
+  fn = table[wfx_dtype(x)];
   if (!fn)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
-  if (!(y = h->kernel_output_new(ctx, 0, &out, st)))
-    return h->status_code(st);
-  fn(h->tensor_data(y), h->tensor_data(x), &g);
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
+    return wfx_code(st);
+  fn(wfx_data(y), wfx_data(x), &g);
   return 0;
 }
 
@@ -198,9 +196,9 @@ static const wf_arg_def pool_outputs[] = {
         NN_ATTR_DATA_FORMAT, WF_ATTR_END                                       \
   }
 static const wf_attr_def max_pool_attrs[] =
-    POOL_ATTRS(OPC_DTYPES_NUMBER, "a float or integer type");
+    POOL_ATTRS(WFX_DTYPES_NUMBER, "a float or integer type");
 static const wf_attr_def avg_pool_attrs[] =
-    POOL_ATTRS(OPC_DTYPES_FLOAT, "float32 or float64");
+    POOL_ATTRS(WFX_DTYPES_FLOAT, "float32 or float64");
 
 const wf_op_def nn_max_pool_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -214,7 +212,7 @@ const wf_op_def nn_max_pool_op = {
            "SH + 1. Padded positions are ignored; NaN propagates."};
 
 const wf_kernel_def nn_max_pool_kernel =
-    NN_KERNEL("MaxPool", OPC_DTYPES_NUMBER, max_pool_compute);
+    WFX_CPU_REFERENCE("MaxPool", "T", WFX_DTYPES_NUMBER, max_pool_compute);
 
 const wf_op_def nn_avg_pool_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -228,7 +226,7 @@ const wf_op_def nn_avg_pool_op = {
            "the window's elements inside the input only (as TensorFlow)."};
 
 const wf_kernel_def nn_avg_pool_kernel =
-    NN_KERNEL("AvgPool", OPC_DTYPES_FLOAT, avg_pool_compute);
+    WFX_CPU_REFERENCE("AvgPool", "T", WFX_DTYPES_FLOAT, avg_pool_compute);
 
 /* ---- the backward ops ---------------------------------------------------- */
 
@@ -268,7 +266,7 @@ const wf_kernel_def nn_avg_pool_kernel =
     for (int64_t i = 0; i < nx; i++)                                           \
       dx[i] = (T)acc[i];                                                       \
   }
-OPC_TYPES_FLOAT(DEF_MAX_POOL_GRAD, _)
+WFX_TYPES_FLOAT(DEF_MAX_POOL_GRAD, _)
 
 /* AvgPoolGrad: each window's gradient is shared equally by the window's
  * elements inside the input (the count AvgPool divided by). */
@@ -299,7 +297,7 @@ OPC_TYPES_FLOAT(DEF_MAX_POOL_GRAD, _)
     for (int64_t i = 0; i < nx; i++)                                           \
       dx[i] = (T)acc[i];                                                       \
   }
-OPC_TYPES_FLOAT(DEF_AVG_POOL_GRAD, _)
+WFX_TYPES_FLOAT(DEF_AVG_POOL_GRAD, _)
 
 /* Shape of a backward op: x (rank 4 or unknown) is the output; grad must
  * have the pool's output shape. */
@@ -308,39 +306,37 @@ static int pool_grad_check(const wf_shape *xs, const nn_window *w,
   wf_shape out, merged;
 
   if (pool_dims(xs, w, &out, NULL, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (gs->rank < 0)
     return 0;
-  return opc_shape_merge(&out, gs, &merged, "grad against the pool's output",
+  return wfx_shape_merge(&out, gs, &merged, "grad against the pool's output",
                          st);
 }
 
 static int max_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, gs;
 
   if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
-      opc_shape_input(ctx, 0, NULL, &xs, st) ||
-      opc_shape_input(ctx, 1, NULL, &gs, st) ||
+      wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &gs, st) ||
       pool_grad_check(&xs, &w, &gs, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &xs);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &xs);
   return 0;
 }
 
 static int avg_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.shape = ctx};
   nn_window w;
   wf_shape xs, gs;
   int ix[4];
 
   if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
-      opc_shape_input(ctx, 1, NULL, &gs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &gs, st) ||
       nn_shape_input_value(ctx, 0, "orig_input_shape", 4, &xs, st))
-    return h->status_code(st);
+    return wfx_code(st);
   /* The batch and channels are grad's when the vector is not known. */
   nn_nhwc_index(w.nchw, ix);
   if (xs.rank == 4 && gs.rank == 4) {
@@ -350,8 +346,8 @@ static int avg_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
       xs.dims[ix[3]] = gs.dims[ix[3]];
   }
   if (pool_grad_check(&xs, &w, &gs, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &xs);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &xs);
   return 0;
 }
 
@@ -361,29 +357,28 @@ static int avg_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
 static int pool_grad_begin(wf_kernel_ctx *ctx, const wf_shape *xs,
                            const wf_tensor *grad, nn_window *w, pool_geom *g,
                            wf_tensor **dx, double **acc, wf_status *st) {
-  const wf_host *h = opc_host();
   nn_attrs a = {.kernel = ctx};
   wf_shape gs, out;
   int64_t n;
-  char s1[OPC_SHAPE_STR_MAX], s2[OPC_SHAPE_STR_MAX];
+  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   *acc = NULL;
   if (nn_window_parse(&a, "ksize", 0, 0, w, st) ||
       pool_dims(xs, w, &out, g, st))
-    return h->status_code(st);
-  h->tensor_shape(grad, &gs);
-  if (gs.rank != out.rank || opc_shape_count(&gs) != opc_shape_count(&out) ||
+    return wfx_code(st);
+  wfx_host->tensor_shape(grad, &gs);
+  if (gs.rank != out.rank || wfx_shape_count(&gs) != wfx_shape_count(&out) ||
       memcmp(gs.dims, out.dims, (size_t)out.rank * sizeof out.dims[0]) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "grad has shape %s but the pool's output has %s",
-                    opc_shape_str(&gs, s1, sizeof s1),
-                    opc_shape_str(&out, s2, sizeof s2));
-  if (!(*dx = h->kernel_output_new(ctx, 0, xs, st)))
-    return h->status_code(st);
-  if ((n = h->tensor_count(*dx)) == 0)
+                    wfx_shape_str(&gs, s1, sizeof s1),
+                    wfx_shape_str(&out, s2, sizeof s2));
+  if (!(*dx = wfx_host->kernel_output_new(ctx, 0, xs, st)))
+    return wfx_code(st);
+  if ((n = wfx_count(*dx)) == 0)
     return 0;
-  if (!(*acc = h->alloc((size_t)n * sizeof **acc, 0)))
-    return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  if (!(*acc = wfx_host->alloc((size_t)n * sizeof **acc, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %lld accumulators", (long long)n);
   memset(*acc, 0, (size_t)n * sizeof **acc);
   return 0;
@@ -391,7 +386,6 @@ static int pool_grad_begin(wf_kernel_ctx *ctx, const wf_shape *xs,
 
 static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *grad;
   wf_tensor *dx;
   nn_window w;
@@ -399,25 +393,22 @@ static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
   wf_shape xs;
   double *acc;
 
-  if (opc_kernel_input(ctx, 0, &x, &xs, st) ||
-      opc_kernel_input(ctx, 1, &grad, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &grad, NULL, st) ||
       pool_grad_begin(ctx, &xs, grad, &w, &g, &dx, &acc, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!acc)
     return 0;
-  if (h->tensor_dtype(x) == WF_FLOAT32)
-    max_pool_grad_f32(h->tensor_data(dx), h->tensor_data(x),
-                      h->tensor_data(grad), &g, acc);
+  if (wfx_dtype(x) == WF_FLOAT32)
+    max_pool_grad_f32(wfx_data(dx), wfx_data(x), wfx_data(grad), &g, acc);
   else
-    max_pool_grad_f64(h->tensor_data(dx), h->tensor_data(x),
-                      h->tensor_data(grad), &g, acc);
-  h->free(acc);
+    max_pool_grad_f64(wfx_data(dx), wfx_data(x), wfx_data(grad), &g, acc);
+  wfx_host->free(acc);
   return 0;
 }
 
 static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *sizes, *grad;
   wf_tensor *dx;
   nn_window w;
@@ -425,18 +416,18 @@ static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
   wf_shape xs;
   double *acc;
 
-  if (opc_kernel_input(ctx, 0, &sizes, NULL, st) ||
-      opc_kernel_input(ctx, 1, &grad, NULL, st) ||
+  if (wfx_kernel_input(ctx, 0, &sizes, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &grad, NULL, st) ||
       nn_read_shape(sizes, "orig_input_shape", &xs, st) ||
       pool_grad_begin(ctx, &xs, grad, &w, &g, &dx, &acc, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!acc)
     return 0;
-  if (h->tensor_dtype(grad) == WF_FLOAT32)
-    avg_pool_grad_f32(h->tensor_data(dx), h->tensor_data(grad), &g, acc);
+  if (wfx_dtype(grad) == WF_FLOAT32)
+    avg_pool_grad_f32(wfx_data(dx), wfx_data(grad), &g, acc);
   else
-    avg_pool_grad_f64(h->tensor_data(dx), h->tensor_data(grad), &g, acc);
-  h->free(acc);
+    avg_pool_grad_f64(wfx_data(dx), wfx_data(grad), &g, acc);
+  wfx_host->free(acc);
   return 0;
 }
 
@@ -451,9 +442,9 @@ static const wf_arg_def pool_grad_outputs[] = {
     WF_ARG_T("output", "T", "the gradient of the pool's input, its shape"),
     WF_ARG_END};
 static const wf_attr_def max_pool_grad_attrs[] =
-    POOL_ATTRS(OPC_DTYPES_FLOAT, "float32 or float64");
+    POOL_ATTRS(WFX_DTYPES_FLOAT, "float32 or float64");
 static const wf_attr_def avg_pool_grad_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_TYPE_DEFAULT("Tsizes",
                          WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),
                          WF_INT32, "int32 or int64: the type of the shape"),
@@ -477,8 +468,8 @@ const wf_op_def nn_max_pool_grad_op = {
            "TensorFlow's MaxPoolGrad it does "
            "not take MaxPool's output: the pick is recomputed."};
 
-const wf_kernel_def nn_max_pool_grad_kernel =
-    NN_KERNEL("MaxPoolGrad", OPC_DTYPES_FLOAT, max_pool_grad_compute);
+const wf_kernel_def nn_max_pool_grad_kernel = WFX_CPU_REFERENCE(
+    "MaxPoolGrad", "T", WFX_DTYPES_FLOAT, max_pool_grad_compute);
 
 const wf_op_def nn_avg_pool_grad_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -492,5 +483,5 @@ const wf_op_def nn_avg_pool_grad_op = {
            "divided by), overlapping windows adding up. Attributes are "
            "AvgPool's."};
 
-const wf_kernel_def nn_avg_pool_grad_kernel =
-    NN_KERNEL("AvgPoolGrad", OPC_DTYPES_FLOAT, avg_pool_grad_compute);
+const wf_kernel_def nn_avg_pool_grad_kernel = WFX_CPU_REFERENCE(
+    "AvgPoolGrad", "T", WFX_DTYPES_FLOAT, avg_pool_grad_compute);

@@ -15,17 +15,16 @@
  * ------------------------------------------------------- */
 
 static int softmax_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
   if (s.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "logits must have rank 1 or more, got shape %s",
-                    opc_shape_str(&s, buf, sizeof buf));
-  h->shape_set_output(ctx, 0, &s);
+                    wfx_shape_str(&s, buf, sizeof buf));
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
@@ -41,7 +40,7 @@ static int softmax_shape(wf_shape_ctx *ctx, wf_status *st) {
     *m = mx;                                                                   \
     *s = sum;                                                                  \
   }
-OPC_TYPES_FLOAT(DEF_ROW_STATS, _)
+WFX_TYPES_FLOAT(DEF_ROW_STATS, _)
 
 /* want_log 0: softmax; 1: log-softmax; over rows of c. */
 #define DEF_SOFTMAX(T, sfx, dt, u)                                             \
@@ -58,37 +57,35 @@ OPC_TYPES_FLOAT(DEF_ROW_STATS, _)
             (T)(want_log ? (double)x[j] - m - ls : exp((double)x[j] - m) / s); \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_SOFTMAX, _)
+WFX_TYPES_FLOAT(DEF_SOFTMAX, _)
 
 typedef void softmax_fn(void *y, const void *x, int64_t rows, int64_t c,
                         int want_log);
 static softmax_fn *const softmax_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, softmax)};
+    WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, softmax)};
 
 static int softmax_run(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x;
   wf_tensor *y;
   wf_shape s;
   int64_t c;
   softmax_fn *fn;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &x, &s, st))
-    return h->status_code(st);
-  if (!(fn = softmax_table[h->tensor_dtype(x)]))
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
+  if (wfx_kernel_input(ctx, 0, &x, &s, st))
+    return wfx_code(st);
+  if (!(fn = softmax_table[wfx_dtype(x)]))
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
   if (s.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "logits must have rank 1 or more, got shape %s",
-                    opc_shape_str(&s, buf, sizeof buf));
-  if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
-    return h->status_code(st);
+                    wfx_shape_str(&s, buf, sizeof buf));
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
+    return wfx_code(st);
   c = s.dims[s.rank - 1];
   if (c > 0)
-    fn(h->tensor_data(y), h->tensor_data(x), h->tensor_count(x) / c, c,
-       want_log);
+    fn(wfx_data(y), wfx_data(x), wfx_count(x) / c, c, want_log);
   return 0;
 }
 
@@ -105,7 +102,7 @@ static const wf_arg_def softmax_inputs[] = {
 static const wf_arg_def softmax_outputs[] = {
     WF_ARG_T("output", "T", "the shape of logits"), WF_ARG_END};
 static const wf_attr_def float_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"), WF_ATTR_END};
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"), WF_ATTR_END};
 
 const wf_op_def nn_softmax_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -118,7 +115,7 @@ const wf_op_def nn_softmax_op = {
            "(N, C), each row summing to 1."};
 
 const wf_kernel_def nn_softmax_kernel =
-    NN_KERNEL("Softmax", OPC_DTYPES_FLOAT, softmax_compute);
+    WFX_CPU_REFERENCE("Softmax", "T", WFX_DTYPES_FLOAT, softmax_compute);
 
 const wf_op_def nn_log_softmax_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -132,7 +129,7 @@ const wf_op_def nn_log_softmax_op = {
            "not."};
 
 const wf_kernel_def nn_log_softmax_kernel =
-    NN_KERNEL("LogSoftmax", OPC_DTYPES_FLOAT, log_softmax_compute);
+    WFX_CPU_REFERENCE("LogSoftmax", "T", WFX_DTYPES_FLOAT, log_softmax_compute);
 
 /* ---- cross-entropy
  * ---------------------------------------------------------------- */
@@ -141,25 +138,25 @@ const wf_kernel_def nn_log_softmax_kernel =
  * *n and *c get what is known (-1 otherwise). */
 static int xent_check(const wf_shape *fs, const wf_shape *ls, int sparse,
                       int64_t *n, int64_t *c, wf_status *st) {
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   int64_t ln, lc;
 
   if (fs->rank >= 0 && fs->rank != 2)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "features must have shape (N, C), got %s",
-                    opc_shape_str(fs, a, sizeof a));
+                    wfx_shape_str(fs, a, sizeof a));
   if (ls->rank >= 0 && ls->rank != (sparse ? 1 : 2))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "labels must have shape %s, got %s",
-                    sparse ? "(N,)" : "(N, C)", opc_shape_str(ls, a, sizeof a));
+                    sparse ? "(N,)" : "(N, C)", wfx_shape_str(ls, a, sizeof a));
   *n = fs->rank == 2 ? fs->dims[0] : WF_UNKNOWN_DIM;
   *c = fs->rank == 2 ? fs->dims[1] : WF_UNKNOWN_DIM;
   ln = ls->rank >= 1 ? ls->dims[0] : WF_UNKNOWN_DIM;
   lc = !sparse && ls->rank == 2 ? ls->dims[1] : WF_UNKNOWN_DIM;
   if ((*n >= 0 && ln >= 0 && *n != ln) || (*c >= 0 && lc >= 0 && *c != lc))
-    return opc_fail(
+    return wfx_fail(
         st, WF_INVALID_ARGUMENT, "labels %s do not match features %s",
-        opc_shape_str(ls, a, sizeof a), opc_shape_str(fs, b, sizeof b));
+        wfx_shape_str(ls, a, sizeof a), wfx_shape_str(fs, b, sizeof b));
   if (*n < 0)
     *n = ln;
   if (*c < 0)
@@ -168,18 +165,17 @@ static int xent_check(const wf_shape *fs, const wf_shape *ls, int sparse,
 }
 
 static int xent_shape_common(wf_shape_ctx *ctx, int sparse, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape fs, ls, loss, back;
   int64_t n, c;
 
-  if (opc_shape_input(ctx, 0, NULL, &fs, st) ||
-      opc_shape_input(ctx, 1, NULL, &ls, st) ||
+  if (wfx_shape_input(ctx, 0, NULL, &fs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &ls, st) ||
       xent_check(&fs, &ls, sparse, &n, &c, st))
-    return h->status_code(st);
-  opc_shape_make(&loss, 1, &n);
-  opc_shape_make(&back, 2, (int64_t[]){n, c});
-  h->shape_set_output(ctx, 0, &loss);
-  h->shape_set_output(ctx, 1, &back);
+    return wfx_code(st);
+  wfx_shape_make(&loss, 1, &n);
+  wfx_shape_make(&back, 2, (int64_t[]){n, c});
+  wfx_host->shape_set_output(ctx, 0, &loss);
+  wfx_host->shape_set_output(ctx, 1, &back);
   return 0;
 }
 
@@ -213,44 +209,43 @@ static int sparse_xent_shape(wf_shape_ctx *ctx, wf_status *st) {
       loss[i] = (T)l;                                                          \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_XENT, _)
+WFX_TYPES_FLOAT(DEF_XENT, _)
 
 typedef void xent_fn(void *loss, void *back, const void *x, const void *lab,
                      const int64_t *cls, int64_t n, int64_t c);
 static xent_fn *const xent_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_FLOAT(OPC_TABLE_ENTRY, xent)};
+    WFX_TYPES_FLOAT(WFX_TABLE_ENTRY, xent)};
 
 static int xent_run(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *x, *lab;
   wf_tensor *loss, *back;
   wf_shape fs, ls, s;
   int64_t n, c, *cls = NULL;
   xent_fn *fn;
 
-  if (opc_kernel_input(ctx, 0, &x, &fs, st) ||
-      opc_kernel_input(ctx, 1, &lab, &ls, st) ||
+  if (wfx_kernel_input(ctx, 0, &x, &fs, st) ||
+      wfx_kernel_input(ctx, 1, &lab, &ls, st) ||
       xent_check(&fs, &ls, sparse, &n, &c, st))
-    return h->status_code(st);
-  if (!(fn = xent_table[h->tensor_dtype(x)]))
-    return opc_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
-                    opc_dtype_name(h->tensor_dtype(x)));
+    return wfx_code(st);
+  if (!(fn = xent_table[wfx_dtype(x)]))
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
+                    wfx_dtype_name(wfx_dtype(x)));
   if (sparse) {
-    int32_t ldt = h->tensor_dtype(lab);
-    const void *ld = h->tensor_data(lab);
+    int32_t ldt = wfx_dtype(lab);
+    const void *ld = wfx_data(lab);
 
     if (ldt != WF_INT32 && ldt != WF_INT64)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "labels must be int32 or int64, not %s",
-                      opc_dtype_name(ldt));
-    if (n > 0 && !(cls = h->alloc((size_t)n * sizeof *cls, 0)))
-      return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+                      wfx_dtype_name(ldt));
+    if (n > 0 && !(cls = wfx_host->alloc((size_t)n * sizeof *cls, 0)))
+      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                       "out of memory for %" PRId64 " labels", n);
     for (int64_t i = 0; i < n; i++) {
       cls[i] =
           ldt == WF_INT32 ? ((const int32_t *)ld)[i] : ((const int64_t *)ld)[i];
       if (cls[i] < 0 || cls[i] >= c) {
-        opc_fail(st, WF_INVALID_ARGUMENT,
+        wfx_fail(st, WF_INVALID_ARGUMENT,
                  "labels[%" PRId64 "] = %" PRId64
                  " is out of range [0, %" PRId64 ") (the number of classes)",
                  i, cls[i], c);
@@ -258,19 +253,18 @@ static int xent_run(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
       }
     }
   }
-  opc_shape_make(&s, 1, &n);
-  if (!(loss = h->kernel_output_new(ctx, 0, &s, st)) ||
-      !(back = h->kernel_output_new(ctx, 1, &fs, st)))
+  wfx_shape_make(&s, 1, &n);
+  if (!(loss = wfx_host->kernel_output_new(ctx, 0, &s, st)) ||
+      !(back = wfx_host->kernel_output_new(ctx, 1, &fs, st)))
     goto fail;
   if (n > 0)
-    fn(h->tensor_data(loss), h->tensor_data(back), h->tensor_data(x),
-       h->tensor_data(lab), cls, n, c);
-  h->free(cls);
+    fn(wfx_data(loss), wfx_data(back), wfx_data(x), wfx_data(lab), cls, n, c);
+  wfx_host->free(cls);
   return 0;
 
 fail:
-  h->free(cls);
-  return h->status_code(st);
+  wfx_host->free(cls);
+  return wfx_code(st);
 }
 
 static int xent_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
@@ -294,7 +288,7 @@ static const wf_arg_def xent_outputs[] = {
              "(N, C) gradient of loss wrt features: softmax - labels"),
     WF_ARG_END};
 static const wf_attr_def sparse_xent_attrs[] = {
-    NN_ATTR_TYPE("T", OPC_DTYPES_FLOAT, "float32 or float64"),
+    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
     NN_ATTR_TYPE_DEFAULT("Tlabels",
                          WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64),
                          WF_INT64, "int32 or int64: the type of labels"),
@@ -312,8 +306,8 @@ const wf_op_def nn_softmax_xent_op = {
            "log_softmax(features)) per row, and backprop (N, C) = "
            "softmax(features) - labels."};
 
-const wf_kernel_def nn_softmax_xent_kernel =
-    NN_KERNEL("SoftmaxCrossEntropyWithLogits", OPC_DTYPES_FLOAT, xent_compute);
+const wf_kernel_def nn_softmax_xent_kernel = WFX_CPU_REFERENCE(
+    "SoftmaxCrossEntropyWithLogits", "T", WFX_DTYPES_FLOAT, xent_compute);
 
 const wf_op_def nn_sparse_softmax_xent_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -329,23 +323,22 @@ const wf_op_def nn_sparse_softmax_xent_op = {
            "index."};
 
 const wf_kernel_def nn_sparse_softmax_xent_kernel =
-    NN_KERNEL("SparseSoftmaxCrossEntropyWithLogits", OPC_DTYPES_FLOAT,
-              sparse_xent_compute);
+    WFX_CPU_REFERENCE("SparseSoftmaxCrossEntropyWithLogits", "T",
+                      WFX_DTYPES_FLOAT, sparse_xent_compute);
 
 /* ---- SoftmaxGrad, LogSoftmaxGrad ----------------------------------------- */
 
 static int softmax_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape y, dy, out;
 
-  if (opc_shape_input(ctx, 0, NULL, &y, st) ||
-      opc_shape_input(ctx, 1, NULL, &dy, st) ||
-      opc_shape_merge(&y, &dy, &out, "dy against the forward output", st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &y, st) ||
+      wfx_shape_input(ctx, 1, NULL, &dy, st) ||
+      wfx_shape_merge(&y, &dy, &out, "dy against the forward output", st))
+    return wfx_code(st);
   if (out.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the forward output must have rank 1 or more, got ()");
-  h->shape_set_output(ctx, 0, &out);
+  wfx_host->shape_set_output(ctx, 0, &out);
   return 0;
 }
 
@@ -367,37 +360,36 @@ static int softmax_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
                              : y[j] * ((double)dy[j] - s));                    \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_SOFTMAX_GRAD, _)
+WFX_TYPES_FLOAT(DEF_SOFTMAX_GRAD, _)
 
 static int softmax_grad_run(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *y, *dy;
   wf_tensor *dx;
   wf_shape ys, dys;
   int64_t c;
-  char a[OPC_SHAPE_STR_MAX], b[OPC_SHAPE_STR_MAX];
+  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &y, &ys, st) ||
-      opc_kernel_input(ctx, 1, &dy, &dys, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &y, &ys, st) ||
+      wfx_kernel_input(ctx, 1, &dy, &dys, st))
+    return wfx_code(st);
   if (ys.rank == 0 || ys.rank != dys.rank ||
       memcmp(ys.dims, dys.dims, (size_t)ys.rank * sizeof ys.dims[0]) != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the forward output %s and dy %s must have one shape of "
                     "rank 1 or more",
-                    opc_shape_str(&ys, a, sizeof a),
-                    opc_shape_str(&dys, b, sizeof b));
-  if (!(dx = h->kernel_output_new(ctx, 0, &ys, st)))
-    return h->status_code(st);
+                    wfx_shape_str(&ys, a, sizeof a),
+                    wfx_shape_str(&dys, b, sizeof b));
+  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
+    return wfx_code(st);
   c = ys.dims[ys.rank - 1];
-  if (c == 0 || h->tensor_count(y) == 0)
+  if (c == 0 || wfx_count(y) == 0)
     return 0;
-  if (h->tensor_dtype(y) == WF_FLOAT32)
-    softmax_grad_f32(h->tensor_data(dx), h->tensor_data(y), h->tensor_data(dy),
-                     h->tensor_count(y) / c, c, want_log);
+  if (wfx_dtype(y) == WF_FLOAT32)
+    softmax_grad_f32(wfx_data(dx), wfx_data(y), wfx_data(dy), wfx_count(y) / c,
+                     c, want_log);
   else
-    softmax_grad_f64(h->tensor_data(dx), h->tensor_data(y), h->tensor_data(dy),
-                     h->tensor_count(y) / c, c, want_log);
+    softmax_grad_f64(wfx_data(dx), wfx_data(y), wfx_data(dy), wfx_count(y) / c,
+                     c, want_log);
   return 0;
 }
 
@@ -430,8 +422,8 @@ const wf_op_def nn_softmax_grad_op = {
     .doc = "The gradient of Softmax from its output y: dx = y * (grad - "
            "sum(grad * y)) along the last axis, the sum in double."};
 
-const wf_kernel_def nn_softmax_grad_kernel =
-    NN_KERNEL("SoftmaxGrad", OPC_DTYPES_FLOAT, softmax_grad_compute);
+const wf_kernel_def nn_softmax_grad_kernel = WFX_CPU_REFERENCE(
+    "SoftmaxGrad", "T", WFX_DTYPES_FLOAT, softmax_grad_compute);
 
 const wf_op_def nn_log_softmax_grad_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -443,5 +435,5 @@ const wf_op_def nn_log_softmax_grad_op = {
     .doc = "The gradient of LogSoftmax from its output y: dx = grad - exp(y) "
            "* sum(grad) along the last axis, the sum in double."};
 
-const wf_kernel_def nn_log_softmax_grad_kernel =
-    NN_KERNEL("LogSoftmaxGrad", OPC_DTYPES_FLOAT, log_softmax_grad_compute);
+const wf_kernel_def nn_log_softmax_grad_kernel = WFX_CPU_REFERENCE(
+    "LogSoftmaxGrad", "T", WFX_DTYPES_FLOAT, log_softmax_grad_compute);

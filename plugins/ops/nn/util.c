@@ -12,36 +12,35 @@
 
 int nn_attr_int(const nn_attrs *a, const char *name, int64_t *out,
                 wf_status *st) {
-  return a->shape ? opc_shape_attr_int(a->shape, name, out, st)
-                  : opc_kernel_attr_int(a->kernel, name, out, st);
+  return a->shape ? wfx_shape_attr_int(a->shape, name, out, st)
+                  : wfx_kernel_attr_int(a->kernel, name, out, st);
 }
 
 int nn_attr_float(const nn_attrs *a, const char *name, double *out,
                   wf_status *st) {
-  return a->shape ? opc_shape_attr_float(a->shape, name, out, st)
-                  : opc_kernel_attr_float(a->kernel, name, out, st);
+  return a->shape ? wfx_shape_attr_float(a->shape, name, out, st)
+                  : wfx_kernel_attr_float(a->kernel, name, out, st);
 }
 
 int nn_attr_bool(const nn_attrs *a, const char *name, int *out, wf_status *st) {
-  return a->shape ? opc_shape_attr_bool(a->shape, name, out, st)
-                  : opc_kernel_attr_bool(a->kernel, name, out, st);
+  return a->shape ? wfx_shape_attr_bool(a->shape, name, out, st)
+                  : wfx_kernel_attr_bool(a->kernel, name, out, st);
 }
 
 int nn_attr_ints(const nn_attrs *a, const char *name, const int64_t **out,
                  int64_t *count, wf_status *st) {
-  return a->shape ? opc_shape_attr_ints(a->shape, name, out, count, st)
-                  : opc_kernel_attr_ints(a->kernel, name, out, count, st);
+  return a->shape ? wfx_shape_attr_ints(a->shape, name, out, count, st)
+                  : wfx_kernel_attr_ints(a->kernel, name, out, count, st);
 }
 
 int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
                    wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
-  int rc = a->shape ? h->shape_attr(a->shape, name, &v)
-                    : h->kernel_attr(a->kernel, name, &v);
+  int rc = a->shape ? wfx_host->shape_attr(a->shape, name, &v)
+                    : wfx_host->kernel_attr(a->kernel, name, &v);
 
   if (rc != 0 || v.type != WF_ATTR_STRING || !v.u.s)
-    return opc_fail(st, WF_INVALID_ARGUMENT, "attribute '%s' must be a string",
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "attribute '%s' must be a string",
                     name);
   *out = v.u.s;
   return 0;
@@ -49,41 +48,40 @@ int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
 
 int nn_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
                   wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t dt = h->tensor_dtype(t);
+  int32_t dt = wfx_dtype(t);
   wf_shape ts;
   int64_t dims[WF_MAX_RANK];
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  h->tensor_shape(t, &ts);
+  wfx_host->tensor_shape(t, &ts);
   if (dt != WF_INT32 && dt != WF_INT64)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be int32 or int64, not %s", input,
-                    opc_dtype_name(dt));
+                    wfx_dtype_name(dt));
   if (ts.rank != 1 || ts.dims[0] > WF_MAX_RANK)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' must be a vector of at most %d entries, got "
                     "shape %s",
-                    input, WF_MAX_RANK, opc_shape_str(&ts, buf, sizeof buf));
+                    input, WF_MAX_RANK, wfx_shape_str(&ts, buf, sizeof buf));
   for (int64_t i = 0; i < ts.dims[0]; i++) {
-    dims[i] = dt == WF_INT32 ? ((const int32_t *)h->tensor_data(t))[i]
-                             : ((const int64_t *)h->tensor_data(t))[i];
+    dims[i] = dt == WF_INT32 ? ((const int32_t *)wfx_data(t))[i]
+                             : ((const int64_t *)wfx_data(t))[i];
     if (dims[i] < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "%s[%" PRId64 "] is %" PRId64 " (must be >= 0)", input, i,
                       dims[i]);
   }
-  opc_shape_make(s, (int)ts.dims[0], dims);
+  wfx_shape_make(s, (int)ts.dims[0], dims);
   return 0;
 }
 
 int nn_shape_input_value(wf_shape_ctx *ctx, int32_t i, const char *input,
                          int rank, wf_shape *out, wf_status *st) {
-  const wf_tensor *t = opc_host()->shape_input_value(ctx, i);
+  const wf_tensor *t = wfx_host->shape_input_value(ctx, i);
 
   if (t)
     return nn_read_shape(t, input, out, st);
-  opc_shape_set_unknown(out);
+  wfx_shape_set_unknown(out);
   out->rank = rank;
   for (int d = 0; d < rank; d++)
     out->dims[d] = WF_UNKNOWN_DIM;
@@ -94,13 +92,13 @@ int nn_data_format(const nn_attrs *a, int *nchw, wf_status *st) {
   const char *f;
 
   if (nn_attr_string(a, "data_format", &f, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (strcmp(f, "NHWC") == 0)
     *nchw = 0;
   else if (strcmp(f, "NCHW") == 0)
     *nchw = 1;
   else
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "data_format \"%s\" is neither \"NHWC\" nor \"NCHW\"", f);
   return 0;
 }
@@ -114,19 +112,19 @@ static int read_hw4(const nn_attrs *a, const char *name, int nchw, int64_t *hw,
   int ih = nchw ? 2 : 1, iw = nchw ? 3 : 2, ic = nchw ? 1 : 3;
 
   if (nn_attr_ints(a, name, &v, &n, st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (n != 4)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' must have 4 entries (one per dimension of %s), "
                     "got %" PRId64,
                     name, nchw ? "NCHW" : "NHWC", n);
   if (v[0] != 1 || v[ic] != 1)
-    return opc_fail(st, WF_UNIMPLEMENTED,
+    return wfx_fail(st, WF_UNIMPLEMENTED,
                     "'%s' must be 1 in the batch and channel dimensions, "
                     "got [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]",
                     name, v[0], v[1], v[2], v[3]);
   if (v[ih] < 1 || v[iw] < 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' must be >= 1 in H and W, got [%" PRId64 ", %" PRId64
                     ", %" PRId64 ", %" PRId64 "]",
                     name, v[0], v[1], v[2], v[3]);
@@ -138,7 +136,6 @@ static int read_hw4(const nn_attrs *a, const char *name, int nchw, int64_t *hw,
 int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
                     int with_dilations, int allow_explicit, nn_window *w,
                     wf_status *st) {
-  const wf_host *h = opc_host();
   const char *pad;
   const int64_t *ep;
   int64_t nep;
@@ -151,7 +148,7 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
       (with_dilations && read_hw4(a, "dilations", w->nchw, w->dilation, st)) ||
       (ksize_attr && read_hw4(a, ksize_attr, w->nchw, w->ksize, st)) ||
       nn_attr_string(a, "padding", &pad, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (strcmp(pad, "VALID") == 0)
     w->padding = NN_PAD_VALID;
   else if (strcmp(pad, "SAME") == 0)
@@ -159,22 +156,22 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
   else if (allow_explicit && strcmp(pad, "EXPLICIT") == 0)
     w->padding = NN_PAD_EXPLICIT;
   else
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "padding \"%s\" is not one of \"SAME\", \"VALID\"%s", pad,
                     allow_explicit ? ", \"EXPLICIT\"" : "");
   if (!allow_explicit)
     return 0;
   if (nn_attr_ints(a, "explicit_paddings", &ep, &nep, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (w->padding != NN_PAD_EXPLICIT) {
     if (nep != 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "explicit_paddings must be empty unless padding is "
                       "\"EXPLICIT\"");
     return 0;
   }
   if (nep != 8)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "explicit_paddings must have 8 entries (before and "
                     "after, per dimension of %s), got %" PRId64,
                     w->nchw ? "NCHW" : "NHWC", nep);
@@ -182,7 +179,7 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
     int dim = i / 2, spatial = w->nchw ? dim >= 2 : (dim == 1 || dim == 2);
 
     if (ep[i] < 0 || (!spatial && ep[i] != 0))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "explicit_paddings[%d] is %" PRId64 " (must be >= 0, "
                       "and 0 in the batch and channel dimensions)",
                       i, ep[i]);
@@ -225,7 +222,7 @@ int nn_window_dim(const nn_window *w, int d, int64_t in, int64_t k,
     break;
   }
   if (avail < eff)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "the window's %s %" PRId64 " (%" PRId64
                     " dilated) is larger than the %sinput %s %" PRId64,
                     names[d], k, eff,

@@ -61,12 +61,12 @@ typedef int attr_float_fn(const void *ctx, const char *name, double *out,
 
 static int shape_float(const void *ctx, const char *name, double *out,
                        wf_status *st) {
-  return opc_shape_attr_float(ctx, name, out, st);
+  return wfx_shape_attr_float(ctx, name, out, st);
 }
 
 static int kernel_float(const void *ctx, const char *name, double *out,
                         wf_status *st) {
-  return opc_kernel_attr_float(ctx, name, out, st);
+  return wfx_kernel_attr_float(ctx, name, out, st);
 }
 
 /* What op `k` with output shape s draws, from its attributes (read with
@@ -80,9 +80,9 @@ static int make_draw(kind k, const wf_shape *s, attr_float_fn *get,
   switch (k) {
   case KIND_UNIFORM:
     if (get(ctx, "minval", &x, st) || get(ctx, "maxval", &y, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     if (!isfinite(x) || !isfinite(y) || x > y)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "minval %g and maxval %g must be finite with minval "
                       "<= maxval",
                       x, y);
@@ -91,9 +91,9 @@ static int make_draw(kind k, const wf_shape *s, attr_float_fn *get,
   case KIND_NORMAL:
   case KIND_TRUNCATED:
     if (get(ctx, "mean", &x, st) || get(ctx, "stddev", &y, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     if (!isfinite(x) || !isfinite(y) || y < 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "mean %g and stddev %g must be finite with stddev >= "
                       "0",
                       x, y);
@@ -124,11 +124,11 @@ static int make_draw(kind k, const wf_shape *s, attr_float_fn *get,
     return 0;
   case KIND_CONSTANT:
     if (get(ctx, "value", &x, st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     *out = (draw){DIST_CONSTANT, x, 0};
     return 0;
   }
-  return opc_fail(st, WF_INTERNAL, "unknown random op kind %d", (int)k);
+  return wfx_fail(st, WF_INTERNAL, "unknown random op kind %d", (int)k);
 }
 
 /* A constant of an integer dtype must be a whole number in its range. */
@@ -145,13 +145,13 @@ static int check_constant(int32_t dtype, double v, wf_status *st) {
   /* 2^63 is the first double above INT64_MAX. */
   case WF_INT64: lo = -0x1p63; hi = 0x1p63 - 1024; break;
   default:
-    return opc_fail(st, WF_INVALID_ARGUMENT, "dtype %s is not supported",
-                    opc_dtype_name(dtype));
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "dtype %s is not supported",
+                    wfx_dtype_name(dtype));
   }
   if (!(v == floor(v) && v >= lo && v <= hi))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
-                    "value %.17g is not a whole number in the range of %s",
-                    v, opc_dtype_name(dtype));
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "value %.17g is not a whole number in the range of %s", v,
+                    wfx_dtype_name(dtype));
   return 0;
 }
 
@@ -160,37 +160,36 @@ static int check_constant(int32_t dtype, double v, wf_status *st) {
 /* The "shape" attribute, which must be fully known. */
 static int known_shape_attr(wf_attr_value *v, int rc, wf_shape *out,
                             wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   if (rc != 0 || v->type != WF_ATTR_SHAPE)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' (shape) is missing");
-  if (!opc_shape_is_known(&v->u.shape))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (!wfx_shape_is_known(&v->u.shape))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is %s; it must be fully known",
-                    opc_shape_str(&v->u.shape, buf, sizeof buf));
-  if (opc_shape_count(&v->u.shape) > (int64_t)RND_MAX_BLOCKS)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+                    wfx_shape_str(&v->u.shape, buf, sizeof buf));
+  if (wfx_shape_count(&v->u.shape) > (int64_t)RND_MAX_BLOCKS)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is %s: more than 2^48 elements",
-                    opc_shape_str(&v->u.shape, buf, sizeof buf));
+                    wfx_shape_str(&v->u.shape, buf, sizeof buf));
   *out = v->u.shape;
   return 0;
 }
 
 static int shape_for(wf_shape_ctx *ctx, kind k, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   wf_shape s;
   draw dr;
   int32_t dtype;
 
-  if (known_shape_attr(&v, h->shape_attr(ctx, "shape", &v), &s, st) ||
+  if (known_shape_attr(&v, wfx_host->shape_attr(ctx, "shape", &v), &s, st) ||
       make_draw(k, &s, shape_float, ctx, &dr, st) ||
-      opc_shape_attr_dtype(ctx, "dtype", &dtype, st))
-    return h->status_code(st);
+      wfx_shape_attr_dtype(ctx, "dtype", &dtype, st))
+    return wfx_code(st);
   if (dr.d == DIST_CONSTANT && check_constant(dtype, dr.a, st))
-    return h->status_code(st);
-  h->shape_set_output(ctx, 0, &s);
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
@@ -231,39 +230,38 @@ static void fill_constant(void *p, int32_t dtype, int64_t n, double v) {
 }
 
 static int compute_for(wf_kernel_ctx *ctx, kind k, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   wf_shape s;
   draw dr;
-  int32_t dtype = h->kernel_output_dtype(ctx, 0);
+  int32_t dtype = wfx_host->kernel_output_dtype(ctx, 0);
   int64_t seed = 0, seed2 = 0, n;
   wf_tensor *out;
   rnd_stream stream;
   void *p;
 
-  if (known_shape_attr(&v, h->kernel_attr(ctx, "shape", &v), &s, st) ||
+  if (known_shape_attr(&v, wfx_host->kernel_attr(ctx, "shape", &v), &s, st) ||
       make_draw(k, &s, kernel_float, ctx, &dr, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (dr.d == DIST_CONSTANT && check_constant(dtype, dr.a, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (dr.d != DIST_CONSTANT) {
     uint64_t key;
 
     if (dtype != WF_FLOAT32 && dtype != WF_FLOAT64)
-      return opc_fail(st, WF_UNIMPLEMENTED, "no random kernel for %s",
-                      opc_dtype_name(dtype));
-    if (opc_kernel_attr_int(ctx, "seed", &seed, st) ||
-        opc_kernel_attr_int(ctx, "seed2", &seed2, st))
-      return h->status_code(st);
+      return wfx_fail(st, WF_UNIMPLEMENTED, "no random kernel for %s",
+                      wfx_dtype_name(dtype));
+    if (wfx_kernel_attr_int(ctx, "seed", &seed, st) ||
+        wfx_kernel_attr_int(ctx, "seed2", &seed2, st))
+      return wfx_code(st);
     key = seed || seed2 ? rnd_key_from_seeds(seed, seed2)
-                        : rnd_key_from_name(h->kernel_node_name(ctx));
-    rnd_stream_init(&stream, key, h->kernel_step(ctx));
+                        : rnd_key_from_name(wfx_host->kernel_node_name(ctx));
+    rnd_stream_init(&stream, key, wfx_host->kernel_step(ctx));
   }
-  out = h->kernel_output_new(ctx, 0, &s, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &s, st);
   if (!out)
-    return h->status_code(st);
-  p = h->tensor_data(out);
-  n = h->tensor_count(out);
+    return wfx_code(st);
+  p = wfx_data(out);
+  n = wfx_count(out);
   switch (dr.d) {
   case DIST_UNIFORM:
     if (dtype == WF_FLOAT32)
@@ -333,21 +331,27 @@ COMPUTE_FN(compute_constant, KIND_CONSTANT)
    .doc = (dc)}
 
 static const wf_attr_def attrs_uniform[] = {
-    ATTR_DTYPE(OPC_DTYPES_FLOAT), ATTR_SHAPE, ATTR_SEEDS,
+    ATTR_DTYPE(WFX_DTYPES_FLOAT),
+    ATTR_SHAPE,
+    ATTR_SEEDS,
     ATTR_FLOAT("minval", 0.0, "lower bound (included)"),
-    ATTR_FLOAT("maxval", 1.0, "upper bound (excluded)"), WF_ATTR_END};
+    ATTR_FLOAT("maxval", 1.0, "upper bound (excluded)"),
+    WF_ATTR_END};
 static const wf_attr_def attrs_normal[] = {
-    ATTR_DTYPE(OPC_DTYPES_FLOAT), ATTR_SHAPE, ATTR_SEEDS,
+    ATTR_DTYPE(WFX_DTYPES_FLOAT),
+    ATTR_SHAPE,
+    ATTR_SEEDS,
     ATTR_FLOAT("mean", 0.0, "mean of the distribution"),
     ATTR_FLOAT("stddev", 1.0,
                "standard deviation (of the normal before truncation)"),
     WF_ATTR_END};
 static const wf_attr_def attrs_initializer[] = {
-    ATTR_DTYPE(OPC_DTYPES_FLOAT), ATTR_SHAPE, ATTR_SEEDS, WF_ATTR_END};
-static const wf_attr_def attrs_fill[] = {ATTR_DTYPE(OPC_DTYPES_NUMBER),
+    ATTR_DTYPE(WFX_DTYPES_FLOAT), ATTR_SHAPE, ATTR_SEEDS, WF_ATTR_END};
+static const wf_attr_def attrs_fill[] = {ATTR_DTYPE(WFX_DTYPES_NUMBER),
                                          ATTR_SHAPE, WF_ATTR_END};
 static const wf_attr_def attrs_constant[] = {
-    ATTR_DTYPE(OPC_DTYPES_NUMBER), ATTR_SHAPE,
+    ATTR_DTYPE(WFX_DTYPES_NUMBER),
+    ATTR_SHAPE,
     {WF_STRUCT_INIT(wf_attr_def), .name = "value", .type = WF_ATTR_FLOAT,
      .doc = "the value of every element; for an integer dtype a whole "
             "number in its range"},
@@ -438,29 +442,31 @@ static const wf_op_def *const ops[] = {
 
 /* ---- kernels ----------------------------------------------------------- */
 
-#define KERNEL(var, nm, mask, fn)                                              \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cpu",                      \
-                                    .type_attr = "dtype",                      \
-                                    .dtypes = (mask),                          \
-                                    .priority = 0,                             \
-                                    .label = "reference",                      \
-                                    .compute = (fn)}
-#define FLT OPC_DTYPES_FLOAT
-#define NUM OPC_DTYPES_NUMBER
+#define FLT WFX_DTYPES_FLOAT
+#define NUM WFX_DTYPES_NUMBER
 
-KERNEL(k_uniform, "RandomUniform", FLT, compute_uniform);
-KERNEL(k_normal, "RandomNormal", FLT, compute_normal);
-KERNEL(k_truncated, "TruncatedNormal", FLT, compute_truncated);
-KERNEL(k_glorot_uniform, "GlorotUniform", FLT, compute_glorot_uniform);
-KERNEL(k_glorot_normal, "GlorotNormal", FLT, compute_glorot_normal);
-KERNEL(k_he_uniform, "HeUniform", FLT, compute_he_uniform);
-KERNEL(k_he_normal, "HeNormal", FLT, compute_he_normal);
-KERNEL(k_lecun_normal, "LeCunNormal", FLT, compute_lecun_normal);
-KERNEL(k_zeros, "Zeros", NUM, compute_zeros);
-KERNEL(k_ones, "Ones", NUM, compute_ones);
-KERNEL(k_constant, "Constant", NUM, compute_constant);
+static const wf_kernel_def k_uniform =
+    WFX_CPU_REFERENCE("RandomUniform", "dtype", FLT, compute_uniform);
+static const wf_kernel_def k_normal =
+    WFX_CPU_REFERENCE("RandomNormal", "dtype", FLT, compute_normal);
+static const wf_kernel_def k_truncated =
+    WFX_CPU_REFERENCE("TruncatedNormal", "dtype", FLT, compute_truncated);
+static const wf_kernel_def k_glorot_uniform =
+    WFX_CPU_REFERENCE("GlorotUniform", "dtype", FLT, compute_glorot_uniform);
+static const wf_kernel_def k_glorot_normal =
+    WFX_CPU_REFERENCE("GlorotNormal", "dtype", FLT, compute_glorot_normal);
+static const wf_kernel_def k_he_uniform =
+    WFX_CPU_REFERENCE("HeUniform", "dtype", FLT, compute_he_uniform);
+static const wf_kernel_def k_he_normal =
+    WFX_CPU_REFERENCE("HeNormal", "dtype", FLT, compute_he_normal);
+static const wf_kernel_def k_lecun_normal =
+    WFX_CPU_REFERENCE("LeCunNormal", "dtype", FLT, compute_lecun_normal);
+static const wf_kernel_def k_zeros =
+    WFX_CPU_REFERENCE("Zeros", "dtype", NUM, compute_zeros);
+static const wf_kernel_def k_ones =
+    WFX_CPU_REFERENCE("Ones", "dtype", NUM, compute_ones);
+static const wf_kernel_def k_constant =
+    WFX_CPU_REFERENCE("Constant", "dtype", NUM, compute_constant);
 
 static const wf_kernel_def *const kernels[] = {
     &k_uniform,      &k_normal,      &k_truncated, &k_glorot_uniform,
@@ -488,18 +494,13 @@ static const wf_gradient_def *const gradients[] = {
 
 /* ---- the plugin -------------------------------------------------------- */
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int random_init(const wf_host *host, void **state, wf_status *st) {
-  /* Streams are keyed by the step counter, which came with kernel_step. */
-  if (!WF_HOST_HAS(host, kernel_step)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-random: the host table (%u bytes) has no "
-                       "kernel_step entry; this core is too old to key "
-                       "random streams by step",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-random", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

@@ -9,29 +9,29 @@
 
 /* The gradient arriving at output i, or zeros of that output. */
 static wf_output grad_or_zeros(wf_grad_ctx *ctx, int32_t i, wf_status *st) {
-  const wf_host *h = opc_host();
-  wf_output g = h->grad_output_grad(ctx, i);
+  wf_output g = wfx_host->grad_output_grad(ctx, i);
 
-  return g.node ? g : opc_grad_op1(ctx, "ZerosLike", h->grad_output(ctx, i), st);
+  return g.node ? g
+                : wfx_grad_op1(ctx, "ZerosLike", wfx_host->grad_output(ctx, i),
+                               st);
 }
 
 /* in[0..nfwd) the forward inputs, then one gradient per forward output;
  * the backward node's output i is input i's gradient. */
 static int rnn_grad(wf_grad_ctx *ctx, const char *op, int nfwd, int nout,
                     wf_status *st) {
-  const wf_host *h = opc_host();
   wf_output in[9];
   wf_node *n;
 
   for (int i = 0; i < nfwd; i++)
-    in[i] = h->grad_input(ctx, i);
+    in[i] = wfx_host->grad_input(ctx, i);
   for (int i = 0; i < nout; i++)
     if (!(in[nfwd + i] = grad_or_zeros(ctx, i, st)).node)
-      return opc_grad_done(st);
-  if (!(n = h->grad_add_node(ctx, op, in, nfwd + nout, NULL, 0, st)))
-    return h->status_code(st);
+      return wfx_grad_done(st);
+  if (!(n = wfx_host->grad_add_node(ctx, op, in, nfwd + nout, NULL, 0, st)))
+    return wfx_code(st);
   for (int i = 0; i < nfwd; i++)
-    h->grad_set_input_grad(ctx, i, (wf_output){n, i});
+    wfx_host->grad_set_input_grad(ctx, i, (wf_output){n, i});
   return 0;
 }
 

@@ -16,43 +16,41 @@
 
 static int read_inputs(wf_shape_ctx *ctx, int n, wf_shape *s, wf_status *st) {
   for (int i = 0; i < n; i++)
-    if (opc_shape_input(ctx, i, NULL, &s[i], st))
-      return opc_host()->status_code(st);
+    if (wfx_shape_input(ctx, i, NULL, &s[i], st))
+      return wfx_code(st);
   return 0;
 }
 
 static int gru_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape in[5], y, s;
   rnn_dims d;
 
   if (read_inputs(ctx, 5, in, st) || rnn_check(in, 3, 0, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_y(&d, &y);
   rnn_shape_state(&d, &s);
-  h->shape_set_output(ctx, 0, &y);
-  h->shape_set_output(ctx, 1, &s);
+  wfx_host->shape_set_output(ctx, 0, &y);
+  wfx_host->shape_set_output(ctx, 1, &s);
   return 0;
 }
 
 static int gru_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape in[7], s;
   rnn_dims d;
 
   if (read_inputs(ctx, 7, in, st) || rnn_check(in, 3, 0, &d, st) ||
       rnn_check_grads(in + 5, 0, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_x(&d, &s);
-  h->shape_set_output(ctx, 0, &s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   rnn_shape_state(&d, &s);
-  h->shape_set_output(ctx, 1, &s);
+  wfx_host->shape_set_output(ctx, 1, &s);
   rnn_shape_w(&d, &s);
-  h->shape_set_output(ctx, 2, &s);
+  wfx_host->shape_set_output(ctx, 2, &s);
   rnn_shape_r(&d, &s);
-  h->shape_set_output(ctx, 3, &s);
+  wfx_host->shape_set_output(ctx, 3, &s);
   rnn_shape_b(&d, &s);
-  h->shape_set_output(ctx, 4, &s);
+  wfx_host->shape_set_output(ctx, 4, &s);
   return 0;
 }
 
@@ -60,16 +58,15 @@ static int gru_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
 
 /* Host allocations of n doubles each (zeroed), all or none. */
 static int alloc_zeroed(double **p, const int64_t *n, int k, wf_status *st) {
-  const wf_host *h = opc_host();
 
   for (int i = 0; i < k; i++)
     p[i] = NULL;
   for (int i = 0; i < k; i++) {
     size_t bytes = (size_t)(n[i] > 0 ? n[i] : 1) * sizeof(double);
-    if (!(p[i] = h->alloc(bytes, 0))) {
+    if (!(p[i] = wfx_host->alloc(bytes, 0))) {
       for (int j = 0; j < i; j++)
-        h->free(p[j]);
-      return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+        wfx_host->free(p[j]);
+      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                       "out of memory for %zu bytes of GRU state", bytes);
     }
     memset(p[i], 0, bytes);
@@ -79,7 +76,7 @@ static int alloc_zeroed(double **p, const int64_t *n, int k, wf_status *st) {
 
 static void free_all(double **v, int n) {
   for (int i = 0; i < n; i++)
-    opc_host()->free(v[i]);
+    wfx_host->free(v[i]);
 }
 
 /* Double copies of the first n inputs. */
@@ -88,12 +85,11 @@ static int to_doubles(const wf_tensor **t, int n, double **v, wf_status *st) {
     v[i] = NULL;
   for (int i = 0; i < n; i++)
     if (!(v[i] = rnn_to_double(t[i], st)))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   return 0;
 }
 
 static int gru_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[5];
   wf_shape s[5], ys, ss;
   wf_tensor *y, *ht;
@@ -103,19 +99,19 @@ static int gru_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int rc = 0;
 
   if (rnn_inputs(ctx, 5, in, s, st) || rnn_check(s, 3, 0, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_y(&d, &ys);
   rnn_shape_state(&d, &ss);
-  if (!(y = h->kernel_output_new(ctx, 0, &ys, st)) ||
-      !(ht = h->kernel_output_new(ctx, 1, &ss, st)))
-    return h->status_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ys, st)) ||
+      !(ht = wfx_host->kernel_output_new(ctx, 1, &ss, st)))
+    return wfx_code(st);
   nh = d.n * d.h;
   if (nh == 0)
     return 0;
   if (to_doubles(in, 5, v, st) ||
       alloc_zeroed(pass, (int64_t[]){(d.t + 1) * nh, d.t * d.n * 3 * d.h}, 2,
                    st)) {
-    rc = h->status_code(st);
+    rc = wfx_code(st);
     goto done;
   }
   rnn_gru_forward(&d, v[0], v[1], v[2], v[3], v[4], pass[0], pass[1]);
@@ -178,7 +174,6 @@ static void gru_backward(const rnn_dims *d, const double *x, const double *w,
 }
 
 static int gru_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[7];
   wf_shape s[7], os[5];
   wf_tensor *out[5];
@@ -189,16 +184,16 @@ static int gru_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 
   if (rnn_inputs(ctx, 7, in, s, st) || rnn_check(s, 3, 0, &d, st) ||
       rnn_check_grads(s + 5, 0, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_x(&d, &os[0]);
   rnn_shape_state(&d, &os[1]);
   rnn_shape_w(&d, &os[2]);
   rnn_shape_r(&d, &os[3]);
   rnn_shape_b(&d, &os[4]);
   for (int i = 0; i < 5; i++) {
-    if (!(out[i] = h->kernel_output_new(ctx, i, &os[i], st)))
-      return h->status_code(st);
-    sizes[i] = opc_shape_count(&os[i]);
+    if (!(out[i] = wfx_host->kernel_output_new(ctx, i, &os[i], st)))
+      return wfx_code(st);
+    sizes[i] = wfx_shape_count(&os[i]);
   }
   nh = d.n * d.h;
   if (to_doubles(in, 7, v, st) || alloc_zeroed(g, sizes, 5, st) ||
@@ -206,7 +201,7 @@ static int gru_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                    (int64_t[]){(d.t + 1) * nh, d.t * d.n * 3 * d.h,
                                d.n * 3 * d.h, nh, nh},
                    5, st)) {
-    rc = h->status_code(st);
+    rc = wfx_code(st);
     goto done;
   }
   rnn_gru_forward(&d, v[0], v[1], v[2], v[3], v[4], work[0], work[1]);
@@ -225,7 +220,7 @@ done:
 
 static const wf_attr_def gru_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "T", .type = WF_ATTR_DTYPE,
-     .allowed_dtypes = OPC_DTYPES_FLOAT, .doc = "float32 or float64"},
+     .allowed_dtypes = WFX_DTYPES_FLOAT, .doc = "float32 or float64"},
     WF_ATTR_END};
 
 static const wf_arg_def gru_inputs[] = {
@@ -255,14 +250,10 @@ const wf_op_def rnn_gru_op = {
            "PyTorch."};
 
 const wf_kernel_def rnn_gru_kernel = {
-    WF_STRUCT_INIT(wf_kernel_def),
-    .op = "GRU",
-    .device_type = "cpu",
-    .type_attr = "T",
-    .dtypes = OPC_DTYPES_FLOAT,
-    .priority = 0,
-    .label = "reference",
-    .compute = gru_compute,
+    WF_STRUCT_INIT(wf_kernel_def), .op = "GRU",
+    .device_type = "cpu",          .type_attr = "T",
+    .dtypes = WFX_DTYPES_FLOAT,    .priority = 0,
+    .label = "reference",          .compute = gru_compute,
 };
 
 static const wf_arg_def gru_grad_inputs[] = {
@@ -292,12 +283,8 @@ const wf_op_def rnn_gru_grad_op = {
            "forward pass."};
 
 const wf_kernel_def rnn_gru_grad_kernel = {
-    WF_STRUCT_INIT(wf_kernel_def),
-    .op = "GRUGrad",
-    .device_type = "cpu",
-    .type_attr = "T",
-    .dtypes = OPC_DTYPES_FLOAT,
-    .priority = 0,
-    .label = "reference",
-    .compute = gru_grad_compute,
+    WF_STRUCT_INIT(wf_kernel_def), .op = "GRUGrad",
+    .device_type = "cpu",          .type_attr = "T",
+    .dtypes = WFX_DTYPES_FLOAT,    .priority = 0,
+    .label = "reference",          .compute = gru_grad_compute,
 };

@@ -15,45 +15,43 @@
 
 static int read_inputs(wf_shape_ctx *ctx, int n, wf_shape *s, wf_status *st) {
   for (int i = 0; i < n; i++)
-    if (opc_shape_input(ctx, i, NULL, &s[i], st))
-      return opc_host()->status_code(st);
+    if (wfx_shape_input(ctx, i, NULL, &s[i], st))
+      return wfx_code(st);
   return 0;
 }
 
 static int lstm_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape in[6], y, s;
   rnn_dims d;
 
   if (read_inputs(ctx, 6, in, st) || rnn_check(in, 4, 1, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_y(&d, &y);
   rnn_shape_state(&d, &s);
-  h->shape_set_output(ctx, 0, &y);
-  h->shape_set_output(ctx, 1, &s);
-  h->shape_set_output(ctx, 2, &s);
+  wfx_host->shape_set_output(ctx, 0, &y);
+  wfx_host->shape_set_output(ctx, 1, &s);
+  wfx_host->shape_set_output(ctx, 2, &s);
   return 0;
 }
 
 static int lstm_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape in[9], s;
   rnn_dims d;
 
   if (read_inputs(ctx, 9, in, st) || rnn_check(in, 4, 1, &d, st) ||
       rnn_check_grads(in + 6, 1, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_x(&d, &s);
-  h->shape_set_output(ctx, 0, &s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   rnn_shape_state(&d, &s);
-  h->shape_set_output(ctx, 1, &s);
-  h->shape_set_output(ctx, 2, &s);
+  wfx_host->shape_set_output(ctx, 1, &s);
+  wfx_host->shape_set_output(ctx, 2, &s);
   rnn_shape_w(&d, &s);
-  h->shape_set_output(ctx, 3, &s);
+  wfx_host->shape_set_output(ctx, 3, &s);
   rnn_shape_r(&d, &s);
-  h->shape_set_output(ctx, 4, &s);
+  wfx_host->shape_set_output(ctx, 4, &s);
   rnn_shape_b(&d, &s);
-  h->shape_set_output(ctx, 5, &s);
+  wfx_host->shape_set_output(ctx, 5, &s);
   return 0;
 }
 
@@ -65,37 +63,35 @@ static int to_doubles(const wf_tensor **t, int n, double **v, wf_status *st) {
     v[i] = NULL;
   for (int i = 0; i < n; i++)
     if (!(v[i] = rnn_to_double(t[i], st)))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   return 0;
 }
 
 static void free_all(double **v, int n) {
   for (int i = 0; i < n; i++)
-    opc_host()->free(v[i]);
+    wfx_host->free(v[i]);
 }
 
 /* hs, cs ((T + 1) N H) and acts (T N 4H) for the forward pass. */
 static int alloc_pass(const rnn_dims *d, double **hs, double **cs,
                       double **acts, wf_status *st) {
-  const wf_host *h = opc_host();
   size_t states = (size_t)((d->t + 1) * d->n * d->h);
   size_t gates = (size_t)(d->t * d->n * 4 * d->h);
 
-  *hs = h->alloc((states ? states : 1) * sizeof **hs, 0);
-  *cs = h->alloc((states ? states : 1) * sizeof **cs, 0);
-  *acts = h->alloc((gates ? gates : 1) * sizeof **acts, 0);
+  *hs = wfx_host->alloc((states ? states : 1) * sizeof **hs, 0);
+  *cs = wfx_host->alloc((states ? states : 1) * sizeof **cs, 0);
+  *acts = wfx_host->alloc((gates ? gates : 1) * sizeof **acts, 0);
   if (*hs && *cs && *acts)
     return 0;
-  h->free(*hs);
-  h->free(*cs);
-  h->free(*acts);
+  wfx_host->free(*hs);
+  wfx_host->free(*cs);
+  wfx_host->free(*acts);
   *hs = *cs = *acts = NULL;
-  return opc_fail(st, WF_RESOURCE_EXHAUSTED,
+  return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                   "out of memory for the states of %" PRId64 " steps", d->t);
 }
 
 static int lstm_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[6];
   wf_shape s[6], ys, ss;
   wf_tensor *y, *ht, *ct;
@@ -105,18 +101,18 @@ static int lstm_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int rc = 0;
 
   if (rnn_inputs(ctx, 6, in, s, st) || rnn_check(s, 4, 1, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_y(&d, &ys);
   rnn_shape_state(&d, &ss);
-  if (!(y = h->kernel_output_new(ctx, 0, &ys, st)) ||
-      !(ht = h->kernel_output_new(ctx, 1, &ss, st)) ||
-      !(ct = h->kernel_output_new(ctx, 2, &ss, st)))
-    return h->status_code(st);
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ys, st)) ||
+      !(ht = wfx_host->kernel_output_new(ctx, 1, &ss, st)) ||
+      !(ct = wfx_host->kernel_output_new(ctx, 2, &ss, st)))
+    return wfx_code(st);
   nh = d.n * d.h;
   if (nh == 0)
     return 0;
   if (to_doubles(in, 6, v, st) || alloc_pass(&d, &hs, &cs, &acts, st)) {
-    rc = h->status_code(st);
+    rc = wfx_code(st);
     goto done;
   }
   rnn_lstm_forward(&d, v[0], v[1], v[2], v[3], v[4], v[5], hs, cs, acts);
@@ -125,9 +121,9 @@ static int lstm_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   rnn_from_double(ct, cs + d.t * nh);
 done:
   free_all(v, 6);
-  h->free(hs);
-  h->free(cs);
-  h->free(acts);
+  wfx_host->free(hs);
+  wfx_host->free(cs);
+  wfx_host->free(acts);
   return rc;
 }
 
@@ -177,7 +173,6 @@ static void lstm_backward(const rnn_dims *d, const double *x, const double *w,
 }
 
 static int lstm_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *in[9];
   wf_shape s[9], os[6];
   wf_tensor *out[6];
@@ -188,7 +183,7 @@ static int lstm_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 
   if (rnn_inputs(ctx, 9, in, s, st) || rnn_check(s, 4, 1, &d, st) ||
       rnn_check_grads(s + 6, 1, &d, st))
-    return h->status_code(st);
+    return wfx_code(st);
   rnn_shape_x(&d, &os[0]);
   rnn_shape_state(&d, &os[1]);
   rnn_shape_state(&d, &os[2]);
@@ -196,20 +191,21 @@ static int lstm_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   rnn_shape_r(&d, &os[4]);
   rnn_shape_b(&d, &os[5]);
   for (int i = 0; i < 6; i++)
-    if (!(out[i] = h->kernel_output_new(ctx, i, &os[i], st)))
-      return h->status_code(st);
+    if (!(out[i] = wfx_host->kernel_output_new(ctx, i, &os[i], st)))
+      return wfx_code(st);
   if (to_doubles(in, 9, v, st) || alloc_pass(&d, &hs, &cs, &acts, st))
     goto fail;
   for (int i = 0; i < 6; i++) {
-    int64_t n = opc_shape_count(&os[i]);
-    if (!(g[i] = h->alloc((size_t)(n > 0 ? n : 1) * sizeof(double), 0))) {
-      opc_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for gradients");
+    int64_t n = wfx_shape_count(&os[i]);
+    if (!(g[i] =
+              wfx_host->alloc((size_t)(n > 0 ? n : 1) * sizeof(double), 0))) {
+      wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for gradients");
       goto fail;
     }
     memset(g[i], 0, (size_t)(n > 0 ? n : 1) * sizeof(double));
   }
-  if (!(da = h->alloc((size_t)(d.n * 4 * d.h + 1) * sizeof *da, 0))) {
-    opc_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for gate gradients");
+  if (!(da = wfx_host->alloc((size_t)(d.n * 4 * d.h + 1) * sizeof *da, 0))) {
+    wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for gate gradients");
     goto fail;
   }
   rnn_lstm_forward(&d, v[0], v[1], v[2], v[3], v[4], v[5], hs, cs, acts);
@@ -219,14 +215,14 @@ static int lstm_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   goto done;
 
 fail:
-  rc = h->status_code(st);
+  rc = wfx_code(st);
 done:
   free_all(v, 9);
   free_all(g, 6);
-  h->free(hs);
-  h->free(cs);
-  h->free(acts);
-  h->free(da);
+  wfx_host->free(hs);
+  wfx_host->free(cs);
+  wfx_host->free(acts);
+  wfx_host->free(da);
   return rc;
 }
 
@@ -235,7 +231,8 @@ done:
 #define T_ATTR                                                                 \
   {                                                                            \
     WF_STRUCT_INIT(wf_attr_def), .name = "T", .type = WF_ATTR_DTYPE,           \
-    .allowed_dtypes = OPC_DTYPES_FLOAT, .doc = "float32 or float64"            \
+                                 .allowed_dtypes = WFX_DTYPES_FLOAT,           \
+                                 .doc = "float32 or float64"                   \
   }
 static const wf_attr_def lstm_attrs[] = {T_ATTR, WF_ATTR_END};
 
@@ -267,14 +264,10 @@ const wf_op_def rnn_lstm_op = {
            "vanilla LSTM (ldigo weights, ldgo bias)."};
 
 const wf_kernel_def rnn_lstm_kernel = {
-    WF_STRUCT_INIT(wf_kernel_def),
-    .op = "LSTM",
-    .device_type = "cpu",
-    .type_attr = "T",
-    .dtypes = OPC_DTYPES_FLOAT,
-    .priority = 0,
-    .label = "reference",
-    .compute = lstm_compute,
+    WF_STRUCT_INIT(wf_kernel_def), .op = "LSTM",
+    .device_type = "cpu",          .type_attr = "T",
+    .dtypes = WFX_DTYPES_FLOAT,    .priority = 0,
+    .label = "reference",          .compute = lstm_compute,
 };
 
 static const wf_arg_def lstm_grad_inputs[] = {
@@ -307,12 +300,8 @@ const wf_op_def rnn_lstm_grad_op = {
            "recomputed forward pass."};
 
 const wf_kernel_def rnn_lstm_grad_kernel = {
-    WF_STRUCT_INIT(wf_kernel_def),
-    .op = "LSTMGrad",
-    .device_type = "cpu",
-    .type_attr = "T",
-    .dtypes = OPC_DTYPES_FLOAT,
-    .priority = 0,
-    .label = "reference",
-    .compute = lstm_grad_compute,
+    WF_STRUCT_INIT(wf_kernel_def), .op = "LSTMGrad",
+    .device_type = "cpu",          .type_attr = "T",
+    .dtypes = WFX_DTYPES_FLOAT,    .priority = 0,
+    .label = "reference",          .compute = lstm_grad_compute,
 };

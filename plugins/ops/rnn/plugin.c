@@ -13,17 +13,13 @@ static const wf_kernel_def *const kernels[] = {
     &rnn_lstm_kernel, &rnn_lstm_grad_kernel, &rnn_gru_kernel,
     &rnn_gru_grad_kernel, NULL};
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int init(const wf_host *host, void **state, wf_status *st) {
-  /* The gradients need the gradient entries of the host table. */
-  if (!WF_HOST_HAS(host, grad_node_name)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-rnn: the host table (%u bytes) lacks the "
-                       "gradient entries this plugin needs",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-rnn", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

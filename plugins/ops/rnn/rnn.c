@@ -20,7 +20,7 @@ static const char *const dim_names[] = {"T", "N", "C", "H"};
  * from input `what` of shape s. */
 static int merge(int64_t *v, int k, int64_t cand, const char *what,
                  const wf_shape *s, wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   if (cand < 0)
     return 0;
@@ -30,36 +30,36 @@ static int merge(int64_t *v, int k, int64_t cand, const char *what,
   }
   if (*v == cand)
     return 0;
-  return opc_fail(st, WF_INVALID_ARGUMENT,
+  return wfx_fail(st, WF_INVALID_ARGUMENT,
                   "%s has shape %s, giving %s = %" PRId64
                   ", but the inputs before it give %s = %" PRId64,
-                  what, opc_shape_str(s, buf, sizeof buf), dim_names[k], cand,
+                  what, wfx_shape_str(s, buf, sizeof buf), dim_names[k], cand,
                   dim_names[k], *v);
 }
 
 static int want_rank(const wf_shape *s, int rank, const char *what,
                      const char *layout, wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   if (s->rank < 0 || s->rank == rank)
     return 0;
-  return opc_fail(st, WF_INVALID_ARGUMENT, "%s must have rank %d %s, got %s",
-                  what, rank, layout, opc_shape_str(s, buf, sizeof buf));
+  return wfx_fail(st, WF_INVALID_ARGUMENT, "%s must have rank %d %s, got %s",
+                  what, rank, layout, wfx_shape_str(s, buf, sizeof buf));
 }
 
 /* The H of a gate-blocked dimension of `cols` entries. */
 static int gate_cols(int64_t cols, int gates, const char *what,
                      const wf_shape *s, int64_t *h, wf_status *st) {
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
   *h = -1;
   if (cols < 0)
     return 0;
   if (cols % gates != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%s has shape %s: %" PRId64 " is not %d * H (one block "
                     "of H per gate)",
-                    what, opc_shape_str(s, buf, sizeof buf), cols, gates);
+                    what, wfx_shape_str(s, buf, sizeof buf), cols, gates);
   *h = cols / gates;
   return 0;
 }
@@ -73,7 +73,7 @@ int rnn_check(const wf_shape *in, int gates, int has_c, rnn_dims *d,
   d->t = d->n = d->c = d->h = -1;
   d->gates = gates;
   if (want_rank(x, 3, "x", "(T, N, C)", st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (x->rank == 3) {
     d->t = x->dims[0];
     d->n = x->dims[1];
@@ -82,29 +82,29 @@ int rnn_check(const wf_shape *in, int gates, int has_c, rnn_dims *d,
   for (int i = 1; i <= (has_c ? 2 : 1); i++) {
     const char *what = i == 1 ? "h0" : "c0";
     if (want_rank(&in[i], 2, what, "(N, H)", st))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
     if (in[i].rank == 2 &&
         (merge(&d->n, 1, in[i].dims[0], what, &in[i], st) ||
          merge(&d->h, 3, in[i].dims[1], what, &in[i], st)))
-      return opc_host()->status_code(st);
+      return wfx_code(st);
   }
   if (want_rank(w, 2, "w", gates == 4 ? "(C, 4H)" : "(C, 3H)", st) ||
       want_rank(r, 2, "r", gates == 4 ? "(H, 4H)" : "(H, 3H)", st) ||
       want_rank(b, 1, "b", gates == 4 ? "(4H,)" : "(3H,)", st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (w->rank == 2 &&
       (merge(&d->c, 2, w->dims[0], "w", w, st) ||
        gate_cols(w->dims[1], gates, "w", w, &h, st) ||
        merge(&d->h, 3, h, "w", w, st)))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (r->rank == 2 &&
       (merge(&d->h, 3, r->dims[0], "r", r, st) ||
        gate_cols(r->dims[1], gates, "r", r, &h, st) ||
        merge(&d->h, 3, h, "r", r, st)))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   if (b->rank == 1 && (gate_cols(b->dims[0], gates, "b", b, &h, st) ||
                        merge(&d->h, 3, h, "b", b, st)))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   return 0;
 }
 
@@ -119,35 +119,33 @@ int rnn_check_grads(const wf_shape *in, int has_c, const rnn_dims *d,
   rnn_shape_state(d, &want[2]);
   for (int i = 0; i < (has_c ? 3 : 2); i++)
     if (in[i].rank >= 0 &&
-        opc_shape_merge(&want[i], &in[i], &merged, names[i], st))
-      return opc_host()->status_code(st);
+        wfx_shape_merge(&want[i], &in[i], &merged, names[i], st))
+      return wfx_code(st);
   return 0;
 }
 
 void rnn_shape_y(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 3, (int64_t[]){d->t, d->n, d->h});
+  wfx_shape_make(s, 3, (int64_t[]){d->t, d->n, d->h});
 }
 
 void rnn_shape_state(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 2, (int64_t[]){d->n, d->h});
+  wfx_shape_make(s, 2, (int64_t[]){d->n, d->h});
 }
 
 void rnn_shape_x(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 3, (int64_t[]){d->t, d->n, d->c});
+  wfx_shape_make(s, 3, (int64_t[]){d->t, d->n, d->c});
 }
 
 void rnn_shape_w(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 2,
-                 (int64_t[]){d->c, d->h < 0 ? -1 : d->gates * d->h});
+  wfx_shape_make(s, 2, (int64_t[]){d->c, d->h < 0 ? -1 : d->gates * d->h});
 }
 
 void rnn_shape_r(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 2,
-                 (int64_t[]){d->h, d->h < 0 ? -1 : d->gates * d->h});
+  wfx_shape_make(s, 2, (int64_t[]){d->h, d->h < 0 ? -1 : d->gates * d->h});
 }
 
 void rnn_shape_b(const rnn_dims *d, wf_shape *s) {
-  opc_shape_make(s, 1, (int64_t[]){d->h < 0 ? -1 : d->gates * d->h});
+  wfx_shape_make(s, 1, (int64_t[]){d->h < 0 ? -1 : d->gates * d->h});
 }
 
 /* ---- kernel helpers ------------------------------------------------------------ */
@@ -155,41 +153,39 @@ void rnn_shape_b(const rnn_dims *d, wf_shape *s) {
 int rnn_inputs(wf_kernel_ctx *ctx, int n, const wf_tensor **t, wf_shape *s,
                wf_status *st) {
   for (int i = 0; i < n; i++)
-    if (opc_kernel_input(ctx, i, &t[i], &s[i], st))
-      return opc_host()->status_code(st);
+    if (wfx_kernel_input(ctx, i, &t[i], &s[i], st))
+      return wfx_code(st);
   return 0;
 }
 
 double *rnn_to_double(const wf_tensor *t, wf_status *st) {
-  const wf_host *h = opc_host();
-  int64_t n = h->tensor_count(t);
-  double *v = h->alloc((size_t)(n > 0 ? n : 1) * sizeof *v, 0);
+  int64_t n = wfx_count(t);
+  double *v = wfx_host->alloc((size_t)(n > 0 ? n : 1) * sizeof *v, 0);
 
   if (!v) {
-    opc_fail(st, WF_RESOURCE_EXHAUSTED,
-             "out of memory for %" PRId64 " doubles", n);
+    wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %" PRId64 " doubles",
+             n);
     return NULL;
   }
-  if (h->tensor_dtype(t) == WF_FLOAT32) {
-    const float *p = h->tensor_data(t);
+  if (wfx_dtype(t) == WF_FLOAT32) {
+    const float *p = wfx_data(t);
     for (int64_t i = 0; i < n; i++)
       v[i] = p[i];
   } else if (n > 0) {
-    memcpy(v, h->tensor_data(t), (size_t)n * sizeof *v);
+    memcpy(v, wfx_data(t), (size_t)n * sizeof *v);
   }
   return v;
 }
 
 void rnn_from_double(wf_tensor *t, const double *v) {
-  const wf_host *h = opc_host();
-  int64_t n = h->tensor_count(t);
+  int64_t n = wfx_count(t);
 
-  if (h->tensor_dtype(t) == WF_FLOAT32) {
-    float *p = h->tensor_data(t);
+  if (wfx_dtype(t) == WF_FLOAT32) {
+    float *p = wfx_data(t);
     for (int64_t i = 0; i < n; i++)
       p[i] = (float)v[i];
   } else if (n > 0) {
-    memcpy(h->tensor_data(t), v, (size_t)n * sizeof *v);
+    memcpy(wfx_data(t), v, (size_t)n * sizeof *v);
   }
 }
 

@@ -28,7 +28,7 @@
 
 /* ---- attribute and argument definitions -------------------------------- */
 
-#define STATE_DTYPES OPC_DTYPES_ALL
+#define STATE_DTYPES WFX_DTYPES_ALL
 
 static const wf_attr_def var_handle_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "dtype", .type = WF_ATTR_DTYPE,
@@ -63,7 +63,7 @@ static const wf_attr_def assign_attrs[] = {
 
 static const wf_attr_def assign_add_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "dtype", .type = WF_ATTR_DTYPE,
-     .allowed_dtypes = OPC_DTYPES_NUMBER,
+     .allowed_dtypes = WFX_DTYPES_NUMBER,
      .doc = "element type of the value (inferred from it)"},
     WF_ATTR_END};
 
@@ -88,32 +88,30 @@ static const wf_arg_def out_initialized[] = {
 /* ---- shape functions --------------------------------------------------- */
 
 static int var_handle_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
   wf_shape scalar;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (h->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_host->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' (shape) is missing");
-  if (!opc_shape_is_known(&v.u.shape))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (!wfx_shape_is_known(&v.u.shape))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' is %s: a variable's shape must be "
                     "fully known",
-                    opc_shape_str(&v.u.shape, buf, sizeof buf));
-  opc_shape_set_scalar(&scalar);
-  h->shape_set_output(ctx, 0, &scalar);
+                    wfx_shape_str(&v.u.shape, buf, sizeof buf));
+  wfx_shape_set_scalar(&scalar);
+  wfx_host->shape_set_output(ctx, 0, &scalar);
   return 0;
 }
 
 static int read_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value v;
 
-  if (h->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+  if (wfx_host->shape_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'shape' (shape) is missing");
-  h->shape_set_output(ctx, 0, &v.u.shape);
+  wfx_host->shape_set_output(ctx, 0, &v.u.shape);
   return 0;
 }
 
@@ -121,15 +119,15 @@ static int read_shape(wf_shape_ctx *ctx, wf_status *st) {
  * come from VarHandle; a Placeholder of resources could be anything). */
 static int handle_input_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, 0, NULL, &s, st))
-    return opc_host()->status_code(st);
+  if (wfx_shape_input(ctx, 0, NULL, &s, st))
+    return wfx_code(st);
   if (s.rank > 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'resource' has shape %s; a variable handle is a "
                     "scalar",
-                    opc_shape_str(&s, buf, sizeof buf));
+                    wfx_shape_str(&s, buf, sizeof buf));
   return 0;
 }
 
@@ -137,9 +135,9 @@ static int initialized_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape scalar;
 
   if (handle_input_shape(ctx, st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(&scalar);
-  opc_host()->shape_set_output(ctx, 0, &scalar);
+    return wfx_code(st);
+  wfx_shape_set_scalar(&scalar);
+  wfx_host->shape_set_output(ctx, 0, &scalar);
   return 0;
 }
 
@@ -147,65 +145,64 @@ static int initialized_shape(wf_shape_ctx *ctx, wf_status *st) {
 
 static int var_handle_compute(wf_kernel_ctx *ctx, void *state,
                               wf_status *st) {
-  return opc_host()->kernel_variable(ctx, st);
+  return wfx_host->kernel_variable(ctx, st);
 }
 
 static int read_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *handle;
   wf_tensor *value;
   wf_attr_value want_shape;
   int32_t want_dtype;
   wf_shape s;
-  char got[OPC_SHAPE_STR_MAX], want[OPC_SHAPE_STR_MAX];
+  char got[WFX_SHAPE_STR_MAX], want[WFX_SHAPE_STR_MAX];
   int rc;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
-      opc_kernel_attr_dtype(ctx, "dtype", &want_dtype, st))
-    return h->status_code(st);
-  value = h->var_read(handle, st);
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
+      wfx_kernel_attr_dtype(ctx, "dtype", &want_dtype, st))
+    return wfx_code(st);
+  value = wfx_host->var_read(handle, st);
   if (!value)
-    return h->status_code(st);
-  h->tensor_shape(value, &s);
-  if (h->tensor_dtype(value) != want_dtype) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_code(st);
+  wfx_host->tensor_shape(value, &s);
+  if (wfx_dtype(value) != want_dtype) {
+    rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' holds %s but the read expects %s (its "
                   "'dtype' attribute)",
-                  h->var_name(handle), opc_dtype_name(h->tensor_dtype(value)),
-                  opc_dtype_name(want_dtype));
+                  wfx_host->var_name(handle), wfx_dtype_name(wfx_dtype(value)),
+                  wfx_dtype_name(want_dtype));
     goto fail;
   }
-  if (h->kernel_attr(ctx, "shape", &want_shape) == 0 &&
+  if (wfx_host->kernel_attr(ctx, "shape", &want_shape) == 0 &&
       want_shape.type == WF_ATTR_SHAPE) {
     wf_shape merged;
-    if (opc_shape_merge(&s, &want_shape.u.shape, &merged, NULL, st)) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    if (wfx_shape_merge(&s, &want_shape.u.shape, &merged, NULL, st)) {
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but the read expects %s "
                     "(its 'shape' attribute)",
-                    h->var_name(handle), opc_shape_str(&s, got, sizeof got),
-                    opc_shape_str(&want_shape.u.shape, want, sizeof want));
+                    wfx_host->var_name(handle),
+                    wfx_shape_str(&s, got, sizeof got),
+                    wfx_shape_str(&want_shape.u.shape, want, sizeof want));
       goto fail;
     }
   }
-  rc = h->kernel_output_set(ctx, 0, value, st);
+  rc = wfx_host->kernel_output_set(ctx, 0, value, st);
 
 fail:
-  h->tensor_release(value);
+  wfx_host->tensor_release(value);
   return rc;
 }
 
 static int assign_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *handle, *value;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
-      opc_kernel_input(ctx, 1, &value, NULL, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &value, NULL, st))
+    return wfx_code(st);
   /* The variable keeps a reference to the value rather than a copy. That
    * is safe although the view is const: a tensor with more than one
    * reference is never written in place (weft/tensor.h), and the core
    * copies before an in-place update of a shared value. */
-  return h->var_assign(handle, (wf_tensor *)value, st);
+  return wfx_host->var_assign(handle, (wf_tensor *)value, st);
 }
 
 /* dst[i] = dst[i] + sign * src[i]; integers wrap (unsigned arithmetic). */
@@ -227,54 +224,53 @@ static int assign_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       for (int64_t i = 0; i < n; i++)                                          \
         dst[i] = (T)((UNSIGNED_OF_##sfx)dst[i] + (UNSIGNED_OF_##sfx)src[i]);   \
   }
-OPC_TYPES_NUMBER(DEF_ACCUMULATE, _)
+WFX_TYPES_NUMBER(DEF_ACCUMULATE, _)
 
 typedef void accumulate_fn(void *dst, const void *src, int64_t n,
                            int subtract);
 static accumulate_fn *const accumulate_table[WF_DTYPE_COUNT] = {
-    OPC_TYPES_NUMBER(OPC_TABLE_ENTRY, accumulate)};
+    WFX_TYPES_NUMBER(WFX_TABLE_ENTRY, accumulate)};
 
 /* AssignAdd (subtract 0) and AssignSub (subtract 1): in place under the
  * variable's lock. */
 static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *handle, *delta;
   wf_tensor *var;
   wf_shape vs, ds;
   int32_t vdt, ddt;
-  char sv[OPC_SHAPE_STR_MAX], sd[OPC_SHAPE_STR_MAX];
+  char sv[WFX_SHAPE_STR_MAX], sd[WFX_SHAPE_STR_MAX];
   int rc = 0;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st) ||
-      opc_kernel_input(ctx, 1, &delta, &ds, st))
-    return h->status_code(st);
-  var = h->var_lock(handle, st);
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &delta, &ds, st))
+    return wfx_code(st);
+  var = wfx_host->var_lock(handle, st);
   if (!var)
-    return h->status_code(st);
-  vdt = h->tensor_dtype(var);
-  ddt = h->tensor_dtype(delta);
-  h->tensor_shape(var, &vs);
+    return wfx_code(st);
+  vdt = wfx_dtype(var);
+  ddt = wfx_dtype(delta);
+  wfx_host->tensor_shape(var, &vs);
   if (vdt != ddt || vs.rank != ds.rank ||
       memcmp(vs.dims, ds.dims, sizeof vs.dims[0] * (size_t)vs.rank) != 0) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s %s but the value to %s is %s %s",
-                  h->var_name(handle), opc_dtype_name(vdt),
-                  opc_shape_str(&vs, sv, sizeof sv),
-                  subtract ? "subtract" : "add", opc_dtype_name(ddt),
-                  opc_shape_str(&ds, sd, sizeof sd));
+                  wfx_host->var_name(handle), wfx_dtype_name(vdt),
+                  wfx_shape_str(&vs, sv, sizeof sv),
+                  subtract ? "subtract" : "add", wfx_dtype_name(ddt),
+                  wfx_shape_str(&ds, sd, sizeof sd));
     goto done;
   }
   if (!accumulate_table[vdt]) {
-    rc = opc_fail(st, WF_UNIMPLEMENTED, "no %s kernel for %s",
+    rc = wfx_fail(st, WF_UNIMPLEMENTED, "no %s kernel for %s",
                   subtract ? "AssignSubVariable" : "AssignAddVariable",
-                  opc_dtype_name(vdt));
+                  wfx_dtype_name(vdt));
     goto done;
   }
-  accumulate_table[vdt](h->tensor_data(var), h->tensor_data(delta),
-                        h->tensor_count(var), subtract);
+  accumulate_table[vdt](wfx_data(var), wfx_data(delta), wfx_count(var),
+                        subtract);
 
 done:
-  h->var_unlock(handle);
+  wfx_host->var_unlock(handle);
   return rc;
 }
 
@@ -288,33 +284,31 @@ static int assign_sub_compute(wf_kernel_ctx *ctx, void *state,
   return update_in_place(ctx, 1, st);
 }
 
-static int initialized_compute(wf_kernel_ctx *ctx, void *state,
-                               wf_status *st) {
-  const wf_host *h = opc_host();
+static int initialized_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_tensor *handle;
   wf_tensor *value, *out;
   wf_shape scalar;
   int initialized;
 
-  if (opc_kernel_input(ctx, 0, &handle, NULL, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &handle, NULL, st))
+    return wfx_code(st);
   /* var_read's FAILED_PRECONDITION is its documented answer for "never
    * assigned": that is a result here, not an error. */
-  value = h->var_read(handle, st);
+  value = wfx_host->var_read(handle, st);
   if (!value) {
-    if (h->status_code(st) != WF_FAILED_PRECONDITION)
-      return h->status_code(st);
-    h->status_set(st, WF_OK, "%s", "");
+    if (wfx_code(st) != WF_FAILED_PRECONDITION)
+      return wfx_code(st);
+    wfx_host->status_set(st, WF_OK, "%s", "");
     initialized = 0;
   } else {
-    h->tensor_release(value);
+    wfx_host->tensor_release(value);
     initialized = 1;
   }
-  opc_shape_set_scalar(&scalar);
-  out = h->kernel_output_new(ctx, 0, &scalar, st);
+  wfx_shape_set_scalar(&scalar);
+  out = wfx_host->kernel_output_new(ctx, 0, &scalar, st);
   if (!out)
-    return h->status_code(st);
-  *(opc_bool *)h->tensor_data(out) = (opc_bool)initialized;
+    return wfx_code(st);
+  *(wfx_bool *)wfx_data(out) = (wfx_bool)initialized;
   return 0;
 }
 
@@ -377,44 +371,27 @@ static const wf_op_def *const ops[] = {
     &op_var_handle, &op_read,       &op_assign,      &op_assign_add,
     &op_assign_sub, &op_initialized, NULL};
 
-#define KERNEL(var, nm, tattr, mask, fl, fn)                                   \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = "cpu",                      \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (mask),                          \
-                                    .priority = 0,                             \
-                                    .flags = (fl),                             \
-                                    .label = "reference",                      \
-                                    .compute = (fn)}
-
 /* Kernels that only pass handles and references: they run on any device,
  * whatever memory its tensors live in (the core moves values between
  * memories); VarIsInitialized's answer is written on the host. */
-#define ANY_KERNEL(var, nm, tattr, mask, fn, hout)                             \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (nm),                                \
-                                    .device_type = WF_KERNEL_ANY_DEVICE,       \
-                                    .type_attr = (tattr),                      \
-                                    .dtypes = (mask),                          \
-                                    .priority = 0,                             \
-                                    .flags = WF_KERNEL_CHEAP,                  \
-                                    .label = "reference",                      \
-                                    .compute = (fn),                           \
-                                    .host_outputs = (hout)}
 
 /* Handle work is constant time; the elementwise updates are not. */
-ANY_KERNEL(k_var_handle, "VarHandle", "dtype", STATE_DTYPES,
-           var_handle_compute, 0);
-ANY_KERNEL(k_read, "ReadVariable", "dtype", STATE_DTYPES, read_compute, 0);
-ANY_KERNEL(k_assign, "AssignVariable", "dtype", STATE_DTYPES, assign_compute,
-           0);
-KERNEL(k_assign_add, "AssignAddVariable", "dtype", OPC_DTYPES_NUMBER, 0,
-       assign_add_compute);
-KERNEL(k_assign_sub, "AssignSubVariable", "dtype", OPC_DTYPES_NUMBER, 0,
-       assign_sub_compute);
-ANY_KERNEL(k_initialized, "VarIsInitialized", NULL, 0, initialized_compute,
-           1);
+static const wf_kernel_def k_var_handle = WFX_KERNEL_FOR(
+    WF_KERNEL_ANY_DEVICE, "reference", "VarHandle", "dtype", STATE_DTYPES,
+    var_handle_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_read = WFX_KERNEL_FOR(
+    WF_KERNEL_ANY_DEVICE, "reference", "ReadVariable", "dtype", STATE_DTYPES,
+    read_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_assign = WFX_KERNEL_FOR(
+    WF_KERNEL_ANY_DEVICE, "reference", "AssignVariable", "dtype", STATE_DTYPES,
+    assign_compute, .flags = WF_KERNEL_CHEAP);
+static const wf_kernel_def k_assign_add = WFX_CPU_REFERENCE(
+    "AssignAddVariable", "dtype", WFX_DTYPES_NUMBER, assign_add_compute);
+static const wf_kernel_def k_assign_sub = WFX_CPU_REFERENCE(
+    "AssignSubVariable", "dtype", WFX_DTYPES_NUMBER, assign_sub_compute);
+static const wf_kernel_def k_initialized = WFX_KERNEL_FOR(
+    WF_KERNEL_ANY_DEVICE, "reference", "VarIsInitialized", NULL, 0,
+    initialized_compute, .flags = WF_KERNEL_CHEAP, .host_outputs = 1);
 
 static const wf_kernel_def *const kernels[] = {
     &k_var_handle, &k_read,       &k_assign,      &k_assign_add,
@@ -422,18 +399,13 @@ static const wf_kernel_def *const kernels[] = {
 
 /* ---- the plugin -------------------------------------------------------- */
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int state_init(const wf_host *host, void **state, wf_status *st) {
-  /* The variable entries came with the training additions to the table. */
-  if (!WF_HOST_HAS(host, var_name)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-state: the host table (%u bytes) has no variable "
-                       "entries (kernel_variable ... var_name); this core is "
-                       "too old for resource variables",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-state", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

@@ -135,7 +135,7 @@ typedef void rule_fn(void *const *s, int64_t off, const double *g, int64_t n,
       var[i] = (T)(var[i] - p->lr * g[i] / (sqrt(a) + p->epsilon));            \
     }                                                                          \
   }
-OPC_TYPES_FLOAT(DEF_RULES, _)
+WFX_TYPES_FLOAT(DEF_RULES, _)
 
 /* ---- optimizer descriptions -------------------------------------------- */
 
@@ -230,39 +230,37 @@ static const optimizer opt_sparse_rmsprop = {
 /* Scalars must be scalars; sparse: indices (K,), values (K, ...). The
  * variable's shape is not known while building (it sits behind a handle),
  * so the gradient is checked against it at run time. */
-static int shape_apply(wf_shape_ctx *ctx, const optimizer *o,
-                       wf_status *st) {
-  const wf_host *h = opc_host();
+static int shape_apply(wf_shape_ctx *ctx, const optimizer *o, wf_status *st) {
   wf_shape is, vs;
-  char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
+  char b1[WFX_SHAPE_STR_MAX], b2[WFX_SHAPE_STR_MAX];
 
   for (int k = 0; k < o->nres; k++)
     if (trn_shape_scalar(ctx, k, o->res[k], st))
-      return h->status_code(st);
+      return wfx_code(st);
   for (int k = 0; k < o->nscalars; k++)
     if (trn_shape_scalar(ctx, o->scalar[k].input, o->scalar[k].name, st))
-      return h->status_code(st);
+      return wfx_code(st);
   if (o->step >= 0 && trn_shape_scalar(ctx, o->step, "step", st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (o->indices < 0)
     return 0;
-  if (opc_shape_input(ctx, o->indices, NULL, &is, st) ||
-      opc_shape_input(ctx, o->grad, NULL, &vs, st))
-    return h->status_code(st);
+  if (wfx_shape_input(ctx, o->indices, NULL, &is, st) ||
+      wfx_shape_input(ctx, o->grad, NULL, &vs, st))
+    return wfx_code(st);
   if (is.rank >= 0 && is.rank != 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'indices' has shape %s; it must be a vector (K,)",
-                    opc_shape_str(&is, b1, sizeof b1));
+                    wfx_shape_str(&is, b1, sizeof b1));
   if (vs.rank == 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'values' is a scalar; it must be rows (K, ...)");
   if (is.rank == 1 && vs.rank >= 1 && is.dims[0] >= 0 && vs.dims[0] >= 0 &&
       is.dims[0] != vs.dims[0])
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'indices' %s and input 'values' %s disagree on "
                     "the number of rows K",
-                    opc_shape_str(&is, b1, sizeof b1),
-                    opc_shape_str(&vs, b2, sizeof b2));
+                    wfx_shape_str(&is, b1, sizeof b1),
+                    wfx_shape_str(&vs, b2, sizeof b2));
   return 0;
 }
 
@@ -330,11 +328,10 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
                          const char *var_name, const wf_shape *vshape,
                          const wf_tensor *values, const wf_tensor *indices,
                          const params *p, wf_status *st) {
-  const wf_host *h = opc_host();
-  int64_t k_rows = h->tensor_count(indices), nrows = vshape->dims[0];
+  int64_t k_rows = wfx_count(indices), nrows = vshape->dims[0];
   int64_t width = 1;
-  const void *iv = h->tensor_data(indices), *vv = h->tensor_data(values);
-  int32_t idt = h->tensor_dtype(indices);
+  const void *iv = wfx_data(indices), *vv = wfx_data(values);
+  int32_t idt = wfx_dtype(indices);
   row_ref *refs = NULL;
   double *acc = NULL;
   int rc = 0;
@@ -343,10 +340,10 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
     width *= vshape->dims[d];
   if (k_rows == 0)
     return 0;
-  refs = h->alloc((size_t)k_rows * sizeof *refs, 0);
-  acc = h->alloc((size_t)(width > 0 ? width : 1) * sizeof *acc, 0);
+  refs = wfx_host->alloc((size_t)k_rows * sizeof *refs, 0);
+  acc = wfx_host->alloc((size_t)(width > 0 ? width : 1) * sizeof *acc, 0);
   if (!refs || !acc) {
-    rc = opc_fail(st, WF_RESOURCE_EXHAUSTED,
+    rc = wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                   "out of memory for %" PRId64 " sparse rows of %" PRId64
                   " elements",
                   k_rows, width);
@@ -356,7 +353,7 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
     int64_t r = idt == WF_INT32 ? ((const int32_t *)iv)[k]
                                 : ((const int64_t *)iv)[k];
     if (r < 0 || r >= nrows) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "indices[%" PRId64 "] = %" PRId64 " is out of range for "
                     "variable '%s' of %" PRId64 " rows (valid: 0 to %" PRId64
                     ")",
@@ -383,40 +380,39 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
   }
 
 done:
-  h->free(acc);
-  h->free(refs);
+  wfx_host->free(acc);
+  wfx_host->free(refs);
   return rc;
 }
 
 /* Reads every non-resource input of o and derives Adam's step size. */
 static int read_params(const wf_kernel_ctx *ctx, const optimizer *o, params *p,
                        wf_status *st) {
-  const wf_host *h = opc_host();
 
   memset(p, 0, sizeof *p);
   if (o->has_nesterov &&
-      opc_kernel_attr_bool(ctx, "use_nesterov", &p->nesterov, st))
-    return h->status_code(st);
-  if (o->amsgrad && opc_kernel_attr_bool(ctx, "amsgrad", &p->amsgrad, st))
-    return h->status_code(st);
+      wfx_kernel_attr_bool(ctx, "use_nesterov", &p->nesterov, st))
+    return wfx_code(st);
+  if (o->amsgrad && wfx_kernel_attr_bool(ctx, "amsgrad", &p->amsgrad, st))
+    return wfx_code(st);
   for (int k = 0; k < o->nscalars; k++)
     if (trn_scalar_input(ctx, o->scalar[k].input, o->scalar[k].name,
                          (double *)((char *)p + o->scalar[k].offset), st))
-      return h->status_code(st);
+      return wfx_code(st);
   if (o->step >= 0) {
     double c1, c2;
 
     if (trn_scalar_input(ctx, o->step, "step", &p->step, st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (!(p->step >= 1))
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'step' is %g; the bias correction needs the "
                       "1-based count of updates (>= 1)",
                       p->step);
     c1 = 1 - pow(p->beta1, p->step);
     c2 = 1 - pow(p->beta2, p->step);
     if (c1 == 0)
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "beta1 %g gives a bias correction 1 - beta1^step of 0",
                       p->beta1);
     p->alpha = p->lr * sqrt(c2) / c1;
@@ -424,12 +420,11 @@ static int read_params(const wf_kernel_ctx *ctx, const optimizer *o, params *p,
   return 0;
 }
 
-static int apply(wf_kernel_ctx *ctx, const optimizer *o,
-                 trn_parallel_fn *par, wf_status *st) {
-  const wf_host *h = opc_host();
+static int apply(wf_kernel_ctx *ctx, const optimizer *o, trn_parallel_fn *par,
+                 wf_status *st) {
   const wf_tensor *grad, *indices = NULL;
   wf_shape gs, vs, is;
-  char b1[OPC_SHAPE_STR_MAX], b2[OPC_SHAPE_STR_MAX];
+  char b1[WFX_SHAPE_STR_MAX], b2[WFX_SHAPE_STR_MAX];
   void *slots[TRN_MAX_VARS] = {NULL};
   const char *grad_name = o->indices >= 0 ? "values" : "grad";
   trn_vars v;
@@ -439,77 +434,76 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o,
   int rc = 0;
 
   if (read_params(ctx, o, &p, st) ||
-      opc_kernel_input(ctx, o->grad, &grad, &gs, st))
-    return h->status_code(st);
-  dt = h->tensor_dtype(grad);
+      wfx_kernel_input(ctx, o->grad, &grad, &gs, st))
+    return wfx_code(st);
+  dt = wfx_dtype(grad);
   rule = dt == WF_FLOAT32 ? o->rule_f32
                           : dt == WF_FLOAT64 ? o->rule_f64 : NULL;
   if (!rule)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no kernel for %s",
-                    opc_dtype_name(dt));
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no kernel for %s",
+                    wfx_dtype_name(dt));
   if (o->indices >= 0) {
     int32_t idt;
 
-    if (opc_kernel_input(ctx, o->indices, &indices, &is, st))
-      return h->status_code(st);
-    idt = h->tensor_dtype(indices);
+    if (wfx_kernel_input(ctx, o->indices, &indices, &is, st))
+      return wfx_code(st);
+    idt = wfx_dtype(indices);
     if ((idt != WF_INT32 && idt != WF_INT64) || is.rank != 1 ||
         gs.rank < 1 || gs.dims[0] != is.dims[0])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "input 'indices' is %s %s and 'values' %s; expected "
                       "int32 or int64 indices (K,) and values (K, ...)",
-                      opc_dtype_name(idt), opc_shape_str(&is, b1, sizeof b1),
-                      opc_shape_str(&gs, b2, sizeof b2));
+                      wfx_dtype_name(idt), wfx_shape_str(&is, b1, sizeof b1),
+                      wfx_shape_str(&gs, b2, sizeof b2));
   }
 
   memset(&v, 0, sizeof v);
   v.n = o->nres - (o->amsgrad && !p.amsgrad ? 1 : 0);
   for (int k = 0; k < v.n; k++) {
-    if (opc_kernel_input(ctx, k, &v.handle[k], NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, k, &v.handle[k], NULL, st))
+      return wfx_code(st);
     v.input[k] = o->res[k];
   }
   if (trn_lock(&v, st))
-    return h->status_code(st);
+    return wfx_code(st);
 
-  vdt = h->tensor_dtype(v.value[0]);
-  h->tensor_shape(v.value[0], &vs);
+  vdt = wfx_dtype(v.value[0]);
+  wfx_host->tensor_shape(v.value[0], &vs);
   if (vdt != dt) {
-    rc = opc_fail(st, WF_INVALID_ARGUMENT,
+    rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                   "variable '%s' is %s but input '%s' is %s",
-                  h->var_name(v.handle[0]), opc_dtype_name(vdt), grad_name,
-                  opc_dtype_name(dt));
+                  wfx_host->var_name(v.handle[0]), wfx_dtype_name(vdt),
+                  grad_name, wfx_dtype_name(dt));
     goto done;
   }
   for (int k = 0; k < v.n; k++)
-    slots[k] = h->tensor_data(v.value[k]);
+    slots[k] = wfx_data(v.value[k]);
 
   if (o->indices < 0) {
     if (gs.rank != vs.rank ||
         memcmp(gs.dims, vs.dims, sizeof gs.dims[0] * (size_t)gs.rank) != 0) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'grad' has %s",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
-    update_dense(rule, slots, dt, h->tensor_data(grad), h->tensor_count(grad),
-                 &p, par);
+    update_dense(rule, slots, dt, wfx_data(grad), wfx_count(grad), &p, par);
   } else {
     if (vs.rank < 1 || gs.rank != vs.rank ||
         memcmp(gs.dims + 1, vs.dims + 1,
                sizeof gs.dims[0] * (size_t)(gs.rank - 1)) != 0) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "variable '%s' has shape %s but input 'values' has %s; "
                     "values are rows (K, ...) of the variable (N, ...)",
-                    h->var_name(v.handle[0]),
-                    opc_shape_str(&vs, b1, sizeof b1),
-                    opc_shape_str(&gs, b2, sizeof b2));
+                    wfx_host->var_name(v.handle[0]),
+                    wfx_shape_str(&vs, b1, sizeof b1),
+                    wfx_shape_str(&gs, b2, sizeof b2));
       goto done;
     }
-    rc = update_sparse(rule, slots, dt, h->var_name(v.handle[0]), &vs, grad,
-                       indices, &p, st);
+    rc = update_sparse(rule, slots, dt, wfx_host->var_name(v.handle[0]), &vs,
+                       grad, indices, &p, st);
   }
 
 done:

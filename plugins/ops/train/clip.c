@@ -9,30 +9,28 @@
 #include <math.h>
 
 static int clip_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->shape_num_inputs(ctx) - 1;
+  int32_t n = wfx_host->shape_num_inputs(ctx) - 1;
   wf_shape s;
 
   for (int32_t i = 0; i < n; i++) {
-    if (opc_shape_input(ctx, i, NULL, &s, st))
-      return h->status_code(st);
-    h->shape_set_output(ctx, i, &s);
+    if (wfx_shape_input(ctx, i, NULL, &s, st))
+      return wfx_code(st);
+    wfx_host->shape_set_output(ctx, i, &s);
   }
   if (trn_shape_scalar(ctx, n, "clip_norm", st))
-    return h->status_code(st);
-  opc_shape_set_scalar(&s);
-  h->shape_set_output(ctx, n, &s);
+    return wfx_code(st);
+  wfx_shape_set_scalar(&s);
+  wfx_host->shape_set_output(ctx, n, &s);
   return 0;
 }
 
 /* Sum of squares of t's elements, in double. */
 static double sum_squares(const wf_tensor *t) {
-  const wf_host *h = opc_host();
-  int64_t n = h->tensor_count(t);
-  const void *p = h->tensor_data(t);
+  int64_t n = wfx_count(t);
+  const void *p = wfx_data(t);
   double s = 0;
 
-  if (h->tensor_dtype(t) == WF_FLOAT32)
+  if (wfx_dtype(t) == WF_FLOAT32)
     for (int64_t i = 0; i < n; i++)
       s += (double)((const float *)p)[i] * ((const float *)p)[i];
   else
@@ -42,25 +40,24 @@ static double sum_squares(const wf_tensor *t) {
 }
 
 static int clip_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
-  int32_t n = h->kernel_num_inputs(ctx) - 1;
-  int32_t dt = h->kernel_output_dtype(ctx, n);
+  int32_t n = wfx_host->kernel_num_inputs(ctx) - 1;
+  int32_t dt = wfx_host->kernel_output_dtype(ctx, n);
   double clip, total = 0, norm, scale;
   wf_shape s;
   wf_tensor *out;
 
   if (dt != WF_FLOAT32 && dt != WF_FLOAT64)
-    return opc_fail(st, WF_UNIMPLEMENTED, "no kernel for %s",
-                    opc_dtype_name(dt));
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no kernel for %s",
+                    wfx_dtype_name(dt));
   if (trn_scalar_input(ctx, n, "clip_norm", &clip, st))
-    return h->status_code(st);
+    return wfx_code(st);
   if (!(clip > 0) || isinf(clip))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "clip_norm is %g; it must be positive and finite", clip);
   for (int32_t i = 0; i < n; i++) {
     const wf_tensor *t;
-    if (opc_kernel_input(ctx, i, &t, NULL, st))
-      return h->status_code(st);
+    if (wfx_kernel_input(ctx, i, &t, NULL, st))
+      return wfx_code(st);
     total += sum_squares(t);
   }
   norm = sqrt(total);
@@ -68,23 +65,23 @@ static int clip_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   scale = isfinite(norm) ? clip / fmax(norm, clip) : NAN;
 
   for (int32_t i = 0; i < n; i++) {
-    const wf_tensor *t = h->kernel_input(ctx, i);
-    int64_t count = h->tensor_count(t);
-    const void *x = h->tensor_data(t);
+    const wf_tensor *t = wfx_host->kernel_input(ctx, i);
+    int64_t count = wfx_count(t);
+    const void *x = wfx_data(t);
     void *y;
 
     if (scale == 1.0) {
       /* Nothing to clip: forward the input. A shared tensor is never
        * written in place, so the const view may be handed on. */
-      if (h->kernel_output_set(ctx, i, (wf_tensor *)t, st))
-        return h->status_code(st);
+      if (wfx_host->kernel_output_set(ctx, i, (wf_tensor *)t, st))
+        return wfx_code(st);
       continue;
     }
-    h->tensor_shape(t, &s);
-    out = h->kernel_output_new(ctx, i, &s, st);
+    wfx_host->tensor_shape(t, &s);
+    out = wfx_host->kernel_output_new(ctx, i, &s, st);
     if (!out)
-      return h->status_code(st);
-    y = h->tensor_data(out);
+      return wfx_code(st);
+    y = wfx_data(out);
     if (dt == WF_FLOAT32)
       for (int64_t j = 0; j < count; j++)
         ((float *)y)[j] = (float)(((const float *)x)[j] * scale);
@@ -92,14 +89,14 @@ static int clip_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       for (int64_t j = 0; j < count; j++)
         ((double *)y)[j] = ((const double *)x)[j] * scale;
   }
-  opc_shape_set_scalar(&s);
-  out = h->kernel_output_new(ctx, n, &s, st);
+  wfx_shape_set_scalar(&s);
+  out = wfx_host->kernel_output_new(ctx, n, &s, st);
   if (!out)
-    return h->status_code(st);
+    return wfx_code(st);
   if (dt == WF_FLOAT32)
-    *(float *)h->tensor_data(out) = (float)norm;
+    *(float *)wfx_data(out) = (float)norm;
   else
-    *(double *)h->tensor_data(out) = norm;
+    *(double *)wfx_data(out) = norm;
   return 0;
 }
 

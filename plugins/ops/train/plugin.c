@@ -84,18 +84,13 @@ _Static_assert(sizeof gradients / sizeof gradients[0] ==
                    NUM_NO_GRADIENTS + 1,
                "every entry of no_gradients is listed once");
 
+/* The host table, for every file of the plugin: ABI 1.0 has every
+ * entry it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int train_init(const wf_host *host, void **state, wf_status *st) {
-  /* The variable entries came with the training additions to the table. */
-  if (!WF_HOST_HAS(host, var_name)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       "ops-train: the host table (%u bytes) has no variable "
-                       "entries (kernel_variable ... var_name); this core is "
-                       "too old for resource variables",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, "ops-train", st))
     return WF_FAILED_PRECONDITION;
-  }
-  opc_set_host(host);
   *state = NULL;
   return 0;
 }

@@ -15,7 +15,7 @@
 
 static int kernel_float(const wf_kernel_ctx *ctx, const char *name,
                         double *out, wf_status *st) {
-  return opc_kernel_attr_float(ctx, name, out, st);
+  return wfx_kernel_attr_float(ctx, name, out, st);
 }
 
 /* The piecewise lists, validated: boundaries strictly increasing, one more
@@ -31,19 +31,19 @@ static int check_piecewise(const wf_attr_value *b, int rb,
                            const wf_attr_value *v, int rv, piecewise *out,
                            wf_status *st) {
   if (rb != 0 || b->type != (WF_ATTR_LIST | WF_ATTR_INT))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'boundaries' (list(int)) is missing");
   if (rv != 0 || v->type != (WF_ATTR_LIST | WF_ATTR_FLOAT))
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "attribute 'values' (list(float)) is missing");
   if (v->count != b->count + 1)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%" PRId64 " boundaries need %" PRId64 " values; "
                     "'values' has %" PRId64,
                     b->count, b->count + 1, v->count);
   for (int64_t i = 1; i < b->count; i++)
     if (b->u.ints[i] <= b->u.ints[i - 1])
-      return opc_fail(st, WF_INVALID_ARGUMENT,
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "boundaries must increase strictly: boundaries[%" PRId64
                       "] = %" PRId64 " follows %" PRId64,
                       i, b->u.ints[i], b->u.ints[i - 1]);
@@ -60,49 +60,46 @@ static int scalar_out(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s;
 
   if (trn_shape_scalar(ctx, 0, "step", st))
-    return opc_host()->status_code(st);
-  opc_shape_set_scalar(&s);
-  opc_host()->shape_set_output(ctx, 0, &s);
+    return wfx_code(st);
+  wfx_shape_set_scalar(&s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
 static int piecewise_shape(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_attr_value b, v;
   piecewise pw;
-  int rb = h->shape_attr(ctx, "boundaries", &b);
-  int rv = h->shape_attr(ctx, "values", &v);
+  int rb = wfx_host->shape_attr(ctx, "boundaries", &b);
+  int rv = wfx_host->shape_attr(ctx, "values", &v);
 
   if (check_piecewise(&b, rb, &v, rv, &pw, st))
-    return h->status_code(st);
+    return wfx_code(st);
   return scalar_out(ctx, st);
 }
 
 static int warmup_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (trn_shape_scalar(ctx, 1, "lr", st))
-    return opc_host()->status_code(st);
+    return wfx_code(st);
   return scalar_out(ctx, st);
 }
 
 /* ---- kernels ----------------------------------------------------------- */
 
 /* The step input: a non-negative int64 scalar. */
-static int read_step(const wf_kernel_ctx *ctx, int64_t *step,
-                     wf_status *st) {
-  const wf_host *h = opc_host();
+static int read_step(const wf_kernel_ctx *ctx, int64_t *step, wf_status *st) {
   const wf_tensor *t;
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_kernel_input(ctx, 0, &t, &s, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &t, &s, st))
+    return wfx_code(st);
   if (s.rank != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'step' has shape %s; it must be a scalar",
-                    opc_shape_str(&s, buf, sizeof buf));
-  *step = *(const int64_t *)h->tensor_data(t);
+                    wfx_shape_str(&s, buf, sizeof buf));
+  *step = *(const int64_t *)wfx_data(t);
   if (*step < 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input 'step' is %" PRId64 "; a global step is never "
                     "negative",
                     *step);
@@ -110,24 +107,21 @@ static int read_step(const wf_kernel_ctx *ctx, int64_t *step,
 }
 
 static int put_scalar(wf_kernel_ctx *ctx, double v, wf_status *st) {
-  const wf_host *h = opc_host();
   wf_shape s;
   wf_tensor *out;
 
-  opc_shape_set_scalar(&s);
-  out = h->kernel_output_new(ctx, 0, &s, st);
+  wfx_shape_set_scalar(&s);
+  out = wfx_host->kernel_output_new(ctx, 0, &s, st);
   if (!out)
-    return h->status_code(st);
-  if (h->kernel_output_dtype(ctx, 0) == WF_FLOAT32)
-    *(float *)h->tensor_data(out) = (float)v;
+    return wfx_code(st);
+  if (wfx_host->kernel_output_dtype(ctx, 0) == WF_FLOAT32)
+    *(float *)wfx_data(out) = (float)v;
   else
-    *(double *)h->tensor_data(out) = v;
+    *(double *)wfx_data(out) = v;
   return 0;
 }
 
-static int exponential_compute(wf_kernel_ctx *ctx, void *state,
-                               wf_status *st) {
-  const wf_host *h = opc_host();
+static int exponential_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   int64_t step, decay_steps;
   double lr, rate, p;
   int staircase;
@@ -135,41 +129,38 @@ static int exponential_compute(wf_kernel_ctx *ctx, void *state,
   if (read_step(ctx, &step, st) ||
       kernel_float(ctx, "learning_rate", &lr, st) ||
       kernel_float(ctx, "decay_rate", &rate, st) ||
-      opc_kernel_attr_int(ctx, "decay_steps", &decay_steps, st) ||
-      opc_kernel_attr_bool(ctx, "staircase", &staircase, st))
-    return h->status_code(st);
+      wfx_kernel_attr_int(ctx, "decay_steps", &decay_steps, st) ||
+      wfx_kernel_attr_bool(ctx, "staircase", &staircase, st))
+    return wfx_code(st);
   p = (double)step / (double)decay_steps;
   if (staircase)
     p = floor(p);
   return put_scalar(ctx, lr * pow(rate, p), st);
 }
 
-static int piecewise_compute(wf_kernel_ctx *ctx, void *state,
-                             wf_status *st) {
-  const wf_host *h = opc_host();
+static int piecewise_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   wf_attr_value b, v;
   piecewise pw;
   int64_t step, i = 0;
-  int rb = h->kernel_attr(ctx, "boundaries", &b);
-  int rv = h->kernel_attr(ctx, "values", &v);
+  int rb = wfx_host->kernel_attr(ctx, "boundaries", &b);
+  int rv = wfx_host->kernel_attr(ctx, "values", &v);
 
   if (check_piecewise(&b, rb, &v, rv, &pw, st) || read_step(ctx, &step, st))
-    return h->status_code(st);
+    return wfx_code(st);
   while (i < pw.nb && step > pw.boundaries[i])
     i++;
   return put_scalar(ctx, pw.values[i], st);
 }
 
 static int cosine_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t step, decay_steps;
   double lr, alpha, cosine;
 
   if (read_step(ctx, &step, st) ||
       kernel_float(ctx, "learning_rate", &lr, st) ||
       kernel_float(ctx, "alpha", &alpha, st) ||
-      opc_kernel_attr_int(ctx, "decay_steps", &decay_steps, st))
-    return h->status_code(st);
+      wfx_kernel_attr_int(ctx, "decay_steps", &decay_steps, st))
+    return wfx_code(st);
   if (step > decay_steps)
     step = decay_steps;
   cosine = 0.5 * (1 + cos(M_PI * (double)step / (double)decay_steps));
@@ -177,15 +168,13 @@ static int cosine_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 }
 
 static int warmup_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = opc_host();
   int64_t step, warmup;
   double lr, f0;
 
-  if (read_step(ctx, &step, st) ||
-      trn_scalar_input(ctx, 1, "lr", &lr, st) ||
+  if (read_step(ctx, &step, st) || trn_scalar_input(ctx, 1, "lr", &lr, st) ||
       kernel_float(ctx, "initial_fraction", &f0, st) ||
-      opc_kernel_attr_int(ctx, "warmup_steps", &warmup, st))
-    return h->status_code(st);
+      wfx_kernel_attr_int(ctx, "warmup_steps", &warmup, st))
+    return wfx_code(st);
   if (step < warmup)
     lr *= f0 + (1 - f0) * (double)step / (double)warmup;
   return put_scalar(ctx, lr, st);
@@ -300,20 +289,15 @@ const wf_op_def trn_linear_warmup_op = {
            "as Keras's CosineDecay warmup from initial_learning_rate = f * "
            "lr to warmup_target = lr." NEG_DOC};
 
-#define KERNEL(nm, fn)                                                         \
-  {                                                                            \
-    WF_STRUCT_INIT(wf_kernel_def), .op = (nm), .device_type = "cpu",           \
-                                   .type_attr = "dtype",                       \
-                                   .dtypes = TRN_DTYPES, .priority = 0,        \
-                                   .flags = WF_KERNEL_CHEAP,                   \
-                                   .label = "reference", .compute = (fn)       \
-  }
-
 const wf_kernel_def trn_exponential_decay_kernel =
-    KERNEL("ExponentialDecay", exponential_compute);
+    WFX_CPU_REFERENCE("ExponentialDecay", "dtype", TRN_DTYPES,
+                      exponential_compute, .flags = WF_KERNEL_CHEAP);
 const wf_kernel_def trn_piecewise_constant_kernel =
-    KERNEL("PiecewiseConstant", piecewise_compute);
+    WFX_CPU_REFERENCE("PiecewiseConstant", "dtype", TRN_DTYPES,
+                      piecewise_compute, .flags = WF_KERNEL_CHEAP);
 const wf_kernel_def trn_cosine_decay_kernel =
-    KERNEL("CosineDecay", cosine_compute);
+    WFX_CPU_REFERENCE("CosineDecay", "dtype", TRN_DTYPES, cosine_compute,
+                      .flags = WF_KERNEL_CHEAP);
 const wf_kernel_def trn_linear_warmup_kernel =
-    KERNEL("LinearWarmup", warmup_compute);
+    WFX_CPU_REFERENCE("LinearWarmup", "dtype", TRN_DTYPES, warmup_compute,
+                      .flags = WF_KERNEL_CHEAP);

@@ -55,7 +55,7 @@ int trn_shape_scalar(wf_shape_ctx *ctx, int32_t i, const char *name,
                      wf_status *st);
 
 /* Float dtypes the kernels implement. */
-#define TRN_DTYPES OPC_DTYPES_FLOAT
+#define TRN_DTYPES WFX_DTYPES_FLOAT
 
 /* ---- dense updates on several threads ---------------------------------- */
 

@@ -10,8 +10,7 @@
 #include <string.h>
 
 int trn_lock(trn_vars *v, wf_status *st) {
-  const wf_host *h = opc_host();
-  char s0[OPC_SHAPE_STR_MAX], s1[OPC_SHAPE_STR_MAX];
+  char s0[WFX_SHAPE_STR_MAX], s1[WFX_SHAPE_STR_MAX];
   wf_shape vs, ss;
   int rc;
 
@@ -25,14 +24,14 @@ int trn_lock(trn_vars *v, wf_status *st) {
   for (int i = 1; i < v->n; i++) {
     for (int j = i; j > 0; j--) {
       int a = v->order[j - 1], b = v->order[j];
-      int c = h->var_order(v->handle[a], v->handle[b]);
+      int c = wfx_host->var_order(v->handle[a], v->handle[b]);
 
       if (c == 0)
-        return opc_fail(st, WF_INVALID_ARGUMENT,
+        return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "inputs '%s' and '%s' are the same variable '%s'; "
                         "each needs its own",
                         v->input[a < b ? a : b], v->input[a < b ? b : a],
-                        h->var_name(v->handle[a]));
+                        wfx_host->var_name(v->handle[a]));
       if (c < 0)
         break;
       v->order[j - 1] = b;
@@ -42,29 +41,29 @@ int trn_lock(trn_vars *v, wf_status *st) {
   for (int i = 0; i < v->n; i++) {
     int k = v->order[i];
 
-    v->value[k] = h->var_lock(v->handle[k], st);
+    v->value[k] = wfx_host->var_lock(v->handle[k], st);
     if (!v->value[k]) {
-      rc = h->status_code(st);
+      rc = wfx_code(st);
       goto fail;
     }
     v->nlocked++;
   }
-  h->tensor_shape(v->value[0], &vs);
+  wfx_host->tensor_shape(v->value[0], &vs);
   for (int k = 1; k < v->n; k++) {
-    h->tensor_shape(v->value[k], &ss);
-    if (h->tensor_dtype(v->value[k]) != h->tensor_dtype(v->value[0]) ||
+    wfx_host->tensor_shape(v->value[k], &ss);
+    if (wfx_dtype(v->value[k]) != wfx_dtype(v->value[0]) ||
         ss.rank != vs.rank ||
         memcmp(ss.dims, vs.dims, sizeof ss.dims[0] * (size_t)ss.rank) != 0) {
-      rc = opc_fail(st, WF_INVALID_ARGUMENT,
+      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
                     "slot '%s' (variable '%s') is %s %s but '%s' (variable "
                     "'%s') is %s %s; a slot has its variable's dtype and "
                     "shape",
-                    v->input[k], h->var_name(v->handle[k]),
-                    opc_dtype_name(h->tensor_dtype(v->value[k])),
-                    opc_shape_str(&ss, s1, sizeof s1), v->input[0],
-                    h->var_name(v->handle[0]),
-                    opc_dtype_name(h->tensor_dtype(v->value[0])),
-                    opc_shape_str(&vs, s0, sizeof s0));
+                    v->input[k], wfx_host->var_name(v->handle[k]),
+                    wfx_dtype_name(wfx_dtype(v->value[k])),
+                    wfx_shape_str(&ss, s1, sizeof s1), v->input[0],
+                    wfx_host->var_name(v->handle[0]),
+                    wfx_dtype_name(wfx_dtype(v->value[0])),
+                    wfx_shape_str(&vs, s0, sizeof s0));
       goto fail;
     }
   }
@@ -76,53 +75,51 @@ fail:
 }
 
 void trn_unlock(trn_vars *v) {
-  const wf_host *h = opc_host();
 
   while (v->nlocked > 0) {
     int k = v->order[--v->nlocked];
-    h->var_unlock(v->handle[k]);
+    wfx_host->var_unlock(v->handle[k]);
     v->value[k] = NULL;
   }
 }
 
 int trn_scalar_input(const wf_kernel_ctx *ctx, int32_t i, const char *name,
                      double *out, wf_status *st) {
-  const wf_host *h = opc_host();
   const wf_tensor *t;
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
   const void *p;
 
-  if (opc_kernel_input(ctx, i, &t, &s, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, i, &t, &s, st))
+    return wfx_code(st);
   if (s.rank != 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' has shape %s; it must be a scalar", name,
-                    opc_shape_str(&s, buf, sizeof buf));
-  p = h->tensor_data(t);
-  switch (h->tensor_dtype(t)) {
+                    wfx_shape_str(&s, buf, sizeof buf));
+  p = wfx_data(t);
+  switch (wfx_dtype(t)) {
   case WF_FLOAT32: *out = *(const float *)p; return 0;
   case WF_FLOAT64: *out = *(const double *)p; return 0;
   case WF_INT32: *out = *(const int32_t *)p; return 0;
   case WF_INT64: *out = (double)*(const int64_t *)p; return 0;
   default:
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' is %s; expected float32, float64, int32 or "
                     "int64",
-                    name, opc_dtype_name(h->tensor_dtype(t)));
+                    name, wfx_dtype_name(wfx_dtype(t)));
   }
 }
 
 int trn_shape_scalar(wf_shape_ctx *ctx, int32_t i, const char *name,
                      wf_status *st) {
   wf_shape s;
-  char buf[OPC_SHAPE_STR_MAX];
+  char buf[WFX_SHAPE_STR_MAX];
 
-  if (opc_shape_input(ctx, i, NULL, &s, st))
-    return opc_host()->status_code(st);
+  if (wfx_shape_input(ctx, i, NULL, &s, st))
+    return wfx_code(st);
   if (s.rank > 0)
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input '%s' has shape %s; it must be a scalar", name,
-                    opc_shape_str(&s, buf, sizeof buf));
+                    wfx_shape_str(&s, buf, sizeof buf));
   return 0;
 }

@@ -24,13 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include "csv_scan.h"
-
-static const wf_host *host;
-
-const wf_host *csv_host(void) { return host; }
 
 enum { MISSING_ERROR, MISSING_DEFAULT, MISSING_SKIP };
 enum { BAD_ERROR, BAD_SKIP };
@@ -177,8 +173,8 @@ static void store(void *data, int32_t dtype, csv_value v) {
 
 static int opt_error(const wf_attr_item *it, const char *what,
                      wf_status *st) {
-  host->status_set(st, WF_INVALID_ARGUMENT, "csv reader: option '%s' %s",
-                   it->name, what);
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT, "csv reader: option '%s' %s",
+                       it->name, what);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -218,10 +214,10 @@ static int opt_list(const wf_attr_item *it, char ***out, int *n,
       bytes += base == WF_ATTR_STRING ? strlen(v->u.strings[i]) + 1 : 32;
     }
   }
-  items = host->alloc((size_t)(count + 1) * sizeof *items + bytes + 1, 0);
+  items = wfx_host->alloc((size_t)(count + 1) * sizeof *items + bytes + 1, 0);
   if (!items) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: out of memory for option '%s'", it->name);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "csv reader: out of memory for option '%s'", it->name);
     return WF_RESOURCE_EXHAUSTED;
   }
   text = (char *)(items + count + 1);
@@ -298,10 +294,10 @@ static int set_col_name(csv_reader *r, csv_col *c, const char *name,
   size_t n = strlen(name);
 
   if (n == 0 || n >= sizeof c->name) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the header's field %d needs a name of 1 to 63 "
-                     "bytes to be a column",
-                     r->path, c->src + 1);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: the header's field %d needs a name of 1 to 63 "
+                         "bytes to be a column",
+                         r->path, c->src + 1);
     return WF_INVALID_ARGUMENT;
   }
   memcpy(c->name, name, n + 1);
@@ -316,15 +312,15 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
 
   r->nfields = names ? nnames : nentries;
   if (r->nfields <= 0) {
-    host->status_set(st, WF_INVALID_ARGUMENT, "%s: rows have no fields",
-                     r->path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: rows have no fields",
+                         r->path);
     return WF_INVALID_ARGUMENT;
   }
-  r->cols = host->alloc((size_t)n * sizeof *r->cols + 1, 0);
-  r->slot = host->alloc((size_t)r->nfields * sizeof *r->slot, 0);
+  r->cols = wfx_host->alloc((size_t)n * sizeof *r->cols + 1, 0);
+  r->slot = wfx_host->alloc((size_t)r->nfields * sizeof *r->slot, 0);
   if (!r->cols || !r->slot) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for %d columns", r->path, n);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory for %d columns", r->path, n);
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int i = 0; i < r->nfields; i++)
@@ -339,10 +335,10 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
 
     memset(c, 0, sizeof *c);
     if (tname && find_type(tname, strlen(tname), &type)) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "csv reader: column entry \"%s\": unknown dtype "
-                       "\"%s\" (known: " TYPE_NAMES ")",
-                       entries[i], tname);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "csv reader: column entry \"%s\": unknown dtype "
+                           "\"%s\" (known: " TYPE_NAMES ")",
+                           entries[i], tname);
       return WF_INVALID_ARGUMENT;
     }
     c->dtype = type->dtype;
@@ -354,34 +350,36 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
       for (int k = 0; k < nnames; k++)
         if (strlen(names[k]) == len && strncmp(names[k], entries[i], len) == 0) {
           if (c->src >= 0) {
-            host->status_set(st, WF_INVALID_ARGUMENT,
-                             "%s: the header names column \"%.*s\" twice "
-                             "(fields %d and %d)",
-                             r->path, (int)len, entries[i], c->src + 1, k + 1);
+            wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                                 "%s: the header names column \"%.*s\" twice "
+                                 "(fields %d and %d)",
+                                 r->path, (int)len, entries[i], c->src + 1,
+                                 k + 1);
             return WF_INVALID_ARGUMENT;
           }
           c->src = k;
         }
       if (c->src < 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: the header has no column \"%.*s\"", r->path,
-                         (int)len, entries[i]);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s: the header has no column \"%.*s\"", r->path,
+                             (int)len, entries[i]);
         return WF_INVALID_ARGUMENT;
       }
     } else if (c->src >= r->nfields) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: column entry %d (\"%s\") is past the header's %d "
-                       "fields",
-                       r->path, i + 1, entries[i], r->nfields);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "%s: column entry %d (\"%s\") is past the header's %d "
+          "fields",
+          r->path, i + 1, entries[i], r->nfields);
       return WF_INVALID_ARGUMENT;
     }
     if (colon) {
       size_t len = (size_t)(colon - entries[i]);
       if (len == 0 || len >= sizeof name) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "csv reader: column entry \"%.80s\": a name has 1 "
-                         "to 63 bytes",
-                         entries[i]);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "csv reader: column entry \"%.80s\": a name has 1 "
+                             "to 63 bytes",
+                             entries[i]);
         return WF_INVALID_ARGUMENT;
       }
       memcpy(name, entries[i], len);
@@ -398,24 +396,25 @@ static int build_schema(csv_reader *r, char **entries, int nentries,
     if (set_col_name(r, c, name, st))
       return WF_INVALID_ARGUMENT;
     if (r->slot[c->src] >= 0) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: field %d is selected twice (as '%s' and '%s')",
-                       r->path, c->src + 1, r->cols[r->slot[c->src]].name,
-                       c->name);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s: field %d is selected twice (as '%s' and '%s')",
+                           r->path, c->src + 1, r->cols[r->slot[c->src]].name,
+                           c->name);
       return WF_INVALID_ARGUMENT;
     }
     for (int k = 0; k < r->ncols; k++)
       if (strcmp(r->cols[k].name, c->name) == 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: two columns are named '%s'", r->path, c->name);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s: two columns are named '%s'", r->path,
+                             c->name);
         return WF_INVALID_ARGUMENT;
       }
     r->slot[c->src] = r->ncols++;
   }
   if (r->ncols == 0) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: every column is skipped: records would be empty",
-                     r->path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: every column is skipped: records would be empty",
+                         r->path);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
@@ -431,8 +430,8 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
 
   *out = NULL;
   if (!csv_scan_row_start(sc)) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: no header row: the file is empty", r->path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: no header row: the file is empty", r->path);
     return WF_INVALID_ARGUMENT;
   }
   /* Two passes: count and size, then copy. */
@@ -445,8 +444,9 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
       if (rc < 0)
         return -rc;
       if (rc == CSV_FIELD_BAD) {
-        host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": header: %s",
-                         r->path, csv_scan_line_of(sc, start), why);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s:%" PRIu64 ": header: %s", r->path,
+                             csv_scan_line_of(sc, start), why);
         return WF_INVALID_ARGUMENT;
       }
       if (pass == 0) {
@@ -461,10 +461,10 @@ static int read_header(csv_reader *r, char ***out, int *n, wf_status *st) {
         break;
     }
     if (pass == 0) {
-      names = host->alloc((size_t)(count + 1) * sizeof *names + bytes, 0);
+      names = wfx_host->alloc((size_t)(count + 1) * sizeof *names + bytes, 0);
       if (!names) {
-        host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "%s: out of memory for the header", r->path);
+        wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                             "%s: out of memory for the header", r->path);
         return WF_RESOURCE_EXHAUSTED;
       }
       text = (char *)(names + count + 1);
@@ -484,10 +484,10 @@ static void csv_close(void *rd) {
   if (!r)
     return;
   if (r->bad_skipped || r->missing_skipped)
-    host->log(r->bad_skipped ? WF_LOG_WARNING : WF_LOG_INFO, "reader-csv",
-              "%s: skipped %" PRIu64 " bad rows and %" PRIu64
-              " rows with missing values",
-              r->path, r->bad_skipped, r->missing_skipped);
+    wfx_host->log(r->bad_skipped ? WF_LOG_WARNING : WF_LOG_INFO, "reader-csv",
+                  "%s: skipped %" PRIu64 " bad rows and %" PRIu64
+                  " rows with missing values",
+                  r->path, r->bad_skipped, r->missing_skipped);
   csv_scan_deinit(&r->sc);
   if (r->map)
     munmap(r->map, r->size);
@@ -495,11 +495,11 @@ static void csv_close(void *rd) {
     close(r->fd);
   if (r->c_locale)
     freelocale(r->c_locale);
-  host->free(r->vals);
-  host->free(r->cols);
-  host->free(r->slot);
-  host->free(r->path);
-  host->free(r);
+  wfx_host->free(r->vals);
+  wfx_host->free(r->cols);
+  wfx_host->free(r->slot);
+  wfx_host->free(r->path);
+  wfx_host->free(r);
 }
 
 static int map_file(csv_reader *r, wf_status *st) {
@@ -511,18 +511,18 @@ static int map_file(csv_reader *r, wf_status *st) {
     code = errno == ENOENT    ? WF_NOT_FOUND
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
-    host->status_set(st, code, "%s: cannot open: %s", r->path,
-                     strerror(errno));
+    wfx_host->status_set(st, code, "%s: cannot open: %s", r->path,
+                         strerror(errno));
     return code;
   }
   if (fstat(r->fd, &sb) != 0) {
-    host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
-                     strerror(errno));
+    wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
+                         strerror(errno));
     return WF_UNAVAILABLE;
   }
   if (!S_ISREG(sb.st_mode)) {
-    host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
-                     r->path);
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
+                         r->path);
     return WF_FAILED_PRECONDITION;
   }
   r->size = (size_t)sb.st_size;
@@ -531,8 +531,8 @@ static int map_file(csv_reader *r, wf_status *st) {
   r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
   if (r->map == MAP_FAILED) {
     r->map = NULL;
-    host->status_set(st, WF_UNAVAILABLE, "%s: cannot map %zu bytes: %s",
-                     r->path, r->size, strerror(errno));
+    wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot map %zu bytes: %s",
+                         r->path, r->size, strerror(errno));
     return WF_UNAVAILABLE;
   }
   madvise(r->map, r->size, MADV_SEQUENTIAL);
@@ -566,21 +566,22 @@ static int csv_open(const char *path, const wf_attr_item *options,
   char delim = plen > 4 && strcmp(path + plen - 4, ".tsv") == 0 ? '\t' : ',';
 
   *rd = NULL;
-  if ((r = host->alloc(sizeof *r, 0)) != NULL) {
+  if ((r = wfx_host->alloc(sizeof *r, 0)) != NULL) {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    r->path = host->alloc(plen + 1, 0);
+    r->path = wfx_host->alloc(plen + 1, 0);
   }
   if (!r || !r->path) {
-    host->free(r);
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: out of memory opening %s", path);
+    wfx_host->free(r);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "csv reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memcpy(r->path, path, plen + 1);
   if (!(r->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0))) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "csv reader: cannot make the C locale to parse %s", path);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "csv reader: cannot make the C locale to parse %s",
+                         path);
     goto fail;
   }
 
@@ -588,7 +589,7 @@ static int csv_open(const char *path, const wf_attr_item *options,
     const wf_attr_item *it = &options[i];
     int rc;
     if (strcmp(it->name, "columns") == 0) {
-      host->free(entries);
+      wfx_host->free(entries);
       rc = opt_list(it, &entries, &nentries, st);
     } else if (strcmp(it->name, "header") == 0) {
       rc = opt_bool(it, &r->header, st);
@@ -600,16 +601,16 @@ static int csv_open(const char *path, const wf_attr_item *options,
                     st);
       have_missing = 1;
     } else if (strcmp(it->name, "defaults") == 0) {
-      host->free(defaults);
+      wfx_host->free(defaults);
       rc = opt_list(it, &defaults, &ndefaults, st);
     } else if (strcmp(it->name, "bad_rows") == 0) {
       rc = opt_word(it, bad_words, "must be \"error\" or \"skip\"",
                     &r->bad_rows, st);
     } else {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "csv reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "csv reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       rc = WF_INVALID_ARGUMENT;
     }
     if (rc)
@@ -618,10 +619,11 @@ static int csv_open(const char *path, const wf_attr_item *options,
   if (defaults && !have_missing)
     r->missing = MISSING_DEFAULT;
   if (!entries && !r->header) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the csv reader needs option 'columns' (\"name:dtype\" "
-                     "entries) when the file has no header",
-                     path);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: the csv reader needs option 'columns' (\"name:dtype\" "
+        "entries) when the file has no header",
+        path);
     goto fail;
   }
 
@@ -632,19 +634,19 @@ static int csv_open(const char *path, const wf_attr_item *options,
     goto fail;
   if (build_schema(r, entries, nentries, names, nnames, st))
     goto fail;
-  r->vals = host->alloc((size_t)r->ncols * sizeof *r->vals, 0);
+  r->vals = wfx_host->alloc((size_t)r->ncols * sizeof *r->vals, 0);
   if (!r->vals) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for %d columns", path, r->ncols);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory for %d columns", path, r->ncols);
     goto fail;
   }
 
   if (defaults) {
     if (ndefaults != 1 && ndefaults != r->ncols) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: option 'defaults' has %d values for %d columns "
-                       "(give one, or one per column)",
-                       path, ndefaults, r->ncols);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s: option 'defaults' has %d values for %d columns "
+                           "(give one, or one per column)",
+                           path, ndefaults, r->ncols);
       goto fail;
     }
     for (int i = 0; i < r->ncols; i++) {
@@ -652,35 +654,35 @@ static int csv_open(const char *path, const wf_attr_item *options,
       char *text = defaults[ndefaults == 1 ? 0 : i];
       char copy[128];
       if (strlen(text) >= sizeof copy) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: default for column '%s' is too long", path,
-                         r->cols[i].name);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s: default for column '%s' is too long", path,
+                             r->cols[i].name);
         goto fail;
       }
       memcpy(copy, text, strlen(text) + 1);
       if (parse_value(copy, strlen(copy), r->cols[i].dtype, r->c_locale,
                       &r->cols[i].def, why, sizeof why) != 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: default for column '%s': %s", path,
-                         r->cols[i].name, *copy ? why : "it is empty");
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "%s: default for column '%s': %s", path,
+                             r->cols[i].name, *copy ? why : "it is empty");
         goto fail;
       }
     }
   }
   r->data_start = r->sc.pos;
   r->data_line = r->sc.line;
-  host->free(entries);
-  host->free(defaults);
-  host->free(names);
+  wfx_host->free(entries);
+  wfx_host->free(defaults);
+  wfx_host->free(names);
   *rd = r;
   return 0;
 
 fail:
-  host->free(entries);
-  host->free(defaults);
-  host->free(names);
+  wfx_host->free(entries);
+  wfx_host->free(defaults);
+  wfx_host->free(names);
   csv_close(r);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 static int32_t csv_num_fields(void *rd) { return ((csv_reader *)rd)->ncols; }
@@ -765,32 +767,32 @@ static int csv_next(void *rd, wf_tensor **fields, wf_status *st) {
     }
     if (rc == 0 && r->bad_rows == BAD_SKIP) {
       r->bad_skipped++;
-      host->status_set(st, WF_DATA_LOSS,
-                       "%s:%" PRIu64 ": skipped a bad row: %s (%" PRIu64
-                       " skipped so far)",
-                       r->path, row_line, err, r->bad_skipped);
+      wfx_host->status_set(st, WF_DATA_LOSS,
+                           "%s:%" PRIu64 ": skipped a bad row: %s (%" PRIu64
+                           " skipped so far)",
+                           r->path, row_line, err, r->bad_skipped);
       return -WF_DATA_LOSS;
     }
     if (rc == 0)
-      host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": %s", r->path,
-                       row_line, err);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s:%" PRIu64 ": %s",
+                           r->path, row_line, err);
     for (int i = 0; rc == 1 && i < r->ncols; i++) {
-      if (!(fields[i] = host->tensor_new(r->cols[i].dtype, &scalar, st))) {
+      if (!(fields[i] = wfx_host->tensor_new(r->cols[i].dtype, &scalar, st))) {
         while (i-- > 0) {
-          host->tensor_release(fields[i]);
+          wfx_host->tensor_release(fields[i]);
           fields[i] = NULL;
         }
         rc = -WF_RESOURCE_EXHAUSTED;
         break;
       }
-      store(host->tensor_data(fields[i]), r->cols[i].dtype, r->vals[i]);
+      store(wfx_data(fields[i]), r->cols[i].dtype, r->vals[i]);
     }
     if (rc == 1)
       return WF_READER_RECORD;
     /* Fatal: stay at the row, so the error repeats rather than vanishes. */
     sc->pos = row_pos;
     sc->line = row_line;
-    return -host->status_code(st);
+    return -wfx_code(st);
   }
 }
 
@@ -810,11 +812,11 @@ static int csv_seek(void *rd, uint64_t pos, wf_status *st) {
   }
   if (pos < r->data_start || pos > r->size ||
       (pos < r->size && r->map[pos - 1] != '\n')) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: offset %" PRIu64
-                     " is not the start of a row (rows span offsets %zu to "
-                     "%zu; use a position from tell)",
-                     r->path, pos, r->data_start, r->size);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: offset %" PRIu64
+                         " is not the start of a row (rows span offsets %zu to "
+                         "%zu; use a position from tell)",
+                         r->path, pos, r->data_start, r->size);
     return WF_INVALID_ARGUMENT;
   }
   r->sc.pos = (size_t)pos;
@@ -865,16 +867,13 @@ static const wf_reader_def csv_reader_def = {
 
 static const wf_reader_def *const readers[] = {&csv_reader_def, NULL};
 
-static int csv_init(const wf_host *h, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(h, tensor_data)) {
-    if (WF_HOST_HAS(h, status_set))
-      h->status_set(st, WF_FAILED_PRECONDITION,
-                    "reader-csv: the host table (%u bytes) lacks the tensor "
-                    "entries",
-                    (unsigned)h->struct_size);
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it uses. */
+WFX_HOST_DEFINE(1, 0);
+
+static int csv_init(const wf_host *host, void **state, wf_status *st) {
+  if (WFX_HOST_INIT(host, "reader-csv", st))
     return WF_FAILED_PRECONDITION;
-  }
-  host = h;
   *state = NULL;
   return 0;
 }

@@ -19,7 +19,7 @@ void csv_scan_init(csv_scanner *sc, const char *data, size_t size,
 }
 
 void csv_scan_deinit(csv_scanner *sc) {
-  csv_host()->free(sc->buf);
+  wfx_host->free(sc->buf);
   sc->buf = NULL;
   sc->cap = sc->len = 0;
 }
@@ -58,22 +58,22 @@ int csv_scan_row_start(csv_scanner *sc) {
 /* Appends p[0..n) to the field; the buffer grows by doubling, so it never
  * holds more than twice the longest field of the file. */
 static int append(csv_scanner *sc, const char *p, size_t n, wf_status *st) {
-  const wf_host *h = csv_host();
 
   if (sc->len + n + 1 > sc->cap) {
     size_t cap = sc->cap ? sc->cap : 64;
     char *b;
     while (cap < sc->len + n + 1)
       cap *= 2;
-    if (!(b = h->alloc(cap, 0))) {
-      h->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "out of memory for a csv field of %zu bytes on line %llu",
-                    sc->len + n, (unsigned long long)sc->line);
+    if (!(b = wfx_host->alloc(cap, 0))) {
+      wfx_host->status_set(
+          st, WF_RESOURCE_EXHAUSTED,
+          "out of memory for a csv field of %zu bytes on line %llu",
+          sc->len + n, (unsigned long long)sc->line);
       return -WF_RESOURCE_EXHAUSTED;
     }
     if (sc->len)
       memcpy(b, sc->buf, sc->len);
-    h->free(sc->buf);
+    wfx_host->free(sc->buf);
     sc->buf = b;
     sc->cap = cap;
   }

@@ -9,10 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <weft/plugin.h>
-
-/* The host table the plugin was given (set once by the plugin's init). */
-const wf_host *csv_host(void);
+#include <weft/plugin_aux.h>
 
 typedef struct csv_scanner {
   const char *data; /* the whole file, borrowed */
@@ -21,7 +18,7 @@ typedef struct csv_scanner {
   uint64_t line; /* 1-based physical line of data[pos] */
   char delim;    /* never '"', '\r' or '\n' */
   /* The last field scanned: unquoted, doubled quotes undone, and
-   * NUL-terminated in buf (buf[len] == 0; owned, from host->alloc). */
+   * NUL-terminated in buf (buf[len] == 0; owned, from wfx_host->alloc). */
   char *buf;
   size_t len, cap;
   int quoted;

@@ -18,9 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <weft/plugin.h>
-
-static const wf_host *host;
+#include <weft/plugin_aux.h>
 
 typedef struct fixed_type {
   const char *name;
@@ -69,8 +67,8 @@ typedef struct fixed_reader {
 
 static int opt_error(const wf_attr_item *it, const char *what,
                      wf_status *st) {
-  host->status_set(st, WF_INVALID_ARGUMENT, "fixed reader: option '%s' %s",
-                   it->name, what);
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT, "fixed reader: option '%s' %s",
+                       it->name, what);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -111,10 +109,10 @@ static int parse_field(const char *s, size_t len, fixed_field *f,
         strncmp(fixed_types[i].name, c1 + 1, tlen) == 0)
       f->type = &fixed_types[i];
   if (!f->type) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "fixed reader: field \"%.*s\": unknown dtype \"%.*s\" "
-                     "(known: " TYPE_NAMES ")",
-                     (int)len, s, (int)tlen, c1 + 1);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "fixed reader: field \"%.*s\": unknown dtype \"%.*s\" "
+                         "(known: " TYPE_NAMES ")",
+                         (int)len, s, (int)tlen, c1 + 1);
     return WF_INVALID_ARGUMENT;
   }
   f->elems = 1;
@@ -140,11 +138,12 @@ static int parse_field(const char *s, size_t len, fixed_field *f,
   return 0;
 
 bad:
-  host->status_set(st, WF_INVALID_ARGUMENT,
-                   "fixed reader: field \"%.*s\" is not name:dtype or "
-                   "name:dtype:D1xD2x... (a name of 1 to 63 bytes, up to %d "
-                   "dimensions, each at least 1)",
-                   (int)len, s, WF_MAX_RANK);
+  wfx_host->status_set(
+      st, WF_INVALID_ARGUMENT,
+      "fixed reader: field \"%.*s\" is not name:dtype or "
+      "name:dtype:D1xD2x... (a name of 1 to 63 bytes, up to %d "
+      "dimensions, each at least 1)",
+      (int)len, s, WF_MAX_RANK);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -168,11 +167,11 @@ static int opt_fields(fixed_reader *r, const wf_attr_item *it,
     return opt_error(it, "must be a string or a non-empty list of strings",
                      st);
   }
-  host->free(r->fields);
+  wfx_host->free(r->fields);
   r->nfields = 0;
-  if (!(r->fields = host->alloc((size_t)n * sizeof *r->fields, 0))) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "fixed reader: out of memory for %d fields", n);
+  if (!(r->fields = wfx_host->alloc((size_t)n * sizeof *r->fields, 0))) {
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "fixed reader: out of memory for %d fields", n);
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int i = 0; i < n; i++) {
@@ -190,9 +189,9 @@ static int opt_fields(fixed_reader *r, const wf_attr_item *it,
       return WF_INVALID_ARGUMENT;
     for (int k = 0; k < i; k++)
       if (strcmp(r->fields[k].name, r->fields[i].name) == 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "fixed reader: two fields are named '%s'",
-                         r->fields[i].name);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "fixed reader: two fields are named '%s'",
+                             r->fields[i].name);
         return WF_INVALID_ARGUMENT;
       }
     r->nfields++;
@@ -211,9 +210,9 @@ static void fixed_close(void *rd) {
     munmap(r->map, (size_t)r->size);
   if (r->fd >= 0)
     close(r->fd);
-  host->free(r->fields);
-  host->free(r->path);
-  host->free(r);
+  wfx_host->free(r->fields);
+  wfx_host->free(r->path);
+  wfx_host->free(r);
 }
 
 static int map_file(fixed_reader *r, wf_status *st) {
@@ -225,18 +224,18 @@ static int map_file(fixed_reader *r, wf_status *st) {
     code = errno == ENOENT    ? WF_NOT_FOUND
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
-    host->status_set(st, code, "%s: cannot open: %s", r->path,
-                     strerror(errno));
+    wfx_host->status_set(st, code, "%s: cannot open: %s", r->path,
+                         strerror(errno));
     return code;
   }
   if (fstat(r->fd, &sb) != 0) {
-    host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
-                     strerror(errno));
+    wfx_host->status_set(st, WF_UNAVAILABLE, "%s: cannot stat: %s", r->path,
+                         strerror(errno));
     return WF_UNAVAILABLE;
   }
   if (!S_ISREG(sb.st_mode)) {
-    host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
-                     r->path);
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION, "%s: not a regular file",
+                         r->path);
     return WF_FAILED_PRECONDITION;
   }
   r->size = (uint64_t)sb.st_size;
@@ -245,8 +244,9 @@ static int map_file(fixed_reader *r, wf_status *st) {
   r->map = mmap(NULL, (size_t)r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
   if (r->map == MAP_FAILED) {
     r->map = NULL;
-    host->status_set(st, WF_UNAVAILABLE, "%s: cannot map %" PRIu64 " bytes: %s",
-                     r->path, r->size, strerror(errno));
+    wfx_host->status_set(st, WF_UNAVAILABLE,
+                         "%s: cannot map %" PRIu64 " bytes: %s", r->path,
+                         r->size, strerror(errno));
     return WF_UNAVAILABLE;
   }
   madvise(r->map, (size_t)r->size, MADV_SEQUENTIAL);
@@ -261,15 +261,15 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   fixed_reader *r;
 
   *rd = NULL;
-  if ((r = host->alloc(sizeof *r, 0)) != NULL) {
+  if ((r = wfx_host->alloc(sizeof *r, 0)) != NULL) {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    r->path = host->alloc(plen + 1, 0);
+    r->path = wfx_host->alloc(plen + 1, 0);
   }
   if (!r || !r->path) {
-    host->free(r);
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "fixed reader: out of memory opening %s", path);
+    wfx_host->free(r);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "fixed reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memcpy(r->path, path, plen + 1);
@@ -296,35 +296,35 @@ static int fixed_open(const char *path, const wf_attr_item *options,
       else
         rc = opt_error(it, "must be \"error\" or \"report\"", st);
     } else {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "fixed reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "fixed reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       rc = WF_INVALID_ARGUMENT;
     }
     if (rc)
       goto fail;
   }
   if (r->nfields == 0) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the fixed reader needs option 'fields' "
-                     "(\"name:dtype[:D1xD2...]\" entries)",
-                     path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: the fixed reader needs option 'fields' "
+                         "(\"name:dtype[:D1xD2...]\" entries)",
+                         path);
     goto fail;
   }
   for (int i = 0; i < r->nfields; i++) {
     r->fields[i].offset = sum;
     if (__builtin_add_overflow(sum, r->fields[i].bytes, &sum)) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "fixed reader: the fields' sizes overflow 64 bits");
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "fixed reader: the fields' sizes overflow 64 bits");
       goto fail;
     }
   }
   if (have_record_bytes && record_bytes < sum) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "fixed reader: record_bytes %" PRIu64
-                     " is smaller than the fields' %" PRIu64 " bytes",
-                     record_bytes, sum);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "fixed reader: record_bytes %" PRIu64
+                         " is smaller than the fields' %" PRIu64 " bytes",
+                         record_bytes, sum);
     goto fail;
   }
   r->rec_bytes = have_record_bytes ? record_bytes : sum;
@@ -337,29 +337,29 @@ static int fixed_open(const char *path, const wf_attr_item *options,
   if (map_file(r, st))
     goto fail;
   if (r->size > SIZE_MAX) {
-    host->status_set(st, WF_UNIMPLEMENTED,
-                     "%s: %" PRIu64 " bytes do not fit in the address space",
-                     path, r->size);
+    wfx_host->status_set(
+        st, WF_UNIMPLEMENTED,
+        "%s: %" PRIu64 " bytes do not fit in the address space", path, r->size);
     goto fail;
   }
   if (r->size < r->header) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the file has %" PRIu64
-                     " bytes, fewer than its header of %" PRIu64,
-                     path, r->size, r->header);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: the file has %" PRIu64
+                         " bytes, fewer than its header of %" PRIu64,
+                         path, r->size, r->header);
     goto fail;
   }
   body = r->size - r->header;
   r->count = body / r->rec_bytes;
   r->partial = body % r->rec_bytes;
   if (r->partial && partial == PARTIAL_ERROR) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: size %" PRIu64 " is not a header of %" PRIu64
-                     " bytes plus whole records of %" PRIu64
-                     " bytes: %" PRIu64 " bytes are left at offset %" PRIu64
-                     " (option partial = \"report\" reads the whole ones)",
-                     path, r->size, r->header, r->rec_bytes, r->partial,
-                     r->size - r->partial);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: size %" PRIu64 " is not a header of %" PRIu64
+                         " bytes plus whole records of %" PRIu64
+                         " bytes: %" PRIu64 " bytes are left at offset %" PRIu64
+                         " (option partial = \"report\" reads the whole ones)",
+                         path, r->size, r->header, r->rec_bytes, r->partial,
+                         r->size - r->partial);
     goto fail;
   }
   *rd = r;
@@ -367,7 +367,7 @@ static int fixed_open(const char *path, const wf_attr_item *options,
 
 fail:
   fixed_close(r);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 static int32_t fixed_num_fields(void *rd) {
@@ -406,12 +406,11 @@ static int fixed_next(void *rd, wf_tensor **out, wf_status *st) {
   if (r->next >= r->count) {
     if (r->partial && !r->partial_done) {
       r->partial_done = 1;
-      host->status_set(st, WF_DATA_LOSS,
-                       "%s: a partial record of %" PRIu64 " bytes (of %" PRIu64
-                       ") at offset %" PRIu64 " after record %" PRIu64
-                       " was skipped",
-                       r->path, r->partial, r->rec_bytes,
-                       r->size - r->partial, r->count);
+      wfx_host->status_set(
+          st, WF_DATA_LOSS,
+          "%s: a partial record of %" PRIu64 " bytes (of %" PRIu64
+          ") at offset %" PRIu64 " after record %" PRIu64 " was skipped",
+          r->path, r->partial, r->rec_bytes, r->size - r->partial, r->count);
       return -WF_DATA_LOSS;
     }
     return WF_READER_END;
@@ -420,14 +419,14 @@ static int fixed_next(void *rd, wf_tensor **out, wf_status *st) {
   for (int i = 0; i < r->nfields; i++) {
     const fixed_field *f = &r->fields[i];
     unsigned char *data;
-    if (!(out[i] = host->tensor_new(f->type->dtype, &f->shape, st))) {
+    if (!(out[i] = wfx_host->tensor_new(f->type->dtype, &f->shape, st))) {
       while (i-- > 0) {
-        host->tensor_release(out[i]);
+        wfx_host->tensor_release(out[i]);
         out[i] = NULL;
       }
-      return -host->status_code(st);
+      return -wfx_code(st);
     }
-    data = host->tensor_data(out[i]);
+    data = wfx_data(out[i]);
     memcpy(data, rec + f->offset, (size_t)f->bytes);
     if (r->swap)
       swap_bytes(data, f->elems, f->type->size);
@@ -442,10 +441,10 @@ static int fixed_seek(void *rd, uint64_t pos, wf_status *st) {
   fixed_reader *r = rd;
 
   if (pos > r->count) {
-    host->status_set(st, WF_OUT_OF_RANGE,
-                     "%s: cannot seek to record %" PRIu64
-                     ": the file has %" PRIu64 " records",
-                     r->path, pos, r->count);
+    wfx_host->status_set(st, WF_OUT_OF_RANGE,
+                         "%s: cannot seek to record %" PRIu64
+                         ": the file has %" PRIu64 " records",
+                         r->path, pos, r->count);
     return WF_OUT_OF_RANGE;
   }
   r->next = pos;
@@ -490,16 +489,13 @@ static const wf_reader_def fixed_reader_def = {
 
 static const wf_reader_def *const readers[] = {&fixed_reader_def, NULL};
 
-static int fixed_init(const wf_host *h, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(h, tensor_data)) {
-    if (WF_HOST_HAS(h, status_set))
-      h->status_set(st, WF_FAILED_PRECONDITION,
-                    "reader-fixed: the host table (%u bytes) lacks the tensor "
-                    "entries",
-                    (unsigned)h->struct_size);
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it uses. */
+WFX_HOST_DEFINE(1, 0);
+
+static int fixed_init(const wf_host *host, void **state, wf_status *st) {
+  if (WFX_HOST_INIT(host, "reader-fixed", st))
     return WF_FAILED_PRECONDITION;
-  }
-  host = h;
   *state = NULL;
   return 0;
 }

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 #include "idx_stream.h"
 
@@ -24,10 +24,6 @@
  * header within that ratio still cannot make the reader allocate memory the
  * file does not fill. */
 #define DIRECT_MAX ((uint64_t)1 << 24)
-
-static const wf_host *host;
-
-const wf_host *idx_host(void) { return host; }
 
 /* The idx element types. int16 has no weft dtype: it widens to int32. */
 typedef struct idx_type {
@@ -84,55 +80,55 @@ static int read_header(idx_file *f, wf_status *st) {
   size_t got;
 
   if (idx_stream_read(f->s, m, 4, &got, st))
-    return host->status_code(st);
+    return wfx_code(st);
   if (got < 4) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: the %s has %zu bytes, too few for an idx header "
-                     "(4 bytes of magic at offset 0)",
-                     f->path, kind, got);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: the %s has %zu bytes, too few for an idx header "
+                         "(4 bytes of magic at offset 0)",
+                         f->path, kind, got);
     return WF_INVALID_ARGUMENT;
   }
   if (m[0] != 0 || m[1] != 0) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: bad magic 0x%02x%02x%02x%02x at offset 0: an idx "
-                     "file starts with two zero bytes%s",
-                     f->path, m[0], m[1], m[2], m[3],
-                     gz ? " (after gunzip)" : "");
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: bad magic 0x%02x%02x%02x%02x at offset 0: an idx "
+                         "file starts with two zero bytes%s",
+                         f->path, m[0], m[1], m[2], m[3],
+                         gz ? " (after gunzip)" : "");
     return WF_INVALID_ARGUMENT;
   }
   for (size_t i = 0; i < sizeof idx_types / sizeof idx_types[0]; i++)
     if (idx_types[i].code == m[2])
       f->type = &idx_types[i];
   if (!f->type) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: unknown idx type code 0x%02x at offset 2 (known: "
-                     "0x08 ubyte, 0x09 sbyte, 0x0b short, 0x0c int, 0x0d "
-                     "float, 0x0e double)",
-                     f->path, m[2]);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: unknown idx type code 0x%02x at offset 2 (known: "
+                         "0x08 ubyte, 0x09 sbyte, 0x0b short, 0x0c int, 0x0d "
+                         "float, 0x0e double)",
+                         f->path, m[2]);
     return WF_INVALID_ARGUMENT;
   }
   rank = m[3];
   if (rank == 0) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: rank 0 at offset 3: an idx file has at least one "
-                     "dimension (the record count)",
-                     f->path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: rank 0 at offset 3: an idx file has at least one "
+                         "dimension (the record count)",
+                         f->path);
     return WF_INVALID_ARGUMENT;
   }
   if (rank - 1 > WF_MAX_RANK) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: rank %d at offset 3: records of rank %d exceed "
-                     "weft's maximum rank %d",
-                     f->path, rank, rank - 1, WF_MAX_RANK);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: rank %d at offset 3: records of rank %d exceed "
+                         "weft's maximum rank %d",
+                         f->path, rank, rank - 1, WF_MAX_RANK);
     return WF_INVALID_ARGUMENT;
   }
   if (idx_stream_read(f->s, d, (size_t)rank * 4, &got, st))
-    return host->status_code(st);
+    return wfx_code(st);
   if (got < (size_t)rank * 4) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: truncated header: the %s ends at offset %zu, but "
-                     "%d dimensions need bytes 4 to %d",
-                     f->path, kind, 4 + got, rank, 4 + 4 * rank);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: truncated header: the %s ends at offset %zu, but "
+                         "%d dimensions need bytes 4 to %d",
+                         f->path, kind, 4 + got, rank, 4 + 4 * rank);
     return WF_INVALID_ARGUMENT;
   }
   f->data_off = 4 + 4 * (uint64_t)rank;
@@ -142,10 +138,11 @@ static int read_header(idx_file *f, wf_status *st) {
   for (int i = 1; i < rank; i++) {
     uint32_t v = be32(d + 4 * i);
     if (v == 0) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: dimension %d (offset %d) is 0: records would be "
-                       "empty",
-                       f->path, i, 4 + 4 * i);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "%s: dimension %d (offset %d) is 0: records would be "
+          "empty",
+          f->path, i, 4 + 4 * i);
       return WF_INVALID_ARGUMENT;
     }
     f->shape.dims[i - 1] = v;
@@ -163,39 +160,38 @@ static int read_header(idx_file *f, wf_status *st) {
     /* The decompressed size is unknown until the end; it is checked as the
      * records stream in, and bounded here by deflate's best ratio. */
     if (data / GZIP_MAX_RATIO > size) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: the header promises %" PRIu64
-                       " records of %" PRIu64 " bytes (%" PRIu64
-                       " bytes), more than a gzip file of %" PRIu64
-                       " bytes can hold",
-                       f->path, f->count, f->rec_bytes, data, size);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s: the header promises %" PRIu64
+                           " records of %" PRIu64 " bytes (%" PRIu64
+                           " bytes), more than a gzip file of %" PRIu64
+                           " bytes can hold",
+                           f->path, f->count, f->rec_bytes, data, size);
       return WF_INVALID_ARGUMENT;
     }
   } else if (size < f->data_off + data) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: truncated: the header promises %" PRIu64
-                     " records of %" PRIu64 " bytes, ending at offset %" PRIu64
-                     ", but the file ends at offset %" PRIu64
-                     " (in record %" PRIu64 ")",
-                     f->path, f->count, f->rec_bytes, f->data_off + data, size,
-                     (size - f->data_off) / f->rec_bytes);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: truncated: the header promises %" PRIu64 " records of %" PRIu64
+        " bytes, ending at offset %" PRIu64
+        ", but the file ends at offset %" PRIu64 " (in record %" PRIu64 ")",
+        f->path, f->count, f->rec_bytes, f->data_off + data, size,
+        (size - f->data_off) / f->rec_bytes);
     return WF_INVALID_ARGUMENT;
   } else if (size > f->data_off + data) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: %" PRIu64 " unexpected bytes at offset %" PRIu64
-                     ", after the last of the %" PRIu64
-                     " records the header promises",
-                     f->path, size - f->data_off - data, f->data_off + data,
-                     f->count);
+    wfx_host->status_set(
+        st, WF_INVALID_ARGUMENT,
+        "%s: %" PRIu64 " unexpected bytes at offset %" PRIu64
+        ", after the last of the %" PRIu64 " records the header promises",
+        f->path, size - f->data_off - data, f->data_off + data, f->count);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
 
 too_big:
-  host->status_set(st, WF_INVALID_ARGUMENT,
-                   "%s: the %d dimensions in the header (offsets 4 to %d) "
-                   "give a data size beyond 64 bits",
-                   f->path, rank, 4 + 4 * rank);
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                       "%s: the %d dimensions in the header (offsets 4 to %d) "
+                       "give a data size beyond 64 bits",
+                       f->path, rank, 4 + 4 * rank);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -219,13 +215,12 @@ static void to_host_order(void *data, int64_t elems, int size) {
 
 static int truncated(const idx_file *f, uint64_t index, uint64_t at,
                      uint64_t got, wf_status *st) {
-  host->status_set(st, WF_INVALID_ARGUMENT,
-                   "%s: truncated: record %" PRIu64 " of %" PRIu64
-                   " needs %" PRIu64 " bytes from offset %" PRIu64
-                   " of the %s, which ends at offset %" PRIu64,
-                   f->path, index, f->count, f->rec_bytes, at,
-                   idx_stream_is_gzip(f->s) ? "decompressed data" : "file",
-                   at + got);
+  wfx_host->status_set(
+      st, WF_INVALID_ARGUMENT,
+      "%s: truncated: record %" PRIu64 " of %" PRIu64 " needs %" PRIu64
+      " bytes from offset %" PRIu64 " of the %s, which ends at offset %" PRIu64,
+      f->path, index, f->count, f->rec_bytes, at,
+      idx_stream_is_gzip(f->s) ? "decompressed data" : "file", at + got);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -240,22 +235,22 @@ static int read_staged(idx_file *f, uint64_t index, wf_status *st) {
       unsigned char *n;
       if (cap > f->rec_bytes)
         cap = f->rec_bytes;
-      if (!(n = host->alloc((size_t)cap, 0))) {
-        host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "%s: out of memory for record %" PRIu64
-                         " (%" PRIu64 " bytes)",
-                         f->path, index, f->rec_bytes);
+      if (!(n = wfx_host->alloc((size_t)cap, 0))) {
+        wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                             "%s: out of memory for record %" PRIu64
+                             " (%" PRIu64 " bytes)",
+                             f->path, index, f->rec_bytes);
         return WF_RESOURCE_EXHAUSTED;
       }
       if (have)
         memcpy(n, f->stage, (size_t)have);
-      host->free(f->stage);
+      wfx_host->free(f->stage);
       f->stage = n;
       f->stage_cap = (size_t)cap;
     }
     if (idx_stream_read(f->s, f->stage + have, f->stage_cap - (size_t)have,
                         &got, st))
-      return host->status_code(st);
+      return wfx_code(st);
     if (got == 0)
       return truncated(f, index, at, have, st);
     have += got;
@@ -272,10 +267,10 @@ static int read_record(idx_file *f, uint64_t index, wf_tensor **out,
   size_t got;
 
   if (f->staged && read_staged(f, index, st))
-    return host->status_code(st);
-  if (!(t = host->tensor_new(f->type->dtype, &f->shape, st)))
-    return host->status_code(st);
-  data = host->tensor_data(t);
+    return wfx_code(st);
+  if (!(t = wfx_host->tensor_new(f->type->dtype, &f->shape, st)))
+    return wfx_code(st);
+  data = wfx_data(t);
   src = f->staged ? f->stage : f->wide ? f->wide : data;
   if (!f->staged) {
     if (idx_stream_read(f->s, src, (size_t)f->rec_bytes, &got, st))
@@ -298,8 +293,8 @@ static int read_record(idx_file *f, uint64_t index, wf_tensor **out,
   return 0;
 
 fail:
-  host->tensor_release(t);
-  return host->status_code(st);
+  wfx_host->tensor_release(t);
+  return wfx_code(st);
 }
 
 /* ---- options ------------------------------------------------------------- */
@@ -309,8 +304,8 @@ fail:
 static int opt_string(const wf_attr_item *it, const char **out,
                       wf_status *st) {
   if (it->value.type != WF_ATTR_STRING || !it->value.u.s) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "idx reader: option '%s' must be a string", it->name);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "idx reader: option '%s' must be a string", it->name);
     return WF_INVALID_ARGUMENT;
   }
   *out = it->value.u.s;
@@ -322,10 +317,10 @@ static int set_name(char *dst, const char *name, const char *option,
   size_t n = strlen(name);
 
   if (n == 0 || n >= 64) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "idx reader: option '%s' must be a field name of 1 to "
-                     "63 bytes, not \"%s\"",
-                     option, name);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "idx reader: option '%s' must be a field name of 1 to "
+                         "63 bytes, not \"%s\"",
+                         option, name);
     return WF_INVALID_ARGUMENT;
   }
   memcpy(dst, name, n + 1);
@@ -335,7 +330,7 @@ static int set_name(char *dst, const char *name, const char *option,
 /* The labels file for images file `path`: label_file as given when
  * absolute; relative to path's directory otherwise; "auto": path with the
  * last "images-idx3" of its file name made "labels-idx1" (MNIST naming).
- * A new string from host->alloc. */
+ * A new string from wfx_host->alloc. */
 static char *label_path(const char *path, const char *label_file,
                         wf_status *st) {
   const char *slash = strrchr(path, '/');
@@ -348,13 +343,14 @@ static char *label_path(const char *path, const char *label_file,
     while ((p = strstr(p, "images-idx3")) != NULL)
       at = p++;
     if (!at) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: label_file \"auto\" needs \"images-idx3\" "
-                       "in the file name of %s",
-                       path);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "idx reader: label_file \"auto\" needs \"images-idx3\" "
+          "in the file name of %s",
+          path);
       return NULL;
     }
-    out = host->alloc(plen + 1, 0);
+    out = wfx_host->alloc(plen + 1, 0);
     if (!out)
       goto oom;
     memcpy(out, path, plen + 1);
@@ -363,7 +359,7 @@ static char *label_path(const char *path, const char *label_file,
   }
   if (label_file[0] == '/')
     dir = 0;
-  out = host->alloc(dir + llen + 1, 0);
+  out = wfx_host->alloc(dir + llen + 1, 0);
   if (!out)
     goto oom;
   memcpy(out, path, dir);
@@ -371,8 +367,8 @@ static char *label_path(const char *path, const char *label_file,
   return out;
 
 oom:
-  host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                   "idx reader: out of memory opening %s", path);
+  wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                       "idx reader: out of memory opening %s", path);
   return NULL;
 }
 
@@ -385,24 +381,25 @@ static void idx_close(void *rd) {
     return;
   for (int i = 0; i < 2; i++) {
     idx_stream_close(r->f[i].s);
-    host->free(r->f[i].wide);
-    host->free(r->f[i].stage);
-    host->free(r->f[i].path);
+    wfx_host->free(r->f[i].wide);
+    wfx_host->free(r->f[i].stage);
+    wfx_host->free(r->f[i].path);
   }
-  host->free(r);
+  wfx_host->free(r);
 }
 
 static int open_file(idx_file *f, char *path, wf_status *st) {
   f->path = path;
   if (idx_stream_open(path, &f->s, st) || read_header(f, st))
-    return host->status_code(st);
+    return wfx_code(st);
   f->staged = idx_stream_is_gzip(f->s) && f->rec_bytes > DIRECT_MAX;
   if (f->type->size == 2 && !f->staged && f->count > 0) {
-    f->wide = host->alloc((size_t)f->rec_bytes, 0);
+    f->wide = wfx_host->alloc((size_t)f->rec_bytes, 0);
     if (!f->wide) {
-      host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                       "%s: out of memory for a record of %" PRIu64 " bytes",
-                       path, f->rec_bytes);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "%s: out of memory for a record of %" PRIu64
+                           " bytes",
+                           path, f->rec_bytes);
       return WF_RESOURCE_EXHAUSTED;
     }
   }
@@ -424,23 +421,23 @@ static int idx_open(const char *path, const wf_attr_item *options,
                        : strcmp(it->name, "label_name") == 0 ? &label_name
                                                              : NULL;
     if (!dst) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: unknown option '%s' (known: " OPTION_NAMES
-                       ")",
-                       it->name);
+      wfx_host->status_set(
+          st, WF_INVALID_ARGUMENT,
+          "idx reader: unknown option '%s' (known: " OPTION_NAMES ")",
+          it->name);
       return WF_INVALID_ARGUMENT;
     }
     if (opt_string(it, dst, st))
       return WF_INVALID_ARGUMENT;
   }
 
-  r = host->alloc(sizeof *r, 0);
-  p = host->alloc(plen + 1, 0);
+  r = wfx_host->alloc(sizeof *r, 0);
+  p = wfx_host->alloc(plen + 1, 0);
   if (!r || !p) {
-    host->free(r);
-    host->free(p);
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "idx reader: out of memory opening %s", path);
+    wfx_host->free(r);
+    wfx_host->free(p);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "idx reader: out of memory opening %s", path);
     return WF_RESOURCE_EXHAUSTED;
   }
   memset(r, 0, sizeof *r);
@@ -460,16 +457,17 @@ static int idx_open(const char *path, const wf_attr_item *options,
         set_name(lf->name, label_name, "label_name", st))
       goto fail;
     if (strcmp(lf->name, r->f[0].name) == 0) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "idx reader: both fields of %s are named '%s'; set "
-                       "'name' or 'label_name'",
-                       path, lf->name);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "idx reader: both fields of %s are named '%s'; set "
+                           "'name' or 'label_name'",
+                           path, lf->name);
       goto fail;
     }
     if (lf->count != r->f[0].count) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s has %" PRIu64 " records but its label file %s has %" PRIu64,
-                       path, r->f[0].count, lf->path, lf->count);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s has %" PRIu64
+                           " records but its label file %s has %" PRIu64,
+                           path, r->f[0].count, lf->path, lf->count);
       goto fail;
     }
   }
@@ -478,7 +476,7 @@ static int idx_open(const char *path, const wf_attr_item *options,
 
 fail:
   idx_close(r);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 static int32_t idx_num_fields(void *rd) { return ((idx_reader *)rd)->nfiles; }
@@ -497,9 +495,9 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
   int at_end, i;
 
   if (r->broken) {
-    host->status_set(st, WF_FAILED_PRECONDITION,
-                     "%s: reading stopped at an earlier error; seek to go on",
-                     r->f[0].path);
+    wfx_host->status_set(
+        st, WF_FAILED_PRECONDITION,
+        "%s: reading stopped at an earlier error; seek to go on", r->f[0].path);
     return -WF_FAILED_PRECONDITION;
   }
   if (r->next >= r->f[0].count) {
@@ -509,11 +507,11 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
       if (idx_stream_at_end(f->s, &at_end, st))
         goto fail;
       if (!at_end) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "%s: the decompressed data goes on at offset %" PRIu64
-                         ", after the last of the %" PRIu64
-                         " records the header promises",
-                         f->path, at, f->count);
+        wfx_host->status_set(
+            st, WF_INVALID_ARGUMENT,
+            "%s: the decompressed data goes on at offset %" PRIu64
+            ", after the last of the %" PRIu64 " records the header promises",
+            f->path, at, f->count);
         goto fail;
       }
     }
@@ -523,7 +521,7 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
   for (i = 0; i < r->nfiles; i++)
     if (read_record(&r->f[i], r->next, &fields[i], st)) {
       while (i-- > 0) {
-        host->tensor_release(fields[i]);
+        wfx_host->tensor_release(fields[i]);
         fields[i] = NULL;
       }
       goto fail;
@@ -533,7 +531,7 @@ static int idx_next(void *rd, wf_tensor **fields, wf_status *st) {
 
 fail:
   r->broken = 1;
-  return -host->status_code(st);
+  return -wfx_code(st);
 }
 
 static uint64_t idx_tell(void *rd) { return ((idx_reader *)rd)->next; }
@@ -542,17 +540,17 @@ static int idx_seek(void *rd, uint64_t pos, wf_status *st) {
   idx_reader *r = rd;
 
   if (pos > r->f[0].count) {
-    host->status_set(st, WF_OUT_OF_RANGE,
-                     "%s: cannot seek to record %" PRIu64 ": the file has %" PRIu64
-                     " records",
-                     r->f[0].path, pos, r->f[0].count);
+    wfx_host->status_set(st, WF_OUT_OF_RANGE,
+                         "%s: cannot seek to record %" PRIu64
+                         ": the file has %" PRIu64 " records",
+                         r->f[0].path, pos, r->f[0].count);
     return WF_OUT_OF_RANGE;
   }
   for (int i = 0; i < r->nfiles; i++) {
     idx_file *f = &r->f[i];
     if (idx_stream_seek(f->s, f->data_off + pos * f->rec_bytes, st)) {
       r->broken = 1;
-      return host->status_code(st);
+      return wfx_code(st);
     }
   }
   r->next = pos;
@@ -600,16 +598,13 @@ static const wf_reader_def idx_reader_def = {
 
 static const wf_reader_def *const readers[] = {&idx_reader_def, NULL};
 
-static int idx_init(const wf_host *h, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(h, tensor_data)) {
-    if (WF_HOST_HAS(h, status_set))
-      h->status_set(st, WF_FAILED_PRECONDITION,
-                    "reader-idx: the host table (%u bytes) lacks the tensor "
-                    "entries",
-                    (unsigned)h->struct_size);
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it uses. */
+WFX_HOST_DEFINE(1, 0);
+
+static int idx_init(const wf_host *host, void **state, wf_status *st) {
+  if (WFX_HOST_INIT(host, "reader-idx", st))
     return WF_FAILED_PRECONDITION;
-  }
-  host = h;
   *state = NULL;
   return 0;
 }

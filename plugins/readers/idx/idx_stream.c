@@ -37,10 +37,9 @@ struct idx_stream {
 };
 
 static int io_error(idx_stream *s, const char *what, int err, wf_status *st) {
-  const wf_host *h = idx_host();
 
-  h->status_set(st, WF_UNAVAILABLE, "%s: %s: %s", s->path, what,
-                strerror(err));
+  wfx_host->status_set(st, WF_UNAVAILABLE, "%s: %s: %s", s->path, what,
+                       strerror(err));
   return WF_UNAVAILABLE;
 }
 
@@ -61,8 +60,7 @@ static int file_read(idx_stream *s, void *buf, size_t cap, size_t *got,
 }
 
 int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
-  const wf_host *h = idx_host();
-  idx_stream *s = h->alloc(sizeof *s, 0);
+  idx_stream *s = wfx_host->alloc(sizeof *s, 0);
   size_t plen = strlen(path);
   unsigned char magic[2];
   struct stat sb;
@@ -74,8 +72,8 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
     goto oom;
   memset(s, 0, sizeof *s);
   s->fd = -1;
-  s->path = h->alloc(plen + 1, 0);
-  s->in = h->alloc(IN_SIZE, 0);
+  s->path = wfx_host->alloc(plen + 1, 0);
+  s->in = wfx_host->alloc(IN_SIZE, 0);
   if (!s->path || !s->in)
     goto oom;
   memcpy(s->path, path, plen + 1);
@@ -85,7 +83,8 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
     code = errno == ENOENT    ? WF_NOT_FOUND
            : errno == EACCES ? WF_PERMISSION_DENIED
                              : WF_UNAVAILABLE;
-    h->status_set(st, code, "%s: cannot open: %s", path, strerror(errno));
+    wfx_host->status_set(st, code, "%s: cannot open: %s", path,
+                         strerror(errno));
     goto fail;
   }
   if (fstat(s->fd, &sb) != 0) {
@@ -94,7 +93,7 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
   }
   if (!S_ISREG(sb.st_mode)) {
     code = WF_FAILED_PRECONDITION;
-    h->status_set(st, code, "%s: not a regular file", path);
+    wfx_host->status_set(st, code, "%s: not a regular file", path);
     goto fail;
   }
   s->file_size = (uint64_t)sb.st_size;
@@ -112,8 +111,8 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
     int zr = inflateInit2(&s->z, 16 + MAX_WBITS);
     if (zr != Z_OK) {
       code = zr == Z_MEM_ERROR ? WF_RESOURCE_EXHAUSTED : WF_INTERNAL;
-      h->status_set(st, code, "%s: cannot start inflate: %s", path,
-                    s->z.msg ? s->z.msg : zError(zr));
+      wfx_host->status_set(st, code, "%s: cannot start inflate: %s", path,
+                           s->z.msg ? s->z.msg : zError(zr));
       goto fail;
     }
     s->z_ready = 1;
@@ -123,14 +122,13 @@ int idx_stream_open(const char *path, idx_stream **out, wf_status *st) {
 
 oom:
   code = WF_RESOURCE_EXHAUSTED;
-  h->status_set(st, code, "%s: out of memory opening the file", path);
+  wfx_host->status_set(st, code, "%s: out of memory opening the file", path);
 fail:
   idx_stream_close(s);
   return code;
 }
 
 void idx_stream_close(idx_stream *s) {
-  const wf_host *h = idx_host();
 
   if (!s)
     return;
@@ -138,10 +136,10 @@ void idx_stream_close(idx_stream *s) {
     inflateEnd(&s->z);
   if (s->fd >= 0)
     close(s->fd);
-  h->free(s->drop);
-  h->free(s->in);
-  h->free(s->path);
-  h->free(s);
+  wfx_host->free(s->drop);
+  wfx_host->free(s->in);
+  wfx_host->free(s->path);
+  wfx_host->free(s);
 }
 
 int idx_stream_is_gzip(const idx_stream *s) { return s->gzip; }
@@ -159,7 +157,7 @@ static int raw_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
       size_t cap = n - done >= IN_SIZE ? n - done : IN_SIZE;
       s->in_pos = s->in_len = 0; /* the buffer no longer ends at file_off */
       if (file_read(s, to, cap, &k, st))
-        return idx_host()->status_code(st);
+        return wfx_code(st);
       if (k == 0)
         break;
       if (to != s->in) {
@@ -187,7 +185,6 @@ static uint64_t gz_in_offset(const idx_stream *s) {
 
 static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
                    wf_status *st) {
-  const wf_host *h = idx_host();
   size_t k;
   int zr;
 
@@ -196,7 +193,7 @@ static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
   while (s->z.avail_out > 0 && !s->data_end) {
     if (s->z.avail_in == 0) {
       if (file_read(s, s->in, IN_SIZE, &k, st))
-        return h->status_code(st);
+        return wfx_code(st);
       s->z.next_in = s->in;
       s->z.avail_in = (uInt)k;
       if (k == 0) {
@@ -204,12 +201,11 @@ static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
           s->data_end = 1;
           break;
         }
-        h->status_set(st, WF_INVALID_ARGUMENT,
-                      "%s: truncated gzip data: the file ends at byte %" PRIu64
-                      " inside a gzip member (decompressed offset %" PRIu64
-                      ")",
-                      s->path, s->file_off,
-                      s->out_off + (n - s->z.avail_out));
+        wfx_host->status_set(
+            st, WF_INVALID_ARGUMENT,
+            "%s: truncated gzip data: the file ends at byte %" PRIu64
+            " inside a gzip member (decompressed offset %" PRIu64 ")",
+            s->path, s->file_off, s->out_off + (n - s->z.avail_out));
         return WF_INVALID_ARGUMENT;
       }
     }
@@ -222,18 +218,18 @@ static int gz_read(idx_stream *s, unsigned char *dst, size_t n, size_t *got,
     if (zr == Z_STREAM_END) {
       s->member_done = 1;
     } else if (zr == Z_MEM_ERROR) {
-      h->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "%s: out of memory inflating gzip data", s->path);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "%s: out of memory inflating gzip data", s->path);
       return WF_RESOURCE_EXHAUSTED;
     } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
       /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR: the bytes are bad, and
        * zlib's state stays bad until a seek starts it again. */
-      h->status_set(st, WF_INVALID_ARGUMENT,
-                    "%s: corrupt gzip data near byte %" PRIu64
-                    " of the file (decompressed offset %" PRIu64 "): %s",
-                    s->path, gz_in_offset(s),
-                    s->out_off + (n - s->z.avail_out),
-                    s->z.msg ? s->z.msg : zError(zr));
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s: corrupt gzip data near byte %" PRIu64
+                           " of the file (decompressed offset %" PRIu64 "): %s",
+                           s->path, gz_in_offset(s),
+                           s->out_off + (n - s->z.avail_out),
+                           s->z.msg ? s->z.msg : zError(zr));
       return WF_INVALID_ARGUMENT;
     }
   }
@@ -255,7 +251,7 @@ int idx_stream_read(idx_stream *s, void *dst, size_t n, size_t *got,
     if (part > ((size_t)1 << 30))
       part = (size_t)1 << 30;
     if (gz_read(s, (unsigned char *)dst + *got, part, &k, st))
-      return idx_host()->status_code(st);
+      return wfx_code(st);
     *got += k;
     if (k < part)
       break;
@@ -264,15 +260,14 @@ int idx_stream_read(idx_stream *s, void *dst, size_t n, size_t *got,
 }
 
 static int seek_error(idx_stream *s, uint64_t off, wf_status *st) {
-  idx_host()->status_set(st, WF_OUT_OF_RANGE,
-                         "%s: cannot seek to offset %" PRIu64
-                         ": the data ends at %" PRIu64,
-                         s->path, off, s->out_off);
+  wfx_host->status_set(st, WF_OUT_OF_RANGE,
+                       "%s: cannot seek to offset %" PRIu64
+                       ": the data ends at %" PRIu64,
+                       s->path, off, s->out_off);
   return WF_OUT_OF_RANGE;
 }
 
 int idx_stream_seek(idx_stream *s, uint64_t off, wf_status *st) {
-  const wf_host *h = idx_host();
   size_t got;
 
   if (!s->gzip) {
@@ -303,10 +298,10 @@ int idx_stream_seek(idx_stream *s, uint64_t off, wf_status *st) {
     s->data_end = 0;
   }
   if (off > s->out_off && !s->drop) {
-    s->drop = h->alloc(DROP_SIZE, 0);
+    s->drop = wfx_host->alloc(DROP_SIZE, 0);
     if (!s->drop) {
-      h->status_set(st, WF_RESOURCE_EXHAUSTED, "%s: out of memory seeking",
-                    s->path);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "%s: out of memory seeking", s->path);
       return WF_RESOURCE_EXHAUSTED;
     }
   }
@@ -314,7 +309,7 @@ int idx_stream_seek(idx_stream *s, uint64_t off, wf_status *st) {
     uint64_t left = off - s->out_off;
     size_t want = left < DROP_SIZE ? (size_t)left : DROP_SIZE;
     if (gz_read(s, s->drop, want, &got, st))
-      return h->status_code(st);
+      return wfx_code(st);
     if (got == 0)
       return seek_error(s, off, st);
   }
@@ -330,7 +325,7 @@ int idx_stream_at_end(idx_stream *s, int *at_end, wf_status *st) {
     return 0;
   }
   if (gz_read(s, &b, 1, &got, st))
-    return idx_host()->status_code(st);
+    return wfx_code(st);
   *at_end = got == 0;
   return 0;
 }

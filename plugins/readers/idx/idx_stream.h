@@ -16,12 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 typedef struct idx_stream idx_stream;
-
-/* The host table the plugin was given (set once by the plugin's init). */
-const wf_host *idx_host(void);
 
 /* Opens path for reading. NOT_FOUND or PERMISSION_DENIED naming the file
  * when it cannot be opened, FAILED_PRECONDITION when it is not a regular

@@ -61,26 +61,9 @@ static size_t dtype_bytes(int32_t dtype) {
   return dtype == WF_UINT8 ? 1 : dtype == WF_FLOAT32 ? 4 : 8;
 }
 
-/* "(2, ?, 3)" */
-static const char *shape_str(const wf_shape *s, char *buf, size_t len) {
-  size_t n = 0;
-  int w = snprintf(buf, len, "(");
-  n = w > 0 ? (size_t)w : 0;
-  for (int i = 0; i < s->rank && n < len; i++) {
-    if (s->dims[i] < 0)
-      w = snprintf(buf + n, len - n, "%s?", i ? ", " : "");
-    else
-      w = snprintf(buf + n, len - n, "%s%" PRId64, i ? ", " : "", s->dims[i]);
-    n += w > 0 ? (size_t)w : 0;
-  }
-  if (n < len)
-    snprintf(buf + n, len - n, ")");
-  return buf;
-}
-
 static int spec_fail(const char *text, size_t len, wf_status *st,
                      const char *why) {
-  wf__tfr_host()->status_set(
+  wfx_host->status_set(
       st, WF_INVALID_ARGUMENT,
       "tfrecord: feature spec \"%.*s\": %s (the form is "
       "name:dtype:shape[:default], dtype float32, int64 or string, shape "
@@ -98,7 +81,7 @@ static int cstr(const char *p, size_t n, char *buf, size_t cap) {
   return 1;
 }
 
-static int parse_shape(const char *p, size_t n, wf__tfr_spec *out) {
+static int parse_shape(const char *p, size_t n, tfr_spec *out) {
   out->shape.rank = 0;
   out->var_dim = -1;
   out->known = 1;
@@ -137,7 +120,7 @@ static int parse_shape(const char *p, size_t n, wf__tfr_spec *out) {
 
 /* Parses the numeric default list [p, p+n) into out->def. */
 static int parse_numbers(const char *text, size_t tlen, const char *p,
-                         size_t n, wf__tfr_spec *out, wf_status *st) {
+                         size_t n, tfr_spec *out, wf_status *st) {
   int64_t count = n == 0 ? 0 : 1;
   size_t es = dtype_bytes(out->dtype);
 
@@ -146,10 +129,10 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   out->def_count = count;
   if (count == 0)
     return 0;
-  out->def = wf__tfr_host()->alloc((size_t)count * es, 0);
+  out->def = wfx_host->alloc((size_t)count * es, 0);
   if (!out->def) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "tfrecord: out of memory for a default value");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "tfrecord: out of memory for a default value");
     return WF_RESOURCE_EXHAUSTED;
   }
   for (int64_t i = 0; i < count; i++) {
@@ -179,7 +162,7 @@ static int parse_numbers(const char *text, size_t tlen, const char *p,
   return 0;
 }
 
-int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
+int tfr_spec_parse(const char *text, size_t len, tfr_spec *out,
                        wf_status *st) {
   const char *end = text + len;
   const char *c1, *c2, *c3;
@@ -226,11 +209,10 @@ int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
   if (out->dtype == WF_UINT8) {
     out->def_count = (int64_t)(end - c3 - 1);
     if (out->def_count > 0) {
-      out->def = wf__tfr_host()->alloc((size_t)out->def_count, 0);
+      out->def = wfx_host->alloc((size_t)out->def_count, 0);
       if (!out->def) {
-        wf__tfr_host()->status_set(
-            st, WF_RESOURCE_EXHAUSTED,
-            "tfrecord: out of memory for a default value");
+        wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                             "tfrecord: out of memory for a default value");
         return WF_RESOURCE_EXHAUSTED;
       }
       memcpy(out->def, c3 + 1, (size_t)out->def_count);
@@ -251,12 +233,12 @@ int wf__tfr_spec_parse(const char *text, size_t len, wf__tfr_spec *out,
   return 0;
 
 fail:
-  wf__tfr_spec_deinit(out);
-  return wf__tfr_host()->status_code(st);
+  tfr_spec_deinit(out);
+  return wfx_code(st);
 }
 
-void wf__tfr_spec_deinit(wf__tfr_spec *spec) {
-  wf__tfr_host()->free(spec->def);
+void tfr_spec_deinit(tfr_spec *spec) {
+  wfx_host->free(spec->def);
   spec->def = NULL;
   spec->def_count = 0;
 }
@@ -264,8 +246,7 @@ void wf__tfr_spec_deinit(wf__tfr_spec *spec) {
 /* ---- the arena -------------------------------------------------------- */
 
 static void *arena_alloc(void *data, size_t size) {
-  wf__tfr_arena *a = data;
-  const wf_host *host = wf__tfr_host();
+  tfr_arena *a = data;
   void *p;
 
   if (size > SIZE_MAX / 4)
@@ -280,16 +261,16 @@ static void *arena_alloc(void *data, size_t size) {
       cap = ARENA_MIN;
     if (a->block && a->num_retired == a->cap_retired) {
       size_t nc = a->cap_retired ? a->cap_retired * 2 : 8;
-      void **nr = host->alloc(nc * sizeof *nr, 0);
+      void **nr = wfx_host->alloc(nc * sizeof *nr, 0);
       if (!nr)
         goto fail;
       if (a->num_retired)
         memcpy(nr, a->retired, a->num_retired * sizeof *nr);
-      host->free(a->retired);
+      wfx_host->free(a->retired);
       a->retired = nr;
       a->cap_retired = nc;
     }
-    nb = host->alloc(cap, 16);
+    nb = wfx_host->alloc(cap, 16);
     if (!nb)
       goto fail;
     if (a->block)
@@ -313,32 +294,31 @@ static void arena_free(void *data, void *p) {
   (void)p;
 }
 
-static void arena_reset(wf__tfr_arena *a) {
-  const wf_host *host = wf__tfr_host();
+static void arena_reset(tfr_arena *a) {
   for (size_t i = 0; i < a->num_retired; i++)
-    host->free(a->retired[i]);
+    wfx_host->free(a->retired[i]);
   a->num_retired = 0;
   a->used = 0;
   a->failed = 0;
   if (a->cap > ARENA_KEEP) {
-    host->free(a->block);
+    wfx_host->free(a->block);
     a->block = NULL;
     a->cap = 0;
   }
 }
 
-static void arena_deinit(wf__tfr_arena *a) {
+static void arena_deinit(tfr_arena *a) {
   arena_reset(a);
-  wf__tfr_host()->free(a->block);
-  wf__tfr_host()->free(a->retired);
+  wfx_host->free(a->block);
+  wfx_host->free(a->retired);
   memset(a, 0, sizeof *a);
 }
 
 /* Unpacks one payload into the arena (reset first). NULL with st set:
  * DATA_LOSS for a payload that is not an Example, RESOURCE_EXHAUSTED. */
-static Tensorflow__Example *unpack(wf__tfr_arena *a, ProtobufCAllocator *pa,
+static Tensorflow__Example *unpack(tfr_arena *a, ProtobufCAllocator *pa,
                                    const uint8_t *data, size_t len,
-                                   const wf__tfr_where *w, wf_status *st) {
+                                   const tfr_where *w, wf_status *st) {
   Tensorflow__Example *ex;
   char at[1024];
 
@@ -347,15 +327,15 @@ static Tensorflow__Example *unpack(wf__tfr_arena *a, ProtobufCAllocator *pa,
   if (ex)
     return ex;
   if (a->failed)
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory parsing its %zu-byte "
-                               "tf.train.Example",
-                               wf__tfr_where_str(w, at, sizeof at), len);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory parsing its %zu-byte "
+                         "tf.train.Example",
+                         tfr_where_str(w, at, sizeof at), len);
   else
-    wf__tfr_host()->status_set(st, WF_DATA_LOSS,
-                               "%s: the %zu-byte payload is not a valid "
-                               "tf.train.Example protobuf",
-                               wf__tfr_where_str(w, at, sizeof at), len);
+    wfx_host->status_set(st, WF_DATA_LOSS,
+                         "%s: the %zu-byte payload is not a valid "
+                         "tf.train.Example protobuf",
+                         tfr_where_str(w, at, sizeof at), len);
   return NULL;
 }
 
@@ -368,7 +348,7 @@ static uint32_t name_hash(const char *s) {
   return h;
 }
 
-static int lookup(const wf__tfr_decoder *d, const char *name) {
+static int lookup(const tfr_decoder *d, const char *name) {
   for (uint32_t i = name_hash(name) & d->slot_mask;; i = (i + 1) & d->slot_mask) {
     int32_t k = d->slots[i];
     if (k < 0 || strcmp(d->specs[k].name, name) == 0)
@@ -376,9 +356,7 @@ static int lookup(const wf__tfr_decoder *d, const char *name) {
   }
 }
 
-int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
-                         wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+int tfr_decoder_init(tfr_decoder *d, tfr_spec *specs, int num, wf_status *st) {
   uint32_t nslots = 8;
 
   memset(d, 0, sizeof *d);
@@ -390,12 +368,12 @@ int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
   while (nslots < 2 * (uint32_t)num)
     nslots *= 2;
   d->slot_mask = nslots - 1;
-  d->slots = host->alloc(nslots * sizeof *d->slots, 0);
-  d->found = host->alloc((size_t)(num ? num : 1) * sizeof *d->found, 0);
-  d->seen = host->alloc((size_t)(num ? num : 1), 0);
+  d->slots = wfx_host->alloc(nslots * sizeof *d->slots, 0);
+  d->found = wfx_host->alloc((size_t)(num ? num : 1) * sizeof *d->found, 0);
+  d->seen = wfx_host->alloc((size_t)(num ? num : 1), 0);
   if (!d->slots || !d->found || !d->seen) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "tfrecord: out of memory for %d feature specs", num);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "tfrecord: out of memory for %d feature specs", num);
     goto fail;
   }
   for (uint32_t i = 0; i < nslots; i++)
@@ -404,9 +382,9 @@ int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
     uint32_t i = name_hash(specs[k].name) & d->slot_mask;
     while (d->slots[i] >= 0) {
       if (strcmp(specs[d->slots[i]].name, specs[k].name) == 0) {
-        host->status_set(st, WF_INVALID_ARGUMENT,
-                         "tfrecord: feature '%s' is named by two specs",
-                         specs[k].name);
+        wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                             "tfrecord: feature '%s' is named by two specs",
+                             specs[k].name);
         goto fail;
       }
       i = (i + 1) & d->slot_mask;
@@ -416,18 +394,17 @@ int wf__tfr_decoder_init(wf__tfr_decoder *d, wf__tfr_spec *specs, int num,
   return 0;
 
 fail:
-  wf__tfr_decoder_deinit(d);
-  return host->status_code(st);
+  tfr_decoder_deinit(d);
+  return wfx_code(st);
 }
 
-void wf__tfr_decoder_deinit(wf__tfr_decoder *d) {
-  const wf_host *host = wf__tfr_host();
+void tfr_decoder_deinit(tfr_decoder *d) {
   for (int i = 0; i < d->num_specs; i++)
-    wf__tfr_spec_deinit(&d->specs[i]);
-  host->free(d->specs);
-  host->free(d->slots);
-  host->free(d->found);
-  host->free(d->seen);
+    tfr_spec_deinit(&d->specs[i]);
+  wfx_host->free(d->specs);
+  wfx_host->free(d->slots);
+  wfx_host->free(d->found);
+  wfx_host->free(d->seen);
   arena_deinit(&d->arena);
   memset(d, 0, sizeof *d);
 }
@@ -457,7 +434,7 @@ static const char *present_names(const Tensorflow__Example *ex, char *buf,
 
 /* Fills t's count elements from spec's default: all of it, or one value
  * repeated. */
-static void fill_default(const wf__tfr_spec *spec, void *out, int64_t count) {
+static void fill_default(const tfr_spec *spec, void *out, int64_t count) {
   size_t es = dtype_bytes(spec->dtype);
   if (count == 0)
     return;
@@ -470,12 +447,10 @@ static void fill_default(const wf__tfr_spec *spec, void *out, int64_t count) {
 }
 
 /* The tensor for spec from feature f (seen: the record names it). */
-static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
+static int make_field(const tfr_decoder *d, const tfr_spec *spec,
                       const Tensorflow__Example *ex,
                       const Tensorflow__Feature *f, int seen,
-                      const wf__tfr_where *w, wf_tensor **out,
-                      wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+                      const tfr_where *w, wf_tensor **out, wf_status *st) {
   int kind = f ? (int)f->kind_case : TENSORFLOW__FEATURE__KIND__NOT_SET;
   int want = dtype_kind(spec->dtype);
   int64_t count = 0;
@@ -485,20 +460,20 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
 
   (void)d;
   if (!seen && !spec->has_default) {
-    host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' is missing and its spec has no "
-                     "default (the record's features: %s)",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name,
-                     present_names(ex, buf, sizeof buf));
+    wfx_host->status_set(st, WF_DATA_LOSS,
+                         "%s: feature '%s' is missing and its spec has no "
+                         "default (the record's features: %s)",
+                         tfr_where_str(w, at, sizeof at), spec->name,
+                         present_names(ex, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
   if (seen && kind != TENSORFLOW__FEATURE__KIND__NOT_SET && kind != want) {
-    host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' holds a %s list; its spec asks for "
-                     "%s (a %s list)",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name,
-                     kind_name(kind), dtype_word(spec->dtype),
-                     kind_name(want));
+    wfx_host->status_set(st, WF_DATA_LOSS,
+                         "%s: feature '%s' holds a %s list; its spec asks for "
+                         "%s (a %s list)",
+                         tfr_where_str(w, at, sizeof at), spec->name,
+                         kind_name(kind), dtype_word(spec->dtype),
+                         kind_name(want));
     return WF_DATA_LOSS;
   }
   if (!seen)
@@ -514,21 +489,21 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
   if (spec->var_dim < 0 ? count != spec->known
                         : (spec->known == 0 ? count != 0
                                             : count % spec->known != 0)) {
-    host->status_set(st, WF_DATA_LOSS,
-                     "%s: feature '%s' has %" PRId64 " %s; its shape %s "
-                     "cannot hold them",
-                     wf__tfr_where_str(w, at, sizeof at), spec->name, count,
-                     spec->dtype == WF_UINT8 ? "bytes" : "values",
-                     shape_str(&spec->shape, buf, sizeof buf));
+    wfx_host->status_set(st, WF_DATA_LOSS,
+                         "%s: feature '%s' has %" PRId64 " %s; its shape %s "
+                         "cannot hold them",
+                         tfr_where_str(w, at, sizeof at), spec->name, count,
+                         spec->dtype == WF_UINT8 ? "bytes" : "values",
+                         wfx_shape_str(&spec->shape, buf, sizeof buf));
     return WF_DATA_LOSS;
   }
   if (spec->var_dim >= 0)
     shape.dims[spec->var_dim] = spec->known ? count / spec->known : 0;
 
-  *out = host->tensor_new(spec->dtype, &shape, st);
+  *out = wfx_host->tensor_new(spec->dtype, &shape, st);
   if (!*out)
-    return host->status_code(st);
-  dst = host->tensor_data(*out);
+    return wfx_code(st);
+  dst = wfx_data(*out);
   if (!seen)
     fill_default(spec, dst, count);
   else if (kind == TENSORFLOW__FEATURE__KIND_FLOAT_LIST && count)
@@ -545,16 +520,14 @@ static int make_field(const wf__tfr_decoder *d, const wf__tfr_spec *spec,
   return 0;
 }
 
-int wf__tfr_decoder_decode(wf__tfr_decoder *d, const uint8_t *data,
-                           size_t len, const wf__tfr_where *w,
-                           wf_tensor **fields, wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+int tfr_decoder_decode(tfr_decoder *d, const uint8_t *data, size_t len,
+                       const tfr_where *w, wf_tensor **fields, wf_status *st) {
   Tensorflow__Example *ex;
   int i = 0;
 
   ex = unpack(&d->arena, &d->pballoc, data, len, w, st);
   if (!ex)
-    return -host->status_code(st);
+    return -wfx_code(st);
   memset(d->found, 0, (size_t)d->num_specs * sizeof *d->found);
   memset(d->seen, 0, (size_t)d->num_specs);
   /* A name given twice keeps its last value, as protobuf maps do. */
@@ -576,11 +549,11 @@ int wf__tfr_decoder_decode(wf__tfr_decoder *d, const uint8_t *data,
 
 fail:
   for (int j = 0; j < i; j++) {
-    host->tensor_release(fields[j]);
+    wfx_host->tensor_release(fields[j]);
     fields[j] = NULL;
   }
   fields[i] = NULL;
-  return -host->status_code(st);
+  return -wfx_code(st);
 }
 
 /* ---- schema inference ------------------------------------------------- */
@@ -600,14 +573,12 @@ static int entry_cmp(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int wf__tfr_infer_specs(const uint8_t *data, size_t len,
-                        const wf__tfr_where *w, wf__tfr_spec **specs,
-                        int *num, wf_status *st) {
-  const wf_host *host = wf__tfr_host();
-  wf__tfr_arena arena = {0};
+int tfr_infer_specs(const uint8_t *data, size_t len, const tfr_where *w,
+                    tfr_spec **specs, int *num, wf_status *st) {
+  tfr_arena arena = {0};
   ProtobufCAllocator pa = {arena_alloc, arena_free, &arena};
   Tensorflow__Example *ex;
-  wf__tfr_spec *out = NULL;
+  tfr_spec *out = NULL;
   entry_ref *refs = NULL;
   size_t count, n = 0;
   char at[1024];
@@ -619,15 +590,16 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
     goto fail;
   count = ex->features ? ex->features->n_feature : 0;
   if (count > INT32_MAX / 2) {
-    host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
-                     wf__tfr_where_str(w, at, sizeof at));
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT, "%s: too many features",
+                         tfr_where_str(w, at, sizeof at));
     goto fail;
   }
-  out = host->alloc((count ? count : 1) * sizeof *out, 0);
-  refs = host->alloc((count ? count : 1) * sizeof *refs, 0);
+  out = wfx_host->alloc((count ? count : 1) * sizeof *out, 0);
+  refs = wfx_host->alloc((count ? count : 1) * sizeof *refs, 0);
   if (!out || !refs) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "tfrecord: out of memory for %zu feature specs", count);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "tfrecord: out of memory for %zu feature specs",
+                         count);
     goto fail;
   }
   for (size_t e = 0; e < count; e++) {
@@ -639,7 +611,7 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
   for (size_t e = 0; e < count; e++) {
     const Tensorflow__Feature *f = refs[e].value;
     size_t klen = strlen(refs[e].key);
-    wf__tfr_spec *s;
+    tfr_spec *s;
 
     /* A name given twice: its last value counts. */
     if (e + 1 < count && strcmp(refs[e].key, refs[e + 1].key) == 0)
@@ -647,11 +619,11 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
     if (!f || f->kind_case == TENSORFLOW__FEATURE__KIND__NOT_SET)
       continue; /* nothing says what type it holds */
     if (klen == 0 || klen >= sizeof out->name) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "%s: feature name '%.80s' cannot name a field (1 to "
-                       "63 bytes); select features with the 'features' "
-                       "option",
-                       wf__tfr_where_str(w, at, sizeof at), refs[e].key);
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                           "%s: feature name '%.80s' cannot name a field (1 to "
+                           "63 bytes); select features with the 'features' "
+                           "option",
+                           tfr_where_str(w, at, sizeof at), refs[e].key);
       goto fail;
     }
     s = &out[n++];
@@ -666,15 +638,15 @@ int wf__tfr_infer_specs(const uint8_t *data, size_t len,
     s->var_dim = 0;
     s->known = 1;
   }
-  host->free(refs);
+  wfx_host->free(refs);
   arena_deinit(&arena);
   *specs = out;
   *num = (int)n;
   return 0;
 
 fail:
-  host->free(refs);
-  host->free(out);
+  wfx_host->free(refs);
+  wfx_host->free(out);
   arena_deinit(&arena);
-  return host->status_code(st);
+  return wfx_code(st);
 }

@@ -1,27 +1,27 @@
 # plugins/readers/tfrecord: the TFRecord reader plugin (reader_tfrecord.so).
 # The tf.train.Example code is generated from
 # example.proto by protoc-c at build time (into the build tree, never
-# distributed). CRC-32C is the core's source (core/io/crc32c.c): the module
-# compiles it in, so it links zlib and protobuf-c, nothing of libweft;
-# linked into libweft (static plugins), it uses the core's copy instead.
+# distributed). CRC-32C is the plugin's own (tfr_crc32c.c: no plugin
+# compiles a core source); it links zlib and protobuf-c, nothing of libweft.
 # plugins/local.mk says how a plugin is built in each configuration.
 EXTRA_DIST += plugins/readers/tfrecord/example.proto
 
 READER_TFRECORD_SOURCES = \
 	plugins/readers/tfrecord/tfrecord.h \
+	plugins/readers/tfrecord/tfr_crc32c.c \
+	plugins/readers/tfrecord/tfr_crc32c.h \
 	plugins/readers/tfrecord/stream.c \
 	plugins/readers/tfrecord/record.c \
 	plugins/readers/tfrecord/example.c \
 	plugins/readers/tfrecord/reader.c
 READER_TFRECORD_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_builddir) -I$(top_builddir)/plugins/readers/tfrecord \
-	-I$(top_srcdir)/core \
 	$(ZLIB_CFLAGS) $(PROTOBUF_C_CFLAGS)
 READER_TFRECORD_LIBS = $(ZLIB_LIBS) $(PROTOBUF_C_LIBS) $(PTHREAD_LIBS)
 
 WF_PLUGIN_MODULES += plugins/readers/tfrecord/reader_tfrecord.la
 plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
-	$(READER_TFRECORD_SOURCES) core/io/crc32c.c core/io/crc32c.h
+	$(READER_TFRECORD_SOURCES)
 nodist_plugins_readers_tfrecord_reader_tfrecord_la_SOURCES = \
 	plugins/readers/tfrecord/example.pb-c.c \
 	plugins/readers/tfrecord/example.pb-c.h

@@ -17,19 +17,14 @@
 #define DEFAULT_MAX_RECORD ((uint64_t)1 << 30)
 #define LIMIT_MAX_RECORD ((uint64_t)1 << 56)
 
-static const wf_host *the_host;
-
-const wf_host *wf__tfr_host(void) { return the_host; }
-void wf__tfr_set_host(const wf_host *host) { the_host = host; }
-
 typedef struct reader {
   char *path;
-  wf__tfr_stream s;
+  tfr_stream s;
   uint64_t number;  /* of the record at s.pos */
   uint64_t max_len; /* max_record_bytes */
   int raw;
   int validate;
-  wf__tfr_decoder dec; /* unused when raw */
+  tfr_decoder dec; /* unused when raw */
 } reader;
 
 typedef struct options {
@@ -42,8 +37,8 @@ typedef struct options {
 
 static int opt_fail(const char *path, const char *name, const char *why,
                     wf_status *st) {
-  the_host->status_set(st, WF_INVALID_ARGUMENT,
-                       "tfrecord: %s: option '%s' %s", path, name, why);
+  wfx_host->status_set(st, WF_INVALID_ARGUMENT, "tfrecord: %s: option '%s' %s",
+                       path, name, why);
   return WF_INVALID_ARGUMENT;
 }
 
@@ -124,10 +119,10 @@ static int parse_options(const char *path, const wf_attr_item *opts,
 
 /* Specs from the 'features' option: list items, or one string split at
  * ';'. *specs is host-allocated. */
-static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
+static int specs_from_option(const wf_attr_value *v, tfr_spec **specs,
                              int *num, wf_status *st) {
   int64_t count;
-  wf__tfr_spec *out;
+  tfr_spec *out;
   int n = 0;
 
   if (v->type == WF_ATTR_STRING) {
@@ -138,16 +133,15 @@ static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
     count = v->count;
   }
   if (count < 1 || count > INT32_MAX / 2) {
-    the_host->status_set(st, WF_INVALID_ARGUMENT,
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                          "tfrecord: option 'features' names no feature");
     return WF_INVALID_ARGUMENT;
   }
-  out = the_host->alloc((size_t)count * sizeof *out, 0);
+  out = wfx_host->alloc((size_t)count * sizeof *out, 0);
   if (!out) {
-    the_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "tfrecord: out of memory for %" PRId64
-                         " feature specs",
-                         count);
+    wfx_host->status_set(
+        st, WF_RESOURCE_EXHAUSTED,
+        "tfrecord: out of memory for %" PRId64 " feature specs", count);
     return WF_RESOURCE_EXHAUSTED;
   }
   if (v->type == WF_ATTR_STRING) {
@@ -155,14 +149,14 @@ static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
     for (; n < count; n++) {
       const char *semi = strchr(p, ';');
       size_t len = semi ? (size_t)(semi - p) : strlen(p);
-      if (wf__tfr_spec_parse(p, len, &out[n], st))
+      if (tfr_spec_parse(p, len, &out[n], st))
         goto fail;
       p = semi ? semi + 1 : p + len;
     }
   } else {
     for (; n < count; n++) {
       const char *s = v->u.strings[n] ? v->u.strings[n] : "";
-      if (wf__tfr_spec_parse(s, strlen(s), &out[n], st))
+      if (tfr_spec_parse(s, strlen(s), &out[n], st))
         goto fail;
     }
   }
@@ -172,74 +166,73 @@ static int specs_from_option(const wf_attr_value *v, wf__tfr_spec **specs,
 
 fail:
   for (int i = 0; i < n; i++)
-    wf__tfr_spec_deinit(&out[i]);
-  the_host->free(out);
-  return the_host->status_code(st);
+    tfr_spec_deinit(&out[i]);
+  wfx_host->free(out);
+  return wfx_code(st);
 }
 
 /* ---- the reader ---------------------------------------------------------- */
 
-static wf__tfr_where where_now(const reader *r) {
-  wf__tfr_where w = {r->path, r->number, r->s.pos,
+static tfr_where where_now(const reader *r) {
+  tfr_where w = {r->path, r->number, r->s.pos,
                      r->s.codec != WF__TFR_CODEC_NONE};
   return w;
 }
 
 /* Specs for every feature of the first record, which stays unread. */
-static int infer(reader *r, wf__tfr_spec **specs, int *num, wf_status *st) {
-  wf__tfr_record rec;
-  wf__tfr_where w = where_now(r);
+static int infer(reader *r, tfr_spec **specs, int *num, wf_status *st) {
+  tfr_record rec;
+  tfr_where w = where_now(r);
   char why[1024];
   int rc;
 
   *specs = NULL;
   *num = 0;
-  rc = wf__tfr_record_read(&r->s, 0, r->max_len, &rec, st);
+  rc = tfr_record_read(&r->s, 0, r->max_len, &rec, st);
   if (rc == WF_READER_END)
     return 0;
   if (rc == WF_READER_RECORD &&
-      wf__tfr_infer_specs(rec.data, (size_t)rec.len, &w, specs, num, st) == 0)
+      tfr_infer_specs(rec.data, (size_t)rec.len, &w, specs, num, st) == 0)
     return 0;
-  snprintf(why, sizeof why, "%s", the_host->status_message(st));
-  rc = the_host->status_code(st);
-  the_host->status_set(st, rc == WF_DATA_LOSS ? WF_INVALID_ARGUMENT : rc,
+  snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
+  rc = wfx_code(st);
+  wfx_host->status_set(st, rc == WF_DATA_LOSS ? WF_INVALID_ARGUMENT : rc,
                        "%s; the schema comes from the first record when "
                        "'features' is not given (or use raw=true)",
                        why);
-  return the_host->status_code(st);
+  return wfx_code(st);
 }
 
 static void tfr_close(void *rd) {
   reader *r = rd;
   if (!r)
     return;
-  wf__tfr_decoder_deinit(&r->dec);
-  wf__tfr_stream_close(&r->s);
-  the_host->free(r->path);
-  the_host->free(r);
+  tfr_decoder_deinit(&r->dec);
+  tfr_stream_close(&r->s);
+  wfx_host->free(r->path);
+  wfx_host->free(r);
 }
 
 static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
                     void **rd, wf_status *st) {
   reader *r = NULL;
-  wf__tfr_spec *specs = NULL;
+  tfr_spec *specs = NULL;
   int nspecs = 0;
   size_t plen = strlen(path);
   options o;
 
   *rd = NULL;
   if (parse_options(path, opts, nopts, &o, st))
-    return the_host->status_code(st);
-  r = the_host->alloc(sizeof *r, 0);
+    return wfx_code(st);
+  r = wfx_host->alloc(sizeof *r, 0);
   if (r) {
     memset(r, 0, sizeof *r);
     r->s.fd = -1;
-    r->path = the_host->alloc(plen + 1, 0);
+    r->path = wfx_host->alloc(plen + 1, 0);
   }
   if (!r || !r->path) {
-    the_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "tfrecord: %s: out of memory opening a reader",
-                         path);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "tfrecord: %s: out of memory opening a reader", path);
     goto fail;
   }
   memcpy(r->path, path, plen + 1);
@@ -248,14 +241,14 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
   r->max_len = o.max_len;
   if (!o.raw && o.features && specs_from_option(o.features, &specs, &nspecs, st))
     goto fail;
-  if (wf__tfr_stream_open(&r->s, r->path, o.codec, st))
+  if (tfr_stream_open(&r->s, r->path, o.codec, st))
     goto fail;
   if (!o.raw && !o.features && infer(r, &specs, &nspecs, st))
     goto fail;
   if (!o.raw) {
-    wf__tfr_spec *taken = specs;
+    tfr_spec *taken = specs;
     specs = NULL;
-    if (wf__tfr_decoder_init(&r->dec, taken, nspecs, st))
+    if (tfr_decoder_init(&r->dec, taken, nspecs, st))
       goto fail;
   }
   *rd = r;
@@ -264,11 +257,11 @@ static int tfr_open(const char *path, const wf_attr_item *opts, int32_t nopts,
 fail:
   if (specs) {
     for (int i = 0; i < nspecs; i++)
-      wf__tfr_spec_deinit(&specs[i]);
-    the_host->free(specs);
+      tfr_spec_deinit(&specs[i]);
+    wfx_host->free(specs);
   }
   tfr_close(r);
-  return the_host->status_code(st);
+  return wfx_code(st);
 }
 
 static int32_t tfr_num_fields(void *rd) {
@@ -295,30 +288,30 @@ static void tfr_field(void *rd, int32_t i, wf_reader_field *out) {
 
 static int tfr_next(void *rd, wf_tensor **fields, wf_status *st) {
   reader *r = rd;
-  wf__tfr_record rec;
-  wf__tfr_where w = where_now(r);
+  tfr_record rec;
+  tfr_where w = where_now(r);
   int rc;
 
-  rc = wf__tfr_record_read(&r->s, r->number, r->max_len, &rec, st);
+  rc = tfr_record_read(&r->s, r->number, r->max_len, &rec, st);
   if (rc == WF_READER_END || (rc < 0 && rc != -WF_DATA_LOSS))
     return rc;
   if (rc == WF_READER_RECORD && r->raw) {
     wf_shape shape = {.rank = 1, .dims = {(int64_t)rec.len}};
-    wf_tensor *t = the_host->tensor_new(WF_UINT8, &shape, st);
+    wf_tensor *t = wfx_host->tensor_new(WF_UINT8, &shape, st);
     if (!t)
-      return -the_host->status_code(st);
+      return -wfx_code(st);
     if (rec.len)
-      memcpy(the_host->tensor_data(t), rec.data, (size_t)rec.len);
+      memcpy(wfx_data(t), rec.data, (size_t)rec.len);
     fields[0] = t;
   } else if (rc == WF_READER_RECORD) {
-    rc = wf__tfr_decoder_decode(&r->dec, rec.data, (size_t)rec.len, &w,
+    rc = tfr_decoder_decode(&r->dec, rec.data, (size_t)rec.len, &w,
                                 fields, st);
     if (rc < 0 && rc != -WF_DATA_LOSS)
       return rc; /* out of memory: the record stays unread */
     if (rc == 0)
       rc = WF_READER_RECORD;
   }
-  wf__tfr_stream_skip(&r->s, rec.size);
+  tfr_stream_skip(&r->s, rec.size);
   r->number++;
   return rc;
 }
@@ -330,28 +323,27 @@ static uint64_t tfr_tell(void *rd) { return ((const reader *)rd)->s.pos; }
 static int walk_to(reader *r, uint64_t target, wf_status *st) {
   while (r->s.pos < target) {
     uint64_t at = r->s.pos;
-    int rc = wf__tfr_record_pass(&r->s, r->number, r->max_len, 0, st);
+    int rc = tfr_record_pass(&r->s, r->number, r->max_len, 0, st);
     if (rc == WF_READER_END) {
-      the_host->status_set(st, WF_INVALID_ARGUMENT,
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
-                           ": the data ends at offset %" PRIu64
-                           " (%" PRIu64 " records)",
+                           ": the data ends at offset %" PRIu64 " (%" PRIu64
+                           " records)",
                            r->path, target, r->s.pos, r->number);
       return WF_INVALID_ARGUMENT;
     }
     if (rc < 0) {
       char why[1024];
-      snprintf(why, sizeof why, "%s", the_host->status_message(st));
-      the_host->status_set(st, -rc, "cannot seek to offset %" PRIu64 ": %s",
+      snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
+      wfx_host->status_set(st, -rc, "cannot seek to offset %" PRIu64 ": %s",
                            target, why);
       return -rc;
     }
     if (r->s.pos > target) {
-      the_host->status_set(st, WF_INVALID_ARGUMENT,
+      wfx_host->status_set(st, WF_INVALID_ARGUMENT,
                            "%s: cannot seek to offset %" PRIu64
-                           ": it is inside record %" PRIu64
-                           " (offsets %" PRIu64 " to %" PRIu64
-                           "), not at the start of a record",
+                           ": it is inside record %" PRIu64 " (offsets %" PRIu64
+                           " to %" PRIu64 "), not at the start of a record",
                            r->path, target, r->number, at, r->s.pos);
       return WF_INVALID_ARGUMENT;
     }
@@ -369,36 +361,36 @@ static int tfr_seek(void *rd, uint64_t pos, wf_status *st) {
   if (pos == r->s.pos)
     return 0;
   if (pos < r->s.pos) {
-    if (wf__tfr_stream_rewind(&r->s, st))
-      return the_host->status_code(st);
+    if (tfr_stream_rewind(&r->s, st))
+      return wfx_code(st);
     r->number = 0;
   }
   if (walk_to(r, pos, st) == 0)
     return 0;
 
   /* Back to where the reader was; the walk's error is what is reported. */
-  code = the_host->status_code(st);
-  snprintf(why, sizeof why, "%s", the_host->status_message(st));
+  code = wfx_code(st);
+  snprintf(why, sizeof why, "%s", wfx_host->status_message(st));
   if (r->s.codec == WF__TFR_CODEC_NONE) {
     r->s.pos = old_pos;
     r->number = old_number;
-  } else if (wf__tfr_stream_rewind(&r->s, st) == 0) {
+  } else if (tfr_stream_rewind(&r->s, st) == 0) {
     r->number = 0;
     walk_to(r, old_pos, st);
   }
-  the_host->status_set(st, code, "%s", why);
+  wfx_host->status_set(st, code, "%s", why);
   return code;
 }
 
 static int64_t tfr_count(void *rd, wf_status *st) {
   const reader *r = rd;
-  wf__tfr_stream s;
+  tfr_stream s;
   int64_t n = 0;
 
-  if (wf__tfr_stream_open(&s, r->path, r->s.codec, st))
+  if (tfr_stream_open(&s, r->path, r->s.codec, st))
     return -1;
   for (;;) {
-    int rc = wf__tfr_record_pass(&s, (uint64_t)n, r->max_len, r->validate, st);
+    int rc = tfr_record_pass(&s, (uint64_t)n, r->max_len, r->validate, st);
     if (rc == WF_READER_END)
       break;
     if (rc < 0) {
@@ -407,7 +399,7 @@ static int64_t tfr_count(void *rd, wf_status *st) {
     }
     n++;
   }
-  wf__tfr_stream_close(&s);
+  tfr_stream_close(&s);
   return n;
 }
 
@@ -450,16 +442,13 @@ static const wf_reader_def tfrecord_reader = {
 
 static const wf_reader_def *const readers[] = {&tfrecord_reader, NULL};
 
+/* The host table, for every file of the plugin: ABI 1.0 has every entry
+ * it uses. */
+WFX_HOST_DEFINE(1, 0);
+
 static int tfr_init(const wf_host *host, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(host, tensor_data)) {
-    if (WF_HOST_HAS(host, status_set))
-      host->status_set(st, WF_FAILED_PRECONDITION,
-                       PLUGIN_NAME ": the host table (%u bytes) lacks the "
-                                   "tensor entries",
-                       (unsigned)host->struct_size);
+  if (WFX_HOST_INIT(host, PLUGIN_NAME, st))
     return WF_FAILED_PRECONDITION;
-  }
-  wf__tfr_set_host(host);
   *state = NULL;
   return 0;
 }

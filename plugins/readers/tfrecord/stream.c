@@ -23,7 +23,7 @@
 #define IN_CHUNK ((size_t)1 << 16)
 #define OUT_CHUNK ((size_t)1 << 16)
 
-const char *wf__tfr_codec_name(int codec) {
+const char *tfr_codec_name(int codec) {
   switch (codec) {
   case WF__TFR_CODEC_NONE:
     return "none";
@@ -55,12 +55,12 @@ static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
   (void)opaque;
   if (size != 0 && items > SIZE_MAX / size)
     return Z_NULL;
-  return wf__tfr_host()->alloc((size_t)items * size, 0);
+  return wfx_host->alloc((size_t)items * size, 0);
 }
 
 static void z_free(voidpf opaque, voidpf p) {
   (void)opaque;
-  wf__tfr_host()->free(p);
+  wfx_host->free(p);
 }
 
 static uint32_t le32(const uint8_t *p) {
@@ -72,7 +72,7 @@ static uint32_t le32(const uint8_t *p) {
  * header wins: a plain file's first length may look like a zlib header
  * (0x78 0x01 is length 376), but its CRC will not match by chance. */
 static int detect(const uint8_t *h, size_t n) {
-  if (n >= 12 && wf__tfr_crc_mask(wf__crc32c(0, h, 8)) == le32(h + 8))
+  if (n >= 12 && tfr_crc_mask(tfr_crc32c(0, h, 8)) == le32(h + 8))
     return WF__TFR_CODEC_NONE;
   if (n >= 2 && h[0] == 0x1f && h[1] == 0x8b)
     return WF__TFR_CODEC_GZIP;
@@ -83,17 +83,17 @@ static int detect(const uint8_t *h, size_t n) {
 }
 
 /* Compressed bytes consumed so far (of the file, across members). */
-static uint64_t z_consumed(const wf__tfr_stream *s) {
+static uint64_t z_consumed(const tfr_stream *s) {
   return (uint64_t)lseek(s->fd, 0, SEEK_CUR) - s->z.avail_in;
 }
 
 /* Records a fatal error of the compressed stream, to be repeated. */
-static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...)
+static int z_fail(tfr_stream *s, int32_t code, const char *fmt, ...)
     WF_PRINTF_LIKE(3, 4);
-static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...) {
+static int z_fail(tfr_stream *s, int32_t code, const char *fmt, ...) {
   va_list ap;
   int n = snprintf(s->z_msg, sizeof s->z_msg, "%s (%s): ", s->path,
-                   wf__tfr_codec_name(s->codec));
+                   tfr_codec_name(s->codec));
   if (n < 0 || (size_t)n >= sizeof s->z_msg)
     n = 0;
   va_start(ap, fmt);
@@ -103,29 +103,27 @@ static int z_fail(wf__tfr_stream *s, int32_t code, const char *fmt, ...) {
   return code;
 }
 
-static int z_repeat(const wf__tfr_stream *s, wf_status *st) {
-  wf__tfr_host()->status_set(st, s->z_error, "%s", s->z_msg);
+static int z_repeat(const tfr_stream *s, wf_status *st) {
+  wfx_host->status_set(st, s->z_error, "%s", s->z_msg);
   return s->z_error;
 }
 
-static int z_start(wf__tfr_stream *s, wf_status *st) {
+static int z_start(tfr_stream *s, wf_status *st) {
   int bits = s->codec == WF__TFR_CODEC_GZIP ? 15 + 16 : 15;
   memset(&s->z, 0, sizeof s->z);
   s->z.zalloc = z_alloc;
   s->z.zfree = z_free;
   if (inflateInit2(&s->z, bits) != Z_OK) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory starting %s decompression",
-                               s->path, wf__tfr_codec_name(s->codec));
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory starting %s decompression", s->path,
+                         tfr_codec_name(s->codec));
     return WF_RESOURCE_EXHAUSTED;
   }
   s->z_live = 1;
   return 0;
 }
 
-int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
-                        wf_status *st) {
-  const wf_host *host = wf__tfr_host();
+int tfr_stream_open(tfr_stream *s, const char *path, int codec, wf_status *st) {
   struct stat sb;
   uint8_t head[12];
   ssize_t got = 0;
@@ -136,21 +134,21 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
   s->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (s->fd < 0) {
     int e = errno;
-    host->status_set(st, errno_code(e), "%s: cannot open: %s", path,
-                     strerror(e));
+    wfx_host->status_set(st, errno_code(e), "%s: cannot open: %s", path,
+                         strerror(e));
     goto fail;
   }
   if (fstat(s->fd, &sb) != 0) {
     int e = errno;
-    host->status_set(st, errno_code(e), "%s: cannot stat: %s", path,
-                     strerror(e));
+    wfx_host->status_set(st, errno_code(e), "%s: cannot stat: %s", path,
+                         strerror(e));
     goto fail;
   }
   if (!S_ISREG(sb.st_mode)) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: not a regular file (TFRecord files are read "
-                     "from regular files only)",
-                     path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: not a regular file (TFRecord files are read "
+                         "from regular files only)",
+                         path);
     goto fail;
   }
   s->file_size = (uint64_t)sb.st_size;
@@ -161,8 +159,8 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
     while (got < 0 && errno == EINTR);
     if (got < 0) {
       int e = errno;
-      host->status_set(st, errno_code(e), "%s: cannot read: %s", path,
-                       strerror(e));
+      wfx_host->status_set(st, errno_code(e), "%s: cannot read: %s", path,
+                           strerror(e));
       goto fail;
     }
   }
@@ -170,19 +168,19 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
     codec = detect(head, (size_t)got);
   else if (codec == WF__TFR_CODEC_GZIP &&
            !(got >= 2 && head[0] == 0x1f && head[1] == 0x8b)) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: compression is gzip but the file does not start "
-                     "with gzip's magic bytes 1f 8b",
-                     path);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: compression is gzip but the file does not start "
+                         "with gzip's magic bytes 1f 8b",
+                         path);
     goto fail;
   }
   s->codec = codec;
 
   if (codec == WF__TFR_CODEC_NONE) {
     if (s->file_size > SIZE_MAX) {
-      host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                       "%s: %llu bytes do not fit in this address space",
-                       path, (unsigned long long)s->file_size);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "%s: %llu bytes do not fit in this address space",
+                           path, (unsigned long long)s->file_size);
       goto fail;
     }
     if (s->file_size > 0) {
@@ -190,8 +188,9 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
                      s->fd, 0);
       if (m == MAP_FAILED) {
         int e = errno;
-        host->status_set(st, errno_code(e), "%s: cannot map %llu bytes: %s",
-                         path, (unsigned long long)s->file_size, strerror(e));
+        wfx_host->status_set(st, errno_code(e), "%s: cannot map %llu bytes: %s",
+                             path, (unsigned long long)s->file_size,
+                             strerror(e));
         goto fail;
       }
       madvise(m, (size_t)s->file_size, MADV_SEQUENTIAL);
@@ -200,11 +199,11 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
     return 0;
   }
 
-  s->in = host->alloc(IN_CHUNK, 0);
+  s->in = wfx_host->alloc(IN_CHUNK, 0);
   if (!s->in) {
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory for the %s input buffer", path,
-                     wf__tfr_codec_name(codec));
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory for the %s input buffer", path,
+                         tfr_codec_name(codec));
     goto fail;
   }
   if (z_start(s, st))
@@ -212,18 +211,17 @@ int wf__tfr_stream_open(wf__tfr_stream *s, const char *path, int codec,
   return 0;
 
 fail:
-  wf__tfr_stream_close(s);
-  return host->status_code(st);
+  tfr_stream_close(s);
+  return wfx_code(st);
 }
 
-void wf__tfr_stream_close(wf__tfr_stream *s) {
-  const wf_host *host = wf__tfr_host();
+void tfr_stream_close(tfr_stream *s) {
   if (s->map)
     munmap((void *)s->map, (size_t)s->file_size);
   if (s->z_live)
     inflateEnd(&s->z);
-  host->free(s->in);
-  host->free(s->buf);
+  wfx_host->free(s->in);
+  wfx_host->free(s->buf);
   if (s->fd >= 0)
     close(s->fd);
   memset(s, 0, sizeof *s);
@@ -231,7 +229,7 @@ void wf__tfr_stream_close(wf__tfr_stream *s) {
 }
 
 /* Reads more compressed input when all of it was consumed. */
-static int z_refill(wf__tfr_stream *s, wf_status *st) {
+static int z_refill(tfr_stream *s, wf_status *st) {
   ssize_t r;
   if (s->z.avail_in > 0 || s->file_eof)
     return 0;
@@ -252,7 +250,7 @@ static int z_refill(wf__tfr_stream *s, wf_status *st) {
 
 /* Makes room for at least OUT_CHUNK bytes after hi, moving the held bytes
  * to the front or doubling the window. */
-static int window_room(wf__tfr_stream *s, wf_status *st) {
+static int window_room(tfr_stream *s, wf_status *st) {
   size_t held = s->hi - s->lo;
   size_t cap;
   uint8_t *nb;
@@ -266,17 +264,17 @@ static int window_room(wf__tfr_stream *s, wf_status *st) {
     return 0;
   }
   cap = s->cap * 2 > held + OUT_CHUNK ? s->cap * 2 : held + OUT_CHUNK;
-  nb = wf__tfr_host()->alloc(cap, 0);
+  nb = wfx_host->alloc(cap, 0);
   if (!nb) {
-    wf__tfr_host()->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "%s: out of memory growing the decompression "
-                               "window to %zu bytes",
-                               s->path, cap);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory growing the decompression "
+                         "window to %zu bytes",
+                         s->path, cap);
     return WF_RESOURCE_EXHAUSTED;
   }
   if (held)
     memcpy(nb, s->buf + s->lo, held);
-  wf__tfr_host()->free(s->buf);
+  wfx_host->free(s->buf);
   s->buf = nb;
   s->cap = cap;
   s->lo = 0;
@@ -285,12 +283,12 @@ static int window_room(wf__tfr_stream *s, wf_status *st) {
 }
 
 /* One inflate step: appends what it produces to the window. */
-static int z_step(wf__tfr_stream *s, wf_status *st) {
+static int z_step(tfr_stream *s, wf_status *st) {
   size_t room;
   int ret;
 
   if (z_refill(s, st) || window_room(s, st))
-    return wf__tfr_host()->status_code(st);
+    return wfx_code(st);
   room = s->cap - s->hi;
   s->z.next_out = s->buf + s->hi;
   s->z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
@@ -305,7 +303,7 @@ static int z_step(wf__tfr_stream *s, wf_status *st) {
     /* Another gzip member may follow; anything after a zlib stream is
      * garbage. */
     if (z_refill(s, st))
-      return wf__tfr_host()->status_code(st);
+      return wfx_code(st);
     if (s->z.avail_in == 0) {
       s->z_end = 1;
       return 0;
@@ -345,7 +343,7 @@ static int z_step(wf__tfr_stream *s, wf_status *st) {
   }
 }
 
-int wf__tfr_stream_peek(wf__tfr_stream *s, size_t n, const uint8_t **p,
+int tfr_stream_peek(tfr_stream *s, size_t n, const uint8_t **p,
                         size_t *avail, wf_status *st) {
   if (s->codec == WF__TFR_CODEC_NONE) {
     uint64_t rem = s->file_size - s->pos;
@@ -357,26 +355,26 @@ int wf__tfr_stream_peek(wf__tfr_stream *s, size_t n, const uint8_t **p,
     return z_repeat(s, st);
   while (s->hi - s->lo < n && !s->z_end)
     if (z_step(s, st))
-      return wf__tfr_host()->status_code(st);
+      return wfx_code(st);
   *avail = s->hi - s->lo < n ? s->hi - s->lo : n;
   *p = s->buf ? s->buf + s->lo : NULL;
   return 0;
 }
 
-void wf__tfr_stream_skip(wf__tfr_stream *s, size_t n) {
+void tfr_stream_skip(tfr_stream *s, size_t n) {
   s->pos += n;
   if (s->codec != WF__TFR_CODEC_NONE)
     s->lo += n;
 }
 
-int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
+int tfr_stream_pass(tfr_stream *s, uint64_t n, uint32_t *crc,
                         uint64_t *done, wf_status *st) {
   *done = 0;
   if (s->codec == WF__TFR_CODEC_NONE) {
     uint64_t rem = s->file_size - s->pos;
     uint64_t k = rem < n ? rem : n;
     if (crc && k > 0)
-      *crc = wf__crc32c(*crc, s->map + s->pos, (size_t)k);
+      *crc = tfr_crc32c(*crc, s->map + s->pos, (size_t)k);
     s->pos += k;
     *done = k;
     return 0;
@@ -385,27 +383,27 @@ int wf__tfr_stream_pass(wf__tfr_stream *s, uint64_t n, uint32_t *crc,
     const uint8_t *p;
     size_t avail;
     uint64_t want = n - *done;
-    if (wf__tfr_stream_peek(s, want < OUT_CHUNK ? (size_t)want : OUT_CHUNK,
+    if (tfr_stream_peek(s, want < OUT_CHUNK ? (size_t)want : OUT_CHUNK,
                             &p, &avail, st))
-      return wf__tfr_host()->status_code(st);
+      return wfx_code(st);
     if (avail == 0)
       break;
     if (crc)
-      *crc = wf__crc32c(*crc, p, avail);
-    wf__tfr_stream_skip(s, avail);
+      *crc = tfr_crc32c(*crc, p, avail);
+    tfr_stream_skip(s, avail);
     *done += avail;
   }
   return 0;
 }
 
-int wf__tfr_stream_rewind(wf__tfr_stream *s, wf_status *st) {
+int tfr_stream_rewind(tfr_stream *s, wf_status *st) {
   s->pos = 0;
   if (s->codec == WF__TFR_CODEC_NONE)
     return 0;
   if (lseek(s->fd, 0, SEEK_SET) != 0) {
     int e = errno;
-    wf__tfr_host()->status_set(st, errno_code(e), "%s: cannot seek: %s",
-                               s->path, strerror(e));
+    wfx_host->status_set(st, errno_code(e), "%s: cannot seek: %s", s->path,
+                         strerror(e));
     return errno_code(e);
   }
   inflateReset(&s->z);

@@ -83,8 +83,8 @@ enum { PHASE_IDLE, PHASE_HEADER, PHASE_DATA };
 /* What a request in flight belongs to. */
 enum { REQ_NODE, REQ_ROUND, REQ_BIND };
 
-struct wf__coll_node {
-  wf__coll_config cfg;
+struct coll_node {
+  coll_config cfg;
   char *name;
   int rank, size;
   MPI_Datatype type; /* element type of the calls */
@@ -96,8 +96,8 @@ struct wf__coll_node {
   int bound;           /* comm is set */
   int binding;         /* the tasks agreed on key; its communicator is coming */
   int zombie;          /* freed before it was bound: goes once bound */
-  wf__coll_run *queue; /* waiting, by increasing step */
-  wf__coll_run *active; /* in its header or data call */
+  coll_run *queue; /* waiting, by increasing step */
+  coll_run *active; /* in its header or data call */
   int phase;
   int64_t data_spin_until; /* PHASE_DATA: poll without sleeping until */
   int has_target;          /* the tasks agreed to run step `target` next */
@@ -106,8 +106,8 @@ struct wf__coll_node {
   int target_warned;
   int bind_warned;
   int in_ready;
-  wf__coll_node *ready_next;
-  wf__coll_node *live_prev, *live_next;
+  coll_node *ready_next;
+  coll_node *live_prev, *live_next;
   int64_t hdr_out[HDR_WORDS], hdr_in[HDR_WORDS];
 };
 
@@ -124,9 +124,9 @@ static struct {
   pthread_cond_t cv; /* work for the thread, or stop */
   pthread_t thread;
   int started;          /* the thread runs */
-  int stopping;         /* wf__mpi_collectives_stop was called */
-  wf__coll_node *ready; /* nodes that may start a run */
-  wf__coll_node *live;  /* every node of a job of several tasks */
+  int stopping;         /* mpt_collectives_stop was called */
+  coll_node *ready; /* nodes that may start a run */
+  coll_node *live;  /* every node of a job of several tasks */
   int unbound;          /* nodes waiting for a round to name them */
   int kick;             /* a node was set up: try a round */
   /* The rounds that name the nodes' communicators. */
@@ -177,7 +177,7 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-uint64_t wf__coll_hash_shape(uint64_t h, const wf_shape *s) {
+uint64_t coll_hash_shape(uint64_t h, const wf_shape *s) {
   int64_t words[WF_MAX_RANK + 1];
   int n = 1;
   words[0] = s->rank;
@@ -186,7 +186,7 @@ uint64_t wf__coll_hash_shape(uint64_t h, const wf_shape *s) {
   return hash_bytes(h, words, (size_t)n * sizeof words[0]);
 }
 
-static const char *call_name(wf__coll_kind kind) {
+static const char *call_name(coll_kind kind) {
   switch (kind) {
   case WF__COLL_ALLREDUCE:
     return "MPI_Iallreduce";
@@ -206,8 +206,7 @@ static const char *call_name(wf__coll_kind kind) {
 
 /* The MPI type of a node's calls: the arithmetic type for reductions,
  * an unsigned integer of the element's size for moves. */
-static int node_type(wf__coll_node *nd, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
+static int node_type(coll_node *nd, wf_status *st) {
   int reduces = nd->cfg.kind == WF__COLL_ALLREDUCE ||
                 nd->cfg.kind == WF__COLL_REDUCE ||
                 nd->cfg.kind == WF__COLL_REDUCE_SCATTER;
@@ -240,15 +239,16 @@ static int node_type(wf__coll_node *nd, wf_status *st) {
     nd->esize = 1;
     break;
   default:
-    h->status_set(st, WF_INVALID_ARGUMENT,
-                  "element type %d has no MPI counterpart", (int)nd->cfg.dtype);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "element type %d has no MPI counterpart",
+                         (int)nd->cfg.dtype);
     return WF_INVALID_ARGUMENT;
   }
   if (reduces) {
-    h->status_set(st, WF_INVALID_ARGUMENT,
-                  "%s cannot add elements of type %d (float32, float64, "
-                  "int32 and int64 only)",
-                  call_name(nd->cfg.kind), (int)nd->cfg.dtype);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "%s cannot add elements of type %d (float32, float64, "
+                         "int32 and int64 only)",
+                         call_name(nd->cfg.kind), (int)nd->cfg.dtype);
     return WF_INVALID_ARGUMENT;
   }
   return 0;
@@ -295,19 +295,18 @@ static int64_t name_occurrence(uint64_t h) {
 
 static void *progress_main(void *arg);
 
-wf__coll_node *wf__coll_node_new(const char *name, const wf__coll_config *cfg,
-                                 wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  const wf__mpi_job *job = wf__mpi_join(st);
-  wf__coll_node *nd = NULL;
+coll_node *coll_node_new(const char *name, const coll_config *cfg,
+                         wf_status *st) {
+  const mpt_job *job = mpt_join(st);
+  coll_node *nd = NULL;
   int err;
   if (!job)
     return NULL;
   /* Heartbeats between the tasks: how a task that died is noticed. */
-  if (job->size > 1 && wf__mpi_transport_start(st))
+  if (job->size > 1 && mpt_transport_start(st))
     return NULL;
   if (!(nd = calloc(1, sizeof *nd)) || !(nd->name = strdup(name))) {
-    h->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }
   nd->cfg = *cfg;
@@ -318,9 +317,9 @@ wf__coll_node *wf__coll_node_new(const char *name, const wf__coll_config *cfg,
     goto fail;
   if ((cfg->kind == WF__COLL_BROADCAST || cfg->kind == WF__COLL_REDUCE) &&
       (cfg->root < 0 || cfg->root >= job->size)) {
-    h->status_set(st, WF_INVALID_ARGUMENT,
-                  "root %d is not a task of this job of %d", (int)cfg->root,
-                  job->size);
+    wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                         "root %d is not a task of this job of %d",
+                         (int)cfg->root, job->size);
     goto fail;
   }
   uint64_t name_hash = hash_bytes(WF__COLL_HASH_INIT, name, strlen(name));
@@ -334,24 +333,24 @@ wf__coll_node *wf__coll_node_new(const char *name, const wf__coll_config *cfg,
   pthread_mutex_lock(&eng.mu);
   if (eng.stopping) {
     pthread_mutex_unlock(&eng.mu);
-    h->status_set(st, WF_CANCELLED,
-                  "task %d of %d: the process is leaving the MPI job",
-                  job->rank, job->size);
+    wfx_host->status_set(st, WF_CANCELLED,
+                         "task %d of %d: the process is leaving the MPI job",
+                         job->rank, job->size);
     goto fail;
   }
   int64_t occurrence = name_occurrence(name_hash);
   if (occurrence < 0) {
     pthread_mutex_unlock(&eng.mu);
-    h->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED, "out of memory");
     goto fail;
   }
   nd->key = hash_bytes(name_hash, &occurrence, sizeof occurrence) & KEY_MASK;
   if (!eng.started) {
     if ((err = pthread_create(&eng.thread, NULL, progress_main, NULL))) {
       pthread_mutex_unlock(&eng.mu);
-      h->status_set(st, WF_RESOURCE_EXHAUSTED,
-                    "cannot start the collectives' progress thread: %s",
-                    strerror(err));
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "cannot start the collectives' progress thread: %s",
+                           strerror(err));
       goto fail;
     }
     eng.started = 1;
@@ -373,9 +372,9 @@ fail:
 }
 
 /* Unlinks nd from the engine's lists (eng.mu held). */
-static void node_unlink(wf__coll_node *nd) {
+static void node_unlink(coll_node *nd) {
   if (nd->in_ready) {
-    wf__coll_node **p = &eng.ready;
+    coll_node **p = &eng.ready;
     while (*p != nd)
       p = &(*p)->ready_next;
     *p = nd->ready_next;
@@ -391,7 +390,7 @@ static void node_unlink(wf__coll_node *nd) {
 }
 
 /* Frees nd and its communicator (eng.mu not held). */
-static void node_destroy(wf__coll_node *nd) {
+static void node_destroy(coll_node *nd) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (nd->comm != MPI_COMM_NULL && !finalized)
@@ -400,7 +399,7 @@ static void node_destroy(wf__coll_node *nd) {
   free(nd);
 }
 
-void wf__coll_node_free(wf__coll_node *nd) {
+void coll_node_free(coll_node *nd) {
   if (!nd)
     return;
   if (nd->size == 1) {
@@ -435,39 +434,39 @@ void wf__coll_node_free(wf__coll_node *nd) {
   node_destroy(nd);
 }
 
-int wf__coll_node_rank(const wf__coll_node *nd) { return nd->rank; }
-int wf__coll_node_size(const wf__coll_node *nd) { return nd->size; }
-const wf__coll_config *wf__coll_node_config(const wf__coll_node *nd) {
+int coll_node_rank(const coll_node *nd) { return nd->rank; }
+int coll_node_size(const coll_node *nd) { return nd->size; }
+const coll_config *coll_node_config(const coll_node *nd) {
   return &nd->cfg;
 }
 
 /* ---- runs --------------------------------------------------------------- */
 
-wf__coll_run *wf__coll_run_new(wf__coll_node *nd, wf_kernel_ctx *ctx,
+coll_run *coll_run_new(coll_node *nd, wf_kernel_ctx *ctx,
                                wf_status *st) {
-  wf__coll_run *r =
+  coll_run *r =
       calloc(1, sizeof *r + (size_t)nd->cfg.n * sizeof r->pieces[0]);
   if (!r) {
-    wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "out of memory for a run of %d tensors",
-                             (int)nd->cfg.n);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "out of memory for a run of %d tensors",
+                         (int)nd->cfg.n);
     return NULL;
   }
   r->node = nd;
   r->ctx = ctx;
-  r->step = wf__mpi_host->kernel_step(ctx);
+  r->step = wfx_host->kernel_step(ctx);
   return r;
 }
 
-void *wf__coll_run_pack(wf__coll_run *r, size_t bytes, wf_status *st) {
-  r->pack = wf__mpi_host->alloc(bytes ? bytes : 1, 64);
+void *coll_run_pack(coll_run *r, size_t bytes, wf_status *st) {
+  r->pack = wfx_host->alloc(bytes ? bytes : 1, 64);
   if (!r->pack)
-    wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "out of memory for a buffer of %zu bytes", bytes);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "out of memory for a buffer of %zu bytes", bytes);
   return r->pack;
 }
 
-void wf__coll_run_refuse(wf__coll_run *r, int32_t code, const char *fmt, ...) {
+void coll_run_refuse(coll_run *r, int32_t code, const char *fmt, ...) {
   va_list ap;
   r->refused = code ? code : WF_INTERNAL;
   va_start(ap, fmt);
@@ -475,17 +474,17 @@ void wf__coll_run_refuse(wf__coll_run *r, int32_t code, const char *fmt, ...) {
   va_end(ap);
 }
 
-void wf__coll_run_free(wf__coll_run *r) {
+void coll_run_free(coll_run *r) {
   if (!r)
     return;
   if (r->pack)
-    wf__mpi_host->free(r->pack);
+    wfx_host->free(r->pack);
   free(r);
 }
 
 /* Inserts r into nd's queue by step (eng.mu held). */
-static void queue_insert(wf__coll_node *nd, wf__coll_run *r) {
-  wf__coll_run **p = &nd->queue;
+static void queue_insert(coll_node *nd, coll_run *r) {
+  coll_run **p = &nd->queue;
   while (*p && (*p)->step <= r->step)
     p = &(*p)->next;
   r->next = *p;
@@ -493,7 +492,7 @@ static void queue_insert(wf__coll_node *nd, wf__coll_run *r) {
 }
 
 /* Marks nd as possibly able to start a run (eng.mu held). */
-static void make_ready(wf__coll_node *nd) {
+static void make_ready(coll_node *nd) {
   if (nd->in_ready)
     return;
   nd->in_ready = 1;
@@ -501,30 +500,30 @@ static void make_ready(wf__coll_node *nd) {
   eng.ready = nd;
 }
 
-int wf__coll_submit(wf__coll_run *r, wf_status *st) {
-  wf__coll_node *nd = r->node;
+int coll_submit(coll_run *r, wf_status *st) {
+  coll_node *nd = r->node;
   pthread_mutex_lock(&eng.mu);
   if (eng.lost[0]) {
-    wf__mpi_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s",
-                             nd->rank, nd->size, eng.lost);
+    wfx_host->status_set(st, WF_UNAVAILABLE, "task %d of %d: %s", nd->rank,
+                         nd->size, eng.lost);
     pthread_mutex_unlock(&eng.mu);
-    wf__coll_run_free(r);
-    return wf__mpi_host->status_code(st);
+    coll_run_free(r);
+    return wfx_code(st);
   }
   if (eng.stopping || (!nd->bound && eng.broken[0])) {
     if (eng.stopping)
-      wf__mpi_host->status_set(st, WF_CANCELLED,
-                               "task %d of %d: the process is leaving the "
-                               "MPI job",
-                               nd->rank, nd->size);
+      wfx_host->status_set(st, WF_CANCELLED,
+                           "task %d of %d: the process is leaving the "
+                           "MPI job",
+                           nd->rank, nd->size);
     else
-      wf__mpi_host->status_set(st, WF_UNAVAILABLE,
-                               "task %d of %d: this node has no "
-                               "communicator: %s",
-                               nd->rank, nd->size, eng.broken);
+      wfx_host->status_set(st, WF_UNAVAILABLE,
+                           "task %d of %d: this node has no "
+                           "communicator: %s",
+                           nd->rank, nd->size, eng.broken);
     pthread_mutex_unlock(&eng.mu);
-    wf__coll_run_free(r);
-    return wf__mpi_host->status_code(st);
+    coll_run_free(r);
+    return wfx_code(st);
   }
   r->since_ns = now_ns();
   queue_insert(nd, r);
@@ -589,7 +588,7 @@ static void reqset_free(reqset *rs) {
 }
 
 /* Sets r's completion and moves it to *done. */
-static void run_end(wf__coll_run *r, wf__coll_run **done, int32_t code,
+static void run_end(coll_run *r, coll_run **done, int32_t code,
                     const char *fmt, va_list ap) {
   r->code = code;
   if (fmt)
@@ -600,11 +599,11 @@ static void run_end(wf__coll_run *r, wf__coll_run **done, int32_t code,
 
 /* Ends the active run of nd with code and why (a printf format), moving it
  * to *done; the node may start its next run. */
-static void finish_active(wf__coll_node *nd, wf__coll_run **done, int32_t code,
+static void finish_active(coll_node *nd, coll_run **done, int32_t code,
                           const char *fmt, ...) WF_PRINTF_LIKE(4, 5);
-static void finish_active(wf__coll_node *nd, wf__coll_run **done, int32_t code,
+static void finish_active(coll_node *nd, coll_run **done, int32_t code,
                           const char *fmt, ...) {
-  wf__coll_run *r = nd->active;
+  coll_run *r = nd->active;
   va_list ap;
   nd->active = NULL;
   nd->phase = PHASE_IDLE;
@@ -616,12 +615,12 @@ static void finish_active(wf__coll_node *nd, wf__coll_run **done, int32_t code,
 }
 
 /* Fails every queued run of nd (eng.mu held). */
-static void fail_queued(wf__coll_node *nd, wf__coll_run **done, int32_t code,
+static void fail_queued(coll_node *nd, coll_run **done, int32_t code,
                         const char *fmt, ...) WF_PRINTF_LIKE(4, 5);
-static void fail_queued(wf__coll_node *nd, wf__coll_run **done, int32_t code,
+static void fail_queued(coll_node *nd, coll_run **done, int32_t code,
                         const char *fmt, ...) {
   while (nd->queue) {
-    wf__coll_run *r = nd->queue;
+    coll_run *r = nd->queue;
     va_list ap;
     nd->queue = r->next;
     va_start(ap, fmt);
@@ -631,17 +630,16 @@ static void fail_queued(wf__coll_node *nd, wf__coll_run **done, int32_t code,
 }
 
 /* The shapes of r's inputs, "(2, 3), (4)", into buf. */
-static const char *input_shapes(const wf__coll_run *r, char *buf, size_t len) {
-  const wf_host *h = wf__mpi_host;
-  int n = h->kernel_num_inputs(r->ctx);
+static const char *input_shapes(const coll_run *r, char *buf, size_t len) {
+  int n = wfx_host->kernel_num_inputs(r->ctx);
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; i < n && used + 1 < len; i++) {
     wf_shape s;
-    const wf_tensor *t = h->kernel_input(r->ctx, i);
+    const wf_tensor *t = wfx_host->kernel_input(r->ctx, i);
     if (!t)
       continue;
-    h->tensor_shape(t, &s);
+    wfx_host->tensor_shape(t, &s);
     used += (size_t)snprintf(buf + used, len - used, "%s(", i ? ", " : "");
     for (int d = 0; d < s.rank && used + 1 < len; d++)
       used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "",
@@ -656,16 +654,16 @@ static const char *input_shapes(const wf__coll_run *r, char *buf, size_t len) {
 
 /* The rounds cannot go on: unbound nodes fail their runs from now on
  * (eng.mu held). */
-static void rounds_broken(int err, const char *call, wf__coll_run **done) {
-  const wf__mpi_job *job = wf__mpi_joined();
+static void rounds_broken(int err, const char *call, coll_run **done) {
+  const mpt_job *job = mpt_joined();
   char msg[MPI_MAX_ERROR_STRING];
   snprintf(eng.broken, sizeof eng.broken, "%s failed: %s", call,
-           wf__mpi_error_string(err, msg, sizeof msg));
-  wf__mpi_host->log(WF_LOG_ERROR, "transport-mpi",
-                    "task %d of %d: setting up the collectives' "
-                    "communicators: %s",
-                    job->rank, job->size, eng.broken);
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next)
+           mpt_error_string(err, msg, sizeof msg));
+  wfx_host->log(WF_LOG_ERROR, "transport-mpi",
+                "task %d of %d: setting up the collectives' "
+                "communicators: %s",
+                job->rank, job->size, eng.broken);
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     if (!nd->bound)
       fail_queued(nd, done, WF_UNAVAILABLE,
                   "task %d of %d: this node has no communicator: %s", nd->rank,
@@ -674,8 +672,8 @@ static void rounds_broken(int err, const char *call, wf__coll_run **done) {
 
 /* Proposes the smallest key waiting for a communicator, unless the tasks
  * agreed on a smaller one this task has not set up yet (eng.mu held). */
-static void round_try_start(reqset *rs, wf__coll_run **done) {
-  const wf__mpi_job *job = wf__mpi_joined();
+static void round_try_start(reqset *rs, coll_run **done) {
+  const mpt_job *job = mpt_joined();
   uint64_t key = 0;
   int have = 0;
   if (eng.round_busy || !eng.kick)
@@ -683,7 +681,7 @@ static void round_try_start(reqset *rs, wf__coll_run **done) {
   eng.kick = 0;
   if (eng.broken[0] || eng.unbound == 0)
     return;
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next)
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     if (!nd->bound && !nd->binding && (!have || nd->key < key)) {
       key = nd->key;
       have = 1;
@@ -708,8 +706,8 @@ static void round_try_start(reqset *rs, wf__coll_run **done) {
 
 /* A round completed: every task duplicates the communicator for the key
  * they all proposed, or they retry with the smallest (eng.mu held). */
-static void round_done(int err, reqset *rs, wf__coll_run **done) {
-  const wf__mpi_job *job = wf__mpi_joined();
+static void round_done(int err, reqset *rs, coll_run **done) {
+  const mpt_job *job = mpt_joined();
   /* `coll` stays busy until the duplication agreed on completes: the
    * duplication's own calls on it run in the background, and a round
    * started meanwhile could match them on another task. */
@@ -726,7 +724,7 @@ static void round_done(int err, reqset *rs, wf__coll_run **done) {
     return;
   }
   eng.round_has_target = 0;
-  wf__coll_node *nd = eng.live;
+  coll_node *nd = eng.live;
   while (nd && !(nd->key == (uint64_t)lo && !nd->bound && !nd->binding))
     nd = nd->live_next;
   binding *b = malloc(sizeof *b);
@@ -752,8 +750,8 @@ static void round_done(int err, reqset *rs, wf__coll_run **done) {
 }
 
 /* A duplication completed: its node may run (eng.mu held). */
-static void bind_done(binding *b, int err, wf__coll_run **done) {
-  wf__coll_node *nd = eng.live;
+static void bind_done(binding *b, int err, coll_run **done) {
+  coll_node *nd = eng.live;
   eng.round_busy = 0;
   eng.kick = 1;
   while (nd && !(nd->key == b->key && nd->binding))
@@ -789,9 +787,9 @@ static void bind_done(binding *b, int err, wf__coll_run **done) {
 
 /* Starts nd's next run if it may: its smallest queued step, unless the
  * tasks agreed on a step this task has not queued yet (eng.mu held). */
-static void start_header(wf__coll_node *nd, reqset *rs, wf__coll_run **done) {
+static void start_header(coll_node *nd, reqset *rs, coll_run **done) {
   char msg[MPI_MAX_ERROR_STRING];
-  wf__coll_run *r = nd->queue;
+  coll_run *r = nd->queue;
   if (nd->phase != PHASE_IDLE || !nd->bound || !r)
     return;
   if (nd->has_target && r->step > nd->target)
@@ -820,14 +818,14 @@ static void start_header(wf__coll_node *nd, reqset *rs, wf__coll_run **done) {
                   "task %d of %d: MPI_Iallreduce (agreeing on the step and "
                   "the shapes) failed: %s",
                   nd->rank, nd->size,
-                  wf__mpi_error_string(err, msg, sizeof msg));
+                  mpt_error_string(err, msg, sizeof msg));
     return;
   }
   reqset_push(rs, REQ_NODE, nd);
   nd->phase = PHASE_HEADER;
 }
 
-static int start_data(wf__coll_node *nd, wf__coll_run *r, MPI_Request *req) {
+static int start_data(coll_node *nd, coll_run *r, MPI_Request *req) {
   int count = (int)r->count;
   int root = nd->cfg.root;
   switch (nd->cfg.kind) {
@@ -854,17 +852,17 @@ static int start_data(wf__coll_node *nd, wf__coll_run *r, MPI_Request *req) {
 
 /* nd's header call completed with err (eng.mu held): moves on to the data,
  * or waits for the agreed step, or fails the run as every task does. */
-static void header_done(wf__coll_node *nd, int err, reqset *rs,
-                        wf__coll_run **done) {
+static void header_done(coll_node *nd, int err, reqset *rs,
+                        coll_run **done) {
   char msg[MPI_MAX_ERROR_STRING], shapes[256];
-  wf__coll_run *r = nd->active;
+  coll_run *r = nd->active;
   const int64_t *in = nd->hdr_in;
   if (err != MPI_SUCCESS) {
     finish_active(nd, done, WF_UNAVAILABLE,
                   "task %d of %d: MPI_Iallreduce (agreeing on the step and "
                   "the shapes) failed: %s",
                   nd->rank, nd->size,
-                  wf__mpi_error_string(err, msg, sizeof msg));
+                  mpt_error_string(err, msg, sizeof msg));
     return;
   }
   int64_t step_max = in[0], step_min = -in[1];
@@ -881,11 +879,11 @@ static void header_done(wf__coll_node *nd, int err, reqset *rs,
     }
     nd->has_target = 1;
     nd->target = step_min;
-    wf__mpi_host->log(WF_LOG_DEBUG, "transport-mpi",
-                      "task %d of %d: node '%s': the tasks proposed steps "
-                      "%lld to %lld; step %lld goes first",
-                      nd->rank, nd->size, nd->name, (long long)step_min,
-                      (long long)step_max, (long long)step_min);
+    wfx_host->log(WF_LOG_DEBUG, "transport-mpi",
+                  "task %d of %d: node '%s': the tasks proposed steps "
+                  "%lld to %lld; step %lld goes first",
+                  nd->rank, nd->size, nd->name, (long long)step_min,
+                  (long long)step_max, (long long)step_min);
     queue_insert(nd, r);
     make_ready(nd);
     return;
@@ -942,7 +940,7 @@ static void header_done(wf__coll_node *nd, int err, reqset *rs,
   if (err != MPI_SUCCESS) {
     finish_active(nd, done, WF_UNAVAILABLE, "task %d of %d: %s failed: %s",
                   nd->rank, nd->size, call_name(nd->cfg.kind),
-                  wf__mpi_error_string(err, msg, sizeof msg));
+                  mpt_error_string(err, msg, sizeof msg));
     return;
   }
   reqset_push(rs, REQ_NODE, nd);
@@ -966,13 +964,13 @@ static void divide(void *p, int64_t n, int32_t dtype, int d) {
 }
 
 /* nd's data call completed with err (eng.mu held). */
-static void data_done(wf__coll_node *nd, int err, wf__coll_run **done) {
+static void data_done(coll_node *nd, int err, coll_run **done) {
   char msg[MPI_MAX_ERROR_STRING];
-  wf__coll_run *r = nd->active;
+  coll_run *r = nd->active;
   if (err != MPI_SUCCESS) {
     finish_active(nd, done, WF_UNAVAILABLE, "task %d of %d: %s failed: %s",
                   nd->rank, nd->size, call_name(nd->cfg.kind),
-                  wf__mpi_error_string(err, msg, sizeof msg));
+                  mpt_error_string(err, msg, sizeof msg));
     return;
   }
   int64_t got = r->count;
@@ -993,40 +991,42 @@ static void data_done(wf__coll_node *nd, int err, wf__coll_run **done) {
 
 /* Warns once about runs that have waited very long (eng.mu held). */
 static void warn_stalls(int64_t now) {
-  const wf_host *h = wf__mpi_host;
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next) {
-    wf__coll_run *r = nd->active;
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next) {
+    coll_run *r = nd->active;
     if (r && !r->warned && now - r->since_ns > STALL_WARN_NS) {
       r->warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s' has waited %lld s in step %lld for "
-             "%s",
-             nd->rank, nd->size, nd->name,
-             (long long)((now - r->since_ns) / 1000000000), (long long)r->step,
-             nd->phase == PHASE_HEADER
-                 ? "the other tasks to reach it (a task that failed or "
-                   "stopped before it leaves the others waiting)"
-                 : "its data to move");
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s' has waited %lld s in step %lld for "
+          "%s",
+          nd->rank, nd->size, nd->name,
+          (long long)((now - r->since_ns) / 1000000000), (long long)r->step,
+          nd->phase == PHASE_HEADER
+              ? "the other tasks to reach it (a task that failed or "
+                "stopped before it leaves the others waiting)"
+              : "its data to move");
     }
     if (!nd->active && nd->has_target && !nd->target_warned &&
         now - nd->target_since > STALL_WARN_NS) {
       nd->target_warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s': the other tasks run its step %lld, "
-             "which this task has not reached in %lld s (every task must "
-             "run the same steps of a session in the same sequence)",
-             nd->rank, nd->size, nd->name, (long long)nd->target,
-             (long long)((now - nd->target_since) / 1000000000));
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s': the other tasks run its step %lld, "
+          "which this task has not reached in %lld s (every task must "
+          "run the same steps of a session in the same sequence)",
+          nd->rank, nd->size, nd->name, (long long)nd->target,
+          (long long)((now - nd->target_since) / 1000000000));
     }
     if (!nd->bound && nd->queue && !nd->bind_warned &&
         now - nd->queue->since_ns > STALL_WARN_NS) {
       nd->bind_warned = 1;
-      h->log(WF_LOG_WARNING, "transport-mpi",
-             "task %d of %d: node '%s' has waited %lld s for the other "
-             "tasks to set up the same collective nodes (every task must "
-             "build the executors holding them: run the same signatures)",
-             nd->rank, nd->size, nd->name,
-             (long long)((now - nd->queue->since_ns) / 1000000000));
+      wfx_host->log(
+          WF_LOG_WARNING, "transport-mpi",
+          "task %d of %d: node '%s' has waited %lld s for the other "
+          "tasks to set up the same collective nodes (every task must "
+          "build the executors holding them: run the same signatures)",
+          nd->rank, nd->size, nd->name,
+          (long long)((now - nd->queue->since_ns) / 1000000000));
     }
   }
 }
@@ -1038,66 +1038,65 @@ static void warn_stalls(int64_t now) {
  * still write into its buffers: its output tensor is kept alive for good)
  * and is only freed, never completed again, if the call ever ends. Later
  * runs fail at once. eng.mu held. */
-static void check_lost(wf__coll_run **done, wf_kernel_ctx ***orphans,
+static void check_lost(coll_run **done, wf_kernel_ctx ***orphans,
                        int *norphans) {
   int task;
   int64_t silent;
-  if (eng.lost[0] || !wf__mpi_transport_lost(&task, &silent))
+  if (eng.lost[0] || !mpt_transport_lost(&task, &silent))
     return;
   snprintf(eng.lost, sizeof eng.lost,
            "task %d has been silent for %.1f s (heartbeat timeout %.1f s): "
            "it died or hangs, and the job cannot go on (restart it from the "
            "last checkpoint)",
            task, (double)silent / 1000.0,
-           (double)wf__mpi_heartbeat_ms() / 1000.0);
-  wf__mpi_host->log(WF_LOG_ERROR, "transport-mpi", "%s", eng.lost);
+           (double)mpt_heartbeat_ms() / 1000.0);
+  wfx_host->log(WF_LOG_ERROR, "transport-mpi", "%s", eng.lost);
   int n = 0;
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next)
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     n += nd->active && nd->active->ctx;
   *orphans = n ? calloc((size_t)n, sizeof **orphans) : NULL;
   *norphans = 0;
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next) {
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next) {
     fail_queued(nd, done, WF_UNAVAILABLE, "task %d of %d: %s", nd->rank,
                 nd->size, eng.lost);
-    wf__coll_run *r = nd->active;
+    coll_run *r = nd->active;
     if (!r || !r->ctx || !*orphans)
       continue;
     if (r->recv_tensor)
-      wf__mpi_host->tensor_retain(r->recv_tensor);
+      wfx_host->tensor_retain(r->recv_tensor);
     (*orphans)[(*norphans)++] = r->ctx;
     r->ctx = NULL;
   }
 }
 
 /* Completes the runs of done, eng.mu not held. */
-static void complete(wf__coll_run *done) {
-  const wf_host *h = wf__mpi_host;
+static void complete(coll_run *done) {
   while (done) {
-    wf__coll_run *r = done;
+    coll_run *r = done;
     wf_kernel_ctx *ctx = r->ctx;
     done = r->next;
     if (!ctx) { /* given up on by check_lost */
-      wf__coll_run_free(r);
+      coll_run_free(r);
       continue;
     }
     if (r->code == WF_OK) {
-      wf__coll_run_free(r);
-      h->kernel_done(ctx, WF_OK, NULL);
+      coll_run_free(r);
+      wfx_host->kernel_done(ctx, WF_OK, NULL);
     } else {
       char why[sizeof r->why];
       int32_t code = r->code;
       memcpy(why, r->why, sizeof why);
-      wf__coll_run_free(r);
-      h->kernel_done(ctx, code, "%s", why);
+      coll_run_free(r);
+      wfx_host->kernel_done(ctx, code, "%s", why);
     }
   }
 }
 
 /* Fails every run not yet started, at exit. Runs with a call in flight are
  * left alone: MPI may still use their buffers, so they must stay. */
-static wf__coll_run *cancel_queued(void) {
-  wf__coll_run *done = NULL;
-  for (wf__coll_node *nd = eng.live; nd; nd = nd->live_next)
+static coll_run *cancel_queued(void) {
+  coll_run *done = NULL;
+  for (coll_node *nd = eng.live; nd; nd = nd->live_next)
     fail_queued(nd, &done, WF_CANCELLED,
                 "task %d of %d: the process left the MPI job before this "
                 "step's collective started",
@@ -1108,7 +1107,7 @@ static wf__coll_run *cancel_queued(void) {
 static void *progress_main(void *arg) {
   char msg[MPI_MAX_ERROR_STRING];
   reqset rs = {0};
-  wf__coll_run *done = NULL;
+  coll_run *done = NULL;
   int64_t last_event = now_ns(), last_scan = last_event, sleep_ns = 0;
   (void)arg;
   pthread_mutex_lock(&eng.mu);
@@ -1116,7 +1115,7 @@ static void *progress_main(void *arg) {
     int before = rs.n;
     round_try_start(&rs, &done);
     while (eng.ready) {
-      wf__coll_node *nd = eng.ready;
+      coll_node *nd = eng.ready;
       eng.ready = nd->ready_next;
       nd->in_ready = 0;
       start_header(nd, &rs, &done);
@@ -1141,8 +1140,7 @@ static void *progress_main(void *arg) {
       if (norphans || done) {
         pthread_mutex_unlock(&eng.mu);
         for (int i = 0; i < norphans; i++)
-          wf__mpi_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s",
-                                    eng.lost);
+          wfx_host->kernel_done(orphans[i], WF_UNAVAILABLE, "%s", eng.lost);
         free(orphans);
         complete(done);
         done = NULL;
@@ -1167,9 +1165,9 @@ static void *progress_main(void *arg) {
     if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
       /* The call itself failed: which request is at fault is unknown, so
        * everything in flight fails. */
-      wf__mpi_error_string(err, msg, sizeof msg);
+      mpt_error_string(err, msg, sizeof msg);
       for (int i = 0; i < rs.n; i++) {
-        wf__coll_node *nd = rs.owner[i];
+        coll_node *nd = rs.owner[i];
         if (rs.kind[i] != REQ_NODE)
           continue;
         finish_active(nd, &done, WF_UNAVAILABLE,
@@ -1193,7 +1191,7 @@ static void *progress_main(void *arg) {
       } else if (kind == REQ_BIND) {
         bind_done(owner, code, &done);
       } else {
-        wf__coll_node *nd = owner;
+        coll_node *nd = owner;
         if (nd->phase == PHASE_HEADER)
           header_done(nd, code, &rs, &done); /* may append a request */
         else
@@ -1223,8 +1221,8 @@ static void *progress_main(void *arg) {
     int moving = 0;
     for (int i = 0; i < rs.n && !moving; i++)
       moving = rs.kind[i] == REQ_NODE &&
-               ((wf__coll_node *)rs.owner[i])->phase == PHASE_DATA &&
-               now < ((wf__coll_node *)rs.owner[i])->data_spin_until;
+               ((coll_node *)rs.owner[i])->phase == PHASE_DATA &&
+               now < ((coll_node *)rs.owner[i])->data_spin_until;
     if (moving || now - last_event < HEADER_SPIN_NS) {
       pthread_mutex_unlock(&eng.mu);
       sched_yield();
@@ -1243,7 +1241,7 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
-void wf__mpi_collectives_stop(void) {
+void mpt_collectives_stop(void) {
   pthread_mutex_lock(&eng.mu);
   eng.stopping = 1;
   int started = eng.started;

@@ -42,19 +42,6 @@
 /* ---- helpers ----------------------------------------------------------------
  */
 
-/* Sets st to code and the formatted message; returns code. */
-static int fail(wf_status *st, int code, const char *fmt, ...)
-    WF_PRINTF_LIKE(3, 4);
-static int fail(wf_status *st, int code, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  wf__mpi_host->status_set(st, code, "%s", msg);
-  return code;
-}
-
 #define REDUCE_DTYPES                                                          \
   (WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64) |                       \
    WF_DTYPE_BIT(WF_INT32) | WF_DTYPE_BIT(WF_INT64))
@@ -62,33 +49,6 @@ static int fail(wf_status *st, int code, const char *fmt, ...) {
 
 static int is_float(int32_t dtype) {
   return dtype == WF_FLOAT32 || dtype == WF_FLOAT64;
-}
-
-static size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-  case WF_FLOAT64:
-  case WF_INT64:
-    return 8;
-  case WF_FLOAT32:
-  case WF_INT32:
-    return 4;
-  case WF_FLOAT16:
-  case WF_BFLOAT16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-
-static const char *dtype_name(int32_t dtype) {
-  static const char *const names[WF_DTYPE_COUNT] = {
-      [WF_FLOAT32] = "float32", [WF_FLOAT64] = "float64",
-      [WF_FLOAT16] = "float16", [WF_BFLOAT16] = "bfloat16",
-      [WF_INT8] = "int8",       [WF_UINT8] = "uint8",
-      [WF_INT32] = "int32",     [WF_INT64] = "int64",
-      [WF_BOOL] = "bool",       [WF_RESOURCE] = "resource"};
-  return dtype > 0 && dtype < WF_DTYPE_COUNT && names[dtype] ? names[dtype]
-                                                             : "invalid";
 }
 
 /* Reads "reduction" (NULL: the default, "sum"): *mean = 0 for "sum", 1
@@ -100,15 +60,15 @@ static int parse_reduction(const char *v, int32_t dtype, int *mean,
     return 0;
   }
   if (strcmp(v, "mean") != 0)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "attribute 'reduction' is '%s'; it must be 'sum' or "
-                "'mean'",
-                v);
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "attribute 'reduction' is '%s'; it must be 'sum' or "
+                    "'mean'",
+                    v);
   if (!is_float(dtype))
-    return fail(st, WF_INVALID_ARGUMENT,
-                "reduction 'mean' needs a float type (float32 or "
-                "float64), but T is %s; use 'sum'",
-                dtype_name(dtype));
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "reduction 'mean' needs a float type (float32 or "
+                    "float64), but T is %s; use 'sum'",
+                    wfx_dtype_name(dtype));
   *mean = 1;
   return 0;
 }
@@ -118,91 +78,89 @@ static int parse_reduction(const char *v, int32_t dtype, int *mean,
 
 /* Checks "reduction" against "T" while the graph is built. */
 static int shape_check_reduction(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_attr_value red, t;
   int mean;
-  if (h->shape_attr(ctx, "reduction", &red) || h->shape_attr(ctx, "T", &t))
-    return fail(st, WF_INTERNAL, "attributes 'reduction' and 'T' must be set");
+  if (wfx_host->shape_attr(ctx, "reduction", &red) ||
+      wfx_host->shape_attr(ctx, "T", &t))
+    return wfx_fail(st, WF_INTERNAL,
+                    "attributes 'reduction' and 'T' must be set");
   return parse_reduction(red.u.s, t.u.dtype, &mean, st);
 }
 
 /* Output i has input i's shape. */
 static int shape_same(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  int32_t n = h->shape_num_inputs(ctx);
+  int32_t n = wfx_host->shape_num_inputs(ctx);
   (void)st;
   for (int32_t i = 0; i < n; i++) {
     int32_t dt;
     wf_shape s;
-    if (h->shape_input(ctx, i, &dt, &s) == 0)
-      h->shape_set_output(ctx, i, &s);
+    if (wfx_host->shape_input(ctx, i, &dt, &s) == 0)
+      wfx_host->shape_set_output(ctx, i, &s);
   }
   return 0;
 }
 
 static int allreduce_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_reduction(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return wfx_code(st);
   return shape_same(ctx, st);
 }
 
 /* Root must be a task of the job when the job is known already. */
 static int shape_check_root(wf_shape_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  const wf__mpi_job *job = wf__mpi_joined();
+  const mpt_job *job = mpt_joined();
   wf_attr_value root;
-  if (h->shape_attr(ctx, "root", &root))
+  if (wfx_host->shape_attr(ctx, "root", &root))
     return 0;
   if (job && root.u.i >= job->size)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "root %lld is not a task of this job of %d tasks",
-                (long long)root.u.i, job->size);
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "root %lld is not a task of this job of %d tasks",
+                    (long long)root.u.i, job->size);
   return 0;
 }
 
 static int broadcast_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_root(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return wfx_code(st);
   return shape_same(ctx, st);
 }
 
 static int reduce_shape(wf_shape_ctx *ctx, wf_status *st) {
   if (shape_check_reduction(ctx, st) || shape_check_root(ctx, st))
-    return wf__mpi_host->status_code(st);
+    return wfx_code(st);
   return shape_same(ctx, st);
 }
 
 /* AllGather (gather = 1) and ReduceScatter (0): dimension 0 times or
  * divided by the job size, unknown (-1) while no job is joined. */
 static int dim0_shape(wf_shape_ctx *ctx, int gather, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  const wf__mpi_job *job = wf__mpi_joined();
+  const mpt_job *job = mpt_joined();
   int32_t dt;
   wf_shape s;
   if (!gather && shape_check_reduction(ctx, st))
-    return h->status_code(st);
-  if (h->shape_input(ctx, 0, &dt, &s) || s.rank < 0)
+    return wfx_code(st);
+  if (wfx_host->shape_input(ctx, 0, &dt, &s) || s.rank < 0)
     return 0;
   if (s.rank == 0)
-    return fail(st, WF_INVALID_ARGUMENT,
-                "x is a scalar; it needs rank >= 1 (the tasks' "
-                "tensors are %s along dimension 0)",
-                gather ? "joined" : "split");
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "x is a scalar; it needs rank >= 1 (the tasks' "
+                    "tensors are %s along dimension 0)",
+                    gather ? "joined" : "split");
   if (s.dims[0] >= 0 && job) {
     if (gather) {
       s.dims[0] *= job->size;
     } else if (s.dims[0] % job->size != 0) {
-      return fail(st, WF_INVALID_ARGUMENT,
-                  "dimension 0 of x (%lld) is not divisible by the "
-                  "%d tasks of the job",
-                  (long long)s.dims[0], job->size);
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
+                      "dimension 0 of x (%lld) is not divisible by the "
+                      "%d tasks of the job",
+                      (long long)s.dims[0], job->size);
     } else {
       s.dims[0] /= job->size;
     }
   } else {
     s.dims[0] = WF_UNKNOWN_DIM;
   }
-  h->shape_set_output(ctx, 0, &s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
@@ -217,39 +175,39 @@ static int reduce_scatter_shape(wf_shape_ctx *ctx, wf_status *st) {
 static int size_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape s = {.rank = 0};
   (void)st;
-  wf__mpi_host->shape_set_output(ctx, 0, &s);
+  wfx_host->shape_set_output(ctx, 0, &s);
   return 0;
 }
 
 /* ---- kernels: set-up
  * ------------------------------------------------------------ */
 
-static int setup(wf_kernel_ctx *ctx, wf__coll_kind kind, void **state,
+static int setup(wf_kernel_ctx *ctx, coll_kind kind, void **state,
                  wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_config cfg = {.kind = kind, .n = 1};
+  coll_config cfg = {.kind = kind, .n = 1};
   wf_attr_value v;
   int mean = 0;
-  if (h->kernel_attr(ctx, "T", &v))
-    return fail(st, WF_INTERNAL, "attribute 'T' is not set");
+  if (wfx_host->kernel_attr(ctx, "T", &v))
+    return wfx_fail(st, WF_INTERNAL, "attribute 'T' is not set");
   cfg.dtype = v.u.dtype;
   if ((kind == WF__COLL_ALLREDUCE || kind == WF__COLL_REDUCE ||
        kind == WF__COLL_BROADCAST) &&
-      h->kernel_attr(ctx, "N", &v) == 0)
+      wfx_host->kernel_attr(ctx, "N", &v) == 0)
     cfg.n = (int32_t)v.u.i;
   if (kind == WF__COLL_ALLREDUCE || kind == WF__COLL_REDUCE ||
       kind == WF__COLL_REDUCE_SCATTER) {
-    if (parse_reduction(h->kernel_attr(ctx, "reduction", &v) ? NULL : v.u.s,
+    if (parse_reduction(wfx_host->kernel_attr(ctx, "reduction", &v) ? NULL
+                                                                    : v.u.s,
                         cfg.dtype, &mean, st))
-      return h->status_code(st);
+      return wfx_code(st);
     cfg.mean = mean;
   }
   if ((kind == WF__COLL_BROADCAST || kind == WF__COLL_REDUCE) &&
-      h->kernel_attr(ctx, "root", &v) == 0)
+      wfx_host->kernel_attr(ctx, "root", &v) == 0)
     cfg.root = (int32_t)v.u.i;
-  wf__coll_node *nd = wf__coll_node_new(h->kernel_node_name(ctx), &cfg, st);
+  coll_node *nd = coll_node_new(wfx_host->kernel_node_name(ctx), &cfg, st);
   if (!nd)
-    return h->status_code(st);
+    return wfx_code(st);
   *state = nd;
   return 0;
 }
@@ -271,50 +229,48 @@ static int reduce_scatter_create(wf_kernel_ctx *ctx, void **state,
   return setup(ctx, WF__COLL_REDUCE_SCATTER, state, st);
 }
 
-static void coll_destroy(void *state) { wf__coll_node_free(state); }
+static void coll_destroy(void *state) { coll_node_free(state); }
 
 /* ---- kernels: compute
  * ----------------------------------------------------------- */
 
 /* A job of one task: every output is its input, done at once. */
 static int forward_all(wf_kernel_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  int32_t n = h->kernel_num_inputs(ctx);
+  int32_t n = wfx_host->kernel_num_inputs(ctx);
   for (int32_t i = 0; i < n; i++)
-    if (h->kernel_output_set(ctx, i, (wf_tensor *)h->kernel_input(ctx, i), st))
-      return h->status_code(st);
-  h->kernel_done(ctx, WF_OK, NULL);
+    if (wfx_host->kernel_output_set(
+            ctx, i, (wf_tensor *)wfx_host->kernel_input(ctx, i), st))
+      return wfx_code(st);
+  wfx_host->kernel_done(ctx, WF_OK, NULL);
   return 0;
 }
 
-static int too_large(const wf__coll_node *nd, int64_t count, wf_status *st) {
-  return fail(st, WF_INVALID_ARGUMENT,
-              "task %d of %d: %lld elements are more than one MPI call "
-              "carries (%d); split the tensors over several nodes",
-              wf__coll_node_rank(nd), wf__coll_node_size(nd), (long long)count,
-              INT_MAX);
+static int too_large(const coll_node *nd, int64_t count, wf_status *st) {
+  return wfx_fail(st, WF_INVALID_ARGUMENT,
+                  "task %d of %d: %lld elements are more than one MPI call "
+                  "carries (%d); split the tensors over several nodes",
+                  coll_node_rank(nd), coll_node_size(nd), (long long)count,
+                  INT_MAX);
 }
 
 /* This task cannot take part in r for the reason in st: the run goes
  * through the tasks' agreement all the same, so that every task fails it
  * (a task failing alone would leave the others waiting). */
-static int refuse(wf__coll_run *r, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_run_refuse(r, h->status_code(st), "%s", h->status_message(st));
-  return wf__coll_submit(r, st);
+static int refuse(coll_run *r, wf_status *st) {
+  coll_run_refuse(r, wfx_code(st), "%s", wfx_host->status_message(st));
+  return coll_submit(r, st);
 }
 
 /* AllReduce, Reduce and Broadcast: N tensors in, N of the same shapes out,
  * one call over the tensors packed end to end (no packing for N = 1). */
 static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_node *nd = state;
-  const wf__coll_config *cfg = wf__coll_node_config(nd);
-  int32_t n = h->kernel_num_inputs(ctx);
-  int rank = wf__coll_node_rank(nd), size = wf__coll_node_size(nd);
+  coll_node *nd = state;
+  const coll_config *cfg = coll_node_config(nd);
+  int32_t n = wfx_host->kernel_num_inputs(ctx);
+  int rank = coll_node_rank(nd), size = coll_node_size(nd);
   int root_here = rank == cfg->root;
-  size_t es = dtype_size(cfg->dtype);
-  wf__coll_run *r = NULL;
+  size_t es = wfx_dtype_size(cfg->dtype);
+  coll_run *r = NULL;
   void *y0 = NULL;
   wf_tensor *yt0 = NULL;
   int64_t total = 0;
@@ -327,28 +283,28 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                  (cfg->kind == WF__COLL_REDUCE && root_here) ||
                  (cfg->kind == WF__COLL_BROADCAST && !root_here);
   int sends = cfg->kind != WF__COLL_BROADCAST || root_here;
-  if (!(r = wf__coll_run_new(nd, ctx, st)))
-    return h->status_code(st);
+  if (!(r = coll_run_new(nd, ctx, st)))
+    return wfx_code(st);
   for (int32_t i = 0; i < n; i++) {
-    const wf_tensor *x = h->kernel_input(ctx, i);
+    const wf_tensor *x = wfx_host->kernel_input(ctx, i);
     wf_tensor *y;
     wf_shape s;
-    h->tensor_shape(x, &s);
-    hash = wf__coll_hash_shape(hash, &s);
-    total += h->tensor_count(x);
+    wfx_host->tensor_shape(x, &s);
+    hash = coll_hash_shape(hash, &s);
+    total += wfx_count(x);
     if (receives || cfg->kind == WF__COLL_REDUCE) {
-      if (!(y = h->kernel_output_new(ctx, i, &s, st)))
+      if (!(y = wfx_host->kernel_output_new(ctx, i, &s, st)))
         goto refuse;
       if (i == 0) {
-        y0 = h->tensor_data(y);
+        y0 = wfx_data(y);
         yt0 = y;
       }
       if (!receives)
-        memset(h->tensor_data(y), 0, h->tensor_nbytes(y));
+        memset(wfx_data(y), 0, wfx_host->tensor_nbytes(y));
       else if (n > 1)
         r->pieces[r->npieces++] =
-            (wf__coll_piece){h->tensor_data(y), h->tensor_nbytes(y)};
-    } else if (h->kernel_output_set(ctx, i, (wf_tensor *)x, st)) {
+            (coll_piece){wfx_data(y), wfx_host->tensor_nbytes(y)};
+    } else if (wfx_host->kernel_output_set(ctx, i, (wf_tensor *)x, st)) {
       goto refuse;
     }
   }
@@ -359,7 +315,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   r->count = total;
   r->shape_hash = hash;
   if (n == 1) {
-    void *x0 = h->tensor_data(h->kernel_input(ctx, 0));
+    void *x0 = wfx_data(wfx_host->kernel_input(ctx, 0));
     if (cfg->kind == WF__COLL_BROADCAST) {
       r->recv = root_here ? x0 : y0;
       r->recv_tensor = root_here ? NULL : yt0;
@@ -369,15 +325,15 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       r->recv_tensor = receives ? yt0 : NULL;
     }
   } else {
-    char *p = wf__coll_run_pack(r, (size_t)total * es, st);
+    char *p = coll_run_pack(r, (size_t)total * es, st);
     if (!p)
       goto refuse;
     if (sends) {
       for (int32_t i = 0; i < n; i++) {
-        const wf_tensor *x = h->kernel_input(ctx, i);
-        size_t b = h->tensor_nbytes(x);
+        const wf_tensor *x = wfx_host->kernel_input(ctx, i);
+        size_t b = wfx_host->tensor_nbytes(x);
         if (b)
-          memcpy(p, h->tensor_data(x), b);
+          memcpy(p, wfx_data(x), b);
         p += b;
       }
     }
@@ -388,7 +344,7 @@ static int list_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     if (cfg->kind == WF__COLL_REDUCE && !root_here)
       r->recv = NULL;
   }
-  return wf__coll_submit(r, st);
+  return coll_submit(r, st);
 refuse:
   return refuse(r, st);
 }
@@ -396,34 +352,33 @@ refuse:
 /* AllGather and ReduceScatter: one tensor, joined or split along
  * dimension 0. */
 static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf__coll_node *nd = state;
-  const wf__coll_config *cfg = wf__coll_node_config(nd);
-  int size = wf__coll_node_size(nd), rank = wf__coll_node_rank(nd);
+  coll_node *nd = state;
+  const coll_config *cfg = coll_node_config(nd);
+  int size = coll_node_size(nd), rank = coll_node_rank(nd);
   int gather = cfg->kind == WF__COLL_ALLGATHER;
-  const wf_tensor *x = h->kernel_input(ctx, 0);
-  wf__coll_run *r = NULL;
+  const wf_tensor *x = wfx_host->kernel_input(ctx, 0);
+  coll_run *r = NULL;
   wf_tensor *y;
   wf_shape s;
-  h->tensor_shape(x, &s);
-  if (size > 1 && !(r = wf__coll_run_new(nd, ctx, st)))
-    return h->status_code(st);
+  wfx_host->tensor_shape(x, &s);
+  if (size > 1 && !(r = coll_run_new(nd, ctx, st)))
+    return wfx_code(st);
   if (s.rank == 0) {
-    fail(st, WF_INVALID_ARGUMENT,
-         "task %d of %d: x is a scalar; it needs rank >= 1", rank, size);
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "task %d of %d: x is a scalar; it needs rank >= 1", rank, size);
     goto refuse;
   }
   if (!gather && s.dims[0] % size != 0) {
-    fail(st, WF_INVALID_ARGUMENT,
-         "task %d of %d: dimension 0 of x (%lld rows) is not divisible by "
-         "the %d tasks",
-         rank, size, (long long)s.dims[0], size);
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "task %d of %d: dimension 0 of x (%lld rows) is not divisible by "
+             "the %d tasks",
+             rank, size, (long long)s.dims[0], size);
     goto refuse;
   }
   if (size == 1)
     return forward_all(ctx, st);
-  r->count = h->tensor_count(x);
-  r->shape_hash = wf__coll_hash_shape(WF__COLL_HASH_INIT, &s);
+  r->count = wfx_count(x);
+  r->shape_hash = coll_hash_shape(WF__COLL_HASH_INIT, &s);
   if (r->count > INT_MAX) {
     too_large(nd, r->count, st);
     goto refuse;
@@ -432,35 +387,34 @@ static int dim0_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     s.dims[0] *= size;
   else
     s.dims[0] /= size;
-  if (!(y = h->kernel_output_new(ctx, 0, &s, st)))
+  if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
     goto refuse;
-  r->send = h->tensor_data(x);
-  r->recv = h->tensor_data(y);
+  r->send = wfx_data(x);
+  r->recv = wfx_data(y);
   r->recv_tensor = y;
-  return wf__coll_submit(r, st);
+  return coll_submit(r, st);
 refuse:
-  return r ? refuse(r, st) : h->status_code(st);
+  return r ? refuse(r, st) : wfx_code(st);
 }
 
 /* CollectiveSize: the state is the job size. */
 static int size_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  const wf__mpi_job *job = wf__mpi_join(st);
+  const mpt_job *job = mpt_join(st);
   (void)ctx;
   if (!job)
-    return wf__mpi_host->status_code(st);
+    return wfx_code(st);
   *state = (void *)(intptr_t)job->size;
   return 0;
 }
 
 static int size_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_shape s = {.rank = 0};
   int64_t size = (int64_t)(intptr_t)state;
-  wf_tensor *y = h->kernel_output_new(ctx, 0, &s, st);
+  wf_tensor *y = wfx_host->kernel_output_new(ctx, 0, &s, st);
   if (!y)
-    return h->status_code(st);
-  void *p = h->tensor_data(y);
-  switch (h->tensor_dtype(y)) {
+    return wfx_code(st);
+  void *p = wfx_data(y);
+  switch (wfx_dtype(y)) {
   case WF_FLOAT32:
     *(float *)p = (float)size;
     break;
@@ -484,12 +438,11 @@ static wf_output no_output(void) { return (wf_output){NULL, 0}; }
 
 /* The gradient arriving at output i, or zeros of that output. */
 static wf_output grad_or_zeros(wf_grad_ctx *ctx, int32_t i, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  wf_output g = h->grad_output_grad(ctx, i);
-  wf_output y = h->grad_output(ctx, i);
+  wf_output g = wfx_host->grad_output_grad(ctx, i);
+  wf_output y = wfx_host->grad_output(ctx, i);
   if (g.node)
     return g;
-  wf_node *z = h->grad_add_node(ctx, "ZerosLike", &y, 1, NULL, 0, st);
+  wf_node *z = wfx_host->grad_add_node(ctx, "ZerosLike", &y, 1, NULL, 0, st);
   return z ? (wf_output){z, 0} : no_output();
 }
 
@@ -503,7 +456,7 @@ static wf_attr_item int_item(const char *name, int64_t v) {
 /* The forward node's "reduction" (default "sum"). */
 static const char *grad_reduction(const wf_grad_ctx *ctx) {
   wf_attr_value v;
-  if (wf__mpi_host->grad_attr(ctx, "reduction", &v) || !v.u.s)
+  if (wfx_host->grad_attr(ctx, "reduction", &v) || !v.u.s)
     return "sum";
   return v.u.s;
 }
@@ -513,83 +466,79 @@ static const char *grad_reduction(const wf_grad_ctx *ctx) {
 static int grad_list_node(wf_grad_ctx *ctx, const char *op,
                           const wf_attr_item *attrs, int nattrs, wf_node **node,
                           wf_status *st) {
-  const wf_host *h = wf__mpi_host;
-  int32_t n = h->grad_num_outputs(ctx);
+  int32_t n = wfx_host->grad_num_outputs(ctx);
   wf_output *dys = calloc((size_t)n, sizeof *dys);
   *node = NULL;
   if (!dys)
-    return fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %d gradients",
-                (int)n);
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %d gradients",
+                    (int)n);
   for (int32_t i = 0; i < n; i++)
     if (!(dys[i] = grad_or_zeros(ctx, i, st)).node)
       goto done;
-  *node = h->grad_add_node(ctx, op, dys, n, attrs, nattrs, st);
+  *node = wfx_host->grad_add_node(ctx, op, dys, n, attrs, nattrs, st);
 done:
   free(dys);
-  return *node ? 0 : h->status_code(st);
+  return *node ? 0 : wfx_code(st);
 }
 
 /* g divided by the job size (for the mean reductions). */
 static wf_output divide_by_size(wf_grad_ctx *ctx, wf_output g, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   int32_t dtype;
-  if (h->grad_tensor_info(ctx, g, &dtype, NULL))
+  if (wfx_host->grad_tensor_info(ctx, g, &dtype, NULL))
     dtype = WF_FLOAT32;
   wf_attr_item t = {"T", {.type = WF_ATTR_DTYPE, .count = 1, .u.dtype = dtype}};
-  wf_node *size = h->grad_add_node(ctx, "CollectiveSize", NULL, 0, &t, 1, st);
+  wf_node *size =
+      wfx_host->grad_add_node(ctx, "CollectiveSize", NULL, 0, &t, 1, st);
   if (!size)
     return no_output();
   wf_output in[2] = {g, {size, 0}};
-  wf_node *q = h->grad_add_node(ctx, "Div", in, 2, NULL, 0, st);
+  wf_node *q = wfx_host->grad_add_node(ctx, "Div", in, 2, NULL, 0, st);
   return q ? (wf_output){q, 0} : no_output();
 }
 
 /* AllReduce: the tasks' output gradients reduced alike. */
 static int allreduce_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_attr_item red = string_item("reduction", grad_reduction(ctx));
   wf_node *node;
   if (grad_list_node(ctx, "AllReduce", &red, 1, &node, st))
-    return h->status_code(st);
-  for (int32_t i = 0; i < h->grad_num_inputs(ctx); i++)
-    h->grad_set_input_grad(ctx, i, (wf_output){node, i});
+    return wfx_code(st);
+  for (int32_t i = 0; i < wfx_host->grad_num_inputs(ctx); i++)
+    wfx_host->grad_set_input_grad(ctx, i, (wf_output){node, i});
   return 0;
 }
 
 /* Broadcast: root's inputs get the sum of every task's output gradients,
  * the other tasks' inputs zeros (Reduce). */
 static int broadcast_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_attr_value root;
   wf_node *node;
-  if (h->grad_attr(ctx, "root", &root))
+  if (wfx_host->grad_attr(ctx, "root", &root))
     root.u.i = 0;
   wf_attr_item attrs[2] = {int_item("root", root.u.i),
                            string_item("reduction", "sum")};
   if (grad_list_node(ctx, "Reduce", attrs, 2, &node, st))
-    return h->status_code(st);
-  for (int32_t i = 0; i < h->grad_num_inputs(ctx); i++)
-    h->grad_set_input_grad(ctx, i, (wf_output){node, i});
+    return wfx_code(st);
+  for (int32_t i = 0; i < wfx_host->grad_num_inputs(ctx); i++)
+    wfx_host->grad_set_input_grad(ctx, i, (wf_output){node, i});
   return 0;
 }
 
 /* Reduce: every task's inputs get root's output gradients (Broadcast),
  * divided by the job size for "mean". */
 static int reduce_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_attr_value root;
   wf_node *node;
   int mean = strcmp(grad_reduction(ctx), "mean") == 0;
-  if (h->grad_attr(ctx, "root", &root))
+  if (wfx_host->grad_attr(ctx, "root", &root))
     root.u.i = 0;
   wf_attr_item attrs[1] = {int_item("root", root.u.i)};
   if (grad_list_node(ctx, "Broadcast", attrs, 1, &node, st))
-    return h->status_code(st);
-  for (int32_t i = 0; i < h->grad_num_inputs(ctx); i++) {
+    return wfx_code(st);
+  for (int32_t i = 0; i < wfx_host->grad_num_inputs(ctx); i++) {
     wf_output g = {node, i};
     if (mean && !(g = divide_by_size(ctx, g, st)).node)
-      return h->status_code(st);
-    h->grad_set_input_grad(ctx, i, g);
+      return wfx_code(st);
+    wfx_host->grad_set_input_grad(ctx, i, g);
   }
   return 0;
 }
@@ -597,27 +546,25 @@ static int reduce_grad(wf_grad_ctx *ctx, wf_status *st) {
 /* AllGather: x's gradient is the sum over tasks of this task's block of
  * the output gradients (ReduceScatter). */
 static int allgather_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_attr_item red = string_item("reduction", "sum");
   wf_node *node;
   if (grad_list_node(ctx, "ReduceScatter", &red, 1, &node, st))
-    return h->status_code(st);
-  h->grad_set_input_grad(ctx, 0, (wf_output){node, 0});
+    return wfx_code(st);
+  wfx_host->grad_set_input_grad(ctx, 0, (wf_output){node, 0});
   return 0;
 }
 
 /* ReduceScatter: x's gradient is every task's output gradient joined
  * (AllGather), divided by the job size for "mean". */
 static int reduce_scatter_grad(wf_grad_ctx *ctx, wf_status *st) {
-  const wf_host *h = wf__mpi_host;
   wf_node *node;
   if (grad_list_node(ctx, "AllGather", NULL, 0, &node, st))
-    return h->status_code(st);
+    return wfx_code(st);
   wf_output g = {node, 0};
   if (strcmp(grad_reduction(ctx), "mean") == 0 &&
       !(g = divide_by_size(ctx, g, st)).node)
-    return h->status_code(st);
-  h->grad_set_input_grad(ctx, 0, g);
+    return wfx_code(st);
+  wfx_host->grad_set_input_grad(ctx, 0, g);
   return 0;
 }
 
@@ -780,36 +727,34 @@ static const wf_op_def size_op = {
            "it joins the job. Used by the gradients of the \"mean\" "
            "reductions."};
 
-const wf_op_def *const wf__mpi_ops[] = {
+const wf_op_def *const mpt_ops[] = {
     &allreduce_op, &broadcast_op, &allgather_op, &reduce_scatter_op,
     &reduce_op,    &size_op,      NULL};
 
-#define KERNEL(var, opname, mask, fl, cr, fn, des)                             \
-  static const wf_kernel_def var = {WF_STRUCT_INIT(wf_kernel_def),             \
-                                    .op = (opname),                            \
-                                    .device_type = "cpu",                      \
-                                    .type_attr = "T",                          \
-                                    .dtypes = (mask),                          \
-                                    .flags = (fl),                             \
-                                    .label = "mpi",                            \
-                                    .create = (cr),                            \
-                                    .compute = (fn),                           \
-                                    .destroy = (des)}
+static const wf_kernel_def allreduce_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "AllReduce", "T", REDUCE_DTYPES, list_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = allreduce_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def reduce_kernel = WFX_KERNEL_FOR(
+    "cpu", "mpi", "Reduce", "T", REDUCE_DTYPES, list_compute,
+    .flags = WF_KERNEL_ASYNC, .create = reduce_create, .destroy = coll_destroy);
+static const wf_kernel_def broadcast_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "Broadcast", "T", MOVE_DTYPES, list_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = broadcast_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def allgather_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "AllGather", "T", MOVE_DTYPES, dim0_compute,
+                   .flags = WF_KERNEL_ASYNC, .create = allgather_create,
+                   .destroy = coll_destroy);
+static const wf_kernel_def reduce_scatter_kernel =
+    WFX_KERNEL_FOR("cpu", "mpi", "ReduceScatter", "T", REDUCE_DTYPES,
+                   dim0_compute, .flags = WF_KERNEL_ASYNC,
+                   .create = reduce_scatter_create, .destroy = coll_destroy);
+static const wf_kernel_def size_kernel = WFX_KERNEL_FOR(
+    "cpu", "mpi", "CollectiveSize", "T", REDUCE_DTYPES, size_compute,
+    .flags = WF_KERNEL_CHEAP, .create = size_create, .destroy = NULL);
 
-KERNEL(allreduce_kernel, "AllReduce", REDUCE_DTYPES, WF_KERNEL_ASYNC,
-       allreduce_create, list_compute, coll_destroy);
-KERNEL(reduce_kernel, "Reduce", REDUCE_DTYPES, WF_KERNEL_ASYNC, reduce_create,
-       list_compute, coll_destroy);
-KERNEL(broadcast_kernel, "Broadcast", MOVE_DTYPES, WF_KERNEL_ASYNC,
-       broadcast_create, list_compute, coll_destroy);
-KERNEL(allgather_kernel, "AllGather", MOVE_DTYPES, WF_KERNEL_ASYNC,
-       allgather_create, dim0_compute, coll_destroy);
-KERNEL(reduce_scatter_kernel, "ReduceScatter", REDUCE_DTYPES, WF_KERNEL_ASYNC,
-       reduce_scatter_create, dim0_compute, coll_destroy);
-KERNEL(size_kernel, "CollectiveSize", REDUCE_DTYPES, WF_KERNEL_CHEAP,
-       size_create, size_compute, NULL);
-
-const wf_kernel_def *const wf__mpi_kernels[] = {&allreduce_kernel,
+const wf_kernel_def *const mpt_kernels[] = {&allreduce_kernel,
                                                 &broadcast_kernel,
                                                 &allgather_kernel,
                                                 &reduce_scatter_kernel,
@@ -829,7 +774,7 @@ GRADIENT(reduce_scatter_gradient, "ReduceScatter", reduce_scatter_grad, 0);
 GRADIENT(reduce_gradient, "Reduce", reduce_grad, 0);
 GRADIENT(size_gradient, "CollectiveSize", NULL, WF_GRAD_NOT_DIFFERENTIABLE);
 
-const wf_gradient_def *const wf__mpi_gradients[] = {&allreduce_gradient,
+const wf_gradient_def *const mpt_gradients[] = {&allreduce_gradient,
                                                     &broadcast_gradient,
                                                     &allgather_gradient,
                                                     &reduce_scatter_gradient,

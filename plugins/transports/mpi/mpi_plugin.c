@@ -17,20 +17,22 @@
 
 #include "mpi_plugin.h"
 
-const wf_host *wf__mpi_host;
+/* The host table, for every file of the plugin: ABI 1.1 brought
+ * transports. */
+WFX_HOST_DEFINE(1, 1);
 
 static pthread_mutex_t join_mu = PTHREAD_MUTEX_INITIALIZER;
-static wf__mpi_job job;
-static const wf__mpi_job *_Atomic joined;
+static mpt_job job;
+static const mpt_job *_Atomic joined;
 
-const char *wf__mpi_error_string(int err, char *buf, int len) {
+const char *mpt_error_string(int err, char *buf, int len) {
   int n = 0;
   if (MPI_Error_string(err, buf, &n) != MPI_SUCCESS || n <= 0)
     snprintf(buf, (size_t)len, "MPI error %d", err);
   return buf;
 }
 
-const wf__mpi_job *wf__mpi_joined(void) { return joined; }
+const mpt_job *mpt_joined(void) { return joined; }
 
 static void leave_job(void) {
   if (!joined)
@@ -39,18 +41,18 @@ static void leave_job(void) {
    * would hang, so a process that saw a task die leaves without it. */
   int task;
   int64_t silent;
-  int lost = wf__mpi_transport_lost(&task, &silent);
-  wf__mpi_transport_stop();
-  wf__mpi_collectives_stop();
+  int lost = mpt_transport_lost(&task, &silent);
+  mpt_transport_stop();
+  mpt_collectives_stop();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized)
     return;
   if (lost) {
-    wf__mpi_host->log(WF_LOG_WARNING, "transport-mpi",
-                      "task %d has been silent for %.1f s: leaving the job "
-                      "without MPI_Finalize",
-                      task, (double)silent / 1000.0);
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
+                  "task %d has been silent for %.1f s: leaving the job "
+                  "without MPI_Finalize",
+                  task, (double)silent / 1000.0);
     return;
   }
   MPI_Comm_free(&job.p2p);
@@ -62,9 +64,9 @@ static void leave_job(void) {
 /* Keeps this module (and so libmpi) loaded until the process exits. */
 static int stay_resident(wf_status *st) {
   Dl_info info;
-  if (!dladdr((void *)&wf__mpi_join, &info) || !info.dli_fname) {
-    wf__mpi_host->status_set(st, WF_INTERNAL,
-                             "mpi: cannot find the plugin's own file");
+  if (!dladdr((void *)&mpt_join, &info) || !info.dli_fname) {
+    wfx_host->status_set(st, WF_INTERNAL,
+                         "mpi: cannot find the plugin's own file");
     return -1;
   }
   /* Statically linked into the program: nothing can unload it. */
@@ -73,7 +75,7 @@ static int stay_resident(wf_status *st) {
   return 0;
 }
 
-const wf__mpi_job *wf__mpi_join(wf_status *st) {
+const mpt_job *mpt_join(wf_status *st) {
   if (joined)
     return joined;
   pthread_mutex_lock(&join_mu);
@@ -86,8 +88,8 @@ const wf__mpi_job *wf__mpi_join(wf_status *st) {
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
   if (finalized) {
-    wf__mpi_host->status_set(st, WF_FAILED_PRECONDITION,
-                             "mpi: MPI was already finalized in this process");
+    wfx_host->status_set(st, WF_FAILED_PRECONDITION,
+                         "mpi: MPI was already finalized in this process");
     goto fail;
   }
   if (stay_resident(st))
@@ -95,9 +97,9 @@ const wf__mpi_job *wf__mpi_join(wf_status *st) {
   if (!inited) {
     err = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (err != MPI_SUCCESS) {
-      wf__mpi_host->status_set(st, WF_UNAVAILABLE,
-                               "mpi: MPI_Init_thread failed: %s",
-                               wf__mpi_error_string(err, msg, sizeof msg));
+      wfx_host->status_set(st, WF_UNAVAILABLE,
+                           "mpi: MPI_Init_thread failed: %s",
+                           mpt_error_string(err, msg, sizeof msg));
       goto fail;
     }
     job.we_initialised = 1;
@@ -105,7 +107,7 @@ const wf__mpi_job *wf__mpi_join(wf_status *st) {
     MPI_Query_thread(&provided);
   }
   if (provided < MPI_THREAD_MULTIPLE) {
-    wf__mpi_host->status_set(
+    wfx_host->status_set(
         st, WF_FAILED_PRECONDITION,
         "mpi: this MPI provides thread level %d, weft needs "
         "MPI_THREAD_MULTIPLE (%d)%s",
@@ -117,9 +119,9 @@ const wf__mpi_job *wf__mpi_join(wf_status *st) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if ((err = MPI_Comm_dup(MPI_COMM_WORLD, &job.p2p)) != MPI_SUCCESS ||
       (err = MPI_Comm_dup(MPI_COMM_WORLD, &job.coll)) != MPI_SUCCESS) {
-    wf__mpi_host->status_set(st, WF_UNAVAILABLE,
-                             "mpi: duplicating MPI_COMM_WORLD failed: %s",
-                             wf__mpi_error_string(err, msg, sizeof msg));
+    wfx_host->status_set(st, WF_UNAVAILABLE,
+                         "mpi: duplicating MPI_COMM_WORLD failed: %s",
+                         mpt_error_string(err, msg, sizeof msg));
     goto fail;
   }
   MPI_Comm_set_errhandler(job.p2p, MPI_ERRORS_RETURN);
@@ -137,21 +139,19 @@ fail:
 
 static _Atomic int64_t heartbeat_ms = 10000;
 
-int64_t wf__mpi_heartbeat_ms(void) { return heartbeat_ms; }
+int64_t mpt_heartbeat_ms(void) { return heartbeat_ms; }
 
 static int plugin_init(const wf_host *host, void **state, wf_status *st) {
-  (void)st;
-  wf__mpi_host = host;
-  int64_t ms = WF_HOST_HAS(host, config_int)
-                   ? host->config_int("cluster", "heartbeat_timeout_ms")
-                   : -1;
+  if (WFX_HOST_INIT(host, "transport-mpi", st))
+    return WF_FAILED_PRECONDITION;
+  int64_t ms = wfx_host->config_int("cluster", "heartbeat_timeout_ms");
   if (ms > 0)
     heartbeat_ms = ms;
   *state = NULL;
   return 0;
 }
 
-static const wf_transport_def *const transports[] = {&wf__mpi_transport,
+static const wf_transport_def *const transports[] = {&mpt_transport,
                                                      NULL};
 
 static const wf_plugin_desc desc = {
@@ -164,9 +164,9 @@ static const wf_plugin_desc desc = {
                    "messages for Send/Recv between tasks, and the "
                    "collective ops AllReduce, Broadcast, AllGather and "
                    "ReduceScatter",
-    .ops = wf__mpi_ops,
-    .kernels = wf__mpi_kernels,
-    .gradients = wf__mpi_gradients,
+    .ops = mpt_ops,
+    .kernels = mpt_kernels,
+    .gradients = mpt_gradients,
     .init = plugin_init,
     .transports = transports,
 };

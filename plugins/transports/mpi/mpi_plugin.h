@@ -1,6 +1,7 @@
 /* plugins/transports/mpi/mpi_plugin.h — what the parts of the MPI transport
  * plugin share: the process's place in the MPI job (joined on first use,
- * left at process exit), the host table, and each part's tables.
+ * left at process exit) and each part's tables. The host table is the
+ * helper layer's wfx_host.
  *
  *  mpi_plugin.c       the description, joining and leaving the job
  *  mpi_transport.c    the transport (keyed point-to-point messages for the
@@ -11,54 +12,51 @@
 #define WF_MPI_PLUGIN_H
 
 #include <mpi.h>
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 /* The process's MPI job. Each part works on a communicator of its own
  * (duplicates of MPI_COMM_WORLD made when the job is joined), so that their
  * messages never match each other's. */
-typedef struct wf__mpi_job {
+typedef struct mpt_job {
   int rank, size;
   MPI_Comm p2p;  /* the transport's */
   MPI_Comm coll; /* the collective ops' */
   int we_initialised; /* MPI_Init_thread was ours, and so is MPI_Finalize */
-} wf__mpi_job;
-
-/* The host table, set by the plugin's init. */
-extern const wf_host *wf__mpi_host;
+} mpt_job;
 
 /* Joins the job on first use (MPI_Init_thread with MPI_THREAD_MULTIPLE,
  * unless the program already initialised MPI with that level) and returns
  * it; NULL with st set when MPI cannot start or lacks thread support.
  * Thread-safe. The job is left at process exit: the parts' stop functions
  * run first, then MPI_Finalize. */
-const wf__mpi_job *wf__mpi_join(wf_status *st);
+const mpt_job *mpt_join(wf_status *st);
 /* The job if joined, else NULL. */
-const wf__mpi_job *wf__mpi_joined(void);
+const mpt_job *mpt_joined(void);
 
 /* MPI's text for an error code. */
-const char *wf__mpi_error_string(int err, char *buf, int len);
+const char *mpt_error_string(int err, char *buf, int len);
 
 /* mpi_transport.c */
-extern const wf_transport_def wf__mpi_transport;
+extern const wf_transport_def mpt_transport;
 /* Stops the transport's thread after flushing queued sends (at exit). */
-void wf__mpi_transport_stop(void);
+void mpt_transport_stop(void);
 /* 1 when a task this one hears heartbeats from (task 0 hears every task,
  * the others hear task 0) has been silent longer than the heartbeat
  * timeout: *task and *silent_ms say which and how long. 0 while the
  * transport is not open (no heartbeats to judge by). */
-int wf__mpi_transport_lost(int *task, int64_t *silent_ms);
+int mpt_transport_lost(int *task, int64_t *silent_ms);
 /* Starts the transport's thread (heartbeats) without opening it: the
  * collectives use it to notice a task that died. */
-int wf__mpi_transport_start(wf_status *st);
+int mpt_transport_start(wf_status *st);
 /* [cluster] heartbeat_timeout_ms of the config the plugin was loaded with
  * (default 10000). */
-int64_t wf__mpi_heartbeat_ms(void);
+int64_t mpt_heartbeat_ms(void);
 
 /* mpi_collectives.c: NULL-terminated tables for the plugin description. */
-extern const wf_op_def *const wf__mpi_ops[];
-extern const wf_kernel_def *const wf__mpi_kernels[];
-extern const wf_gradient_def *const wf__mpi_gradients[];
+extern const wf_op_def *const mpt_ops[];
+extern const wf_kernel_def *const mpt_kernels[];
+extern const wf_gradient_def *const mpt_gradients[];
 /* Stops whatever the collectives run in the background (at exit). */
-void wf__mpi_collectives_stop(void);
+void mpt_collectives_stop(void);
 
 #endif

@@ -66,7 +66,7 @@ static struct {
   atomic_int stop;
   atomic_int wake; /* new work: reset the backoff */
   int opens;
-  const wf__mpi_job *job;
+  const mpt_job *job;
   posted *posted;
   arrived *arrived;
   sending *sending;
@@ -109,7 +109,7 @@ static void note_failure(const char *what, int err) {
   pthread_mutex_lock(&T.mu);
   if (!T.failure[0])
     snprintf(T.failure, sizeof T.failure, "%s: %s", what,
-             wf__mpi_error_string(err, msg, sizeof msg));
+             mpt_error_string(err, msg, sizeof msg));
   pthread_mutex_unlock(&T.mu);
 }
 
@@ -132,9 +132,9 @@ static int take_one(void) {
   if (!buf) {
     /* Receive into nothing is impossible: drop it into a scratch byte by
      * truncating would be an MPI error; abort is the only honest option. */
-    wf__mpi_host->log(WF_LOG_ERROR, "transport-mpi",
-                      "out of memory receiving %d bytes from task %d", count,
-                      status.MPI_SOURCE);
+    wfx_host->log(WF_LOG_ERROR, "transport-mpi",
+                  "out of memory receiving %d bytes from task %d", count,
+                  status.MPI_SOURCE);
     MPI_Abort(MPI_COMM_WORLD, 70);
     return 0;
   }
@@ -174,8 +174,8 @@ static int take_one(void) {
   arrived *a = malloc(sizeof *a);
   if (!a) {
     pthread_mutex_unlock(&T.mu);
-    wf__mpi_host->log(WF_LOG_ERROR, "transport-mpi",
-                      "out of memory keeping a message from task %d", src);
+    wfx_host->log(WF_LOG_ERROR, "transport-mpi",
+                  "out of memory keeping a message from task %d", src);
     free(buf);
     return 1;
   }
@@ -225,7 +225,7 @@ static void send_heartbeats(void) {
   /* Workers tell the client they are alive, and the client tells every
    * worker: what grows with the job is the client's share, one empty
    * message per worker per period. */
-  const wf__mpi_job *j = T.job;
+  const mpt_job *j = T.job;
   for (int t = 0; t < j->size; t++) {
     if (t == j->rank || (j->rank != 0 && t != 0))
       continue;
@@ -273,8 +273,8 @@ static void *progress(void *unused) {
 /* ---- the transport's functions ------------------------------------------------ */
 
 /* Joins the job and starts the thread (once); with open, counts an open. */
-static const wf__mpi_job *start(int open, wf_status *st) {
-  const wf__mpi_job *j = wf__mpi_join(st);
+static const mpt_job *start(int open, wf_status *st) {
+  const mpt_job *j = mpt_join(st);
   if (!j)
     return NULL;
   pthread_mutex_lock(&T.mu);
@@ -283,8 +283,8 @@ static const wf__mpi_job *start(int open, wf_status *st) {
     T.last_heard = calloc((size_t)j->size, sizeof *T.last_heard);
     if (!T.last_heard) {
       pthread_mutex_unlock(&T.mu);
-      wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "mpi: out of memory for %d tasks", j->size);
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "mpi: out of memory for %d tasks", j->size);
       return NULL;
     }
     int64_t t = now_ns();
@@ -295,9 +295,9 @@ static const wf__mpi_job *start(int open, wf_status *st) {
       free((void *)T.last_heard);
       T.last_heard = NULL;
       pthread_mutex_unlock(&T.mu);
-      wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                               "mpi: cannot start the transport thread: %s",
-                               strerror(err));
+      wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "mpi: cannot start the transport thread: %s",
+                           strerror(err));
       return NULL;
     }
     T.started = 1;
@@ -308,35 +308,34 @@ static const wf__mpi_job *start(int open, wf_status *st) {
   return j;
 }
 
-int wf__mpi_transport_start(wf_status *st) {
-  return start(0, st) ? 0 : wf__mpi_host->status_code(st);
+int mpt_transport_start(wf_status *st) {
+  return start(0, st) ? 0 : wfx_code(st);
 }
 
 static int t_open(void *plugin_state, void **tp, wf_status *st) {
   (void)plugin_state;
-  const wf__mpi_job *j = start(1, st);
+  const mpt_job *j = start(1, st);
   if (!j)
-    return wf__mpi_host->status_code(st);
+    return wfx_code(st);
   *tp = (void *)j;
   return 0;
 }
 
-static int32_t t_rank(void *tp) { return ((const wf__mpi_job *)tp)->rank; }
-static int32_t t_size(void *tp) { return ((const wf__mpi_job *)tp)->size; }
+static int32_t t_rank(void *tp) { return ((const mpt_job *)tp)->rank; }
+static int32_t t_size(void *tp) { return ((const mpt_job *)tp)->size; }
 
 static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
                   const void *data, size_t n, wf_status *st) {
-  const wf__mpi_job *j = tp;
+  const mpt_job *j = tp;
   if (dst < 0 || dst >= j->size)
-    return wf__mpi_host->status_set(st, WF_INVALID_ARGUMENT,
-                                    "mpi: no task %d in a job of %d", dst,
-                                    j->size),
+    return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                                "mpi: no task %d in a job of %d", dst, j->size),
            WF_INVALID_ARGUMENT;
   if (n > (size_t)INT32_MAX - KEY_BYTES) {
-    wf__mpi_host->status_set(st, WF_UNIMPLEMENTED,
-                             "mpi: a message of %zu bytes to task %d is over "
-                             "the 2 GiB limit of one message",
-                             n, dst);
+    wfx_host->status_set(st, WF_UNIMPLEMENTED,
+                         "mpi: a message of %zu bytes to task %d is over "
+                         "the 2 GiB limit of one message",
+                         n, dst);
     return WF_UNIMPLEMENTED;
   }
   sending *s = malloc(sizeof *s);
@@ -344,9 +343,9 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
   if (!s || !buf) {
     free(s);
     free(buf);
-    wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "mpi: out of memory sending %zu bytes to task %d",
-                             n, dst);
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "mpi: out of memory sending %zu bytes to task %d", n,
+                         dst);
     return WF_RESOURCE_EXHAUSTED;
   }
   store_u64(buf, hi);
@@ -359,9 +358,9 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
     char msg[MPI_MAX_ERROR_STRING];
     free(s);
     free(buf);
-    wf__mpi_host->status_set(st, WF_UNAVAILABLE,
-                             "mpi: sending to task %d failed: %s", dst,
-                             wf__mpi_error_string(err, msg, sizeof msg));
+    wfx_host->status_set(st, WF_UNAVAILABLE,
+                         "mpi: sending to task %d failed: %s", dst,
+                         mpt_error_string(err, msg, sizeof msg));
     return WF_UNAVAILABLE;
   }
   s->buf = buf;
@@ -377,11 +376,10 @@ static int t_send(void *tp, int32_t dst, uint64_t hi, uint64_t lo,
 
 static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
                   wf_transport_recv_fn *done, void *arg, wf_status *st) {
-  const wf__mpi_job *j = tp;
+  const mpt_job *j = tp;
   if (src < 0 || src >= j->size)
-    return wf__mpi_host->status_set(st, WF_INVALID_ARGUMENT,
-                                    "mpi: no task %d in a job of %d", src,
-                                    j->size),
+    return wfx_host->status_set(st, WF_INVALID_ARGUMENT,
+                                "mpi: no task %d in a job of %d", src, j->size),
            WF_INVALID_ARGUMENT;
   pthread_mutex_lock(&T.mu);
   arrived **ap = &T.arrived;
@@ -404,8 +402,8 @@ static int t_recv(void *tp, int32_t src, uint64_t hi, uint64_t lo,
   posted *p = malloc(sizeof *p);
   if (!p) {
     pthread_mutex_unlock(&T.mu);
-    wf__mpi_host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                             "mpi: out of memory posting a receive");
+    wfx_host->status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "mpi: out of memory posting a receive");
     return WF_RESOURCE_EXHAUSTED;
   }
   *p = (posted){T.posted, src, hi, lo, done, arg};
@@ -456,20 +454,20 @@ static void t_cancel(void *tp, uint64_t hi, int32_t code, const char *why) {
 }
 
 static int64_t t_silent_ms(void *tp, int32_t task) {
-  const wf__mpi_job *j = tp;
+  const mpt_job *j = tp;
   if (task == j->rank || task < 0 || task >= j->size || !T.last_heard)
     return -1;
   return (now_ns() - atomic_load(&T.last_heard[task])) / 1000000;
 }
 
-int wf__mpi_transport_lost(int *task, int64_t *silent_ms) {
+int mpt_transport_lost(int *task, int64_t *silent_ms) {
   pthread_mutex_lock(&T.mu);
   int running = T.started && T.last_heard;
   pthread_mutex_unlock(&T.mu);
   if (!running)
     return 0;
-  const wf__mpi_job *j = T.job;
-  int64_t limit = wf__mpi_heartbeat_ms(), now = now_ns();
+  const mpt_job *j = T.job;
+  int64_t limit = mpt_heartbeat_ms(), now = now_ns();
   for (int t = 0; t < j->size; t++) {
     if (t == j->rank || (j->rank != 0 && t != 0))
       continue;
@@ -504,7 +502,7 @@ static void t_close(void *tp) {
   pthread_mutex_unlock(&T.mu);
 }
 
-void wf__mpi_transport_stop(void) {
+void mpt_transport_stop(void) {
   pthread_mutex_lock(&T.mu);
   int started = T.started;
   T.started = 0;
@@ -547,7 +545,7 @@ void wf__mpi_transport_stop(void) {
   T.last_heard = NULL;
 }
 
-const wf_transport_def wf__mpi_transport = {
+const wf_transport_def mpt_transport = {
     WF_STRUCT_INIT(wf_transport_def),
     .name = "mpi",
     .doc = "MPI (Open MPI): the processes of one mpirun job; task = rank in "
