@@ -154,7 +154,7 @@ const wf_kernel_def ary_stop_gradient_kernel =
 /* The NaN and Inf elements of x (a float dtype), by the bits: an all-ones
  * exponent. *first: the index of the first (-1 when none). */
 static int64_t count_nonfinite(const wf_tensor *x, int64_t *first) {
-  const wf_host *h = opc_host();
+  const wf_host *h = wfx_host;
   int64_t n = h->tensor_count(x), bad = 0;
   const unsigned char *p = h->tensor_data(x);
   int32_t dtype = h->tensor_dtype(x);
@@ -184,20 +184,20 @@ static int64_t count_nonfinite(const wf_tensor *x, int64_t *first) {
 
 static int check_numerics_compute(wf_kernel_ctx *ctx, void *state,
                                   wf_status *st) {
-  const wf_host *h = opc_host();
+  const wf_host *h = wfx_host;
   const wf_tensor *x;
   wf_attr_value v;
   int64_t first, bad;
 
-  if (opc_kernel_input(ctx, 0, &x, NULL, st))
-    return h->status_code(st);
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st))
+    return wfx_code(st);
   bad = count_nonfinite(x, &first);
   if (bad > 0) {
     const char *msg = h->kernel_attr(ctx, "message", &v) == 0 &&
                               v.type == WF_ATTR_STRING && v.u.s
                           ? v.u.s
                           : "";
-    return opc_fail(st, WF_INVALID_ARGUMENT,
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "%s%s%" PRId64 " NaN or Inf values of %" PRId64
                     " (the first at element %" PRId64 ")",
                     msg, *msg ? ": " : "", bad, h->tensor_count(x), first);
@@ -222,16 +222,15 @@ const wf_op_def ary_check_numerics_op = {
     .inputs = float_inputs,
     .outputs = unary_outputs,
     .attrs = check_numerics_attrs,
-    .shape_fn = same_shape,
+    .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged (the same tensor) when it holds no "
            "NaN or Inf; otherwise fails the step with INVALID_ARGUMENT, "
            "'message' followed by the count of such values and the index "
            "of the first. Its gradient passes the incoming one through "
            "unchecked."};
 
-const wf_kernel_def ary_check_numerics_kernel =
-    ARY_KERNEL("CheckNumerics", "T", WF_DTYPES_FLOAT, 0,
-               check_numerics_compute);
+const wf_kernel_def ary_check_numerics_kernel = WFX_CPU_REFERENCE(
+    "CheckNumerics", "T", WF_DTYPES_FLOAT, check_numerics_compute);
 
 /* ---- NoOp
  * --------------------------------------------------------------------- */
