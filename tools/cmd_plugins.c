@@ -31,7 +31,7 @@ static const char *state_name(wf_plugin_state s) {
 static void refusals_summary(wf_runtime *rt) {
   int n = wf_runtime_plugin_count(rt), refused = 0;
   for (int i = 0; i < n; i++) {
-    wf_plugin_info p;
+    wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
     if (p.state != WF_PLUGIN_REFUSED ||
         (p.reason && strstr(p.reason, ": shadowed by ")))

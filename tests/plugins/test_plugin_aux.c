@@ -39,7 +39,7 @@ static wf_runtime *runtime_with(const char *paths, wf_status *st) {
 }
 
 static wf_plugin_info plugin_info(wf_runtime *rt, const char *name) {
-  wf_plugin_info p;
+  wf_plugin_info p = WF_PLUGIN_INFO_INIT;
   for (int i = 0; i < wf_runtime_plugin_count(rt); i++) {
     wf_runtime_plugin_get(rt, i, &p);
     if (strcmp(p.name, name) == 0)
@@ -249,7 +249,7 @@ static void test_aux_newer_abi_refused_naming_both(void **state) {
   char want[64], ours[64];
   wf_status *st = wf_status_new();
   wf_runtime *rt = runtime_with(PLUGIN("needs_newer"), st);
-  wf_plugin_info p;
+  wf_plugin_info p = WF_PLUGIN_INFO_INIT;
   (void)state;
 
   assert_non_null(rt);
