@@ -198,6 +198,8 @@ static inline int wfx_code(const wf_status *st) {
   (&(const wf_pass_def){WF_STRUCT_INIT(wf_pass_def), __VA_ARGS__})
 #define WFX_TRANSPORT(...)                                                     \
   (&(const wf_transport_def){WF_STRUCT_INIT(wf_transport_def), __VA_ARGS__})
+#define WFX_IMPORTER(...)                                                      \
+  (&(const wf_importer_def){WF_STRUCT_INIT(wf_importer_def), __VA_ARGS__})
 /* The gradient of op built by fn; WFX_NO_GRADIENT: op is registered as not
  * differentiable (no gradient flows, and that is no error). */
 #define WFX_GRADIENT(opname, fn_)                                              \
