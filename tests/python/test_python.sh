@@ -54,8 +54,9 @@ then
   asan=$(ldd "$top_builddir/core/.libs/libweft.so" |
          awk '/libasan/ { print $3; exit }')
   LD_PRELOAD="$asan${LD_PRELOAD:+:$LD_PRELOAD}"
-  # CPython keeps much of its memory until exit: no leak report for it.
-  ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  # CPython keeps much of its memory until exit: no leak report for it
+  # (last, so that it wins over a detect_leaks=1 from the caller).
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
   export LD_PRELOAD ASAN_OPTIONS
   echo "test_python: ASan build, preloading $asan"
 fi
