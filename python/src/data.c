@@ -174,6 +174,45 @@ static PyObject *ds_shard(PyObject *self, PyObject *args) {
   STAGE(wf_dataset_shard(in, n, i, st));
 }
 
+/* shard_by_task(runtime): this task's elements in a data-parallel job. */
+static PyObject *ds_shard_by_task(PyObject *self, PyObject *args) {
+  PyObject *runtime;
+  if (!PyArg_ParseTuple(args, "O", &runtime))
+    return NULL;
+  wf_runtime *rt = wp_runtime_get(runtime);
+  if (!rt)
+    return NULL;
+  wf_status *st = wp_status();
+  if (!st)
+    return NULL;
+  wf_dataset *in = wf_dataset_retain(DS(self));
+  return dataset_wrap(wf_dataset_shard_by_task(in, rt, st), st,
+                      keep_with(self, runtime, NULL));
+}
+
+/* parallel_task_batch(runtime, global_batch) -> this task's batch. */
+static PyObject *m_parallel_task_batch(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *runtime;
+  long long global;
+  if (!PyArg_ParseTuple(args, "OL", &runtime, &global))
+    return NULL;
+  wf_runtime *rt = wp_runtime_get(runtime);
+  if (!rt)
+    return NULL;
+  wf_status *st = wp_status();
+  if (!st)
+    return NULL;
+  int64_t b = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = wf_parallel_task_batch(rt, global, &b, st);
+  Py_END_ALLOW_THREADS
+  PyObject *r = rc ? wp_raise(st, NULL) : PyLong_FromLongLong(b);
+  wf_status_free(st);
+  return r;
+}
+
 static PyObject *ds_interleave(PyObject *self, PyObject *args) {
   int c, b = 1;
   if (!PyArg_ParseTuple(args, "i|i", &c, &b))
@@ -322,6 +361,8 @@ static PyMethodDef dataset_methods[] = {
     {"cache", ds_cache, METH_NOARGS, NULL},
     {"repeat", ds_repeat, METH_VARARGS, "repeat(count=-1)"},
     {"shard", ds_shard, METH_VARARGS, "shard(num_shards, index)"},
+    {"shard_by_task", ds_shard_by_task, METH_VARARGS,
+     "shard_by_task(runtime)"},
     {"interleave", ds_interleave, METH_VARARGS, NULL},
     {"map_scale", ds_map_scale, METH_VARARGS, "map_scale(field, a, b=0)"},
     {"map_cast", ds_map_cast, METH_VARARGS, "map_cast(field, dtype)"},
@@ -607,6 +648,8 @@ static PyMethodDef data_functions[] = {
     {"add_get_next", m_add_get_next, METH_VARARGS,
      "add_get_next(graph, iterator_name, dataset, name=None) -> node id"},
     {"attach_iterator", m_attach_iterator, METH_VARARGS, NULL},
+    {"parallel_task_batch", m_parallel_task_batch, METH_VARARGS,
+     "parallel_task_batch(runtime, global_batch) -> task batch"},
     {NULL, NULL, 0, NULL}};
 
 int wp_init_data(PyObject *m) {

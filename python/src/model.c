@@ -101,6 +101,17 @@ static PyObject *model_init_op(PyObject *self, PyObject *args) {
   return r;
 }
 
+static PyObject *model_broadcast_op(PyObject *self, PyObject *args) {
+  (void)args;
+  wf_status *st = wp_status();
+  if (!st)
+    return NULL;
+  wf_node *n = wf_model_broadcast_op(M(self), st);
+  PyObject *r = n ? PyLong_FromLong(wf_node_id(n)) : wp_raise(st, NULL);
+  wf_status_free(st);
+  return r;
+}
+
 static PyObject *model_variables(PyObject *self, PyObject *args) {
   (void)args;
   int n = wf_model_num_variables(M(self));
@@ -365,6 +376,7 @@ static PyMethodDef model_methods[] = {
     {"variable", model_variable, METH_VARARGS,
      "variable(name, dtype, shape, init, init_value, trainable) -> output"},
     {"init_op", model_init_op, METH_NOARGS, NULL},
+    {"broadcast_op", model_broadcast_op, METH_NOARGS, NULL},
     {"variables", model_variables, METH_NOARGS,
      "[(name, handle output, trainable)]"},
     {"layer", model_layer, METH_VARARGS, "layer(kind, x, ...) -> output"},

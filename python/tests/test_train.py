@@ -175,3 +175,79 @@ def test_minimize_python_variables(opt):
     assert abs(rb - 0.3) < 0.02
     with pytest.raises(weft.UnimplementedError):
         weft.train.RMSPropOptimizer(0.1).minimize(loss, var_list=[w])
+
+
+def _has_op(name):
+    return hasattr(weft.raw_ops, name)
+
+
+def test_data_parallel_graph():
+    """set_data_parallel makes minimize average gradients with AllReduce
+    and init_op end with a broadcast of task 0's variables (building needs
+    no job; the collectives come from the MPI transport plugin)."""
+    if not _has_op("AllReduce"):
+        pytest.skip("no transport plugin with AllReduce in this build")
+    g = weft.Graph(seed=3)
+    with g.as_default():
+        x = weft.placeholder(weft.float32, (None, 4), name="x")
+        y = weft.placeholder(weft.int32, (None,), name="y")
+        m = weft.Model()
+        m.set_data_parallel(bucket_bytes=1 << 20)
+        with m.training():
+            logits = m.dense(m.dense(x, 8, activation="relu"), 2)
+            loss = m.sparse_softmax_cross_entropy(logits, y)
+        weft.train.AdamOptimizer(0.01).minimize(loss, model=m)
+        m.init_op()
+        m.broadcast_op()
+    ops = [op.type for op in g.get_operations()]
+    assert "AllReduce" in ops
+    assert "Broadcast" in ops
+
+
+_DP_SCRIPT = r"""
+import numpy as np, weft
+def run(dp):
+    g = weft.Graph(seed=5)
+    with g.as_default():
+        x = weft.placeholder(weft.float32, (None, 4), name="x")
+        y = weft.placeholder(weft.int32, (None,), name="y")
+        m = weft.Model()
+        if dp:
+            m.set_data_parallel()
+        with m.training():
+            loss = m.sparse_softmax_cross_entropy(
+                m.dense(m.dense(x, 8, activation="relu"), 2), y)
+        train = weft.train.AdamOptimizer(0.05).minimize(loss, model=m)
+        init = m.init_op()
+    r = np.random.default_rng(0)
+    xv = r.normal(0, 1, (64, 4)).astype(np.float32)
+    yv = (xv[:, 0] > 0).astype(np.int32)
+    with weft.Session(g) as s:
+        s.run(init)
+        out = [s.run([loss, train], {x: xv, y: yv})[0] for _ in range(5)]
+    return np.array(out, dtype=np.float32)
+assert weft.parallel_task_batch(64) == 64
+a, b = run(False), run(True)
+assert np.array_equal(a, b), (a, b)
+print("same losses", a[-1])
+"""
+
+
+def test_data_parallel_job_of_one_task_trains_as_alone(tmp_path):
+    """A job of one process (MPI joined as a singleton, in a child so that
+    MPI's lifetime is its own): the per-task batch is the global batch and
+    data-parallel training gives the same losses as training alone, bit
+    for bit."""
+    if not _has_op("AllReduce"):
+        pytest.skip("no transport plugin with AllReduce in this build")
+    import subprocess
+    import sys
+    script = tmp_path / "dp.py"
+    script.write_text(_DP_SCRIPT)
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    r = subprocess.run([sys.executable, str(script)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "same losses" in r.stdout

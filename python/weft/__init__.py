@@ -41,7 +41,7 @@ from .variables import (Variable, global_variables, trainable_variables,
 from . import initializers, layers, train, data, saved_model
 from . import ops, raw_ops
 from .layers import Model, get_variable
-from .data import Dataset, Iterator
+from .data import Dataset, Iterator, parallel_task_batch
 
 __version__ = "0.1.0"
 bool = bool_  # weft.bool, as TensorFlow spells it

@@ -56,6 +56,13 @@ class Dataset:
     def shard(self, num_shards, index):
         return Dataset(self._ds.shard(int(num_shards), int(index)))
 
+    def shard_by_task(self, config=None):
+        """This task's elements in a data-parallel job (weft/parallel.h):
+        element i of each pass when i % size == task. Shuffle before with
+        one seed on every task, then batch by parallel_task_batch()."""
+        rt, _ = _runtimes.get(config)
+        return Dataset(self._ds.shard_by_task(rt))
+
     def interleave(self, cycle_length, block_length=1):
         return Dataset(self._ds.interleave(int(cycle_length),
                                            int(block_length)))
@@ -168,3 +175,11 @@ def attach_graph_iterators(session):
         if it.name not in done:
             session.attach_iterator(it.name, it)
             done.add(it.name)
+
+
+def parallel_task_batch(global_batch, config=None):
+    """This task's batch of a global batch in a data-parallel job: the
+    global batch divided by the job's size (InvalidArgumentError when the
+    size does not divide it)."""
+    rt, _ = _runtimes.get(config)
+    return _weft.parallel_task_batch(rt, int(global_batch))

@@ -166,7 +166,17 @@ class Model:
                                                optimizer._options()))
 
     def set_data_parallel(self, bucket_bytes=0):
+        """Makes the next minimize data-parallel (weft/parallel.h): every
+        gradient averaged across the job in AllReduce buckets of about
+        bucket_bytes (0: the default) before the update, and init_op ending
+        with a broadcast of task 0's variables."""
         self._m.set_data_parallel(int(bucket_bytes))
+
+    def broadcast_op(self):
+        """The broadcast of every variable of the model from task 0 (after
+        a restore, say)."""
+        with self.graph.name_scope("model"):
+            return self.graph._op(self._m.broadcast_op())
 
 
 def default_model(graph=None):
