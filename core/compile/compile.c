@@ -6,8 +6,10 @@
  *   1. prune       prune.c      the nodes the signature needs, copied into
  *                  optimize.c   a working graph; fed tensors become _Feed
  *                               nodes (the only pruning of the user's graph)
- *   2. passes      pass_*.c     CSE, constant folding, arithmetic, fusion,
- *                               dead nodes, each switched in [passes]
+ *   2. passes      pass_*.c     CSE, constant folding, arithmetic, then the
+ *                  plugin_     passes plugins register in their order
+ *                  passes.c    (the fusion of ops-nn among them), then dead
+ *                               nodes; each switched in [passes]
  *   3. live set    prune.c      which working-graph nodes still run after
  *                               the passes: computed once, then carried
  *   4. task split  core/dist    (jobs only, through the runtime's job

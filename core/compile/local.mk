@@ -10,7 +10,6 @@ core_libweftcore_la_SOURCES += \
 	core/compile/pass_arithmetic.c \
 	core/compile/pass_constant_folding.c \
 	core/compile/pass_cse.c \
-	core/compile/pass_fusion.c \
 	core/compile/partition.c core/compile/partition.h \
 	core/compile/placement.c core/compile/placement.h \
 	core/compile/plan.h \

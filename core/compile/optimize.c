@@ -30,7 +30,6 @@ static const struct {
     {"constant_folding", offsetof(wf_config, pass_constant_folding),
      wf__pass_constant_folding},
     {"arithmetic", offsetof(wf_config, pass_arithmetic), wf__pass_arithmetic},
-    {"fusion", offsetof(wf_config, pass_fusion), wf__pass_fusion},
     {"dead_nodes", offsetof(wf_config, pass_dead_nodes), wf__pass_dead_nodes},
 };
 

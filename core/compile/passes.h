@@ -22,13 +22,6 @@ int wf__pass_constant_folding(wf__pass_env *env, wf_status *st);
  * where each is exact (conditions in the file). */
 int wf__pass_arithmetic(wf__pass_env *env, wf_status *st);
 
-/* core/compile/pass_fusion.c: MatMul or Conv2D -> BiasAdd (-> Relu, Sigmoid, Tanh,
- * Elu, exact Gelu or LeakyRelu) become one _FusedMatMul or _FusedConv2D
- * when the values in between have no other reader and a device that may
- * run the chain has the fused kernel for its dtype (conditions in the
- * file). */
-int wf__pass_fusion(wf__pass_env *env, wf_status *st);
-
 /* core/compile/optimize.c: copy the working graph again with only what the
  * signature needs. */
 int wf__pass_dead_nodes(wf__pass_env *env, wf_status *st);

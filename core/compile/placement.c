@@ -55,9 +55,6 @@ static void unite(int *parent, int a, int b) {
     parent[a < b ? b : a] = a < b ? a : b;
 }
 
-/* The device a request names: "cpu", "cpu:1", optionally after "/device:"
- * or "/", any case. -1 when none does; *type_only says whether only the
- * type was given. */
 /* The device part of a request that names this runtime's task
  * ("/task:0/cpu:0" on task 0 is "cpu:0"; "/task:0" alone is ""). The
  * split between tasks (core/dist/cluster.c) has taken other tasks' nodes away
@@ -70,7 +67,7 @@ static const char *local_request(const wf_runtime *rt, const char *req) {
   return req ? req : "";
 }
 
-static int resolve(const wf_runtime *rt, const char *req) {
+int wf__resolve_device(const wf_runtime *rt, const char *req) {
   req = local_request(rt, req);
   if (strncasecmp(req, "/device:", 8) == 0)
     req += 8;
@@ -222,7 +219,7 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
     int chosen = -1;
     char why[640] = "";
     if (asker) {
-      int want = resolve(rt, asker->device);
+      int want = wf__resolve_device(rt, asker->device);
       if (want < 0)
         snprintf(why, sizeof why, "no device '%s' is known",
                  asker->device);
@@ -286,7 +283,7 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
       p->kernel[id] = fits[(size_t)id * nd + chosen];
       /* Another member's different request loses to the group's device. */
       if (node != asker && local_request(rt, node->device)[0] &&
-          resolve(rt, node->device) != chosen) {
+          wf__resolve_device(rt, node->device) != chosen) {
         char share[320];
         snprintf(share, sizeof share,
                  "it must run where '%s' runs: nodes using a variable stay "

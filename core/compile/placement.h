@@ -35,6 +35,12 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
               wf__placement *p, wf_status *st);
 void wf__placement_deinit(wf__placement *p);
 
+/* The index in rt's devices of the device a request names: "cpu",
+ * "cpu:1", optionally after "/device:" or "/" and after this task's
+ * "/task:K/", any case (a type alone names its first device); -1 when none
+ * does. */
+int wf__resolve_device(const wf_runtime *rt, const char *req);
+
 
 /* The task a device request names: "/task:K" or "/task:K/DEVICE" gives K
  * and *rest "DEVICE" ("" for none); any other request gives -1 and *rest

@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/status_internal.h"
+#include "compile/placement.h"
 #include "compile/plugin_passes.h"
 #include "compile/prune.h"
 #include "graph/graph_internal.h"
@@ -67,6 +68,10 @@ int32_t wf__node_num_control_inputs_of(const wf_node *n) {
 
 wf_node *wf__node_control_input_of(const wf_node *n, int32_t i) {
   return i >= 0 && i < n->num_control_inputs ? n->control_inputs[i] : NULL;
+}
+
+int32_t wf__node_num_control_consumers_of(const wf_node *n) {
+  return n->num_control_consumers;
 }
 
 /* ---- reading the working graph ------------------------------------------- */
@@ -150,6 +155,25 @@ int wf__pass_match(const wf_pass_ctx *ctx, wf_node *root,
     out[k] = node;
   }
   return 1;
+}
+
+int wf__pass_has_kernel(const wf_pass_ctx *ctx, const char *op,
+                        const char *device, int32_t dtype) {
+  const wf_runtime *rt = ctx->rt;
+  int want = -1;
+  if (!op)
+    return 0;
+  if (device && device[0] && (want = wf__resolve_device(rt, device)) < 0)
+    return 0;
+  for (int d = 0; d < rt->num_devices; d++) {
+    if ((want >= 0 && d != want) || !rt->devices[d].desc.available)
+      continue;
+    if (wf__registry_find_allowed_kernel(rt->reg, rt->cfg, op,
+                                         rt->devices[d].type->def.type,
+                                         (wf_dtype)dtype, NULL))
+      return 1;
+  }
+  return 0;
 }
 
 /* ---- rewriting it --------------------------------------------------------- */

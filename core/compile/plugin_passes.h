@@ -51,5 +51,8 @@ int wf__node_output_info(const wf_node *n, int32_t i, int32_t *dtype,
 int wf__node_attr_of(const wf_node *n, const char *name, wf_attr_value *out);
 int32_t wf__node_num_control_inputs_of(const wf_node *n);
 wf_node *wf__node_control_input_of(const wf_node *n, int32_t i);
+int32_t wf__node_num_control_consumers_of(const wf_node *n);
+int wf__pass_has_kernel(const wf_pass_ctx *ctx, const char *op,
+                        const char *device, int32_t dtype);
 
 #endif

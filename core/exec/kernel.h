@@ -59,9 +59,11 @@ struct wf_kernel_ctx {
 int wf__kernel_host_input(const struct wf__kernel *k, int i);
 int wf__kernel_host_output(const struct wf__kernel *k, int i);
 
-/* The thread's running kernel's device memory (NULL: host), for variable
- * updates made through the host table (core/exec/variables.c): set by the
- * executor around each compute. */
+/* The thread's running kernel's device memory (NULL: host), set by the
+ * executor around each compute, only for var_lock as plugins built before
+ * ABI 1.4 call it, without their kernel's context
+ * (core/exec/variables.c); kernel_var_lock takes the device from the
+ * context. */
 const struct wf__device *wf__kernel_current_memory(void);
 void wf__kernel_set_current_memory(const struct wf__device *d);
 

@@ -212,7 +212,9 @@ int wf__var_assign(const wf_tensor *handle, wf_tensor *value, wf_status *st) {
   return 0;
 }
 
-wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
+/* Locks the variable and moves its value to place (NULL: host memory). */
+static wf_tensor *var_lock_at(const wf_tensor *handle,
+                              const struct wf__device *place, wf_status *st) {
   wf__variable *v = var_of(handle, st);
   if (!v)
     return NULL;
@@ -226,7 +228,6 @@ wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
    * (it stays there for the next update). Readers take references under
    * this lock, so none can appear now: a count of one means the store's
    * reference is the only one; otherwise the update writes into a copy. */
-  const struct wf__device *place = wf__kernel_current_memory();
   wf_tensor *copy = NULL;
   if (v->value->mem != place)
     copy = wf__tensor_to(place, v->value, st);
@@ -242,6 +243,18 @@ wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
   wf_tensor_release(v->value);
   v->value = copy;
   return v->value;
+}
+
+wf_tensor *wf__kernel_var_lock(const wf_kernel_ctx *ctx,
+                               const wf_tensor *handle, wf_status *st) {
+  return var_lock_at(handle, ctx && ctx->device_memory ? ctx->device : NULL,
+                     st);
+}
+
+/* Plugins built before ABI 1.4 lock without their kernel's context: the
+ * executor notes the running kernel's memory for them. */
+wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
+  return var_lock_at(handle, wf__kernel_current_memory(), st);
 }
 
 void wf__var_unlock(const wf_tensor *handle) {

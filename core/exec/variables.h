@@ -39,6 +39,9 @@ wf__variable *wf__varstore_at(wf__varstore *vs, int i);
 wf_tensor *wf__var_read(const wf_tensor *handle, wf_status *st);
 int wf__var_assign(const wf_tensor *handle, wf_tensor *value, wf_status *st);
 wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st);
+/* var_lock for the device of ctx's node (host table, since ABI 1.4). */
+wf_tensor *wf__kernel_var_lock(const wf_kernel_ctx *ctx,
+                               const wf_tensor *handle, wf_status *st);
 void wf__var_unlock(const wf_tensor *handle);
 int wf__var_order(const wf_tensor *a, const wf_tensor *b);
 const char *wf__var_name(const wf_tensor *handle);

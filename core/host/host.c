@@ -147,6 +147,10 @@ static const wf_host host = {
     .import_find_node = wf__import_find_node,
     .import_add_init = wf__import_add_init,
     .import_add_signature = wf__import_add_signature,
+    /* 1.4 */
+    .node_num_control_consumers = wf__node_num_control_consumers_of,
+    .pass_has_kernel = wf__pass_has_kernel,
+    .kernel_var_lock = wf__kernel_var_lock,
 };
 
 const wf_host *wf__host(void) { return &host; }

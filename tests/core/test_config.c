@@ -86,7 +86,10 @@ static void assert_same_config(const wf_config *a, const wf_config *b) {
   assert_int_equal(a->pass_cse, b->pass_cse);
   assert_int_equal(a->pass_constant_folding, b->pass_constant_folding);
   assert_int_equal(a->pass_arithmetic, b->pass_arithmetic);
-  assert_int_equal(a->pass_fusion, b->pass_fusion);
+  assert_int_equal(a->plugin_passes_off.n, b->plugin_passes_off.n);
+  for (int i = 0; i < a->plugin_passes_off.n; i++)
+    assert_string_equal(a->plugin_passes_off.items[i],
+                        b->plugin_passes_off.items[i]);
   assert_int_equal(a->pass_dead_nodes, b->pass_dead_nodes);
   assert_int_equal(a->pass_placement, b->pass_placement);
   assert_true(a->constant_folding_max_bytes == b->constant_folding_max_bytes);
@@ -120,7 +123,7 @@ static void test_config_defaults(void **state) {
   assert_int_equal(cfg->pass_cse, 1);
   assert_int_equal(cfg->pass_constant_folding, 1);
   assert_int_equal(cfg->pass_arithmetic, 1);
-  assert_int_equal(cfg->pass_fusion, 1);
+  assert_int_equal(cfg->plugin_passes_off.n, 0);
   assert_int_equal(cfg->pass_dead_nodes, 1);
   assert_int_equal(cfg->pass_placement, 1);
   assert_true(cfg->constant_folding_max_bytes == 10LL * 1024 * 1024);
@@ -177,7 +180,7 @@ static void test_config_reads_every_key(void **state) {
   assert_int_equal(cfg->pass_cse, 0);
   assert_int_equal(cfg->pass_constant_folding, 0);
   assert_int_equal(cfg->pass_arithmetic, 0);
-  assert_int_equal(cfg->pass_fusion, 0);
+  assert_list(&cfg->plugin_passes_off, 1, "fusion"); /* ops-nn's pass */
   assert_int_equal(cfg->pass_dead_nodes, 0);
   assert_int_equal(cfg->pass_placement, 0);
   assert_true(cfg->constant_folding_max_bytes == 4096);
@@ -323,9 +326,12 @@ static void test_config_refuses_bad_values_naming_file_and_line(void **state) {
       {"[passes]\nconstant_folding_max_bytes = 1e6\n",
        "2: bad value '1e6' for constant_folding_max_bytes in [passes]: "
        "expected a number of bytes >= 0"},
-      {"[passes]\nfusion =\n",
-       "2: bad value '' for fusion in [passes]: expected "
+      {"[passes]\ncse =\n",
+       "2: bad value '' for cse in [passes]: expected "
        "true/false/yes/no/on/off/1/0"},
+      {"[passes]\nfusion =\n",
+       "2: bad value '' for fusion in [passes]: expected true or false (a "
+       "plugin pass's switch)"},
       {"[threads]\npin = yes\n  no\n",
        "3: indented line continues pin in [threads], which takes one value "
        "(remove the indentation)"},

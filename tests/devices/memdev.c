@@ -12,8 +12,9 @@
  * Kernels on "memdev", float32, each checking that its device inputs and
  * outputs are memdev blocks and that kernel_device_state is the device's:
  *   Add (equal shapes), Relu, Sum (over every axis), ApplyGradientDescent
- *   (lr read on the host: host_inputs bit 1; the variable through var_lock
- *   must be in memdev memory), Shape (output written on the host:
+ *   (lr read on the host: host_inputs bit 1; the variable, locked through
+ *   kernel_var_lock, or through var_lock as plugins before ABI 1.4 lock it
+ *   when MEMDEV_OLD_VAR_LOCK is set, must be in memdev memory), Shape (output written on the host:
  *   host_outputs bit 0; its input stays on the device, only its shape is
  *   read).
  * Op MemdevStats (CPU kernel): int64 (5,) = blocks alive, copies to the
@@ -297,7 +298,9 @@ static int apply_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
     return WF_FAILED_PRECONDITION;
   handle = host->kernel_input(ctx, 0);
   rate = *(const float *)host->tensor_data(lr);
-  if (!(var = host->var_lock(handle, st)))
+  if (!(var = getenv("MEMDEV_OLD_VAR_LOCK")
+                   ? host->var_lock(handle, st)
+                   : host->kernel_var_lock(ctx, handle, st)))
     return host->status_code(st);
   if (host->tensor_count(var) != host->tensor_count(grad)) {
     host->status_set(st, WF_INVALID_ARGUMENT, "grad and var sizes differ");
@@ -414,8 +417,8 @@ static const wf_device_def *const devices[] = {&memdev_def, NULL};
 
 static int md_init(const wf_host *h, void **state, wf_status *st) {
   (void)state;
-  if (!WF_HOST_HAS(h, kernel_device_state)) {
-    h->status_set(st, WF_FAILED_PRECONDITION, "test-memdev needs ABI 1.2");
+  if (!WF_HOST_HAS(h, kernel_var_lock)) {
+    h->status_set(st, WF_FAILED_PRECONDITION, "test-memdev needs ABI 1.4");
     return WF_FAILED_PRECONDITION;
   }
   host = h;

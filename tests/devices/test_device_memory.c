@@ -293,6 +293,14 @@ static void test_variable_lives_on_the_device(void **unused) {
   assert_int_equal(dev.copies_out_last_step, 0);
 }
 
+/* The same through var_lock without a kernel context, as plugins built
+ * before ABI 1.4 lock variables. */
+static void test_variable_lives_on_the_device_old_lock(void **unused) {
+  setenv("MEMDEV_OLD_VAR_LOCK", "1", 1);
+  test_variable_lives_on_the_device(unused);
+  unsetenv("MEMDEV_OLD_VAR_LOCK");
+}
+
 static void test_checkpoint_of_a_device_variable(void **unused) {
   char path[] = "/tmp/weft-memdev-XXXXXX";
   char file[64];
@@ -360,6 +368,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_feeds_transfers_and_fetches),
       cmocka_unit_test(test_variable_lives_on_the_device),
+      cmocka_unit_test(test_variable_lives_on_the_device_old_lock),
       cmocka_unit_test(test_checkpoint_of_a_device_variable),
       cmocka_unit_test(test_a_failed_copy_fails_the_step_naming_it),
   };

@@ -245,7 +245,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, wf_status *st) {
       return wfx_code(st);
     v.input[k] = o->res[k];
   }
-  if (trn_lock(&v, st))
+  if (trn_lock(&v, ctx, st))
     return wfx_code(st);
   wfx_host->tensor_shape(v.value[0], &vs);
   if (wfx_dtype(v.value[0]) != dt) {
@@ -333,7 +333,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
   if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
       wfx_kernel_input(ctx, 1, &delta, &ds, st))
     return wfx_code(st);
-  if (!(var = wfx_host->var_lock(handle, st)))
+  if (!(var = wfx_var_lock(ctx, handle, st)))
     return wfx_code(st);
   vdt = wfx_dtype(var);
   ddt = wfx_dtype(delta);

@@ -1,7 +1,8 @@
 # plugins/ops/nn: the nn op plugin (ops_nn.so): op definitions, shape
 # inference and reference CPU kernels for BiasAdd, Conv2D, the pools,
 # softmax and its losses, BatchNorm and Dropout, their backward ops and
-# gradient functions. Links libopcommon, libopfused, libphilox (Dropout's
+# gradient functions, and the graph pass that fuses MatMul or Conv2D with
+# BiasAdd and an activation (fusion.c). Links libopcommon, libopfused, libphilox (Dropout's
 # Philox streams, plugins/ops/random) and libnnref; needs nothing from
 # libweft. plugins/local.mk says how a plugin is built in each
 # configuration.
@@ -26,6 +27,7 @@ OPS_NN_SOURCES = \
 	plugins/ops/nn/nn.h \
 	plugins/ops/nn/plugin.c \
 	plugins/ops/nn/dropout.c \
+	plugins/ops/nn/fusion.c \
 	plugins/ops/nn/grad.c
 OPS_NN_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common -I$(top_srcdir)/plugins/ops/random

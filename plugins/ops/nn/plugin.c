@@ -1,14 +1,17 @@
 /* plugins/ops/nn/plugin.c — the nn op plugin (module ops_nn): its
  * description and the static tables of what it registers. The ops, their
  * shape functions and reference CPU kernels live in the files beside this
- * one, the gradient functions in grad.c. */
+ * one, the gradient functions in grad.c, the fusion pass in fusion.c. */
 #include <config.h>
 
 #include "nn.h"
 
-/* fused.c: _FusedConv2D, made by the graph's fusion pass. */
+/* fused.c: _FusedConv2D, made by the graph pass of fusion.c. */
 extern const wf_op_def nn_fused_conv2d_op;
 extern const wf_kernel_def nn_fused_conv2d_kernel;
+extern const wf_pass_def nn_fusion_pass;
+
+static const wf_pass_def *const passes[] = {&nn_fusion_pass, NULL};
 
 static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_conv2d_op,
@@ -53,9 +56,9 @@ static const wf_kernel_def *const kernels[] = {
     &nn_fused_conv2d_kernel,
     NULL};
 
-/* The host table, for every file of the plugin: ABI 1.0 has every
- * entry it uses. */
-WFX_HOST_DEFINE(1, 0);
+/* The host table, for every file of the plugin: the fusion pass uses
+ * entries of ABI 1.4 (node_num_control_consumers, pass_has_kernel). */
+WFX_HOST_DEFINE(1, 4);
 
 static int init(const wf_host *host, void **state, wf_status *st) {
   if (WFX_HOST_INIT(host, "ops-nn", st))
@@ -77,6 +80,7 @@ static const wf_plugin_desc desc = {
     .ops = ops,
     .kernels = kernels,
     .gradients = nn_gradients,
+    .passes = passes,
     .init = init,
 };
 

@@ -244,7 +244,7 @@ static int update_in_place(wf_kernel_ctx *ctx, int subtract, wf_status *st) {
   if (wfx_kernel_input(ctx, 0, &handle, NULL, st) ||
       wfx_kernel_input(ctx, 1, &delta, &ds, st))
     return wfx_code(st);
-  var = wfx_host->var_lock(handle, st);
+  var = wfx_var_lock(ctx, handle, st);
   if (!var)
     return wfx_code(st);
   vdt = wfx_dtype(var);

@@ -464,7 +464,7 @@ static int apply(wf_kernel_ctx *ctx, const optimizer *o, trn_parallel_fn *par,
       return wfx_code(st);
     v.input[k] = o->res[k];
   }
-  if (trn_lock(&v, st))
+  if (trn_lock(&v, ctx, st))
     return wfx_code(st);
 
   vdt = wfx_dtype(v.value[0]);

@@ -32,12 +32,13 @@ typedef struct trn_vars {
 } trn_vars;
 
 /* Locks the n variables in host->var_order order (so that concurrent
- * updates sharing variables cannot deadlock) and sets value[]. Refuses
+ * updates sharing variables cannot deadlock) and sets value[], in the
+ * memory of the device of ctx's node. Refuses
  * (INVALID_ARGUMENT) two inputs naming one variable, and slots whose dtype
  * or shape differ from handle[0]'s; passes on var_lock's errors (an
  * uninitialised variable is FAILED_PRECONDITION naming it). On error
  * nothing stays locked. */
-int trn_lock(trn_vars *v, wf_status *st);
+int trn_lock(trn_vars *v, const wf_kernel_ctx *ctx, wf_status *st);
 /* Unlocks what trn_lock locked, in reverse order. Safe after a failed
  * trn_lock. */
 void trn_unlock(trn_vars *v);

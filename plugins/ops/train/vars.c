@@ -1,7 +1,8 @@
 /* plugins/ops/train/vars.c — helpers of the train plugin's kernels: locking
  * a variable and its slots in the host's variable order, and reading scalar
  * inputs. The variables themselves belong to the core (weft/plugin.h); this
- * file only calls var_lock/var_unlock/var_order. */
+ * file only locks (wfx_var_lock: in the memory of the kernel's device),
+ * unlocks and orders them. */
 #include <config.h>
 
 #include "train.h"
@@ -9,7 +10,7 @@
 #include <assert.h>
 #include <string.h>
 
-int trn_lock(trn_vars *v, wf_status *st) {
+int trn_lock(trn_vars *v, const wf_kernel_ctx *ctx, wf_status *st) {
   char s0[WFX_SHAPE_STR_MAX], s1[WFX_SHAPE_STR_MAX];
   wf_shape vs, ss;
   int rc;
@@ -41,7 +42,7 @@ int trn_lock(trn_vars *v, wf_status *st) {
   for (int i = 0; i < v->n; i++) {
     int k = v->order[i];
 
-    v->value[k] = wfx_host->var_lock(v->handle[k], st);
+    v->value[k] = wfx_var_lock(ctx, v->handle[k], st);
     if (!v->value[k]) {
       rc = wfx_code(st);
       goto fail;

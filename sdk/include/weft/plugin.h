@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 3
+#define WF_ABI_MINOR 4
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -674,6 +674,24 @@ typedef struct wf_host {
                               const char *const *output_keys,
                               const wf_output *outputs, int32_t noutputs,
                               wf_status *st);
+
+  /* -- since 1.4 -- */
+  /* How many nodes wait for n through control edges: a pass must not
+   * drop a node that others wait for, since they would wait for a node
+   * that no longer runs. */
+  int32_t (*node_num_control_consumers)(const wf_node *n);
+  /* 1 when a device that `device` names ("cpu", "cpu:1", "/device:cuda:0";
+   * NULL or "": any available device) has a kernel for op with dtype
+   * (its type attribute) that the config's [kernels] rules allow, else 0:
+   * how a pass makes sure the node it is about to add can run. */
+  int (*pass_has_kernel)(const wf_pass_ctx *ctx, const char *op,
+                         const char *device, int32_t dtype);
+  /* var_lock for a kernel: the variable's value moves to the memory of
+   * the device the kernel's node was placed on (it stays there for the
+   * next update). Kernels use this one; var_lock without a context is
+   * kept for plugins built against 1.0-1.3. */
+  wf_tensor *(*kernel_var_lock)(const wf_kernel_ctx *ctx,
+                                const wf_tensor *handle, wf_status *st);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

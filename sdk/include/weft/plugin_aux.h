@@ -80,8 +80,8 @@ static inline size_t wfx_host_size_(int minor) {
   if (minor >= WF_ABI_MINOR)
     return sizeof(wf_host);
   if (minor >= 3)
-    return offsetof(wf_host, pass_remove_control_edge) +
-           sizeof(((wf_host *)0)->pass_remove_control_edge);
+    return offsetof(wf_host, import_add_signature) +
+           sizeof(((wf_host *)0)->import_add_signature);
   if (minor >= 2)
     return offsetof(wf_host, kernel_device_state) +
            sizeof(((wf_host *)0)->kernel_device_state);
@@ -930,6 +930,18 @@ static inline int wfx_kernel_output(wf_kernel_ctx *ctx, int32_t i,
                                     wf_status *st) {
   *out = wfx_host->kernel_output_new(ctx, i, shape, st);
   return *out ? 0 : wfx_code(st);
+}
+
+/* Locks the variable behind handle for the kernel's in-place update and
+ * returns its value (borrowed until var_unlock), in the memory of the
+ * device the kernel's node runs on; on a host before ABI 1.4 through
+ * var_lock, which finds that device by itself. */
+static inline wf_tensor *wfx_var_lock(const wf_kernel_ctx *ctx,
+                                      const wf_tensor *handle,
+                                      wf_status *st) {
+  if (WF_HOST_HAS(wfx_host, kernel_var_lock))
+    return wfx_host->kernel_var_lock(ctx, handle, st);
+  return wfx_host->var_lock(handle, st);
 }
 
 /* A tensor's elements (host memory on devices without memory of their
