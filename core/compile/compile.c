@@ -6,9 +6,9 @@
  *   1. prune       prune.c      the nodes the signature needs, copied into
  *                  optimize.c   a working graph; fed tensors become _Feed
  *                               nodes (the only pruning of the user's graph)
- *   2. passes      pass_*.c     CSE, constant folding, arithmetic, then the
- *                  plugin_     passes plugins register in their order
- *                  passes.c    (the fusion of ops-nn among them), then dead
+ *   2. passes      pass_*.c     CSE, constant folding, then the passes
+ *                  plugin_     plugins register, in their order (ops-math's
+ *                  passes.c    arithmetic, ops-nn's fusion, ...), then dead
  *                               nodes; each switched in [passes]
  *   3. live set    prune.c      which working-graph nodes still run after
  *                               the passes: computed once, then carried

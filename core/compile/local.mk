@@ -7,7 +7,6 @@ core_libweftcore_la_SOURCES += \
 	core/compile/gradients.c \
 	core/compile/memplan.c core/compile/memplan.h \
 	core/compile/optimize.c core/compile/optimize.h core/compile/passes.h \
-	core/compile/pass_arithmetic.c \
 	core/compile/pass_constant_folding.c \
 	core/compile/pass_cse.c \
 	core/compile/partition.c core/compile/partition.h \

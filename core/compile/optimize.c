@@ -29,7 +29,6 @@ static const struct {
     {"cse", offsetof(wf_config, pass_cse), wf__pass_cse},
     {"constant_folding", offsetof(wf_config, pass_constant_folding),
      wf__pass_constant_folding},
-    {"arithmetic", offsetof(wf_config, pass_arithmetic), wf__pass_arithmetic},
     {"dead_nodes", offsetof(wf_config, pass_dead_nodes), wf__pass_dead_nodes},
 };
 

@@ -17,11 +17,6 @@ int wf__pass_cse(wf__pass_env *env, wf_status *st);
  * dependencies; never stateful, random or fed ones. */
 int wf__pass_constant_folding(wf__pass_env *env, wf_status *st);
 
-/* core/compile/pass_arithmetic.c: bypasses x * 1, x + 0, x - 0, integer x - x,
- * identity transposes, reshapes of reshapes and Identity/StopGradient
- * where each is exact (conditions in the file). */
-int wf__pass_arithmetic(wf__pass_env *env, wf_status *st);
-
 /* core/compile/optimize.c: copy the working graph again with only what the
  * signature needs. */
 int wf__pass_dead_nodes(wf__pass_env *env, wf_status *st);

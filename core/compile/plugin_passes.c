@@ -239,6 +239,9 @@ int wf__pass_replace(wf_pass_ctx *ctx, wf_output old, wf_output with,
   if (wf__graph_redirect(ctx->work->g, old, with, st))
     return wf_status_code(st);
   wf__work *w = ctx->work;
+  /* A signature may not fetch what it feeds: such a fetch stays. */
+  if (wf__signature_fed(&w->sig, with.node, with.index, NULL))
+    return 0;
   for (int f = 0; f < w->sig.nfetches; f++)
     if (w->fetches[f].node == old.node && w->fetches[f].index == old.index)
       w->fetches[f] = with;

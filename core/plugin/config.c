@@ -14,8 +14,8 @@
  *              loaded plugin provides is skipped with a note), cpu_devices
  *   [threads]  inter_op, intra_op, pin
  *   [passes]   prune, cse, constant_folding, constant_folding_max_bytes,
- *              arithmetic, dead_nodes, placement, memory_plan, and
- *              NAME for each pass a plugin registers (fusion, ...)
+ *              dead_nodes, placement, memory_plan, and NAME for each
+ *              pass a plugin registers (arithmetic, fusion, ...)
  *   [debug]    check_numerics (every float output of every node is
  *              checked for NaN and Inf; the first node found fails the
  *              step, named with its op, output and count; off by default)
@@ -104,7 +104,7 @@ static void config_defaults(wf_config *cfg) {
   cfg->plugin_default_dir = 1;
   cfg->pin = 1;
   cfg->pass_prune = cfg->pass_cse = cfg->pass_constant_folding = 1;
-  cfg->pass_arithmetic = cfg->pass_dead_nodes = 1;
+  cfg->pass_dead_nodes = 1;
   cfg->pass_placement = 1;
   cfg->memory_plan = 1;
   cfg->constant_folding_max_bytes = DEFAULT_FOLD_BYTES;
@@ -227,7 +227,6 @@ static const key_def keys[] = {
     {"passes", "cse", KEY_BOOL, MEMBER(pass_cse), 0, 0},
     {"passes", "constant_folding", KEY_BOOL, MEMBER(pass_constant_folding), 0,
      0},
-    {"passes", "arithmetic", KEY_BOOL, MEMBER(pass_arithmetic), 0, 0},
     {"passes", "dead_nodes", KEY_BOOL, MEMBER(pass_dead_nodes), 0, 0},
     {"passes", "placement", KEY_BOOL, MEMBER(pass_placement), 0, 0},
     {"passes", "constant_folding_max_bytes", KEY_BYTES,

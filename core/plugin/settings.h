@@ -29,8 +29,8 @@ struct wf_config {
   int intra_op;             /* intra_op = N (0: automatic) */
   int pin;                  /* pin = true */
   /* [passes] */
-  int pass_prune, pass_cse, pass_constant_folding, pass_arithmetic,
-      pass_dead_nodes, pass_placement;
+  int pass_prune, pass_cse, pass_constant_folding, pass_dead_nodes,
+      pass_placement;
   long long constant_folding_max_bytes;
   /* Plugin passes by name ([passes] NAME = false / true): the ones
    * switched off, and where each was set ("FILE:LINE" or "config"). */

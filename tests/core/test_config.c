@@ -85,7 +85,6 @@ static void assert_same_config(const wf_config *a, const wf_config *b) {
   assert_int_equal(a->pass_prune, b->pass_prune);
   assert_int_equal(a->pass_cse, b->pass_cse);
   assert_int_equal(a->pass_constant_folding, b->pass_constant_folding);
-  assert_int_equal(a->pass_arithmetic, b->pass_arithmetic);
   assert_int_equal(a->plugin_passes_off.n, b->plugin_passes_off.n);
   for (int i = 0; i < a->plugin_passes_off.n; i++)
     assert_string_equal(a->plugin_passes_off.items[i],
@@ -122,7 +121,6 @@ static void test_config_defaults(void **state) {
   assert_int_equal(cfg->pass_prune, 1);
   assert_int_equal(cfg->pass_cse, 1);
   assert_int_equal(cfg->pass_constant_folding, 1);
-  assert_int_equal(cfg->pass_arithmetic, 1);
   assert_int_equal(cfg->plugin_passes_off.n, 0);
   assert_int_equal(cfg->pass_dead_nodes, 1);
   assert_int_equal(cfg->pass_placement, 1);
@@ -179,8 +177,8 @@ static void test_config_reads_every_key(void **state) {
   assert_int_equal(cfg->pass_prune, 0);
   assert_int_equal(cfg->pass_cse, 0);
   assert_int_equal(cfg->pass_constant_folding, 0);
-  assert_int_equal(cfg->pass_arithmetic, 0);
-  assert_list(&cfg->plugin_passes_off, 1, "fusion"); /* ops-nn's pass */
+  /* ops-math's and ops-nn's passes */
+  assert_list(&cfg->plugin_passes_off, 2, "arithmetic", "fusion");
   assert_int_equal(cfg->pass_dead_nodes, 0);
   assert_int_equal(cfg->pass_placement, 0);
   assert_true(cfg->constant_folding_max_bytes == 4096);

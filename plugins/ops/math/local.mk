@@ -1,5 +1,6 @@
 # plugins/ops/math: the math op plugin (ops_math.so): op definitions, shape
-# inference, reference CPU kernels and gradients. Links libopfused and
+# inference, reference CPU kernels and gradients, and the arithmetic
+# simplification pass (arithmetic.c). Links libopfused and
 # libopcommon; needs nothing from libweft (PLUGIN_LDFLAGS checks that at
 # link time). plugins/local.mk says how a plugin is built in each
 # configuration.
@@ -12,7 +13,8 @@ OPS_MATH_SOURCES = \
 	plugins/ops/math/matmul.c \
 	plugins/ops/math/unary_grad.c \
 	plugins/ops/math/reduce_grad.c \
-	plugins/ops/math/grad.c
+	plugins/ops/math/grad.c \
+	plugins/ops/math/arithmetic.c
 OPS_MATH_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
 OPS_MATH_HELPERS = plugins/ops/common/libopfused.la \
 	plugins/ops/common/libopcommon.la

@@ -622,9 +622,13 @@ static const wf_gradient_def *const gradients[] = {
 
 /* ---- the plugin -------------------------------------------------------- */
 
-/* The host table, for every file of the plugin: ABI 1.0 has every
- * entry it uses. */
-WFX_HOST_DEFINE(1, 0);
+/* arithmetic.c: the arithmetic simplification pass. */
+extern const wf_pass_def math_arithmetic_pass;
+static const wf_pass_def *const passes[] = {&math_arithmetic_pass, NULL};
+
+/* The host table, for every file of the plugin: the arithmetic pass uses
+ * an entry of ABI 1.4 (pass_has_kernel). */
+WFX_HOST_DEFINE(1, 4);
 
 static int math_init(const wf_host *host, void **state, wf_status *st) {
   if (WFX_HOST_INIT(host, "ops-math", st))
@@ -641,10 +645,12 @@ static const wf_plugin_desc desc = {
     .description = "math ops: elementwise arithmetic with broadcasting, "
                    "activations, Cast, reductions, ArgMax, MatMul and "
                    "BatchMatMul, with reference CPU kernels and gradients "
-                   "(fused backward ops included)",
+                   "(fused backward ops included), and the arithmetic "
+                   "simplification pass",
     .ops = ops,
     .kernels = kernels,
     .gradients = gradients,
+    .passes = passes,
     .init = math_init,
 };
 

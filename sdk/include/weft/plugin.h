@@ -635,7 +635,9 @@ typedef struct wf_host {
                             const wf_attr_item *attrs, int32_t nattrs,
                             wf_status *st);
   /* Every reader of old, and the signature's fetches of it, read `with`
-   * instead (same dtype): how a pass replaces a subgraph. */
+   * instead (same dtype): how a pass replaces a subgraph. A fetch stays on
+   * old when `with` is a fed value (a signature never fetches what it
+   * feeds). */
   int (*pass_replace)(wf_pass_ctx *ctx, wf_output old, wf_output with,
                       wf_status *st);
   /* Input i of n reads src instead (same dtype). */
