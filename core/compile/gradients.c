@@ -21,7 +21,21 @@
 #include "plugin/runtime_internal.h"
 #include "base/status_internal.h"
 
-/* ---- adding nodes from flat input lists ------------------------------------ */
+/* ---- the glue ops -------------------------------------------------------------- */
+
+/* The ops autodiff joins the gradient functions' nodes with — the only ops
+ * the core names, all defined by the built-in op plugins (ops-math,
+ * ops-array): the seed dy = 1 for each y, the sum of several arriving
+ * gradients, and for sparse gradients (indices, values, dense shape) the
+ * concatenation of several, int32 indices cast to int64 where int32 and
+ * int64 ones meet, and the dense sum where one meets a dense gradient. */
+static const struct {
+  const char *ones_like;  /* OnesLike(y) */
+  const char *sum;        /* AddN(list), attr N */
+  const char *concat;     /* Concat(list), attrs N and axis */
+  const char *cast;       /* Cast(x), attr DstT */
+  const char *densify;    /* (values, indices, dense_shape) -> dense */
+} glue = {"OnesLike", "AddN", "Concat", "Cast", "UnsortedSegmentSumToShape"};
 
 /* ---- bookkeeping -------------------------------------------------------------- */
 
@@ -85,7 +99,7 @@ static int densify(autodiff *ad, const contrib *c, wf_output *out) {
             c->values.node->name);
   }
   wf_output in[3] = {c->values, c->indices, c->dense_shape};
-  wf_node *n = add_node(ad, "UnsortedSegmentSumToShape", in, 3, NULL, 0);
+  wf_node *n = add_node(ad, glue.densify, in, 3, NULL, 0);
   if (!n)
     return -1;
   *out = (wf_output){n, 0};
@@ -131,14 +145,14 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
       wf_attr_item to = {"DstT",
                          {.type = WF_ATTR_DTYPE, .count = 1,
                           .u.dtype = WF_INT64}};
-      wf_node *cast = add_node(ad, "Cast", &idx[i], 1, &to, 1);
+      wf_node *cast = add_node(ad, glue.cast, &idx[i], 1, &to, 1);
       if (!cast)
         goto done_sparse;
       idx[i] = (wf_output){cast, 0};
     }
     wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
-    wf_node *ci = add_node(ad, "Concat", idx, l->n, &axis, 1);
-    wf_node *cv = ci ? add_node(ad, "Concat", val, l->n, &axis, 1) : NULL;
+    wf_node *ci = add_node(ad, glue.concat, idx, l->n, &axis, 1);
+    wf_node *cv = ci ? add_node(ad, glue.concat, val, l->n, &axis, 1) : NULL;
     if (!cv)
       goto done_sparse;
     out->indices = (wf_output){ci, 0};
@@ -165,7 +179,7 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
     if (l->n == 1) {
       out->dense = terms[0];
     } else {
-      wf_node *sum = add_node(ad, "AddN", terms, l->n, NULL, 0);
+      wf_node *sum = add_node(ad, glue.sum, terms, l->n, NULL, 0);
       if (!sum)
         rc = -1;
       else
@@ -343,7 +357,12 @@ static int backprop_node(autodiff *ad, wf_node *nd) {
         is_float(in.node->output_dtypes[in.index]))
       wanted = 1;
   }
-  if (!wanted || strcmp(nd->op->def.name, "StopGradient") == 0)
+  if (!wanted)
+    goto done;
+  const wf__gradient *gr = wf__registry_find_gradient(ad->g->rt->reg,
+                                                      nd->op->def.name);
+  /* No gradient flows through (StopGradient, ...): nothing to sum. */
+  if (gr && ((gr->def.flags & WF_GRAD_NOT_DIFFERENTIABLE) || !gr->def.fn))
     goto done;
   for (int o = 0; o < nout; o++) {
     contrib sum;
@@ -356,8 +375,6 @@ static int backprop_node(autodiff *ad, wf_node *nd) {
   }
   if (!any)
     goto done;
-  const wf__gradient *gr = wf__registry_find_gradient(ad->g->rt->reg,
-                                                      nd->op->def.name);
   if (!gr) {
     rc = wf_status_set(ad->st, WF_NOT_FOUND,
                        "gradients: op '%s' (node '%s') has no gradient "
@@ -365,8 +382,6 @@ static int backprop_node(autodiff *ad, wf_node *nd) {
                        nd->op->def.name, nd->name);
     goto done;
   }
-  if ((gr->def.flags & WF_GRAD_NOT_DIFFERENTIABLE) || !gr->def.fn)
-    goto done;
   struct wf_grad_ctx ctx = {ad, nd, out_grads, in_grads};
   const char *base = strrchr(nd->name, '/');
   char scope[256];
@@ -469,7 +484,7 @@ int wf_graph_add_gradients(wf_graph *g, const wf_output *ys, int nys,
     if (dys) {
       c.dense = dys[i];
     } else {
-      wf_node *ones = add_node(&ad, "OnesLike", &ys[i], 1, NULL, 0);
+      wf_node *ones = add_node(&ad, glue.ones_like, &ys[i], 1, NULL, 0);
       if (!ones) {
         rc = wf_status_code(st);
         goto out;

@@ -1,6 +1,7 @@
 /* core/compile/pass_constant_folding.c — constant folding on a signature's working
- * graph: a node whose data inputs are all Const nodes is evaluated once,
- * with the real CPU kernel, and replaced by Const nodes holding its outputs
+ * graph: a node whose data inputs are all constant nodes (of an op with
+ * WF_OP_CONSTANT: Const) is evaluated once, with the real CPU kernel, and
+ * replaced by constant nodes holding its outputs
  * (when each is within [passes] constant_folding_max_bytes). Folding
  * repeats until nothing more folds, so whole constant subgraphs collapse.
  * A replacement Const waits for whatever the folded node waited for (see
@@ -25,9 +26,10 @@
 
 #define FOLD_NEVER (WF_OP_STATEFUL | WF_OP_RANDOM | WF_OP_SOURCE_FED)
 
-/* The value of a Const node, or NULL when n is not one. */
+/* The value of a constant node (an op with WF_OP_CONSTANT: Const), or
+ * NULL when n is not one. */
 static const wf_tensor *const_value(const wf_node *n) {
-  if (strcmp(n->op->def.name, "Const") != 0)
+  if (!(n->op->def.flags & WF_OP_CONSTANT))
     return NULL;
   const wf_attr_value *v = wf__node_attr(n, "value");
   return v && v->type == WF_ATTR_TENSOR ? v->u.tensor : NULL;
@@ -92,16 +94,18 @@ static int max_gates(const wf_node *n) {
   return m;
 }
 
-/* Adds a Const holding t in place of output o of n, gated by gates. */
-static wf_node *add_const(wf_graph *g, const wf_node *n, int o, wf_tensor *t,
-                          wf_node *const *gates, int ngates, wf_status *st) {
+/* Adds a node of the constant op konst holding t in place of output o of
+ * n, gated by gates. */
+static wf_node *add_const(wf_graph *g, const char *konst, const wf_node *n,
+                          int o, wf_tensor *t, wf_node *const *gates,
+                          int ngates, wf_status *st) {
   char base[512], name[560];
   if (n->num_outputs == 1)
     snprintf(base, sizeof base, "%s_folded", n->name);
   else
     snprintf(base, sizeof base, "%s_folded_%d", n->name, o);
   wf_graph_unique_name(g, base, name, sizeof name);
-  wf_node_desc *d = wf__node_desc_new_full(g, "Const", name);
+  wf_node_desc *d = wf__node_desc_new_full(g, konst, name);
   wf_node_desc_set_attr_tensor(d, "value", t);
   wf_node_desc_set_attr_dtype(d, "dtype", n->output_dtypes[o]);
   wf_node_desc_set_device(d, n->device);
@@ -112,7 +116,8 @@ static wf_node *add_const(wf_graph *g, const wf_node *n, int o, wf_tensor *t,
 
 /* Folds n if its kernel runs and its outputs fit the cap: *folded is set
  * to 1 then. Errors are only those of rewriting the graph. */
-static int fold(wf__pass_env *env, wf_node *n, int *folded, wf_status *st) {
+static int fold(wf__pass_env *env, const char *konst, wf_node *n,
+                int *folded, wf_status *st) {
   wf__work *w = env->work;
   const wf_tensor *stack_in[8], **in = stack_in;
   wf_tensor *stack_out[8], **out = stack_out;
@@ -159,7 +164,7 @@ static int fold(wf__pass_env *env, wf_node *n, int *folded, wf_status *st) {
 
   int ngates = collect_gates(n, gates);
   for (int o = 0; o < nout; o++) {
-    wf_node *c = add_const(w->g, n, o, out[o], gates, ngates, st);
+    wf_node *c = add_const(w->g, konst, n, o, out[o], gates, ngates, st);
     if (!c) {
       rc = wf_status_code(st);
       wf_status_prefix(st, "folding node '%s'", n->name);
@@ -194,8 +199,10 @@ int wf__pass_constant_folding(wf__pass_env *env, wf_status *st) {
   unsigned char *live = NULL;
   int rc = 0, changed = 1;
 
-  /* Without the Const op there is nothing to fold into. */
-  if (!wf__registry_find_op(env->rt->reg, "Const"))
+  /* Without a constant op there is nothing to fold into. */
+  const wf__op *konst = wf__registry_find_op_with_flag(env->rt->reg,
+                                                       WF_OP_CONSTANT);
+  if (!konst)
     return 0;
   while (changed && !rc) {
     changed = 0;
@@ -217,7 +224,7 @@ int wf__pass_constant_folding(wf__pass_env *env, wf_status *st) {
       wf_node *nd = w->g->nodes[id];
       int folded = 0;
       if (live[id] && foldable(nd) && wanted(w, nd)) {
-        rc = fold(env, nd, &folded, st);
+        rc = fold(env, konst->def.name, nd, &folded, st);
         changed |= folded;
       }
     }

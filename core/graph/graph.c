@@ -1306,7 +1306,7 @@ const wf_tensor *wf__shape_input_value(const wf_shape_ctx *ctx, int32_t i) {
   if (i < 0 || i >= ctx->node->num_inputs)
     return NULL;
   src = ctx->node->inputs[i].node;
-  if (strcmp(src->op->def.name, "Const") != 0)
+  if (!(src->op->def.flags & WF_OP_CONSTANT))
     return NULL;
   v = wf__node_attr(src, "value");
   return v && v->type == WF_ATTR_TENSOR ? v->u.tensor : NULL;

@@ -72,8 +72,8 @@ int32_t wf__shape_num_outputs(const wf_shape_ctx *ctx);
 /* Input i's dtype and shape; 0, or -1 when i is out of range. */
 int wf__shape_input(const wf_shape_ctx *ctx, int32_t i, int32_t *dtype,
                     wf_shape *shape);
-/* The "value" tensor attribute when input i is produced by a node of op
- * "Const", else NULL. Borrowed from the graph. */
+/* The "value" tensor attribute when input i is produced by a node of a
+ * constant op (WF_OP_CONSTANT), else NULL. Borrowed from the graph. */
 const wf_tensor *wf__shape_input_value(const wf_shape_ctx *ctx, int32_t i);
 /* Attribute name of the node (defaults applied); 0, or -1 when absent. The
  * value is borrowed from the graph. */

@@ -392,7 +392,8 @@ void wf__restore_items_clear(wf__restore_item *items, int n) {
   }
 }
 
-/* The variables a restore of s covers: the graph's VarHandle declarations
+/* The variables a restore of s covers: the graph's variable declarations
+ * (nodes of an op with WF_OP_VARIABLE, VarHandle)
  * and the session's variables (whose dtype and shape win), or only those
  * called names (unknown names are problems). */
 static int collect_items(wf_session *s, const char *const *names, int nnames,
@@ -411,7 +412,7 @@ static int collect_items(wf_session *s, const char *const *names, int nnames,
     goto oom;
   for (int i = 0; i < nnodes; i++) {
     const wf_node *node = wf_graph_node(g, i);
-    if (strcmp(wf_node_op(node), "VarHandle") != 0)
+    if (!(node->op->def.flags & WF_OP_VARIABLE))
       continue;
     const wf_attr_value *dt = wf__node_attr(node, "dtype");
     const wf_attr_value *sh = wf__node_attr(node, "shape");

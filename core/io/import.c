@@ -155,7 +155,7 @@ int wf__import_add_signature(wf_import_ctx *ctx, const char *name,
                            "importing: signature '%s' is added twice", name);
   for (int32_t j = 0; j < ninputs; j++)
     if (!inputs[j].node || inputs[j].node->graph != m->g ||
-        strcmp(inputs[j].node->op->def.name, "Placeholder") != 0)
+        !(inputs[j].node->op->def.flags & WF_OP_SOURCE_FED))
       return wf_status_set(st, WF_INVALID_ARGUMENT,
                            "importing signature '%s': input '%s' is not a "
                            "Placeholder of the model",

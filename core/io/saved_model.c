@@ -23,6 +23,7 @@
 #include "base/alloc.h"
 #include "io/file_io.h"
 #include "exec/session_internal.h"
+#include "graph/graph_internal.h"
 
 #define INDEX_FILE "model.json"
 #define GRAPH_FILE "graph.wfg"
@@ -51,6 +52,12 @@ struct wf_saved_model {
 };
 
 /* ---- names --------------------------------------------------------------- */
+
+/* A value fed at run time (an op with WF_OP_SOURCE_FED: Placeholder), the
+ * only thing a signature's input may name. */
+static int is_fed_input(const wf_node *n) {
+  return (n->op->def.flags & WF_OP_SOURCE_FED) != 0;
+}
 
 static int valid_key(const char *k) {
   if (!k || !*k)
@@ -173,7 +180,7 @@ static int check_signatures(const wf_graph *g, const wf_signature_def *sigs,
       if (check_output(g, d->name, "input", d->input_keys[j], d->inputs[j],
                        st))
         return wf_status_code(st);
-      if (strcmp(wf_node_op(d->inputs[j].node), "Placeholder") != 0)
+      if (!is_fed_input(d->inputs[j].node))
         return wf_status_set(st, WF_INVALID_ARGUMENT,
                              "signature '%s': input '%s' is node '%s' (op "
                              "%s); inputs must be Placeholder outputs",
@@ -222,7 +229,7 @@ static int check_exported_graph(const wf_graph *saved,
   for (int i = 0; i < n; i++) {
     const wf_node *node = wf_graph_node(saved, i);
     const char *op = wf_node_op(node);
-    if (strcmp(op, "Placeholder") == 0 &&
+    if (is_fed_input(node) &&
         !is_signature_input(sigs, nsigs,
                             wf_graph_find_node(orig, wf_node_name(node)))) {
       wf__free(v);
@@ -239,7 +246,7 @@ static int check_exported_graph(const wf_graph *saved,
                            "iterator node '%s'; feed a Placeholder instead",
                            wf_node_name(node));
     }
-    if (strcmp(op, "VarHandle") == 0)
+    if (node->op->def.flags & WF_OP_VARIABLE)
       v[count++] = variable_name(node);
   }
   *names = v;
@@ -491,7 +498,7 @@ static int parse_args(wf_saved_model *m, const char *index, const char *sig,
                            wf_dtype_name(a->dtype));
     wf_node_output_shape(a->out.node, a->out.index, &a->shape);
     if (strcmp(what, "input") == 0 &&
-        strcmp(wf_node_op(a->out.node), "Placeholder") != 0)
+        !is_fed_input(a->out.node))
       return wf_status_set(st, WF_DATA_LOSS,
                            "saved model index '%s': signature '%s': input "
                            "'%s' names '%s', which is not a Placeholder",

@@ -817,6 +817,14 @@ const wf__op *wf__registry_find_op(const wf__registry *r, const char *name) {
   return NULL;
 }
 
+const wf__op *wf__registry_find_op_with_flag(const wf__registry *r,
+                                             uint32_t flag) {
+  for (int i = 0; i < r->num_ops; i++)
+    if (r->ops[i]->def.flags & flag)
+      return r->ops[i];
+  return NULL;
+}
+
 /* The op called name among the batch's first n ops, or NULL. */
 static const wf__op *batch_find_op(const batch *b, int n, const char *name) {
   for (int i = 0; i < n; i++)

@@ -60,6 +60,10 @@ int wf__registry_add(wf__registry *r, const char *plugin, void *state,
 int wf__registry_op_count(const wf__registry *r);
 const wf__op *wf__registry_op_at(const wf__registry *r, int i);
 const wf__op *wf__registry_find_op(const wf__registry *r, const char *name);
+/* The first op (by name) whose flags include flag (a role such as
+ * WF_OP_CONSTANT), or NULL. */
+const wf__op *wf__registry_find_op_with_flag(const wf__registry *r,
+                                             uint32_t flag);
 
 /* Kernels, sorted by op, device type, then priority (highest first). */
 int wf__registry_kernel_count(const wf__registry *r);

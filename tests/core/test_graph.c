@@ -137,6 +137,7 @@ static const wf_attr_def const_attrs[] = {
     WF_ATTR_END};
 static const wf_op_def const_op = {WF_STRUCT_INIT(wf_op_def), .name = "Const",
                                    .outputs = out_dtype, .attrs = const_attrs,
+                                   .flags = WF_OP_CONSTANT,
                                    .shape_fn = const_shape};
 
 static const wf_arg_def xy_t[] = {WF_ARG_T("x", "T", ""),

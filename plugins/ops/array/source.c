@@ -61,6 +61,7 @@ const wf_op_def ary_const_op = {
     .name = "Const",
     .outputs = const_outputs,
     .attrs = const_attrs,
+    .flags = WF_OP_CONSTANT,
     .shape_fn = const_shape,
     .doc = "Outputs the tensor held in attribute 'value' (any shape, e.g. "
            "(N, D)); the kernel hands out that tensor itself, no copy."};

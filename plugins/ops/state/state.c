@@ -325,7 +325,7 @@ static int initialized_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
                                 .doc = (dc)}
 
 OP(op_var_handle, "VarHandle", NULL, out_resource, var_handle_attrs,
-   WF_OP_STATEFUL, var_handle_shape,
+   WF_OP_STATEFUL | WF_OP_VARIABLE, var_handle_shape,
    "Outputs the handle () of the session's variable called shared_name (or "
    "this node's name), of attrs dtype and fully known shape (...). The "
    "variable is created uninitialised the first time a step runs the node "

@@ -126,6 +126,16 @@ typedef struct wf_attr_def {
 #define WF_OP_COMMUTATIVE UINT32_C(0x2) /* two inputs may be swapped */
 #define WF_OP_RANDOM UINT32_C(0x4)      /* output is random: never merged or folded */
 #define WF_OP_SOURCE_FED UINT32_C(0x8)  /* must be fed (Placeholder) */
+/* Since 1.4: roles the core relies on, so that it names no op. */
+/* Outputs its tensor attribute 'value' (of type attribute 'dtype'): shape
+ * functions read its output as a known value (shape_input_value), and
+ * constant folding makes nodes of the first op registered with the flag. */
+#define WF_OP_CONSTANT UINT32_C(0x10)
+/* Outputs the handle of the session's variable named by its string
+ * attribute 'shared_name' ("" or absent: the node's name), of attributes
+ * 'dtype' and 'shape': checkpoints and saved models find a graph's
+ * variables by it. */
+#define WF_OP_VARIABLE UINT32_C(0x20)
 
 typedef struct wf_shape_ctx wf_shape_ctx;
 
