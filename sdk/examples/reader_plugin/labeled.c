@@ -16,10 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <weft/plugin.h>
-
-/* The core's functions: set once by labeled_init. */
-static const wf_host *host;
+#include <weft/plugin_aux.h>
 
 #define MAX_DIM 1048576 /* the most values option dim accepts */
 
@@ -100,8 +97,7 @@ static int fail_errno(const char *path, const char *what, wf_status *st) {
   int code = errno == ENOENT   ? WF_NOT_FOUND
              : errno == EACCES ? WF_PERMISSION_DENIED
                                : WF_UNAVAILABLE;
-  host->status_set(st, code, "%s: cannot %s: %s", path, what, strerror(errno));
-  return code;
+  return wfx_fail(st, code, "%s: cannot %s: %s", path, what, strerror(errno));
 }
 
 /* Reads the file into r->text, growing the buffer by doubling (the file
@@ -113,28 +109,27 @@ static int read_file(labeled_reader *r, wf_status *st) {
 
   if (!f)
     return fail_errno(r->path, "open", st);
-  r->text = host->alloc(cap, 0);
+  r->text = wfx_host->alloc(cap, 0);
   while (r->text && (got = fread(r->text + r->size, 1, cap - r->size - 1, f))) {
     r->size += got;
     if (r->size + 1 < cap)
       continue;
-    grown = cap <= SIZE_MAX / 2 ? host->alloc(cap * 2, 0) : NULL;
+    grown = cap <= SIZE_MAX / 2 ? wfx_host->alloc(cap * 2, 0) : NULL;
     if (grown)
       memcpy(grown, r->text, r->size);
-    host->free(r->text);
+    wfx_host->free(r->text);
     r->text = grown;
     cap *= 2;
   }
   if (!r->text) {
     fclose(f);
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "%s: out of memory reading %zu bytes", r->path, r->size);
-    return WF_RESOURCE_EXHAUSTED;
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "%s: out of memory reading %zu bytes", r->path, r->size);
   }
   if (ferror(f)) {
     fail_errno(r->path, "read", st);
     fclose(f);
-    return host->status_code(st);
+    return wfx_code(st);
   }
   fclose(f);
   r->text[r->size] = '\0';
@@ -145,12 +140,10 @@ static int read_file(labeled_reader *r, wf_status *st) {
 static int split_lines(labeled_reader *r, wf_status *st) {
   const char *nul = memchr(r->text, '\0', r->size);
 
-  if (nul) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: a NUL byte at offset %zu: not a text file", r->path,
-                     (size_t)(nul - r->text));
-    return WF_INVALID_ARGUMENT;
-  }
+  if (nul)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "%s: a NUL byte at offset %zu: not a text file", r->path,
+                    (size_t)(nul - r->text));
   for (size_t i = 0; i < r->size; i++)
     if (r->text[i] == '\n')
       r->text[i] = '\0'; /* a '\r' before it stays: a blank */
@@ -176,43 +169,41 @@ static void labeled_close(void *rd) {
 
   if (!r)
     return;
-  host->free(r->text);
-  host->free(r->path);
-  host->free(r);
+  wfx_host->free(r->text);
+  wfx_host->free(r->path);
+  wfx_host->free(r);
 }
 
 static int labeled_open(const char *path, const wf_attr_item *options,
                         int32_t nopts, void **rd, wf_status *st) {
   size_t len = strlen(path);
-  labeled_reader *r = host->alloc(sizeof *r, 0);
+  labeled_reader *r = wfx_host->alloc(sizeof *r, 0);
 
   *rd = NULL;
   if (r) {
     memset(r, 0, sizeof *r);
     r->dim = -1;
     r->line = 1;
-    r->path = host->alloc(len + 1, 0);
+    r->path = wfx_host->alloc(len + 1, 0);
   }
   if (!r || !r->path) {
-    host->free(r);
-    host->status_set(st, WF_RESOURCE_EXHAUSTED,
-                     "labeled reader: out of memory opening %s", path);
-    return WF_RESOURCE_EXHAUSTED;
+    wfx_host->free(r);
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "labeled reader: out of memory opening %s", path);
   }
   memcpy(r->path, path, len + 1);
   for (int32_t i = 0; i < nopts; i++) {
     const wf_attr_value *v = &options[i].value;
     if (strcmp(options[i].name, "dim") != 0) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "labeled reader: unknown option '%s' (known: dim)",
-                       options[i].name);
+      wfx_fail(st, WF_INVALID_ARGUMENT,
+               "labeled reader: unknown option '%s' (known: dim)",
+               options[i].name);
       goto fail;
     }
     if (v->type != WF_ATTR_INT || v->u.i < 1 || v->u.i > MAX_DIM) {
-      host->status_set(st, WF_INVALID_ARGUMENT,
-                       "labeled reader: option 'dim' must be an integer from "
-                       "1 to %d",
-                       MAX_DIM);
+      wfx_fail(st, WF_INVALID_ARGUMENT,
+               "labeled reader: option 'dim' must be an integer from 1 to %d",
+               MAX_DIM);
       goto fail;
     }
     r->dim = v->u.i;
@@ -227,7 +218,7 @@ static int labeled_open(const char *path, const wf_attr_item *options,
 
 fail:
   labeled_close(r);
-  return host->status_code(st);
+  return wfx_code(st);
 }
 
 /* ---- the records --------------------------------------------------------- */
@@ -255,9 +246,8 @@ static void labeled_field(void *rd, int32_t i, wf_reader_field *out) {
 
 static int bad_line(const labeled_reader *r, long long line, size_t col,
                     const char *why, wf_status *st) {
-  host->status_set(st, WF_DATA_LOSS, "%s:%lld:%zu: %s", r->path, line, col,
+  return -wfx_fail(st, WF_DATA_LOSS, "%s:%lld:%zu: %s", r->path, line, col,
                    why);
-  return -WF_DATA_LOSS;
 }
 
 static int labeled_next(void *rd, wf_tensor **fields, wf_status *st) {
@@ -283,28 +273,27 @@ static int labeled_next(void *rd, wf_tensor **fields, wf_status *st) {
       return bad_line(r, number, col, why ? why : "malformed record", st);
     }
     shape.dims[0] = r->dim;
-    values = host->tensor_new(WF_FLOAT32, &shape, st);
+    values = wfx_host->tensor_new(WF_FLOAT32, &shape, st);
     if (!values)
-      return -host->status_code(st);
-    why = parse_line(line, &label, host->tensor_data(values), r->dim, &n, &col);
+      return -wfx_code(st);
+    why = parse_line(line, &label, wfx_data(values), r->dim, &n, &col);
     if (why || n != r->dim) {
-      host->tensor_release(values);
+      wfx_host->tensor_release(values);
       if (why)
         return bad_line(r, number, col, why, st);
-      host->status_set(st, WF_DATA_LOSS,
+      return -wfx_fail(st, WF_DATA_LOSS,
                        "%s:%lld: %lld values, expected %lld %s", r->path,
                        number, (long long)n, (long long)r->dim,
                        r->dim_given ? "(option dim)"
                                     : "(as in the file's first good record)");
-      return -WF_DATA_LOSS;
     }
     shape.rank = 0;
-    fields[0] = host->tensor_new(WF_INT64, &shape, st);
+    fields[0] = wfx_host->tensor_new(WF_INT64, &shape, st);
     if (!fields[0]) {
-      host->tensor_release(values);
-      return -host->status_code(st);
+      wfx_host->tensor_release(values);
+      return -wfx_code(st);
     }
-    *(int64_t *)host->tensor_data(fields[0]) = label;
+    *(int64_t *)wfx_data(fields[0]) = label;
     fields[1] = values;
     return WF_READER_RECORD;
   }
@@ -318,13 +307,11 @@ static int labeled_seek(void *rd, uint64_t pos, wf_status *st) {
   labeled_reader *r = rd;
   long long line = 1;
 
-  if (pos > r->size || (pos > 0 && r->text[pos - 1] != '\0')) {
-    host->status_set(st, WF_INVALID_ARGUMENT,
-                     "%s: cannot seek to byte %llu: not the start of a line "
-                     "of this %zu-byte file",
-                     r->path, (unsigned long long)pos, r->size);
-    return WF_INVALID_ARGUMENT;
-  }
+  if (pos > r->size || (pos > 0 && r->text[pos - 1] != '\0'))
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "%s: cannot seek to byte %llu: not the start of a line "
+                    "of this %zu-byte file",
+                    r->path, (unsigned long long)pos, r->size);
   for (size_t i = 0; i < pos; i++)
     line += r->text[i] == '\0';
   r->pos = (size_t)pos;
@@ -355,32 +342,9 @@ static const wf_reader_def labeled_def = {
     .close = labeled_close,
 };
 
-static const wf_reader_def *const readers[] = {&labeled_def, NULL};
-
-/* Keeps the host table; tensor_data is the last entry used here. */
-static int labeled_init(const wf_host *h, void **state, wf_status *st) {
-  if (!WF_HOST_HAS(h, tensor_data)) {
-    if (WF_HOST_HAS(h, status_set))
-      h->status_set(st, WF_FAILED_PRECONDITION,
-                    "example-labeled: the host table (%u bytes) lacks the "
-                    "tensor entries of ABI 1.0",
-                    (unsigned)h->struct_size);
-    return WF_FAILED_PRECONDITION;
-  }
-  host = h;
-  *state = NULL;
-  return 0;
-}
-
-static const wf_plugin_desc desc = {
-    WF_STRUCT_INIT(wf_plugin_desc),
-    .name = "example-labeled",
-    .version = "1.0.0",
-    .license = "MIT",
-    .description = "text files of \"label: v1 v2 ...\" lines: the SDK's "
-                   "example reader plugin",
-    .readers = readers,
-    .init = labeled_init,
-};
-
-WF_PLUGIN(labeled, desc)
+/* The plugin and its host table (wfx_host), needing ABI 1.0. */
+WFX_PLUGIN(labeled, 1, 0, .name = "example-labeled", .version = "1.0.0",
+           .license = "MIT",
+           .description = "text files of \"label: v1 v2 ...\" lines: the "
+                          "SDK's example reader plugin",
+           .readers = WFX_LIST(wf_reader_def, &labeled_def));
