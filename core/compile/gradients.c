@@ -6,7 +6,8 @@
  * pending count per node says how many of its consumers on that path have
  * not yet sent their gradients; a node's gradient function runs when the
  * count reaches zero, with several arriving gradients summed by AddN (or,
- * when all are sparse, concatenated). It adds nodes; it never rewrites or
+ * when all are sparse, concatenated). The ops it joins gradients with are
+ * found by their role flags (add_node), never by name. It adds nodes; it never rewrites or
  * removes existing ones. */
 #include <config.h>
 
@@ -18,24 +19,9 @@
 #include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "base/log.h"
+#include "plugin/registry.h"
 #include "plugin/runtime_internal.h"
 #include "base/status_internal.h"
-
-/* ---- the glue ops -------------------------------------------------------------- */
-
-/* The ops autodiff joins the gradient functions' nodes with — the only ops
- * the core names, all defined by the built-in op plugins (ops-math,
- * ops-array): the seed dy = 1 for each y, the sum of several arriving
- * gradients, and for sparse gradients (indices, values, dense shape) the
- * concatenation of several, int32 indices cast to int64 where int32 and
- * int64 ones meet, and the dense sum where one meets a dense gradient. */
-static const struct {
-  const char *ones_like;  /* OnesLike(y) */
-  const char *sum;        /* AddN(list), attr N */
-  const char *concat;     /* Concat(list), attrs N and axis */
-  const char *cast;       /* Cast(x), attr DstT */
-  const char *densify;    /* (values, indices, dense_shape) -> dense */
-} glue = {"OnesLike", "AddN", "Concat", "Cast", "UnsortedSegmentSumToShape"};
 
 /* ---- bookkeeping -------------------------------------------------------------- */
 
@@ -81,9 +67,35 @@ static int add_contrib(autodiff *ad, wf_output at, const contrib *c) {
   return 0;
 }
 
-static wf_node *add_node(autodiff *ad, const char *op, const wf_output *in,
+/* Adds a node of the op with role flag `role` (WF_OP_ONES_LIKE, ...): the
+ * ops autodiff joins the gradient functions' nodes with are found by their
+ * role (weft/plugin.h), not by name; the built-in op plugins provide
+ * them. */
+static wf_node *add_node(autodiff *ad, uint32_t role, const wf_output *in,
                          int n, const wf_attr_item *attrs, int nattrs) {
-  return wf__node_add_flat(ad->g, op, NULL, in, n, attrs, nattrs, ad->st);
+  static const struct {
+    uint32_t flag;
+    const char *what;
+  } roles[] = {{WF_OP_ONES_LIKE, "the seed dy = 1 (WF_OP_ONES_LIKE)"},
+               {WF_OP_ADD_N, "the sum of gradients (WF_OP_ADD_N)"},
+               {WF_OP_CONCAT, "the rows of sparse gradients (WF_OP_CONCAT)"},
+               {WF_OP_CAST, "sparse gradients' indices (WF_OP_CAST)"},
+               {WF_OP_SCATTER_ADD,
+                "dense sparse gradients (WF_OP_SCATTER_ADD)"}};
+  const wf__op *op = wf__registry_find_op_with_flag(ad->g->rt->reg, role);
+  if (!op) {
+    const char *what = "?";
+    for (size_t i = 0; i < sizeof roles / sizeof *roles; i++)
+      if (roles[i].flag == role)
+        what = roles[i].what;
+    wf_status_set(ad->st, WF_NOT_FOUND,
+                  "gradients: no loaded plugin defines the op for %s; the "
+                  "built-in op plugins ops-math and ops-array do",
+                  what);
+    return NULL;
+  }
+  return wf__node_add_flat(ad->g, op->def.name, NULL, in, n, attrs, nattrs,
+                           ad->st);
 }
 
 /* Densifies a sparse contribution: UnsortedSegmentSum(values, indices,
@@ -99,7 +111,7 @@ static int densify(autodiff *ad, const contrib *c, wf_output *out) {
             c->values.node->name);
   }
   wf_output in[3] = {c->values, c->indices, c->dense_shape};
-  wf_node *n = add_node(ad, glue.densify, in, 3, NULL, 0);
+  wf_node *n = add_node(ad, WF_OP_SCATTER_ADD, in, 3, NULL, 0);
   if (!n)
     return -1;
   *out = (wf_output){n, 0};
@@ -145,14 +157,14 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
       wf_attr_item to = {"DstT",
                          {.type = WF_ATTR_DTYPE, .count = 1,
                           .u.dtype = WF_INT64}};
-      wf_node *cast = add_node(ad, glue.cast, &idx[i], 1, &to, 1);
+      wf_node *cast = add_node(ad, WF_OP_CAST, &idx[i], 1, &to, 1);
       if (!cast)
         goto done_sparse;
       idx[i] = (wf_output){cast, 0};
     }
     wf_attr_item axis = {"axis", {.type = WF_ATTR_INT, .count = 1, .u.i = 0}};
-    wf_node *ci = add_node(ad, glue.concat, idx, l->n, &axis, 1);
-    wf_node *cv = ci ? add_node(ad, glue.concat, val, l->n, &axis, 1) : NULL;
+    wf_node *ci = add_node(ad, WF_OP_CONCAT, idx, l->n, &axis, 1);
+    wf_node *cv = ci ? add_node(ad, WF_OP_CONCAT, val, l->n, &axis, 1) : NULL;
     if (!cv)
       goto done_sparse;
     out->indices = (wf_output){ci, 0};
@@ -179,7 +191,7 @@ static int sum_contribs(autodiff *ad, contrib_list *l, int allow_sparse,
     if (l->n == 1) {
       out->dense = terms[0];
     } else {
-      wf_node *sum = add_node(ad, glue.sum, terms, l->n, NULL, 0);
+      wf_node *sum = add_node(ad, WF_OP_ADD_N, terms, l->n, NULL, 0);
       if (!sum)
         rc = -1;
       else
@@ -484,7 +496,7 @@ int wf_graph_add_gradients(wf_graph *g, const wf_output *ys, int nys,
     if (dys) {
       c.dense = dys[i];
     } else {
-      wf_node *ones = add_node(&ad, glue.ones_like, &ys[i], 1, NULL, 0);
+      wf_node *ones = add_node(&ad, WF_OP_ONES_LIKE, &ys[i], 1, NULL, 0);
       if (!ones) {
         rc = wf_status_code(st);
         goto out;
@@ -528,6 +540,9 @@ int wf_graph_add_gradients(wf_graph *g, const wf_output *ys, int nys,
 oom:
   rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED, "gradients: out of memory");
 out:
+  /* Helpers that add nodes answer -1 with st set: return st's code. */
+  if (rc < 0)
+    rc = wf_status_code(st) != WF_OK ? wf_status_code(st) : WF_INTERNAL;
   if (pushed)
     wf_graph_pop_scope(g);
   if (ad.lists) {

@@ -167,6 +167,43 @@ static void test_missing_gradient_names_the_op(void **state) {
   wf_graph_free(g);
 }
 
+/* The ops autodiff joins gradients with are found by their role flags: a
+ * runtime without ops-math (which defines the WF_OP_ADD_N op) cannot sum
+ * two arriving gradients, and says which role is missing. */
+static void test_missing_glue_op_names_its_role(void **state) {
+  (void)state;
+  wf_config *cfg = wf_config_new();
+  assert_int_equal(
+      wf_config_set(cfg, "plugins", "paths",
+                    TEST_BUILDDIR "/plugins/ops/array/.libs, " TEST_BUILDDIR
+                                  "/plugins/devices/cpu/.libs",
+                    st),
+      0);
+  assert_int_equal(wf_config_set(cfg, "plugins", "use_default_dir", "false", st), 0);
+  assert_int_equal(wf_config_set(cfg, "plugins", "use_env_path", "false", st), 0);
+  wf_runtime *bare = wf_runtime_new(cfg, st);
+  wf_config_free(cfg);
+  if (!bare)
+    fail_msg("runtime: %s", wf_status_message(st));
+  assert_int_equal(wf_runtime_op_gradient(bare, "AddN"), -1);
+  wf_graph *g = wf_graph_new(bare);
+  wf_output x = placeholder(g, "x");
+  wf_node_desc *d = wf_node_desc_new(g, "Concat", "y");
+  wf_output both[2] = {x, x};
+  wf_node_desc_add_input_list(d, both, 2);
+  wf_node_desc_set_attr_int(d, "axis", 0);
+  wf_node *y = wf_node_desc_finish(d, st);
+  if (!y)
+    fail_msg("Concat: %s", wf_status_message(st));
+  wf_output yo = {y, 0};
+  wf_gradient dx;
+  assert_int_equal(wf_graph_add_gradients(g, &yo, 1, NULL, &x, 1, &dx, st),
+                   WF_NOT_FOUND);
+  assert_non_null(strstr(wf_status_message(st), "WF_OP_ADD_N"));
+  wf_graph_free(g);
+  wf_runtime_free(bare);
+}
+
 static void test_given_output_gradient_and_several_ys(void **state) {
   (void)state;
   wf_graph *g = wf_graph_new(rt);
@@ -244,6 +281,7 @@ int main(void) {
       cmocka_unit_test(test_disconnected_x_has_no_gradient),
       cmocka_unit_test(test_not_differentiable_is_not_an_error),
       cmocka_unit_test(test_missing_gradient_names_the_op),
+      cmocka_unit_test(test_missing_glue_op_names_its_role),
       cmocka_unit_test(test_given_output_gradient_and_several_ys),
       cmocka_unit_test(test_sparse_gradients_stay_sparse),
       cmocka_unit_test(test_bad_arguments_are_refused),

@@ -167,6 +167,7 @@ const wf_op_def ary_concat_op = {
     .inputs = concat_inputs,
     .outputs = concat_outputs,
     .attrs = concat_attrs,
+    .flags = WF_OP_CONCAT,
     .shape_fn = concat_shape,
     .doc = "Joins N tensors along 'axis': (N, A) and (N, B) with axis 1 -> "
            "(N, A + B). Unlike TensorFlow's ConcatV2 the axis is an "

@@ -587,6 +587,7 @@ const wf_op_def ary_unsorted_segment_sum_op = {
     .inputs = segment_inputs,
     .outputs = segment_outputs,
     .attrs = segment_attrs,
+    .flags = WF_OP_SCATTER_ADD,
     .shape_fn = segment_shape,
     .doc = "A sparse tensor made dense: zeros of dense_shape with row k of "
            "values added at row indices[k] (repeated indices add up, in any "

@@ -452,6 +452,7 @@ const wf_op_def ary_ones_like_op = {
     .inputs = like_inputs,
     .outputs = like_outputs,
     .attrs = any_type_attrs,
+    .flags = WF_OP_ONES_LIKE,
     .shape_fn = wfx_shape_like_input0,
     .doc = "Ones (true for bool) of the shape and type of x."};
 

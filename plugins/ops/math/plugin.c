@@ -267,7 +267,8 @@ OP(op_greater, "Greater", in_xy, out_z_bool, attrs_number, 0,
 OP(op_select, "Select", in_select, out_select, attrs_all, 0, math_shape_select,
    "z = condition ? x : y elementwise; the three shapes broadcast together "
    "(NumPy's where).");
-OP(op_add_n, "AddN", in_add_n, out_add_n, attrs_add_n, 0, math_shape_all_same,
+OP(op_add_n, "AddN", in_add_n, out_add_n, attrs_add_n, WF_OP_ADD_N,
+   math_shape_all_same,
    "sum = inputs[0] + ... + inputs[N-1] elementwise; all N inputs have one "
    "shape (no broadcasting). Floats are summed in double precision.");
 
@@ -306,7 +307,8 @@ OP(op_gelu, "Gelu", in_x, out_y, attrs_gelu, 0, math_shape_same,
 OP(op_softplus, "Softplus", in_x, out_y, attrs_float, 0, math_shape_same,
    "y = ln(1 + e ** x) elementwise, as max(x, 0) + log1p(e ** -|x|) so that "
    "it neither overflows nor loses the small tail.");
-OP(op_cast, "Cast", in_cast, out_cast, attrs_cast, 0, math_shape_same,
+OP(op_cast, "Cast", in_cast, out_cast, attrs_cast, WF_OP_CAST,
+   math_shape_same,
    "y = x converted from SrcT to DstT, any pair of float32, float64, int8, "
    "uint8, int32, int64 and bool. Float to integer truncates toward zero, "
    "saturates at the integer type's limits and maps NaN to 0; integer to "

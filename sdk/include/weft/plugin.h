@@ -136,6 +136,23 @@ typedef struct wf_attr_def {
  * 'dtype' and 'shape': checkpoints and saved models find a graph's
  * variables by it. */
 #define WF_OP_VARIABLE UINT32_C(0x20)
+/* The ops automatic differentiation joins the gradient functions' nodes
+ * with: */
+/* OnesLike: ones of its one input's shape and dtype (the seed dy = 1). */
+#define WF_OP_ONES_LIKE UINT32_C(0x40)
+/* AddN: the sum of its one list input (number attribute 'N'), tensors of
+ * one dtype and shape (gradients arriving at one output). */
+#define WF_OP_ADD_N UINT32_C(0x80)
+/* Concat: its one list input (number attribute 'N') joined along int
+ * attribute 'axis' (the rows of several sparse gradients). */
+#define WF_OP_CONCAT UINT32_C(0x100)
+/* Cast: its one input converted to type attribute 'DstT' (int32 indices of
+ * sparse gradients where they meet int64 ones). */
+#define WF_OP_CAST UINT32_C(0x200)
+/* UnsortedSegmentSumToShape: inputs (values, indices, dense_shape); zeros
+ * of dense_shape with row k of values added at row indices[k] (a sparse
+ * gradient made dense where it meets a dense one). */
+#define WF_OP_SCATTER_ADD UINT32_C(0x400)
 
 typedef struct wf_shape_ctx wf_shape_ctx;
 
