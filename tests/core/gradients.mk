@@ -34,7 +34,8 @@ tests_core_test_layers_rnn_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_layers_rnn_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_layers_rnn_LDADD = $(TEST_LDADD)
 
-# The fusion pass (core/compile/pass_fusion.c) with the math, nn and cpu plugins.
+# The fusion pass (ops-nn's plugin pass, plugins/ops/nn/fusion.c) on
+# working graphs, with the math, nn and cpu plugins.
 check_PROGRAMS += tests/core/test_pass_fusion
 TESTS += tests/core/test_pass_fusion
 tests_core_test_pass_fusion_SOURCES = tests/core/test_pass_fusion.c

@@ -1,4 +1,4 @@
-/* tests/core/test_pass_fusion.c — the fusion pass of core/compile/pass_fusion.c:
+/* tests/core/test_pass_fusion.c — the fusion pass of ops-nn (plugins/ops/nn/fusion.c):
  * MatMul and Conv2D chains (BiasAdd, then each activation) become the fused
  * ops on the working graph, and chains that must stay apart (a value read
  * twice or fetched, a dtype without a fused kernel, a Gelu in tanh form,
