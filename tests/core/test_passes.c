@@ -1,4 +1,5 @@
-/* tests/core/test_passes.c — the core's graph passes (core/compile/pass_*.c) and ops-math's arithmetic pass (plugins/ops/math/arithmetic.c): each one's
+/* tests/core/test_passes.c — the core's graph passes (core/compile/pass_*.c)
+ * and ops-math's arithmetic pass (plugins/ops/math/arithmetic.c): each one's
  * rewrite checked on the working graph (nodes counted by op) and by running
  * the signature with the pass on and off (the same fetched values, bit for
  * bit), on graphs built to trigger it and graphs built to tempt it wrongly
