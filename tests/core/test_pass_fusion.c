@@ -1,10 +1,10 @@
 /* tests/core/test_pass_fusion.c — the fusion pass of ops-nn
  * (plugins/ops/nn/fusion.c): MatMul and Conv2D chains (BiasAdd, then each
- * activation) become the fused ops on the working graph, and chains that must stay apart (a value read
- * twice or fetched, a dtype without a fused kernel, a Gelu in tanh form,
- * requests for different devices) do; fused and unfused graphs fetch the
- * same values within float rounding, in NHWC and NCHW. Uses the built-in
- * plugins of the build tree. */
+ * activation) become the fused ops on the working graph, and chains that must
+ * stay apart (a value read twice or fetched, a dtype without a fused kernel, a
+ * Gelu in tanh form, requests for different devices) do; fused and unfused
+ * graphs fetch the same values within float rounding, in NHWC and NCHW. Uses
+ * the built-in plugins of the build tree. */
 #include <config.h>
 
 #include <math.h>
