@@ -13,7 +13,7 @@
 #include "base/alloc.h"
 #include "graph/graph_internal.h"
 #include "compile/compile.h"
-#include "compile/optimize.h"
+#include "compile/work.h"
 #include "compile/partition.h"
 #include "compile/placement.h"
 #include "plugin/runtime_internal.h"

@@ -13,4 +13,5 @@ core_libweftcore_la_SOURCES += \
 	core/compile/placement.c core/compile/placement.h \
 	core/compile/plan.h \
 	core/compile/plugin_passes.c core/compile/plugin_passes.h \
-	core/compile/prune.c core/compile/prune.h
+	core/compile/prune.c core/compile/prune.h \
+	core/compile/work.c core/compile/work.h

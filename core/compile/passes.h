@@ -1,9 +1,9 @@
 /* core/compile/passes.h — the graph passes run on a signature's working graph (see
- * core/compile/optimize.h for what a pass may do). One file per pass. */
+ * core/compile/work.h for what a pass may do). One file per pass. */
 #ifndef WF_CORE_PASSES_H
 #define WF_CORE_PASSES_H
 
-#include "compile/optimize.h"
+#include "compile/work.h"
 
 /* core/compile/pass_cse.c: common-subexpression elimination. Merges nodes of the
  * same op, attributes, inputs (commutative ops' two inputs in either

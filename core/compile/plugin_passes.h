@@ -6,7 +6,7 @@
 
 #include <weft/plugin.h>
 
-#include "compile/optimize.h"
+#include "compile/work.h"
 
 /* Runs every plugin pass of rt's registry that the config does not switch
  * off ([passes] NAME = false), in increasing order, on env's working
