@@ -202,7 +202,7 @@ UNARY(tanh_compute, WF_CUDA_TANH)
 /* ---- uniform initializers ------------------------------------------------ */
 
 /* The ops-random plugin's ops, with its keys, streams, bounds and fans
- * (plugins/ops/random/random.c), so that values match its CPU kernels. */
+ * (plugins/numerics/philox.h), so that values match its CPU kernels. */
 typedef enum uniform_kind {
   UNIFORM_RANDOM, /* RandomUniform: [minval, maxval) */
   UNIFORM_GLOROT, /* GlorotUniform: limit sqrt(6 / (fan_in + fan_out)) */

@@ -5,8 +5,11 @@
  * BiasAddGrad with the plugin's own device code (cuda_nn.cu,
  * cuda_reduce.cu), for float32 and float64.
  *
- * Window arithmetic is ops-nn's (libnnref: nn_window_parse,
- * nn_window_dim), so every output has the CPU's shape. cuDNN pads
+ * Output shapes are the ops' own (kernel_output_shape: their shape
+ * functions, which also refuse what the ops refuse), and the window
+ * geometry is plugins/numerics/window.h's (nn_window_parse,
+ * nn_window_dim: the one copy ops-nn uses), so every convolution and pool
+ * pads and sizes as the CPU's. cuDNN pads
  * symmetrically and reads filters as (C_out, C, KH, KW) or (C_out, KH,
  * KW, C): asymmetric padding (SAME with an odd total, EXPLICIT) is made
  * symmetric by copying the input into a padded buffer, filters are
@@ -19,7 +22,7 @@
 #include <config.h>
 
 #include "cuda_work.h"
-#include "nn.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -171,36 +174,18 @@ typedef struct conv_geom {
   nn_window win;
 } conv_geom;
 
-/* The output shape of xs convolved with fs, and the geometry. */
+/* The geometry of xs (N, H, W, C or N, C, H, W) convolved with fs (KH, KW,
+ * C, C_out), shapes the op's shape function accepted; *out gets the
+ * output shape. */
 static int conv_dims(const wf_shape *xs, const wf_shape *fs,
                      const nn_window *w, wf_shape *out, conv_geom *g,
                      int32_t dtype, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, pb, pr;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (xs->rank != 4)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
-  if (fs->rank != 4)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "filter must have rank 4 (KH, KW, C_in, C_out), got "
-                    "shape %s",
-                    wfx_shape_str(fs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
-  if (fs->dims[0] == 0 || fs->dims[1] == 0)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "filter %s has an empty window (KH and KW must be >= 1)",
-                    wfx_shape_str(fs, a, sizeof a));
-  if (x[3] != fs->dims[2])
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "input %s has %" PRId64 " channels but filter %s "
-                    "expects C_in = %" PRId64,
-                    wfx_shape_str(xs, a, sizeof a), x[3],
-                    wfx_shape_str(fs, b, sizeof b), fs->dims[2]);
   if (nn_window_dim(w, 0, x[1], fs->dims[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], fs->dims[1], &ow, &pl, st))
     return wfx_code(st);
@@ -389,7 +374,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
                     wf_status *st) {
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *in[3] = {NULL, NULL, NULL};
-  wf_shape xs, fs, ys, dys, out;
+  wf_shape xs, fs, ys, out;
   nn_window win;
   conv_geom g;
   conv_desc d = {0};
@@ -410,32 +395,24 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
   for (int i = 0; i < nin; i++)
     if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
       return wfx_code(st);
-  if (kind == CONV_BWD_DATA) {
-    if (nn_read_shape(in[0], "input_sizes", &xs, st))
-      return wfx_code(st);
-    wfx_host->tensor_shape(in[1], &fs);
-  } else {
+  /* The output's shape as the op's shape function gives it (reading
+   * input_sizes or filter_sizes, which are in host memory); it also
+   * refuses inputs the op refuses. dx has the input's shape, df the
+   * filter's. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &out, st))
+    return wfx_code(st);
+  if (kind == CONV_BWD_DATA)
+    xs = out;
+  else
     wfx_host->tensor_shape(in[0], &xs);
-    if (kind == CONV_BWD_FILTER) {
-      if (nn_read_shape(in[1], "filter_sizes", &fs, st))
-        return wfx_code(st);
-    } else
-      wfx_host->tensor_shape(in[1], &fs);
-  }
+  if (kind == CONV_BWD_FILTER)
+    fs = out;
+  else
+    wfx_host->tensor_shape(in[1], &fs);
   if (cuw_float_type(wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), &type, st) ||
       conv_dims(&xs, &fs, &win, &ys, &g,
                 wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), st))
     return wfx_code(st);
-  if (kind != CONV_FWD) {
-    wfx_host->tensor_shape(in[2], &dys);
-    if (!wfx_shape_equal(&ys, &dys))
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "out_backprop has shape %s but the convolution's "
-                      "output has %s",
-                      wfx_shape_str(&dys, s1, sizeof s1),
-                      wfx_shape_str(&ys, s2, sizeof s2));
-  }
-  out = kind == CONV_FWD ? ys : kind == CONV_BWD_DATA ? xs : fs;
   if (!(res = wfx_host->kernel_output_new(ctx, 0, &out, st)))
     return wfx_code(st);
   if (wfx_count(res) == 0)
@@ -590,17 +567,13 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
 
 /* ---- pools --------------------------------------------------------------- */
 
-/* The pool geometry of input xs; *out gets the output shape. */
+/* The pool geometry of input xs (rank 4, as the op's shape function
+ * checked); *out gets the output shape. */
 static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
                      cuda_pool_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, xst[4], yst[4];
-  char a[WFX_SHAPE_STR_MAX];
 
-  if (xs->rank != 4)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
@@ -640,6 +613,7 @@ static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       wfx_kernel_input(ctx, 0, &x, &xs, st) ||
       cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &out, st) ||
       pool_geom(&xs, &win, &out, &g, st))
     return wfx_code(st);
   if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
@@ -670,27 +644,21 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   wf_tensor *dx;
   nn_window win;
   cuda_pool_geom g;
-  wf_shape xs, gs, out;
+  wf_shape xs, out;
   cuw w = {0};
   int type, rc;
-  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       wfx_kernel_input(ctx, 0, &first, NULL, st) ||
-      wfx_kernel_input(ctx, 1, &grad, &gs, st) ||
+      wfx_kernel_input(ctx, 1, &grad, NULL, st) ||
       cuw_float_type(wfx_dtype(grad), &type, st))
     return wfx_code(st);
-  if (max)
-    wfx_host->tensor_shape(first, &xs);
-  else if (nn_read_shape(first, "orig_input_shape", &xs, st))
+  /* dx has the pooled input's shape, as the op's shape function gives it
+   * (reading orig_input_shape, in host memory, for AvgPoolGrad); it also
+   * checks grad against the pool's output. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &xs, st) ||
+      pool_geom(&xs, &win, &out, &g, st))
     return wfx_code(st);
-  if (pool_geom(&xs, &win, &out, &g, st))
-    return wfx_code(st);
-  if (!wfx_shape_equal(&gs, &out))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "grad has shape %s but the pool's output has %s",
-                    wfx_shape_str(&gs, s1, sizeof s1),
-                    wfx_shape_str(&out, s2, sizeof s2));
   if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
     return wfx_code(st);
   if (wfx_count(dx) == 0)

@@ -1,6 +1,6 @@
 # plugins/ops/math: the math op plugin (ops_math.so): op definitions, shape
-# inference, reference CPU kernels and gradients. Links libopfused and
-# libopcommon; needs nothing from libweft (PLUGIN_LDFLAGS checks that at
+# inference, reference CPU kernels and gradients. Links libnumerics (the
+# fused epilogue) and libopcommon; needs nothing from libweft (PLUGIN_LDFLAGS checks that at
 # link time). plugins/local.mk says how a plugin is built in each
 # configuration.
 OPS_MATH_SOURCES = \
@@ -13,8 +13,9 @@ OPS_MATH_SOURCES = \
 	plugins/ops/math/unary_grad.c \
 	plugins/ops/math/reduce_grad.c \
 	plugins/ops/math/grad.c
-OPS_MATH_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
-OPS_MATH_HELPERS = plugins/ops/common/libopfused.la \
+OPS_MATH_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	$(NUMERICS_CPPFLAGS)
+OPS_MATH_HELPERS = plugins/numerics/libnumerics.la \
 	plugins/ops/common/libopcommon.la
 OPS_MATH_LIBS = $(LIBM)
 

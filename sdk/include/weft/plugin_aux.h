@@ -80,8 +80,8 @@ static inline size_t wfx_host_size_(int minor) {
   if (minor >= WF_ABI_MINOR)
     return sizeof(wf_host);
   if (minor >= 3)
-    return offsetof(wf_host, pass_remove_control_edge) +
-           sizeof(((wf_host *)0)->pass_remove_control_edge);
+    return offsetof(wf_host, import_add_signature) +
+           sizeof(((wf_host *)0)->import_add_signature);
   if (minor >= 2)
     return offsetof(wf_host, kernel_device_state) +
            sizeof(((wf_host *)0)->kernel_device_state);
