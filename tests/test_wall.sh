@@ -82,7 +82,8 @@ if [ -f "$sources.bad" ]; then
 fi
 
 # 4. Device plugins and the op plugins. Build rules (comments aside) that
-# name anything under plugins/ops; includes of a path through ops/ or of a
+# name anything under plugins/ops or an op plugin's make variables
+# (OPS_*_HELPERS, plugins_ops_*); includes of a path through ops/ or of a
 # header that only plugins/ops has (not beside the including file, not in
 # plugins/numerics, not in the SDK).
 ops=$plugins/ops
@@ -93,7 +94,8 @@ if [ -d "$ops" ] && [ -d "$devices" ]; then
   for f in $(find "$devices" -type f \( -name '*.mk' -o -name '*.am' \) |
     sort); do
     ndev=$((ndev + 1))
-    hits=$(sed 's/#.*//' "$f" | grep -nE '(^|[^A-Za-z0-9_])(plugins/)?ops/')
+    hits=$(sed 's/#.*//' "$f" |
+      grep -nE '(^|[^A-Za-z0-9_])(plugins/)?ops/|\$[({]OPS_|plugins_ops_')
     [ -z "$hits" ] && continue
     printf '%s\n' "$hits" | while IFS= read -r hit; do
       echo "FAIL: ${f#$top_srcdir/}:$hit: a device plugin's build rule uses plugins/ops"
