@@ -9,12 +9,14 @@
 #  - with --enable-static-plugins, when selected, also the same sources as a
 #    convenience library plugins/static/<module>.la (PLUGIN_STATIC_*), which
 #    libweft preloads (WF_PRELOADED). Code that several plugins share comes
-#    from convenience libraries (libopcommon, libopfused, libphilox,
-#    libnnref, librnnref): a module links the ones it needs; libweft links
-#    each of them once (WF_PRELOADED_HELPERS), so that nothing is defined
-#    twice in it.
+#    from convenience libraries (libopcommon; libnumerics, which the op and
+#    the device plugins share, plugins/numerics): a module links the ones
+#    it needs; libweft links each of them once (WF_PRELOADED_HELPERS), so
+#    that nothing is defined twice in it. A device plugin links no library
+#    of plugins/ops and includes no header from there (tests/test_wall.sh).
 # The CUDA device plugin is the exception: built when configure finds CUDA
 # (--with-cuda), always as an installed module (plugins/devices/cuda).
+include plugins/numerics/local.mk
 include plugins/ops/common/local.mk
 include plugins/ops/math/local.mk
 include plugins/ops/array/local.mk

@@ -4,7 +4,12 @@
 # includes a core header (no core/ path and no -I of core/ in a plugin's
 # build rules, no #include of a header that only core/ has), and no plugin
 # name uses the core's internal prefix `wf__` (a plugin's internals carry
-# its own short prefix: cpu_, tfr_, csv_, ...). Fails naming each breach.
+# its own short prefix: cpu_, tfr_, csv_, ...). And the wall between the
+# device plugins and the op plugins: no device plugin (plugins/devices/*)
+# links a library of plugins/ops, compiles one of its sources, puts one of
+# its directories on the include path, or includes one of its headers;
+# what both sides must compute alike is plugins/numerics, which neither
+# owns. Fails naming each breach.
 top_srcdir=${top_srcdir:-.}
 plugins=$top_srcdir/plugins
 core=$top_srcdir/core
@@ -74,6 +79,56 @@ done <"$sources"
 if [ -f "$sources.bad" ]; then
   rm -f "$sources.bad"
   status=1
+fi
+
+# 4. Device plugins and the op plugins. Build rules (comments aside) that
+# name anything under plugins/ops or an op plugin's make variables
+# (OPS_*_HELPERS, plugins_ops_*); includes of a path through ops/ or of a
+# header that only plugins/ops has (not beside the including file, not in
+# plugins/numerics, not in the SDK).
+ops=$plugins/ops
+devices=$plugins/devices
+if [ -d "$ops" ] && [ -d "$devices" ]; then
+  ops_headers=$(find "$ops" -name '*.h' -exec basename {} \; | sort -u)
+  ndev=0
+  for f in $(find "$devices" -type f \( -name '*.mk' -o -name '*.am' \) |
+    sort); do
+    ndev=$((ndev + 1))
+    hits=$(sed 's/#.*//' "$f" |
+      grep -nE '(^|[^A-Za-z0-9_])(plugins/)?ops/|\$[({]OPS_|plugins_ops_')
+    [ -z "$hits" ] && continue
+    printf '%s\n' "$hits" | while IFS= read -r hit; do
+      echo "FAIL: ${f#$top_srcdir/}:$hit: a device plugin's build rule uses plugins/ops"
+    done
+    status=1
+  done
+  for f in $(find "$devices" -type f \( -name '*.c' -o -name '*.h' \
+    -o -name '*.cu' -o -name '*.cuh' \) | sort); do
+    ndev=$((ndev + 1))
+    grep -n '^[ 	]*#[ 	]*include[ 	]*["<]' "$f" | while IFS= read -r line; do
+      inc=$(printf '%s\n' "$line" | sed 's/.*include[ 	]*["<]\([^">]*\)[">].*/\1/')
+      base=$(basename "$inc")
+      case $inc in
+      ops/* | */ops/*)
+        echo "FAIL: ${f#$top_srcdir/}:${line%%:*}: a device plugin includes $inc from plugins/ops"
+        echo x >>"$sources.bad"
+        continue
+        ;;
+      esac
+      printf '%s\n' "$ops_headers" | grep -qx "$base" || continue
+      [ -f "$(dirname "$f")/$inc" ] && continue
+      [ -f "$plugins/numerics/$inc" ] && continue
+      [ -f "$top_srcdir/sdk/include/$inc" ] && continue
+      echo "FAIL: ${f#$top_srcdir/}:${line%%:*}: a device plugin includes $inc, a header of plugins/ops"
+      echo x >>"$sources.bad"
+    done
+  done
+  if [ -f "$sources.bad" ]; then
+    rm -f "$sources.bad"
+    status=1
+  fi
+  [ $status -eq 0 ] &&
+    echo "device plugins apart from the op plugins: $ndev files checked"
 fi
 
 [ $status -eq 0 ] &&

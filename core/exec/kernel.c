@@ -337,21 +337,31 @@ int wf__kernel_output_shape(const wf_kernel_ctx *ctx, int32_t i,
                          "node '%s' (op '%s') has no output %d", n->name,
                          n->op->def.name, (int)i);
   wf_shape in_small[8], out_small[8];
+  const wf_tensor *val_small[8];
   wf_shape *in = ctx->num_inputs <= 8
                      ? in_small
                      : wf__calloc((size_t)ctx->num_inputs, sizeof *in);
   wf_shape *out = ctx->num_outputs <= 8
                       ? out_small
                       : wf__calloc((size_t)ctx->num_outputs, sizeof *out);
+  const wf_tensor **val =
+      ctx->num_inputs <= 8 ? val_small
+                           : wf__calloc((size_t)ctx->num_inputs, sizeof *val);
   int rc = 0;
-  if (!in || !out) {
+  if (!in || !out || !val) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                        "node '%s': out of memory inferring shapes", n->name);
     goto done;
   }
-  for (int k = 0; k < ctx->num_inputs; k++)
+  /* The shape function may read the values of the inputs in host memory
+   * (a shape vector, a size), as it reads a Const's while building. */
+  for (int k = 0; k < ctx->num_inputs; k++) {
     wf_tensor_shape(ctx->inputs[k], &in[k]);
-  rc = wf__node_infer_shapes(n, in, out, st);
+    val[k] = !ctx->device_memory || wf__kernel_host_input(ctx->kernel, k)
+                 ? ctx->inputs[k]
+                 : NULL;
+  }
+  rc = wf__node_infer_shapes_values(n, in, val, out, st);
   if (!rc)
     *shape = out[i];
 done:
@@ -359,6 +369,8 @@ done:
     wf__free(in);
   if (out != out_small)
     wf__free(out);
+  if (val != val_small)
+    wf__free(val);
   return rc;
 }
 

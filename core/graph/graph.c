@@ -53,6 +53,9 @@ struct wf_node_desc {
 struct wf_shape_ctx {
   const wf_node *node;
   const wf_shape *input_shapes; /* overrides the producers' shapes, or NULL */
+  /* With input_shapes: the inputs' values where the caller has them in
+   * host memory (entries may be NULL), or NULL. */
+  const wf_tensor *const *input_values;
   wf_shape *outputs;            /* node->num_outputs entries */
   int32_t bad_output;           /* first bad index given to set_output, or -1 */
   int bad_shape;                /* set_output got a malformed shape */
@@ -1034,9 +1037,11 @@ static int make_outputs(const pending *p, wf_node *n, wf_status *st) {
   return WF_OK;
 }
 
-/* Runs n's shape function (if any) with ctx's inputs into out. */
+/* Runs n's shape function (if any) with ctx's inputs into out. Its errors
+ * name the node and op when named is set. */
 static int run_shape_fn(const wf_node *n, const wf_shape *input_shapes,
-                        wf_shape *out, wf_status *st) {
+                        const wf_tensor *const *input_values, wf_shape *out,
+                        int named, wf_status *st) {
   wf_shape_ctx ctx;
   int rc;
 
@@ -1046,6 +1051,7 @@ static int run_shape_fn(const wf_node *n, const wf_shape *input_shapes,
     return WF_OK;
   ctx.node = n;
   ctx.input_shapes = input_shapes;
+  ctx.input_values = input_values;
   ctx.outputs = out;
   ctx.bad_output = -1;
   ctx.bad_shape = 0;
@@ -1055,7 +1061,8 @@ static int run_shape_fn(const wf_node *n, const wf_shape *input_shapes,
     if (wf_status_code(st) == WF_OK)
       wf_status_set(st, WF_INVALID_ARGUMENT,
                     "shape inference failed (code %d) without a message", rc);
-    wf_status_prefix(st, "node '%s' (op '%s')", n->name, n->op->def.name);
+    if (named)
+      wf_status_prefix(st, "node '%s' (op '%s')", n->name, n->op->def.name);
     return wf_status_code(st);
   }
   wf_status_reset(st);
@@ -1121,7 +1128,8 @@ static wf_node *build_node(pending *p, wf_status *st) {
     }
     n->num_attrs++;
   }
-  if (make_outputs(p, n, st) || run_shape_fn(n, NULL, n->output_shapes, st))
+  if (make_outputs(p, n, st) ||
+      run_shape_fn(n, NULL, NULL, n->output_shapes, 1, st))
     goto fail;
   return n;
 
@@ -1271,7 +1279,19 @@ done:
 int wf__node_infer_shapes(const wf_node *n, const wf_shape *input_shapes,
                           wf_shape *out, wf_status *st) {
   wf_status local = {WF_OK, NULL};
-  int rc = run_shape_fn(n, input_shapes, out, st ? st : &local);
+  int rc = run_shape_fn(n, input_shapes, NULL, out, 1, st ? st : &local);
+  if (!st && rc)
+    wf_status_reset(&local);
+  return rc;
+}
+
+int wf__node_infer_shapes_values(const wf_node *n,
+                                 const wf_shape *input_shapes,
+                                 const wf_tensor *const *input_values,
+                                 wf_shape *out, wf_status *st) {
+  wf_status local = {WF_OK, NULL};
+  int rc =
+      run_shape_fn(n, input_shapes, input_values, out, 0, st ? st : &local);
   if (!st && rc)
     wf_status_reset(&local);
   return rc;
@@ -1305,6 +1325,8 @@ const wf_tensor *wf__shape_input_value(const wf_shape_ctx *ctx, int32_t i) {
   const wf_attr_value *v;
   if (i < 0 || i >= ctx->node->num_inputs)
     return NULL;
+  if (ctx->input_values && ctx->input_values[i])
+    return ctx->input_values[i];
   src = ctx->node->inputs[i].node;
   if (!(src->op->def.flags & WF_OP_CONSTANT))
     return NULL;

@@ -63,6 +63,15 @@ const wf_attr_value *wf__node_attr(const wf_node *n, const char *name);
  * executors that know the actual shapes); out receives num_outputs shapes. */
 int wf__node_infer_shapes(const wf_node *n, const wf_shape *input_shapes,
                           wf_shape *out, wf_status *st);
+/* The same where the caller also has input values (input_values[i] NULL
+ * when it has not input i in host memory; the array may be NULL): the
+ * shape function's shape_input_value sees them, as it sees a Const's.
+ * Errors are the shape function's own, not prefixed with the node (for a
+ * kernel, whose errors the executor prefixes). */
+int wf__node_infer_shapes_values(const wf_node *n,
+                                 const wf_shape *input_shapes,
+                                 const wf_tensor *const *input_values,
+                                 wf_shape *out, wf_status *st);
 
 /* Shape-inference contexts (struct wf_shape_ctx is private to graph.c): the
  * host table's shape_* entries. A context lives only during one call of an
@@ -72,8 +81,10 @@ int32_t wf__shape_num_outputs(const wf_shape_ctx *ctx);
 /* Input i's dtype and shape; 0, or -1 when i is out of range. */
 int wf__shape_input(const wf_shape_ctx *ctx, int32_t i, int32_t *dtype,
                     wf_shape *shape);
-/* The "value" tensor attribute when input i is produced by a node of a
- * constant op (WF_OP_CONSTANT), else NULL. Borrowed from the graph. */
+/* The value of input i: the one given to wf__node_infer_shapes_values,
+ * else the "value" tensor attribute when input i is produced by a node
+ * of a constant op (WF_OP_CONSTANT), else NULL. Borrowed from the caller
+ * or the graph. */
 const wf_tensor *wf__shape_input_value(const wf_shape_ctx *ctx, int32_t i);
 /* Attribute name of the node (defaults applied); 0, or -1 when absent. The
  * value is borrowed from the graph. */

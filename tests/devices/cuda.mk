@@ -16,9 +16,9 @@ check_PROGRAMS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
 TESTS += tests/devices/test_cuda_host tests/gpu/test_cuda_kernels
 tests_devices_test_cuda_host_SOURCES = tests/devices/test_cuda_host.c \
 	plugins/devices/cuda/cuda_cache.c plugins/devices/cuda/cuda_stage.c \
-	plugins/ops/random/philox.c
+	plugins/numerics/philox.c
 tests_devices_test_cuda_host_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/devices/cuda -I$(top_srcdir)/plugins/ops/random
+	-I$(top_srcdir)/plugins/devices/cuda -I$(top_srcdir)/plugins/numerics
 tests_devices_test_cuda_host_CFLAGS = $(TEST_CFLAGS)
 tests_devices_test_cuda_host_LDADD = $(TEST_LDADD)
 # Both load the modules from their build directories.

@@ -22,7 +22,7 @@ TESTS += tests/devices/test_cpu_plans
 tests_devices_test_cpu_plans_SOURCES = tests/devices/test_cpu_plans.c \
 	plugins/devices/cpu/cpu_dnnl.c plugins/devices/cpu/cpu_kernels.h
 tests_devices_test_cpu_plans_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/devices/cpu -I$(top_srcdir)/plugins/ops/common
+	-I$(top_srcdir)/plugins/devices/cpu -I$(top_srcdir)/plugins/numerics
 tests_devices_test_cpu_plans_CFLAGS = $(TEST_CFLAGS)
 tests_devices_test_cpu_plans_LDADD = plugins/ops/common/libopcommon.la \
 	$(TEST_LDADD) $(DNNL_LIBS)

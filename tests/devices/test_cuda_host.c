@@ -1,7 +1,7 @@
 /* tests/devices/test_cuda_host.c — what of the CUDA device plugin runs
  * without a GPU: the memory cache's bookkeeping over a fake backend, the
  * device code's Philox functions compiled for the host against the CPU
- * kernels' (plugins/ops/random/philox.c) bit for bit, and the built plugin
+ * kernels' (plugins/numerics/philox.c) bit for bit, and the built plugin
  * loaded through the real loader with CUDA's devices hidden
  * (CUDA_VISIBLE_DEVICES=""), so it behaves the same on a machine with a
  * GPU: cuda:0 listed as unavailable with CUDA's reason, no kernel

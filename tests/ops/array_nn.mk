@@ -38,9 +38,9 @@ EXTRA_tests_ops_test_array_grad_DEPENDENCIES = \
 
 tests_ops_test_nn_grad_SOURCES = tests/ops/test_nn_grad.c \
 	tests/ops/array_nn_grad.h tests/ops/gradcheck.c tests/ops/gradcheck.h \
-	plugins/ops/random/philox.c plugins/ops/random/philox.h
+	plugins/numerics/philox.c plugins/numerics/philox.h
 tests_ops_test_nn_grad_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/random
+	-I$(top_srcdir)/plugins/numerics
 tests_ops_test_nn_grad_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_nn_grad_LDADD = $(TEST_LDADD)
 EXTRA_tests_ops_test_nn_grad_DEPENDENCIES = plugins/ops/array/ops_array.la \

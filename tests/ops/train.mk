@@ -19,10 +19,10 @@ tests_ops_test_state_LDADD = $(TEST_LDADD)
 EXTRA_tests_ops_test_state_DEPENDENCIES = $(TRAIN_TEST_PLUGINS)
 
 tests_ops_test_random_SOURCES = tests/ops/test_random.c \
-	tests/ops/train_harness.h plugins/ops/random/philox.c \
-	plugins/ops/random/philox.h
+	tests/ops/train_harness.h plugins/numerics/philox.c \
+	plugins/numerics/philox.h
 tests_ops_test_random_CPPFLAGS = $(TEST_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/random
+	-I$(top_srcdir)/plugins/numerics
 tests_ops_test_random_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_random_LDADD = $(TEST_LDADD)
 EXTRA_tests_ops_test_random_DEPENDENCIES = $(TRAIN_TEST_PLUGINS)

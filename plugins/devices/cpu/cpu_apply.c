@@ -1,8 +1,9 @@
 /* plugins/devices/cpu/cpu_apply.c — the dense optimizer updates
  * (ApplyGradientDescent, ApplyMomentum, ApplyAdam, ApplyAdamW,
  * ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad) on the intra-op
- * threads: ops-train's own update (libtrnref: the same checks, locking and
- * arithmetic) with its element loop split across an OpenMP team. Each
+ * threads: the update ops-train runs (plugins/numerics/optim.c: the same
+ * checks, locking and arithmetic) with its element loop split across an
+ * OpenMP team. Each
  * element's update is independent and computed the same way wherever the
  * loop is cut, so the results are the reference kernel's bits.
  *
@@ -16,7 +17,7 @@
 #include <config.h>
 
 #include "cpu_kernels.h"
-#include "train.h"
+#include "optim.h"
 
 #include <omp.h>
 #include <string.h>
@@ -50,16 +51,16 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
   }
 }
 
-/* The kernel's state: ops-train's update of its op. */
+/* The kernel's state: the update of its op. */
 static int apply_create(const char *op, void **state, wf_status *st) {
   *state = (void *)trn_dense_update(op);
   if (!*state)
-    return wfx_fail(st, WF_INTERNAL, "ops-train has no dense update %s", op);
+    return wfx_fail(st, WF_INTERNAL, "no dense optimizer update %s", op);
   return 0;
 }
 
 static int apply_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return trn_apply_parallel(ctx, state, team_for, st);
+  return trn_update_apply(ctx, state, team_for, st);
 }
 
 /* The create of the kernel of op `name`: each update op has its own. */

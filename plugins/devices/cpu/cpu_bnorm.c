@@ -7,12 +7,15 @@
  * oneDNN's backward has no inputs for the gradients of the batch
  * statistics: in training, BatchNormGrad adds mean_backprop / M +
  * variance_backprop * 2 (x - mean) / M itself when either is non-zero.
- * Calls the fast path does not take (errors, empty tensors) run the nn
- * plugin's reference kernels. */
+ * Output shapes are the ops' shape functions' (cpu_output), so bad inputs
+ * get the op's own error; empty tensors are computed here as the nn ops
+ * define them (an empty batch's statistics are NaN, its gradients of
+ * scale and offset zero). */
 #include <config.h>
 
 #include "cpu_nn.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Plan memories. */
@@ -30,7 +33,7 @@ enum {
 
 typedef struct bn_state {
   cpu_dnnl_cache cache;
-  int ok, nchw, training;
+  int nchw, training;
   double eps;
 } bn_state;
 
@@ -60,11 +63,13 @@ static int bn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
-  s->ok = nn_data_format(&a, &s->nchw, st) == 0 &&
-          nn_attr_bool(&a, "is_training", &s->training, st) == 0 &&
-          nn_attr_float(&a, "epsilon", &s->eps, st) == 0 && s->eps >= 0;
-  if (!s->ok)
-    wfx_host->status_set(st, WF_OK, "%s", "");
+  /* Accepted by the op's shape function when the node was added. */
+  if (nn_data_format(&a, &s->nchw, st) ||
+      nn_attr_bool(&a, "is_training", &s->training, st) ||
+      nn_attr_float(&a, "epsilon", &s->eps, st)) {
+    bn_destroy(s);
+    return wfx_code(st);
+  }
   *state = s;
   return 0;
 }
@@ -153,25 +158,12 @@ done:
   return rc;
 }
 
-/* 1 when s is (C,). */
-static int is_vec(const wf_shape *s, int64_t c) {
-  return s->rank == 1 && s->dims[0] == c;
-}
-
-/* 1 when s fits BatchNorm's mean or variance input: (C,), or (0,) in
- * training, where it is not read. */
-static int stats_ok(const wf_shape *s, int64_t c, int training) {
-  return is_vec(s, c) || (training && s->rank == 1 && s->dims[0] == 0);
-}
-
-/* Fills j's view of x (xs) for the state's format; 0 when the fast path
- * does not apply (rank < 2 or empty). */
+/* Fills j's view of x (xs, rank >= 2 as the op requires) for the
+ * state's format; 0 when it is empty (then only j->c is set). */
 static int bn_view(const bn_state *s, const wf_shape *xs, bn_job *j) {
   int axis;
   int64_t outer = 1, inner = 1;
 
-  if (xs->rank < 2)
-    return 0;
   axis = nn_channel_axis(s->nchw, xs->rank);
   j->c = xs->dims[axis];
   for (int i = 0; i < axis; i++)
@@ -193,39 +185,57 @@ static int bn_view(const bn_state *s, const wf_shape *xs, bn_job *j) {
   return 1;
 }
 
+/* Fills n floats of t with v. */
+static void fill(wf_tensor *t, float v, int64_t n) {
+  float *p = wfx_data(t);
+
+  for (int64_t i = 0; i < n; i++)
+    p[i] = v;
+}
+
 static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   bn_state *s = state;
   const wf_tensor *x, *v[4];
   wf_tensor *y, *bm, *bv;
-  wf_shape xs, vs[4], cs;
+  wf_shape xs, cs;
   bn_job j;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
-  if (!s->ok)
-    return nn_batch_norm_kernel.compute(ctx, NULL, st);
   if (wfx_kernel_input(ctx, 0, &x, &xs, st))
     return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (wfx_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+    if (wfx_kernel_input(ctx, i + 1, &v[i], NULL, st))
       return wfx_code(st);
+  if (!(y = cpu_output(ctx, 0, NULL, st)))
+    return wfx_code(st);
   memset(&j, 0, sizeof j);
-  if (!bn_view(s, &xs, &j) || !is_vec(&vs[0], j.c) || !is_vec(&vs[1], j.c) ||
-      !stats_ok(&vs[2], j.c, s->training) ||
-      !stats_ok(&vs[3], j.c, s->training))
-    return nn_batch_norm_kernel.compute(ctx, NULL, st);
+  if (!bn_view(s, &xs, &j)) {
+    wfx_shape_make(&cs, 1, &j.c);
+    if (!(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+        !(bv = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+      return wfx_code(st);
+    if (s->training) {
+      /* The statistics of an empty batch. */
+      fill(bm, NAN, j.c);
+      fill(bv, NAN, j.c);
+    } else if (j.c > 0) {
+      memcpy(wfx_data(bm), wfx_data(v[2]), wfx_host->tensor_nbytes(bm));
+      memcpy(wfx_data(bv), wfx_data(v[3]), wfx_host->tensor_nbytes(bv));
+    }
+    return 0;
+  }
   cpu_key_shape(&key, &xs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return nn_batch_norm_kernel.compute(ctx, NULL, st);
+    return cpu_dnnl_unsupported("batch normalization", &xs, st);
   }
   wfx_shape_make(&cs, 1, &j.c);
-  if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+  if (!(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
       !(bv = wfx_host->kernel_output_new(ctx, 2, &cs, st))) {
     cpu_dnnl_cache_put(&s->cache, p);
     return wfx_code(st);
@@ -272,38 +282,42 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   bn_state *s = state;
   const wf_tensor *dy, *x, *v[5];
   wf_tensor *dx, *ds, *doff;
-  wf_shape dys, xs, vs[5], cs;
+  wf_shape xs, cs;
   bn_job j;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
   void *data[9] = {NULL};
   int rc;
 
-  if (!s->ok)
-    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
-  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+  if (wfx_kernel_input(ctx, 0, &dy, NULL, st) ||
       wfx_kernel_input(ctx, 1, &x, &xs, st))
     return wfx_code(st);
   for (int i = 0; i < 5; i++)
-    if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+    if (wfx_kernel_input(ctx, i + 2, &v[i], NULL, st))
       return wfx_code(st);
+  if (!(dx = cpu_output(ctx, 0, NULL, st)))
+    return wfx_code(st);
   memset(&j, 0, sizeof j);
-  if (!bn_view(s, &xs, &j) || !wfx_shape_equal(&dys, &xs))
-    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
-  for (int i = 0; i < 5; i++)
-    if (!is_vec(&vs[i], j.c))
-      return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+  if (!bn_view(s, &xs, &j)) {
+    /* An empty batch: scale's and offset's gradients are empty sums. */
+    wfx_shape_make(&cs, 1, &j.c);
+    if (!(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+        !(doff = wfx_host->kernel_output_new(ctx, 2, &cs, st)))
+      return wfx_code(st);
+    fill(ds, 0.0f, j.c);
+    fill(doff, 0.0f, j.c);
+    return 0;
+  }
   j.grad = 1;
   cpu_key_shape(&key, &xs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, bn_build, &j, st)))
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return nn_batch_norm_grad_kernel.compute(ctx, NULL, st);
+    return cpu_dnnl_unsupported("batch normalization backward", &xs, st);
   }
   wfx_shape_make(&cs, 1, &j.c);
-  if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
-      !(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
+  if (!(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
       !(doff = wfx_host->kernel_output_new(ctx, 2, &cs, st))) {
     cpu_dnnl_cache_put(&s->cache, p);
     return wfx_code(st);

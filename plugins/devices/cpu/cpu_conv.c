@@ -9,10 +9,10 @@
  * 16 out, under another name for the same bytes); otherwise the plan
  * reorders into oneDNN's choice at the kernel's borders. Filters are
  * always handed over in oneDNN's preferred layout, reordered once and kept
- * while the filter's bytes do not change. Calls the fast path does not
- * take (bad inputs, whose errors the reference kernel reports; empty
- * tensors; shapes oneDNN refuses) run the nn plugin's reference kernels,
- * compiled into this plugin. */
+ * while the filter's bytes do not change. Output shapes are the ops' shape
+ * functions' (cpu_output), so bad inputs get the op's own error; empty
+ * tensors are computed here (a sum over nothing is zero); a shape oneDNN
+ * refuses is UNIMPLEMENTED (cpu_dnnl_unsupported). */
 #include <config.h>
 
 #include "cpu_nn.h"
@@ -81,7 +81,6 @@ enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2, MEM_B = 3 /* _FusedConv2D's bias */ };
 typedef struct conv_state {
   cpu_dnnl_cache cache;
   nn_window win;
-  int ok; /* the attributes parsed: the fast path may run */
 } conv_state;
 
 /* One call's geometry. */
@@ -111,11 +110,12 @@ static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
-  /* Attributes the shape function accepted parse here too; should they
-   * not, every call goes to the reference kernel, which reports why. */
-  s->ok = nn_window_parse(&a, NULL, 1, 1, &s->win, st) == 0;
-  if (!s->ok)
-    wfx_host->status_set(st, WF_OK, "%s", "");
+  /* The op's shape function accepted these attributes when the node was
+   * added, so this reads them rather than judging them. */
+  if (nn_window_parse(&a, NULL, 1, 1, &s->win, st)) {
+    conv_destroy(s);
+    return wfx_code(st);
+  }
   *state = s;
   return 0;
 }
@@ -333,15 +333,23 @@ done:
   return rc;
 }
 
-/* Runs the fast path when it can, else the reference kernel ref. Inputs:
- * FWD (input, filter); BWD_DATA (input_sizes, filter, out_backprop);
- * BWD_WEIGHTS (input, filter_sizes, out_backprop). fu and bias: FWD of
- * _FusedConv2D (its epilogue and bias), else NULL. */
+/* The convolution's names in messages. */
+static const char *conv_what(int kind, const opc_fused *fu) {
+  return kind == CONV_FWD ? (fu ? "fused convolution" : "convolution")
+         : kind == CONV_BWD_DATA ? "convolution backward data"
+                                 : "convolution backward weights";
+}
+
+/* Inputs: FWD (input, filter); BWD_DATA (input_sizes, filter,
+ * out_backprop); BWD_WEIGHTS (input, filter_sizes, out_backprop). fu and
+ * bias: FWD of _FusedConv2D (its epilogue and bias), else NULL. The output
+ * has the shape the op's shape function gives (which also refuses what the
+ * op refuses): dx is the input's shape, df the filter's. */
 static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
-                              const wf_kernel_def *ref, const opc_fused *fu,
-                              const wf_tensor *bias, wf_status *st) {
+                              const opc_fused *fu, const wf_tensor *bias,
+                              wf_status *st) {
   const wf_tensor *in[3] = {NULL, NULL, NULL};
-  wf_shape xs, fs, ys, dys;
+  wf_shape xs, fs, os;
   int64_t x4[4], ksz[2];
   void *data[4];
   conv_job j;
@@ -350,25 +358,19 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   wf_tensor *out;
   int nin = kind == CONV_FWD ? 2 : 3, rc;
 
-  if (!s->ok)
-    return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
     if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
       return wfx_code(st);
-  if (kind == CONV_BWD_DATA) {
-    if (nn_read_shape(in[0], "input_sizes", &xs, st))
-      goto reference;
-  } else {
+  if (!(out = cpu_output(ctx, 0, &os, st)))
+    return wfx_code(st);
+  if (kind == CONV_BWD_DATA)
+    xs = os;
+  else
     wfx_host->tensor_shape(in[0], &xs);
-  }
-  if (kind == CONV_BWD_WEIGHTS) {
-    if (nn_read_shape(in[1], "filter_sizes", &fs, st))
-      goto reference;
-  } else {
+  if (kind == CONV_BWD_WEIGHTS)
+    fs = os;
+  else
     wfx_host->tensor_shape(in[1], &fs);
-  }
-  if (xs.rank != 4 || fs.rank != 4)
-    goto reference;
   memset(&j, 0, sizeof j);
   j.kind = kind;
   j.fused = fu;
@@ -376,105 +378,79 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3], j.co = fs.dims[3];
   ksz[0] = fs.dims[0], ksz[1] = fs.dims[1];
-  if (fs.dims[2] != j.c || ksz[0] < 1 || ksz[1] < 1 ||
-      cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st))
-    goto reference;
-  cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.co);
-  if (kind != CONV_FWD) {
-    wfx_host->tensor_shape(in[2], &dys);
-    if (!wfx_shape_equal(&ys, &dys))
-      goto reference;
-  }
+  if (cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st))
+    return wfx_code(st);
+  if (wfx_count(out) == 0)
+    return 0;
   if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||
-      j.g.in[1] == 0 || j.g.out[0] == 0 || j.g.out[1] == 0)
-    goto reference;
-
-  if (fu) {
-    wf_shape bs;
-    wfx_host->tensor_shape(bias, &bs);
-    if (bs.rank != 1 || bs.dims[0] != j.co || wfx_dtype(bias) != WF_FLOAT32)
-      goto reference;
+      j.g.in[1] == 0 || j.g.out[0] == 0 || j.g.out[1] == 0) {
+    /* Every element is a sum over nothing (no input channels, positions
+     * or batch): zero, then _FusedConv2D's bias and activation. */
+    memset(wfx_data(out), 0, wfx_host->tensor_nbytes(out));
+    if (fu) {
+      int64_t hw = j.g.out[0] * j.g.out[1];
+      opc_fused_apply(WF_FLOAT32, wfx_data(out), wfx_data(bias),
+                      j.nchw ? j.n : j.n * hw, j.co, j.nchw ? hw : 1, fu);
+    }
+    return 0;
   }
+
   cpu_key_shape(&key, &xs);
   cpu_key_shape(&key, &fs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return ref->compute(ctx, NULL, st);
+    return cpu_dnnl_unsupported(conv_what(kind, fu), &xs, st);
   }
   switch (kind) {
   case CONV_FWD:
-    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
     data[MEM_X] = wfx_data(in[0]);
     data[MEM_F] = wfx_data(in[1]);
-    data[MEM_Y] = out ? wfx_data(out) : NULL;
+    data[MEM_Y] = wfx_data(out);
     data[MEM_B] = fu ? wfx_data(bias) : NULL;
     break;
   case CONV_BWD_DATA:
-    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
-    data[MEM_X] = out ? wfx_data(out) : NULL;
+    data[MEM_X] = wfx_data(out);
     data[MEM_F] = wfx_data(in[1]);
     data[MEM_Y] = wfx_data(in[2]);
     break;
   default:
-    out = wfx_host->kernel_output_new(ctx, 0, &fs, st);
     data[MEM_X] = wfx_data(in[0]);
-    data[MEM_F] = out ? wfx_data(out) : NULL;
+    data[MEM_F] = wfx_data(out);
     data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  rc = out ? cpu_dnnl_plan_run(
-                 p, data,
-                 kind == CONV_FWD ? (fu ? "fused convolution" : "convolution")
-                 : kind == CONV_BWD_DATA ? "convolution backward data"
-                                         : "convolution backward weights",
-                 st)
-           : wfx_code(st);
+  rc = cpu_dnnl_plan_run(p, data, conv_what(kind, fu), st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
-
-reference:
-  wfx_host->status_set(st, WF_OK, "%s", "");
-  return ref->compute(ctx, NULL, st);
-}
-
-static int conv_compute(wf_kernel_ctx *ctx, conv_state *s, int kind,
-                        const wf_kernel_def *ref, wf_status *st) {
-  return conv_compute_fused(ctx, s, kind, ref, NULL, NULL, st);
 }
 
 static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return conv_compute(ctx, state, CONV_FWD, &nn_conv2d_kernel, st);
+  return conv_compute_fused(ctx, state, CONV_FWD, NULL, NULL, st);
 }
 
 static int conv_bp_input_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  return conv_compute(ctx, state, CONV_BWD_DATA,
-                      &nn_conv2d_backprop_input_kernel, st);
+  return conv_compute_fused(ctx, state, CONV_BWD_DATA, NULL, NULL, st);
 }
 
 static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
                                   wf_status *st) {
-  return conv_compute(ctx, state, CONV_BWD_WEIGHTS,
-                      &nn_conv2d_backprop_filter_kernel, st);
+  return conv_compute_fused(ctx, state, CONV_BWD_WEIGHTS, NULL, NULL, st);
 }
 
 /* _FusedConv2D: the convolution with the bias as the primitive's bias
- * input and the activation as an eltwise post-op; the reference fused
- * kernel for what oneDNN does not take. */
+ * input and the activation as an eltwise post-op. */
 static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
   const wf_tensor *bias;
   opc_fused f;
 
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      wfx_kernel_input(ctx, 2, &bias, NULL, st)) {
-    wfx_host->status_set(st, WF_OK, "%s", "");
-    return nn_fused_conv2d_kernel.compute(ctx, NULL, st);
-  }
-  return conv_compute_fused(ctx, state, CONV_FWD, &nn_fused_conv2d_kernel, &f,
-                            bias, st);
+      wfx_kernel_input(ctx, 2, &bias, NULL, st))
+    return wfx_code(st);
+  return conv_compute_fused(ctx, state, CONV_FWD, &f, bias, st);
 }
 
 const wf_kernel_def cpu_k_conv2d =

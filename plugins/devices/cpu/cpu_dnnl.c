@@ -30,6 +30,16 @@ int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
                   dnnl_status2str(s));
 }
 
+int cpu_dnnl_unsupported(const char *what, const wf_shape *s, wf_status *st) {
+  char buf[WFX_SHAPE_STR_MAX];
+
+  return wfx_fail(st, WF_UNIMPLEMENTED,
+                  "oneDNN has no %s for float32 input %s; the op's reference "
+                  "kernel computes it when this kernel is denied "
+                  "([kernels] deny = onednn)",
+                  what, wfx_shape_str(s, buf, sizeof buf));
+}
+
 int cpu_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                 const int *perm, wf_status *st) {
   dnnl_dims_t d, strides;
@@ -498,7 +508,7 @@ cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
      * its other way every time. */
     wfx_host->log(
         WF_LOG_DEBUG, "device-cpu",
-        "a shape oneDNN refuses goes to the reference computation: %s",
+        "a shape oneDNN refuses is reported as unimplemented: %s",
         wfx_host->status_message(st));
     wfx_host->status_set(st, WF_OK, "%s", "");
     if (cpu_dnnl_plan_new(&p, st))

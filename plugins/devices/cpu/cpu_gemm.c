@@ -347,57 +347,29 @@ static void last2(const wf_shape *s, int64_t *rows, int64_t *cols) {
   *cols = s->dims[s->rank - 1];
 }
 
-/* Reads the operands, checks them as the reference kernels do, and makes
- * the output. batch: BatchMatMul (rank >= 2, broadcast batch dims). */
+/* Reads the operands and makes the output with the shape the op's shape
+ * function gives (which checks the ranks, the inner dimensions and, for
+ * BatchMatMul, that the batch dims broadcast). batch: BatchMatMul (rank
+ * >= 2, broadcast batch dims). */
 static int gemm_begin(wf_kernel_ctx *ctx, const gemm_state *g, int batch,
                       gemm_job *j, wf_tensor **out, wf_status *st) {
   const wf_tensor *x, *y;
-  int64_t r, c, k2;
-  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
+  int64_t r, c;
 
+  (void)batch;
   memset(j, 0, sizeof *j);
   if (wfx_kernel_input(ctx, 0, &x, &j->xs, st) ||
-      wfx_kernel_input(ctx, 1, &y, &j->ys, st))
+      wfx_kernel_input(ctx, 1, &y, &j->ys, st) ||
+      !(*out = cpu_output(ctx, 0, &j->os, st)))
     return wfx_code(st);
   j->dtype = wfx_dtype(x);
   j->ta = g->ta;
   j->tb = g->tb;
-  if (wfx_dtype(y) != j->dtype)
-    return wfx_fail(st, WF_INVALID_ARGUMENT, "inputs are %s and %s",
-                    wfx_dtype_name(j->dtype), wfx_dtype_name(wfx_dtype(y)));
-  if (batch ? j->xs.rank < 2 || j->ys.rank < 2
-            : j->xs.rank != 2 || j->ys.rank != 2)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "inputs have shapes %s and %s; %s takes %s",
-        wfx_shape_str(&j->xs, s1, sizeof s1),
-        wfx_shape_str(&j->ys, s2, sizeof s2), batch ? "BatchMatMul" : "MatMul",
-        batch ? "rank 2 or more" : "matrices (rank 2)");
   last2(&j->xs, &r, &c);
   j->m = j->ta ? c : r;
   j->k = j->ta ? r : c;
   last2(&j->ys, &r, &c);
-  k2 = j->tb ? c : r;
   j->n = j->tb ? r : c;
-  if (j->k != k2)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT,
-        "inner dimensions differ: %s%s has %" PRId64
-        " columns but %s%s has %" PRId64 " rows",
-        wfx_shape_str(&j->xs, s1, sizeof s1), j->ta ? " transposed" : "", j->k,
-        wfx_shape_str(&j->ys, s2, sizeof s2), j->tb ? " transposed" : "", k2);
-  if (batch) {
-    wf_shape bx, by;
-    wfx_shape_make(&bx, j->xs.rank - 2, j->xs.dims);
-    wfx_shape_make(&by, j->ys.rank - 2, j->ys.dims);
-    if (wfx_broadcast_shapes(&bx, &by, &j->os, "batch dimensions", st))
-      return wfx_code(st);
-  } else {
-    j->os.rank = 0;
-  }
-  j->os.dims[j->os.rank++] = j->m;
-  j->os.dims[j->os.rank++] = j->n;
-  if (!(*out = wfx_host->kernel_output_new(ctx, 0, &j->os, st)))
-    return wfx_code(st);
   j->x = wfx_data(x);
   j->y = wfx_data(y);
   j->out = wfx_data(*out);
@@ -473,19 +445,16 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
                                 wf_status *st) {
   gemm_state *g = state;
   const wf_tensor *bias;
-  wf_shape bs;
   opc_fused f;
   gemm_job j;
   wf_tensor *out;
   int rc;
 
+  /* bias (N,): the op's shape function checked it against b. */
   if (opc_fused_kernel_attrs(ctx, &f, st) ||
-      wfx_kernel_input(ctx, 2, &bias, &bs, st) ||
+      wfx_kernel_input(ctx, 2, &bias, NULL, st) ||
       gemm_begin(ctx, g, 0, &j, &out, st))
     return wfx_code(st);
-  if (bs.rank != 1 || bs.dims[0] != j.n || wfx_dtype(bias) != j.dtype)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "bias must be (%" PRId64 ",) of the operands' dtype", j.n);
   j.fused = &f;
   j.bias = wfx_data(bias);
   if (wfx_count(out) == 0)

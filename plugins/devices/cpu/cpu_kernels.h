@@ -13,9 +13,11 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#include "opfused.h"
 #include <weft/plugin_aux.h>
+
+#include "epilogue.h"
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -69,6 +71,31 @@ extern const wf_kernel_def cpu_k_apply_gradient_descent,
       &cpu_k_softplus_grad, &cpu_k_sqrt_grad
 #endif
 
+/* Output i, made with the shape the op's shape function gives for this
+ * call's inputs (kernel_output_shape): an input the op refuses is the op's
+ * own error, so the kernels check no more than what they rely on. NULL
+ * with st set on error; *shape (may be NULL) gets the shape. */
+static inline wf_tensor *cpu_output(wf_kernel_ctx *ctx, int32_t i,
+                                    wf_shape *shape, wf_status *st) {
+  wf_shape s;
+
+  if (wfx_host->kernel_output_shape(ctx, i, &s, st))
+    return NULL;
+  if (shape)
+    *shape = s;
+  return wfx_host->kernel_output_new(ctx, i, &s, st);
+}
+
+/* Output i as cpu_output makes it, all zeros (what an empty sum gives). */
+static inline wf_tensor *cpu_output_zeros(wf_kernel_ctx *ctx, int32_t i,
+                                          wf_status *st) {
+  wf_tensor *t = cpu_output(ctx, i, NULL, st);
+
+  if (t && wfx_host->tensor_nbytes(t))
+    memset(wfx_data(t), 0, wfx_host->tensor_nbytes(t));
+  return t;
+}
+
 /* Sets up the libraries for a runtime's plugin instance: keeps host, reads
  * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
  * OpenMP `intra` threads each, and (first instance only) creates the
@@ -104,10 +131,14 @@ dnnl_engine_t cpu_dnnl_engine(void);
  * oneDNN's status; returns the code. For failures while running. */
 int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st);
 /* For descriptors oneDNN will not make (its status says why): sets st to
- * UNIMPLEMENTED, so that the plan cache records the shape as one the
- * kernel computes another way, unless oneDNN ran out of memory (then
- * RESOURCE_EXHAUSTED). Returns the code. */
+ * UNIMPLEMENTED, so that the plan cache records the shape as one oneDNN
+ * refuses, unless oneDNN ran out of memory (then RESOURCE_EXHAUSTED).
+ * Returns the code. */
 int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st);
+/* For a plan with fallback set: UNIMPLEMENTED naming what (the operation)
+ * and the input shape, and that the op's reference kernel runs it when the
+ * node is placed with device-cpu's kernels denied ([kernels] deny). */
+int cpu_dnnl_unsupported(const char *what, const wf_shape *s, wf_status *st);
 
 /* A plain memory descriptor of f32 dims with row-major strides; dims
  * permuted by perm are laid out in that order (perm NULL: identity). For
@@ -215,8 +246,9 @@ typedef struct cpu_dnnl_plan {
   cpu_dnnl_step steps[WF_DNNL_MAX_STEPS];
   void *scratch;       /* one buffer for every step (they run in turn) */
   size_t scratch_bytes;
-  /* Set when oneDNN cannot run this shape: the kernel does it another way
-   * (the reference computation) every time this shape comes back. */
+  /* Set when oneDNN cannot run this shape: the kernel reports it
+   * (UNIMPLEMENTED, see cpu_dnnl_unsupported) every time this shape comes
+   * back, without asking oneDNN again. */
   int fallback;
   /* The OpenMP team its primitives were made for and run with: 1 for
    * work too small to share, 0 for the intra-op count (see

@@ -2,20 +2,16 @@
  * (cpu_conv.c, cpu_pool.c) share: the sliding-window geometry of Conv2D and
  * the pools in oneDNN's terms, and the layouts of activations and filters.
  *
- * Attributes are parsed with the nn plugin's own helpers (plugins/ops/nn,
- * compiled into this plugin), so that both kernels read them alike; the
- * reference kernels compiled in with them are what the fast kernels hand
- * a call to when it is not one oneDNN takes (an error to report, an empty
- * tensor, a shape oneDNN refuses). */
+ * The window attributes are read with plugins/numerics/window.h, the one
+ * copy the nn ops use too, so that both pad a window alike. Output shapes
+ * come from the ops' shape functions (cpu_output): an input an op refuses
+ * gets the op's own error, and the kernels compute empty tensors
+ * themselves. */
 #ifndef WF_PLUGINS_DEVICES_CPU_CPU_NN_H
 #define WF_PLUGINS_DEVICES_CPU_CPU_NN_H
 
 #include "cpu_kernels.h"
-#include "nn.h"
-
-/* plugins/ops/nn/fused.c (compiled in here): _FusedConv2D's reference
- * kernel, the fast kernel's fallback. */
-extern const wf_kernel_def nn_fused_conv2d_kernel;
+#include "window.h"
 
 /* One 2-D window over an input of (H, W) in oneDNN's terms. */
 typedef struct cpu_win {

@@ -197,9 +197,10 @@ static void cpu_fini(void *state) {
   wfx_host->free(p);
 }
 
-/* The host table, for every file of the plugin: ABI 1.0 has every entry
- * it needs (the thread split and the config are read when present). */
-WFX_HOST_DEFINE(1, 0);
+/* The host table, for every file of the plugin: ABI 1.3, whose
+ * kernel_output_shape gives the fast kernels their output shapes and whose
+ * kernels may decline a node (supports). */
+WFX_HOST_DEFINE(1, 3);
 
 static int cpu_init(const wf_host *host, void **state, wf_status *st) {
   cpudev_plugin *p;

@@ -8,8 +8,9 @@
  *
  * Where it differs from the reference kernels: a window holding NaN gives
  * oneDNN's maximum (NaN does not propagate); ties pick the first maximum
- * in the window's row-major order, as the reference does. Calls the fast
- * path does not take run the nn plugin's reference kernels. */
+ * in the window's row-major order, as the reference does. Output shapes
+ * are the ops' shape functions' (cpu_output), so bad inputs get the op's
+ * own error; empty tensors are computed here. */
 #include <config.h>
 
 #include "cpu_nn.h"
@@ -24,7 +25,6 @@ enum { MEM_X = 0, MEM_Y = 1, MEM_DX = 2, MEM_WS = 3, MEM_YT = 4 };
 typedef struct pool_state {
   cpu_dnnl_cache cache;
   nn_window win;
-  int ok;
 } pool_state;
 
 typedef struct pool_job {
@@ -52,9 +52,11 @@ static int pool_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
                     "out of memory for a kernel's state");
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
-  s->ok = nn_window_parse(&a, "ksize", 0, 0, &s->win, st) == 0;
-  if (!s->ok)
-    wfx_host->status_set(st, WF_OK, "%s", "");
+  /* Accepted by the op's shape function when the node was added. */
+  if (nn_window_parse(&a, "ksize", 0, 0, &s->win, st)) {
+    pool_destroy(s);
+    return wfx_code(st);
+  }
   *state = s;
   return 0;
 }
@@ -235,11 +237,15 @@ done:
 }
 
 /* Inputs: MAX/AVG (input); MAX_GRAD (orig_input, grad); AVG_GRAD
- * (orig_input_shape, grad). */
+ * (orig_input_shape, grad). The output has the shape the op's shape
+ * function gives (which also refuses what the op refuses). */
 static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
-                        const wf_kernel_def *ref, wf_status *st) {
+                        wf_status *st) {
+  static const char *const what[] = {"max pooling", "average pooling",
+                                     "max pooling backward",
+                                     "average pooling backward"};
   const wf_tensor *in[2] = {NULL, NULL};
-  wf_shape xs, ys, dys;
+  wf_shape xs, os;
   int64_t x4[4];
   void *data[5] = {NULL, NULL, NULL, NULL, NULL};
   pool_job j;
@@ -248,80 +254,68 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   wf_tensor *out;
   int nin = kind == POOL_MAX || kind == POOL_AVG ? 1 : 2, rc;
 
-  if (!s->ok)
-    return ref->compute(ctx, NULL, st);
   for (int i = 0; i < nin; i++)
     if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
       return wfx_code(st);
-  if (kind == POOL_AVG_GRAD) {
-    if (nn_read_shape(in[0], "orig_input_shape", &xs, st))
-      goto reference;
-  } else {
+  if (!(out = cpu_output(ctx, 0, &os, st)))
+    return wfx_code(st);
+  if (kind == POOL_AVG_GRAD)
+    xs = os;
+  else
     wfx_host->tensor_shape(in[0], &xs);
-  }
-  if (xs.rank != 4)
-    goto reference;
   memset(&j, 0, sizeof j);
   j.kind = kind;
   j.nchw = s->win.nchw;
   cpu_nhwc_dims(&xs, j.nchw, x4);
   j.n = x4[0], j.c = x4[3];
   if (cpu_win_init(&s->win, x4 + 1, s->win.ksize, &j.g, st))
-    goto reference;
-  cpu_act_shape(&ys, j.nchw, j.n, j.g.out[0], j.g.out[1], j.c);
-  if (nin == 2) {
-    wfx_host->tensor_shape(in[1], &dys);
-    if (!wfx_shape_equal(&ys, &dys))
-      goto reference;
-  }
+    return wfx_code(st);
+  if (wfx_count(out) == 0)
+    return 0;
   if (j.n == 0 || j.c == 0 || j.g.in[0] == 0 || j.g.in[1] == 0 ||
-      j.g.out[0] == 0 || j.g.out[1] == 0)
-    goto reference;
+      j.g.out[0] == 0 || j.g.out[1] == 0) {
+    /* A gradient no window carries back: zero. */
+    memset(wfx_data(out), 0, wfx_host->tensor_nbytes(out));
+    return 0;
+  }
 
   cpu_key_shape(&key, &xs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, pool_build, &j, st)))
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return ref->compute(ctx, NULL, st);
+    return cpu_dnnl_unsupported(what[kind], &xs, st);
   }
   if (nin == 1) {
-    out = wfx_host->kernel_output_new(ctx, 0, &ys, st);
     data[MEM_X] = wfx_data(in[0]);
-    data[MEM_Y] = out ? wfx_data(out) : NULL;
+    data[MEM_Y] = wfx_data(out);
   } else {
-    out = wfx_host->kernel_output_new(ctx, 0, &xs, st);
     data[MEM_X] = kind == POOL_MAX_GRAD ? wfx_data(in[0]) : NULL;
     data[MEM_Y] = wfx_data(in[1]);
-    data[MEM_DX] = out ? wfx_data(out) : NULL;
+    data[MEM_DX] = wfx_data(out);
   }
-  rc = out ? cpu_dnnl_plan_run(p, data,
-                               nin == 1 ? "pooling" : "pooling backward", st)
-           : wfx_code(st);
+  rc = cpu_dnnl_plan_run(p, data, nin == 1 ? "pooling" : "pooling backward",
+                         st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
-
-reference:
-  wfx_host->status_set(st, WF_OK, "%s", "");
-  return ref->compute(ctx, NULL, st);
 }
 
 static int max_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return pool_compute(ctx, state, POOL_MAX, &nn_max_pool_kernel, st);
+  return pool_compute(ctx, state, POOL_MAX, st);
 }
 
 static int avg_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return pool_compute(ctx, state, POOL_AVG, &nn_avg_pool_kernel, st);
+  return pool_compute(ctx, state, POOL_AVG, st);
 }
 
 static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  return pool_compute(ctx, state, POOL_MAX_GRAD, &nn_max_pool_grad_kernel, st);
+  return pool_compute(ctx, state, POOL_MAX_GRAD, st);
 }
 
 static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  return pool_compute(ctx, state, POOL_AVG_GRAD, &nn_avg_pool_grad_kernel, st);
+  return pool_compute(ctx, state, POOL_AVG_GRAD, st);
 }
 
 const wf_kernel_def cpu_k_max_pool =

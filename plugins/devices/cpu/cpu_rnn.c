@@ -9,12 +9,14 @@
  * cannot hold oneDNN's opaque one), so their plan runs the forward
  * primitive in training mode first, then the backward one. oneDNN
  * accumulates weight gradients: the plan zeroes them before each run.
- * Calls the fast path does not take (errors, empty sizes) run the rnn
- * plugin's reference kernels, compiled into this plugin. */
+ * Output shapes are the ops' shape functions' (cpu_output), so bad inputs
+ * get the op's own error; empty sizes are computed here as the ops define
+ * them. A node whose input width C is 0 (which oneDNN does not take) is
+ * declined when its weights' shape says so while placing, and runs on
+ * the rnn plugin's reference kernel. */
 #include <config.h>
 
 #include "cpu_kernels.h"
-#include "rnn.h"
 
 #include <string.h>
 
@@ -43,6 +45,13 @@ enum {
   MEM_DB,
   MEM_COUNT
 };
+
+/* The sizes of one call (the ops' layout: x (T, N, C), states (N, H),
+ * w (C, G*H), r (H, G*H), b (G*H,); G gates, LSTM 4, GRU 3). */
+typedef struct rnn_dims {
+  int64_t t, n, c, h;
+  int gates;
+} rnn_dims;
 
 typedef struct rnn_job {
   int lstm, grad;
@@ -279,9 +288,35 @@ static int rnn_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
   return 0;
 }
 
-/* The kernels. Inputs and outputs in the ops' order (rnn.h). */
+/* Runs the call oneDNN does not: no step (T = 0: the last states are the
+ * first ones, their gradients flow back unchanged) or no batch or hidden
+ * units (every output empty or an empty sum). out[] are the outputs, made;
+ * in[] the inputs. */
+static void rnn_empty(const rnn_job *j, const wf_tensor *const *in,
+                      wf_tensor *const *out, int nout) {
+  int nfwd = j->lstm ? 6 : 5;
+
+  for (int i = 0; i < nout; i++)
+    if (wfx_host->tensor_nbytes(out[i]))
+      memset(wfx_data(out[i]), 0, wfx_host->tensor_nbytes(out[i]));
+  if (j->d.t != 0)
+    return;
+  if (!j->grad) {
+    /* h_T = h0, c_T = c0. */
+    for (int i = 1; i < nout; i++)
+      memcpy(wfx_data(out[i]), wfx_data(in[i]),
+             wfx_host->tensor_nbytes(out[i]));
+    return;
+  }
+  /* dh0 = dh_T, dc0 = dc_T. */
+  for (int i = 1; i < (j->lstm ? 3 : 2); i++)
+    memcpy(wfx_data(out[i]), wfx_data(in[nfwd + i]),
+           wfx_host->tensor_nbytes(out[i]));
+}
+
+/* The kernels. Inputs and outputs in the ops' order (see rnn_dims). */
 static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
-                       int grad, const wf_kernel_def *ref, wf_status *st) {
+                       int grad, wf_status *st) {
   static const int lstm_in[9] = {MEM_X,  MEM_H0, MEM_C0, MEM_W,  MEM_R,
                                  MEM_B,  MEM_DY, MEM_DHT, MEM_DCT};
   static const int gru_in[7] = {MEM_X, MEM_H0, MEM_W,  MEM_R,
@@ -294,44 +329,49 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
   int nout = grad ? nfwd : (lstm ? 3 : 2);
   const int *in_mem = lstm ? lstm_in : gru_in;
   const int *out_mem = grad ? (lstm ? lstm_out : gru_out) : fwd_out;
+  const char *what = lstm ? (grad ? "LSTM backward" : "LSTM")
+                          : (grad ? "GRU backward" : "GRU");
   const wf_tensor *in[9];
-  wf_shape is[9], os[6];
+  wf_tensor *out[6];
+  wf_shape xs, hs;
   void *data[MEM_COUNT] = {NULL};
   rnn_job j;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
   int rc;
 
-  if (rnn_inputs(ctx, nin, in, is, st))
-    return wfx_code(st);
+  for (int i = 0; i < nin; i++)
+    if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
+      return wfx_code(st);
+  for (int i = 0; i < nout; i++)
+    if (!(out[i] = cpu_output(ctx, i, NULL, st)))
+      return wfx_code(st);
+  /* The shapes agree (the op's shape function saw them): x (T, N, C) and
+   * h0 (N, H) give every size. */
+  wfx_host->tensor_shape(in[0], &xs);
+  wfx_host->tensor_shape(in[1], &hs);
   memset(&j, 0, sizeof j);
   j.lstm = lstm;
   j.grad = grad;
-  if (rnn_check(is, lstm ? 4 : 3, lstm, &j.d, st) ||
-      (grad && rnn_check_grads(is + nfwd, lstm, &j.d, st)) ||
-      j.d.t <= 0 || j.d.n <= 0 || j.d.c <= 0 || j.d.h <= 0) {
-    wfx_host->status_set(st, WF_OK, "%s", "");
-    return ref->compute(ctx, NULL, st);
+  j.d.t = xs.dims[0], j.d.n = xs.dims[1], j.d.c = xs.dims[2];
+  j.d.h = hs.dims[1];
+  j.d.gates = lstm ? 4 : 3;
+  if (j.d.t == 0 || j.d.n == 0 || j.d.h == 0) {
+    rnn_empty(&j, in, out, nout);
+    return 0;
   }
-  for (int i = 0; i < nfwd; i++)
-    cpu_key_shape(&key, &is[i]);
+  if (j.d.c == 0)
+    return cpu_dnnl_unsupported(what, &xs, st);
+  for (int i = 0; i < nfwd; i++) {
+    wf_shape is;
+    wfx_host->tensor_shape(in[i], &is);
+    cpu_key_shape(&key, &is);
+  }
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, rnn_build, &j, st)))
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return ref->compute(ctx, NULL, st);
-  }
-  if (grad) {
-    rnn_shape_x(&j.d, &os[0]);
-    rnn_shape_state(&j.d, &os[1]);
-    os[2] = os[1];
-    rnn_shape_w(&j.d, &os[nfwd - 3]);
-    rnn_shape_r(&j.d, &os[nfwd - 2]);
-    rnn_shape_b(&j.d, &os[nfwd - 1]);
-  } else {
-    rnn_shape_y(&j.d, &os[0]);
-    rnn_shape_state(&j.d, &os[1]);
-    os[2] = os[1];
+    return cpu_dnnl_unsupported(what, &xs, st);
   }
   for (int i = 0; i < nin; i++)
     data[in_mem[i]] = wfx_data(in[i]);
@@ -339,51 +379,60 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
     data[MEM_W_BWD] = data[MEM_W];
     data[MEM_R_BWD] = data[MEM_R];
   }
-  for (int i = 0; i < nout; i++) {
-    wf_tensor *t = wfx_host->kernel_output_new(ctx, i, &os[i], st);
-    if (!t) {
-      cpu_dnnl_cache_put(&s->cache, p);
-      return wfx_code(st);
-    }
-    data[out_mem[i]] = wfx_data(t);
-  }
-  rc = cpu_dnnl_plan_run(p, data,
-                         lstm ? (grad ? "LSTM backward" : "LSTM")
-                              : (grad ? "GRU backward" : "GRU"),
-                         st);
+  for (int i = 0; i < nout; i++)
+    data[out_mem[i]] = wfx_data(out[i]);
+  rc = cpu_dnnl_plan_run(p, data, what, st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
+/* Declines a node whose weights w (C, G*H) are known to have C = 0: an
+ * input of no features, which oneDNN's RNN primitives do not take. */
+static int rnn_supports(const wf_node *node, int32_t w_input) {
+  wf_output w = wfx_host->node_input(node, w_input);
+  wf_shape s;
+
+  if (!w.node || wfx_host->node_output_info(w.node, w.index, NULL, &s))
+    return 1;
+  return !(s.rank == 2 && s.dims[0] == 0);
+}
+
+static int lstm_supports(const wf_node *node) { return rnn_supports(node, 3); }
+static int gru_supports(const wf_node *node) { return rnn_supports(node, 2); }
+
 static int lstm_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return rnn_compute(ctx, state, 1, 0, &rnn_lstm_kernel, st);
+  return rnn_compute(ctx, state, 1, 0, st);
 }
 
 static int lstm_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return rnn_compute(ctx, state, 1, 1, &rnn_lstm_grad_kernel, st);
+  return rnn_compute(ctx, state, 1, 1, st);
 }
 
 static int gru_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return rnn_compute(ctx, state, 0, 0, &rnn_gru_kernel, st);
+  return rnn_compute(ctx, state, 0, 0, st);
 }
 
 static int gru_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return rnn_compute(ctx, state, 0, 1, &rnn_gru_grad_kernel, st);
+  return rnn_compute(ctx, state, 0, 1, st);
 }
 
 const wf_kernel_def cpu_k_lstm =
     WFX_KERNEL_FOR("cpu", "onednn", "LSTM", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    lstm_fwd, .priority = WF_CPU_FAST_PRIORITY,
-                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free,
+                   .supports = lstm_supports);
 const wf_kernel_def cpu_k_lstm_grad =
     WFX_KERNEL_FOR("cpu", "onednn", "LSTMGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    lstm_bwd, .priority = WF_CPU_FAST_PRIORITY,
-                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free,
+                   .supports = lstm_supports);
 const wf_kernel_def cpu_k_gru =
     WFX_KERNEL_FOR("cpu", "onednn", "GRU", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    gru_fwd, .priority = WF_CPU_FAST_PRIORITY,
-                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free,
+                   .supports = gru_supports);
 const wf_kernel_def cpu_k_gru_grad =
     WFX_KERNEL_FOR("cpu", "onednn", "GRUGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    gru_bwd, .priority = WF_CPU_FAST_PRIORITY,
-                   .create = rnn_create, .destroy = cpu_dnnl_state_free);
+                   .create = rnn_create, .destroy = cpu_dnnl_state_free,
+                   .supports = gru_supports);

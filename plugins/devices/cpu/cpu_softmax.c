@@ -4,13 +4,12 @@
  * as (rows, C). The backward primitives take the forward output, as the
  * nn ops do.
  *
- * Not the cross-entropy losses (they keep the reference kernels). Calls
- * the fast path does not take (errors, empty tensors) run the nn plugin's
- * reference kernels. */
+ * Not the cross-entropy losses (they keep the reference kernels). The
+ * output has the shape the op's shape function gives, so bad inputs get
+ * the op's own error; an empty tensor gives an empty output. */
 #include <config.h>
 
 #include "cpu_kernels.h"
-#include "nn.h"
 
 #include <string.h>
 
@@ -83,9 +82,9 @@ static int softmax_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
 
 /* Inputs: forward (logits); backward (the forward output, dy). */
 static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
-                           int grad, const wf_kernel_def *ref, wf_status *st) {
+                           int grad, wf_status *st) {
   const wf_tensor *a, *b = NULL;
-  wf_shape as, bs;
+  wf_shape as;
   wf_tensor *out;
   softmax_job j;
   cpu_key key = {0};
@@ -94,13 +93,12 @@ static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
   int rc;
 
   if (wfx_kernel_input(ctx, 0, &a, &as, st) ||
-      (grad && wfx_kernel_input(ctx, 1, &b, &bs, st)))
+      (grad && wfx_kernel_input(ctx, 1, &b, NULL, st)))
     return wfx_code(st);
-  if (as.rank == 0 || wfx_count(a) == 0 ||
-      (grad &&
-       (as.rank != bs.rank ||
-        memcmp(as.dims, bs.dims, (size_t)as.rank * sizeof as.dims[0]) != 0)))
-    return ref->compute(ctx, NULL, st);
+  if (!(out = cpu_output(ctx, 0, NULL, st)))
+    return wfx_code(st);
+  if (wfx_count(a) == 0)
+    return 0;
   memset(&j, 0, sizeof j);
   j.log = log;
   j.grad = grad;
@@ -112,33 +110,31 @@ static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
     return wfx_code(st);
   if (p->fallback) {
     cpu_dnnl_cache_put(&s->cache, p);
-    return ref->compute(ctx, NULL, st);
+    return cpu_dnnl_unsupported(grad ? "softmax backward" : "softmax", &as,
+                                st);
   }
-  out = wfx_host->kernel_output_new(ctx, 0, &as, st);
   data[MEM_A] = wfx_data(a);
   data[MEM_B] = b ? wfx_data(b) : NULL;
-  data[MEM_OUT] = out ? wfx_data(out) : NULL;
-  rc = out ? cpu_dnnl_plan_run(p, data, grad ? "softmax backward" : "softmax",
-                               st)
-           : wfx_code(st);
+  data[MEM_OUT] = wfx_data(out);
+  rc = cpu_dnnl_plan_run(p, data, grad ? "softmax backward" : "softmax", st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
 
 static int softmax_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return softmax_compute(ctx, state, 0, 0, &nn_softmax_kernel, st);
+  return softmax_compute(ctx, state, 0, 0, st);
 }
 
 static int log_softmax_fwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return softmax_compute(ctx, state, 1, 0, &nn_log_softmax_kernel, st);
+  return softmax_compute(ctx, state, 1, 0, st);
 }
 
 static int softmax_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return softmax_compute(ctx, state, 0, 1, &nn_softmax_grad_kernel, st);
+  return softmax_compute(ctx, state, 0, 1, st);
 }
 
 static int log_softmax_bwd(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return softmax_compute(ctx, state, 1, 1, &nn_log_softmax_grad_kernel, st);
+  return softmax_compute(ctx, state, 1, 1, st);
 }
 
 const wf_kernel_def cpu_k_softmax =

@@ -1,7 +1,10 @@
 # plugins/devices/cpu: the CPU device plugin (module device_cpu). It reaches
 # the core only through the host table, so it links hwloc and nothing of
-# libweft (PLUGIN_LDFLAGS carries -z defs to prove it). plugins/local.mk
-# says how a plugin is built in each configuration.
+# libweft (PLUGIN_LDFLAGS carries -z defs to prove it), and of the op
+# plugins nothing either: what it must compute as they do (the fused
+# epilogue, the optimizer updates, the window geometry) comes from
+# plugins/numerics, which both link (tests/test_wall.sh checks it).
+# plugins/local.mk says how a plugin is built in each configuration.
 DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_alloc.c \
 	plugins/devices/cpu/cpu_describe.c \
@@ -9,19 +12,18 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
 	plugins/devices/cpu/cpu_kernels.h
-DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
-DEVICE_CPU_HELPERS = plugins/ops/common/libopfused.la
+DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS)
+DEVICE_CPU_HELPERS = plugins/numerics/libnumerics.la
 DEVICE_CPU_LIBS = $(HWLOC_LIBS)
 EXTRA_DIST += plugins/devices/cpu/README.md
 
 # Fast kernels (cpu_kernels.c lists them): MatMul and BatchMatMul with
-# oneDNN or OpenBLAS, the nn ops and LSTM/GRU with oneDNN. Their reference
-# fallbacks are the op plugins' own reference kernels: libnnref
-# (plugins/ops/nn) and librnnref (plugins/ops/rnn), linked in here too
-# (hidden symbols: nothing clashes with ops_nn or ops_rnn loaded beside).
-# oneDNN runs on OpenMP (libgomp), whose per-thread team size the kernels
-# set; the module is marked nodelete so that unloading it never unmaps
+# oneDNN or OpenBLAS, the nn ops and LSTM/GRU with oneDNN. They take the
+# output shapes the ops' shape functions give (kernel_output_shape), so an
+# input the op refuses gets the op's own error, and compute empty tensors
+# themselves; what they cannot run they decline (supports), and the op
+# plugins' reference kernels run it. oneDNN runs on OpenMP (libgomp), whose
+# per-thread team size the kernels set; the module is marked nodelete so that unloading it never unmaps
 # libgomp or oneDNN under their own idle threads.
 if HAVE_DNNL
 DEVICE_CPU_SOURCES += \
@@ -38,11 +40,7 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_apply.c
 # -fopenmp: cpu_apply.c shares an update among the intra-op threads with
 # an OpenMP parallel region (the other files have no OpenMP directives).
-DEVICE_CPU_CPPFLAGS += -fopenmp \
-	-I$(top_srcdir)/plugins/ops/nn -I$(top_srcdir)/plugins/ops/rnn \
-	-I$(top_srcdir)/plugins/ops/train
-DEVICE_CPU_HELPERS += plugins/ops/nn/libnnref.la plugins/ops/rnn/librnnref.la \
-	plugins/ops/train/libtrnref.la
+DEVICE_CPU_CPPFLAGS += -fopenmp
 DEVICE_CPU_LIBS += $(DNNL_LIBS) -lgomp
 else
 if HAVE_OPENBLAS

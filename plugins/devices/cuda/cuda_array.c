@@ -23,27 +23,17 @@ static int64_t product(const int64_t *dims, int from, int to) {
   return p;
 }
 
-/* params[:axis] + indices + params[axis+1:], axis normalised. */
-static int gather_dims(const wf_shape *ps, const wf_shape *is,
-                       int64_t axis_attr, int *axis, wf_shape *out,
-                       wf_status *st) {
-  if (ps->rank == 0)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "cannot gather from a scalar 'params'");
-  if (wfx_axis_normalize(axis_attr, ps->rank, axis, NULL, st))
-    return wfx_code(st);
-  if (ps->rank - 1 + is->rank > WF_MAX_RANK)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "the output would have rank %d, more than %d",
-                    (int)(ps->rank - 1 + is->rank), WF_MAX_RANK);
+/* Gather's output shape, params[:axis] + indices + params[axis+1:], for
+ * shapes and an axis (normalised) the op's shape function accepted. */
+static void gather_out_shape(const wf_shape *ps, const wf_shape *is, int axis,
+                             wf_shape *out) {
   wfx_shape_set_scalar(out);
-  for (int i = 0; i < *axis; i++)
+  for (int i = 0; i < axis; i++)
     out->dims[out->rank++] = ps->dims[i];
   for (int i = 0; i < is->rank; i++)
     out->dims[out->rank++] = is->dims[i];
-  for (int i = *axis + 1; i < ps->rank; i++)
+  for (int i = axis + 1; i < ps->rank; i++)
     out->dims[out->rank++] = ps->dims[i];
-  return 0;
 }
 
 /* The host indices (int32/int64, any shape) as int64 in a new host block,
@@ -110,11 +100,16 @@ static int gather_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   char what[2 * WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   void *didx;
 
+  /* The op's shape function checks the geometry (params not a scalar, the
+   * axis in range, the output's rank) and gives the output's shape,
+   * params[:axis] + indices + params[axis+1:]; the indices' values are
+   * checked here. */
   if (wfx_kernel_input(ctx, 0, &params, &ps, st) ||
       wfx_kernel_input(ctx, 1, &indices, &is, st) ||
       wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      gather_dims(&ps, &is, axis_attr, &axis, &out, st))
+      wfx_host->kernel_output_shape(ctx, 0, &out, st))
     return wfx_code(st);
+  axis = (int)(axis_attr < 0 ? axis_attr + ps.rank : axis_attr);
   es = wfx_dtype_size(wfx_dtype(params));
   if (es != 1 && es != 4 && es != 8)
     return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA Gather for %s",
@@ -228,13 +223,17 @@ static int gather_grad_compute(wf_kernel_ctx *ctx, void *kstate,
   char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   char what[2 * WFX_SHAPE_STR_MAX];
 
+  /* The op's shape function reads params_shape (a host input) and checks
+   * the geometry; it sees dy's rank only, so dy's dims are checked here
+   * (the scatter reads dy by Gather's output shape). */
   if (wfx_kernel_input(ctx, 0, &pt, NULL, st) ||
       wfx_kernel_input(ctx, 1, &indices, &is, st) ||
       wfx_kernel_input(ctx, 2, &dy, &dys, st) ||
       wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      cuw_read_shape(pt, "params_shape", &ps, st) ||
-      gather_dims(&ps, &is, axis_attr, &axis, &want, st))
+      wfx_host->kernel_output_shape(ctx, 0, &ps, st))
     return wfx_code(st);
+  axis = (int)(axis_attr < 0 ? axis_attr + ps.rank : axis_attr);
+  gather_out_shape(&ps, &is, axis, &want);
   if (!wfx_shape_equal(&dys, &want))
     return wfx_fail(
         st, WF_INVALID_ARGUMENT, "dy has shape %s; Gather's output has %s",
@@ -256,24 +255,15 @@ static int segment_sum_compute(wf_kernel_ctx *ctx, void *kstate,
   int64_t *idx = NULL;
   wf_shape vs, is, out;
   int rc;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX], c[WFX_SHAPE_STR_MAX];
 
+  /* The op's shape function reads dense_shape (a host input) and checks
+   * values (K, D1, ...), indices (K,) and dense_shape (N, D1, ...) against
+   * each other; the indices' values are checked here. */
   if (wfx_kernel_input(ctx, 0, &values, &vs, st) ||
       wfx_kernel_input(ctx, 1, &indices, &is, st) ||
       wfx_kernel_input(ctx, 2, &dense, NULL, st) ||
-      cuw_read_shape(dense, "dense_shape", &out, st))
+      wfx_host->kernel_output_shape(ctx, 0, &out, st))
     return wfx_code(st);
-  if (is.rank != 1 || vs.rank < 1 || vs.dims[0] != is.dims[0] ||
-      out.rank != vs.rank ||
-      memcmp(out.dims + 1, vs.dims + 1,
-             sizeof out.dims[0] * (size_t)(vs.rank - 1)) != 0)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "values %s, indices %s and dense_shape %s do not agree: "
-                    "expected values (K, D1, ...), indices (K,) and "
-                    "dense_shape (N, D1, ...)",
-                    wfx_shape_str(&vs, a, sizeof a),
-                    wfx_shape_str(&is, b, sizeof b),
-                    wfx_shape_str(&out, c, sizeof c));
   if (read_indices(indices, out.dims[0], "dense_shape[0]", &idx, st))
     return wfx_code(st);
   rc = scatter_output(ctx, &out, values, idx, is.dims[0], 1, out.dims[0],

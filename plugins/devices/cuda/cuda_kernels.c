@@ -38,7 +38,7 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
   wf_shape as, bs, zs;
   wf_tensor *z;
   int ta = 0, tb = 0, type = -1;
-  int64_t m, k, k2, n;
+  int64_t m, k, n;
   const void *da, *db;
   void *dz;
   cuw w = {0};
@@ -50,26 +50,17 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
       wfx_kernel_attr_bool(ctx, "transpose_b", &tb, st) ||
       cuw_float_type(wfx_dtype(a), &type, st))
     return wfx_code(st);
-  if (as.rank != 2 || bs.rank != 2)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "a and b must be matrices; got ranks %d and %d",
-                    (int)as.rank, (int)bs.rank);
-  m = ta ? as.dims[1] : as.dims[0];
+  /* Matrices whose inner dimensions agree: the op's shape function
+   * checked, and gives (M, N). */
+  if (wfx_host->kernel_output_shape(ctx, 0, &zs, st))
+    return wfx_code(st);
+  m = zs.dims[0], n = zs.dims[1];
   k = ta ? as.dims[0] : as.dims[1];
-  k2 = tb ? bs.dims[1] : bs.dims[0];
-  n = tb ? bs.dims[0] : bs.dims[1];
-  if (k != k2)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "inner dimensions differ: a%s gives K = %lld, b%s gives "
-                    "K = %lld",
-                    ta ? " (transposed)" : "", (long long)k,
-                    tb ? " (transposed)" : "", (long long)k2);
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
     return wfx_fail(st, WF_UNIMPLEMENTED,
                     "(%lld, %lld) x (%lld, %lld): cuBLAS takes dimensions "
                     "below 2^31",
                     (long long)m, (long long)k, (long long)k, (long long)n);
-  wfx_shape_make(&zs, 2, (int64_t[]){m, n});
   z = wfx_host->kernel_output_new(ctx, 0, &zs, st);
   if (!z)
     return wfx_code(st);
@@ -202,7 +193,7 @@ UNARY(tanh_compute, WF_CUDA_TANH)
 /* ---- uniform initializers ------------------------------------------------ */
 
 /* The ops-random plugin's ops, with its keys, streams, bounds and fans
- * (plugins/ops/random/random.c), so that values match its CPU kernels. */
+ * (plugins/numerics/philox.h), so that values match its CPU kernels. */
 typedef enum uniform_kind {
   UNIFORM_RANDOM, /* RandomUniform: [minval, maxval) */
   UNIFORM_GLOROT, /* GlorotUniform: limit sqrt(6 / (fan_in + fan_out)) */
@@ -216,14 +207,10 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
 
   switch (kind) {
   case UNIFORM_RANDOM:
+    /* Finite with minval <= maxval: the op's shape function checked. */
     if (wfx_kernel_attr_float(ctx, "minval", lo, st) ||
         wfx_kernel_attr_float(ctx, "maxval", hi, st))
       return wfx_code(st);
-    if (!isfinite(*lo) || !isfinite(*hi) || *lo > *hi)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "minval %g and maxval %g must be finite with minval "
-                      "<= maxval",
-                      *lo, *hi);
     return 0;
   case UNIFORM_GLOROT:
     rnd_fans(s, &fin, &fout);
@@ -243,7 +230,7 @@ static int uniform_bounds(wf_kernel_ctx *ctx, uniform_kind kind,
 
 static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
                            wf_status *st) {
-  wf_attr_value v;
+  wf_shape shape;
   int64_t seed = 0, seed2 = 0, n;
   double lo, hi;
   cuphilox stream;
@@ -255,24 +242,20 @@ static int uniform_compute(wf_kernel_ctx *ctx, uniform_kind kind,
   if (!WF_HOST_HAS(wfx_host, kernel_step))
     return wfx_fail(st, WF_FAILED_PRECONDITION,
                     "this core has no kernel_step to key random streams by");
-  if (wfx_host->kernel_attr(ctx, "shape", &v) != 0 || v.type != WF_ATTR_SHAPE ||
-      !wfx_shape_is_known(&v.u.shape))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "attribute 'shape' is missing or not fully known");
-  if (cuw_float_type(wfx_host->kernel_output_dtype(ctx, 0), &type, st) ||
-      uniform_bounds(ctx, kind, &v.u.shape, &lo, &hi, st) ||
+  /* The shape attribute as the op's shape function accepted it (fully
+   * known, at most 2^48 elements). */
+  if (wfx_host->kernel_output_shape(ctx, 0, &shape, st) ||
+      cuw_float_type(wfx_host->kernel_output_dtype(ctx, 0), &type, st) ||
+      uniform_bounds(ctx, kind, &shape, &lo, &hi, st) ||
       wfx_kernel_attr_int(ctx, "seed", &seed, st) ||
       wfx_kernel_attr_int(ctx, "seed2", &seed2, st))
     return wfx_code(st);
-  if (wfx_shape_count(&v.u.shape) > ((int64_t)1 << 48))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "attribute 'shape' has more than 2^48 elements");
   cuphilox_init(&stream,
                 seed || seed2
                     ? cuphilox_key_from_seeds(seed, seed2)
                     : cuphilox_key_from_name(wfx_host->kernel_node_name(ctx)),
                 wfx_host->kernel_step(ctx));
-  out = wfx_host->kernel_output_new(ctx, 0, &v.u.shape, st);
+  out = wfx_host->kernel_output_new(ctx, 0, &shape, st);
   if (!out)
     return wfx_code(st);
   n = wfx_count(out);

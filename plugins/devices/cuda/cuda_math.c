@@ -156,17 +156,17 @@ BINARY(pow_compute, WF_CUDA_POW)
 static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   int32_t n = wfx_host->kernel_num_inputs(ctx);
   const wf_tensor *t;
-  wf_shape s0, si;
+  wf_shape s0;
   wf_tensor *y;
   const void **ptrs = NULL;
   void *dptrs;
   int type, rc;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   cuw w = {0};
 
-  if (n < 1)
-    return wfx_fail(st, WF_INVALID_ARGUMENT, "AddN needs at least 1 input");
-  if (wfx_kernel_input(ctx, 0, &t, &s0, st))
+  /* The op's shape function refuses inputs of different shapes (AddN does
+   * not broadcast) and gives theirs. */
+  if (wfx_kernel_input(ctx, 0, &t, NULL, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &s0, st))
     return wfx_code(st);
   if ((type = cuw_type_of(wfx_dtype(t))) < 0 || type == WF_CUDA_BOOL)
     return wfx_fail(st, WF_UNIMPLEMENTED, "no CUDA AddN for %s",
@@ -176,16 +176,8 @@ static int add_n_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
                     "out of host memory for %d inputs", (int)n);
   for (int32_t i = 0; i < n; i++) {
     const wf_tensor *ti;
-    if (wfx_kernel_input(ctx, i, &ti, &si, st)) {
+    if (wfx_kernel_input(ctx, i, &ti, NULL, st)) {
       rc = wfx_code(st);
-      goto done;
-    }
-    if (!wfx_shape_equal(&si, &s0) || wfx_dtype(ti) != wfx_dtype(t)) {
-      rc = wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "input %d has shape %s but input 0 has %s (AddN does "
-                    "not broadcast)",
-                    (int)i, wfx_shape_str(&si, a, sizeof a),
-                    wfx_shape_str(&s0, b, sizeof b));
       goto done;
     }
     ptrs[i] = wfx_data(ti);
@@ -297,82 +289,21 @@ static int identity_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
 }
 
-/* Reshape: shape (host) with at most one -1. */
+/* Reshape (shape, a host input, with at most one -1) and ExpandDims: the
+ * output's shape as the op's shape function gives it for this call (it
+ * reads shape and refuses what the op refuses), x's bytes as they are. */
 static int reshape_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_tensor *x, *shape;
-  wf_shape xs, ss, out;
-  int64_t known = 1, count;
-  int unknown = -1;
-  int32_t dt;
-  char a[WFX_SHAPE_STR_MAX];
+  const wf_tensor *x;
+  wf_shape out;
 
-  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
-      wfx_kernel_input(ctx, 1, &shape, &ss, st))
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &out, st))
     return wfx_code(st);
-  dt = wfx_dtype(shape);
-  if ((dt != WF_INT32 && dt != WF_INT64) || ss.rank != 1 ||
-      ss.dims[0] > WF_MAX_RANK)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "shape must be an int32 or int64 vector of at most %d "
-                    "entries, got %s %s",
-                    WF_MAX_RANK, wfx_dtype_name(dt),
-                    wfx_shape_str(&ss, a, sizeof a));
-  wfx_shape_set_scalar(&out);
-  out.rank = (int)ss.dims[0];
-  for (int i = 0; i < out.rank; i++) {
-    int64_t d = dt == WF_INT32 ? ((const int32_t *)wfx_data(shape))[i]
-                               : ((const int64_t *)wfx_data(shape))[i];
-    if (d == -1 && unknown < 0) {
-      unknown = i;
-      d = 1;
-    } else if (d < 0) {
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "shape[%d] is %" PRId64 " (at most one -1; the others "
-                      ">= 0)",
-                      i, d);
-    }
-    out.dims[i] = d;
-    known *= d;
-  }
-  count = wfx_count(x);
-  if (unknown >= 0) {
-    if (known == 0 || count % known != 0)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "cannot reshape %s (%" PRId64 " elements) to a shape "
-                      "with -1 and %" PRId64 " elements otherwise",
-                      wfx_shape_str(&xs, a, sizeof a), count, known);
-    out.dims[unknown] = count / known;
-  } else if (known != count) {
-    char b[WFX_SHAPE_STR_MAX];
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "cannot reshape %s (%" PRId64 " elements) to %s",
-                    wfx_shape_str(&xs, a, sizeof a), count,
-                    wfx_shape_str(&out, b, sizeof b));
-  }
   return forward_as(ctx, x, &out, st);
 }
 
 static int expand_dims_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  const wf_tensor *x;
-  wf_shape xs, out;
-  int64_t axis_attr;
-  int axis;
-
-  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
-      wfx_kernel_attr_int(ctx, "axis", &axis_attr, st) ||
-      wfx_axis_normalize(axis_attr, xs.rank + 1, &axis, NULL, st))
-    return wfx_code(st);
-  if (xs.rank >= WF_MAX_RANK)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "the output would have rank %d, more than %d",
-                    (int)xs.rank + 1, WF_MAX_RANK);
-  wfx_shape_set_scalar(&out);
-  for (int i = 0; i < axis; i++)
-    out.dims[out.rank++] = xs.dims[i];
-  out.dims[out.rank++] = 1;
-  for (int i = axis; i < xs.rank; i++)
-    out.dims[out.rank++] = xs.dims[i];
-  return forward_as(ctx, x, &out, st);
+  return reshape_compute(ctx, s, st);
 }
 
 /* Shape: the output is host memory (host_outputs bit 0); x's data is

@@ -5,8 +5,11 @@
  * BiasAddGrad with the plugin's own device code (cuda_nn.cu,
  * cuda_reduce.cu), for float32 and float64.
  *
- * Window arithmetic is ops-nn's (libnnref: nn_window_parse,
- * nn_window_dim), so every output has the CPU's shape. cuDNN pads
+ * Output shapes are the ops' own (kernel_output_shape: their shape
+ * functions, which also refuse what the ops refuse), and the window
+ * geometry is plugins/numerics/window.h's (nn_window_parse,
+ * nn_window_dim: the one copy ops-nn uses), so every convolution and pool
+ * pads and sizes as the CPU's. cuDNN pads
  * symmetrically and reads filters as (C_out, C, KH, KW) or (C_out, KH,
  * KW, C): asymmetric padding (SAME with an odd total, EXPLICIT) is made
  * symmetric by copying the input into a padded buffer, filters are
@@ -19,7 +22,7 @@
 #include <config.h>
 
 #include "cuda_work.h"
-#include "nn.h"
+#include "window.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -171,36 +174,18 @@ typedef struct conv_geom {
   nn_window win;
 } conv_geom;
 
-/* The output shape of xs convolved with fs, and the geometry. */
+/* The geometry of xs (N, H, W, C or N, C, H, W) convolved with fs (KH, KW,
+ * C, C_out), shapes the op's shape function accepted; *out gets the
+ * output shape. */
 static int conv_dims(const wf_shape *xs, const wf_shape *fs,
                      const nn_window *w, wf_shape *out, conv_geom *g,
                      int32_t dtype, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, pb, pr;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (xs->rank != 4)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
-  if (fs->rank != 4)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "filter must have rank 4 (KH, KW, C_in, C_out), got "
-                    "shape %s",
-                    wfx_shape_str(fs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
-  if (fs->dims[0] == 0 || fs->dims[1] == 0)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "filter %s has an empty window (KH and KW must be >= 1)",
-                    wfx_shape_str(fs, a, sizeof a));
-  if (x[3] != fs->dims[2])
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "input %s has %" PRId64 " channels but filter %s "
-                    "expects C_in = %" PRId64,
-                    wfx_shape_str(xs, a, sizeof a), x[3],
-                    wfx_shape_str(fs, b, sizeof b), fs->dims[2]);
   if (nn_window_dim(w, 0, x[1], fs->dims[0], &oh, &pt, st) ||
       nn_window_dim(w, 1, x[2], fs->dims[1], &ow, &pl, st))
     return wfx_code(st);
@@ -389,7 +374,7 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
                     wf_status *st) {
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *in[3] = {NULL, NULL, NULL};
-  wf_shape xs, fs, ys, dys, out;
+  wf_shape xs, fs, ys, out;
   nn_window win;
   conv_geom g;
   conv_desc d = {0};
@@ -410,32 +395,24 @@ static int conv_run(wf_kernel_ctx *ctx, conv_state *cs, int kind,
   for (int i = 0; i < nin; i++)
     if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
       return wfx_code(st);
-  if (kind == CONV_BWD_DATA) {
-    if (nn_read_shape(in[0], "input_sizes", &xs, st))
-      return wfx_code(st);
-    wfx_host->tensor_shape(in[1], &fs);
-  } else {
+  /* The output's shape as the op's shape function gives it (reading
+   * input_sizes or filter_sizes, which are in host memory); it also
+   * refuses inputs the op refuses. dx has the input's shape, df the
+   * filter's. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &out, st))
+    return wfx_code(st);
+  if (kind == CONV_BWD_DATA)
+    xs = out;
+  else
     wfx_host->tensor_shape(in[0], &xs);
-    if (kind == CONV_BWD_FILTER) {
-      if (nn_read_shape(in[1], "filter_sizes", &fs, st))
-        return wfx_code(st);
-    } else
-      wfx_host->tensor_shape(in[1], &fs);
-  }
+  if (kind == CONV_BWD_FILTER)
+    fs = out;
+  else
+    wfx_host->tensor_shape(in[1], &fs);
   if (cuw_float_type(wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), &type, st) ||
       conv_dims(&xs, &fs, &win, &ys, &g,
                 wfx_dtype(in[kind == CONV_BWD_DATA ? 1 : 0]), st))
     return wfx_code(st);
-  if (kind != CONV_FWD) {
-    wfx_host->tensor_shape(in[2], &dys);
-    if (!wfx_shape_equal(&ys, &dys))
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "out_backprop has shape %s but the convolution's "
-                      "output has %s",
-                      wfx_shape_str(&dys, s1, sizeof s1),
-                      wfx_shape_str(&ys, s2, sizeof s2));
-  }
-  out = kind == CONV_FWD ? ys : kind == CONV_BWD_DATA ? xs : fs;
   if (!(res = wfx_host->kernel_output_new(ctx, 0, &out, st)))
     return wfx_code(st);
   if (wfx_count(res) == 0)
@@ -590,17 +567,13 @@ static int conv_bp_filter_compute(wf_kernel_ctx *ctx, void *state,
 
 /* ---- pools --------------------------------------------------------------- */
 
-/* The pool geometry of input xs; *out gets the output shape. */
+/* The pool geometry of input xs (rank 4, as the op's shape function
+ * checked); *out gets the output shape. */
 static int pool_geom(const wf_shape *xs, const nn_window *w, wf_shape *out,
                      cuda_pool_geom *g, wf_status *st) {
   int ix[4];
   int64_t x[4], oh, ow, pt, pl, xst[4], yst[4];
-  char a[WFX_SHAPE_STR_MAX];
 
-  if (xs->rank != 4)
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
-        w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->dims[ix[i]];
@@ -640,6 +613,7 @@ static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       wfx_kernel_input(ctx, 0, &x, &xs, st) ||
       cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &out, st) ||
       pool_geom(&xs, &win, &out, &g, st))
     return wfx_code(st);
   if (!(y = wfx_host->kernel_output_new(ctx, 0, &out, st)))
@@ -670,27 +644,21 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   wf_tensor *dx;
   nn_window win;
   cuda_pool_geom g;
-  wf_shape xs, gs, out;
+  wf_shape xs, out;
   cuw w = {0};
   int type, rc;
-  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
       wfx_kernel_input(ctx, 0, &first, NULL, st) ||
-      wfx_kernel_input(ctx, 1, &grad, &gs, st) ||
+      wfx_kernel_input(ctx, 1, &grad, NULL, st) ||
       cuw_float_type(wfx_dtype(grad), &type, st))
     return wfx_code(st);
-  if (max)
-    wfx_host->tensor_shape(first, &xs);
-  else if (nn_read_shape(first, "orig_input_shape", &xs, st))
+  /* dx has the pooled input's shape, as the op's shape function gives it
+   * (reading orig_input_shape, in host memory, for AvgPoolGrad); it also
+   * checks grad against the pool's output. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &xs, st) ||
+      pool_geom(&xs, &win, &out, &g, st))
     return wfx_code(st);
-  if (pool_geom(&xs, &win, &out, &g, st))
-    return wfx_code(st);
-  if (!wfx_shape_equal(&gs, &out))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "grad has shape %s but the pool's output has %s",
-                    wfx_shape_str(&gs, s1, sizeof s1),
-                    wfx_shape_str(&out, s2, sizeof s2));
   if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)))
     return wfx_code(st);
   if (wfx_count(dx) == 0)
@@ -721,15 +689,12 @@ static int softmax_compute(wf_kernel_ctx *ctx, int want_log, wf_status *st) {
   int64_t c;
   cuw w = {0};
   int type, rc;
-  char buf[WFX_SHAPE_STR_MAX];
 
-  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
-      cuw_float_type(wfx_dtype(x), &type, st))
+  /* The op's shape function gives y's shape (x's; it refuses a scalar). */
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &s, st))
     return wfx_code(st);
-  if (s.rank == 0)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "logits must have rank 1 or more, got shape %s",
-                    wfx_shape_str(&s, buf, sizeof buf));
   if (!(y = wfx_host->kernel_output_new(ctx, 0, &s, st)))
     return wfx_code(st);
   c = s.dims[s.rank - 1];
@@ -756,22 +721,18 @@ static int softmax_grad_compute(wf_kernel_ctx *ctx, int want_log,
                                 wf_status *st) {
   const wf_tensor *y, *dy;
   wf_tensor *dx;
-  wf_shape ys, dys;
+  wf_shape ys;
   int64_t c;
   cuw w = {0};
   int type, rc;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (wfx_kernel_input(ctx, 0, &y, &ys, st) ||
-      wfx_kernel_input(ctx, 1, &dy, &dys, st) ||
-      cuw_float_type(wfx_dtype(y), &type, st))
+  /* The op's shape function checks y and dy against each other. */
+  (void)want_log;
+  if (wfx_kernel_input(ctx, 0, &y, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &dy, NULL, st) ||
+      cuw_float_type(wfx_dtype(y), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &ys, st))
     return wfx_code(st);
-  if (ys.rank == 0 || !wfx_shape_equal(&ys, &dys))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "%s %s and grad %s must have one shape of rank >= 1",
-                    want_log ? "log_softmax" : "softmax",
-                    wfx_shape_str(&ys, a, sizeof a),
-                    wfx_shape_str(&dys, b, sizeof b));
   if (!(dx = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
     return wfx_code(st);
   c = ys.dims[ys.rank - 1];
@@ -800,29 +761,22 @@ static int log_softmax_bwd(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   const wf_tensor *x, *lab;
   wf_tensor *loss, *back;
-  wf_shape fs, ls, s;
+  wf_shape fs, s;
   int64_t n, c, *cls = NULL;
   void *dcls = NULL;
   cuw w = {0};
   int type, rc;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
 
-  if (wfx_kernel_input(ctx, 0, &x, &fs, st) ||
-      wfx_kernel_input(ctx, 1, &lab, &ls, st) ||
-      cuw_float_type(wfx_dtype(x), &type, st))
+  /* The op's shape function checks features (N, C) against the labels
+   * and gives the loss (N,) and the backprop (N, C). Only the label values
+   * are left to check here. */
+  if (wfx_kernel_input(ctx, 0, &x, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &lab, NULL, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &s, st) ||
+      wfx_host->kernel_output_shape(ctx, 1, &fs, st))
     return wfx_code(st);
-  if (fs.rank != 2)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "features must have shape (N, C), got %s",
-                    wfx_shape_str(&fs, a, sizeof a));
   n = fs.dims[0], c = fs.dims[1];
-  if (ls.rank != (sparse ? 1 : 2) || ls.dims[0] != n ||
-      (!sparse && ls.dims[1] != c))
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "labels %s do not match features %s (labels must be %s)",
-                    wfx_shape_str(&ls, a, sizeof a),
-                    wfx_shape_str(&fs, b, sizeof b),
-                    sparse ? "(N,)" : "(N, C)");
   if (sparse) {
     int32_t ldt = wfx_dtype(lab);
     const void *ld = wfx_data(lab);
@@ -847,7 +801,6 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
       }
     }
   }
-  wfx_shape_make(&s, 1, &n);
   if (!(loss = wfx_host->kernel_output_new(ctx, 0, &s, st)) ||
       !(back = wfx_host->kernel_output_new(ctx, 1, &fs, st))) {
     rc = wfx_code(st);
@@ -890,26 +843,16 @@ static int bn_attrs(wf_kernel_ctx *ctx, int *nchw, int *training, double *eps,
       nn_attr_bool(&a, "is_training", training, st) ||
       nn_attr_float(&a, "epsilon", eps, st))
     return wfx_code(st);
-  if (!(*eps >= 0))
-    return wfx_fail(st, WF_INVALID_ARGUMENT, "epsilon is %g (must be >= 0)",
-                    *eps);
   return 0;
 }
 
-/* x (rank >= 2) viewed as (outer, c, inner) by its channel axis; the
- * vectors vs[0..nv-1] named names[] must be (C,), those with may_empty
- * set may also be (0,). */
-static int bn_view(const wf_shape *xs, int nchw, const wf_shape *vs, int nv,
-                   const char *const *names, uint32_t may_empty,
-                   int64_t *outer, int64_t *c, int64_t *inner,
-                   wf_status *st) {
-  char a[WFX_SHAPE_STR_MAX];
+/* x (rank >= 2, the vectors (C,) or where allowed (0,): the op's shape
+ * function checked them) viewed as (outer, c, inner) by its channel
+ * axis. */
+static void bn_view(const wf_shape *xs, int nchw, int64_t *outer, int64_t *c,
+                    int64_t *inner) {
   int axis;
 
-  if (xs->rank < 2)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "x must have rank 2 or more, got shape %s",
-                    wfx_shape_str(xs, a, sizeof a));
   axis = nn_channel_axis(nchw, xs->rank);
   *c = xs->dims[axis];
   *outer = 1;
@@ -918,26 +861,12 @@ static int bn_view(const wf_shape *xs, int nchw, const wf_shape *vs, int nv,
     *outer *= xs->dims[i];
   for (int i = axis + 1; i < xs->rank; i++)
     *inner *= xs->dims[i];
-  for (int i = 0; i < nv; i++) {
-    if (vs[i].rank != 1)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "%s must be a vector (C,), got shape %s", names[i],
-                      wfx_shape_str(&vs[i], a, sizeof a));
-    if (vs[i].dims[0] == *c ||
-        (vs[i].dims[0] == 0 && (may_empty & (UINT32_C(1) << i))))
-      continue;
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "%s has %" PRId64 " entries but x has %" PRId64 " channels",
-                    names[i], vs[i].dims[0], *c);
-  }
-  return 0;
 }
 
 static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
-  static const char *const names[] = {"scale", "offset", "mean", "variance"};
   const wf_tensor *x, *v[4];
   wf_tensor *y, *bm, *bv;
-  wf_shape xs, vs[4], cs;
+  wf_shape xs, cs;
   int nchw, training, type, rc;
   double eps;
   int64_t outer, c, inner;
@@ -948,11 +877,12 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
       cuw_float_type(wfx_dtype(x), &type, st))
     return wfx_code(st);
   for (int i = 0; i < 4; i++)
-    if (wfx_kernel_input(ctx, i + 1, &v[i], &vs[i], st))
+    if (wfx_kernel_input(ctx, i + 1, &v[i], NULL, st))
       return wfx_code(st);
-  if (bn_view(&xs, nchw, vs, 4, names, training ? 0xcu : 0, &outer, &c,
-              &inner, st))
+  /* y has x's shape; the op's shape function checks the vectors. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &xs, st))
     return wfx_code(st);
+  bn_view(&xs, nchw, &outer, &c, &inner);
   wfx_shape_make(&cs, 1, &c);
   if (!(y = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
       !(bm = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
@@ -973,32 +903,26 @@ static int batch_norm_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
 
 static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
                                    wf_status *st) {
-  static const char *const names[] = {"scale", "mean", "variance",
-                                      "mean_backprop", "variance_backprop"};
   const wf_tensor *dy, *x, *v[5];
   wf_tensor *dx, *ds, *doff;
-  wf_shape dys, xs, vs[5], cs;
+  wf_shape xs, cs;
   int nchw, training, type, rc;
   double eps;
   int64_t outer, c, inner;
-  char a[WFX_SHAPE_STR_MAX], b[WFX_SHAPE_STR_MAX];
   cuw w = {0};
 
   if (bn_attrs(ctx, &nchw, &training, &eps, st) ||
-      wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
-      wfx_kernel_input(ctx, 1, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 0, &dy, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &x, NULL, st) ||
       cuw_float_type(wfx_dtype(x), &type, st))
     return wfx_code(st);
-  if (!wfx_shape_equal(&dys, &xs))
-    return wfx_fail(
-        st, WF_INVALID_ARGUMENT, "y_backprop %s and x %s must have one shape",
-        wfx_shape_str(&dys, a, sizeof a), wfx_shape_str(&xs, b, sizeof b));
   for (int i = 0; i < 5; i++)
-    if (wfx_kernel_input(ctx, i + 2, &v[i], &vs[i], st))
+    if (wfx_kernel_input(ctx, i + 2, &v[i], NULL, st))
       return wfx_code(st);
-  if (bn_view(&xs, nchw, vs, training ? 5 : 3, names, 0, &outer, &c, &inner,
-              st))
+  /* dx has x's shape; the op's shape function checks dy and the vectors. */
+  if (wfx_host->kernel_output_shape(ctx, 0, &xs, st))
     return wfx_code(st);
+  bn_view(&xs, nchw, &outer, &c, &inner);
   wfx_shape_make(&cs, 1, &c);
   if (!(dx = wfx_host->kernel_output_new(ctx, 0, &xs, st)) ||
       !(ds = wfx_host->kernel_output_new(ctx, 1, &cs, st)) ||
@@ -1024,26 +948,20 @@ static int batch_norm_grad_compute(wf_kernel_ctx *ctx, void *s,
 static int bias_add_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   nn_attrs a = {.kernel = ctx};
   const wf_tensor *x, *bias;
-  wf_shape xs, bs;
+  wf_shape xs;
   wf_tensor *y;
   cuda_bcast b;
   int nchw, axis, type, rc;
   int64_t outer = 1, inner = 1, c;
-  char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
   cuw w = {0};
 
-  if (nn_data_format(&a, &nchw, st) || wfx_kernel_input(ctx, 0, &x, &xs, st) ||
-      wfx_kernel_input(ctx, 1, &bias, &bs, st) ||
-      cuw_float_type(wfx_dtype(x), &type, st))
+  /* y has value's shape; the op's shape function checks bias against it. */
+  if (nn_data_format(&a, &nchw, st) ||
+      wfx_kernel_input(ctx, 0, &x, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &bias, NULL, st) ||
+      cuw_float_type(wfx_dtype(x), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &xs, st))
     return wfx_code(st);
-  if (xs.rank < 2 || bs.rank != 1 ||
-      bs.dims[0] != xs.dims[nn_channel_axis(nchw, xs.rank)])
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "value %s (rank >= 2) and bias %s ((C,) of its %s "
-                    "dimension) do not match",
-                    wfx_shape_str(&xs, s1, sizeof s1),
-                    wfx_shape_str(&bs, s2, sizeof s2),
-                    nchw ? "second" : "last");
   axis = nn_channel_axis(nchw, xs.rank);
   c = xs.dims[axis];
   for (int i = 0; i < axis; i++)
@@ -1076,19 +994,15 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *s, wf_status *st) {
   cuda_reduce_geom g;
   int nchw, axis, type, rc;
   uint32_t mask;
-  char s1[WFX_SHAPE_STR_MAX];
   cuw w = {0};
 
+  /* The op's shape function refuses a rank below 2 and gives (C,). */
   if (nn_data_format(&a, &nchw, st) ||
       wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
-      cuw_float_type(wfx_dtype(dy), &type, st))
+      cuw_float_type(wfx_dtype(dy), &type, st) ||
+      wfx_host->kernel_output_shape(ctx, 0, &cs, st))
     return wfx_code(st);
-  if (dys.rank < 2)
-    return wfx_fail(st, WF_INVALID_ARGUMENT,
-                    "out_backprop must have rank 2 or more, got shape %s",
-                    wfx_shape_str(&dys, s1, sizeof s1));
   axis = nn_channel_axis(nchw, dys.rank);
-  wfx_shape_make(&cs, 1, &dys.dims[axis]);
   if (!(db = wfx_host->kernel_output_new(ctx, 0, &cs, st)))
     return wfx_code(st);
   if (dys.dims[axis] == 0)

@@ -2,7 +2,7 @@
  * uniform values as functions that compile both for the GPU (nvcc, in
  * cuda_random.cu) and for the host (gcc, in the plugin and in its test), so
  * that the test can check the device's arithmetic against the CPU kernels'
- * plugins/ops/random/philox.c bit for bit without a GPU.
+ * plugins/numerics/philox.c bit for bit without a GPU.
  *
  * The stream layout is philox.h's (keys from (seed, seed2) or the node
  * name, counter {lo32(b), hi16(b) | d << 16, lo32(step), hi32(step)}); only

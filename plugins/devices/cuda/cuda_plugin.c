@@ -629,8 +629,9 @@ static int check_cudnn(wf_status *st) {
 }
 
 /* The host table, for every file of the plugin (ABI 1.2: tensors in
- * device memory, kernel_device_state). */
-WFX_HOST_DEFINE(1, 2);
+ * device memory, kernel_device_state; 1.3: kernel_output_shape, the
+ * output shapes the ops' shape functions give). */
+WFX_HOST_DEFINE(1, 3);
 
 static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
   cuda_gpus *c;

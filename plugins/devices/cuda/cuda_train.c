@@ -7,8 +7,8 @@
  * any device: a read is a reference, and the core's copy on write keeps it
  * a snapshot).
  *
- * As the CPU kernels (plugins/ops/train/apply.c): variables are locked in
- * the host's order, everything is checked before anything is written, and
+ * As the CPU kernels (plugins/numerics/optim.c): variables are locked in
+ * the host's order (trn_lock, the one lock order of every update), everything is checked before anything is written, and
  * the arithmetic is in double with the CPU's rounding. Hyperparameters,
  * the step and sparse indices are host inputs (read and checked here);
  * the update is queued on the device's stream and the locks released
@@ -16,7 +16,7 @@
 #include <config.h>
 
 #include "cuda_work.h"
-#include "train.h"
+#include "optim.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* plugins/devices/cuda/cuda_train.cu — device code of cuda_train.c: the
- * update rules of ops-train (plugins/ops/train/apply.c) for dense and
+ * optimizer update rules (plugins/numerics/optim.c) for dense and
  * sparse gradients, and AssignAdd/AssignSub's accumulation.
  *
  * The rules compute in double with explicitly rounded operations

@@ -58,11 +58,6 @@ int cuw_type_of(int32_t dtype);
 void cuw_bcast(const wf_shape *out, const wf_shape *in, cuda_bcast *b,
                    int64_t *count);
 
-/* Reads a host int32/int64 vector t of at most WF_MAX_RANK entries, each
- * >= 0, into a shape (the op's input called `input`). */
-int cuw_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
-                       wf_status *st);
-
 /* The geometry of reducing x (shape xs) over the axes in mask (bit i =
  * axis i) for the reduction launchers (cuda_reduce.c). */
 void cuw_reduce_geom(const wf_shape *xs, uint32_t mask,

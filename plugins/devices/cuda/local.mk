@@ -47,13 +47,12 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_array.c \
 	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
-	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn \
-	-I$(top_srcdir)/plugins/ops/train
-# libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,
-# data formats), so that convolutions and pools size their outputs exactly
-# as the CPU kernels do; it brings libopfused along. libtrnref: locking a
-# variable and its slots and reading scalar inputs as ops-train does.
+	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS)
+# libnumerics (plugins/numerics, shared with the op plugins, never theirs):
+# the window geometry of convolutions and pools (SAME's padding split),
+# Philox, and locking a variable with its slots in the order every update
+# locks them. Output shapes come from the ops' shape functions
+# (kernel_output_shape); the plugin links no op plugin's code.
 plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_eltwise.lo \
 	plugins/devices/cuda/cuda_random.lo \
@@ -62,10 +61,7 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_nn.lo \
 	plugins/devices/cuda/cuda_array.lo \
 	plugins/devices/cuda/cuda_train.lo \
-	plugins/ops/nn/libnnref.la \
-	plugins/ops/train/libtrnref.la \
-	plugins/ops/common/libopfused.la \
-	plugins/ops/random/libphilox.la \
+	plugins/numerics/libnumerics.la \
 	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
 # The CUDA libraries are not made to be unloaded (the driver keeps threads
 # and the runtime exit handlers): the module is marked nodelete, so they

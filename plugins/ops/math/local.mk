@@ -1,8 +1,8 @@
 # plugins/ops/math: the math op plugin (ops_math.so): op definitions, shape
 # inference, reference CPU kernels and gradients, and the arithmetic
-# simplification pass (arithmetic.c). Links libopfused and
-# libopcommon; needs nothing from libweft (PLUGIN_LDFLAGS checks that at
-# link time). plugins/local.mk says how a plugin is built in each
+# simplification pass (arithmetic.c). Links libnumerics (the fused
+# epilogue) and libopcommon; needs nothing from libweft (PLUGIN_LDFLAGS
+# checks that at link time). plugins/local.mk says how a plugin is built in each
 # configuration.
 OPS_MATH_SOURCES = \
 	plugins/ops/math/math_ops.h \
@@ -15,8 +15,9 @@ OPS_MATH_SOURCES = \
 	plugins/ops/math/reduce_grad.c \
 	plugins/ops/math/grad.c \
 	plugins/ops/math/arithmetic.c
-OPS_MATH_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
-OPS_MATH_HELPERS = plugins/ops/common/libopfused.la \
+OPS_MATH_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	$(NUMERICS_CPPFLAGS)
+OPS_MATH_HELPERS = plugins/numerics/libnumerics.la \
 	plugins/ops/common/libopcommon.la
 OPS_MATH_LIBS = $(LIBM)
 

@@ -1,13 +1,13 @@
 /* plugins/ops/math/matmul.c — shape inference and reference CPU kernels of
  * MatMul, BatchMatMul (batch dimensions broadcast as in NumPy's matmul) and
- * _FusedMatMul (MatMul, then the epilogue of plugins/ops/common/opfused.c).
+ * _FusedMatMul (MatMul, then the epilogue of plugins/numerics/epilogue.c).
  * Plain C with an i-k-j loop over row-major operands (transposed operands
  * are copied into that layout first); no blocking, no BLAS: the fast
  * backends register higher-priority kernels. */
 #include <config.h>
 
 #include "math_ops.h"
-#include "opfused.h"
+#include "epilogue.h"
 
 #include <string.h>
 

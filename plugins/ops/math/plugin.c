@@ -14,7 +14,7 @@
 #include <config.h>
 
 #include "math_ops.h"
-#include "opfused.h"
+#include "epilogue.h"
 
 /* ---- attribute definitions --------------------------------------------- */
 

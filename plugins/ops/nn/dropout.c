@@ -1,5 +1,5 @@
 /* plugins/ops/nn/dropout.c — Dropout over a counter-based Philox stream
- * (plugins/ops/random/philox.h) keyed by the seeds or a node name and by
+ * (plugins/numerics/philox.h) keyed by the seeds or a node name and by
  * the session's step: the mask depends only on (key, step, element index),
  * never on threads or scheduling, and changes from step to step. Its
  * gradient is another Dropout node naming the forward node's stream, so

@@ -2,12 +2,12 @@
  * one activation in one op, which the graph's fusion pass makes from such
  * chains after autodiff (so it has no gradient). Op definition, shape
  * inference and the reference CPU kernel (Conv2D's direct loop with the
- * shared epilogue of plugins/ops/common/opfused.c); the fast oneDNN kernel
+ * shared epilogue of plugins/numerics/epilogue.c); the fast oneDNN kernel
  * belongs to the CPU device plugin. */
 #include <config.h>
 
 #include "nn.h"
-#include "opfused.h"
+#include "epilogue.h"
 
 #include <inttypes.h>
 #include <string.h>

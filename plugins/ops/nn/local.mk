@@ -2,38 +2,26 @@
 # inference and reference CPU kernels for BiasAdd, Conv2D, the pools,
 # softmax and its losses, BatchNorm and Dropout, their backward ops and
 # gradient functions, and the graph pass that fuses MatMul or Conv2D with
-# BiasAdd and an activation (fusion.c). Links libopcommon, libopfused, libphilox (Dropout's
-# Philox streams, plugins/ops/random) and libnnref; needs nothing from
-# libweft. plugins/local.mk says how a plugin is built in each
-# configuration.
-#
-# libnnref: the ops whose reference kernels the CPU device plugin falls back
-# to (it links the same library), kept apart from the plugin's entry point,
-# Dropout and the gradient functions.
-noinst_LTLIBRARIES += plugins/ops/nn/libnnref.la
-plugins_ops_nn_libnnref_la_SOURCES = \
+# BiasAdd and an activation (fusion.c). Links libopcommon and libnumerics (Dropout's Philox
+# streams, the fused epilogue, the window geometry of Conv2D and the
+# pools); needs nothing from libweft. plugins/local.mk says how a plugin is
+# built in each configuration.
+OPS_NN_SOURCES = \
 	plugins/ops/nn/nn.h \
+	plugins/ops/nn/plugin.c \
 	plugins/ops/nn/util.c \
 	plugins/ops/nn/bias.c \
 	plugins/ops/nn/conv.c \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
 	plugins/ops/nn/batchnorm.c \
-	plugins/ops/nn/fused.c
-plugins_ops_nn_libnnref_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
-
-OPS_NN_SOURCES = \
-	plugins/ops/nn/nn.h \
-	plugins/ops/nn/plugin.c \
+	plugins/ops/nn/fused.c \
 	plugins/ops/nn/dropout.c \
 	plugins/ops/nn/fusion.c \
 	plugins/ops/nn/grad.c
 OPS_NN_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common -I$(top_srcdir)/plugins/ops/random
-OPS_NN_HELPERS = plugins/ops/nn/libnnref.la \
-	plugins/ops/random/libphilox.la \
-	plugins/ops/common/libopfused.la \
+	-I$(top_srcdir)/plugins/ops/common $(NUMERICS_CPPFLAGS)
+OPS_NN_HELPERS = plugins/numerics/libnumerics.la \
 	plugins/ops/common/libopcommon.la
 OPS_NN_LIBS = $(LIBM)
 

@@ -1,19 +1,13 @@
 # plugins/ops/random: the random op plugin (ops_random.so): RandomUniform,
 # RandomNormal, TruncatedNormal, the Glorot/He/LeCun initializers, Zeros,
 # Ones and Constant, over counter-based Philox-4x32-10 streams. Links
-# libphilox and libopcommon; needs nothing from libweft. plugins/local.mk
-# says how a plugin is built in each configuration.
-#
-# libphilox: the streams (philox.c), shared with ops-nn's Dropout;
-# tests/ops/test_random compiles philox.c directly.
-noinst_LTLIBRARIES += plugins/ops/random/libphilox.la
-plugins_ops_random_libphilox_la_SOURCES = \
-	plugins/ops/random/philox.c plugins/ops/random/philox.h
-plugins_ops_random_libphilox_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
-
-OPS_RANDOM_SOURCES = plugins/ops/random/philox.h plugins/ops/random/random.c
-OPS_RANDOM_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
-OPS_RANDOM_HELPERS = plugins/ops/random/libphilox.la \
+# libnumerics (the streams, plugins/numerics/philox.c, shared with ops-nn's
+# Dropout and the CUDA plugin) and libopcommon; needs nothing from libweft.
+# plugins/local.mk says how a plugin is built in each configuration.
+OPS_RANDOM_SOURCES = plugins/ops/random/random.c
+OPS_RANDOM_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	$(NUMERICS_CPPFLAGS)
+OPS_RANDOM_HELPERS = plugins/numerics/libnumerics.la \
 	plugins/ops/common/libopcommon.la
 OPS_RANDOM_LIBS = $(LIBM)
 

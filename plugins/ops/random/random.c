@@ -365,7 +365,7 @@ static const wf_arg_def out_output[] = {
 #define STREAM_DOC                                                             \
   " Values are a function of (seed, seed2) (or of the node name when both "    \
   "are 0), of the session's step counter and of the element index only "       \
-  "(Philox-4x32-10; layout in plugins/ops/random/philox.h): the same for "     \
+  "(Philox-4x32-10; layout in plugins/numerics/philox.h): the same for "     \
   "any number of threads and any execution order, new at every step."
 #define FAN_DOC                                                                \
   " Fans of shape (...): rank 2 (in, out): fan_in = in, fan_out = out; "       \

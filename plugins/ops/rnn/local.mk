@@ -1,26 +1,16 @@
 # plugins/ops/rnn: the rnn op plugin (ops_rnn.so): LSTM and GRU, their
-# backward ops, gradients and reference CPU kernels. Links librnnref and
-# libopcommon; needs nothing from libweft. plugins/local.mk says how a
-# plugin is built in each configuration.
-#
-# librnnref: LSTM and GRU (ops and reference kernels), which the CPU device
-# plugin also links for its fallbacks.
-noinst_LTLIBRARIES += plugins/ops/rnn/librnnref.la
-plugins_ops_rnn_librnnref_la_SOURCES = \
+# backward ops, gradients and reference CPU kernels. Links libopcommon;
+# needs nothing from libweft. plugins/local.mk says how a plugin is built
+# in each configuration.
+OPS_RNN_SOURCES = \
 	plugins/ops/rnn/rnn.h \
 	plugins/ops/rnn/rnn.c \
 	plugins/ops/rnn/lstm.c \
-	plugins/ops/rnn/gru.c
-plugins_ops_rnn_librnnref_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
-
-OPS_RNN_SOURCES = \
-	plugins/ops/rnn/rnn.h \
+	plugins/ops/rnn/gru.c \
 	plugins/ops/rnn/grad.c \
 	plugins/ops/rnn/plugin.c
 OPS_RNN_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
-OPS_RNN_HELPERS = plugins/ops/rnn/librnnref.la \
-	plugins/ops/common/libopcommon.la
+OPS_RNN_HELPERS = plugins/ops/common/libopcommon.la
 OPS_RNN_LIBS = $(LIBM)
 
 WF_PLUGIN_MODULES += plugins/ops/rnn/ops_rnn.la

@@ -1,33 +1,23 @@
 # plugins/ops/train: the train op plugin (ops_train.so): fused optimizer
 # updates on resource variables (dense and sparse), ClipByGlobalNorm and
-# learning-rate schedules. Links libopcommon; needs nothing from libweft.
+# learning-rate schedules. Links libopcommon and libnumerics (the update
+# rules, their checks and the lock order of a variable and its slots,
+# which the device plugins run too); needs nothing from libweft.
 # plugins/local.mk says how a plugin is built in each configuration.
-#
-# libtrnref: the optimizer updates (apply.c: ops, reference kernels, and
-# the entry the CPU device plugin's parallel kernels call) and locking a
-# variable with its slots (vars.c, also used by the CUDA plugin's update
-# kernels), shared with the device plugins like ops-nn's libnnref.
-noinst_LTLIBRARIES += plugins/ops/train/libtrnref.la
-plugins_ops_train_libtrnref_la_SOURCES = \
-	plugins/ops/train/train.h \
-	plugins/ops/train/vars.c \
-	plugins/ops/train/apply.c
-plugins_ops_train_libtrnref_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
-plugins_ops_train_libtrnref_la_CFLAGS = $(OPS_TRAIN_CFLAGS)
-
 OPS_TRAIN_SOURCES = \
 	plugins/ops/train/train.h \
 	plugins/ops/train/plugin.c \
+	plugins/ops/train/apply.c \
 	plugins/ops/train/clip.c \
 	plugins/ops/train/schedule.c
-OPS_TRAIN_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common
+OPS_TRAIN_CPPFLAGS = $(PLUGIN_CPPFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	$(NUMERICS_CPPFLAGS)
 # The update rules vectorize (with the dynamic cost model, which allows a
 # loop epilogue) only without errno from sqrt; no contraction
 # into fused multiply-adds keeps every clone's results bit-identical.
 OPS_TRAIN_CFLAGS = $(AM_CFLAGS) -fno-math-errno -ffp-contract=off \
 	-ftree-vectorize -fvect-cost-model=dynamic
-OPS_TRAIN_HELPERS = plugins/ops/train/libtrnref.la \
+OPS_TRAIN_HELPERS = plugins/numerics/libnumerics.la \
 	plugins/ops/common/libopcommon.la
 OPS_TRAIN_LIBS = $(LIBM)
 

@@ -677,8 +677,11 @@ typedef struct wf_host {
 
   /* Output i's shape as the op's shape function gives it for the inputs
    * of this call (valid during compute): what a kernel allocates, so it
-   * need not derive or re-check shapes itself. 0, or the code with st
-   * set (an output index out of range). */
+   * need not derive or re-check shapes itself. The shape function sees
+   * the values of the inputs in host memory through shape_input_value (a
+   * shape vector that is no Const). 0, or the code with st set: an output
+   * index out of range, or the shape function's own error for inputs the
+   * op refuses. */
   int (*kernel_output_shape)(const wf_kernel_ctx *ctx, int32_t i,
                              wf_shape *shape, wf_status *st);
 

@@ -1,4 +1,4 @@
-/* plugins/ops/random/philox.c — Philox-4x32-10, weft's stream keys and the
+/* plugins/numerics/philox.c — Philox-4x32-10, weft's stream keys and the
  * conversions to uniform, normal and truncated normal values (contracts in
  * philox.h). Written from the published algorithm; nothing here knows about
  * ops, tensors or the host table. */

@@ -1,15 +1,13 @@
-/* plugins/ops/common/opfused.c — parsing of the fused ops' `fused_ops`
- * attribute and their reference epilogue (bias, then activation), in the
- * dtype of the tensor as the unfused ops compute it. Float types only: the
- * fused ops exist for float32 and float64. */
+/* plugins/numerics/epilogue.c — parsing of the fused ops' `fused_ops`
+ * attribute and their epilogue (bias, then activation), in the dtype of
+ * the tensor as the unfused ops compute it. Float types only: the fused
+ * ops exist for float32 and float64. No matrix product or convolution. */
 #include <config.h>
 
-#include "opfused.h"
+#include "epilogue.h"
 
 #include <math.h>
 #include <string.h>
-
-#include "opcommon.h"
 
 static const char *const act_names[] = {
     [OPC_ACT_RELU] = "Relu", [OPC_ACT_SIGMOID] = "Sigmoid",

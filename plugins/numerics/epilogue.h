@@ -1,14 +1,15 @@
-/* plugins/ops/common/opfused.h — the epilogue of the fused ops _FusedMatMul
+/* plugins/numerics/epilogue.h — the epilogue of the fused ops _FusedMatMul
  * and _FusedConv2D: their `fused_ops` attribute (BiasAdd, then at most one
- * activation) and the reference bias-and-activation pass over an output.
- * Shared by the math and nn op plugins and the CPU device plugin's
- * fallbacks; it does no matrix product or convolution itself. */
-#ifndef WF_OPS_OPFUSED_H
-#define WF_OPS_OPFUSED_H
+ * activation) and the bias-and-activation pass over an output. The math
+ * and nn op plugins and the CPU device plugin all use this one copy, so a
+ * fused op's activation gives the same bits wherever it runs; it does no
+ * matrix product or convolution itself. */
+#ifndef WF_NUMERICS_EPILOGUE_H
+#define WF_NUMERICS_EPILOGUE_H
 
 #include <stdint.h>
 
-#include <weft/plugin.h>
+#include <weft/plugin_aux.h>
 
 /* The activation after the bias. */
 typedef enum opc_act {
@@ -46,4 +47,4 @@ int opc_fused_kernel_attrs(const wf_kernel_ctx *ctx, opc_fused *f,
 void opc_fused_apply(int32_t dtype, void *y, const void *bias, int64_t outer,
                      int64_t c, int64_t inner, const opc_fused *f);
 
-#endif /* WF_OPS_OPFUSED_H */
+#endif /* WF_NUMERICS_EPILOGUE_H */

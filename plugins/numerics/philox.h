@@ -1,8 +1,9 @@
-/* plugins/ops/random/philox.h — the counter-based generator behind every
+/* plugins/numerics/philox.h — the counter-based generator behind every
  * random op: Philox-4x32-10 (Salmon, Moraes, Dror and Shaw, "Parallel
  * random numbers: as easy as 1, 2, 3", SC'11), how weft keys its streams,
  * and the conversions from 32-bit words to uniform, normal and truncated
- * normal values.
+ * normal values. One copy for ops-random, ops-nn's Dropout and the CUDA
+ * plugin (whose device code must give these bits).
  *
  * Pure functions of their arguments: no state, no host table, no locks, so
  * they are safe from any thread and the tests link this file directly.
@@ -28,8 +29,8 @@
  *                    r = sqrt(-2 ln u1); computed in double
  *   truncated        element i: for d = 0, 1, ...: the normal pair of block
  *                    (i, d); the first of z0, z1 with |z| <= 2 is taken. */
-#ifndef WF_OPS_RANDOM_PHILOX_H
-#define WF_OPS_RANDOM_PHILOX_H
+#ifndef WF_NUMERICS_PHILOX_H
+#define WF_NUMERICS_PHILOX_H
 
 #include <stdint.h>
 
@@ -96,4 +97,4 @@ void rnd_truncated_f64(double *out, int64_t n, const rnd_stream *s, double mean,
  * Fans below 1 (shapes with a 0 dim) are taken as 1. */
 void rnd_fans(const wf_shape *s, double *fan_in, double *fan_out);
 
-#endif /* WF_OPS_RANDOM_PHILOX_H */
+#endif /* WF_NUMERICS_PHILOX_H */
