@@ -69,10 +69,11 @@ extern const wf_kernel_def cpu_k_apply_gradient_descent,
       &cpu_k_softplus_grad, &cpu_k_sqrt_grad
 #endif
 
-/* Sets up the libraries for a runtime's plugin instance: keeps host, reads
- * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
- * OpenMP `intra` threads each, and (first instance only) creates the
- * oneDNN engine. Balanced by cpu_kernels_fini. */
+/* Sets up the libraries for a runtime's plugin instance: reads the
+ * runtime's thread split (host->threads) and gives OpenBLAS and oneDNN's
+ * OpenMP `intra` threads each. Opens neither library (cpu_lazy.c opens
+ * them on first use). Balanced by cpu_kernels_fini, whose last call
+ * destroys the oneDNN engine if one was made. */
 int cpu_kernels_init(wf_status *st);
 void cpu_kernels_fini(void);
 
@@ -92,11 +93,28 @@ void cpu_omp_threads(void);
  * intra-op count). */
 void cpu_omp_threads_n(int32_t n);
 
+/* ---- the libraries, opened on first use (cpu_lazy.c) ---------------------- */
+
+#ifdef HAVE_DNNL
+/* Opens oneDNN if that was not tried yet. 0 when it is open, else
+ * FAILED_PRECONDITION with st naming the library, this plugin and why. */
+int cpu_dnnl_ready(wf_status *st);
+/* 1 once oneDNN is open (opens nothing). */
+int cpu_dnnl_is_open(void);
+#endif
+#ifdef HAVE_OPENBLAS
+/* As cpu_dnnl_ready for OpenBLAS: asked before cblas_* is called. */
+int cpu_openblas_ready(wf_status *st);
+int cpu_openblas_is_open(void);
+#endif
+
 #ifdef HAVE_DNNL
 
 /* ---- oneDNN --------------------------------------------------------------- */
 
-/* The CPU engine (valid between init and fini). */
+/* The CPU engine (valid between init and fini), made by the first call,
+ * which opens oneDNN; NULL (logged) when it cannot be made, which the
+ * oneDNN call it is given then refuses. */
 dnnl_engine_t cpu_dnnl_engine(void);
 
 /* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented,

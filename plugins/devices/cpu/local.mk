@@ -10,7 +10,7 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_kernels.c \
 	plugins/devices/cpu/cpu_kernels.h
 DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) \
-	-I$(top_srcdir)/plugins/ops/common
+	-I$(top_srcdir)/plugins/ops/common -I$(top_srcdir)/plugins/common
 DEVICE_CPU_HELPERS = plugins/ops/common/libopfused.la
 DEVICE_CPU_LIBS = $(HWLOC_LIBS)
 EXTRA_DIST += plugins/devices/cpu/README.md
@@ -43,7 +43,7 @@ DEVICE_CPU_CPPFLAGS += -fopenmp \
 	-I$(top_srcdir)/plugins/ops/train
 DEVICE_CPU_HELPERS += plugins/ops/nn/libnnref.la plugins/ops/rnn/librnnref.la \
 	plugins/ops/train/libtrnref.la
-DEVICE_CPU_LIBS += $(DNNL_LIBS) -lgomp
+DEVICE_CPU_LIBS += -lgomp
 else
 if HAVE_OPENBLAS
 DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_gemm.c
@@ -51,7 +51,16 @@ endif
 endif
 if HAVE_OPENBLAS
 DEVICE_CPU_CPPFLAGS += $(OPENBLAS_CFLAGS)
-DEVICE_CPU_LIBS += $(OPENBLAS_LIBS)
+endif
+# oneDNN and OpenBLAS are not linked: cpu_lazy.c opens them when a kernel
+# first calls one (plugins/common/lazylib.h), so that loading the plugin
+# and listing the CPU map neither.
+if HAVE_DNNL
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+else
+if HAVE_OPENBLAS
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+endif
 endif
 DEVICE_CPU_LIBS += $(LIBM)
 

@@ -35,6 +35,8 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_stage.h \
 	plugins/devices/cuda/cuda_device.h \
 	plugins/devices/cuda/cuda_kernels.c \
+	plugins/devices/cuda/cuda_lazy.c \
+	plugins/common/lazylib.h \
 	plugins/devices/cuda/cuda_launch.h \
 	plugins/devices/cuda/cuda_philox.h \
 	plugins/devices/cuda/cuda_plugin.c \
@@ -48,6 +50,7 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
+	-I$(top_srcdir)/plugins/common \
 	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn \
 	-I$(top_srcdir)/plugins/ops/train
 # libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,
@@ -66,7 +69,12 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/ops/train/libtrnref.la \
 	plugins/ops/common/libopfused.la \
 	plugins/ops/random/libphilox.la \
-	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+	$(CUDA_PLUGIN_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+# Only the CUDA runtime is linked, and statically: it opens the driver
+# (libcuda) itself on its first call. cuBLAS and cuDNN are opened by the
+# first kernel that calls them (cuda_lazy.c), so that loading the plugin
+# maps none of them (`weft plugins` stays small on any machine).
+CUDA_PLUGIN_LIBS = -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt
 # The CUDA libraries are not made to be unloaded (the driver keeps threads
 # and the runtime exit handlers): the module is marked nodelete, so they
 # stay until the process ends, and so does the plugin's one state.
