@@ -16,6 +16,21 @@ typedef struct task {
   void *arg;
 } task;
 
+/* hwloc_topology_init, without hwloc's x86 backend: on Linux the sysfs
+ * backend finds the same cores, caches and NUMA nodes, and the x86 one
+ * moves the calling thread onto every PU in turn to run cpuid there,
+ * which on a busy machine waits for each PU (tens of milliseconds of a
+ * short program's start). */
+static int topology_init(hwloc_topology_t *t) {
+  if (hwloc_topology_init(t) != 0)
+    return -1;
+#if HWLOC_API_VERSION >= 0x00020100
+  hwloc_topology_set_components(*t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                "x86");
+#endif
+  return 0;
+}
+
 struct wf__pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -66,7 +81,7 @@ int wf__num_cores(void) {
   local_share(&lrank, &lsize);
   hwloc_topology_t t;
   int n = 1;
-  if (hwloc_topology_init(&t) == 0) {
+  if (topology_init(&t) == 0) {
     if (hwloc_topology_load(t) == 0) {
       int c = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
       if (c < 1)
@@ -153,7 +168,7 @@ wf__pool *wf__pool_new_on(const char *cpus, wf_status *st) {
   }
   p->only = hwloc_bitmap_alloc();
   if (!p->only || hwloc_bitmap_list_sscanf(p->only, cpus) < 0 ||
-      hwloc_topology_init(&p->topo) != 0) {
+      topology_init(&p->topo) != 0) {
     if (p->only)
       hwloc_bitmap_free(p->only);
     wf__free(p);
@@ -180,7 +195,7 @@ wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
     return NULL;
   }
   if (pin) {
-    if (hwloc_topology_init(&p->topo) != 0) {
+    if (topology_init(&p->topo) != 0) {
       p->topo = NULL;
     } else if (hwloc_topology_load(p->topo) != 0) {
       hwloc_topology_destroy(p->topo);
