@@ -4,7 +4,8 @@
 # device and transport plugins open on first use (oneDNN, OpenBLAS, the
 # CUDA runtime, cuBLAS, cuDNN, Open MPI): the dynamic loader's own record
 # of the files it opened (LD_DEBUG=files) names none of them, while it does
-# name the plugins.
+# name the plugins. And an Open MPI that cannot be opened fails the join
+# of `weft worker` naming the library, the plugin and the file.
 set -eu
 : "${top_builddir:=.}"
 weft="$top_builddir/tools/weft"
@@ -22,3 +23,17 @@ for cmd in plugins devices; do
 $opened"
 done
 echo "weft plugins and weft devices open none of the heavy libraries"
+
+if "$weft" plugins | grep -q "^transport-mpi "; then
+  bad=/nonexistent/libmpi.so.40
+  if out=$(WEFT_MPI_LIBRARY=$bad "$weft" worker 2>&1); then
+    fail "weft worker with WEFT_MPI_LIBRARY=$bad succeeded: $out"
+  fi
+  for want in "Open MPI" "transport-mpi" "$bad" "WEFT_MPI_LIBRARY"; do
+    case $out in
+      *"$want"*) ;;
+      *) fail "weft worker with WEFT_MPI_LIBRARY=$bad does not say '$want': $out" ;;
+    esac
+  done
+  echo "an unopenable Open MPI fails the join: $out"
+fi
