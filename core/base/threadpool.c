@@ -5,6 +5,7 @@
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -73,6 +74,8 @@ static void local_share(int *rank, int *size) {
   }
 }
 
+static _Atomic(hwloc_topology_t) kept_topology;
+
 int wf__num_cores(void) {
   static int cached;
   if (cached > 0)
@@ -89,7 +92,14 @@ int wf__num_cores(void) {
       if (c >= 1)
         n = c;
     }
-    hwloc_topology_destroy(t);
+    /* The first topology stays for the life of the process: hwloc loads
+     * its plugin components (and the libraries behind them) while any
+     * topology exists and unloads them with the last, so without it the
+     * pools' and the plugins' topologies made next would load them all
+     * again. */
+    hwloc_topology_t none = NULL;
+    if (!atomic_compare_exchange_strong(&kept_topology, &none, t))
+      hwloc_topology_destroy(t);
   }
   /* Processes of one job on this host share its cores. */
   n = n / lsize > 0 ? n / lsize : 1;
