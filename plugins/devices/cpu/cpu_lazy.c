@@ -307,7 +307,8 @@ static const dnnl_version_t no_version;
 static int dnnl_opened(lazylib *lib, char *why, size_t len);
 
 static lazylib dnnl_lib = LAZYLIB_INIT(
-    .plugin = CPU_PLUGIN, .what = "oneDNN", .soname = "libdnnl.so.2",
+    .plugin = CPU_PLUGIN, .what = "oneDNN",
+    .soname = "libdnnl.so." LAZYLIB_STR(DNNL_VERSION_MAJOR),
     .env = "WEFT_ONEDNN_LIBRARY", .symbols = dnnl_symbols,
     .addrs = dnnl_addrs, .opened = dnnl_opened);
 
