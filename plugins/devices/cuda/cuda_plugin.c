@@ -369,10 +369,18 @@ static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
 cublasHandle_t cudev_blas(cudev *dev, wf_status *st) {
   cublasHandle_t h;
   cublasStatus_t bst;
+  cudaError_t err;
+  char text[192];
 
   pthread_mutex_lock(&blas_mu);
   if ((h = dev->blas) != NULL)
     goto out;
+  /* A handle belongs to the device current when it is made. */
+  if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess) {
+    wfx_host->status_set(st, WF_INTERNAL, "%s: cudaSetDevice failed (%s)",
+                         dev->label, cuda_error_text(err, text, sizeof text));
+    goto out;
+  }
   if ((bst = cublasCreate(&h)) != CUBLAS_STATUS_SUCCESS) {
     h = NULL;
     wfx_host->status_set(st, WF_INTERNAL, "%s: cublasCreate failed (%s: %s)",
