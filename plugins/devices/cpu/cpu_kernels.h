@@ -17,6 +17,9 @@
 #include "opfused.h"
 #include <weft/plugin_aux.h>
 
+/* Before the libraries' headers: the names it renames (cpu_lazy.c). */
+#include "cpu_lazy.h"
+
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif

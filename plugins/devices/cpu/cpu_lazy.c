@@ -1,10 +1,9 @@
 /* plugins/devices/cpu/cpu_lazy.c — oneDNN and OpenBLAS opened on first use
  * (plugins/common/lazylib.h): the plugin links neither, so loading it and
  * listing the CPU maps neither library; the first kernel that calls one
- * opens it. Every function of theirs that the plugin calls is defined here
- * under its own name (hidden: only this plugin's code reaches these
- * definitions) and calls through the address found when the library was
- * opened.
+ * opens it. Every function of theirs that the plugin calls is renamed by
+ * cpu_lazy.h to a wrapper defined here (cpu_lz_<name>), which calls
+ * through the address found when the library was opened.
  *
  * When a library cannot be opened, oneDNN's functions return
  * dnnl_runtime_error and dnnl_status2str returns the reason (which library,
@@ -286,8 +285,9 @@
   X(const dnnl_version_t *, dnnl_version, (void), (), &no_version)
 
 /* dnnl_status2str is defined by hand below: it reports a failed open. */
-#define CPU_DNNL_NAME(r, n, p, a) LAZYLIB_STR(n),
-#define CPU_DNNL_NAME5(r, n, p, a, fail) LAZYLIB_STR(n),
+/* #n: the name as written, before cpu_lazy.h renames it. */
+#define CPU_DNNL_NAME(r, n, p, a) #n,
+#define CPU_DNNL_NAME5(r, n, p, a, fail) #n,
 static const char *const dnnl_symbols[] = {
     CPU_DNNL_STATUS_FUNCS(CPU_DNNL_NAME)
         CPU_DNNL_OTHER_FUNCS(CPU_DNNL_NAME5) "dnnl_status2str",
@@ -311,6 +311,21 @@ static lazylib dnnl_lib = LAZYLIB_INIT(
     .soname = "libdnnl.so." LAZYLIB_STR(DNNL_VERSION_MAJOR),
     .env = "WEFT_ONEDNN_LIBRARY", .symbols = dnnl_symbols,
     .addrs = dnnl_addrs, .opened = dnnl_opened);
+
+/* Every name is renamed by cpu_lazy.h: the definitions below are the
+ * wrappers, never functions of the library's own name. */
+#define CPU_RENAMED(n)                                                         \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "cpu_lz_" #n,                 \
+                 #n " is not renamed in cpu_lazy.h");
+#define CPU_DNNL_RENAMED(r, n, p, a)                                           \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "cpu_lz_" #n,                 \
+                 #n " is not renamed in cpu_lazy.h");
+#define CPU_DNNL_RENAMED5(r, n, p, a, fail)                                    \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "cpu_lz_" #n,                 \
+                 #n " is not renamed in cpu_lazy.h");
+CPU_DNNL_STATUS_FUNCS(CPU_DNNL_RENAMED)
+CPU_DNNL_OTHER_FUNCS(CPU_DNNL_RENAMED5)
+CPU_RENAMED(dnnl_status2str)
 
 #define CPU_DNNL_STATUS_DEF(r, n, p, a)                                        \
   r n p {                                                                      \
@@ -363,6 +378,11 @@ int cpu_dnnl_is_open(void) { return lazylib_is_open(&dnnl_lib); }
 /* ---- OpenBLAS ------------------------------------------------------------ */
 
 #ifdef HAVE_OPENBLAS
+CPU_RENAMED(cblas_sgemm)
+CPU_RENAMED(cblas_dgemm)
+CPU_RENAMED(openblas_get_corename)
+CPU_RENAMED(openblas_set_num_threads)
+
 static const char *const blas_symbols[] = {
     "cblas_sgemm", "cblas_dgemm", "openblas_get_corename",
     "openblas_set_num_threads", NULL};

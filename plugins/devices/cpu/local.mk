@@ -55,11 +55,14 @@ endif
 # oneDNN and OpenBLAS are not linked: cpu_lazy.c opens them when a kernel
 # first calls one (plugins/common/lazylib.h), so that loading the plugin
 # and listing the CPU map neither.
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.h
 if HAVE_DNNL
 DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+DEVICE_CPU_CPPFLAGS += -DWF_CPU_LAZY_LIBS
 else
 if HAVE_OPENBLAS
 DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+DEVICE_CPU_CPPFLAGS += -DWF_CPU_LAZY_LIBS
 endif
 endif
 DEVICE_CPU_LIBS += $(LIBM)

@@ -13,6 +13,9 @@
 #include <pthread.h>
 #include <stddef.h>
 
+/* Before cuBLAS's and cuDNN's headers: the names it renames. */
+#include "cuda_lazy.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

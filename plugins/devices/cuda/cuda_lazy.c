@@ -3,9 +3,9 @@
  * is linked in statically, and loads only the driver, on its first call),
  * so loading the plugin, listing its devices and running nothing on them
  * maps none of NVIDIA's libraries beyond the driver. Every function of
- * theirs that the plugin calls is defined here under its own name (hidden:
- * only this plugin's code reaches these definitions) and calls through the
- * address found when the library was opened.
+ * theirs that the plugin calls is renamed by cuda_lazy.h to a wrapper
+ * defined here (cuda_lz_<name>), which calls through the address found
+ * when the library was opened.
  *
  * A library that cannot be opened, or a cuDNN of another major version
  * than the headers', makes its functions return its "not initialized"
@@ -25,20 +25,20 @@
 
 /* ---- cuBLAS -------------------------------------------------------------- */
 
-/* X(return type, name, (parameters), (arguments)); the names are
- * cublas_v2.h's macros, which name the _v2 functions. */
+/* X(return type, name, (parameters), (arguments)): the library's names
+ * (cublas_v2.h's cublasCreate is cublasCreate_v2). */
 #define CUDA_CUBLAS_FUNCS(X)                                                   \
-  X(cublasStatus_t, cublasCreate, (cublasHandle_t * handle), (handle))         \
-  X(cublasStatus_t, cublasDestroy, (cublasHandle_t handle), (handle))          \
-  X(cublasStatus_t, cublasSetStream,                                           \
+  X(cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))         \
+  X(cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), (handle))          \
+  X(cublasStatus_t, cublasSetStream_v2,                                           \
     (cublasHandle_t handle, cudaStream_t streamId), (handle, streamId))        \
-  X(cublasStatus_t, cublasSgemm,                                               \
+  X(cublasStatus_t, cublasSgemm_v2,                                               \
     (cublasHandle_t handle, cublasOperation_t transa,                          \
      cublasOperation_t transb, int m, int n, int k, const float *alpha,        \
      const float *A, int lda, const float *B, int ldb, const float *beta,      \
      float *C, int ldc),                                                       \
     (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))    \
-  X(cublasStatus_t, cublasDgemm,                                               \
+  X(cublasStatus_t, cublasDgemm_v2,                                               \
     (cublasHandle_t handle, cublasOperation_t transa,                          \
      cublasOperation_t transb, int m, int n, int k, const double *alpha,       \
      const double *A, int lda, const double *B, int ldb, const double *beta,   \
@@ -47,8 +47,21 @@
   X(cublasStatus_t, cublasGetProperty, (libraryPropertyType type, int *value), \
     (type, value))
 
-#define CUDA_NAME(r, n, p, a) LAZYLIB_STR(n),
+/* #n: the name as written, before cuda_lazy.h renames it. */
+#define CUDA_NAME(r, n, p, a) #n,
+/* Every name is renamed by cuda_lazy.h: the definitions below are the
+ * wrappers, never functions of the library's own name. */
+#define CUDA_RENAMED(n)                                                        \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "cuda_lz_" #n,                \
+                 #n " is not renamed in cuda_lazy.h");
+#define CUDA_RENAMED4(r, n, p, a)                                              \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "cuda_lz_" #n,                \
+                 #n " is not renamed in cuda_lazy.h");
 #define CUDA_INDEX(r, n, p, a) CUBLAS_I_##n,
+CUDA_CUBLAS_FUNCS(CUDA_RENAMED4)
+CUDA_RENAMED(cublasGetStatusName)
+CUDA_RENAMED(cublasGetStatusString)
+
 static const char *const cublas_symbols[] = {
     CUDA_CUBLAS_FUNCS(CUDA_NAME) "cublasGetStatusName",
     "cublasGetStatusString", NULL};
@@ -190,6 +203,10 @@ int cuda_cublas_is_open(void) { return lazylib_is_open(&cublas_lib); }
      workSpaceSizeInBytes, beta, dwDesc, dw))
 
 #define CUDA_INDEX(r, n, p, a) CUDNN_I_##n,
+CUDA_CUDNN_FUNCS(CUDA_RENAMED4)
+CUDA_RENAMED(cudnnGetVersion)
+CUDA_RENAMED(cudnnGetErrorString)
+
 static const char *const cudnn_symbols[] = {
     CUDA_CUDNN_FUNCS(CUDA_NAME) "cudnnGetVersion", "cudnnGetErrorString",
     NULL};

@@ -36,6 +36,7 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_device.h \
 	plugins/devices/cuda/cuda_kernels.c \
 	plugins/devices/cuda/cuda_lazy.c \
+	plugins/devices/cuda/cuda_lazy.h \
 	plugins/common/lazylib.h \
 	plugins/devices/cuda/cuda_launch.h \
 	plugins/devices/cuda/cuda_philox.h \
@@ -50,7 +51,7 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/plugins/ops/common \
-	-I$(top_srcdir)/plugins/common \
+	-I$(top_srcdir)/plugins/common -DWF_CUDA_LAZY_LIBS \
 	-I$(top_srcdir)/plugins/ops/random -I$(top_srcdir)/plugins/ops/nn \
 	-I$(top_srcdir)/plugins/ops/train
 # libnnref: the nn ops' window arithmetic (SAME/VALID/EXPLICIT padding,

@@ -2,10 +2,10 @@
  * (plugins/common/lazylib.h): the plugin does not link libmpi, so loading
  * it (every `weft` command, every runtime) maps no part of Open MPI; the
  * first MPI call, when a process joins a job, opens it. Every MPI function
- * the plugin calls is defined here under its own name (hidden: only this
- * plugin's code reaches these definitions) and calls through the address
- * found when the library was opened; mpi_lazy.h turns the predefined
- * handles into the addresses of the library's objects.
+ * the plugin calls is renamed by mpi_lazy.h to a wrapper defined here
+ * (mpt_lz_<name>), which calls through the address found when the library
+ * was opened; mpi_lazy.h also turns the predefined handles into the
+ * addresses of the library's objects.
  *
  * When the library cannot be opened, every function returns MPI_ERR_OTHER
  * and MPI_Error_string gives the reason (which library, which plugin,
@@ -89,6 +89,15 @@ static const char *const mpi_symbols[] = {
     MPT_LAZY_GLOBALS(MPT_GLOBAL_NAME) NULL};
 #undef MPT_GLOBAL_NAME
 #undef MPT_NAME
+
+/* Every name is renamed by mpi_lazy.h: the definitions below are the
+ * wrappers, never functions of the library's own name. */
+#define MPT_RENAMED(n, p, a)                                                   \
+  _Static_assert(sizeof LAZYLIB_STR(n) == sizeof "mpt_lz_" #n,                 \
+                 #n " is not renamed in mpi_lazy.h");
+MPT_LAZY_FUNCS(MPT_RENAMED)
+MPT_RENAMED(MPI_Error_string, , )
+#undef MPT_RENAMED
 
 #define MPT_INDEX(n, p, a) MPT_F_##n,
 enum { MPT_LAZY_FUNCS(MPT_INDEX) MPT_F_error_string, MPT_NUM_FUNCS };

@@ -1,7 +1,10 @@
 /* plugins/transports/mpi/mpi_lazy.h — <mpi.h> for a plugin that opens
  * Open MPI on first use (mpi_lazy.c) instead of linking it: include this
- * instead of <mpi.h>. The functions keep their names (mpi_lazy.c defines
- * them, hidden, over the library's); the predefined handles
+ * instead of <mpi.h>. Each MPI function the plugin calls is renamed to its
+ * mpt_lz_ wrapper (mpi_lazy.c), which opens the library and calls through
+ * (renamed, not defined under MPI's names, so that the plugin never
+ * stands in for the library in a process that uses both); the predefined
+ * handles
  * (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...), which <mpi.h> spells as
  * addresses of the library's objects, become the addresses of those
  * objects as found in the opened library, so reading one opens it too.
@@ -11,8 +14,34 @@
 #ifndef WF_PLUGINS_TRANSPORTS_MPI_MPI_LAZY_H
 #define WF_PLUGINS_TRANSPORTS_MPI_MPI_LAZY_H
 
-/* No default visibility: the plugin's definitions of the MPI functions
- * stay its own (built with -fvisibility=hidden). */
+/* Before <mpi.h>, so that it declares the wrappers; without its default
+ * visibility, so that they stay the plugin's own (-fvisibility=hidden). */
+#define MPI_Init_thread mpt_lz_MPI_Init_thread
+#define MPI_Initialized mpt_lz_MPI_Initialized
+#define MPI_Finalized mpt_lz_MPI_Finalized
+#define MPI_Finalize mpt_lz_MPI_Finalize
+#define MPI_Query_thread mpt_lz_MPI_Query_thread
+#define MPI_Abort mpt_lz_MPI_Abort
+#define MPI_Comm_dup mpt_lz_MPI_Comm_dup
+#define MPI_Comm_idup mpt_lz_MPI_Comm_idup
+#define MPI_Comm_free mpt_lz_MPI_Comm_free
+#define MPI_Comm_rank mpt_lz_MPI_Comm_rank
+#define MPI_Comm_size mpt_lz_MPI_Comm_size
+#define MPI_Comm_set_errhandler mpt_lz_MPI_Comm_set_errhandler
+#define MPI_Cancel mpt_lz_MPI_Cancel
+#define MPI_Request_free mpt_lz_MPI_Request_free
+#define MPI_Test mpt_lz_MPI_Test
+#define MPI_Testsome mpt_lz_MPI_Testsome
+#define MPI_Get_count mpt_lz_MPI_Get_count
+#define MPI_Isend mpt_lz_MPI_Isend
+#define MPI_Improbe mpt_lz_MPI_Improbe
+#define MPI_Mrecv mpt_lz_MPI_Mrecv
+#define MPI_Iallreduce mpt_lz_MPI_Iallreduce
+#define MPI_Ireduce mpt_lz_MPI_Ireduce
+#define MPI_Ireduce_scatter_block mpt_lz_MPI_Ireduce_scatter_block
+#define MPI_Iallgather mpt_lz_MPI_Iallgather
+#define MPI_Ibcast mpt_lz_MPI_Ibcast
+#define MPI_Error_string mpt_lz_MPI_Error_string
 #ifndef OMPI_DECLSPEC
 #define OMPI_DECLSPEC
 #endif
