@@ -1,13 +1,15 @@
 /* plugins/common/lazylib.h — a vendor library that a plugin opens on first
  * use instead of linking it: the plugin loads and registers without it,
  * and the library (oneDNN, OpenBLAS, cuBLAS, cuDNN, ...) is mapped only
- * when a kernel first calls into it. A plugin keeps calling the vendor's
- * API by its own names: a file of the plugin defines those names as small
- * wrappers (hidden, so nothing outside the plugin sees them) that open the
- * library once, look up every function it needs, and call through the
- * addresses found; a wrapper whose library cannot be opened returns the
- * library's own error status, and the library's error-text function then
- * says which library and plugin failed and why.
+ * when a kernel first calls into it. The plugin's code keeps calling the
+ * vendor's API as written: a header of the plugin renames each function it
+ * uses to a wrapper under the plugin's own prefix (so that a program
+ * linking both the plugin and the library keeps calling the library), and
+ * a file of the plugin defines the wrappers, which open the library once,
+ * look up every function it needs, and call through the addresses found.
+ * A wrapper whose library cannot be opened returns the library's own error
+ * status, and the library's error-text function then says which library
+ * and plugin failed and why (lazylib_error).
  *
  * Header only (static functions), so that plugins linked together into
  * libweft share no symbol. It does not choose what to wrap, nor retry: a
@@ -32,7 +34,7 @@ typedef struct lazylib {
   const char *soname;  /* the file dlopen is given ("libdnnl.so.2") */
   const char *env;     /* variable naming another file to open, or NULL */
   int dlflags;         /* 0: RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE */
-  const char *const *symbols; /* every function used, NULL-terminated */
+  const char *const *symbols; /* every symbol used, NULL-terminated */
   void **addrs;               /* one address per symbol, filled on open */
   /* Runs once after every symbol was found, before any wrapper calls
    * through: checks (a version) and setup (thread counts). Nonzero refuses
