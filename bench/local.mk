@@ -69,3 +69,13 @@ noinst_PROGRAMS += bench/serve_inproc
 bench_serve_inproc_SOURCES = bench/serve_inproc.c bench/bench_util.h
 bench_serve_inproc_LDADD = $(BENCH_LDADD)
 EXTRA_DIST += bench/serve.sh
+
+# startup: the wall and CPU time of one `weft run` of the cnn saved model
+# and one `weft plugins`, process start included, and their peak RSS
+# (bench/startup.py; --compare OTHER_BUILDDIR alternates with another
+# build and prints the ratios).
+EXTRA_DIST += bench/startup.py
+bench: bench-startup
+bench-startup: tools/weft examples/train_fashion
+	top_builddir=$(top_builddir) $(srcdir)/bench/startup.py
+.PHONY: bench-startup

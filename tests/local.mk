@@ -35,6 +35,7 @@ include tests/fuzz/serve_json.mk
 include tests/data/local.mk
 include tests/devices/kernels.mk
 include tests/devices/cuda.mk
+include tests/devices/lazy.mk
 include tests/devices/memory.mk
 include tests/ops/rnn.mk
 include tests/core/graph_file.mk

@@ -5,6 +5,7 @@
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -15,6 +16,21 @@ typedef struct task {
   wf__task_fn *fn;
   void *arg;
 } task;
+
+/* hwloc_topology_init, without hwloc's x86 backend: on Linux the sysfs
+ * backend finds the same cores, caches and NUMA nodes, and the x86 one
+ * moves the calling thread onto every PU in turn to run cpuid there,
+ * which on a busy machine waits for each PU (tens of milliseconds of a
+ * short program's start). */
+static int topology_init(hwloc_topology_t *t) {
+  if (hwloc_topology_init(t) != 0)
+    return -1;
+#if HWLOC_API_VERSION >= 0x00020100
+  hwloc_topology_set_components(*t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                "x86");
+#endif
+  return 0;
+}
 
 struct wf__pool {
   pthread_mutex_t mu;
@@ -58,6 +74,8 @@ static void local_share(int *rank, int *size) {
   }
 }
 
+static _Atomic(hwloc_topology_t) kept_topology;
+
 int wf__num_cores(void) {
   static int cached;
   if (cached > 0)
@@ -66,7 +84,7 @@ int wf__num_cores(void) {
   local_share(&lrank, &lsize);
   hwloc_topology_t t;
   int n = 1;
-  if (hwloc_topology_init(&t) == 0) {
+  if (topology_init(&t) == 0) {
     if (hwloc_topology_load(t) == 0) {
       int c = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
       if (c < 1)
@@ -74,7 +92,14 @@ int wf__num_cores(void) {
       if (c >= 1)
         n = c;
     }
-    hwloc_topology_destroy(t);
+    /* The first topology stays for the life of the process: hwloc loads
+     * its plugin components (and the libraries behind them) while any
+     * topology exists and unloads them with the last, so without it the
+     * pools' and the plugins' topologies made next would load them all
+     * again. */
+    hwloc_topology_t none = NULL;
+    if (!atomic_compare_exchange_strong(&kept_topology, &none, t))
+      hwloc_topology_destroy(t);
   }
   /* Processes of one job on this host share its cores. */
   n = n / lsize > 0 ? n / lsize : 1;
@@ -153,7 +178,7 @@ wf__pool *wf__pool_new_on(const char *cpus, wf_status *st) {
   }
   p->only = hwloc_bitmap_alloc();
   if (!p->only || hwloc_bitmap_list_sscanf(p->only, cpus) < 0 ||
-      hwloc_topology_init(&p->topo) != 0) {
+      topology_init(&p->topo) != 0) {
     if (p->only)
       hwloc_bitmap_free(p->only);
     wf__free(p);
@@ -180,7 +205,7 @@ wf__pool *wf__pool_new(int n, int pin, wf_status *st) {
     return NULL;
   }
   if (pin) {
-    if (hwloc_topology_init(&p->topo) != 0) {
+    if (topology_init(&p->topo) != 0) {
       p->topo = NULL;
     } else if (hwloc_topology_load(p->topo) != 0) {
       hwloc_topology_destroy(p->topo);

@@ -234,7 +234,12 @@ while IFS= read -r f; do
   done <"$build/ldd.out"
 done <"$staged"
 [ -z "$missing" ] || die "libraries not found here:$(echo $missing | tr ' ' '\n' | sort -u | tr '\n' ' ')"
-bundled= skipped_cxx= nvidia=
+# Libraries the plugins open on first use (the CUDA plugin's cuBLAS and
+# cuDNN: cuda_lazy.c) are in no ldd list: their sonames are read from the
+# modules, so that the GPU machine is checked for them too.
+opened_on_first_use=$(find "$out/tree" -name '*.so' -exec strings {} + |
+  grep -E '^lib(cublas|cudnn)\.so\.[0-9]+$' | sort -u | tr '\n' ' ')
+bundled= skipped_cxx= nvidia=$opened_on_first_use
 for name in $(cut -d' ' -f1 "$needs" | sort -u); do
   path=$(awk -v n="$name" '$1 == n { print $2; exit }' "$needs")
   if echo "$name" | grep -Eq "$glibc_re"; then continue
@@ -294,6 +299,7 @@ glibc_min=$(for f in $(cat "$staged") "$out"/lib/*; do objdump -T "$f"; done 2>/
   echo "glibc_min=$glibc_min"
   echo "cuda_toolkit=$("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
   echo "needs_from_machine=$(echo $nvidia $skipped_cxx | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+  echo "opened_on_first_use=$opened_on_first_use"
   echo "bundled_libraries=$(echo $bundled | tr ' ' '\n' | sort -u | tr '\n' ' ')"
   echo "plugins=$(cd "$out/tree" && find . -name '*.so' | sed 's|^\./||' | sort | tr '\n' ' ')"
   echo "data=$([ $with_data -eq 1 ] && echo data/fashion-mnist || echo none)"

@@ -154,10 +154,22 @@ if [ -n "$bundle" ]; then
   # The libraries: the bundle's, then where this machine keeps CUDA's.
   libpath=$B/lib
   objects=$(ls "$bin"/* "$B"/lib/* 2>/dev/null; find "$plugin_root" -name '*.so')
+  # Libraries the plugins open on first use are in no ldd list: each must
+  # be in a directory of the path or known to the system's loader.
+  lazy_libs=$(manifest opened_on_first_use)
   missing_libs() {
-    for f in $objects; do
-      LD_LIBRARY_PATH=$libpath ldd "$f" 2>/dev/null | awk '/not found/ { print $1 }'
-    done | sort -u
+    {
+      for f in $objects; do
+        LD_LIBRARY_PATH=$libpath ldd "$f" 2>/dev/null | awk '/not found/ { print $1 }'
+      done
+      for l in $lazy_libs; do
+        found=
+        for d in $(echo "$libpath" | tr ':' ' '); do
+          [ -e "$d/$l" ] && found=1
+        done
+        [ -n "$found" ] || ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$l " || echo "$l"
+      done
+    } | sort -u
   }
   candidates() {
     for d in "$cuda/lib64" "$cuda/targets/x86_64-linux/lib" /usr/local/cuda/lib64 \

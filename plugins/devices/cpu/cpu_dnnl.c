@@ -16,6 +16,9 @@
 /* ---- descriptors ----------------------------------------------------------- */
 
 int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
+  /* A oneDNN that cannot be opened is an error of its own. */
+  if (cpu_dnnl_ready(st))
+    return wfx_code(st);
   int code = s == dnnl_unimplemented ? WF_UNIMPLEMENTED
              : s == dnnl_out_of_memory ? WF_RESOURCE_EXHAUSTED
                                        : WF_INTERNAL;
@@ -24,6 +27,9 @@ int cpu_dnnl_fail(dnnl_status_t s, const char *what, wf_status *st) {
 }
 
 int cpu_dnnl_refuse(dnnl_status_t s, const char *what, wf_status *st) {
+  /* Not a refusal to fall back from: the library is missing. */
+  if (cpu_dnnl_ready(st))
+    return wfx_code(st);
   if (s == dnnl_out_of_memory)
     return cpu_dnnl_fail(s, what, st);
   return wfx_fail(st, WF_UNIMPLEMENTED, "oneDNN refused the %s: %s", what,

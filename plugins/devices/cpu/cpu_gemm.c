@@ -130,7 +130,15 @@ static int openblas_avx512(void) {
   int v = atomic_load(&known);
 
   if (v < 0) {
+    /* OpenBLAS picks AVX-512 kernels only on a CPU that has AVX-512: on
+     * another one it is not opened just to be asked. */
+#if defined(__x86_64__) || defined(__i386__)
+    const char *core = __builtin_cpu_supports("avx512f")
+                           ? openblas_get_corename()
+                           : NULL;
+#else
     const char *core = openblas_get_corename();
+#endif
     v = core && (strcmp(core, "SkylakeX") == 0 ||
                  strcmp(core, "Cooperlake") == 0 ||
                  strcmp(core, "SapphireRapids") == 0);
@@ -177,6 +185,12 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
                     "matrices of %" PRId64 " x %" PRId64 " x %" PRId64
                     " exceed what BLAS indexes with int",
                     j->m, j->n, j->k);
+  /* OpenBLAS is opened by its first product (cpu_lazy.c); its functions
+   * return no status, so a library that cannot be opened is caught
+   * here. */
+  if ((bk == BACKEND_OPENBLAS || j->dtype == WF_FLOAT64) &&
+      cpu_openblas_ready(st))
+    return wfx_code(st);
 #endif
   wfx_shape_make(&bs[0], j->xs.rank - 2, j->xs.dims);
   wfx_shape_make(&bs[1], j->ys.rank - 2, j->ys.dims);

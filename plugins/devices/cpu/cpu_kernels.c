@@ -1,7 +1,8 @@
 /* plugins/devices/cpu/cpu_kernels.c — the CPU plugin's table of fast
  * kernels and the process-wide library setup behind them: the thread
  * counts given to OpenBLAS and to oneDNN's OpenMP runtime, the oneDNN
- * engine, and the libraries' line of the device description.
+ * engine (made on first use, since oneDNN is opened then: cpu_lazy.c), and
+ * the libraries' line of the device description.
  *
  * It runs no kernel itself (cpu_gemm.c, cpu_conv.c, cpu_pool.c,
  * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c, cpu_bias.c and cpu_rnn.c do)
@@ -63,7 +64,8 @@ static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_users; /* plugin instances between init and fini */
 static _Atomic int32_t inter_threads = 1, intra_threads = 1;
 #ifdef HAVE_DNNL
-static dnnl_engine_t engine;
+/* Made by the first kernel that needs it, which opens oneDNN. */
+static _Atomic(dnnl_engine_t) engine;
 /* The intra-op count this thread last gave OpenMP (0: never). */
 static _Thread_local int32_t omp_set_here;
 #endif
@@ -71,6 +73,7 @@ static _Thread_local int32_t omp_set_here;
 int cpu_kernels_init(wf_status *st) {
   int32_t inter = 1, intra = 1;
 
+  (void)st;
   if (WF_HOST_HAS(wfx_host, threads) && wfx_host->threads)
     wfx_host->threads(&inter, &intra);
   if (inter < 1)
@@ -78,22 +81,10 @@ int cpu_kernels_init(wf_status *st) {
   if (intra < 1)
     intra = 1;
   pthread_mutex_lock(&lib_lock);
-#ifdef HAVE_DNNL
-  if (lib_users == 0) {
-    dnnl_status_t s = dnnl_engine_create(&engine, dnnl_cpu, 0);
-    if (s != dnnl_success) {
-      pthread_mutex_unlock(&lib_lock);
-      wfx_host->status_set(st, WF_INTERNAL,
-                           "device-cpu: oneDNN could not create its CPU engine "
-                           "(%s)",
-                           dnnl_status2str(s));
-      return WF_INTERNAL;
-    }
-  }
-#endif
   lib_users++;
   /* The split of the runtime created last wins: the libraries keep one
-   * process-wide setting. */
+   * process-wide setting. OpenBLAS is given it when it opens
+   * (cpu_lazy.c), or at once if it is open. */
   atomic_store(&inter_threads, inter);
   atomic_store(&intra_threads, intra);
 #ifdef HAVE_OPENBLAS
@@ -111,8 +102,9 @@ void cpu_kernels_fini(void) {
   assert(lib_users > 0);
 #ifdef HAVE_DNNL
   if (lib_users == 1) {
-    dnnl_engine_destroy(engine);
-    engine = NULL;
+    dnnl_engine_t e = atomic_exchange(&engine, NULL);
+    if (e)
+      dnnl_engine_destroy(e);
   }
 #endif
   lib_users--;
@@ -153,24 +145,55 @@ void cpu_kernels_describe(char *out, size_t size) {
                "gets %d)",
                (int)inter, (int)intra, (int)intra);
 #ifdef HAVE_DNNL
-  if (n >= 0 && (size_t)n < size) {
+  /* Describing the device opens no library: until a kernel opened it,
+   * the version is the one the plugin was built with. */
+  if (n >= 0 && (size_t)n < size && cpu_dnnl_is_open()) {
     const dnnl_version_t *v = dnnl_version();
     n += snprintf(out + n, size - (size_t)n,
                   "; oneDNN %d.%d.%d (OpenMP, %s)", v->major, v->minor,
                   v->patch, dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()));
+  } else if (n >= 0 && (size_t)n < size) {
+    n += snprintf(out + n, size - (size_t)n,
+                  "; oneDNN %d.%d (OpenMP; opened by the first kernel that "
+                  "uses it)",
+                  DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR);
   }
 #endif
 #ifdef HAVE_OPENBLAS
-  if (n >= 0 && (size_t)n < size)
+  if (n >= 0 && (size_t)n < size && cpu_openblas_is_open())
     n += snprintf(out + n, size - (size_t)n, "; OpenBLAS (%s kernels)",
                   openblas_get_corename());
+  else if (n >= 0 && (size_t)n < size)
+    n += snprintf(out + n, size - (size_t)n,
+                  "; OpenBLAS (opened by the first kernel that uses it)");
 #endif
   (void)n;
 }
 
 #ifdef HAVE_DNNL
 dnnl_engine_t cpu_dnnl_engine(void) {
-  assert(engine);
-  return engine;
+  dnnl_engine_t e = atomic_load(&engine);
+  dnnl_status_t s;
+
+  if (e)
+    return e;
+  pthread_mutex_lock(&lib_lock);
+  e = atomic_load(&engine);
+  if (!e) {
+    assert(lib_users > 0);
+    s = dnnl_engine_create(&e, dnnl_cpu, 0);
+    if (s != dnnl_success) {
+      /* The call given a NULL engine fails, and says so; a oneDNN that
+       * could not be opened is named by that call's message. */
+      e = NULL;
+      if (cpu_dnnl_is_open())
+        wfx_host->log(WF_LOG_ERROR, "device-cpu",
+                      "oneDNN could not create its CPU engine (%s)",
+                      dnnl_status2str(s));
+    }
+    atomic_store(&engine, e);
+  }
+  pthread_mutex_unlock(&lib_lock);
+  return e;
 }
 #endif

@@ -18,6 +18,8 @@
 #include <weft/plugin_aux.h>
 
 #include "epilogue.h"
+/* Before the libraries' headers: the names it renames (cpu_lazy.c). */
+#include "cpu_lazy.h"
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -96,10 +98,11 @@ static inline wf_tensor *cpu_output_zeros(wf_kernel_ctx *ctx, int32_t i,
   return t;
 }
 
-/* Sets up the libraries for a runtime's plugin instance: keeps host, reads
- * the runtime's thread split (host->threads), gives OpenBLAS and oneDNN's
- * OpenMP `intra` threads each, and (first instance only) creates the
- * oneDNN engine. Balanced by cpu_kernels_fini. */
+/* Sets up the libraries for a runtime's plugin instance: reads the
+ * runtime's thread split (host->threads) and gives OpenBLAS and oneDNN's
+ * OpenMP `intra` threads each. Opens neither library (cpu_lazy.c opens
+ * them on first use). Balanced by cpu_kernels_fini, whose last call
+ * destroys the oneDNN engine if one was made. */
 int cpu_kernels_init(wf_status *st);
 void cpu_kernels_fini(void);
 
@@ -119,11 +122,28 @@ void cpu_omp_threads(void);
  * intra-op count). */
 void cpu_omp_threads_n(int32_t n);
 
+/* ---- the libraries, opened on first use (cpu_lazy.c) ---------------------- */
+
+#ifdef HAVE_DNNL
+/* Opens oneDNN if that was not tried yet. 0 when it is open, else
+ * FAILED_PRECONDITION with st naming the library, this plugin and why. */
+int cpu_dnnl_ready(wf_status *st);
+/* 1 once oneDNN is open (opens nothing). */
+int cpu_dnnl_is_open(void);
+#endif
+#ifdef HAVE_OPENBLAS
+/* As cpu_dnnl_ready for OpenBLAS: asked before cblas_* is called. */
+int cpu_openblas_ready(wf_status *st);
+int cpu_openblas_is_open(void);
+#endif
+
 #ifdef HAVE_DNNL
 
 /* ---- oneDNN --------------------------------------------------------------- */
 
-/* The CPU engine (valid between init and fini). */
+/* The CPU engine (valid between init and fini), made by the first call,
+ * which opens oneDNN; NULL (logged) when it cannot be made, which the
+ * oneDNN call it is given then refuses. */
 dnnl_engine_t cpu_dnnl_engine(void);
 
 /* Sets st to INTERNAL (UNIMPLEMENTED for dnnl_unimplemented,

@@ -228,6 +228,13 @@ static int cpu_init(const wf_host *host, void **state, wf_status *st) {
     p->topo = NULL;
     goto fail;
   }
+#if HWLOC_API_VERSION >= 0x00020100
+  /* Without hwloc's x86 backend: the sysfs one finds the same cores,
+   * caches and NUMA nodes, and the x86 one moves this thread onto every
+   * PU in turn to run cpuid there (slow to start on a busy machine). */
+  hwloc_topology_set_components(p->topo,
+                                HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+#endif
   if (hwloc_topology_load(p->topo) < 0) {
     code = WF_INTERNAL;
     wfx_host->status_set(st, code,

@@ -12,7 +12,8 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
 	plugins/devices/cpu/cpu_kernels.h
-DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS)
+DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/common
 DEVICE_CPU_HELPERS = plugins/numerics/libnumerics.la
 DEVICE_CPU_LIBS = $(HWLOC_LIBS)
 EXTRA_DIST += plugins/devices/cpu/README.md
@@ -41,7 +42,7 @@ DEVICE_CPU_SOURCES += \
 # -fopenmp: cpu_apply.c shares an update among the intra-op threads with
 # an OpenMP parallel region (the other files have no OpenMP directives).
 DEVICE_CPU_CPPFLAGS += -fopenmp
-DEVICE_CPU_LIBS += $(DNNL_LIBS) -lgomp
+DEVICE_CPU_LIBS += -lgomp
 else
 if HAVE_OPENBLAS
 DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_gemm.c
@@ -49,7 +50,19 @@ endif
 endif
 if HAVE_OPENBLAS
 DEVICE_CPU_CPPFLAGS += $(OPENBLAS_CFLAGS)
-DEVICE_CPU_LIBS += $(OPENBLAS_LIBS)
+endif
+# oneDNN and OpenBLAS are not linked: cpu_lazy.c opens them when a kernel
+# first calls one (plugins/common/lazylib.h), so that loading the plugin
+# and listing the CPU map neither.
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.h
+if HAVE_DNNL
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+DEVICE_CPU_CPPFLAGS += -DWF_CPU_LAZY_LIBS
+else
+if HAVE_OPENBLAS
+DEVICE_CPU_SOURCES += plugins/devices/cpu/cpu_lazy.c plugins/common/lazylib.h
+DEVICE_CPU_CPPFLAGS += -DWF_CPU_LAZY_LIBS
+endif
 endif
 DEVICE_CPU_LIBS += $(LIBM)
 

@@ -13,6 +13,9 @@
 #include <pthread.h>
 #include <stddef.h>
 
+/* Before cuBLAS's and cuDNN's headers: the names it renames. */
+#include "cuda_lazy.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -44,7 +47,7 @@ typedef struct cudev {
   size_t total_memory;
 
   cudaStream_t stream;   /* every kernel's work on this device, in order */
-  cublasHandle_t blas;   /* bound to stream */
+  cublasHandle_t blas;   /* bound to stream; made on first use (cudev_blas) */
   cudnnHandle_t cudnn;   /* bound to stream; made on first use (cuda_nn.c) */
   cucache *cache;    /* device memory, over cudaMalloc/cudaFree */
   pthread_mutex_t events_mu;
@@ -102,6 +105,15 @@ extern const wf_kernel_def *const cuda_reduce_kernels[];
 extern const wf_kernel_def *const cuda_nn_kernels[];
 extern const wf_kernel_def *const cuda_array_kernels[];
 extern const wf_kernel_def *const cuda_train_kernels[];
+
+/* dev's cuBLAS handle, bound to its stream, made by the first call (which
+ * opens cuBLAS: cuda_lazy.c); NULL with st set (naming the library when it
+ * cannot be opened) on failure. Thread-safe. */
+cublasHandle_t cudev_blas(cudev *dev, wf_status *st);
+
+/* 1 once cuBLAS / cuDNN was opened (cuda_lazy.c; opens nothing). */
+int cuda_cublas_is_open(void);
+int cuda_cudnn_is_open(void);
 
 /* Destroys dev's cuDNN handle when cuda_nn.c made one (cudnn NULL after);
  * for the plugin's fini, before the stream goes. */

@@ -81,15 +81,20 @@ static int matmul_compute(wf_kernel_ctx *ctx, void *kstate, wf_status *st) {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+    cublasHandle_t blas = cudev_blas(w.dev, st);
     cublasStatus_t bst;
 
+    if (!blas) {
+      rc = wfx_code(st);
+      goto out;
+    }
     if (type == WF_CUDA_F32) {
       const float one = 1, zero = 0;
-      bst = cublasSgemm(w.dev->blas, opb, opa, (int)n, (int)m, (int)k, &one,
+      bst = cublasSgemm(blas, opb, opa, (int)n, (int)m, (int)k, &one,
                         db, ldb, da, lda, &zero, dz, (int)n);
     } else {
       const double one = 1, zero = 0;
-      bst = cublasDgemm(w.dev->blas, opb, opa, (int)n, (int)m, (int)k, &one,
+      bst = cublasDgemm(blas, opb, opa, (int)n, (int)m, (int)k, &one,
                         db, ldb, da, lda, &zero, dz, (int)n);
     }
     if (bst != CUBLAS_STATUS_SUCCESS) {

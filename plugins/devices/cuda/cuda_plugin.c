@@ -1,8 +1,10 @@
 /* plugins/devices/cuda/cuda_plugin.c — the "device-cuda" plugin: registers
  * the device type "cuda", probes the CUDA runtime once per process, lists
  * every GPU (or one unavailable cuda:0 saying why there is none), sets up
- * the GPU kernels run on (stream, events, cuBLAS, memory cache) and
- * registers the kernels only when there is one.
+ * the GPU kernels run on (stream, events, memory cache; the cuBLAS handle
+ * on first use) and registers the kernels only when there is one. The
+ * CUDA runtime is linked in statically and cuBLAS and cuDNN are opened on
+ * first use (cuda_lazy.c), so loading the plugin maps none of them.
  *
  * It does not implement kernels (cuda_kernels.c, cuda_*.cu) or the memory
  * cache's bookkeeping (cuda_cache.c). */
@@ -319,8 +321,10 @@ static int cuda_copy(void *device_state, void *dst, const void *src,
 
 /* ---- setting up and tearing down a GPU ---------------------------------- */
 
-/* The stream, cuBLAS handle and cache of dev; on failure dev is left
- * unusable with the reason, holding nothing. */
+/* The stream and cache of dev; on failure dev is left unusable with the
+ * reason, holding nothing. The cuBLAS handle is made on first use
+ * (cudev_blas), so that setting a GPU up opens no library beyond the
+ * driver. */
 static void device_setup(cudev *dev) {
   cucache_backend backend = {.malloc = backend_malloc,
                                  .free = backend_free,
@@ -328,7 +332,6 @@ static void device_setup(cudev *dev) {
   char text[192];
   const char *call;
   cudaError_t err;
-  cublasStatus_t bst;
 
   call = "cudaSetDevice";
   if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess)
@@ -337,14 +340,6 @@ static void device_setup(cudev *dev) {
   if ((err = cudaStreamCreateWithFlags(&dev->stream,
                                        cudaStreamNonBlocking)) != cudaSuccess)
     goto cuda_fail;
-  if ((bst = cublasCreate(&dev->blas)) != CUBLAS_STATUS_SUCCESS ||
-      (bst = cublasSetStream(dev->blas, dev->stream)) !=
-          CUBLAS_STATUS_SUCCESS) {
-    snprintf(dev->reason, sizeof dev->reason, "%s failed (%s: %s)",
-             dev->blas ? "cublasSetStream" : "cublasCreate",
-             cublasGetStatusName(bst), cublasGetStatusString(bst));
-    goto fail;
-  }
   backend.name = dev->label; /* the cache's messages name the device */
   dev->cache = cucache_new(&backend);
   if (!dev->cache) {
@@ -362,13 +357,51 @@ cuda_fail:
   snprintf(dev->reason, sizeof dev->reason, "%s failed (%s)", call,
            cuda_error_text(err, text, sizeof text));
 fail:
-  if (dev->blas)
-    cublasDestroy(dev->blas);
-  dev->blas = NULL;
   if (dev->stream)
     cudaStreamDestroy(dev->stream);
   dev->stream = NULL;
   (void)cudaGetLastError();
+}
+
+/* Guards every device's blas member while it is made. */
+static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
+
+cublasHandle_t cudev_blas(cudev *dev, wf_status *st) {
+  cublasHandle_t h;
+  cublasStatus_t bst;
+  cudaError_t err;
+  char text[192];
+
+  pthread_mutex_lock(&blas_mu);
+  if ((h = dev->blas) != NULL)
+    goto out;
+  /* A handle belongs to the device current when it is made. */
+  if ((err = cudaSetDevice(dev->ordinal)) != cudaSuccess) {
+    wfx_host->status_set(st, WF_INTERNAL, "%s: cudaSetDevice failed (%s)",
+                         dev->label, cuda_error_text(err, text, sizeof text));
+    goto out;
+  }
+  if ((bst = cublasCreate(&h)) != CUBLAS_STATUS_SUCCESS) {
+    h = NULL;
+    wfx_host->status_set(st, WF_INTERNAL, "%s: cublasCreate failed (%s: %s)",
+                         dev->label, cublasGetStatusName(bst),
+                         cublasGetStatusString(bst));
+    goto out;
+  }
+  if ((bst = cublasSetStream(h, dev->stream)) != CUBLAS_STATUS_SUCCESS) {
+    wfx_host->status_set(st, WF_INTERNAL,
+                         "%s: cublasSetStream failed (%s: %s)", dev->label,
+                         cublasGetStatusName(bst),
+                         cublasGetStatusString(bst));
+    cublasDestroy(h);
+    h = NULL;
+    goto out;
+  }
+  dev->blas = h;
+
+out:
+  pthread_mutex_unlock(&blas_mu);
+  return h;
 }
 
 static void device_teardown(cudev *dev) {
@@ -407,7 +440,9 @@ static void device_teardown(cudev *dev) {
   }
   pthread_mutex_destroy(&dev->stage_mu);
   cuda_nn_release(dev);
-  cublasDestroy(dev->blas);
+  if (dev->blas)
+    cublasDestroy(dev->blas);
+  dev->blas = NULL;
   cudaStreamDestroy(dev->stream);
   dev->usable = 0;
 }
@@ -519,22 +554,36 @@ static void append(char *buf, size_t len, size_t *used, const char *fmt, ...) {
     *used += (size_t)w < len - *used ? (size_t)w : len - *used - 1;
 }
 
-/* The library versions, for every description. */
+/* The library versions, for every description. cuBLAS and cuDNN are
+ * asked only once a kernel opened them: describing a device opens
+ * neither, and until then the versions are those the plugin was built
+ * with. */
 static void describe_libraries(const cuda_gpus *c, char *buf, size_t len,
                                size_t *used) {
   char rt[16], drv[16];
-  int maj = 0, min = 0, patch = 0;
-  size_t dnn = cudnnGetVersion();
 
-  cublasGetProperty(MAJOR_VERSION, &maj);
-  cublasGetProperty(MINOR_VERSION, &min);
-  cublasGetProperty(PATCH_LEVEL, &patch);
   cuda_version_text(c->runtime_version, rt, sizeof rt);
   cuda_version_text(c->driver_version, drv, sizeof drv);
-  append(buf, len, used, "CUDA runtime %s, driver %s; cuBLAS %d.%d.%d; "
-                         "cuDNN %zu.%zu.%zu",
-         rt, c->driver_version ? drv : "none", maj, min, patch,
-         dnn / 10000, dnn / 100 % 100, dnn % 100);
+  append(buf, len, used, "CUDA runtime %s, driver %s; ", rt,
+         c->driver_version ? drv : "none");
+  if (cuda_cublas_is_open()) {
+    int maj = 0, min = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &maj);
+    cublasGetProperty(MINOR_VERSION, &min);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    append(buf, len, used, "cuBLAS %d.%d.%d; ", maj, min, patch);
+  } else {
+    append(buf, len, used, "cuBLAS %d.%d (opened on first use); ",
+           CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR);
+  }
+  if (cuda_cudnn_is_open()) {
+    size_t dnn = cudnnGetVersion();
+    append(buf, len, used, "cuDNN %zu.%zu.%zu", dnn / 10000, dnn / 100 % 100,
+           dnn % 100);
+  } else {
+    append(buf, len, used, "cuDNN %d.%d (opened on first use)", CUDNN_MAJOR,
+           CUDNN_MINOR);
+  }
 }
 
 static void describe(const cuda_gpus *c, const cudev *dev, char *buf,
@@ -611,23 +660,6 @@ static void cuda_fini(void *plugin_state) {
   pthread_mutex_unlock(&state_mu);
 }
 
-/* A cuDNN of another major version than the headers' is refused: its API
- * and data layouts differ. */
-static int check_cudnn(wf_status *st) {
-  size_t v = cudnnGetVersion();
-
-  if (v / 10000 == CUDNN_MAJOR)
-    return 0;
-  wfx_host->status_set(st, WF_FAILED_PRECONDITION,
-                       "%s: built with cuDNN %d.%d.%d, but the cuDNN loaded is "
-                       "%zu.%zu.%zu: a different major version is not "
-                       "compatible; install cuDNN %d or rebuild weft",
-                       WF_CUDA_PLUGIN_NAME, CUDNN_MAJOR, CUDNN_MINOR,
-                       CUDNN_PATCHLEVEL, v / 10000, v / 100 % 100, v % 100,
-                       CUDNN_MAJOR);
-  return WF_FAILED_PRECONDITION;
-}
-
 /* The host table, for every file of the plugin (ABI 1.2: tensors in
  * device memory, kernel_device_state; 1.3: kernel_output_shape, the
  * output shapes the ops' shape functions give). */
@@ -647,8 +679,6 @@ static int cuda_init(const wf_host *host, void **plugin_state, wf_status *st) {
     *plugin_state = state;
     goto out;
   }
-  if ((code = check_cudnn(st)) != 0)
-    goto out;
   c = wfx_host->alloc(sizeof *c, 0);
   if (!c) {
     code = WF_RESOURCE_EXHAUSTED;

@@ -35,6 +35,9 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_stage.h \
 	plugins/devices/cuda/cuda_device.h \
 	plugins/devices/cuda/cuda_kernels.c \
+	plugins/devices/cuda/cuda_lazy.c \
+	plugins/devices/cuda/cuda_lazy.h \
+	plugins/common/lazylib.h \
 	plugins/devices/cuda/cuda_launch.h \
 	plugins/devices/cuda/cuda_philox.h \
 	plugins/devices/cuda/cuda_plugin.c \
@@ -47,7 +50,8 @@ plugins_devices_cuda_device_cuda_la_SOURCES = \
 	plugins/devices/cuda/cuda_array.c \
 	plugins/devices/cuda/cuda_train.c
 plugins_devices_cuda_device_cuda_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS)
+	$(CUDA_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/common -DWF_CUDA_LAZY_LIBS
 # libnumerics (plugins/numerics, shared with the op plugins, never theirs):
 # the window geometry of convolutions and pools (SAME's padding split),
 # Philox, and locking a variable with its slots in the order every update
@@ -62,7 +66,12 @@ plugins_devices_cuda_device_cuda_la_LIBADD = \
 	plugins/devices/cuda/cuda_array.lo \
 	plugins/devices/cuda/cuda_train.lo \
 	plugins/numerics/libnumerics.la \
-	$(CUDA_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+	$(CUDA_PLUGIN_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS) $(LIBM)
+# Only the CUDA runtime is linked, and statically: it opens the driver
+# (libcuda) itself on its first call. cuBLAS and cuDNN are opened by the
+# first kernel that calls them (cuda_lazy.c), so that loading the plugin
+# maps none of them (`weft plugins` stays small on any machine).
+CUDA_PLUGIN_LIBS = -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt
 # The CUDA libraries are not made to be unloaded (the driver keeps threads
 # and the runtime exit handlers): the module is marked nodelete, so they
 # stay until the process ends, and so does the plugin's one state.

@@ -11,7 +11,7 @@
 #ifndef WF_MPI_PLUGIN_H
 #define WF_MPI_PLUGIN_H
 
-#include <mpi.h>
+#include "mpi_lazy.h" /* <mpi.h>, Open MPI opened on first use */
 #include <weft/plugin_aux.h>
 
 /* The process's MPI job. Each part works on a communicator of its own

@@ -1,0 +1,69 @@
+/* plugins/devices/cpu/cpu_lazy.h — the names under which the CPU plugin
+ * calls oneDNN and OpenBLAS: each function it uses is renamed to its
+ * cpu_lz_ wrapper (cpu_lazy.c), which opens the library on first use and
+ * calls through. Renamed rather than defined under the vendor's own
+ * names, so that nothing changes for a program that links the plugin (a
+ * static distribution) and oneDNN or OpenBLAS itself.
+ *
+ * Included before the vendor headers (by cpu_kernels.h), so that their
+ * declarations declare the wrappers. Only in the plugin's build
+ * (WF_CPU_LAZY_LIBS): a test that compiles one of its files with the
+ * library linked calls the library directly. */
+#ifndef WF_PLUGINS_DEVICES_CPU_CPU_LAZY_H
+#define WF_PLUGINS_DEVICES_CPU_CPU_LAZY_H
+#ifdef WF_CPU_LAZY_LIBS
+#define dnnl_batch_normalization_backward_desc_init cpu_lz_dnnl_batch_normalization_backward_desc_init
+#define dnnl_batch_normalization_forward_desc_init cpu_lz_dnnl_batch_normalization_forward_desc_init
+#define dnnl_cpu_isa2str cpu_lz_dnnl_cpu_isa2str
+#define dnnl_dilated_convolution_backward_data_desc_init cpu_lz_dnnl_dilated_convolution_backward_data_desc_init
+#define dnnl_dilated_convolution_backward_weights_desc_init cpu_lz_dnnl_dilated_convolution_backward_weights_desc_init
+#define dnnl_dilated_convolution_forward_desc_init cpu_lz_dnnl_dilated_convolution_forward_desc_init
+#define dnnl_eltwise_backward_desc_init cpu_lz_dnnl_eltwise_backward_desc_init
+#define dnnl_eltwise_forward_desc_init cpu_lz_dnnl_eltwise_forward_desc_init
+#define dnnl_engine_create cpu_lz_dnnl_engine_create
+#define dnnl_engine_destroy cpu_lz_dnnl_engine_destroy
+#define dnnl_get_effective_cpu_isa cpu_lz_dnnl_get_effective_cpu_isa
+#define dnnl_gru_backward_desc_init cpu_lz_dnnl_gru_backward_desc_init
+#define dnnl_gru_forward_desc_init cpu_lz_dnnl_gru_forward_desc_init
+#define dnnl_lstm_backward_desc_init cpu_lz_dnnl_lstm_backward_desc_init
+#define dnnl_lstm_forward_desc_init cpu_lz_dnnl_lstm_forward_desc_init
+#define dnnl_matmul_desc_init cpu_lz_dnnl_matmul_desc_init
+#define dnnl_memory_create cpu_lz_dnnl_memory_create
+#define dnnl_memory_desc_equal cpu_lz_dnnl_memory_desc_equal
+#define dnnl_memory_desc_get_size cpu_lz_dnnl_memory_desc_get_size
+#define dnnl_memory_desc_init_by_strides cpu_lz_dnnl_memory_desc_init_by_strides
+#define dnnl_memory_desc_init_by_tag cpu_lz_dnnl_memory_desc_init_by_tag
+#define dnnl_memory_destroy cpu_lz_dnnl_memory_destroy
+#define dnnl_memory_get_memory_desc cpu_lz_dnnl_memory_get_memory_desc
+#define dnnl_memory_set_data_handle cpu_lz_dnnl_memory_set_data_handle
+#define dnnl_pooling_v2_backward_desc_init cpu_lz_dnnl_pooling_v2_backward_desc_init
+#define dnnl_pooling_v2_forward_desc_init cpu_lz_dnnl_pooling_v2_forward_desc_init
+#define dnnl_post_ops_append_eltwise cpu_lz_dnnl_post_ops_append_eltwise
+#define dnnl_post_ops_create cpu_lz_dnnl_post_ops_create
+#define dnnl_post_ops_destroy cpu_lz_dnnl_post_ops_destroy
+#define dnnl_primitive_attr_create cpu_lz_dnnl_primitive_attr_create
+#define dnnl_primitive_attr_destroy cpu_lz_dnnl_primitive_attr_destroy
+#define dnnl_primitive_attr_set_post_ops cpu_lz_dnnl_primitive_attr_set_post_ops
+#define dnnl_primitive_attr_set_scratchpad_mode cpu_lz_dnnl_primitive_attr_set_scratchpad_mode
+#define dnnl_primitive_create cpu_lz_dnnl_primitive_create
+#define dnnl_primitive_desc_create cpu_lz_dnnl_primitive_desc_create
+#define dnnl_primitive_desc_destroy cpu_lz_dnnl_primitive_desc_destroy
+#define dnnl_primitive_desc_query cpu_lz_dnnl_primitive_desc_query
+#define dnnl_primitive_desc_query_md cpu_lz_dnnl_primitive_desc_query_md
+#define dnnl_primitive_destroy cpu_lz_dnnl_primitive_destroy
+#define dnnl_primitive_execute cpu_lz_dnnl_primitive_execute
+#define dnnl_reorder_primitive_desc_create cpu_lz_dnnl_reorder_primitive_desc_create
+#define dnnl_sgemm cpu_lz_dnnl_sgemm
+#define dnnl_softmax_v2_backward_desc_init cpu_lz_dnnl_softmax_v2_backward_desc_init
+#define dnnl_softmax_v2_forward_desc_init cpu_lz_dnnl_softmax_v2_forward_desc_init
+#define dnnl_status2str cpu_lz_dnnl_status2str
+#define dnnl_stream_create cpu_lz_dnnl_stream_create
+#define dnnl_stream_destroy cpu_lz_dnnl_stream_destroy
+#define dnnl_stream_wait cpu_lz_dnnl_stream_wait
+#define dnnl_version cpu_lz_dnnl_version
+#define cblas_sgemm cpu_lz_cblas_sgemm
+#define cblas_dgemm cpu_lz_cblas_dgemm
+#define openblas_get_corename cpu_lz_openblas_get_corename
+#define openblas_set_num_threads cpu_lz_openblas_set_num_threads
+#endif
+#endif
