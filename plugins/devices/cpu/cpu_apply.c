@@ -21,6 +21,26 @@
 #include <omp.h>
 #include <string.h>
 
+/* Under ThreadSanitizer: libgomp is not instrumented, so the fork and join
+ * of the parallel region below (which order the caller's writes before the
+ * team's reads, and the team's writes before what follows) are shown to it
+ * by hand. Nothing otherwise. */
+#if defined(__SANITIZE_THREAD__)
+#define CPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CPU_TSAN 1
+#endif
+#endif
+#ifdef CPU_TSAN
+#include <sanitizer/tsan_interface.h>
+#define CPU_HAPPENS_BEFORE(p) __tsan_release(p)
+#define CPU_HAPPENS_AFTER(p) __tsan_acquire(p)
+#else
+#define CPU_HAPPENS_BEFORE(p) ((void)(p))
+#define CPU_HAPPENS_AFTER(p) ((void)(p))
+#endif
+
 /* Elements from which an update is shared by the intra-op threads: about
  * 20 us of Adam on one thread. */
 #define WF_CPU_APPLY_SPLIT ((int64_t)1 << 15)
@@ -36,8 +56,11 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
     return;
   }
   cpu_omp_threads_n(intra);
+  char fork, join; /* their addresses name the fork and the join */
+  CPU_HAPPENS_BEFORE(&fork);
 #pragma omp parallel num_threads(intra)
   {
+    CPU_HAPPENS_AFTER(&fork);
     int64_t pieces = (n + TRN_PIECE - 1) / TRN_PIECE;
     int t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t first = pieces * t / nt, last = pieces * (t + 1) / nt;
@@ -47,7 +70,9 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
       end = n;
     if (begin < end)
       body(arg, begin, end);
+    CPU_HAPPENS_BEFORE(&join);
   }
+  CPU_HAPPENS_AFTER(&join);
 }
 
 /* The kernel's state: ops-train's update of its op. */
