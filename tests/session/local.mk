@@ -65,3 +65,5 @@ tests_session_test_alloc_sweep_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_session_test_alloc_sweep_CFLAGS = $(TEST_CFLAGS)
 tests_session_test_alloc_sweep_LDADD = $(TEST_LDADD)
 EXTRA_tests_session_test_alloc_sweep_DEPENDENCIES = $(SESSION_STRESS_PLUGINS)
+# What the ThreadSanitizer stage (.ci/tsan) and the sweeps cover and found.
+EXTRA_DIST += docs/sanitizers.md
