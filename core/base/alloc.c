@@ -31,13 +31,15 @@ static atomic_long alloc_count;
 static atomic_long fail_at; /* value of alloc_count that fails; 0: off */
 static atomic_int fail_sticky;
 
-/* Counts one allocation and says whether an injected failure fires. */
+/* Counts one allocation and says whether an injected failure fires. Off,
+ * it costs a relaxed increment and a relaxed load: nothing is ordered by
+ * these counters. */
 static int injected_failure(void) {
-  long n = atomic_fetch_add(&alloc_count, 1) + 1;
-  long at = atomic_load(&fail_at);
+  long n = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
+  long at = atomic_load_explicit(&fail_at, memory_order_relaxed);
   if (at <= 0 || n < at)
     return 0;
-  return n == at || atomic_load(&fail_sticky);
+  return n == at || atomic_load_explicit(&fail_sticky, memory_order_relaxed);
 }
 
 void wf__alloc_fail_after(long n, int sticky) {

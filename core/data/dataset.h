@@ -101,7 +101,9 @@ struct wf_dataset {
 
 /* A stage's next returns one of these, or -code with st set. -WF_DATA_LOSS
  * is a bad record: the stage's state is consistent and the next call goes
- * on after it. Any other negative stops the iterator. */
+ * on after it. So is -WF_RESOURCE_EXHAUSTED from a stage that `recovers`:
+ * the next call goes on where the failed one would have. Any other
+ * negative stops the iterator. */
 #define WF__ELEMENT 1
 #define WF__END 0
 
@@ -131,6 +133,8 @@ struct wf__stage {
    * re-reads the data: cheap to take per element, and what buffering
    * stages above it save instead of their buffered elements. */
   int compact;
+  /* Running out of memory in next leaves it consistent (see above). */
+  int recovers;
 };
 
 /* How a buffering stage (shuffle, batch, prefetch) saved its position: its

@@ -1184,6 +1184,10 @@ int wf_iterator_next(wf_iterator *it, wf_tensor **fields, wf_status *st) {
       code = WF_DATA_LOSS;
       break;
     }
+    if (rc == -WF_RESOURCE_EXHAUSTED && it->top->recovers) {
+      code = WF_RESOURCE_EXHAUSTED; /* the next call tries again */
+      break;
+    }
     if (rc >= 0 || wf_status_code(st) == WF_OK)
       wf_status_set(st, WF_INTERNAL, "iterator: a stage returned %d", rc);
     stop(it, st);

@@ -9,7 +9,13 @@
  * Over a compact input the thread notes the input's position before each
  * call, and a saved position is the one before the oldest item not yet
  * taken: a restore re-reads the queued items instead of holding them in
- * the checkpoint. Over other inputs the queued items are saved. */
+ * the checkpoint. Over other inputs the queued items are saved.
+ *
+ * Over a compact input, running out of memory is not fatal: when an input
+ * call fails with RESOURCE_EXHAUSTED, the thread rebuilds its input at the
+ * position noted before that call and tries again; when that fails too,
+ * the consumer gets the error once (a transient item), and the elements
+ * that follow are exactly those it would have had. Over other inputs it stops the iterator like any error. */
 #include <config.h>
 
 #include <errno.h>
@@ -21,8 +27,9 @@
 #include "base/status_internal.h"
 
 typedef struct item {
-  int code;  /* WF__ELEMENT, WF__END or -code */
-  char *msg; /* errors: the message (NULL if it could not be copied) */
+  int code;      /* WF__ELEMENT, WF__END or -code */
+  int transient; /* -WF_RESOURCE_EXHAUSTED after which the input goes on */
+  char *msg;     /* errors: the message (NULL if it could not be copied) */
 } item;
 
 typedef struct prefetch_stage {
@@ -46,6 +53,8 @@ typedef struct prefetch_stage {
   int replay;          /* saves WF__SAVED_REPLAY */
   wf__wbuf *pos;       /* replay: per item, the input's position before it */
   wf__wbuf scratch_pos; /* the thread's: before the call in progress */
+  int redo;             /* the input must be rebuilt at redo_pos first */
+  wf__wbuf redo_pos;
 } prefetch_stage;
 
 static wf_tensor **slot_fields(prefetch_stage *p, int k) {
@@ -53,11 +62,12 @@ static wf_tensor **slot_fields(prefetch_stage *p, int k) {
 }
 
 /* Appends an item (under mu); the queue has room. */
-static void push(prefetch_stage *p, int code, wf_tensor **f,
+static void push(prefetch_stage *p, int code, int transient, wf_tensor **f,
                  const wf_status *st) {
   int k = (p->head + p->count) % p->cap;
   item *it = &p->items[k];
   it->code = code;
+  it->transient = transient;
   it->msg = NULL;
   if (code == WF__ELEMENT) {
     wf_tensor **dst = slot_fields(p, k);
@@ -67,7 +77,7 @@ static void push(prefetch_stage *p, int code, wf_tensor **f,
     }
   } else if (code < 0) {
     it->msg = wf__strdup(wf_status_message(st));
-    if (code != -WF_DATA_LOSS)
+    if (code != -WF_DATA_LOSS && !transient)
       p->done = 1;
   } else {
     p->done = 1;
@@ -100,6 +110,64 @@ static void clear_queue(prefetch_stage *p) {
   p->failed_msg = NULL;
 }
 
+/* Replaces the input by a new one standing at position at (the thread's,
+ * or the consumer's while the thread is paused). */
+static int rebuild_input(prefetch_stage *p, const wf__wbuf *at,
+                         wf_status *st) {
+  wf__stage *fresh = wf__stage_new(p->in->ds, st);
+  if (!fresh)
+    return wf_status_code(st);
+  int rc = wf__stage_restore_bytes(fresh, at->data, at->len, st);
+  if (rc) {
+    wf__stage_free(fresh);
+    return rc;
+  }
+  wf__stage_free(p->in);
+  p->in = fresh;
+  return 0;
+}
+
+/* One input call of the thread (outside mu): its result (WF__ELEMENT into
+ * p->scratch, WF__END or -code with st set), *transient set when it is a
+ * RESOURCE_EXHAUSTED the input recovers from. */
+static int produce(prefetch_stage *p, int *transient, wf_status *st) {
+  int rc;
+  *transient = 0;
+  if (p->redo) {
+    rc = rebuild_input(p, &p->redo_pos, st);
+    if (rc) {
+      wf_status_prefix(st, "prefetch: rebuilding the input after running "
+                           "out of memory");
+      *transient = rc == WF_RESOURCE_EXHAUSTED;
+      return -rc;
+    }
+    p->redo = 0;
+  }
+  if (p->replay) {
+    rc = wf__stage_save_into(p->in, &p->scratch_pos, st);
+    if (rc) {
+      /* The input has not moved: the next call tries again. */
+      wf_status_prefix(st, "prefetch: noting the input's position");
+      *transient = rc == WF_RESOURCE_EXHAUSTED;
+      return -rc;
+    }
+  }
+  rc = p->in->ops->next(p->in, p->scratch, st);
+  if (rc == -WF_RESOURCE_EXHAUSTED && p->replay) {
+    /* Where the input stands now is unknown: it is made again at the
+     * position noted before the call, now or (when that runs out of
+     * memory too) before the next call. */
+    wf__wbuf t = p->redo_pos;
+    p->redo_pos = p->scratch_pos;
+    p->scratch_pos = t;
+    wf_status again = {WF_OK, NULL};
+    p->redo = rebuild_input(p, &p->redo_pos, &again) != 0;
+    wf_status_reset(&again);
+    *transient = 1;
+  }
+  return rc;
+}
+
 static void *producer(void *arg) {
   prefetch_stage *p = arg;
   pthread_mutex_lock(&p->mu);
@@ -111,22 +179,20 @@ static void *producer(void *arg) {
     p->busy = 1;
     pthread_mutex_unlock(&p->mu);
     wf_status st = {WF_OK, NULL};
-    int rc = 0;
-    if (p->replay) {
-      int code = wf__stage_save_into(p->in, &p->scratch_pos, &st);
-      if (code) {
-        wf_status_prefix(&st, "prefetch: noting the input's position");
-        rc = -code;
-      }
+    int transient;
+    int rc = produce(p, &transient, &st);
+    if (transient) {
+      /* Memory may be back already: the consumer hears of it only when a
+       * second try fails too. */
+      wf_status_reset(&st);
+      rc = produce(p, &transient, &st);
     }
-    if (!rc)
-      rc = p->in->ops->next(p->in, p->scratch, &st);
     if (rc < 0 && wf_status_code(&st) == WF_OK)
       wf_status_set(&st, WF_INTERNAL, "prefetch: the input failed (%d) "
                     "without a message", rc);
     pthread_mutex_lock(&p->mu);
     p->busy = 0;
-    push(p, rc, p->scratch, &st);
+    push(p, rc, transient, p->scratch, &st);
     wf_status_reset(&st);
     pthread_cond_broadcast(&p->wake_consumer);
   }
@@ -197,7 +263,7 @@ static int prefetch_next(wf__stage *s, wf_tensor **out, wf_status *st) {
                     it->msg ? it->msg
                             : "an input error whose message was lost (out "
                               "of memory)");
-      if (code != -WF_DATA_LOSS) {
+      if (code != -WF_DATA_LOSS && !it->transient) {
         p->failed_code = -code;
         p->failed_msg = it->msg;
         it->msg = NULL;
@@ -223,6 +289,9 @@ static int prefetch_reset(wf__stage *s, wf_status *st) {
   pthread_mutex_lock(&p->mu);
   clear_queue(p);
   pthread_mutex_unlock(&p->mu);
+  /* An input left to rebuild is reset from where it stands: a reset
+   * starts a pass from any state. */
+  p->redo = 0;
   int rc = p->in->ops->reset(p->in, st);
   if (rc) {
     /* Keep the thread from reading a broken input: report the error. */
@@ -244,12 +313,19 @@ static int prefetch_save(wf__stage *s, wf__wbuf *w, wf_status *st) {
   wf__wbuf_u32(w, (uint32_t)p->failed_code);
   wf__wbuf_str(w, p->failed_msg ? p->failed_msg : "");
   if (p->replay) {
-    /* Where the oldest item not taken was read from; with none queued,
-     * where the (paused) input stands now. */
-    if (p->count > 0) {
-      const wf__wbuf *at = &p->pos[p->head];
+    /* Where the oldest item not taken was read from (transient errors are
+     * not kept); with none queued, where the (paused) input stands now, or
+     * where it is to be rebuilt. */
+    int first = 0;
+    while (first < p->count && p->items[(p->head + first) % p->cap].transient)
+      first++;
+    if (first < p->count) {
+      const wf__wbuf *at = &p->pos[(p->head + first) % p->cap];
       wf__wbuf_u64(w, (uint64_t)at->len);
       wf__wbuf_bytes(w, at->data, at->len);
+    } else if (p->redo) {
+      wf__wbuf_u64(w, (uint64_t)p->redo_pos.len);
+      wf__wbuf_bytes(w, p->redo_pos.data, p->redo_pos.len);
     } else {
       wf__wbuf now = {0};
       rc = wf__stage_save_into(p->in, &now, st);
@@ -372,6 +448,7 @@ static void prefetch_free(wf__stage *s) {
     wf__wbuf_deinit(&p->pos[i]);
   wf__free(p->pos);
   wf__wbuf_deinit(&p->scratch_pos);
+  wf__wbuf_deinit(&p->redo_pos);
   wf__free(p->items);
   wf__free(p->fields);
   wf__stage_free(p->in);
@@ -407,6 +484,7 @@ wf__stage *wf__prefetch_stage_new(const wf_dataset *ds, wf__stage *input,
   p->scratch = wf__calloc((size_t)ds->nfields, sizeof *p->scratch);
   p->replay = input->compact;
   p->base.compact = input->compact;
+  p->base.recovers = input->compact;
   if (p->replay)
     p->pos = wf__calloc((size_t)p->cap, sizeof *p->pos);
   if (!p->items || !p->fields || !p->scratch || (p->replay && !p->pos)) {

@@ -278,13 +278,15 @@ wf_tensor *wf_tensor_retain(wf_tensor *t) {
 void wf_tensor_release(wf_tensor *t) {
   if (!t)
     return;
-  /* Release ordering on the decrement and an acquire fence before freeing:
-   * every write made through other references happens before the free. */
-  long before = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_release);
+  /* Acquire-release ordering on the decrement: every access made through
+   * other references happens before the free. (Not release plus an
+   * acquire fence on the last one: ThreadSanitizer does not model fences
+   * and would see the free race with those accesses; on x86 both compile
+   * to the same locked instruction.) */
+  long before = atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel);
   assert(before > 0);
   if (before != 1)
     return;
-  atomic_thread_fence(memory_order_acquire);
   switch (t->wrapped) {
   case WF__TENSOR_VIEW:
     /* The arena owns the struct: it is handed out again from there. */

@@ -388,8 +388,9 @@ static int probe(loader *L, const char *path) {
 
   dl = wf__dl_open(path, &err);
   if (!dl) {
-    why =
-        wf__asprintf("not a loadable object: %s", err ? err : "out of memory");
+    /* No reason means out of memory: that fails the runtime, it does not
+     * refuse a good plugin. */
+    why = err ? wf__asprintf("not a loadable object: %s", err) : NULL;
     code = why ? refuse(L, NULL, path, -1, -1, WF_PLUGIN_REFUSED, why)
                : oom(L, path);
     goto out;

@@ -477,7 +477,14 @@ static int enumerate_type(wf_runtime *rt, const wf__device_type *t,
   else if (n > MAX_DEVICES_PER_TYPE)
     problem = "it reported more instances than it was given room for";
   if (problem) {
-    if (rt->cfg->plugin_strict)
+    /* Out of memory fails the runtime: a device type is not silently
+     * left out because memory was short for a moment. */
+    if (n < 0 && est.code == WF_RESOURCE_EXHAUSTED)
+      code = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                           "device type '%s' of plugin '%s': listing its "
+                           "devices: %s",
+                           t->def.type, t->plugin, problem);
+    else if (rt->cfg->plugin_strict)
       code = wf_status_set(st, WF_FAILED_PRECONDITION,
                            "device type '%s' of plugin '%s': listing its "
                            "devices failed: %s",

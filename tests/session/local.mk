@@ -36,3 +36,34 @@ tests_session_test_check_numerics_SOURCES = tests/session/test_check_numerics.c
 tests_session_test_check_numerics_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_session_test_check_numerics_CFLAGS = $(TEST_CFLAGS)
 tests_session_test_check_numerics_LDADD = $(TEST_LDADD)
+
+# One training session used by many threads at once (stepping, reading
+# variables, checkpointing, iterators of its pipeline); the core of the
+# ThreadSanitizer stage of .ci/run. Loads the build tree's plugins.
+SESSION_STRESS_PLUGINS = plugins/ops/array/ops_array.la \
+	plugins/ops/math/ops_math.la plugins/ops/nn/ops_nn.la \
+	plugins/ops/state/ops_state.la plugins/ops/random/ops_random.la \
+	plugins/ops/train/ops_train.la plugins/readers/idx/reader_idx.la \
+	plugins/devices/cpu/device_cpu.la
+check_PROGRAMS += tests/session/test_stress
+TESTS += tests/session/test_stress
+tests_session_test_stress_SOURCES = tests/session/test_stress.c \
+	tests/session/train_job.h
+tests_session_test_stress_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_stress_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_stress_LDADD = $(TEST_LDADD)
+EXTRA_tests_session_test_stress_DEPENDENCIES = $(SESSION_STRESS_PLUGINS)
+
+# Allocation-failure sweeps over session creation, training steps,
+# checkpoints, saved models and a prefetching iterator (bounded in time:
+# see the file's header).
+check_PROGRAMS += tests/session/test_alloc_sweep
+TESTS += tests/session/test_alloc_sweep
+tests_session_test_alloc_sweep_SOURCES = tests/session/test_alloc_sweep.c \
+	tests/session/train_job.h
+tests_session_test_alloc_sweep_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_session_test_alloc_sweep_CFLAGS = $(TEST_CFLAGS)
+tests_session_test_alloc_sweep_LDADD = $(TEST_LDADD)
+EXTRA_tests_session_test_alloc_sweep_DEPENDENCIES = $(SESSION_STRESS_PLUGINS)
+# What the ThreadSanitizer stage (.ci/tsan) and the sweeps cover and found.
+EXTRA_DIST += docs/sanitizers.md

@@ -22,12 +22,48 @@
 #include <omp.h>
 #include <string.h>
 
+/* Under ThreadSanitizer: libgomp is not instrumented, so the fork and join
+ * of the parallel region below (which order the caller's writes before the
+ * team's reads, and the team's writes before what follows) are shown to it
+ * by hand. Nothing otherwise. */
+#if defined(__SANITIZE_THREAD__)
+#define CPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CPU_TSAN 1
+#endif
+#endif
+#ifdef CPU_TSAN
+#include <sanitizer/tsan_interface.h>
+#define CPU_HAPPENS_BEFORE(p) __tsan_release(p)
+#define CPU_HAPPENS_AFTER(p) __tsan_acquire(p)
+#else
+#define CPU_HAPPENS_BEFORE(p) ((void)(p))
+#define CPU_HAPPENS_AFTER(p) ((void)(p))
+#endif
+/* Their addresses name the fork and the join. Static, not per call: a
+ * team thread reads the region's shared variables (where a per-call name
+ * would be) before its first statement runs. Concurrent regions thus look
+ * ordered to ThreadSanitizer, which can only hide races, never invent
+ * them. */
+static char team_fork, team_join;
+/* team_for's own accesses are the compiler's passing of the region's
+ * shared variables (written by the caller before the fork, read by each
+ * team thread as it starts, before any statement can announce the fork):
+ * they are left uninstrumented. The bodies it runs are instrumented. */
+#ifdef CPU_TSAN
+#define CPU_TEAM_PLUMBING __attribute__((no_sanitize("thread")))
+#else
+#define CPU_TEAM_PLUMBING
+#endif
+
 /* Elements from which an update is shared by the intra-op threads: about
  * 20 us of Adam on one thread. */
 #define WF_CPU_APPLY_SPLIT ((int64_t)1 << 15)
 
 /* trn_parallel_fn: [0, n) in one contiguous range per thread, each
  * starting at a multiple of TRN_PIECE. */
+CPU_TEAM_PLUMBING
 static void team_for(trn_body_fn *body, void *arg, int64_t n) {
   int32_t inter, intra;
 
@@ -37,8 +73,10 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
     return;
   }
   cpu_omp_threads_n(intra);
+  CPU_HAPPENS_BEFORE(&team_fork);
 #pragma omp parallel num_threads(intra)
   {
+    CPU_HAPPENS_AFTER(&team_fork);
     int64_t pieces = (n + TRN_PIECE - 1) / TRN_PIECE;
     int t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t first = pieces * t / nt, last = pieces * (t + 1) / nt;
@@ -48,7 +86,9 @@ static void team_for(trn_body_fn *body, void *arg, int64_t n) {
       end = n;
     if (begin < end)
       body(arg, begin, end);
+    CPU_HAPPENS_BEFORE(&team_join);
   }
+  CPU_HAPPENS_AFTER(&team_join);
 }
 
 /* The kernel's state: the update of its op. */

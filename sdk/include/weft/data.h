@@ -227,7 +227,10 @@ WF_API wf_dataset *wf_iterator_dataset(const wf_iterator *it);
  * (release them). Returns WF_OK; WF_OUT_OF_RANGE at the end of the data
  * (st says so too; nothing is stored in fields; later calls return it
  * again until wf_iterator_reset); WF_DATA_LOSS for a bad record (st names
- * file and position; the next call goes on after it); or another error,
+ * file and position; the next call goes on after it);
+ * WF_RESOURCE_EXHAUSTED when memory ran out — after which a pipeline
+ * ending in a prefetch over data that can be read again goes on with the
+ * element it would have returned, and any other stops; or another error,
  * which stops the iterator. Thread-safe: calls are serialised. */
 WF_API int wf_iterator_next(wf_iterator *it, wf_tensor **fields,
                             wf_status *st);
