@@ -98,6 +98,7 @@ nh_setup() {
       exit 1
     }
     echo "$NH_SUBNET.$k slots=${NH_SLOTS:-1}" >>"$NH_DIR/hosts"
+    mkdir "$NH_DIR/tmp-h$k"
     k=$((k + 1))
   done
   # The launcher's "remote shell": `agent [options] HOST COMMAND...` runs
@@ -113,7 +114,10 @@ case "\$host" in
   $NH_SUBNET.*) ;;
   *) echo "agent: unknown test host '\$host'" >&2; exit 1 ;;
 esac
-exec ip netns exec "$NH_NS-h\${host##*.}" sh -c "\$*"
+k=\${host##*.}
+TMPDIR=$NH_DIR/tmp-h\$k
+export TMPDIR
+exec ip netns exec "$NH_NS-h\$k" unshare --uts sh -c "hostname $NH_NS-h\$k && \$*"
 AGENT
   chmod +x "$NH_DIR/agent"
   NH_MPIRUN_ARGS="--allow-run-as-root --hostfile $NH_DIR/hosts \
@@ -139,7 +143,7 @@ AGENT
 }
 
 nh_mpirun() {
-  timeout -k 10 "${NH_TIMEOUT:-120}" \
+  TMPDIR="$NH_DIR/tmp-h1" timeout -k 10 "${NH_TIMEOUT:-120}" \
     ip netns exec "$NH_NS-h1" mpirun $NH_MPIRUN_ARGS "$@"
 }
 

@@ -80,6 +80,7 @@ static void leave_job(void) {
   int task;
   int64_t silent;
   int lost = mpt_transport_lost(&task, &silent);
+  int skipped = mpt_collectives_peer_skipped();
   mpt_transport_stop();
   mpt_collectives_stop();
   int finalized = 0;
@@ -98,6 +99,13 @@ static void leave_job(void) {
     for (struct timespec ts = {linger, 0};
          nanosleep(&ts, &ts) != 0 && errno == EINTR;)
       ;
+    return;
+  }
+  if (skipped) {
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
+                  "another task failed a step that this one ran: leaving "
+                  "the job without MPI_Finalize (that task may never "
+                  "reach it)");
     return;
   }
   MPI_Comm_free(&job.p2p);

@@ -58,5 +58,9 @@ extern const wf_kernel_def *const mpt_kernels[];
 extern const wf_gradient_def *const mpt_gradients[];
 /* Stops whatever the collectives run in the background (at exit). */
 void mpt_collectives_stop(void);
+/* 1 once a collective of this task failed because another task's step had
+ * failed before it while this one took part: that task may never reach
+ * MPI_Finalize (it may stay alive), so leaving the job waits for no one. */
+int mpt_collectives_peer_skipped(void);
 
 #endif
