@@ -22,10 +22,12 @@ printf '[threads]\ninter_op = 1\nintra_op = 1\npin = false\n' >"$NH_DIR/weft.con
 WEFT_CONFIG="$NH_DIR/weft.conf"
 export WEFT_CONFIG
 echo "# allreduce, 2 hosts over TCP"
-nh_mpirun -x WEFT_CONFIG -np 2 "$builddir/bench/allreduce"
+nh_mpirun -x WEFT_CONFIG -np 2 "$builddir/bench/allreduce" ||
+  echo "# bench/allreduce exited with status $?"
 echo "# data-parallel mlp: 1 process"
 "$builddir/bench/data_parallel" --intra 1
 echo "# data-parallel mlp: 2 hosts x 1 process, one bucket"
-nh_mpirun -np 2 "$builddir/bench/data_parallel" --intra 1
+nh_mpirun -np 2 "$builddir/bench/data_parallel" --intra 1 || echo "# status $?"
 echo "# data-parallel mlp: 2 hosts x 1 process, one AllReduce per gradient"
-nh_mpirun -np 2 "$builddir/bench/data_parallel" --intra 1 --bucket 1
+nh_mpirun -np 2 "$builddir/bench/data_parallel" --intra 1 --bucket 1 ||
+  echo "# status $?"
