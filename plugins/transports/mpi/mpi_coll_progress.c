@@ -45,9 +45,10 @@
  * executors that hold them: run the same signatures), nodes of one name in
  * the same order, and run the same steps of each executor (steps are keyed
  * by the session's step counter); a step that fails on one task before
- * reaching a collective leaves the other tasks waiting in it, since MPI
- * collectives cannot be cancelled (the job must then be aborted; a warning
- * names the node after STALL_WARN_NS); at most INT_MAX elements per call.
+ * reaching a collective is refused there (coll_skip) so that the others
+ * fail it too, but a task that never reaches it otherwise leaves them
+ * waiting, since MPI collectives cannot be cancelled (a warning names the
+ * node after STALL_WARN_NS); at most INT_MAX elements per call.
  * A job of one task never comes here: its kernels complete at once. */
 #include <config.h>
 
