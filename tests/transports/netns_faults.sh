@@ -46,10 +46,10 @@ common="--model mlp --data-parallel --limit 12000 --batch 48 --epochs 2 --checkp
 accuracy() { grep -o "test accuracy [0-9.]*" "$1" || true; }
 
 # A job of $1 tasks printing to $tmp/$2.out, with checkpoints in
-# $tmp/$3.ckpt; $4: more options.
+# $tmp/$3.ckpt; $4: more options of the program, $5 of mpirun.
 train() {
-  nh_mpirun -x WEFT_CONFIG -np "$1" "$ex" $common --checkpoints "$tmp/$3.ckpt" \
-    ${4:-} >"$tmp/$2.out" 2>&1
+  nh_mpirun -x WEFT_CONFIG ${5:-} -np "$1" "$ex" $common \
+    --checkpoints "$tmp/$3.ckpt" ${4:-} >"$tmp/$2.out" 2>&1
 }
 
 echo "== uninterrupted, 2 and 3 hosts"
@@ -129,8 +129,20 @@ resume() {
       for p in $left; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
     fi
   done
-  train "$np" "$name.resumed" "$name" --resume ||
-    { cat "$tmp/$name.resumed.out"; fail "$name: the resumed job failed"; }
+  # A host that lost power restarts with an empty /tmp: so does each test
+  # host's (Open MPI's session directories of the job that was killed).
+  rm -rf "$tmp"/tmp-h*/ompi.*
+  train "$np" "$name.resumed" "$name" "--resume" \
+    "--output-filename $tmp/$name.resumed.log" || {
+    rc=$?
+    cat "$tmp/$name.resumed.out"
+    for f in $(find "$tmp/$name.resumed.log" -type f 2>/dev/null); do
+      echo "-- $f"
+      tail -5 "$f"
+    done
+    ls -l "$tmp/$name.ckpt"/task-*
+    fail "$name: the resumed job failed (status $rc)"
+  }
   sed -i "s|$tmp/$name.ckpt|DIR|" "$tmp/$name.resumed.out"
   grep "resumed from" "$tmp/$name.resumed.out" ||
     fail "$name: the new job did not resume"

@@ -114,6 +114,20 @@ static void leave_job(void) {
     MPI_Finalize();
 }
 
+/* Runs first thing in MPI_Finalize, whoever calls it (MPI deletes the
+ * attributes of MPI_COMM_SELF before anything else): a program that
+ * initialised MPI itself finalizes it before the exit handler runs, and
+ * the plugin's threads must not be inside MPI calls then. */
+static int on_finalize(MPI_Comm comm, int key, void *value, void *extra) {
+  (void)comm;
+  (void)key;
+  (void)value;
+  (void)extra;
+  mpt_transport_stop();
+  mpt_collectives_stop();
+  return MPI_SUCCESS;
+}
+
 /* Keeps this module (and so libmpi) loaded until the process exits. */
 static int stay_resident(wf_status *st) {
   Dl_info info;
@@ -181,6 +195,13 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Comm_set_errhandler(job.coll, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job.size);
+  int key = MPI_KEYVAL_INVALID;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &key,
+                             NULL) != MPI_SUCCESS ||
+      MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) != MPI_SUCCESS)
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
+                  "cannot hook MPI_Finalize: a program that finalizes MPI "
+                  "itself must free its runtimes' job first");
   atexit(leave_job);
   joined = &job;
   pthread_mutex_unlock(&join_mu);
