@@ -11,8 +11,6 @@
 #    watches every other one, not only task 0);
 #  - power: host 2 goes away whole: its link down and every process in it
 #    killed (SIGKILL), as when a machine loses power;
-#  - netem (where the kernel has it): host 2's link gets 5 ms of latency
-#    and 1% loss, which slows the job but must not fail it.
 # After each failing fault, every surviving task has printed the heartbeat
 # error naming the lost task, and mpirun has exited with a non-zero status
 # within BOUND_S of the fault (heartbeat timeout 2 s, the launcher's
@@ -20,8 +18,8 @@
 # SIGTERM and SIGKILL, start-up noise), never hanging; then a new job of new
 # processes resumes from the newest step all tasks saved and ends at
 # exactly the uninterrupted job's test accuracy. Skips (77) with the reason
-# where namespaces, mpirun or the data set are missing; the netem case
-# alone says why it is skipped where netem is missing.
+# where namespaces, mpirun or the data set are missing. Latency and loss:
+# netns_netem.sh.
 set -eu
 builddir=$(cd "${top_builddir:-.}" && pwd)
 srcdir=${top_srcdir:-.}
@@ -175,17 +173,4 @@ fault power 2 2 power_off
 reported power 0 1
 resume power 2 "$acc2"
 
-why=$(nh_netem_reason)
-if [ -n "$why" ]; then
-  echo "== netem: SKIPPED: $why"
-else
-  echo "== netem: 5 ms latency and 1% loss on host 2"
-  ip netns exec "$NH_NS-h2" tc qdisc add dev eth0 root netem delay 5ms loss 1%
-  t0=$(now)
-  train 2 netem netem || { cat "$tmp/netem.out"; fail "netem: the job failed"; }
-  echo "netem: $(elapsed "$t0" "$(now)") s"
-  ip netns exec "$NH_NS-h2" tc qdisc del dev eth0 root
-  got=$(accuracy "$tmp/netem.out")
-  [ "$got" = "$acc2" ] || fail "netem: ended at '$got', without '$acc2'"
-fi
 echo "PASS: link down, stopped task and lost host each ended the job with a clear error and resumed to the same accuracy"
