@@ -209,7 +209,8 @@ typedef struct wf_kernel_def {
    * before this node ran, so it never will in that step. A kernel that
    * other processes meet in the same step (a collective) tells them here,
    * so that their step fails too instead of waiting for this one. Called
-   * from the executor's thread that ends the step; must not block. */
+   * once per node and failed step, from an executor thread; must not
+   * block. */
   void (*skipped)(void *state, int64_t step);
 } wf_kernel_def;
 
