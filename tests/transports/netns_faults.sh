@@ -139,6 +139,7 @@ resume() {
       tail -5 "$f"
     done
     ls -l "$tmp/$name.ckpt"/task-*
+    tail -8 "$tmp/agent.log"
     fail "$name: the resumed job failed (status $rc)"
   }
   sed -i "s|$tmp/$name.ckpt|DIR|" "$tmp/$name.resumed.out"

@@ -18,6 +18,7 @@
 #   nh_task_pids K    the pids of the job's tasks on host K (not its daemon).
 #   nh_host_pids K    every process inside host K's namespace.
 #   nh_netem_reason   prints why netem cannot be used, or nothing.
+#   $NH_DIR/agent.log each start of a daemon by the agent, and its status.
 #   nh_cleanup        kills what runs in the namespaces and deletes them;
 #                     nh_setup installs it as the EXIT trap (callers that
 #                     set their own trap must call it).
@@ -117,7 +118,11 @@ esac
 k=\${host##*.}
 TMPDIR=$NH_DIR/tmp-h\$k
 export TMPDIR
-exec ip netns exec "$NH_NS-h\$k" unshare --uts sh -c "hostname $NH_NS-h\$k && \$*"
+echo "\$(date +%T.%N) host \$k: \$*" | cut -c1-160 >>"$NH_DIR/agent.log"
+ip netns exec "$NH_NS-h\$k" unshare --uts sh -c "hostname $NH_NS-h\$k && \$*"
+rc=\$?
+echo "\$(date +%T.%N) host \$k: exit \$rc" >>"$NH_DIR/agent.log"
+exit \$rc
 AGENT
   chmod +x "$NH_DIR/agent"
   NH_MPIRUN_ARGS="--allow-run-as-root --hostfile $NH_DIR/hosts \
