@@ -13,4 +13,9 @@ bench-allreduce: bench/allreduce
 	mpirun --allow-run-as-root --oversubscribe --bind-to none \
 	  --mca btl_vader_single_copy_mechanism none -np 2 bench/allreduce
 endif
-.PHONY: bench-allreduce
+# bench-cross-host: the same and the data-parallel mlp between two test
+# hosts (network namespaces, TCP; bench/cross_host.sh, as root).
+bench-cross-host: bench/allreduce bench/data_parallel
+	top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) \
+	  sh $(top_srcdir)/bench/cross_host.sh
+.PHONY: bench-allreduce bench-cross-host

@@ -58,4 +58,5 @@ AM_TESTS_ENVIRONMENT += \
 include tests/transports/data_parallel.mk
 include tests/transports/task_split.mk
 include tests/transports/collectives.mk
+include tests/transports/netns.mk
 include tests/session/memory_plan.mk

@@ -458,6 +458,21 @@ static void fail_step(step *s, wf_code code, const char *msg) {
                             msg);
 }
 
+/* The step failed: kernels that asked to know (collectives, which other
+ * processes meet in the same step) hear of each of their nodes that was
+ * never made ready. Those made ready but skipped heard it in run_node. */
+static void tell_skipped(step *s) {
+  for (int p = 0; p < s->x->num_parts; p++) {
+    prun *r = &s->parts[p];
+    for (int i = 0; i < r->pt->num_nodes; i++) {
+      const wf__xnode *xn = &r->pt->nodes[i];
+      if (xn->kernel && xn->kernel->def.skipped &&
+          atomic_load_explicit(&r->pending[i], memory_order_relaxed) > 0)
+        xn->kernel->def.skipped(xn->kstate, s->step_ctx.step);
+    }
+  }
+}
+
 /* A step of a job also fails when a task it waits on went silent. */
 static void watch_tasks(step *s) {
   char msg[256];
@@ -768,6 +783,8 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
   step *s = r->s;
   const wf__xnode *xn = &r->pt->nodes[i];
   if (cancelled(s)) {
+    if (xn->kernel->def.skipped)
+      xn->kernel->def.skipped(xn->kstate, s->step_ctx.step);
     node_done(r, i, NULL, 1, stack, next);
     return;
   }
@@ -1053,6 +1070,8 @@ static int exec_run(wf__exec *x, wf__pool *pool,
                          "the session was closed during the step");
   if (ds)
     code = x->rt->job->step_end(ds, code, &s->error);
+  if (code != WF_OK)
+    tell_skipped(s);
   if (code != WF_OK) {
     wf_status_set(st, (wf_code)code, "%s", s->error.message);
     for (int f = 0; f < x->nfetches; f++) {

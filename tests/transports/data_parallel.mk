@@ -8,14 +8,16 @@
 #    to the weights and losses of one process training alone, within
 #    stated tolerances; replicas start from task 0's weights.
 #  - dp_shard.sh: tasks read disjoint parts covering each global batch.
+#  - dp_input_error.sh: one task's input runs out and it stays alive; the
+#    others' steps fail naming it, and the job ends.
 # The shell checks skip (77) when mpirun is not found.
 EXTRA_DIST += tests/transports/dp_equivalence.sh tests/transports/dp_shard.sh \
-	tests/transports/dp_graph.sh
+	tests/transports/dp_graph.sh tests/transports/dp_input_error.sh
 if HAVE_MPI
 check_PROGRAMS += tests/transports/dp_graph tests/transports/dp_train \
 	tests/transports/dp_shard
 TESTS += tests/transports/dp_graph.sh tests/transports/dp_equivalence.sh \
-	tests/transports/dp_shard.sh
+	tests/transports/dp_shard.sh tests/transports/dp_input_error.sh
 
 tests_transports_dp_graph_SOURCES = tests/transports/dp_graph.c
 tests_transports_dp_graph_CPPFLAGS = $(TEST_CPPFLAGS)

@@ -15,7 +15,10 @@
  *       broadcast from task 0 makes the replicas start alike. --sgd: plain
  *       gradient descent (lr 0.01) instead of Adam, whose updates hardly
  *       change when every gradient is scaled alike (a sum across tasks
- *       instead of a mean would go unnoticed).
+ *       instead of a mean would go unnoticed). --short-task T
+ *       --short-data FILE: task T reads FILE (fewer records) instead, so
+ *       its input alone runs out; it then stays alive --stay seconds
+ *       (default 60) without reaching the step's collectives, and exits 1.
  *   dp_train compare [--exact] A B
  *       exit 0 when B matches A: initial weights bit for bit, losses and
  *       final weights within the tolerances below (--exact: all bit for
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <weft/weft.h>
 
@@ -109,6 +113,9 @@ typedef struct args {
   long long bucket;
   unsigned long seed;
   const char *data, *prefix;
+  int short_task;         /* this task reads short_data instead; -1: none */
+  const char *short_data;
+  int stay;               /* seconds the short task lives on after its error */
 } args;
 
 static wf_runtime *runtime(wf_status *st) {
@@ -159,7 +166,9 @@ static int train(const args *a) {
 
   wf_attr_item fields = {"fields", {.type = WF_ATTR_STRING, .count = 1,
                                     .u.s = "image:float32:784,label:int32"}};
-  wf_dataset *ds = wf_dataset_from_files(rt, a->data, "fixed", &fields, 1, st);
+  int is_short = a->short_task == (int)task && a->short_data;
+  wf_dataset *ds = wf_dataset_from_files(rt, is_short ? a->short_data : a->data,
+                                         "fixed", &fields, 1, st);
   if (!a->plain)
     ds = wf_dataset_shard_by_task(ds, rt, st);
   ds = wf_dataset_batch(ds, b, 1, st);
@@ -231,7 +240,17 @@ static int train(const args *a) {
   check(c == NULL, st, "preparing the step");
   for (int k = 0; k < a->steps; k++) {
     wf_tensor *lv = NULL;
-    check(wf_callable_run(c, NULL, NULL, &lv, NULL, st), st, "training step");
+    if (wf_callable_run(c, NULL, NULL, &lv, NULL, st) && is_short) {
+      /* This task alone ran out of input: it stays alive (heartbeats go
+       * on) but never reaches the step's collectives. */
+      fprintf(stderr, "dp_train: task %d: training step %d: %s; staying "
+                      "alive %d s\n",
+              (int)task, k, wf_status_message(st), a->stay);
+      fflush(stderr);
+      sleep((unsigned)a->stay);
+      exit(1);
+    }
+    check(wf_status_code(st) != WF_OK, st, "training step");
     losses[k] = *(float *)wf_tensor_data(lv);
     wf_tensor_release(lv);
   }
@@ -376,7 +395,9 @@ static void usage(void) {
   fprintf(stderr,
           "usage: dp_train data FILE N\n"
           "       dp_train train [--plain] [--seed-per-task] [--steps S] "
-          "[--batch B] [--bucket BYTES] [--seed N] [--sgd] DATA PREFIX\n"
+          "[--batch B] [--bucket BYTES] [--seed N] [--sgd]\n"
+          "                [--short-task T --short-data FILE [--stay S]] "
+          "DATA PREFIX\n"
           "       dp_train compare [--exact] A B\n");
   exit(2);
 }
@@ -398,7 +419,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "train") != 0)
     usage();
-  args a = {0, 0, 20, 0, 48, 0, 42, NULL, NULL};
+  args a = {0, 0, 20, 0, 48, 0, 42, NULL, NULL, -1, NULL, 60};
   static const struct option longopts[] = {
       {"plain", no_argument, NULL, 'p'},
       {"seed-per-task", no_argument, NULL, 't'},
@@ -407,6 +428,9 @@ int main(int argc, char **argv) {
       {"bucket", required_argument, NULL, 'k'},
       {"seed", required_argument, NULL, 'S'},
       {"sgd", no_argument, NULL, 'g'},
+      {"short-task", required_argument, NULL, 'T'},
+      {"short-data", required_argument, NULL, 'D'},
+      {"stay", required_argument, NULL, 'Y'},
       {NULL, 0, NULL, 0}};
   int c;
   optind = 2;
@@ -419,6 +443,9 @@ int main(int argc, char **argv) {
     case 'k': a.bucket = atoll(optarg); break;
     case 'S': a.seed = strtoul(optarg, NULL, 10); break;
     case 'g': a.sgd = 1; break;
+    case 'T': a.short_task = atoi(optarg); break;
+    case 'D': a.short_data = optarg; break;
+    case 'Y': a.stay = atoi(optarg); break;
     default: usage();
     }
   }

@@ -3,9 +3,10 @@
 # processes and with `weft worker` workers; worker_killed.sh checks that a
 # worker dying mid-step is an error on the client within the heartbeat
 # timeout; dp_restart.sh kills a task of a data-parallel training job and
-# resumes it in a new job from the last checkpoint.
+# resumes it in a new job from the last checkpoint; dp_peer_silent.sh
+# stops task 2 of 3 and checks that tasks 0 and 1 each report it.
 EXTRA_DIST += tests/transports/task_split.sh tests/transports/worker_killed.sh \
-	tests/transports/dp_restart.sh \
+	tests/transports/dp_restart.sh tests/transports/dp_peer_silent.sh \
 	tests/transports/mpi_env.sh
 if HAVE_MPI
 check_PROGRAMS += tests/transports/test_task_split \
@@ -21,5 +22,5 @@ tests_transports_test_worker_killed_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_transports_test_worker_killed_CFLAGS = $(TEST_CFLAGS)
 tests_transports_test_worker_killed_LDADD = core/libweft.la $(PTHREAD_LIBS)
 TESTS += tests/transports/task_split.sh tests/transports/worker_killed.sh \
-	tests/transports/dp_restart.sh
+	tests/transports/dp_restart.sh tests/transports/dp_peer_silent.sh
 endif

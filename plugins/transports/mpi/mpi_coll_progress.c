@@ -45,9 +45,10 @@
  * executors that hold them: run the same signatures), nodes of one name in
  * the same order, and run the same steps of each executor (steps are keyed
  * by the session's step counter); a step that fails on one task before
- * reaching a collective leaves the other tasks waiting in it, since MPI
- * collectives cannot be cancelled (the job must then be aborted; a warning
- * names the node after STALL_WARN_NS); at most INT_MAX elements per call.
+ * reaching a collective is refused there (coll_skip) so that the others
+ * fail it too, but a task that never reaches it otherwise leaves them
+ * waiting, since MPI collectives cannot be cancelled (a warning names the
+ * node after STALL_WARN_NS); at most INT_MAX elements per call.
  * A job of one task never comes here: its kernels complete at once. */
 #include <config.h>
 
@@ -136,6 +137,7 @@ static struct {
   int64_t round_out[2], round_in[2];
   char broken[320]; /* the rounds failed: why (unbound nodes cannot run) */
   char lost[320];   /* a task went silent: the job cannot go on (why) */
+  int peer_skipped; /* mpt_collectives_peer_skipped */
   /* How many nodes of each name hash were set up (open addressing). */
   uint64_t *name_hash;
   uint32_t *name_count;
@@ -534,6 +536,37 @@ int coll_submit(coll_run *r, wf_status *st) {
   return 0;
 }
 
+int mpt_collectives_peer_skipped(void) {
+  pthread_mutex_lock(&eng.mu);
+  int v = eng.peer_skipped;
+  pthread_mutex_unlock(&eng.mu);
+  return v;
+}
+
+void coll_skip(coll_node *nd, int64_t step) {
+  if (nd->size == 1)
+    return;
+  coll_run *r =
+      calloc(1, sizeof *r + (size_t)nd->cfg.n * sizeof r->pieces[0]);
+  if (!r) {
+    wfx_host->log(WF_LOG_ERROR, "transport-mpi",
+                  "task %d of %d: node '%s': out of memory telling the "
+                  "other tasks that step %lld failed here",
+                  nd->rank, nd->size, nd->name, (long long)step);
+    return;
+  }
+  r->node = nd;
+  r->step = step;
+  r->skip = 1;
+  coll_run_refuse(r, WF_ABORTED,
+                  "task %d of %d: step %lld failed on this task before node "
+                  "'%s' ran",
+                  nd->rank, nd->size, (long long)step, nd->name);
+  /* Refused when the process is leaving the job (then nobody waits): r
+   * is freed, and the host ignores a NULL status. */
+  coll_submit(r, NULL);
+}
+
 /* ---- the progress thread ------------------------------------------------ */
 
 /* The calls in flight (one per node at most, one round, the
@@ -803,10 +836,12 @@ static void start_header(coll_node *nd, reqset *rs, coll_run **done) {
                   nd->rank, nd->size);
     return;
   }
-  /* The refusing task of lowest rank gives the largest last word. */
+  /* The refusing task of lowest rank gives the largest last word; a task
+   * whose step failed before the node (coll_skip) outbids the others. */
   int64_t v[HDR_WORDS / 2] = {
       r->step, r->count, (int64_t)(r->shape_hash & KEY_MASK),
-      (int64_t)(nd->cfg_hash & KEY_MASK), r->refused ? nd->size - nd->rank : 0};
+      (int64_t)(nd->cfg_hash & KEY_MASK),
+      r->refused ? (r->skip ? 2 * nd->size : nd->size) - nd->rank : 0};
   for (int i = 0; i < HDR_WORDS / 2; i++) {
     nd->hdr_out[2 * i] = v[i];
     nd->hdr_out[2 * i + 1] = -v[i];
@@ -893,6 +928,15 @@ static void header_done(coll_node *nd, int err, reqset *rs,
     char why[sizeof r->why];
     memcpy(why, r->why, sizeof why);
     finish_active(nd, done, r->refused, "%s", why);
+    return;
+  }
+  if (in[8] > nd->size) {
+    eng.peer_skipped = 1;
+    finish_active(nd, done, WF_ABORTED,
+                  "task %d of %d: task %d failed this step before reaching "
+                  "this collective (its own error says why), so no task "
+                  "runs it",
+                  nd->rank, nd->size, (int)(2 * nd->size - in[8]));
     return;
   }
   if (in[8] > 0) {

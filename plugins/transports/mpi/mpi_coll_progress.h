@@ -63,6 +63,7 @@ typedef struct coll_run {
   wf_tensor *recv_tensor; /* the output tensor recv points into, or NULL */
   int32_t npieces; /* at most cfg.n */
   int32_t refused; /* coll_run_refuse: a wf_code, with why */
+  int32_t skip;    /* coll_skip's: the step failed here before the node */
   /* -- the engine's -- */
   coll_node *node;
   wf_kernel_ctx *ctx;
@@ -111,6 +112,14 @@ void coll_run_free(coll_run *r);
  * progress thread. Returns 0, or fails with st set (r freed, nothing
  * started) when the process is leaving the job. Thread-safe. */
 int coll_submit(coll_run *r, wf_status *st);
+
+/* The step `step` failed on this task before nd ran: a run that only
+ * refuses is queued in its place, so that the other tasks, which wait in
+ * nd's collective for this task, fail their run of that step together
+ * ("task K could not take part ...") and the node stays in step. No
+ * kernel completes it. Does nothing in a job of one task or while the
+ * process is leaving the job. */
+void coll_skip(coll_node *nd, int64_t step);
 
 /* Folds a shape into a hash (FNV-1a over rank and dims). */
 uint64_t coll_hash_shape(uint64_t h, const wf_shape *s);

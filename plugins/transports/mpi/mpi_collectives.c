@@ -230,6 +230,11 @@ static int reduce_scatter_create(wf_kernel_ctx *ctx, void **state,
 }
 
 static void coll_destroy(void *state) { coll_node_free(state); }
+/* The step failed here before the node ran: the other tasks must not wait
+ * for this task in it. */
+static void coll_skipped(void *state, int64_t step) {
+  coll_skip(state, step);
+}
 
 /* ---- kernels: compute
  * ----------------------------------------------------------- */
@@ -734,22 +739,24 @@ const wf_op_def *const mpt_ops[] = {
 static const wf_kernel_def allreduce_kernel =
     WFX_KERNEL_FOR("cpu", "mpi", "AllReduce", "T", REDUCE_DTYPES, list_compute,
                    .flags = WF_KERNEL_ASYNC, .create = allreduce_create,
-                   .destroy = coll_destroy);
+                   .destroy = coll_destroy, .skipped = coll_skipped);
 static const wf_kernel_def reduce_kernel = WFX_KERNEL_FOR(
     "cpu", "mpi", "Reduce", "T", REDUCE_DTYPES, list_compute,
-    .flags = WF_KERNEL_ASYNC, .create = reduce_create, .destroy = coll_destroy);
+    .flags = WF_KERNEL_ASYNC, .create = reduce_create, .destroy = coll_destroy,
+    .skipped = coll_skipped);
 static const wf_kernel_def broadcast_kernel =
     WFX_KERNEL_FOR("cpu", "mpi", "Broadcast", "T", MOVE_DTYPES, list_compute,
                    .flags = WF_KERNEL_ASYNC, .create = broadcast_create,
-                   .destroy = coll_destroy);
+                   .destroy = coll_destroy, .skipped = coll_skipped);
 static const wf_kernel_def allgather_kernel =
     WFX_KERNEL_FOR("cpu", "mpi", "AllGather", "T", MOVE_DTYPES, dim0_compute,
                    .flags = WF_KERNEL_ASYNC, .create = allgather_create,
-                   .destroy = coll_destroy);
+                   .destroy = coll_destroy, .skipped = coll_skipped);
 static const wf_kernel_def reduce_scatter_kernel =
     WFX_KERNEL_FOR("cpu", "mpi", "ReduceScatter", "T", REDUCE_DTYPES,
                    dim0_compute, .flags = WF_KERNEL_ASYNC,
-                   .create = reduce_scatter_create, .destroy = coll_destroy);
+                   .create = reduce_scatter_create, .destroy = coll_destroy,
+    .skipped = coll_skipped);
 static const wf_kernel_def size_kernel = WFX_KERNEL_FOR(
     "cpu", "mpi", "CollectiveSize", "T", REDUCE_DTYPES, size_compute,
     .flags = WF_KERNEL_CHEAP, .create = size_create, .destroy = NULL);

@@ -10,10 +10,12 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_plugin.h"
 
@@ -34,6 +36,42 @@ const char *mpt_error_string(int err, char *buf, int len) {
 
 const mpt_job *mpt_joined(void) { return joined; }
 
+/* An MCA parameter as mpirun hands it to its processes (OMPI_MCA_name in
+ * the environment), or dflt when unset or not a number. */
+static long mca_long(const char *name, long dflt) {
+  char var[96];
+  snprintf(var, sizeof var, "OMPI_MCA_%s", name);
+  const char *v = getenv(var);
+  char *end = NULL;
+  long n = v ? strtol(v, &end, 10) : 0;
+  return v && end != v && *end == '\0' ? n : dflt;
+}
+
+/* How long a task that lost a peer stays before it exits, in seconds.
+ *
+ * When a host is cut off, mpirun learns it only through the keepalives of
+ * its own TCP connection to that host's daemon, and only while that
+ * connection is idle: once a surviving task exits with an error, mpirun
+ * orders every daemon to end the job, the order to the unreachable one
+ * sits unacknowledged, keepalives stop, and mpirun waits for TCP's
+ * retransmissions to give up (net.ipv4.tcp_retries2: about 15 minutes).
+ * So where the job was started with short keepalives
+ * (oob_tcp_keepalive_time + intvl * probes at most MAX_LINGER_S), a task
+ * that lost a peer waits that long plus a second before it exits: mpirun
+ * has by then noticed the lost host (and ends the job, killing this
+ * process), or the peer's host is reachable and mpirun ends the job
+ * normally once this task exits. Without such settings it exits at once,
+ * as before. */
+#define MAX_LINGER_S 60
+static long linger_s(void) {
+  long t = mca_long("oob_tcp_keepalive_time", -1);
+  if (t <= 0)
+    return 0;
+  long k = t + mca_long("oob_tcp_keepalive_intvl", 20) *
+                   mca_long("oob_tcp_keepalive_probes", 9);
+  return k > 0 && k <= MAX_LINGER_S ? k + 1 : 0;
+}
+
 static void leave_job(void) {
   if (!joined)
     return;
@@ -42,6 +80,7 @@ static void leave_job(void) {
   int task;
   int64_t silent;
   int lost = mpt_transport_lost(&task, &silent);
+  int skipped = mpt_collectives_peer_skipped();
   mpt_transport_stop();
   mpt_collectives_stop();
   int finalized = 0;
@@ -49,16 +88,44 @@ static void leave_job(void) {
   if (finalized)
     return;
   if (lost) {
+    long linger = linger_s();
     wfx_host->log(WF_LOG_WARNING, "transport-mpi",
                   "task %d has been silent for %.1f s: leaving the job "
-                  "without MPI_Finalize",
-                  task, (double)silent / 1000.0);
+                  "without MPI_Finalize%s",
+                  task, (double)silent / 1000.0,
+                  linger ? " (after the launcher's keepalive time)" : "");
+    fflush(stdout);
+    fflush(stderr);
+    for (struct timespec ts = {linger, 0};
+         nanosleep(&ts, &ts) != 0 && errno == EINTR;)
+      ;
+    return;
+  }
+  if (skipped) {
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
+                  "another task failed a step that this one ran: leaving "
+                  "the job without MPI_Finalize (that task may never "
+                  "reach it)");
     return;
   }
   MPI_Comm_free(&job.p2p);
   MPI_Comm_free(&job.coll);
   if (job.we_initialised)
     MPI_Finalize();
+}
+
+/* Runs first thing in MPI_Finalize, whoever calls it (MPI deletes the
+ * attributes of MPI_COMM_SELF before anything else): a program that
+ * initialised MPI itself finalizes it before the exit handler runs, and
+ * the plugin's threads must not be inside MPI calls then. */
+static int on_finalize(MPI_Comm comm, int key, void *value, void *extra) {
+  (void)comm;
+  (void)key;
+  (void)value;
+  (void)extra;
+  mpt_transport_stop();
+  mpt_collectives_stop();
+  return MPI_SUCCESS;
 }
 
 /* Keeps this module (and so libmpi) loaded until the process exits. */
@@ -128,6 +195,13 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Comm_set_errhandler(job.coll, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job.size);
+  int key = MPI_KEYVAL_INVALID;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &key,
+                             NULL) != MPI_SUCCESS ||
+      MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) != MPI_SUCCESS)
+    wfx_host->log(WF_LOG_WARNING, "transport-mpi",
+                  "cannot hook MPI_Finalize: a program that finalizes MPI "
+                  "itself must free its runtimes' job first");
   atexit(leave_job);
   joined = &job;
   pthread_mutex_unlock(&join_mu);

@@ -40,9 +40,9 @@ const char *mpt_error_string(int err, char *buf, int len);
 extern const wf_transport_def mpt_transport;
 /* Stops the transport's thread after flushing queued sends (at exit). */
 void mpt_transport_stop(void);
-/* 1 when a task this one hears heartbeats from (task 0 hears every task,
- * the others hear task 0) has been silent longer than the heartbeat
- * timeout: *task and *silent_ms say which and how long. 0 while the
+/* 1 when another task of the job (every task hears every other one's
+ * heartbeats) has been silent longer than the heartbeat timeout: *task and
+ * *silent_ms say which (the longest silent) and how long. 0 while the
  * transport is not open (no heartbeats to judge by). */
 int mpt_transport_lost(int *task, int64_t *silent_ms);
 /* Starts the transport's thread (heartbeats) without opening it: the
@@ -58,5 +58,9 @@ extern const wf_kernel_def *const mpt_kernels[];
 extern const wf_gradient_def *const mpt_gradients[];
 /* Stops whatever the collectives run in the background (at exit). */
 void mpt_collectives_stop(void);
+/* 1 once a collective of this task failed because another task's step had
+ * failed before it while this one took part: that task may never reach
+ * MPI_Finalize (it may stay alive), so leaving the job waits for no one. */
+int mpt_collectives_peer_skipped(void);
 
 #endif

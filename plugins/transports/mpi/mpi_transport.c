@@ -10,8 +10,11 @@
  * sender never waits) and sends heartbeats. Between bursts it sleeps with a
  * short backoff rather than spinning: the cores belong to the kernels.
  *
- * It does not order messages, retry, or detect a dead peer by itself: the
- * core compares silent_ms with its own timeout. */
+ * Every task sends every other task a heartbeat each 200 ms, so that each
+ * task notices a dead, stopped or cut-off peer itself rather than through
+ * task 0 (whose own detection would add a second timeout). It does not
+ * order messages or retry; the core compares silent_ms with its own
+ * timeout, the collectives with mpt_transport_lost. */
 #include <config.h>
 
 #include <errno.h>
@@ -222,12 +225,13 @@ static int reap_sends(void) {
 }
 
 static void send_heartbeats(void) {
-  /* Workers tell the client they are alive, and the client tells every
-   * worker: what grows with the job is the client's share, one empty
-   * message per worker per period. */
+  /* Every task tells every other one that it is alive: one empty message
+   * per peer per period (size - 1 per task). A task that hears only task 0
+   * would learn of a dead peer only once task 0 gave up and went silent in
+   * turn, a second timeout later. */
   const mpt_job *j = T.job;
   for (int t = 0; t < j->size; t++) {
-    if (t == j->rank || (j->rank != 0 && t != 0))
+    if (t == j->rank)
       continue;
     MPI_Request req;
     if (MPI_Isend(NULL, 0, MPI_BYTE, t, TAG_HEARTBEAT, j->p2p, &req) ==
@@ -468,17 +472,19 @@ int mpt_transport_lost(int *task, int64_t *silent_ms) {
     return 0;
   const mpt_job *j = T.job;
   int64_t limit = mpt_heartbeat_ms(), now = now_ns();
+  int found = 0;
   for (int t = 0; t < j->size; t++) {
-    if (t == j->rank || (j->rank != 0 && t != 0))
+    if (t == j->rank)
       continue;
     int64_t ms = (now - atomic_load(&T.last_heard[t])) / 1000000;
-    if (ms > limit) {
+    /* The longest silent one: with several gone, the first that went. */
+    if (ms > limit && (!found || ms > *silent_ms)) {
       *task = t;
       *silent_ms = ms;
-      return 1;
+      found = 1;
     }
   }
-  return 0;
+  return found;
 }
 
 static void t_abort(void *tp, int32_t code) {
@@ -550,8 +556,8 @@ const wf_transport_def mpt_transport = {
     .name = "mpi",
     .doc = "MPI (Open MPI): the processes of one mpirun job; task = rank in "
            "MPI_COMM_WORLD. Messages go as MPI messages on a communicator "
-           "of their own; heartbeats every 200 ms between the client and "
-           "each worker",
+           "of their own; heartbeats every 200 ms between every pair of "
+           "tasks",
     .open = t_open,
     .rank = t_rank,
     .size = t_size,

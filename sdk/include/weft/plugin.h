@@ -231,6 +231,14 @@ typedef struct wf_kernel_def {
    * node is placed, with the host's node_* entries to read it; it must not
    * keep node. Without it the kernel takes every node of its dtypes. */
   int (*supports)(const wf_node *node);
+  /* -- since 1.4 -- */
+  /* Optional: the step whose kernel_step is step failed on this task
+   * before this node ran, so it never will in that step. A kernel that
+   * other processes meet in the same step (a collective) tells them here,
+   * so that their step fails too instead of waiting for this one. Called
+   * once per node and failed step, from an executor thread; must not
+   * block. */
+  void (*skipped)(void *state, int64_t step);
 } wf_kernel_def;
 
 /* ------------------------------------------------------------------------ */
