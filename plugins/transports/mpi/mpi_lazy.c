@@ -35,6 +35,12 @@
   X(MPI_Comm_size, (MPI_Comm comm, int *size), (comm, size))                   \
   X(MPI_Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler),       \
     (comm, errhandler))                                                        \
+  X(MPI_Comm_create_keyval,                                                    \
+    (MPI_Comm_copy_attr_function * copy_fn,                                    \
+     MPI_Comm_delete_attr_function * delete_fn, int *keyval, void *extra),     \
+    (copy_fn, delete_fn, keyval, extra))                                       \
+  X(MPI_Comm_set_attr, (MPI_Comm comm, int keyval, void *value),               \
+    (comm, keyval, value))                                                     \
   X(MPI_Cancel, (MPI_Request * request), (request))                            \
   X(MPI_Request_free, (MPI_Request * request), (request))                      \
   X(MPI_Test, (MPI_Request * request, int *flag, MPI_Status *status),          \

@@ -28,6 +28,8 @@
 #define MPI_Comm_rank mpt_lz_MPI_Comm_rank
 #define MPI_Comm_size mpt_lz_MPI_Comm_size
 #define MPI_Comm_set_errhandler mpt_lz_MPI_Comm_set_errhandler
+#define MPI_Comm_create_keyval mpt_lz_MPI_Comm_create_keyval
+#define MPI_Comm_set_attr mpt_lz_MPI_Comm_set_attr
 #define MPI_Cancel mpt_lz_MPI_Cancel
 #define MPI_Request_free mpt_lz_MPI_Request_free
 #define MPI_Test mpt_lz_MPI_Test
@@ -51,6 +53,7 @@
 #define MPT_LAZY_GLOBALS(X)                                                    \
   X(ompi_mpi_comm_world)                                                       \
   X(ompi_mpi_comm_null)                                                        \
+  X(ompi_mpi_comm_self)                                                        \
   X(ompi_mpi_op_max)                                                           \
   X(ompi_mpi_op_sum)                                                           \
   X(ompi_mpi_byte)                                                             \

@@ -128,6 +128,20 @@ static int on_finalize(MPI_Comm comm, int key, void *value, void *extra) {
   return MPI_SUCCESS;
 }
 
+/* The attribute is never copied to a duplicated communicator (what
+ * MPI_COMM_NULL_COPY_FN does; that one is a function of the library,
+ * which the plugin opens only on first use: mpi_lazy.h). */
+static int no_copy(MPI_Comm comm, int key, void *extra, void *in, void *out,
+                   int *flag) {
+  (void)comm;
+  (void)key;
+  (void)extra;
+  (void)in;
+  (void)out;
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
 /* Keeps this module (and so libmpi) loaded until the process exits. */
 static int stay_resident(wf_status *st) {
   Dl_info info;
@@ -196,7 +210,7 @@ const mpt_job *mpt_join(wf_status *st) {
   MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job.size);
   int key = MPI_KEYVAL_INVALID;
-  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &key,
+  if (MPI_Comm_create_keyval(no_copy, on_finalize, &key,
                              NULL) != MPI_SUCCESS ||
       MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) != MPI_SUCCESS)
     wfx_host->log(WF_LOG_WARNING, "transport-mpi",
