@@ -58,3 +58,4 @@ include tests/transports/data_parallel.mk
 include tests/transports/task_split.mk
 include tests/transports/collectives.mk
 include tests/session/memory_plan.mk
+include tests/onnx/local.mk

@@ -578,24 +578,26 @@ static int m_reshape(ox_node *n, wf_status *st) {
   /* The shape at run time: zeros copy the input's dimension there. */
   wf_output s = cast(n, X(n, 1, st), WF_INT64, st);
   if (!allowzero) {
-    wf_shape ss;
-    ox_shape_of(s, &ss);
-    if (ss.rank != 1 || ss.dims[0] < 0)
+    if (xs.rank < 0)
       return ox_fail(n, st, WF_UNIMPLEMENTED,
-                     "the shape input's length must be known while importing");
-    int64_t b = 0, len = ss.dims[0];
+                     "a shape computed at run time needs the input's rank "
+                     "while importing");
+    /* the input's dims padded to weft's largest rank, cut to the shape's
+     * length: zeros there copy them (a zero past the input's rank stays 0,
+     * which Reshape then refuses unless the input is empty) */
+    int64_t b = 0;
     wf_output xsh = shape_i64(n, x, st);
-    if (xs.rank >= 0 && len > xs.rank) { /* pad: zeros there are errors */
-      int64_t pads[2] = {0, len - xs.rank};
+    if (xs.rank < WF_MAX_RANK) {
+      int64_t pads[2] = {0, WF_MAX_RANK - xs.rank};
       wf_attr_item pv = WFX_ITEM_FLOAT("constant_values", 0);
       wf_output in[2] = {xsh, reshape(n, ox_const_i64(n, pads, 2, st),
                                       (int64_t[]){1, 2}, 2, st)};
       xsh = ox_add(n, "Pad", in, 2, &pv, 1, st);
-    } else
-      xsh = ox_add(n, "Slice",
-                   (wf_output[]){xsh, ox_const_i64(n, &b, 1, st),
-                                 ox_const_i64(n, &len, 1, st)},
-                   3, NULL, 0, st);
+    }
+    xsh = ox_add(n, "Slice",
+                 (wf_output[]){xsh, ox_const_i64(n, &b, 1, st),
+                               shape_i64(n, s, st)},
+                 3, NULL, 0, st);
     wf_output z = ox_add2(n, "Equal", s, ox_scalar_i64(n, 0, st), st);
     s = ox_add(n, "Select", (wf_output[]){z, xsh, s}, 3, NULL, 0, st);
   }
@@ -1348,10 +1350,12 @@ static int m_instance_norm(ox_node *n, wf_status *st) {
 
 static int m_dropout(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st);
-  if (has_in(n, 2) && n->in[2]->konst &&
-      *(const uint8_t *)wfx_host->tensor_data(n->in[2]->konst))
+  if (has_in(n, 2) &&
+      (!n->in[2]->konst ||
+       *(const uint8_t *)wfx_host->tensor_data(n->in[2]->konst)))
     return ox_fail(n, st, WF_UNIMPLEMENTED,
-                   "training mode is not supported (inference only)");
+                   "training mode (input 2 true or not a constant) is not "
+                   "supported (inference only)");
   if (ox_set_out(n, 0, ox_add1(n, "Identity", x, st), st))
     return wfx_code(st);
   if (n->nout > 1) { /* the mask: everything kept */
