@@ -4,7 +4,8 @@
  *   OnnxMath  elementwise functions of C's math library by name (erf,
  *             floor, ceil, round half to even, sign, trigonometric and
  *             hyperbolic functions);
- *   OnnxPad   Pad's "reflect" and "edge" modes.
+ *   OnnxPad   Pad's "reflect" and "edge" modes;
+ * and those of onnx_kernels_index.c.
  * They are not general weft ops: only the importer builds them. */
 #include <config.h>
 
@@ -199,6 +200,12 @@ static const wf_op_def pad_op = {
 static const wf_kernel_def pad_kernel =
     WFX_CPU_REFERENCE("OnnxPad", "T", WFX_DTYPES_ALL, pad_compute);
 
-const wf_op_def *const ox_plugin_ops[] = {&math_op, &pad_op, NULL};
-const wf_kernel_def *const ox_plugin_kernels[] = {&math_kernel, &pad_kernel,
-                                                  NULL};
+const wf_op_def *const ox_plugin_ops[] = {
+    &math_op,        &pad_op,          &ox_gather_el_op,    &ox_trilu_op,
+    &ox_range_op,    &ox_mod_op,       &ox_cumsum_op,       &ox_reduce_sum_op,
+    &ox_axes_reshape_op, &ox_slice_op, NULL};
+const wf_kernel_def *const ox_plugin_kernels[] = {
+    &math_kernel,        &pad_kernel,      &ox_gather_el_kernel,
+    &ox_trilu_kernel,    &ox_range_kernel, &ox_mod_kernel,
+    &ox_cumsum_kernel,   &ox_reduce_sum_kernel, &ox_axes_reshape_kernel,
+    &ox_slice_kernel,    NULL};

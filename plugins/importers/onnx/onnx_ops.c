@@ -705,8 +705,21 @@ static int axes_of(ox_node *n, const char *name, int input, int64_t *axes,
   return -1;
 }
 
+/* Squeeze/Unsqueeze whose axes input is known at run time only. */
+static int runtime_axes_reshape(ox_node *n, const char *mode, wf_status *st) {
+  wf_attr_item a = item_str("mode", mode);
+  wf_output in[2] = {X(n, 0, st), cast(n, X(n, 1, st), WF_INT64, st)};
+  return out1(n, ox_add(n, "OnnxAxesReshape", in, 2, &a, 1, st), st);
+}
+
+static int runtime_axes(const ox_node *n, int i) {
+  return !ox_attr(n, "axes") && has_in(n, i) && !n->in[i]->konst;
+}
+
 static int m_squeeze(ox_node *n, wf_status *st) {
   int64_t axes[WF_MAX_RANK];
+  if (runtime_axes(n, 1))
+    return runtime_axes_reshape(n, "squeeze", st);
   wf_output x = X(n, 0, st);
   int k = axes_of(n, "axes", 1, axes, st);
   if (k < -1)
@@ -735,6 +748,8 @@ static int cmp_i64(const void *a, const void *b) {
 
 static int m_unsqueeze(ox_node *n, wf_status *st) {
   int64_t axes[WF_MAX_RANK];
+  if (runtime_axes(n, 1))
+    return runtime_axes_reshape(n, "unsqueeze", st);
   wf_output x = X(n, 0, st);
   int k = axes_of(n, "axes", 1, axes, st), r = rank_of(x);
   if (k < -1)
@@ -850,6 +865,31 @@ static int m_split(ox_node *n, wf_status *st) {
   return 0;
 }
 
+/* Slice with parameters known at run time only (OnnxSlice). */
+static int slice_runtime(ox_node *n, wf_output x, wf_status *st) {
+  wf_output starts = cast(n, X(n, 1, st), WF_INT64, st);
+  wf_output in[5] = {x, starts, cast(n, X(n, 2, st), WF_INT64, st)};
+  wf_shape ss;
+  ox_shape_of(starts, &ss);
+  if (!OK(st))
+    return wfx_code(st);
+  int k = ss.rank == 1 ? (int)ss.dims[0] : -1;
+  if ((!has_in(n, 3) || !has_in(n, 4)) && (k < 0 || k > WF_MAX_RANK))
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "without axes or steps the length of starts must be "
+                   "known while importing");
+  int64_t def[WF_MAX_RANK];
+  for (int i = 0; i < k; i++)
+    def[i] = i;
+  in[3] = has_in(n, 3) ? cast(n, X(n, 3, st), WF_INT64, st)
+                       : ox_const_i64(n, def, k, st);
+  for (int i = 0; i < k; i++)
+    def[i] = 1;
+  in[4] = has_in(n, 4) ? cast(n, X(n, 4, st), WF_INT64, st)
+                       : ox_const_i64(n, def, k, st);
+  return out1(n, ox_add(n, "OnnxSlice", in, 5, NULL, 0, st), st);
+}
+
 static int m_slice(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st);
   wf_shape s;
@@ -875,6 +915,11 @@ static int m_slice(ox_node *n, wf_status *st) {
     if (na > 0 && na <= WF_MAX_RANK)
       memcpy(axes, v, (size_t)na * 8);
   } else {
+    if ((has_in(n, 1) && !n->in[1]->konst) ||
+        (has_in(n, 2) && !n->in[2]->konst) ||
+        (has_in(n, 3) && !n->in[3]->konst) ||
+        (has_in(n, 4) && !n->in[4]->konst))
+      return slice_runtime(n, x, st);
     ns = ox_const_ints(n, 1, starts, WF_MAX_RANK, st);
     ne = ox_const_ints(n, 2, ends, WF_MAX_RANK, st);
     if (has_in(n, 3) &&
@@ -1119,6 +1164,17 @@ static int reduce_op(ox_node *n, const char *op, const char *pre,
                      const char *post, wf_status *st) {
   int64_t axes[WF_MAX_RANK];
   int noop;
+  if (runtime_axes(n, 1)) {
+    if (strcmp(op, "Sum") != 0 || pre || post)
+      return ox_fail(n, st, WF_UNIMPLEMENTED,
+                     "input 1 (axes) must be a constant for this reduction");
+    wf_attr_item a[2] = {
+        WFX_ITEM_INT("keepdims", ox_attr_i(n, "keepdims", 1)),
+        WFX_ITEM_INT("noop_with_empty_axes",
+                     ox_attr_i(n, "noop_with_empty_axes", 0))};
+    wf_output in[2] = {X(n, 0, st), cast(n, X(n, 1, st), WF_INT64, st)};
+    return out1(n, ox_add(n, "OnnxReduceSum", in, 2, a, 2, st), st);
+  }
   int k = reduce_axes(n, axes, &noop, st);
   wf_output x = X(n, 0, st);
   if (k < 0 || !OK(st))
@@ -1648,6 +1704,152 @@ static int m_global_max_pool(ox_node *n, wf_status *st) {
   return global_pool(n, "Max", st);
 }
 
+/* ---- ops of the plugin's own -------------------------------------------- */
+
+static int m_gather_elements(ox_node *n, wf_status *st) {
+  wf_attr_item a = WFX_ITEM_INT("axis", ox_attr_i(n, "axis", 0));
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxGatherElements", in, 2, &a, 1, st), st);
+}
+
+static int m_trilu(ox_node *n, wf_status *st) {
+  wf_attr_item a = WFX_ITEM_INT("upper", ox_attr_i(n, "upper", 1));
+  wf_output k = has_in(n, 1) ? cast(n, X(n, 1, st), WF_INT64, st)
+                             : ox_scalar_i64(n, 0, st);
+  wf_output in[2] = {X(n, 0, st), k};
+  return out1(n, ox_add(n, "OnnxTrilu", in, 2, &a, 1, st), st);
+}
+
+static int m_range(ox_node *n, wf_status *st) {
+  wf_output in[3] = {X(n, 0, st), X(n, 1, st), X(n, 2, st)};
+  return out1(n, ox_add(n, "OnnxRange", in, 3, NULL, 0, st), st);
+}
+
+static int m_mod(ox_node *n, wf_status *st) {
+  wf_attr_item a = WFX_ITEM_INT("fmod", ox_attr_i(n, "fmod", 0));
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxMod", in, 2, &a, 1, st), st);
+}
+
+static int m_cumsum(ox_node *n, wf_status *st) {
+  wf_attr_item a[2] = {WFX_ITEM_INT("exclusive", ox_attr_i(n, "exclusive", 0)),
+                       WFX_ITEM_INT("reverse", ox_attr_i(n, "reverse", 0))};
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxCumSum", in, 2, a, 2, st), st);
+}
+
+static int m_isnan(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  return out1(n, logical_not(n, ox_add2(n, "Equal", x, x, st), st), st);
+}
+
+static int m_isinf(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  int pos = (int)ox_attr_i(n, "detect_positive", 1);
+  int neg = (int)ox_attr_i(n, "detect_negative", 1);
+  wf_output p = ox_add2(n, "Equal", x, scalar_like(n, x, INFINITY, st), st);
+  wf_output m = ox_add2(n, "Equal", x, scalar_like(n, x, -INFINITY, st), st);
+  wf_output y;
+  if (pos && neg)
+    y = ox_add(n, "Select", (wf_output[]){p, p, m}, 3, NULL, 0, st);
+  else if (pos)
+    y = p;
+  else if (neg)
+    y = m;
+  else /* nothing detected: all false */
+    y = ox_add2(n, "Fill", shape_i64(n, x, st), ox_scalar(n, WF_BOOL, 0, st),
+                st);
+  return out1(n, y, st);
+}
+
+/* OneHot of (indices, depth) along axis with values (off, on). */
+static wf_output one_hot(ox_node *n, wf_output idx, wf_output depth,
+                         wf_output off, wf_output on, int64_t axis,
+                         wf_status *st) {
+  depth = reshape(n, cast(n, depth, WF_INT32, st), NULL, 0, st);
+  if (ox_dtype_of(idx) != WF_INT32 && ox_dtype_of(idx) != WF_INT64)
+    idx = cast(n, idx, WF_INT64, st);
+  /* negative indices count from depth */
+  wf_output d = cast(n, depth, ox_dtype_of(idx), st);
+  wf_output c = ox_add2(n, "Less", idx, scalar_like(n, idx, 0, st), st);
+  idx = ox_add(n, "Select",
+               (wf_output[]){c, ox_add2(n, "Add", idx, d, st), idx}, 3, NULL,
+               0, st);
+  wf_attr_item a = WFX_ITEM_INT("axis", axis);
+  return ox_add(n, "OneHot", (wf_output[]){idx, depth, on, off}, 4, &a, 1,
+                st);
+}
+
+static int m_one_hot(ox_node *n, wf_status *st) {
+  wf_output idx = X(n, 0, st), vals = X(n, 2, st);
+  int r = rank_of(idx);
+  int64_t axis = ox_attr_i(n, "axis", -1);
+  if (!OK(st))
+    return wfx_code(st);
+  if (r < 0)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the indices' rank must be known while importing");
+  if (axis < -r - 1 || axis > r)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "axis %lld for rank %d",
+                   (long long)axis, r + 1);
+  if (axis < 0)
+    axis += r + 1;
+  int64_t zero = 0, one = 1, len = 1;
+  wf_output off = reshape(
+      n,
+      ox_add(n, "Slice",
+             (wf_output[]){vals, ox_const_i64(n, &zero, 1, st),
+                           ox_const_i64(n, &len, 1, st)},
+             3, NULL, 0, st),
+      NULL, 0, st);
+  wf_output on = reshape(
+      n,
+      ox_add(n, "Slice",
+             (wf_output[]){vals, ox_const_i64(n, &one, 1, st),
+                           ox_const_i64(n, &len, 1, st)},
+             3, NULL, 0, st),
+      NULL, 0, st);
+  return out1(n, one_hot(n, idx, X(n, 1, st), off, on, axis, st), st);
+}
+
+static int m_hardmax(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  wf_shape s;
+  ox_shape_of(x, &s);
+  if (!OK(st))
+    return wfx_code(st);
+  int a = norm_axis(n, ox_attr_i(n, "axis", n->im->opset < 13 ? 1 : -1),
+                    s.rank, st);
+  if (a < 0)
+    return wfx_code(st);
+  wf_output in = x;
+  int ax = a;
+  if (n->im->opset < 13 && a != s.rank - 1) { /* over the flattened tail */
+    int64_t inner = 1;
+    for (int i = a; i < s.rank; i++)
+      inner = s.dims[i] < 0 || inner < 0 ? -1 : inner * s.dims[i];
+    if (inner < 0)
+      return ox_fail(n, st, WF_UNIMPLEMENTED,
+                     "the dimensions from axis on must be known");
+    in = reshape(n, x, (int64_t[]){-1, inner}, 2, st);
+    ax = 1;
+  }
+  wf_attr_item am[2] = {WFX_ITEM_INT("axis", ax),
+                        WFX_ITEM_DTYPE("output_type", WF_INT64)};
+  wf_output idx = ox_add(n, "ArgMax", &in, 1, am, 2, st);
+  wf_output sh = shape_i64(n, in, st);
+  int64_t b = ax, one = 1;
+  wf_output d = ox_add(n, "Slice",
+                       (wf_output[]){sh, ox_const_i64(n, &b, 1, st),
+                                     ox_const_i64(n, &one, 1, st)},
+                       3, NULL, 0, st);
+  wf_output y = one_hot(n, idx, d, scalar_like(n, x, 0, st),
+                        scalar_like(n, x, 1, st), ax, st);
+  if (in.node != x.node)
+    y = ox_add2(n, "Reshape", y, shape_i64(n, x, st), st);
+  return out1(n, y, st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -1681,6 +1883,7 @@ static const mapping table[] = {
     {"Conv", 1, m_conv},
     {"Cos", 7, m_cos},
     {"Cosh", 9, m_cosh},
+    {"CumSum", 11, m_cumsum},
     {"Div", 1, m_div},
     {"Dropout", 1, m_dropout},
     {"Elu", 1, m_elu},
@@ -1691,15 +1894,19 @@ static const mapping table[] = {
     {"Flatten", 1, m_flatten},
     {"Floor", 1, m_floor},
     {"Gather", 1, m_gather},
+    {"GatherElements", 11, m_gather_elements},
     {"Gemm", 1, m_gemm},
     {"GlobalAveragePool", 1, m_global_avg_pool},
     {"GlobalMaxPool", 1, m_global_max_pool},
     {"Greater", 1, m_greater},
     {"GreaterOrEqual", 12, m_greater_equal},
     {"HardSigmoid", 1, m_hard_sigmoid},
+    {"Hardmax", 1, m_hardmax},
     {"HardSwish", 14, m_hard_swish},
     {"Identity", 1, m_identity},
     {"InstanceNormalization", 1, m_instance_norm},
+    {"IsInf", 10, m_isinf},
+    {"IsNaN", 9, m_isnan},
     {"LayerNormalization", 17, m_layer_norm},
     {"LeakyRelu", 1, m_leaky_relu},
     {"Less", 1, m_less},
@@ -1712,13 +1919,16 @@ static const mapping table[] = {
     {"Mean", 1, m_mean},
     {"Min", 1, m_min},
     {"Mish", 18, m_mish},
+    {"Mod", 10, m_mod},
     {"Mul", 1, m_mul},
     {"Neg", 1, m_neg},
     {"Not", 1, m_not},
+    {"OneHot", 9, m_one_hot},
     {"Or", 1, m_or},
     {"Pad", 1, m_pad},
     {"Pow", 1, m_pow},
     {"PRelu", 1, m_prelu},
+    {"Range", 11, m_range},
     {"Reciprocal", 1, m_reciprocal},
     {"ReduceL1", 1, m_reduce_l1},
     {"ReduceL2", 1, m_reduce_l2},
@@ -1754,6 +1964,7 @@ static const mapping table[] = {
     {"ThresholdedRelu", 10, m_thresholded_relu},
     {"Tile", 6, m_tile},
     {"Transpose", 1, m_transpose},
+    {"Trilu", 14, m_trilu},
     {"Unsqueeze", 1, m_unsqueeze},
     {"Where", 9, m_where},
     {"Xor", 1, m_xor},
