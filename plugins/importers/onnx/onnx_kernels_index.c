@@ -612,3 +612,86 @@ const wf_kernel_def ox_axes_reshape_kernel = WFX_CPU_REFERENCE(
     "OnnxAxesReshape", "T", WFX_DTYPES_ALL, axes_reshape_compute);
 const wf_kernel_def ox_slice_kernel =
     WFX_CPU_REFERENCE("OnnxSlice", "T", WFX_DTYPES_ALL, slice_compute);
+
+/* ---- OnnxNLLLoss ---------------------------------------------------------- */
+
+static int nll_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_tensor *x, *tg, *w;
+  wf_shape xs, ts, ws, o;
+  wf_attr_value red;
+  int64_t ignore, has_ignore;
+  wf_tensor *y;
+  (void)state;
+  if (wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &tg, &ts, st) ||
+      wfx_kernel_input(ctx, 2, &w, &ws, st) ||
+      wfx_kernel_attr(ctx, "reduction", WF_ATTR_STRING, &red, st) ||
+      wfx_kernel_attr_int(ctx, "ignore_index", &ignore, st) ||
+      wfx_kernel_attr_int(ctx, "has_ignore_index", &has_ignore, st))
+    return wfx_code(st);
+  if (xs.rank < 2 || ts.rank != xs.rank - 1 || ts.dims[0] != xs.dims[0] ||
+      ws.rank != 1 || ws.dims[0] != xs.dims[1])
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "input (N, C, ...), target (N, ...) and weight (C,) "
+                    "disagree");
+  for (int i = 1; i < ts.rank; i++)
+    if (ts.dims[i] != xs.dims[i + 1])
+      return wfx_fail(st, WF_INVALID_ARGUMENT,
+                      "target's dimension %d differs from the input's", i);
+  int none = strcmp(red.u.s, "none") == 0, sum = strcmp(red.u.s, "sum") == 0;
+  if (!none && !sum && strcmp(red.u.s, "mean") != 0)
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "reduction '%s'", red.u.s);
+  o = none ? ts : (wf_shape){.rank = 0};
+  if (wfx_kernel_output(ctx, 0, &o, &y, st))
+    return wfx_code(st);
+  int64_t n = xs.dims[0], c = xs.dims[1], inner = 1;
+  for (int i = 2; i < xs.rank; i++)
+    inner *= xs.dims[i];
+  WFX_DISPATCH_FLOAT(wfx_dtype(x), st, {
+    const T *a = wfx_data(x), *wt = wfx_data(w);
+    T *out = wfx_data(y);
+    double total = 0, wsum = 0;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < inner; j++) {
+        int64_t k = i * inner + j, t = idx_at(tg, k);
+        double l = 0;
+        if (!(has_ignore && t == ignore)) {
+          if (t < 0 || t >= c)
+            return wfx_fail(st, WF_INVALID_ARGUMENT,
+                            "target %lld at position %lld is not a class "
+                            "in [0, %lld)",
+                            (long long)t, (long long)k, (long long)c);
+          l = -(double)a[(i * c + t) * inner + j] * (double)wt[t];
+          wsum += (double)wt[t];
+        }
+        if (none)
+          out[k] = (T)l;
+        total += l;
+      }
+    if (!none)
+      out[0] = (T)(sum ? total : total / wsum);
+  });
+  return 0;
+}
+
+const wf_op_def ox_nll_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "OnnxNLLLoss",
+    .inputs = WFX_ARGS(WF_ARG_T("input", "T", "(N, C, d1, ...) log-probabilities"),
+                       WF_ARG_T("target", "Tind", "(N, d1, ...) classes"),
+                       WF_ARG_T("weight", "T", "(C,) class weights")),
+    .outputs = WFX_ARGS(WF_ARG_T("loss", "T",
+                                 "(N, d1, ...) with reduction none, else ()")),
+    .attrs = WFX_ATTRS(
+        WFX_ATTR_DTYPE("T", WFX_DTYPES_FLOAT, "element type"),
+        WFX_ATTR_DTYPE("Tind", INDEX_TYPES, "target type"),
+        WFX_ATTR_REQUIRED("reduction", WF_ATTR_STRING, "none, sum or mean"),
+        WFX_ATTR_INT("ignore_index", 0, "a target class that adds nothing"),
+        WFX_ATTR_INT("has_ignore_index", 0, "1: ignore_index applies")),
+    .shape_fn = shape_unknown,
+    .doc = "Negative log-likelihood loss -input[n, target, ...] * "
+           "weight[target]; mean divides by the weights of the targets "
+           "counted (ONNX NegativeLogLikelihoodLoss)."};
+
+const wf_kernel_def ox_nll_kernel =
+    WFX_CPU_REFERENCE("OnnxNLLLoss", "T", WFX_DTYPES_FLOAT, nll_compute);

@@ -1850,6 +1850,63 @@ static int m_hardmax(ox_node *n, wf_status *st) {
   return out1(n, y, st);
 }
 
+/* log_softmax along axis 1 of x (rank r known). */
+static wf_output log_softmax_axis1(ox_node *n, wf_output x, int r,
+                                   wf_status *st) {
+  if (r == 2)
+    return ox_add1(n, "LogSoftmax", x, st);
+  int64_t perm[WF_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    perm[i] = i;
+  perm[1] = r - 1;
+  perm[r - 1] = 1;
+  wf_output y = ox_add1(n, "LogSoftmax", transpose(n, x, perm, r, st), st);
+  return transpose(n, y, perm, r, st);
+}
+
+static wf_output nll(ox_node *n, wf_output x, wf_output target, int wi,
+                     wf_status *st) {
+  char red[16];
+  ox_attr_s(n, "reduction", "mean", red, sizeof red);
+  const Onnx__AttributeProto *ig = ox_attr(n, "ignore_index");
+  wf_output w;
+  if (has_in(n, wi))
+    w = X(n, wi, st);
+  else { /* weight 1 per class */
+    int64_t b = 1, one = 1;
+    wf_output c = ox_add(n, "Slice",
+                         (wf_output[]){shape_i64(n, x, st),
+                                       ox_const_i64(n, &b, 1, st),
+                                       ox_const_i64(n, &one, 1, st)},
+                         3, NULL, 0, st);
+    w = ox_add2(n, "Fill", c, scalar_like(n, x, 1, st), st);
+  }
+  wf_attr_item a[3] = {item_str("reduction", red),
+                       WFX_ITEM_INT("ignore_index", ig ? ig->i : 0),
+                       WFX_ITEM_INT("has_ignore_index", ig != NULL)};
+  return ox_add(n, "OnnxNLLLoss", (wf_output[]){x, target, w}, 3, a, 3, st);
+}
+
+static int m_nll_loss(ox_node *n, wf_status *st) {
+  return out1(n, nll(n, X(n, 0, st), X(n, 1, st), 2, st), st);
+}
+
+static int m_sce_loss(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  int r = rank_of(x);
+  if (!OK(st))
+    return wfx_code(st);
+  if (r < 2)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the scores' rank (>= 2) must be known while importing");
+  wf_output lp = log_softmax_axis1(n, x, r, st);
+  if (ox_set_out(n, 0, nll(n, lp, X(n, 1, st), 2, st), st))
+    return wfx_code(st);
+  if (n->nout > 1)
+    return ox_set_out(n, 1, ox_add1(n, "Identity", lp, st), st);
+  return 0;
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -1922,6 +1979,7 @@ static const mapping table[] = {
     {"Mod", 10, m_mod},
     {"Mul", 1, m_mul},
     {"Neg", 1, m_neg},
+    {"NegativeLogLikelihoodLoss", 12, m_nll_loss},
     {"Not", 1, m_not},
     {"OneHot", 9, m_one_hot},
     {"Or", 1, m_or},
@@ -1952,6 +2010,7 @@ static const mapping table[] = {
     {"Size", 1, m_size},
     {"Slice", 1, m_slice},
     {"Softmax", 1, m_softmax},
+    {"SoftmaxCrossEntropyLoss", 12, m_sce_loss},
     {"Softplus", 1, m_softplus},
     {"Softsign", 1, m_softsign},
     {"Split", 1, m_split},
