@@ -59,3 +59,4 @@ include tests/transports/task_split.mk
 include tests/transports/collectives.mk
 include tests/session/memory_plan.mk
 include tests/onnx/local.mk
+include tests/fuzz/onnx.mk

@@ -18,3 +18,14 @@ tests_onnx_onnx_conformance_CPPFLAGS = $(TEST_CPPFLAGS) \
 tests_onnx_onnx_conformance_CFLAGS = $(TEST_CFLAGS)
 tests_onnx_onnx_conformance_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
 $(tests_onnx_onnx_conformance_OBJECTS): plugins/importers/onnx/onnx.pb-c.h
+
+check_PROGRAMS += tests/onnx/test_onnx_import
+TESTS += tests/onnx/test_onnx_import
+tests_onnx_test_onnx_import_SOURCES = tests/onnx/test_onnx_import.c
+nodist_tests_onnx_test_onnx_import_SOURCES = \
+	plugins/importers/onnx/onnx.pb-c.c plugins/importers/onnx/onnx.pb-c.h
+tests_onnx_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS)
+tests_onnx_test_onnx_import_CFLAGS = $(TEST_CFLAGS)
+tests_onnx_test_onnx_import_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
+$(tests_onnx_test_onnx_import_OBJECTS): plugins/importers/onnx/onnx.pb-c.h

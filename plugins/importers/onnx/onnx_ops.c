@@ -879,6 +879,8 @@ static int slice_runtime(ox_node *n, wf_output x, wf_status *st) {
                    "without axes or steps the length of starts must be "
                    "known while importing");
   int64_t def[WF_MAX_RANK];
+  if (k > WF_MAX_RANK)
+    k = WF_MAX_RANK; /* only read when axes or steps are absent (k fits) */
   for (int i = 0; i < k; i++)
     def[i] = i;
   in[3] = has_in(n, 3) ? cast(n, X(n, 3, st), WF_INT64, st)
