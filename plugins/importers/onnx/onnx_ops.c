@@ -1909,6 +1909,80 @@ static int m_sce_loss(ox_node *n, wf_status *st) {
   return 0;
 }
 
+/* An empty (0,) tensor of dtype, for an absent optional input. */
+static wf_output empty(ox_node *n, int32_t dtype, wf_status *st) {
+  wf_shape s = {.rank = 1, .dims = {0}};
+  if (!OK(st))
+    return NONE;
+  return ox_const(n, wfx_host->tensor_new(dtype, &s, st), st);
+}
+
+static wf_output resize(ox_node *n, wf_output x, wf_output roi,
+                        wf_output scales, wf_output sizes, const char *mode,
+                        const char *ctm, const char *nearest,
+                        wf_status *st) {
+  wf_attr_item a[6] = {
+      item_str("mode", mode), item_str("coordinate_transformation_mode", ctm),
+      item_str("nearest_mode", nearest),
+      WFX_ITEM_FLOAT("cubic_coeff_a", ox_attr_f(n, "cubic_coeff_a", -0.75)),
+      WFX_ITEM_INT("exclude_outside", ox_attr_i(n, "exclude_outside", 0)),
+      WFX_ITEM_FLOAT("extrapolation_value",
+                     ox_attr_f(n, "extrapolation_value", 0))};
+  wf_output in[4] = {x, roi, cast(n, scales, WF_FLOAT32, st),
+                     cast(n, sizes, WF_INT64, st)};
+  return ox_add(n, "OnnxResize", in, 4, a, 6, st);
+}
+
+static int m_resize(ox_node *n, wf_status *st) {
+  char mode[32], ctm[48], nm[48];
+  ox_attr_s(n, "mode", "nearest", mode, sizeof mode);
+  if (ox_attr_i(n, "antialias", 0) || ox_attr(n, "axes") ||
+      ox_attr(n, "keep_aspect_ratio_policy"))
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "antialias, axes and keep_aspect_ratio_policy are not "
+                   "supported");
+  wf_output x = X(n, 0, st);
+  if (n->im->opset < 11) { /* Resize-10: scales only, as Upsample */
+    ox_attr_s(n, "mode", "nearest", mode, sizeof mode);
+    return out1(n,
+                resize(n, x, empty(n, WF_FLOAT32, st), X(n, 1, st),
+                       empty(n, WF_INT64, st), mode, "asymmetric", "floor",
+                       st),
+                st);
+  }
+  ox_attr_s(n, "coordinate_transformation_mode", "half_pixel", ctm,
+            sizeof ctm);
+  ox_attr_s(n, "nearest_mode", "round_prefer_floor", nm, sizeof nm);
+  wf_output roi = has_in(n, 1) ? X(n, 1, st) : empty(n, WF_FLOAT32, st);
+  if (ox_dtype_of(roi) != WF_FLOAT32 && ox_dtype_of(roi) != WF_FLOAT64)
+    roi = cast(n, roi, WF_FLOAT32, st);
+  wf_output sc = has_in(n, 2) ? X(n, 2, st) : empty(n, WF_FLOAT32, st);
+  wf_output sz = has_in(n, 3) ? X(n, 3, st) : empty(n, WF_INT64, st);
+  return out1(n, resize(n, x, roi, sc, sz, mode, ctm, nm, st), st);
+}
+
+static int m_upsample(ox_node *n, wf_status *st) {
+  char mode[32];
+  ox_attr_s(n, "mode", "nearest", mode, sizeof mode);
+  wf_output x = X(n, 0, st), sc;
+  const float *fv;
+  int k = ox_attr_floats(n, "scales", &fv);
+  if (k >= 0) { /* opset 7-8: an attribute */
+    wf_shape s = {.rank = 1, .dims = {k}};
+    wf_tensor *t = OK(st) ? wfx_host->tensor_new(WF_FLOAT32, &s, st) : NULL;
+    if (t && k)
+      memcpy(wfx_host->tensor_data(t), fv, (size_t)k * sizeof(float));
+    sc = ox_const(n, t, st);
+  } else
+    sc = X(n, 1, st);
+  if (strcmp(mode, "bilinear") == 0)
+    snprintf(mode, sizeof mode, "linear");
+  return out1(n,
+              resize(n, x, empty(n, WF_FLOAT32, st), sc,
+                     empty(n, WF_INT64, st), mode, "asymmetric", "floor", st),
+              st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -2002,6 +2076,7 @@ static const mapping table[] = {
     {"ReduceSumSquare", 1, m_reduce_sum_square},
     {"Relu", 1, m_relu},
     {"Reshape", 1, m_reshape},
+    {"Resize", 10, m_resize},
     {"Round", 11, m_round},
     {"Selu", 1, m_selu},
     {"Shape", 1, m_shape},
@@ -2027,6 +2102,7 @@ static const mapping table[] = {
     {"Transpose", 1, m_transpose},
     {"Trilu", 14, m_trilu},
     {"Unsqueeze", 1, m_unsqueeze},
+    {"Upsample", 7, m_upsample},
     {"Where", 9, m_where},
     {"Xor", 1, m_xor},
 };
