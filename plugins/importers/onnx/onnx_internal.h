@@ -129,10 +129,11 @@ extern const wf_op_def *const ox_plugin_ops[];
 /* onnx_kernels_index.c */
 extern const wf_op_def ox_gather_el_op, ox_trilu_op, ox_range_op, ox_mod_op,
     ox_cumsum_op, ox_reduce_sum_op, ox_axes_reshape_op, ox_slice_op, ox_nll_op,
-    ox_resize_op;
+    ox_resize_op, ox_conv_op, ox_conv_transpose_op, ox_pool_op;
 extern const wf_kernel_def ox_gather_el_kernel, ox_trilu_kernel,
     ox_range_kernel, ox_mod_kernel, ox_cumsum_kernel, ox_reduce_sum_kernel,
-    ox_axes_reshape_kernel, ox_slice_kernel, ox_nll_kernel, ox_resize_kernel;
+    ox_axes_reshape_kernel, ox_slice_kernel, ox_nll_kernel, ox_resize_kernel,
+    ox_conv_kernel, ox_conv_transpose_kernel, ox_pool_kernel;
 extern const wf_kernel_def *const ox_plugin_kernels[];
 
 #endif

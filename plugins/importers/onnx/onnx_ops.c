@@ -286,6 +286,19 @@ static int m_celu(ox_node *n, wf_status *st) {
 
 static int m_prelu(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st), s = X(n, 1, st);
+  wf_shape xs, ss;
+  ox_shape_of(x, &xs);
+  ox_shape_of(s, &ss);
+  /* a slope per channel (C,) against (N, C, ...), as opsets before 7
+   * broadcast it (and exporters still write) */
+  if (ss.rank == 1 && xs.rank > 2 && ss.dims[0] == xs.dims[1] &&
+      ss.dims[0] != xs.dims[xs.rank - 1] && ss.dims[0] > 1) {
+    int64_t d[WF_MAX_RANK];
+    d[0] = -1;
+    for (int i = 1; i < xs.rank - 1; i++)
+      d[i] = 1;
+    s = reshape(n, s, d, xs.rank - 1, st);
+  }
   return out1(n, where_neg(n, x, ox_add2(n, "Mul", x, s, st), st), st);
 }
 
@@ -1426,20 +1439,30 @@ static int m_dropout(ox_node *n, wf_status *st) {
 
 /* ---- convolution and pooling ------------------------------------------- */
 
+static wf_output empty(ox_node *n, int32_t dtype, wf_status *st);
+
 typedef struct win {
-  int nsp;                   /* spatial dims (1 or 2) */
-  int64_t k[2], s[2], d[2];  /* kernel, strides, dilations */
-  int64_t pb[2], pe[2];      /* pads before and after */
+  int nsp;                                  /* spatial dims */
+  int64_t k[WF_MAX_RANK], s[WF_MAX_RANK];   /* kernel, strides */
+  int64_t d[WF_MAX_RANK];                   /* dilations */
+  int64_t pb[WF_MAX_RANK], pe[WF_MAX_RANK]; /* pads before and after */
 } win;
 
 /* Reads kernel_shape (or the filter's), strides, dilations, pads and
- * auto_pad for nsp spatial dims of x (N, C, spatial...) */
-static int window(ox_node *n, const wf_shape *xs, const int64_t *kernel,
-                  int nsp, int ceil_mode, win *w, wf_status *st) {
+ * (with autopad) auto_pad for nsp spatial dims of x (N, C, spatial...) */
+static int window_pads(ox_node *n, const wf_shape *xs, const int64_t *kernel,
+                       int nsp, int ceil_mode, int autopad, win *w,
+                       wf_status *st);
+
+static int window_pads(ox_node *n, const wf_shape *xs, const int64_t *kernel,
+                       int nsp, int ceil_mode, int autopad, win *w,
+                       wf_status *st) {
   const int64_t *v;
   int c;
   char ap[32];
   memset(w, 0, sizeof *w);
+  if (nsp < 1 || nsp > WF_MAX_RANK - 2)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "%d spatial dimensions", nsp);
   w->nsp = nsp;
   for (int i = 0; i < nsp; i++) {
     w->k[i] = kernel[i];
@@ -1471,6 +1494,8 @@ static int window(ox_node *n, const wf_shape *xs, const int64_t *kernel,
                      "kernel, strides and dilations must be positive and "
                      "pads non-negative");
   ox_attr_s(n, "auto_pad", "NOTSET", ap, sizeof ap);
+  if (!autopad)
+    snprintf(ap, sizeof ap, "NOTSET");
   int same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
   if (strcmp(ap, "VALID") == 0)
     for (int i = 0; i < nsp; i++)
@@ -1506,6 +1531,11 @@ static int window(ox_node *n, const wf_shape *xs, const int64_t *kernel,
     }
   }
   return 0;
+}
+
+static int window(ox_node *n, const wf_shape *xs, const int64_t *kernel,
+                  int nsp, int ceil_mode, win *w, wf_status *st) {
+  return window_pads(n, xs, kernel, nsp, ceil_mode, 1, w, st);
 }
 
 /* x (N, C, L) as (N, C, 1, L) and back, for 1-d windows on 2-d ops. */
@@ -1547,6 +1577,34 @@ static wf_output pad_spatial(ox_node *n, wf_output x, const win *w,
       2, &a, 1, st);
 }
 
+/* The window's strides, dilations and pads as OnnxConv/OnnxPool take
+ * them. */
+static int win_items(const win *w, int64_t *buf, wf_attr_item *a) {
+  int k = w->nsp;
+  for (int i = 0; i < k; i++) {
+    buf[i] = w->s[i];
+    buf[k + i] = w->d[i];
+    buf[2 * k + i] = w->pb[i];
+    buf[3 * k + i] = w->pe[i];
+  }
+  a[0] = item_ints("strides", buf, k);
+  a[1] = item_ints("dilations", buf + k, k);
+  a[2] = item_ints("pads", buf + 2 * k, 2 * k);
+  return 3;
+}
+
+/* OnnxConv for what Conv2D does not take (3-d and more). */
+static int conv_nd(ox_node *n, wf_output x, wf_output f, const win *w,
+                   int64_t group, wf_status *st) {
+  int64_t buf[4 * WF_MAX_RANK];
+  wf_attr_item a[4];
+  int na = win_items(w, buf, a);
+  a[na++] = WFX_ITEM_INT("group", group);
+  wf_output b = has_in(n, 2) ? X(n, 2, st) : empty(n, ox_dtype_of(x), st);
+  return out1(n, ox_add(n, "OnnxConv", (wf_output[]){x, f, b}, 3, a, na, st),
+              st);
+}
+
 static int m_conv(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st), f = X(n, 1, st);
   wf_shape xs, fs;
@@ -1554,21 +1612,24 @@ static int m_conv(ox_node *n, wf_status *st) {
   ox_shape_of(f, &fs);
   if (!OK(st))
     return wfx_code(st);
-  if (!wfx_shape_is_known(&fs) || (fs.rank != 3 && fs.rank != 4))
+  if (!wfx_shape_is_known(&fs) || fs.rank < 3)
     return ox_fail(n, st, WF_UNIMPLEMENTED,
-                   "1-d and 2-d convolutions with a filter shape known while "
-                   "importing are supported (filter rank %d)",
-                   fs.rank);
+                   "the filter's shape must be known while importing (rank "
+                   ">= 3)");
   int nsp = fs.rank - 2;
   int64_t group = ox_attr_i(n, "group", 1);
   const int64_t *kv;
-  int64_t kernel[2] = {fs.dims[2], nsp == 2 ? fs.dims[3] : 1};
+  int64_t kernel[WF_MAX_RANK];
+  for (int i = 0; i < nsp; i++)
+    kernel[i] = fs.dims[2 + i];
   if (ox_attr_ints(n, "kernel_shape", &kv) == nsp)
     for (int i = 0; i < nsp; i++)
       kernel[i] = kv[i];
   win w;
   if (window(n, &xs, kernel, nsp, 0, &w, st))
     return wfx_code(st);
+  if (nsp > 2 || group > OX_MAX_IO)
+    return conv_nd(n, x, f, &w, group, st);
   if (group < 1 || fs.dims[0] % group)
     return ox_fail(n, st, WF_INVALID_ARGUMENT,
                    "group %lld does not divide the %lld output channels",
@@ -1621,6 +1682,27 @@ static int m_conv(ox_node *n, wf_status *st) {
   return out1(n, y, st);
 }
 
+/* OnnxPool of kind ("max", "avg", "lp") over window w. */
+static int pool_nd(ox_node *n, wf_output x, const char *kind, const win *w,
+                   const int64_t *kernel, wf_status *st) {
+  int64_t buf[4 * WF_MAX_RANK];
+  wf_attr_item a[10];
+  int na = win_items(w, buf, a);
+  a[na++] = item_str("kind", kind);
+  a[na++] = item_ints("kernel_shape", kernel, w->nsp);
+  a[na++] = WFX_ITEM_INT("ceil_mode", ox_attr_i(n, "ceil_mode", 0));
+  a[na++] = WFX_ITEM_INT("count_include_pad",
+                         ox_attr_i(n, "count_include_pad", 0));
+  a[na++] = WFX_ITEM_INT("p", ox_attr_i(n, "p", 2));
+  a[na++] = WFX_ITEM_INT("storage_order", ox_attr_i(n, "storage_order", 0));
+  wf_output y = ox_add(n, "OnnxPool", &x, 1, a, na, st);
+  if (ox_set_out(n, 0, y, st))
+    return wfx_code(st);
+  if (n->nout > 1)
+    return ox_set_out(n, 1, ox_out(y, 1), st);
+  return 0;
+}
+
 static int pool(ox_node *n, int max, wf_status *st) {
   wf_output x = X(n, 0, st);
   wf_shape xs;
@@ -1629,6 +1711,22 @@ static int pool(ox_node *n, int max, wf_status *st) {
   int nk = ox_attr_ints(n, "kernel_shape", &kv);
   if (!OK(st))
     return wfx_code(st);
+  if (nk >= 1 && nk <= WF_MAX_RANK - 2) {
+    /* what the 2-d ops do not: 3-d and more, dilations, Indices, storage
+     * order 0, integers with padding: the plugin's N-d kernel */
+    const int64_t *dv;
+    int nd = ox_attr_ints(n, "dilations", &dv), dil = 0;
+    for (int i = 0; i < nd; i++)
+      dil |= dv[i] != 1;
+    int flt = ox_dtype_of(x) == WF_FLOAT32 || ox_dtype_of(x) == WF_FLOAT64;
+    if (nk > 2 || dil || (max && n->nout > 1) || !flt ||
+        (max && ox_attr_i(n, "storage_order", 0))) {
+      win w;
+      if (window(n, &xs, kv, nk, 0, &w, st))
+        return wfx_code(st);
+      return pool_nd(n, x, max ? "max" : "avg", &w, kv, st);
+    }
+  }
   if (nk != 1 && nk != 2)
     return ox_fail(n, st, WF_UNIMPLEMENTED,
                    "1-d and 2-d pooling is supported (kernel_shape has %d "
@@ -1684,6 +1782,88 @@ static int pool(ox_node *n, int max, wf_status *st) {
   return out1(n, y, st);
 }
 static int m_max_pool(ox_node *n, wf_status *st) { return pool(n, 1, st); }
+
+static int m_lp_pool(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  wf_shape xs;
+  ox_shape_of(x, &xs);
+  const int64_t *kv;
+  int nk = ox_attr_ints(n, "kernel_shape", &kv);
+  win w;
+  if (!OK(st))
+    return wfx_code(st);
+  if (nk < 1 || window(n, &xs, kv, nk, 0, &w, st))
+    return wfx_code(st) ? wfx_code(st)
+                        : ox_fail(n, st, WF_INVALID_ARGUMENT,
+                                  "kernel_shape is required");
+  return pool_nd(n, x, "lp", &w, kv, st);
+}
+
+static int m_conv_transpose(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st), f = X(n, 1, st);
+  wf_shape xs, fs;
+  ox_shape_of(x, &xs);
+  ox_shape_of(f, &fs);
+  if (!OK(st))
+    return wfx_code(st);
+  if (!wfx_shape_is_known(&fs) || fs.rank < 3 || xs.rank != fs.rank)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the filter's shape and the input's rank must be known "
+                   "while importing");
+  int nsp = fs.rank - 2;
+  int64_t k[WF_MAX_RANK], op[WF_MAX_RANK] = {0}, os[WF_MAX_RANK];
+  const int64_t *v;
+  for (int i = 0; i < nsp; i++)
+    k[i] = fs.dims[2 + i];
+  if (ox_attr_ints(n, "kernel_shape", &v) == nsp)
+    memcpy(k, v, (size_t)nsp * 8);
+  win w;
+  char ap[32];
+  ox_attr_s(n, "auto_pad", "NOTSET", ap, sizeof ap);
+  /* the strides, dilations and explicit pads; auto_pad is ConvTranspose's */
+  if (window_pads(n, &xs, k, nsp, 0, 0, &w, st))
+    return wfx_code(st);
+  int c = ox_attr_ints(n, "output_padding", &v);
+  if (c == nsp)
+    memcpy(op, v, (size_t)nsp * 8);
+  int nos = ox_attr_ints(n, "output_shape", &v);
+  if (nos >= nsp)
+    memcpy(os, v + (nos - nsp), (size_t)nsp * 8);
+  int same = strncmp(ap, "SAME", 4) == 0;
+  if (nos >= nsp || same) {
+    for (int i = 0; i < nsp; i++) {
+      int64_t in = xs.dims[2 + i];
+      if (in < 0)
+        return ox_fail(n, st, WF_UNIMPLEMENTED,
+                       "output_shape and auto_pad need the spatial "
+                       "dimensions while importing");
+      int64_t out = nos >= nsp ? os[i] : in * w.s[i];
+      int64_t total = w.s[i] * (in - 1) + op[i] + (k[i] - 1) * w.d[i] + 1 -
+                      out;
+      if (total < 0) { /* more output than the input reaches: pad at end */
+        op[i] -= total;
+        total = 0;
+      }
+      if (strcmp(ap, "SAME_UPPER") == 0 || (!same && nos >= nsp)) {
+        w.pb[i] = total / 2;
+        w.pe[i] = total - total / 2;
+      } else {
+        w.pb[i] = total - total / 2;
+        w.pe[i] = total / 2;
+      }
+    }
+  }
+  int64_t buf[4 * WF_MAX_RANK];
+  wf_attr_item a[5];
+  int na = win_items(&w, buf, a);
+  a[na++] = WFX_ITEM_INT("group", ox_attr_i(n, "group", 1));
+  a[na++] = item_ints("output_padding", op, nsp);
+  wf_output b = has_in(n, 2) ? X(n, 2, st) : empty(n, ox_dtype_of(x), st);
+  return out1(n,
+              ox_add(n, "OnnxConvTranspose", (wf_output[]){x, f, b}, 3, a, na,
+                     st),
+              st);
+}
 static int m_avg_pool(ox_node *n, wf_status *st) { return pool(n, 0, st); }
 
 static int global_pool(ox_node *n, const char *op, wf_status *st) {
@@ -2014,6 +2194,7 @@ static const mapping table[] = {
     {"Constant", 1, m_constant},
     {"ConstantOfShape", 9, m_constant_of_shape},
     {"Conv", 1, m_conv},
+    {"ConvTranspose", 1, m_conv_transpose},
     {"Cos", 7, m_cos},
     {"Cosh", 9, m_cosh},
     {"CumSum", 11, m_cumsum},
@@ -2046,6 +2227,7 @@ static const mapping table[] = {
     {"LessOrEqual", 12, m_less_equal},
     {"Log", 1, m_log},
     {"LogSoftmax", 1, m_log_softmax},
+    {"LpPool", 2, m_lp_pool},
     {"MatMul", 1, m_matmul},
     {"Max", 1, m_max},
     {"MaxPool", 1, m_max_pool},
