@@ -58,6 +58,7 @@ static void vals_free(ox_imp *im) {
       nx = v->next;
       if (v->konst)
         wfx_host->tensor_release(v->konst);
+      free(v->seq);
       free(v->name);
       free(v);
     }
@@ -246,6 +247,11 @@ static wf_output make_weight(ox_imp *im, ox_val *v, wf_status *st) {
 wf_output ox_use(ox_node *n, ox_val *v, wf_status *st) {
   if (v->out.node || wfx_code(st))
     return v->out;
+  if (v->is_seq) {
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "'%s' is a sequence where a tensor is expected", v->name);
+    return v->out;
+  }
   if (!v->konst) {
     wfx_fail(st, WF_INTERNAL, "value '%s' has no node", v->name);
     return v->out;
@@ -283,6 +289,26 @@ int ox_set_out(ox_node *n, int i, wf_output out, wf_status *st) {
     return wfx_code(st);
   v->out = out;
   wfx_host->node_output_info(out.node, out.index, &v->dtype, &v->shape);
+  return 0;
+}
+
+int ox_set_seq_out(ox_node *n, int i, const wf_output *elems, int k,
+                   int32_t dtype, wf_status *st) {
+  if (wfx_code(st))
+    return wfx_code(st);
+  if (i >= n->nout || !n->p->output[i][0])
+    return 0;
+  ox_val *v = out_val(n, i, st);
+  if (!v)
+    return wfx_code(st);
+  v->is_seq = 1;
+  v->dtype = dtype;
+  v->nseq = k;
+  v->seq = malloc(sizeof *v->seq * (size_t)(k ? k : 1));
+  if (!v->seq)
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+  for (int j = 0; j < k; j++)
+    v->seq[j] = elems[j];
   return 0;
 }
 

@@ -29,6 +29,12 @@ typedef struct ox_val {
   wf_shape shape;    /* static, rank -1 when unknown */
   wf_tensor *konst;  /* owned, or NULL */
   int weight;        /* an initializer that becomes a variable when used */
+  /* A sequence (ONNX's list of tensors) of a length known while importing:
+   * its tensors' outputs (elements chosen at run time are OnnxPick nodes);
+   * dtype is the elements'. */
+  int is_seq;
+  int nseq;
+  wf_output *seq;
   struct ox_val *next; /* hash chain */
 } ox_val;
 
@@ -57,6 +63,9 @@ typedef struct ox_node {
 ox_val *ox_find(ox_imp *im, const char *name);
 /* Output i of the node is out (dtype and shape read from the graph). */
 int ox_set_out(ox_node *n, int i, wf_output out, wf_status *st);
+/* Output i of the node is a sequence of k tensors (elems copied). */
+int ox_set_seq_out(ox_node *n, int i, const wf_output *elems, int k,
+                   int32_t dtype, wf_status *st);
 /* Output i of the node is a value known now (t is taken over). */
 int ox_set_const_out(ox_node *n, int i, wf_tensor *t, wf_status *st);
 /* The weft output of v, made now when v is a constant or weight. */
@@ -129,11 +138,11 @@ extern const wf_op_def *const ox_plugin_ops[];
 /* onnx_kernels_index.c */
 extern const wf_op_def ox_gather_el_op, ox_trilu_op, ox_range_op, ox_mod_op,
     ox_cumsum_op, ox_reduce_sum_op, ox_axes_reshape_op, ox_slice_op, ox_nll_op,
-    ox_resize_op, ox_conv_op, ox_conv_transpose_op, ox_pool_op;
+    ox_resize_op, ox_conv_op, ox_conv_transpose_op, ox_pool_op, ox_pick_op;
 extern const wf_kernel_def ox_gather_el_kernel, ox_trilu_kernel,
     ox_range_kernel, ox_mod_kernel, ox_cumsum_kernel, ox_reduce_sum_kernel,
     ox_axes_reshape_kernel, ox_slice_kernel, ox_nll_kernel, ox_resize_kernel,
-    ox_conv_kernel, ox_conv_transpose_kernel, ox_pool_kernel;
+    ox_conv_kernel, ox_conv_transpose_kernel, ox_pool_kernel, ox_pick_kernel;
 extern const wf_kernel_def *const ox_plugin_kernels[];
 
 #endif

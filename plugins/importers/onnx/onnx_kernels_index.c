@@ -695,3 +695,39 @@ const wf_op_def ox_nll_op = {
 
 const wf_kernel_def ox_nll_kernel =
     WFX_CPU_REFERENCE("OnnxNLLLoss", "T", WFX_DTYPES_FLOAT, nll_compute);
+
+/* ---- OnnxPick ------------------------------------------------------------- */
+
+static int pick_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  int64_t k[1];
+  int nk;
+  const wf_tensor *v;
+  (void)state;
+  if (ints_in(ctx, 0, k, 1, &nk, st))
+    return wfx_code(st);
+  int32_t n = wfx_host->kernel_num_inputs(ctx) - 1;
+  if (nk != 1 || k[0] < 0 || k[0] >= n)
+    return wfx_fail(st, WF_OUT_OF_RANGE,
+                    "position %lld is outside the sequence of %d tensors",
+                    nk == 1 ? (long long)k[0] : -1LL, (int)n);
+  if (wfx_kernel_input(ctx, (int32_t)k[0] + 1, &v, NULL, st))
+    return wfx_code(st);
+  return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)v, st);
+}
+
+const wf_op_def ox_pick_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "OnnxPick",
+    .inputs = WFX_ARGS(WF_ARG_FIXED("index", WF_INT64, "() which value"),
+                       WF_ARG_LIST("values", "T", "N",
+                                   "N tensors, each of any shape")),
+    .outputs = WFX_ARGS(WF_ARG_T("y", "T", "values[index], unchanged")),
+    .attrs = WFX_ATTRS(WFX_ATTR_DTYPE("T", WFX_DTYPES_ALL, "element type"),
+                       WFX_ATTR_INT("N", 1, "number of values")),
+    .shape_fn = shape_unknown,
+    .doc = "One of N tensors chosen at run time (the ONNX importer's "
+           "sequences: SequenceAt, SequenceInsert, SequenceErase)."};
+
+const wf_kernel_def ox_pick_kernel = WFX_CPU_REFERENCE(
+    "OnnxPick", "T", WFX_DTYPES_ALL, pick_compute,
+    .flags = WF_KERNEL_CHEAP);

@@ -2163,6 +2163,249 @@ static int m_upsample(ox_node *n, wf_status *st) {
               st);
 }
 
+/* ---- sequences --------------------------------------------------------- */
+
+/* Sequences have a length known while importing; a position known only at
+ * run time picks among the tensors with OnnxPick. */
+
+static ox_val *seq_in(ox_node *n, int i, wf_status *st) {
+  if (need_in(n, i, st))
+    return NULL;
+  if (!n->in[i]->is_seq) {
+    ox_fail(n, st, WF_INVALID_ARGUMENT, "input %d '%s' is not a sequence", i,
+            n->in[i]->name);
+    return NULL;
+  }
+  return n->in[i];
+}
+
+/* values[k] chosen by the int64 scalar idx at run time. */
+static wf_output pick(ox_node *n, wf_output idx, const wf_output *values,
+                      int k, wf_status *st) {
+  wf_output in[OX_MAX_IO + 1];
+  if (k > OX_MAX_IO) {
+    ox_fail(n, st, WF_UNIMPLEMENTED, "a sequence of more than %d tensors",
+            OX_MAX_IO);
+    return NONE;
+  }
+  in[0] = idx;
+  for (int i = 0; i < k; i++)
+    in[i + 1] = values[i];
+  wf_attr_item a = WFX_ITEM_INT("N", k);
+  return ox_add(n, "OnnxPick", in, k + 1, &a, 1, st);
+}
+
+/* A position input as an int64 scalar, negatives counted from len (+
+ * extra: insert accepts len itself). */
+static wf_output position(ox_node *n, int i, int64_t len, wf_status *st) {
+  wf_output p = reshape(n, cast(n, X(n, i, st), WF_INT64, st), NULL, 0, st);
+  wf_output c = ox_add2(n, "Less", p, ox_scalar_i64(n, 0, st), st);
+  wf_output in[3] = {c, ox_add2(n, "Add", p, ox_scalar_i64(n, len, st), st),
+                     p};
+  return ox_add(n, "Select", in, 3, NULL, 0, st);
+}
+
+/* The index (0, 1 or 2) of the candidate for slot i: i < p, i == p, i > p. */
+static wf_output three_way(ox_node *n, int64_t i, wf_output p, wf_status *st) {
+  wf_output iv = ox_scalar_i64(n, i, st);
+  wf_output lt = ox_add2(n, "Less", iv, p, st);
+  wf_output eq = ox_add2(n, "Equal", iv, p, st);
+  wf_output inner =
+      ox_add(n, "Select",
+             (wf_output[]){eq, ox_scalar_i64(n, 1, st), ox_scalar_i64(n, 2, st)},
+             3, NULL, 0, st);
+  return ox_add(n, "Select", (wf_output[]){lt, ox_scalar_i64(n, 0, st), inner},
+                3, NULL, 0, st);
+}
+
+static int m_sequence_empty(ox_node *n, wf_status *st) {
+  int32_t dt = ox_dtype((int32_t)ox_attr_i(n, "dtype", 1));
+  if (dt == WF_DTYPE_INVALID)
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "a sequence of a type weft lacks");
+  return ox_set_seq_out(n, 0, NULL, 0, dt, st);
+}
+
+static int m_sequence_construct(ox_node *n, wf_status *st) {
+  wf_output e[OX_MAX_IO];
+  for (int i = 0; i < n->nin; i++)
+    e[i] = X(n, i, st);
+  if (!OK(st))
+    return wfx_code(st);
+  return ox_set_seq_out(n, 0, e, n->nin, n->nin ? ox_dtype_of(e[0]) : 1, st);
+}
+
+static int m_sequence_insert(ox_node *n, wf_status *st) {
+  ox_val *sq = seq_in(n, 0, st);
+  wf_output t = X(n, 1, st), e[OX_MAX_IO];
+  if (!sq || !OK(st))
+    return wfx_code(st);
+  int len = sq->nseq;
+  if (len + 1 > OX_MAX_IO)
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "a sequence of more than %d "
+                   "tensors", OX_MAX_IO);
+  if (!has_in(n, 2)) {
+    memcpy(e, sq->seq, sizeof *e * (size_t)len);
+    e[len] = t;
+  } else {
+    wf_output p = position(n, 2, len, st);
+    for (int i = 0; i <= len; i++) {
+      wf_output c[3] = {i < len ? sq->seq[i] : t, t, i > 0 ? sq->seq[i - 1] : t};
+      e[i] = pick(n, three_way(n, i, p, st), c, 3, st);
+    }
+  }
+  return ox_set_seq_out(n, 0, e, len + 1, ox_dtype_of(t), st);
+}
+
+static int m_sequence_erase(ox_node *n, wf_status *st) {
+  ox_val *sq = seq_in(n, 0, st);
+  wf_output e[OX_MAX_IO];
+  if (!sq || !OK(st))
+    return wfx_code(st);
+  int len = sq->nseq;
+  if (len == 0)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "erasing from an empty "
+                   "sequence");
+  if (!has_in(n, 1))
+    memcpy(e, sq->seq, sizeof *e * (size_t)(len - 1));
+  else {
+    wf_output p = position(n, 1, len, st);
+    for (int i = 0; i < len - 1; i++) {
+      wf_output c[3] = {sq->seq[i], sq->seq[i + 1], sq->seq[i + 1]};
+      e[i] = pick(n, three_way(n, i, p, st), c, 3, st);
+    }
+  }
+  return ox_set_seq_out(n, 0, e, len - 1, sq->dtype, st);
+}
+
+static int m_sequence_at(ox_node *n, wf_status *st) {
+  ox_val *sq = seq_in(n, 0, st);
+  if (!sq || !OK(st))
+    return wfx_code(st);
+  if (sq->nseq == 0)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "an empty sequence");
+  return out1(n, pick(n, position(n, 1, sq->nseq, st), sq->seq, sq->nseq, st),
+              st);
+}
+
+static int m_sequence_length(ox_node *n, wf_status *st) {
+  ox_val *sq = seq_in(n, 0, st);
+  wf_shape sc = {.rank = 0};
+  if (!sq)
+    return wfx_code(st);
+  wf_tensor *t = wfx_host->tensor_new(WF_INT64, &sc, st);
+  if (t)
+    *(int64_t *)wfx_host->tensor_data(t) = sq->nseq;
+  return ox_set_const_out(n, 0, t, st);
+}
+
+static int m_concat_from_sequence(ox_node *n, wf_status *st) {
+  ox_val *sq = seq_in(n, 0, st);
+  wf_output e[OX_MAX_IO];
+  if (!sq)
+    return wfx_code(st);
+  if (sq->nseq == 0)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "an empty sequence");
+  int64_t axis = ox_attr_i(n, "axis", 0);
+  int newax = (int)ox_attr_i(n, "new_axis", 0);
+  for (int i = 0; i < sq->nseq; i++) {
+    e[i] = sq->seq[i];
+    if (newax) {
+      wf_attr_item a = WFX_ITEM_INT("axis", axis);
+      e[i] = ox_add(n, "ExpandDims", &e[i], 1, &a, 1, st);
+    }
+  }
+  if (sq->nseq == 1)
+    return out1(n, ox_add1(n, "Identity", e[0], st), st);
+  wf_attr_item a = WFX_ITEM_INT("axis", axis);
+  return out1(n, ox_add(n, "Concat", e, sq->nseq, &a, 1, st), st);
+}
+
+static int m_split_to_sequence(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st), e[OX_MAX_IO];
+  wf_shape s;
+  ox_shape_of(x, &s);
+  int axis = norm_axis(n, ox_attr_i(n, "axis", 0), s.rank, st);
+  int keep = (int)ox_attr_i(n, "keepdims", 1);
+  if (axis < 0 || !OK(st))
+    return wfx_code(st);
+  int64_t d = s.dims[axis];
+  int k = 0;
+  if (!has_in(n, 1)) { /* pieces of one along axis */
+    if (d < 0 || d > OX_MAX_IO)
+      return ox_fail(n, st, WF_UNIMPLEMENTED,
+                     "the split dimension must be known and at most %d",
+                     OX_MAX_IO);
+    for (k = 0; k < d; k++) {
+      e[k] = slice_axis(n, x, s.rank, axis, k, k + 1, st);
+      if (!keep) {
+        int64_t ax = axis;
+        wf_attr_item a = item_ints("squeeze_dims", &ax, 1);
+        e[k] = ox_add(n, "Squeeze", &e[k], 1, &a, 1, st);
+      }
+    }
+    return ox_set_seq_out(n, 0, e, k, ox_dtype_of(x), st);
+  }
+  wf_output sp = cast(n, X(n, 1, st), WF_INT64, st);
+  wf_shape ss;
+  ox_shape_of(sp, &ss);
+  if (!OK(st))
+    return wfx_code(st);
+  if (ss.rank == 0) { /* equal pieces of that size, the last smaller */
+    int64_t sz[1];
+    if (ox_const_ints(n, 1, sz, 1, st) != 1 || d < 0 || sz[0] < 1)
+      return ox_fail(n, st, WF_UNIMPLEMENTED,
+                     "a scalar split must be a positive constant and the "
+                     "dimension known");
+    for (int64_t at = 0; at < d; at += sz[0]) {
+      if (k == OX_MAX_IO)
+        return ox_fail(n, st, WF_UNIMPLEMENTED, "more than %d pieces",
+                       OX_MAX_IO);
+      e[k++] = slice_axis(n, x, s.rank, axis, at, at + sz[0], st);
+    }
+    return ox_set_seq_out(n, 0, e, k, ox_dtype_of(x), st);
+  }
+  if (ss.rank != 1 || ss.dims[0] < 0 || ss.dims[0] > OX_MAX_IO)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the number of pieces must be known while importing");
+  /* piece i: [sum(split[:i]), sum(split[:i+1])) along axis, at run time */
+  int64_t ax = axis, one = 1, zero = 0;
+  for (k = 0; k < ss.dims[0]; k++) {
+    int64_t kk = k, k1 = k + 1;
+    wf_output b = reduce(
+        n, "Sum",
+        ox_add(n, "Slice",
+               (wf_output[]){sp, ox_const_i64(n, &zero, 1, st),
+                             ox_const_i64(n, &kk, 1, st)},
+               3, NULL, 0, st),
+        NULL, 0, 1, st);
+    wf_output en = reduce(
+        n, "Sum",
+        ox_add(n, "Slice",
+               (wf_output[]){sp, ox_const_i64(n, &zero, 1, st),
+                             ox_const_i64(n, &k1, 1, st)},
+               3, NULL, 0, st),
+        NULL, 0, 1, st);
+    wf_output in[5] = {x, b, en, ox_const_i64(n, &ax, 1, st),
+                       ox_const_i64(n, &one, 1, st)};
+    e[k] = ox_add(n, "OnnxSlice", in, 5, NULL, 0, st);
+  }
+  return ox_set_seq_out(n, 0, e, k, ox_dtype_of(x), st);
+}
+
+static int m_shrink(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  double lambd = ox_attr_f(n, "lambd", 0.5), bias = ox_attr_f(n, "bias", 0);
+  wf_output lo = ox_add2(n, "Less", x, scalar_like(n, x, -lambd, st), st);
+  wf_output hi = ox_add2(n, "Greater", x, scalar_like(n, x, lambd, st), st);
+  wf_output up = ox_add2(n, "Add", x, scalar_like(n, x, bias, st), st);
+  wf_output dn = ox_add2(n, "Sub", x, scalar_like(n, x, bias, st), st);
+  wf_output y = ox_add(n, "Select",
+                       (wf_output[]){hi, dn, scalar_like(n, x, 0, st)}, 3,
+                       NULL, 0, st);
+  return out1(n, ox_add(n, "Select", (wf_output[]){lo, up, y}, 3, NULL, 0, st),
+              st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -2191,6 +2434,7 @@ static const mapping table[] = {
     {"Celu", 12, m_celu},
     {"Clip", 1, m_clip},
     {"Concat", 1, m_concat},
+    {"ConcatFromSequence", 11, m_concat_from_sequence},
     {"Constant", 1, m_constant},
     {"ConstantOfShape", 9, m_constant_of_shape},
     {"Conv", 1, m_conv},
@@ -2261,7 +2505,14 @@ static const mapping table[] = {
     {"Resize", 10, m_resize},
     {"Round", 11, m_round},
     {"Selu", 1, m_selu},
+    {"SequenceAt", 11, m_sequence_at},
+    {"SequenceConstruct", 11, m_sequence_construct},
+    {"SequenceEmpty", 11, m_sequence_empty},
+    {"SequenceErase", 11, m_sequence_erase},
+    {"SequenceInsert", 11, m_sequence_insert},
+    {"SequenceLength", 11, m_sequence_length},
     {"Shape", 1, m_shape},
+    {"Shrink", 9, m_shrink},
     {"Sigmoid", 1, m_sigmoid},
     {"Sign", 9, m_sign},
     {"Sin", 7, m_sin},
@@ -2273,6 +2524,7 @@ static const mapping table[] = {
     {"Softplus", 1, m_softplus},
     {"Softsign", 1, m_softsign},
     {"Split", 1, m_split},
+    {"SplitToSequence", 11, m_split_to_sequence},
     {"Sqrt", 1, m_sqrt},
     {"Squeeze", 1, m_squeeze},
     {"Sub", 1, m_sub},
