@@ -10,8 +10,12 @@
  * file (one case per line, "SUITE/CASE  reason"): a case failing that is
  * not listed, or passing that is, fails the run, so the file stays true.
  *
- * Usage: onnx_conformance [--data DIR] [--expected FILE] [--only SUBSTR]
- *                         [--verbose] [--write-expected FILE]
+ * The suite "weft" holds the real models of tests/onnx/models (a CNN with
+ * residual blocks, a depthwise-separable CNN, a transformer encoder), made
+ * with their numpy references by tests/onnx/make_models.py.
+ *
+ * Usage: onnx_conformance [--data DIR] [--models DIR] [--expected FILE]
+ *                         [--only SUBSTR] [--verbose] [--write-expected FILE]
  * No Python: the TensorProtos are read with the importer's generated
  * protobuf-c code. */
 #include <config.h>
@@ -32,9 +36,11 @@
 #define RTOL 1e-3
 #define ATOL 1e-7
 
+/* ONNX's suites under --data, then "weft": the real models this tree
+ * builds (tests/onnx/make_models.py) in the same layout. */
 static const char *const suites[] = {"node", "pytorch-converted",
-                                     "pytorch-operator", "simple"};
-#define NSUITES 4
+                                     "pytorch-operator", "simple", "weft"};
+#define NSUITES 5
 
 typedef struct result {
   char name[320]; /* suite/case */
@@ -465,11 +471,13 @@ static void op_table(const result *r, int n) {
 }
 
 int main(int argc, char **argv) {
-  const char *data = ONNX_TESTDATA, *exp_path = NULL, *only = NULL,
-             *write_path = NULL;
+  const char *data = ONNX_TESTDATA, *models = ONNX_MODELS, *exp_path = NULL,
+             *only = NULL, *write_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
       data = argv[++i];
+    else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
+      models = argv[++i];
     else if (strcmp(argv[i], "--expected") == 0 && i + 1 < argc)
       exp_path = argv[++i];
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
@@ -480,7 +488,8 @@ int main(int argc, char **argv) {
       verbose = 1;
     else {
       fprintf(stderr,
-              "usage: %s [--data DIR] [--expected FILE] [--only SUBSTR] "
+              "usage: %s [--data DIR] [--models DIR] [--expected FILE] "
+              "[--only SUBSTR] "
               "[--verbose] [--write-expected FILE]\n",
               argv[0]);
       return 2;
@@ -516,7 +525,10 @@ int main(int argc, char **argv) {
   for (int s = 0; s < NSUITES; s++) {
     char sdir[1024];
     char **cases;
-    snprintf(sdir, sizeof sdir, "%s/%s", data, suites[s]);
+    if (strcmp(suites[s], "weft") == 0)
+      snprintf(sdir, sizeof sdir, "%s", models);
+    else
+      snprintf(sdir, sizeof sdir, "%s/%s", data, suites[s]);
     int nc = list_dir(sdir, NULL, &cases);
     for (int c = 0; c < nc; c++) {
       char name[300], dir[1400];

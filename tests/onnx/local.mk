@@ -1,10 +1,12 @@
 # tests/onnx: ONNX import. onnx_conformance runs the backend test cases of
 # Debian's libonnx-testdata ($(ONNX_TESTDATA)) through the importer and
 # checks the outcome against expected_failures.txt (each entry with its
-# reason); it reads the TensorProtos with the importer's generated
-# protobuf-c code (plugins/importers/onnx/local.mk makes it).
+# reason), and the real models of tests/onnx/models (made by
+# make_models.py with numpy references); it reads the TensorProtos with
+# the importer's generated protobuf-c code.
 ONNX_TESTDATA = /usr/share/libonnx-testdata/data
-EXTRA_DIST += tests/onnx/expected_failures.txt
+EXTRA_DIST += tests/onnx/expected_failures.txt tests/onnx/make_models.py \
+	tests/onnx/models
 
 check_PROGRAMS += tests/onnx/onnx_conformance
 TESTS += tests/onnx/onnx_conformance
@@ -14,6 +16,7 @@ nodist_tests_onnx_onnx_conformance_SOURCES = \
 tests_onnx_onnx_conformance_CPPFLAGS = $(TEST_CPPFLAGS) \
 	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS) \
 	-DONNX_TESTDATA='"$(ONNX_TESTDATA)"' \
+	-DONNX_MODELS='"$(abs_top_srcdir)/tests/onnx/models"' \
 	-DONNX_EXPECTED='"$(abs_top_srcdir)/tests/onnx/expected_failures.txt"'
 tests_onnx_onnx_conformance_CFLAGS = $(TEST_CFLAGS)
 tests_onnx_onnx_conformance_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
