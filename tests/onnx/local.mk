@@ -32,3 +32,14 @@ tests_onnx_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS) \
 tests_onnx_test_onnx_import_CFLAGS = $(TEST_CFLAGS)
 tests_onnx_test_onnx_import_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
 $(tests_onnx_test_onnx_import_OBJECTS): plugins/importers/onnx/onnx.pb-c.h
+
+check_PROGRAMS += tests/onnx/test_onnx_fusion
+TESTS += tests/onnx/test_onnx_fusion
+tests_onnx_test_onnx_fusion_SOURCES = tests/onnx/test_onnx_fusion.c
+nodist_tests_onnx_test_onnx_fusion_SOURCES = \
+	plugins/importers/onnx/onnx.pb-c.c plugins/importers/onnx/onnx.pb-c.h
+tests_onnx_test_onnx_fusion_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS)
+tests_onnx_test_onnx_fusion_CFLAGS = $(TEST_CFLAGS)
+tests_onnx_test_onnx_fusion_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
+$(tests_onnx_test_onnx_fusion_OBJECTS): plugins/importers/onnx/onnx.pb-c.h

@@ -11,7 +11,8 @@ IMPORTER_ONNX_SOURCES = \
 	plugins/importers/onnx/onnx_kernels.c \
 	plugins/importers/onnx/onnx_kernels_index.c \
 	plugins/importers/onnx/onnx_resize.c \
-	plugins/importers/onnx/onnx_conv.c
+	plugins/importers/onnx/onnx_conv.c \
+	plugins/importers/onnx/onnx_fuse.c
 IMPORTER_ONNX_PB = plugins/importers/onnx/onnx.pb-c.c \
 	plugins/importers/onnx/onnx.pb-c.h
 IMPORTER_ONNX_CPPFLAGS = $(PLUGIN_CPPFLAGS) \

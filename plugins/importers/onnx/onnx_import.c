@@ -567,8 +567,10 @@ static int import_graph(ox_imp *im, const Onnx__GraphProto *g,
     v->konst = t;
     v->dtype = wfx_host->tensor_dtype(t);
     wfx_host->tensor_shape(t, &v->shape);
+    /* weights: float tensors; a single float stays a constant, so that
+     * folding and the fusion passes see its value */
     v->weight = wfx_dtype_is_float(v->dtype) && v->dtype != WF_FLOAT16 &&
-                v->dtype != WF_BFLOAT16;
+                v->dtype != WF_BFLOAT16 && wfx_host->tensor_count(t) > 1;
   }
 
   size_t cap = g->n_input + g->n_output + 1;
@@ -750,4 +752,6 @@ WFX_PLUGIN(importer_onnx, 1, 3, .name = "importer-onnx", .version = "1.0",
            .license = "MIT",
            .description = "imports ONNX models into weft graphs",
            .ops = ox_plugin_ops, .kernels = ox_plugin_kernels,
+           .passes = WFX_LIST(wf_pass_def, &ox_fuse_layer_norm_pass,
+                              &ox_fuse_gelu_pass, &ox_fuse_attention_pass),
            .importers = WFX_LIST(wf_importer_def, &onnx_importer))

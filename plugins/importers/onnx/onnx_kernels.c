@@ -204,11 +204,12 @@ const wf_op_def *const ox_plugin_ops[] = {
     &math_op,        &pad_op,          &ox_gather_el_op,    &ox_trilu_op,
     &ox_range_op,    &ox_mod_op,       &ox_cumsum_op,       &ox_reduce_sum_op,
     &ox_axes_reshape_op, &ox_slice_op, &ox_nll_op, &ox_resize_op,
-    &ox_conv_op, &ox_conv_transpose_op, &ox_pool_op, &ox_pick_op, NULL};
+    &ox_conv_op, &ox_conv_transpose_op, &ox_pool_op, &ox_pick_op,
+    &ox_layer_norm_op, &ox_attention_op, NULL};
 const wf_kernel_def *const ox_plugin_kernels[] = {
     &math_kernel,        &pad_kernel,      &ox_gather_el_kernel,
     &ox_trilu_kernel,    &ox_range_kernel, &ox_mod_kernel,
     &ox_cumsum_kernel,   &ox_reduce_sum_kernel, &ox_axes_reshape_kernel,
     &ox_slice_kernel,    &ox_nll_kernel, &ox_resize_kernel,
     &ox_conv_kernel, &ox_conv_transpose_kernel, &ox_pool_kernel,
-    &ox_pick_kernel, NULL};
+    &ox_pick_kernel, &ox_layer_norm_kernel, &ox_attention_kernel, NULL};
