@@ -69,3 +69,10 @@ noinst_PROGRAMS += bench/serve_inproc
 bench_serve_inproc_SOURCES = bench/serve_inproc.c bench/bench_util.h
 bench_serve_inproc_LDADD = $(BENCH_LDADD)
 EXTRA_DIST += bench/serve.sh
+
+# onnx_infer: an ONNX model through the importer plugin, batch latency and
+# throughput; bench/onnx_vs_ort.py runs it next to ONNX Runtime.
+noinst_PROGRAMS += bench/onnx_infer
+bench_onnx_infer_SOURCES = bench/onnx_infer.c bench/bench_util.h
+bench_onnx_infer_LDADD = $(BENCH_LDADD)
+EXTRA_DIST += bench/onnx_vs_ort.py

@@ -567,7 +567,7 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   os.dims[r - 1] = E;
   if (wfx_kernel_output(ctx, 0, &os, &y, st))
     return wfx_code(st);
-  double *p = wfx_host->alloc((size_t)(NT ? NT : 1) * sizeof(double), 0);
+  double *p = wfx_host->alloc((size_t)(NT + E + 1) * sizeof(double), 0);
   if (!p)
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory");
   int64_t pos[WF_MAX_RANK] = {0};
@@ -584,23 +584,42 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       for (int64_t s = 0; s < S; s++) {
         const T *qr = qp + qo + s * D;
         double mx = -INFINITY, sum = 0;
+        /* scores, walking k's rows contiguously */
+        for (int64_t t = 0; t < NT; t++)
+          p[t] = 0;
+        if (adj)
+          for (int64_t t = 0; t < NT; t++) {
+            const T *kr = kp + ko + t * D;
+            double acc = 0;
+            for (int64_t d = 0; d < D; d++)
+              acc += (double)qr[d] * (double)kr[d];
+            p[t] = acc;
+          }
+        else
+          for (int64_t d = 0; d < D; d++) {
+            const T *kr = kp + ko + d * NT;
+            double qd = (double)qr[d];
+            for (int64_t t = 0; t < NT; t++)
+              p[t] += qd * (double)kr[t];
+          }
         for (int64_t t = 0; t < NT; t++) {
-          double acc = 0;
-          for (int64_t d = 0; d < D; d++)
-            acc += (double)qr[d] *
-                   (double)kp[ko + (adj ? t * D + d : d * NT + t)];
-          p[t] = acc * scale;
+          p[t] *= scale;
           mx = p[t] > mx ? p[t] : mx;
         }
         for (int64_t t = 0; t < NT; t++)
           sum += (p[t] = exp(p[t] - mx));
-        T *yr = yp + (bi * S + s) * E;
-        for (int64_t e = 0; e < E; e++) {
-          double acc = 0;
-          for (int64_t t = 0; t < NT; t++)
-            acc += p[t] * (double)vp[vo + t * E + e];
-          yr[e] = (T)(acc / sum);
+        double *acc = p + NT;
+        for (int64_t e = 0; e < E; e++)
+          acc[e] = 0;
+        for (int64_t t = 0; t < NT; t++) {
+          const T *vr = vp + vo + t * E;
+          double w = p[t] / sum;
+          for (int64_t e = 0; e < E; e++)
+            acc[e] += w * (double)vr[e];
         }
+        T *yr = yp + (bi * S + s) * E;
+        for (int64_t e = 0; e < E; e++)
+          yr[e] = (T)acc[e];
       }
       for (int i = r - 3; i >= 0; i--) {
         if (++pos[i] < os.dims[i])

@@ -515,6 +515,26 @@ static int m_matmul(ox_node *n, wf_status *st) {
                    "the ranks of both inputs must be known while importing");
   if (ra == 2 && rb == 2)
     return out1(n, ox_add2(n, "MatMul", a, b, st), st);
+  wf_shape as, bs;
+  ox_shape_of(a, &as);
+  ox_shape_of(b, &bs);
+  if (ra > 2 && rb == 2 && bs.dims[0] >= 0 && bs.dims[1] >= 0) {
+    /* (..., K) x (K, N), a linear layer: one 2-d product of the rows,
+     * shaped back to (..., N) */
+    int64_t d2[2] = {-1, bs.dims[0]}, zero = 0, lead = ra - 1;
+    wf_output y = ox_add2(n, "MatMul", reshape(n, a, d2, 2, st), b, st);
+    wf_output sh = ox_add(n, "Slice",
+                          (wf_output[]){shape_i64(n, a, st),
+                                        ox_const_i64(n, &zero, 1, st),
+                                        ox_const_i64(n, &lead, 1, st)},
+                          3, NULL, 0, st);
+    wf_attr_item ca = WFX_ITEM_INT("axis", 0);
+    wf_output full = ox_add(
+        n, "Concat",
+        (wf_output[]){sh, ox_const_i64(n, &bs.dims[1], 1, st)}, 2, &ca, 1,
+        st);
+    return out1(n, ox_add2(n, "Reshape", y, full, st), st);
+  }
   /* rank-1 operands: a row (a) or a column (b), dropped afterwards */
   wf_attr_item e0 = WFX_ITEM_INT("axis", 0), e1 = WFX_ITEM_INT("axis", -1);
   if (ra == 1)
