@@ -244,6 +244,20 @@ static wf_output make_weight(ox_imp *im, ox_val *v, wf_status *st) {
   return add_named(im, base, "ReadVariable", in, 1, ha, 2, st);
 }
 
+wf_output ox_weight(ox_node *n, const char *name, wf_tensor *t,
+                    wf_status *st) {
+  ox_val v = {.name = (char *)name, .konst = t, .weight = 1};
+  wf_output o = {NULL, 0};
+  if (!t)
+    return o;
+  v.dtype = wfx_host->tensor_dtype(t);
+  wfx_host->tensor_shape(t, &v.shape);
+  if (!wfx_code(st))
+    o = make_weight(n->im, &v, st);
+  wfx_host->tensor_release(t);
+  return o;
+}
+
 wf_output ox_use(ox_node *n, ox_val *v, wf_status *st) {
   if (v->out.node || wfx_code(st))
     return v->out;

@@ -83,6 +83,10 @@ static inline wf_output ox_out(wf_output o, int k) {
   o.index = k;
   return o;
 }
+/* A variable named after name holding t (taken over), given its value
+ * once (a weight the importer rearranged, e.g. a filter's layout). */
+wf_output ox_weight(ox_node *n, const char *name, wf_tensor *t,
+                    wf_status *st);
 /* A Const node holding t (taken over). */
 wf_output ox_const(ox_node *n, wf_tensor *t, wf_status *st);
 /* Consts of int64 values: a vector of n, and a scalar. */

@@ -1625,6 +1625,32 @@ static int conv_nd(ox_node *n, wf_output x, wf_output f, const win *w,
               st);
 }
 
+/* A (O, I, H, W) float filter known now as a variable in (H, W, I, O). */
+static wf_output hwio_weight(ox_node *n, ox_val *v, wf_status *st) {
+  const wf_tensor *t = v->konst;
+  wf_shape s, o;
+  wfx_host->tensor_shape(t, &s);
+  o = (wf_shape){.rank = 4, .dims = {s.dims[2], s.dims[3], s.dims[1],
+                                     s.dims[0]}};
+  int32_t dt = wfx_host->tensor_dtype(t);
+  wf_tensor *r = OK(st) ? wfx_host->tensor_new(dt, &o, st) : NULL;
+  if (!r)
+    return NONE;
+  size_t es = wfx_dtype_size(dt);
+  const char *src = wfx_host->tensor_data(t);
+  char *dst = wfx_host->tensor_data(r);
+  int64_t O = s.dims[0], I = s.dims[1], H = s.dims[2], W = s.dims[3];
+  for (int64_t a = 0; a < O; a++)
+    for (int64_t b = 0; b < I; b++)
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t w = 0; w < W; w++)
+          memcpy(dst + (((h * W + w) * I + b) * O + a) * es,
+                 src + (((a * I + b) * H + h) * W + w) * es, es);
+  char name[128];
+  snprintf(name, sizeof name, "%.100s.hwio", v->name);
+  return ox_weight(n, name, r, st);
+}
+
 static int m_conv(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st), f = X(n, 1, st);
   wf_shape xs, fs;
@@ -1659,8 +1685,12 @@ static int m_conv(ox_node *n, wf_status *st) {
     f = to_2d(n, f, st);
     win_to_2d(&w);
   }
-  /* OIHW -> HWIO */
+  /* OIHW -> HWIO: a weight known now is stored rearranged, so that the
+   * Transpose does not run at every step */
   int64_t perm[4] = {2, 3, 1, 0};
+  if (group == 1 && n->in[1]->konst && nsp == 2)
+    f = hwio_weight(n, n->in[1], st), perm[0] = 0, perm[1] = 1, perm[2] = 2,
+    perm[3] = 3;
   int64_t strides[4] = {1, 1, w.s[0], w.s[1]};
   int64_t dil[4] = {1, 1, w.d[0], w.d[1]};
   int64_t pads[8] = {0, 0, 0, 0, w.pb[0], w.pe[0], w.pb[1], w.pe[1]};
@@ -1671,8 +1701,8 @@ static int m_conv(ox_node *n, wf_status *st) {
                        item_str("data_format", "NCHW")};
   wf_output y;
   if (group == 1) {
-    y = ox_add(n, "Conv2D", (wf_output[]){x, transpose(n, f, perm, 4, st)}, 2,
-               a, 5, st);
+    wf_output hwio = perm[0] == 0 ? f : transpose(n, f, perm, 4, st);
+    y = ox_add(n, "Conv2D", (wf_output[]){x, hwio}, 2, a, 5, st);
   } else {
     if (group > OX_MAX_IO)
       return ox_fail(n, st, WF_UNIMPLEMENTED, "more than %d groups",
