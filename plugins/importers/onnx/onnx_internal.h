@@ -149,6 +149,15 @@ extern const wf_kernel_def ox_gather_el_kernel, ox_trilu_kernel,
     ox_axes_reshape_kernel, ox_slice_kernel, ox_nll_kernel, ox_resize_kernel,
     ox_conv_kernel, ox_conv_transpose_kernel, ox_pool_kernel, ox_pick_kernel,
     ox_layer_norm_kernel, ox_attention_kernel;
+/* onnx_kernels_more.c */
+extern const wf_op_def ox_cast_op, ox_scatter_el_op, ox_gather_nd_op,
+    ox_scatter_nd_op, ox_eye_op, ox_topk_op, ox_padrt_op, ox_lrn_op,
+    ox_nonzero_op, ox_compress_op, ox_revseq_op, ox_einsum_op, ox_window_op,
+    ox_det_op;
+extern const wf_kernel_def ox_cast_kernel, ox_scatter_el_kernel,
+    ox_gather_nd_kernel, ox_scatter_nd_kernel, ox_eye_kernel, ox_topk_kernel,
+    ox_padrt_kernel, ox_lrn_kernel, ox_nonzero_kernel, ox_compress_kernel,
+    ox_revseq_kernel, ox_einsum_kernel, ox_window_kernel, ox_det_kernel;
 /* onnx_fuse.c */
 extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass,
     ox_fuse_attention_pass;

@@ -5,7 +5,8 @@
  *             floor, ceil, round half to even, sign, trigonometric and
  *             hyperbolic functions);
  *   OnnxPad   Pad's "reflect" and "edge" modes;
- * and those of onnx_kernels_index.c, onnx_resize.c and onnx_conv.c.
+ * and those of onnx_kernels_index.c, onnx_kernels_more.c, onnx_resize.c,
+ * onnx_conv.c and onnx_fuse.c.
  * They are not general weft ops: only the importer builds them. */
 #include <config.h>
 
@@ -205,11 +206,19 @@ const wf_op_def *const ox_plugin_ops[] = {
     &ox_range_op,    &ox_mod_op,       &ox_cumsum_op,       &ox_reduce_sum_op,
     &ox_axes_reshape_op, &ox_slice_op, &ox_nll_op, &ox_resize_op,
     &ox_conv_op, &ox_conv_transpose_op, &ox_pool_op, &ox_pick_op,
-    &ox_layer_norm_op, &ox_attention_op, NULL};
+    &ox_layer_norm_op, &ox_attention_op, &ox_cast_op, &ox_scatter_el_op,
+    &ox_gather_nd_op, &ox_scatter_nd_op, &ox_eye_op, &ox_topk_op,
+    &ox_padrt_op, &ox_lrn_op, &ox_nonzero_op, &ox_compress_op, &ox_revseq_op,
+    &ox_einsum_op, &ox_window_op, &ox_det_op, NULL};
 const wf_kernel_def *const ox_plugin_kernels[] = {
     &math_kernel,        &pad_kernel,      &ox_gather_el_kernel,
     &ox_trilu_kernel,    &ox_range_kernel, &ox_mod_kernel,
     &ox_cumsum_kernel,   &ox_reduce_sum_kernel, &ox_axes_reshape_kernel,
     &ox_slice_kernel,    &ox_nll_kernel, &ox_resize_kernel,
     &ox_conv_kernel, &ox_conv_transpose_kernel, &ox_pool_kernel,
-    &ox_pick_kernel, &ox_layer_norm_kernel, &ox_attention_kernel, NULL};
+    &ox_pick_kernel, &ox_layer_norm_kernel, &ox_attention_kernel,
+    &ox_cast_kernel, &ox_scatter_el_kernel, &ox_gather_nd_kernel,
+    &ox_scatter_nd_kernel, &ox_eye_kernel, &ox_topk_kernel, &ox_padrt_kernel,
+    &ox_lrn_kernel, &ox_nonzero_kernel, &ox_compress_kernel,
+    &ox_revseq_kernel, &ox_einsum_kernel, &ox_window_kernel, &ox_det_kernel,
+    NULL};

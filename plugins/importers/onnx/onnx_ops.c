@@ -110,6 +110,8 @@ static wf_output logical_not(ox_node *n, wf_output x, wf_status *st) {
   return ox_add2(n, "Equal", x, ox_scalar(n, WF_BOOL, 0, st), st);
 }
 
+static wf_output empty(ox_node *n, int32_t dtype, wf_status *st);
+
 /* ---- elementwise ------------------------------------------------------- */
 
 #define MAP_OP(fname, wop)                                                     \
@@ -371,6 +373,8 @@ static int m_clip(ox_node *n, wf_status *st) {
   return out1(n, y, st);
 }
 
+static int half(int32_t dt) { return dt == WF_FLOAT16 || dt == WF_BFLOAT16; }
+
 static int m_cast(ox_node *n, wf_status *st) {
   int64_t to = ox_attr_i(n, "to", 0);
   int32_t dt = ox_dtype((int32_t)to);
@@ -380,13 +384,20 @@ static int m_cast(ox_node *n, wf_status *st) {
                    ox_onnx_type_name((int32_t)to));
   wf_output x = X(n, 0, st);
   wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
-  return out1(n, ox_add(n, "Cast", &x, 1, &a, 1, st), st);
+  return out1(n, ox_add(n, half(dt) || half(ox_dtype_of(x)) ? "OnnxCast"
+                                                            : "Cast",
+                        &x, 1, &a, 1, st),
+              st);
 }
 
 static int m_cast_like(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st), like = X(n, 1, st);
-  wf_attr_item a = WFX_ITEM_DTYPE("DstT", ox_dtype_of(like));
-  return out1(n, ox_add(n, "Cast", &x, 1, &a, 1, st), st);
+  int32_t dt = ox_dtype_of(like);
+  wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
+  return out1(n, ox_add(n, half(dt) || half(ox_dtype_of(x)) ? "OnnxCast"
+                                                            : "Cast",
+                        &x, 1, &a, 1, st),
+              st);
 }
 
 /* ---- constants and shapes ---------------------------------------------- */
@@ -862,9 +873,32 @@ static int m_split(ox_node *n, wf_status *st) {
     memcpy(parts, pv, (size_t)np * 8);
   } else if (has_in(n, 1)) {
     np = ox_const_ints(n, 1, parts, OX_MAX_IO, st);
-    if (np < 0)
-      return ox_fail(n, st, WF_UNIMPLEMENTED,
-                     "input 1 (split) must be a constant");
+    if (np < 0) { /* sizes known at run time: piece i from their sums */
+      wf_output sp = cast(n, X(n, 1, st), WF_INT64, st);
+      int64_t ax = axis, one = 1, zero = 0;
+      for (int k = 0; k < n->nout; k++) {
+        int64_t kk = k, k1 = k + 1;
+        wf_output b = reduce(
+            n, "Sum",
+            ox_add(n, "Slice",
+                   (wf_output[]){sp, ox_const_i64(n, &zero, 1, st),
+                                 ox_const_i64(n, &kk, 1, st)},
+                   3, NULL, 0, st),
+            NULL, 0, 1, st);
+        wf_output en = reduce(
+            n, "Sum",
+            ox_add(n, "Slice",
+                   (wf_output[]){sp, ox_const_i64(n, &zero, 1, st),
+                                 ox_const_i64(n, &k1, 1, st)},
+                   3, NULL, 0, st),
+            NULL, 0, 1, st);
+        wf_output in[5] = {x, b, en, ox_const_i64(n, &ax, 1, st),
+                           ox_const_i64(n, &one, 1, st)};
+        if (ox_set_out(n, k, ox_add(n, "OnnxSlice", in, 5, NULL, 0, st), st))
+          return wfx_code(st);
+      }
+      return 0;
+    }
   }
   if (np < 0) { /* equal parts */
     if (s.dims[axis] >= 0 && s.dims[axis] % n->nout != 0) {
@@ -1102,9 +1136,17 @@ static int m_pad(ox_node *n, wf_status *st) {
     value = ox_attr_f(n, "value", 0);
   } else {
     np = ox_const_ints(n, 1, pads, 2 * WF_MAX_RANK, st);
-    if (np < 0)
-      return ox_fail(n, st, WF_UNIMPLEMENTED,
-                     "input 1 (pads) must be a constant");
+    if (np < 0 || (has_in(n, 2) && !n->in[2]->konst)) {
+      /* pads or the value known at run time only */
+      if (has_in(n, 3))
+        return ox_fail(n, st, WF_UNIMPLEMENTED,
+                       "axes with pads known at run time only");
+      wf_attr_item a = item_str("mode", mode);
+      wf_output in[3] = {x, cast(n, X(n, 1, st), WF_INT64, st),
+                         has_in(n, 2) ? X(n, 2, st)
+                                      : empty(n, ox_dtype_of(x), st)};
+      return out1(n, ox_add(n, "OnnxPadRT", in, 3, &a, 1, st), st);
+    }
     if (has_in(n, 2)) {
       const wf_tensor *t = n->in[2]->konst;
       if (!t)
@@ -1441,7 +1483,15 @@ static int m_instance_norm(ox_node *n, wf_status *st) {
 
 static int m_dropout(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st);
-  if (has_in(n, 2) &&
+  int zero_ratio = has_in(n, 1) && n->in[1]->konst &&
+                   wfx_host->tensor_count(n->in[1]->konst) == 1 &&
+                   ((wfx_host->tensor_dtype(n->in[1]->konst) == WF_FLOAT32 &&
+                     *(const float *)wfx_host->tensor_data(
+                         n->in[1]->konst) == 0) ||
+                    (wfx_host->tensor_dtype(n->in[1]->konst) == WF_FLOAT64 &&
+                     *(const double *)wfx_host->tensor_data(
+                         n->in[1]->konst) == 0));
+  if (!zero_ratio && has_in(n, 2) &&
       (!n->in[2]->konst ||
        *(const uint8_t *)wfx_host->tensor_data(n->in[2]->konst)))
     return ox_fail(n, st, WF_UNIMPLEMENTED,
@@ -1458,8 +1508,6 @@ static int m_dropout(ox_node *n, wf_status *st) {
 }
 
 /* ---- convolution and pooling ------------------------------------------- */
-
-static wf_output empty(ox_node *n, int32_t dtype, wf_status *st);
 
 typedef struct win {
   int nsp;                                  /* spatial dims */
@@ -2456,6 +2504,336 @@ static int m_shrink(ox_node *n, wf_status *st) {
               st);
 }
 
+/* ---- more of the plugin's own ops ------------------------------------- */
+
+static int m_scatter_elements(ox_node *n, wf_status *st) {
+  char red[16];
+  ox_attr_s(n, "reduction", "none", red, sizeof red);
+  wf_attr_item a[2] = {WFX_ITEM_INT("axis", ox_attr_i(n, "axis", 0)),
+                       item_str("reduction", red)};
+  wf_output in[3] = {X(n, 0, st), X(n, 1, st), X(n, 2, st)};
+  return out1(n, ox_add(n, "OnnxScatterElements", in, 3, a, 2, st), st);
+}
+
+static int m_gather_nd(ox_node *n, wf_status *st) {
+  wf_attr_item a = WFX_ITEM_INT("batch_dims", ox_attr_i(n, "batch_dims", 0));
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxGatherND", in, 2, &a, 1, st), st);
+}
+
+static int m_scatter_nd(ox_node *n, wf_status *st) {
+  char red[16];
+  ox_attr_s(n, "reduction", "none", red, sizeof red);
+  wf_attr_item a = item_str("reduction", red);
+  wf_output in[3] = {X(n, 0, st), X(n, 1, st), X(n, 2, st)};
+  return out1(n, ox_add(n, "OnnxScatterND", in, 3, &a, 1, st), st);
+}
+
+static int m_eye_like(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  int32_t dt = ox_attr(n, "dtype") ? ox_dtype((int32_t)ox_attr_i(n, "dtype", 1))
+                                   : ox_dtype_of(x);
+  if (dt == WF_DTYPE_INVALID || half(dt))
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "an output type weft lacks");
+  wf_attr_item a[2] = {WFX_ITEM_INT("k", ox_attr_i(n, "k", 0)),
+                       WFX_ITEM_DTYPE("dtype", dt)};
+  return out1(n, ox_add(n, "OnnxEyeLike", &x, 1, a, 2, st), st);
+}
+
+static int m_topk(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st), k;
+  if (n->im->opset < 10)
+    k = ox_const_i64(n, (int64_t[]){ox_attr_i(n, "k", 1)}, 1, st);
+  else
+    k = reshape(n, cast(n, X(n, 1, st), WF_INT64, st), (int64_t[]){1}, 1, st);
+  wf_attr_item a[2] = {WFX_ITEM_INT("axis", ox_attr_i(n, "axis", -1)),
+                       WFX_ITEM_INT("largest", ox_attr_i(n, "largest", 1))};
+  wf_output y = ox_add(n, "OnnxTopK", (wf_output[]){x, k}, 2, a, 2, st);
+  if (ox_set_out(n, 0, y, st))
+    return wfx_code(st);
+  return n->nout > 1 ? ox_set_out(n, 1, ox_out(y, 1), st) : 0;
+}
+
+static int m_lrn(ox_node *n, wf_status *st) {
+  wf_attr_item a[4] = {WFX_ITEM_FLOAT("alpha", ox_attr_f(n, "alpha", 1e-4)),
+                       WFX_ITEM_FLOAT("beta", ox_attr_f(n, "beta", 0.75)),
+                       WFX_ITEM_FLOAT("bias", ox_attr_f(n, "bias", 1.0)),
+                       WFX_ITEM_INT("size", ox_attr_i(n, "size", 1))};
+  wf_output x = X(n, 0, st);
+  return out1(n, ox_add(n, "OnnxLRN", &x, 1, a, 4, st), st);
+}
+
+static int m_nonzero(ox_node *n, wf_status *st) {
+  return out1(n, ox_add1(n, "OnnxNonZero", X(n, 0, st), st), st);
+}
+
+static int m_compress(ox_node *n, wf_status *st) {
+  wf_attr_item a[2] = {WFX_ITEM_INT("axis", ox_attr_i(n, "axis", 0)),
+                       WFX_ITEM_INT("has_axis", ox_attr(n, "axis") != NULL)};
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxCompress", in, 2, a, 2, st), st);
+}
+
+static int m_reverse_sequence(ox_node *n, wf_status *st) {
+  wf_attr_item a[2] = {
+      WFX_ITEM_INT("time_axis", ox_attr_i(n, "time_axis", 0)),
+      WFX_ITEM_INT("batch_axis", ox_attr_i(n, "batch_axis", 1))};
+  wf_output in[2] = {X(n, 0, st), cast(n, X(n, 1, st), WF_INT64, st)};
+  return out1(n, ox_add(n, "OnnxReverseSequence", in, 2, a, 2, st), st);
+}
+
+static int m_einsum(ox_node *n, wf_status *st) {
+  char eq[256];
+  wf_output in[OX_MAX_IO];
+  ox_attr_s(n, "equation", "", eq, sizeof eq);
+  for (int i = 0; i < n->nin; i++)
+    in[i] = X(n, i, st);
+  wf_attr_item a[2] = {item_str("equation", eq), WFX_ITEM_INT("N", n->nin)};
+  return out1(n, ox_add(n, "OnnxEinsum", in, n->nin, a, 2, st), st);
+}
+
+static int window_op(ox_node *n, const char *kind, wf_status *st) {
+  int32_t dt = ox_dtype((int32_t)ox_attr_i(n, "output_datatype", 1));
+  if (dt == WF_DTYPE_INVALID || half(dt))
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "an output type weft lacks");
+  wf_attr_item a[3] = {item_str("kind", kind),
+                       WFX_ITEM_INT("periodic", ox_attr_i(n, "periodic", 1)),
+                       WFX_ITEM_DTYPE("dtype", dt)};
+  wf_output x = X(n, 0, st);
+  return out1(n, ox_add(n, "OnnxWindow", &x, 1, a, 3, st), st);
+}
+static int m_hann(ox_node *n, wf_status *st) {
+  return window_op(n, "hann", st);
+}
+static int m_hamming(ox_node *n, wf_status *st) {
+  return window_op(n, "hamming", st);
+}
+static int m_blackman(ox_node *n, wf_status *st) {
+  return window_op(n, "blackman", st);
+}
+
+static int m_det(ox_node *n, wf_status *st) {
+  return out1(n, ox_add1(n, "OnnxDet", X(n, 0, st), st), st);
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth by Reshape and Transpose;
+ * the input's shape must be known. */
+static int space_depth(ox_node *n, int to_space, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  wf_shape s;
+  ox_shape_of(x, &s);
+  int64_t b = ox_attr_i(n, "blocksize", 0);
+  char mode[8];
+  ox_attr_s(n, "mode", "DCR", mode, sizeof mode);
+  if (!OK(st))
+    return wfx_code(st);
+  if (s.rank != 4 || !wfx_shape_is_known(&s) || b < 1)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "a (N, C, H, W) input of a shape known while importing and "
+                   "a positive blocksize");
+  int64_t N = s.dims[0], C = s.dims[1], H = s.dims[2], W = s.dims[3];
+  if (to_space) {
+    if (C % (b * b))
+      return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                     "blocksize^2 does not divide the channels");
+    int64_t c = C / (b * b);
+    int crd = strcmp(mode, "CRD") == 0;
+    int64_t d6[6] = {N, b, b, c, H, W}, c6[6] = {N, c, b, b, H, W};
+    int64_t p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+    wf_output y = transpose(n, reshape(n, x, crd ? c6 : d6, 6, st),
+                            crd ? p_crd : p_dcr, 6, st);
+    return out1(n, reshape(n, y, (int64_t[]){N, c, H * b, W * b}, 4, st), st);
+  }
+  if (H % b || W % b)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                   "blocksize does not divide the spatial dimensions");
+  int64_t d6[6] = {N, C, H / b, b, W / b, b}, p[6] = {0, 3, 5, 1, 2, 4};
+  wf_output y = transpose(n, reshape(n, x, d6, 6, st), p, 6, st);
+  return out1(n, reshape(n, y, (int64_t[]){N, C * b * b, H / b, W / b}, 4, st),
+              st);
+}
+static int m_depth_to_space(ox_node *n, wf_status *st) {
+  return space_depth(n, 1, st);
+}
+static int m_space_to_depth(ox_node *n, wf_status *st) {
+  return space_depth(n, 0, st);
+}
+
+static int m_mvn(ox_node *n, wf_status *st) {
+  int64_t axes[WF_MAX_RANK] = {0, 2, 3};
+  const int64_t *v;
+  int k = ox_attr_ints(n, "axes", &v);
+  if (k > WF_MAX_RANK)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT, "too many axes");
+  if (k >= 0)
+    memcpy(axes, v, (size_t)k * 8);
+  else
+    k = 3;
+  wf_output x = X(n, 0, st);
+  wf_output mean = reduce(n, "Mean", x, axes, k, 1, st);
+  wf_output ex2 = reduce(n, "Mean", ox_add2(n, "Mul", x, x, st), axes, k, 1, st);
+  wf_output var = ox_add2(n, "Sub", ex2, ox_add2(n, "Mul", mean, mean, st), st);
+  wf_output sd = ox_add2(n, "Add", ox_add1(n, "Sqrt", var, st),
+                         scalar_like(n, x, 1e-9, st), st);
+  return out1(n, ox_add2(n, "Div", ox_add2(n, "Sub", x, mean, st), sd, st),
+              st);
+}
+
+/* A per-axis quantisation parameter (C,) shaped to broadcast along axis of
+ * a rank-r tensor; a scalar stays. */
+static wf_output along_axis(ox_node *n, wf_output v, int r, int64_t axis,
+                            wf_status *st) {
+  if (rank_of(v) != 1 || r < 1)
+    return v;
+  int a = (int)(axis < 0 ? axis + r : axis);
+  int64_t d[WF_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    d[i] = i == a ? -1 : 1;
+  return reshape(n, v, d, r, st);
+}
+
+/* round(x / scale) + zero point, saturated to zp's type. */
+static wf_output quantize(ox_node *n, wf_output x, wf_output scale,
+                          wf_output zp, int32_t qt, wf_status *st) {
+  wf_output q = math_fn(n, "round", ox_add2(n, "Div", x, scale, st), st);
+  if (zp.node)
+    q = ox_add2(n, "Add", q, cast(n, zp, ox_dtype_of(x), st), st);
+  double lo = qt == WF_UINT8 ? 0 : -128, hi = qt == WF_UINT8 ? 255 : 127;
+  q = clamp(n, q, scalar_like(n, q, lo, st), scalar_like(n, q, hi, st), st);
+  return cast(n, q, qt, st);
+}
+
+static int m_quantize_linear(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  int r = rank_of(x);
+  int64_t axis = ox_attr_i(n, "axis", 1);
+  wf_output sc = along_axis(n, X(n, 1, st), r, axis, st);
+  wf_output zp = has_in(n, 2) ? along_axis(n, X(n, 2, st), r, axis, st)
+                              : (wf_output){NULL, 0};
+  int32_t qt = zp.node ? ox_dtype_of(zp) : WF_UINT8;
+  if (qt != WF_UINT8 && qt != WF_INT8)
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "quantising to %s",
+                   wfx_dtype_name(qt));
+  return out1(n, quantize(n, cast(n, x, ox_dtype_of(sc), st), sc, zp, qt, st),
+              st);
+}
+
+static int m_dequantize_linear(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  int r = rank_of(x);
+  int64_t axis = ox_attr_i(n, "axis", 1);
+  wf_output sc = along_axis(n, X(n, 1, st), r, axis, st);
+  int32_t ft = ox_dtype_of(sc);
+  wf_output y = cast(n, x, ft, st);
+  if (has_in(n, 2))
+    y = ox_add2(n, "Sub", y,
+                cast(n, along_axis(n, X(n, 2, st), r, axis, st), ft, st), st);
+  return out1(n, ox_add2(n, "Mul", y, sc, st), st);
+}
+
+static int m_dynamic_quantize_linear(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st);
+  wf_output zero = scalar_like(n, x, 0, st);
+  wf_output mn = ox_add2(n, "Minimum", reduce(n, "Min", x, NULL, 0, 0, st),
+                         zero, st);
+  wf_output mx = ox_add2(n, "Maximum", reduce(n, "Max", x, NULL, 0, 0, st),
+                         zero, st);
+  wf_output sc = ox_add2(n, "Div", ox_add2(n, "Sub", mx, mn, st),
+                         scalar_like(n, x, 255, st), st);
+  wf_output zpf = clamp(
+      n, math_fn(n, "round", ox_add2(n, "Sub", zero,
+                                     ox_add2(n, "Div", mn, sc, st), st), st),
+      zero, scalar_like(n, x, 255, st), st);
+  wf_output zp = cast(n, zpf, WF_UINT8, st);
+  if (ox_set_out(n, 0, quantize(n, x, sc, zp, WF_UINT8, st), st) ||
+      (n->nout > 1 && ox_set_out(n, 1, sc, st)) ||
+      (n->nout > 2 && ox_set_out(n, 2, zp, st)))
+    return wfx_code(st);
+  return 0;
+}
+
+/* x - zp in int32 (zp per row of a, per column of b: shaped by the caller). */
+static wf_output minus_zp(ox_node *n, wf_output x, wf_output zp,
+                          wf_status *st) {
+  x = cast(n, x, WF_INT32, st);
+  return zp.node ? ox_add2(n, "Sub", x, cast(n, zp, WF_INT32, st), st) : x;
+}
+
+static int m_matmul_integer(ox_node *n, wf_status *st) {
+  wf_output a = X(n, 0, st), b = X(n, 1, st);
+  wf_output za = has_in(n, 2) ? X(n, 2, st) : (wf_output){NULL, 0};
+  wf_output zb = has_in(n, 3) ? X(n, 3, st) : (wf_output){NULL, 0};
+  if (za.node && rank_of(za) == 1) /* per row of a */
+    za = reshape(n, za, (int64_t[]){-1, 1}, 2, st);
+  a = minus_zp(n, a, za, st);
+  b = minus_zp(n, b, zb, st);
+  int ra = rank_of(a), rb = rank_of(b);
+  if (!OK(st))
+    return wfx_code(st);
+  return out1(n,
+              ra == 2 && rb == 2 ? ox_add2(n, "MatMul", a, b, st)
+                                 : ox_add2(n, "BatchMatMul", a, b, st),
+              st);
+}
+
+/* Conv on x - x_zp and w - w_zp in float32 (exact for 8-bit values). */
+static int m_conv_integer(ox_node *n, wf_status *st) {
+  wf_output x = cast(n, minus_zp(n, X(n, 0, st),
+                                 has_in(n, 2) ? X(n, 2, st)
+                                              : (wf_output){NULL, 0},
+                                 st),
+                     WF_FLOAT32, st);
+  wf_output w = cast(n, X(n, 1, st), WF_FLOAT32, st);
+  if (has_in(n, 3))
+    w = ox_add2(n, "Sub", w,
+                along_axis(n, cast(n, X(n, 3, st), WF_FLOAT32, st), 4, 0, st),
+                st);
+  wf_shape xs, ws;
+  ox_shape_of(x, &xs);
+  ox_shape_of(w, &ws);
+  if (!OK(st))
+    return wfx_code(st);
+  if (!wfx_shape_is_known(&ws) || ws.rank < 3)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the filter's shape must be known while importing");
+  int nsp = ws.rank - 2;
+  int64_t kernel[WF_MAX_RANK];
+  for (int i = 0; i < nsp; i++)
+    kernel[i] = ws.dims[2 + i];
+  win wn;
+  if (window(n, &xs, kernel, nsp, 0, &wn, st))
+    return wfx_code(st);
+  int64_t buf[4 * WF_MAX_RANK];
+  wf_attr_item a[4];
+  int na = win_items(&wn, buf, a);
+  a[na++] = WFX_ITEM_INT("group", ox_attr_i(n, "group", 1));
+  wf_output y = ox_add(n, "OnnxConv",
+                       (wf_output[]){x, w, empty(n, WF_FLOAT32, st)}, 3, a, na,
+                       st);
+  return out1(n, cast(n, y, WF_INT32, st), st);
+}
+
+static int m_qlinear_matmul(ox_node *n, wf_status *st) {
+  /* dequantise a and b, multiply in float, quantise the product */
+  wf_output a = X(n, 0, st), as = X(n, 1, st), az = X(n, 2, st);
+  wf_output b = X(n, 3, st), bs = X(n, 4, st), bz = X(n, 5, st);
+  wf_output ys = X(n, 6, st), yz = X(n, 7, st);
+  if (!OK(st))
+    return wfx_code(st);
+  int32_t qt = ox_dtype_of(yz);
+  if (rank_of(az) == 1)
+    az = reshape(n, az, (int64_t[]){-1, 1}, 2, st),
+    as = reshape(n, as, (int64_t[]){-1, 1}, 2, st);
+  wf_output fa = ox_add2(n, "Mul",
+                         cast(n, minus_zp(n, a, az, st), WF_FLOAT32, st), as, st);
+  wf_output fb = ox_add2(n, "Mul",
+                         cast(n, minus_zp(n, b, bz, st), WF_FLOAT32, st), bs, st);
+  int ra = rank_of(fa), rb = rank_of(fb);
+  wf_output p = ra == 2 && rb == 2 ? ox_add2(n, "MatMul", fa, fb, st)
+                                   : ox_add2(n, "BatchMatMul", fa, fb, st);
+  return out1(n, quantize(n, p, ys, yz, qt, st), st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -2478,10 +2856,12 @@ static const mapping table[] = {
     {"Atanh", 9, m_atanh},
     {"AveragePool", 1, m_avg_pool},
     {"BatchNormalization", 1, m_batch_norm},
+    {"BlackmanWindow", 17, m_blackman},
     {"Cast", 1, m_cast},
     {"CastLike", 15, m_cast_like},
     {"Ceil", 1, m_ceil},
     {"Celu", 12, m_celu},
+    {"Compress", 9, m_compress},
     {"Clip", 1, m_clip},
     {"Concat", 1, m_concat},
     {"ConcatFromSequence", 11, m_concat_from_sequence},
@@ -2489,24 +2869,34 @@ static const mapping table[] = {
     {"ConstantOfShape", 9, m_constant_of_shape},
     {"Conv", 1, m_conv},
     {"ConvTranspose", 1, m_conv_transpose},
+    {"ConvInteger", 10, m_conv_integer},
     {"Cos", 7, m_cos},
     {"Cosh", 9, m_cosh},
     {"CumSum", 11, m_cumsum},
+    {"DepthToSpace", 1, m_depth_to_space},
+    {"DequantizeLinear", 10, m_dequantize_linear},
+    {"Det", 11, m_det},
     {"Div", 1, m_div},
     {"Dropout", 1, m_dropout},
+    {"DynamicQuantizeLinear", 11, m_dynamic_quantize_linear},
+    {"Einsum", 12, m_einsum},
     {"Elu", 1, m_elu},
     {"Equal", 1, m_equal},
     {"Erf", 9, m_erf},
     {"Exp", 1, m_exp},
     {"Expand", 8, m_expand},
+    {"EyeLike", 9, m_eye_like},
     {"Flatten", 1, m_flatten},
     {"Floor", 1, m_floor},
     {"Gather", 1, m_gather},
     {"GatherElements", 11, m_gather_elements},
+    {"GatherND", 11, m_gather_nd},
     {"Gemm", 1, m_gemm},
     {"GlobalAveragePool", 1, m_global_avg_pool},
     {"GlobalMaxPool", 1, m_global_max_pool},
     {"Greater", 1, m_greater},
+    {"HammingWindow", 17, m_hamming},
+    {"HannWindow", 17, m_hann},
     {"GreaterOrEqual", 12, m_greater_equal},
     {"HardSigmoid", 1, m_hard_sigmoid},
     {"Hardmax", 1, m_hardmax},
@@ -2522,22 +2912,28 @@ static const mapping table[] = {
     {"Log", 1, m_log},
     {"LogSoftmax", 1, m_log_softmax},
     {"LpPool", 2, m_lp_pool},
+    {"LRN", 1, m_lrn},
     {"MatMul", 1, m_matmul},
+    {"MatMulInteger", 10, m_matmul_integer},
     {"Max", 1, m_max},
     {"MaxPool", 1, m_max_pool},
     {"Mean", 1, m_mean},
+    {"MeanVarianceNormalization", 9, m_mvn},
     {"Min", 1, m_min},
     {"Mish", 18, m_mish},
     {"Mod", 10, m_mod},
     {"Mul", 1, m_mul},
     {"Neg", 1, m_neg},
     {"NegativeLogLikelihoodLoss", 12, m_nll_loss},
+    {"NonZero", 9, m_nonzero},
     {"Not", 1, m_not},
     {"OneHot", 9, m_one_hot},
     {"Or", 1, m_or},
     {"Pad", 1, m_pad},
     {"Pow", 1, m_pow},
     {"PRelu", 1, m_prelu},
+    {"QLinearMatMul", 10, m_qlinear_matmul},
+    {"QuantizeLinear", 10, m_quantize_linear},
     {"Range", 11, m_range},
     {"Reciprocal", 1, m_reciprocal},
     {"ReduceL1", 1, m_reduce_l1},
@@ -2553,7 +2949,11 @@ static const mapping table[] = {
     {"Relu", 1, m_relu},
     {"Reshape", 1, m_reshape},
     {"Resize", 10, m_resize},
+    {"ReverseSequence", 10, m_reverse_sequence},
     {"Round", 11, m_round},
+    {"Scatter", 9, m_scatter_elements},
+    {"ScatterElements", 11, m_scatter_elements},
+    {"ScatterND", 11, m_scatter_nd},
     {"Selu", 1, m_selu},
     {"SequenceAt", 11, m_sequence_at},
     {"SequenceConstruct", 11, m_sequence_construct},
@@ -2573,6 +2973,7 @@ static const mapping table[] = {
     {"SoftmaxCrossEntropyLoss", 12, m_sce_loss},
     {"Softplus", 1, m_softplus},
     {"Softsign", 1, m_softsign},
+    {"SpaceToDepth", 1, m_space_to_depth},
     {"Split", 1, m_split},
     {"SplitToSequence", 11, m_split_to_sequence},
     {"Sqrt", 1, m_sqrt},
@@ -2583,6 +2984,7 @@ static const mapping table[] = {
     {"Tanh", 1, m_tanh},
     {"ThresholdedRelu", 10, m_thresholded_relu},
     {"Tile", 6, m_tile},
+    {"TopK", 1, m_topk},
     {"Transpose", 1, m_transpose},
     {"Trilu", 14, m_trilu},
     {"Unsqueeze", 1, m_unsqueeze},
