@@ -13,6 +13,7 @@ IMPORTER_ONNX_SOURCES = \
 	plugins/importers/onnx/onnx_kernels_more.c \
 	plugins/importers/onnx/onnx_resize.c \
 	plugins/importers/onnx/onnx_conv.c \
+	plugins/importers/onnx/onnx_rnn.c \
 	plugins/importers/onnx/onnx_fuse.c
 IMPORTER_ONNX_PB = plugins/importers/onnx/onnx.pb-c.c \
 	plugins/importers/onnx/onnx.pb-c.h

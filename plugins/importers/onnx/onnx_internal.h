@@ -158,6 +158,9 @@ extern const wf_kernel_def ox_cast_kernel, ox_scatter_el_kernel,
     ox_gather_nd_kernel, ox_scatter_nd_kernel, ox_eye_kernel, ox_topk_kernel,
     ox_padrt_kernel, ox_lrn_kernel, ox_nonzero_kernel, ox_compress_kernel,
     ox_revseq_kernel, ox_einsum_kernel, ox_window_kernel, ox_det_kernel;
+/* onnx_rnn.c */
+extern const wf_op_def ox_rnn_op, ox_unpool_op;
+extern const wf_kernel_def ox_rnn_kernel, ox_unpool_kernel;
 /* onnx_fuse.c */
 extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass,
     ox_fuse_attention_pass;

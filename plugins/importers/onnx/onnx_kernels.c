@@ -6,7 +6,7 @@
  *             hyperbolic functions);
  *   OnnxPad   Pad's "reflect" and "edge" modes;
  * and those of onnx_kernels_index.c, onnx_kernels_more.c, onnx_resize.c,
- * onnx_conv.c and onnx_fuse.c.
+ * onnx_conv.c, onnx_rnn.c and onnx_fuse.c.
  * They are not general weft ops: only the importer builds them. */
 #include <config.h>
 
@@ -209,7 +209,8 @@ const wf_op_def *const ox_plugin_ops[] = {
     &ox_layer_norm_op, &ox_attention_op, &ox_cast_op, &ox_scatter_el_op,
     &ox_gather_nd_op, &ox_scatter_nd_op, &ox_eye_op, &ox_topk_op,
     &ox_padrt_op, &ox_lrn_op, &ox_nonzero_op, &ox_compress_op, &ox_revseq_op,
-    &ox_einsum_op, &ox_window_op, &ox_det_op, NULL};
+    &ox_einsum_op, &ox_window_op, &ox_det_op, &ox_rnn_op, &ox_unpool_op,
+    NULL};
 const wf_kernel_def *const ox_plugin_kernels[] = {
     &math_kernel,        &pad_kernel,      &ox_gather_el_kernel,
     &ox_trilu_kernel,    &ox_range_kernel, &ox_mod_kernel,
@@ -221,4 +222,4 @@ const wf_kernel_def *const ox_plugin_kernels[] = {
     &ox_scatter_nd_kernel, &ox_eye_kernel, &ox_topk_kernel, &ox_padrt_kernel,
     &ox_lrn_kernel, &ox_nonzero_kernel, &ox_compress_kernel,
     &ox_revseq_kernel, &ox_einsum_kernel, &ox_window_kernel, &ox_det_kernel,
-    NULL};
+    &ox_rnn_kernel, &ox_unpool_kernel, NULL};

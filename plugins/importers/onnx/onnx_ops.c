@@ -216,7 +216,37 @@ static int m_where(ox_node *n, wf_status *st) {
 }
 
 /* Sum, Mean, Max, Min of any number of broadcasting inputs. */
+/* float16/bfloat16 through float32 (weft's arithmetic lacks them): the
+ * input widened, and the result narrowed back. */
+static wf_output widen(ox_node *n, wf_output x, wf_status *st) {
+  int32_t dt = ox_dtype_of(x);
+  if (dt != WF_FLOAT16 && dt != WF_BFLOAT16)
+    return x;
+  wf_attr_item a = WFX_ITEM_DTYPE("DstT", WF_FLOAT32);
+  return ox_add(n, "OnnxCast", &x, 1, &a, 1, st);
+}
+
+static wf_output narrow(ox_node *n, wf_output y, int32_t dt, wf_status *st) {
+  if (dt != WF_FLOAT16 && dt != WF_BFLOAT16)
+    return y;
+  wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
+  return ox_add(n, "OnnxCast", &y, 1, &a, 1, st);
+}
+
 static int variadic(ox_node *n, const char *op, int mean, wf_status *st) {
+  int32_t dt0 = has_in(n, 0) ? n->in[0]->dtype : WF_FLOAT32;
+  if (dt0 == WF_FLOAT16 || dt0 == WF_BFLOAT16) {
+    wf_output acc = widen(n, X(n, 0, st), st);
+    int count = 1;
+    for (int i = 1; i < n->nin; i++)
+      if (has_in(n, i)) {
+        acc = ox_add2(n, op, acc, widen(n, X(n, i, st), st), st);
+        count++;
+      }
+    if (mean)
+      acc = ox_add2(n, "Div", acc, scalar_like(n, acc, count, st), st);
+    return out1(n, narrow(n, acc, dt0, st), st);
+  }
   wf_output acc = X(n, 0, st);
   int count = 1;
   for (int i = 1; i < n->nin; i++)
@@ -1404,9 +1434,30 @@ static int m_log_softmax(ox_node *n, wf_status *st) {
 /* ---- normalisation ----------------------------------------------------- */
 
 static int m_batch_norm(ox_node *n, wf_status *st) {
+  if (ox_attr_i(n, "training_mode", 0) && n->im->opset >= 14) {
+    /* the batch's statistics; the running ones moved towards them */
+    wf_output in[5] = {X(n, 0, st), X(n, 1, st), X(n, 2, st), X(n, 3, st),
+                       X(n, 4, st)};
+    wf_attr_item a[3] = {
+        WFX_ITEM_FLOAT("epsilon", ox_attr_f(n, "epsilon", 1e-5)),
+        WFX_ITEM_BOOL("is_training", 1), item_str("data_format", "NCHW")};
+    wf_output y = ox_add(n, "BatchNorm", in, 5, a, 3, st);
+    double mom = ox_attr_f(n, "momentum", 0.9);
+    if (ox_set_out(n, 0, y, st))
+      return wfx_code(st);
+    for (int k = 1; k < 3 && k < n->nout; k++) {
+      wf_output run = ox_add2(n, "Mul", in[2 + k],
+                              scalar_like(n, in[0], mom, st), st);
+      wf_output cur = ox_add2(n, "Mul", ox_out(y, k),
+                              scalar_like(n, in[0], 1 - mom, st), st);
+      if (ox_set_out(n, k, ox_add2(n, "Add", run, cur, st), st))
+        return wfx_code(st);
+    }
+    return 0;
+  }
   if (ox_attr_i(n, "training_mode", 0) || (n->nout > 1 && n->im->opset >= 14))
     return ox_fail(n, st, WF_UNIMPLEMENTED,
-                   "training mode is not supported (inference only)");
+                   "training mode before opset 14 is not supported");
   wf_output in[5] = {X(n, 0, st), X(n, 1, st), X(n, 2, st), X(n, 3, st),
                      X(n, 4, st)};
   wf_attr_item a[3] = {WFX_ITEM_FLOAT("epsilon", ox_attr_f(n, "epsilon", 1e-5)),
@@ -2007,8 +2058,11 @@ static int m_range(ox_node *n, wf_status *st) {
 
 static int m_mod(ox_node *n, wf_status *st) {
   wf_attr_item a = WFX_ITEM_INT("fmod", ox_attr_i(n, "fmod", 0));
-  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
-  return out1(n, ox_add(n, "OnnxMod", in, 2, &a, 1, st), st);
+  wf_output x = X(n, 0, st);
+  int32_t dt = ox_dtype_of(x);
+  wf_output in[2] = {widen(n, x, st), widen(n, X(n, 1, st), st)};
+  return out1(n, narrow(n, ox_add(n, "OnnxMod", in, 2, &a, 1, st), dt, st),
+              st);
 }
 
 static int m_cumsum(ox_node *n, wf_status *st) {
@@ -2834,6 +2888,139 @@ static int m_qlinear_matmul(ox_node *n, wf_status *st) {
   return out1(n, quantize(n, p, ys, yz, qt, st), st);
 }
 
+static int m_bit_shift(ox_node *n, wf_status *st) {
+  char d[8];
+  ox_attr_s(n, "direction", "", d, sizeof d);
+  wf_output x = X(n, 0, st), y = X(n, 1, st);
+  if (!OK(st))
+    return wfx_code(st);
+  wf_output p = ox_add2(n, "Pow", scalar_like(n, x, 2, st), y, st);
+  if (strcmp(d, "LEFT") == 0)
+    return out1(n, ox_add2(n, "Mul", x, p, st), st);
+  if (strcmp(d, "RIGHT") == 0)
+    return out1(n, ox_add2(n, "Div", x, p, st), st);
+  return ox_fail(n, st, WF_INVALID_ARGUMENT, "direction '%s'", d);
+}
+
+static int rnn(ox_node *n, const char *cell, wf_status *st) {
+  char dir[16];
+  ox_attr_s(n, "direction", "forward", dir, sizeof dir);
+  int64_t hs = ox_attr_i(n, "hidden_size", 0);
+  const Onnx__AttributeProto *acts = ox_attr(n, "activations");
+  if (ox_attr(n, "activation_alpha") || ox_attr(n, "activation_beta") ||
+      ox_attr_i(n, "input_forget", 0))
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "activation_alpha/beta and input_forget are not "
+                   "supported");
+  char buf[8][32];
+  const char *names[8];
+  int na = 0;
+  for (size_t i = 0; acts && i < acts->n_strings && na < 8; i++, na++) {
+    snprintf(buf[na], sizeof buf[0], "%.*s", (int)acts->strings[i].len,
+             (const char *)acts->strings[i].data);
+    names[na] = buf[na];
+  }
+  wf_output x = X(n, 0, st);
+  int32_t dt = ox_dtype_of(x);
+  wf_output in[8] = {x, X(n, 1, st), X(n, 2, st)};
+  in[3] = has_in(n, 3) ? X(n, 3, st) : empty(n, dt, st);
+  in[4] = has_in(n, 4) ? cast(n, X(n, 4, st), WF_INT32, st)
+                       : empty(n, WF_INT32, st);
+  in[5] = has_in(n, 5) ? X(n, 5, st) : empty(n, dt, st);
+  in[6] = strcmp(cell, "lstm") == 0 && has_in(n, 6) ? X(n, 6, st)
+                                                    : empty(n, dt, st);
+  in[7] = strcmp(cell, "lstm") == 0 && has_in(n, 7) ? X(n, 7, st)
+                                                    : empty(n, dt, st);
+  wf_attr_item a[7] = {
+      item_str("cell", cell),
+      item_str("direction", dir),
+      {"activations",
+       {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = na,
+        .u.strings = names}},
+      WFX_ITEM_INT("hidden_size", hs),
+      WFX_ITEM_INT("layout", ox_attr_i(n, "layout", 0)),
+      WFX_ITEM_INT("linear_before_reset",
+                   ox_attr_i(n, "linear_before_reset", 0)),
+      WFX_ITEM_FLOAT("clip", ox_attr_f(n, "clip", 0))};
+  wf_output y = ox_add(n, "OnnxRNN", in, 8, a, 7, st);
+  for (int k = 0; k < n->nout && k < 3; k++)
+    if (ox_set_out(n, k, ox_out(y, k), st))
+      return wfx_code(st);
+  return wfx_code(st);
+}
+static int m_rnn(ox_node *n, wf_status *st) { return rnn(n, "rnn", st); }
+static int m_gru(ox_node *n, wf_status *st) { return rnn(n, "gru", st); }
+static int m_lstm(ox_node *n, wf_status *st) { return rnn(n, "lstm", st); }
+
+static int m_max_unpool(ox_node *n, wf_status *st) {
+  wf_output x = X(n, 0, st), idx = cast(n, X(n, 1, st), WF_INT64, st), shp;
+  {  /* the default: (in - 1) stride - pads + kernel per spatial dim */
+    wf_shape xs;
+    ox_shape_of(x, &xs);
+    const int64_t *kv, *sv, *pv;
+    int nk = ox_attr_ints(n, "kernel_shape", &kv);
+    int ns = ox_attr_ints(n, "strides", &sv);
+    int np = ox_attr_ints(n, "pads", &pv);
+    if (!OK(st))
+      return wfx_code(st);
+    if (!wfx_shape_is_known(&xs) || nk != xs.rank - 2 ||
+        (ns >= 0 && ns != nk) || (np >= 0 && np != 2 * nk))
+      return ox_fail(n, st, WF_UNIMPLEMENTED,
+                     "without output_shape the input's shape must be known");
+    int64_t d[WF_MAX_RANK] = {xs.dims[0], xs.dims[1]};
+    for (int i = 0; i < nk; i++)
+      d[2 + i] = (xs.dims[2 + i] - 1) * (ns >= 0 ? sv[i] : 1) -
+                 (np >= 0 ? pv[i] + pv[i + nk] : 0) + kv[i];
+    shp = ox_const_i64(n, d, xs.rank, st);
+  }
+  wf_output out = has_in(n, 2) ? cast(n, X(n, 2, st), WF_INT64, st) : shp;
+  return out1(n, ox_add(n, "OnnxMaxUnpool", (wf_output[]){x, idx, out, shp},
+                        4, NULL, 0, st),
+              st);
+}
+
+static int m_qlinear_conv(ox_node *n, wf_status *st) {
+  /* dequantise x and w, convolve in float with the bias (int32, in the
+   * product's scale), quantise */
+  wf_output x = X(n, 0, st), xs = X(n, 1, st), xz = X(n, 2, st);
+  wf_output w = X(n, 3, st), ws = X(n, 4, st), wz = X(n, 5, st);
+  wf_output ys = X(n, 6, st), yz = X(n, 7, st);
+  if (!OK(st))
+    return wfx_code(st);
+  wf_output fx = ox_add2(n, "Mul", cast(n, minus_zp(n, x, xz, st),
+                                        WF_FLOAT32, st), xs, st);
+  wf_output fw = ox_add2(
+      n, "Mul",
+      ox_add2(n, "Sub", cast(n, w, WF_FLOAT32, st),
+              along_axis(n, cast(n, wz, WF_FLOAT32, st), 4, 0, st), st),
+      along_axis(n, ws, 4, 0, st), st);
+  wf_shape xsh, wsh;
+  ox_shape_of(fx, &xsh);
+  ox_shape_of(fw, &wsh);
+  if (!OK(st))
+    return wfx_code(st);
+  if (!wfx_shape_is_known(&wsh) || wsh.rank < 3)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "the filter's shape must be known while importing");
+  int nsp = wsh.rank - 2;
+  int64_t kernel[WF_MAX_RANK];
+  for (int i = 0; i < nsp; i++)
+    kernel[i] = wsh.dims[2 + i];
+  win wn;
+  if (window(n, &xsh, kernel, nsp, 0, &wn, st))
+    return wfx_code(st);
+  int64_t buf[4 * WF_MAX_RANK];
+  wf_attr_item a[4];
+  int na = win_items(&wn, buf, a);
+  a[na++] = WFX_ITEM_INT("group", ox_attr_i(n, "group", 1));
+  wf_output b = empty(n, WF_FLOAT32, st);
+  if (has_in(n, 8)) /* bias in units of x_scale * w_scale */
+    b = ox_add2(n, "Mul", cast(n, X(n, 8, st), WF_FLOAT32, st),
+                ox_add2(n, "Mul", xs, ws, st), st);
+  wf_output y = ox_add(n, "OnnxConv", (wf_output[]){fx, fw, b}, 3, a, na, st);
+  return out1(n, quantize(n, y, ys, yz, ox_dtype_of(yz), st), st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -2856,6 +3043,7 @@ static const mapping table[] = {
     {"Atanh", 9, m_atanh},
     {"AveragePool", 1, m_avg_pool},
     {"BatchNormalization", 1, m_batch_norm},
+    {"BitShift", 11, m_bit_shift},
     {"BlackmanWindow", 17, m_blackman},
     {"Cast", 1, m_cast},
     {"CastLike", 15, m_cast_like},
@@ -2894,6 +3082,7 @@ static const mapping table[] = {
     {"Gemm", 1, m_gemm},
     {"GlobalAveragePool", 1, m_global_avg_pool},
     {"GlobalMaxPool", 1, m_global_max_pool},
+    {"GRU", 1, m_gru},
     {"Greater", 1, m_greater},
     {"HammingWindow", 17, m_hamming},
     {"HannWindow", 17, m_hann},
@@ -2913,10 +3102,12 @@ static const mapping table[] = {
     {"LogSoftmax", 1, m_log_softmax},
     {"LpPool", 2, m_lp_pool},
     {"LRN", 1, m_lrn},
+    {"LSTM", 1, m_lstm},
     {"MatMul", 1, m_matmul},
     {"MatMulInteger", 10, m_matmul_integer},
     {"Max", 1, m_max},
     {"MaxPool", 1, m_max_pool},
+    {"MaxUnpool", 9, m_max_unpool},
     {"Mean", 1, m_mean},
     {"MeanVarianceNormalization", 9, m_mvn},
     {"Min", 1, m_min},
@@ -2931,7 +3122,9 @@ static const mapping table[] = {
     {"Or", 1, m_or},
     {"Pad", 1, m_pad},
     {"Pow", 1, m_pow},
+    {"RNN", 1, m_rnn},
     {"PRelu", 1, m_prelu},
+    {"QLinearConv", 10, m_qlinear_conv},
     {"QLinearMatMul", 10, m_qlinear_matmul},
     {"QuantizeLinear", 10, m_quantize_linear},
     {"Range", 11, m_range},
