@@ -140,7 +140,8 @@ static wf_tensor *load_tensor(const char *path, char *name, size_t nlen,
       t = NULL;
       goto done;
     }
-    memcpy(d, tp->raw_data.data, nbytes);
+    if (nbytes)
+      memcpy(d, tp->raw_data.data, nbytes);
   } else {
     for (int64_t k = 0; k < count; k++)
       switch (dt) {
