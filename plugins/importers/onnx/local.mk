@@ -11,6 +11,7 @@ IMPORTER_ONNX_SOURCES = \
 	plugins/importers/onnx/onnx_kernels.c \
 	plugins/importers/onnx/onnx_kernels_index.c \
 	plugins/importers/onnx/onnx_kernels_more.c \
+	plugins/importers/onnx/onnx_kernels_extra.c \
 	plugins/importers/onnx/onnx_resize.c \
 	plugins/importers/onnx/onnx_conv.c \
 	plugins/importers/onnx/onnx_rnn.c \

@@ -3021,6 +3021,93 @@ static int m_qlinear_conv(ox_node *n, wf_status *st) {
   return out1(n, quantize(n, y, ys, yz, ox_dtype_of(yz), st), st);
 }
 
+static int m_nms(ox_node *n, wf_status *st) {
+  wf_output b = X(n, 0, st);
+  int32_t dt = ox_dtype_of(b);
+  wf_output in[5] = {
+      b, X(n, 1, st),
+      has_in(n, 2) ? reshape(n, cast(n, X(n, 2, st), WF_INT64, st),
+                             (int64_t[]){-1}, 1, st)
+                   : empty(n, WF_INT64, st),
+      has_in(n, 3) ? reshape(n, cast(n, X(n, 3, st), dt, st), (int64_t[]){-1},
+                             1, st)
+                   : empty(n, dt, st),
+      has_in(n, 4) ? reshape(n, cast(n, X(n, 4, st), dt, st), (int64_t[]){-1},
+                             1, st)
+                   : empty(n, dt, st)};
+  wf_attr_item a =
+      WFX_ITEM_INT("center_point_box", ox_attr_i(n, "center_point_box", 0));
+  return out1(n, ox_add(n, "OnnxNMS", in, 5, &a, 1, st), st);
+}
+
+static int m_grid_sample(ox_node *n, wf_status *st) {
+  char mode[16], pad[16];
+  ox_attr_s(n, "mode", "bilinear", mode, sizeof mode);
+  ox_attr_s(n, "padding_mode", "zeros", pad, sizeof pad);
+  wf_attr_item a[3] = {item_str("mode", mode), item_str("padding_mode", pad),
+                       WFX_ITEM_INT("align_corners",
+                                    ox_attr_i(n, "align_corners", 0))};
+  wf_output in[2] = {X(n, 0, st), X(n, 1, st)};
+  return out1(n, ox_add(n, "OnnxGridSample", in, 2, a, 3, st), st);
+}
+
+static int m_unique(ox_node *n, wf_status *st) {
+  wf_attr_item a[3] = {WFX_ITEM_INT("axis", ox_attr_i(n, "axis", 0)),
+                       WFX_ITEM_INT("has_axis", ox_attr(n, "axis") != NULL),
+                       WFX_ITEM_INT("sorted", ox_attr_i(n, "sorted", 1))};
+  wf_output x = X(n, 0, st);
+  wf_output y = ox_add(n, "OnnxUnique", &x, 1, a, 3, st);
+  for (int k = 0; k < n->nout && k < 4; k++)
+    if (ox_set_out(n, k, ox_out(y, k), st))
+      return wfx_code(st);
+  return wfx_code(st);
+}
+
+static int m_tfidf(ox_node *n, wf_status *st) {
+  char mode[8];
+  ox_attr_s(n, "mode", "TF", mode, sizeof mode);
+  const int64_t *cv, *iv, *pv;
+  const float *wv;
+  int nc = ox_attr_ints(n, "ngram_counts", &cv);
+  int ni = ox_attr_ints(n, "ngram_indexes", &iv);
+  int np = ox_attr_ints(n, "pool_int64s", &pv);
+  int nw = ox_attr_floats(n, "weights", &wv);
+  if (nc < 0 || ni < 0 || np < 0)
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "ngram_counts, ngram_indexes and pool_int64s are needed "
+                   "(string pools are not supported)");
+  double w[256];
+  if (nw > 256)
+    return ox_fail(n, st, WF_UNIMPLEMENTED, "more than 256 weights");
+  for (int i = 0; i < nw; i++)
+    w[i] = wv[i];
+  wf_attr_item a[8] = {
+      item_str("mode", mode),
+      {"weights",
+       {.type = WF_ATTR_LIST | WF_ATTR_FLOAT, .count = nw > 0 ? nw : 0,
+        .u.floats = w}},
+      item_ints("ngram_counts", cv, nc),
+      item_ints("ngram_indexes", iv, ni),
+      item_ints("pool_int64s", pv, np),
+      WFX_ITEM_INT("min_gram_length", ox_attr_i(n, "min_gram_length", 1)),
+      WFX_ITEM_INT("max_gram_length", ox_attr_i(n, "max_gram_length", 1)),
+      WFX_ITEM_INT("max_skip_count", ox_attr_i(n, "max_skip_count", 0))};
+  wf_output x = X(n, 0, st);
+  return out1(n, ox_add(n, "OnnxTfIdf", &x, 1, a, 8, st), st);
+}
+
+static int m_dft(ox_node *n, wf_status *st) {
+  wf_attr_item a[3] = {WFX_ITEM_INT("axis", ox_attr_i(n, "axis", 1)),
+                       WFX_ITEM_INT("inverse", ox_attr_i(n, "inverse", 0)),
+                       WFX_ITEM_INT("onesided", ox_attr_i(n, "onesided", 0))};
+  wf_output in[2] = {X(n, 0, st),
+                     has_in(n, 1) ? reshape(n, cast(n, X(n, 1, st), WF_INT64,
+                                                     st),
+                                            NULL, 0, st)
+                                  : empty(n, WF_INT64, st)};
+  return out1(n, ox_add(n, "OnnxDFT", in, 2, a, 3, st), st);
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 typedef struct mapping {
@@ -3064,6 +3151,7 @@ static const mapping table[] = {
     {"DepthToSpace", 1, m_depth_to_space},
     {"DequantizeLinear", 10, m_dequantize_linear},
     {"Det", 11, m_det},
+    {"DFT", 17, m_dft},
     {"Div", 1, m_div},
     {"Dropout", 1, m_dropout},
     {"DynamicQuantizeLinear", 11, m_dynamic_quantize_linear},
@@ -3084,6 +3172,7 @@ static const mapping table[] = {
     {"GlobalMaxPool", 1, m_global_max_pool},
     {"GRU", 1, m_gru},
     {"Greater", 1, m_greater},
+    {"GridSample", 16, m_grid_sample},
     {"HammingWindow", 17, m_hamming},
     {"HannWindow", 17, m_hann},
     {"GreaterOrEqual", 12, m_greater_equal},
@@ -3115,6 +3204,7 @@ static const mapping table[] = {
     {"Mod", 10, m_mod},
     {"Mul", 1, m_mul},
     {"Neg", 1, m_neg},
+    {"NonMaxSuppression", 10, m_nms},
     {"NegativeLogLikelihoodLoss", 12, m_nll_loss},
     {"NonZero", 9, m_nonzero},
     {"Not", 1, m_not},
@@ -3175,11 +3265,13 @@ static const mapping table[] = {
     {"Sum", 1, m_sum},
     {"Tan", 7, m_tan},
     {"Tanh", 1, m_tanh},
+    {"TfIdfVectorizer", 9, m_tfidf},
     {"ThresholdedRelu", 10, m_thresholded_relu},
     {"Tile", 6, m_tile},
     {"TopK", 1, m_topk},
     {"Transpose", 1, m_transpose},
     {"Trilu", 14, m_trilu},
+    {"Unique", 11, m_unique},
     {"Unsqueeze", 1, m_unsqueeze},
     {"Upsample", 7, m_upsample},
     {"Where", 9, m_where},
