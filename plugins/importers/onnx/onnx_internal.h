@@ -163,9 +163,9 @@ extern const wf_op_def ox_rnn_op, ox_unpool_op;
 extern const wf_kernel_def ox_rnn_kernel, ox_unpool_kernel;
 /* onnx_kernels_extra.c */
 extern const wf_op_def ox_nms_op, ox_grid_op, ox_unique_op, ox_tfidf_op,
-    ox_dft_op;
+    ox_dft_op, ox_dropout_op;
 extern const wf_kernel_def ox_nms_kernel, ox_grid_kernel, ox_unique_kernel,
-    ox_tfidf_kernel, ox_dft_kernel;
+    ox_tfidf_kernel, ox_dft_kernel, ox_dropout_kernel;
 /* onnx_fuse.c */
 extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass,
     ox_fuse_attention_pass;

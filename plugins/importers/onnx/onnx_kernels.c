@@ -210,7 +210,8 @@ const wf_op_def *const ox_plugin_ops[] = {
     &ox_gather_nd_op, &ox_scatter_nd_op, &ox_eye_op, &ox_topk_op,
     &ox_padrt_op, &ox_lrn_op, &ox_nonzero_op, &ox_compress_op, &ox_revseq_op,
     &ox_einsum_op, &ox_window_op, &ox_det_op, &ox_rnn_op, &ox_unpool_op,
-    &ox_nms_op, &ox_grid_op, &ox_unique_op, &ox_tfidf_op, &ox_dft_op, NULL};
+    &ox_nms_op, &ox_grid_op, &ox_unique_op, &ox_tfidf_op, &ox_dft_op,
+    &ox_dropout_op, NULL};
 const wf_kernel_def *const ox_plugin_kernels[] = {
     &math_kernel,        &pad_kernel,      &ox_gather_el_kernel,
     &ox_trilu_kernel,    &ox_range_kernel, &ox_mod_kernel,
@@ -223,4 +224,4 @@ const wf_kernel_def *const ox_plugin_kernels[] = {
     &ox_lrn_kernel, &ox_nonzero_kernel, &ox_compress_kernel,
     &ox_revseq_kernel, &ox_einsum_kernel, &ox_window_kernel, &ox_det_kernel,
     &ox_rnn_kernel, &ox_unpool_kernel, &ox_nms_kernel, &ox_grid_kernel,
-    &ox_unique_kernel, &ox_tfidf_kernel, &ox_dft_kernel, NULL};
+    &ox_unique_kernel, &ox_tfidf_kernel, &ox_dft_kernel, &ox_dropout_kernel, NULL};

@@ -650,3 +650,50 @@ const wf_op_def ox_dft_op = {
            "(ONNX DFT)."};
 const wf_kernel_def ox_dft_kernel =
     WFX_CPU_REFERENCE("OnnxDFT", "T", WFX_DTYPES_FLOAT, dft_compute);
+
+/* ---- OnnxDropout ------------------------------------------------------------ */
+
+static int dropout_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_tensor *x, *r, *t;
+  wf_shape s;
+  wf_tensor *m;
+  (void)state;
+  if (wfx_kernel_input(ctx, 0, &x, &s, st) ||
+      wfx_kernel_input(ctx, 1, &r, NULL, st) ||
+      wfx_kernel_input(ctx, 2, &t, NULL, st))
+    return wfx_code(st);
+  int training = wfx_count(t) && ((const uint8_t *)wfx_data(t))[0];
+  double ratio = wfx_count(r) ? get(r, 0) : 0.5;
+  if (training && ratio != 0)
+    return wfx_fail(st, WF_UNIMPLEMENTED,
+                    "Dropout in training mode with ratio %g: the mask of "
+                    "another framework's random stream cannot be matched "
+                    "(inference, or a ratio of 0, only)",
+                    ratio);
+  if (wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)x, st) ||
+      wfx_kernel_output(ctx, 1, &s, &m, st))
+    return wfx_code(st);
+  memset(wfx_data(m), 1, (size_t)wfx_count(m));
+  return 0;
+}
+
+static int dropout_shape(wf_shape_ctx *ctx, wf_status *st) {
+  return wfx_shape_like_input0(ctx, st);
+}
+
+const wf_op_def ox_dropout_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "OnnxDropout",
+    .inputs = WFX_ARGS(WF_ARG_T("x", "T", "(...)"),
+                       WF_ARG_T("ratio", "Tr", "() or (0,)"),
+                       WF_ARG_FIXED("training_mode", WF_BOOL, "() or (0,)")),
+    .outputs = WFX_ARGS(WF_ARG_T("y", "T", "x"),
+                        WF_ARG_FIXED("mask", WF_BOOL, "x's shape, all true")),
+    .attrs = WFX_ATTRS(WFX_ATTR_DTYPE("T", WFX_DTYPES_ALL, "element type"),
+                       WFX_ATTR_DTYPE("Tr", WFX_DTYPES_FLOAT, "ratio's type")),
+    .shape_fn = dropout_shape,
+    .doc = "ONNX Dropout whose training_mode is known at run time only: the "
+           "identity when not training or the ratio is 0, refused "
+           "otherwise."};
+const wf_kernel_def ox_dropout_kernel =
+    WFX_CPU_REFERENCE("OnnxDropout", "T", WFX_DTYPES_ALL, dropout_compute);

@@ -1542,12 +1542,20 @@ static int m_dropout(ox_node *n, wf_status *st) {
                     (wfx_host->tensor_dtype(n->in[1]->konst) == WF_FLOAT64 &&
                      *(const double *)wfx_host->tensor_data(
                          n->in[1]->konst) == 0));
+  if (!zero_ratio && has_in(n, 2) && !n->in[2]->konst) {
+    /* training_mode known at run time only: decided there */
+    wf_output r = has_in(n, 1) ? X(n, 1, st) : scalar_like(n, x, 0.5, st);
+    wf_output in[3] = {x, r, X(n, 2, st)};
+    wf_output y = ox_add(n, "OnnxDropout", in, 3, NULL, 0, st);
+    if (ox_set_out(n, 0, y, st))
+      return wfx_code(st);
+    return n->nout > 1 ? ox_set_out(n, 1, ox_out(y, 1), st) : 0;
+  }
   if (!zero_ratio && has_in(n, 2) &&
-      (!n->in[2]->konst ||
-       *(const uint8_t *)wfx_host->tensor_data(n->in[2]->konst)))
+      *(const uint8_t *)wfx_host->tensor_data(n->in[2]->konst))
     return ox_fail(n, st, WF_UNIMPLEMENTED,
-                   "training mode (input 2 true or not a constant) is not "
-                   "supported (inference only)");
+                   "training mode with a non-zero ratio is not supported "
+                   "(inference only)");
   if (ox_set_out(n, 0, ox_add1(n, "Identity", x, st), st))
     return wfx_code(st);
   if (n->nout > 1) { /* the mask: everything kept */
