@@ -43,6 +43,9 @@ int main(int argc, char **argv) {
   }
   wf_status *st = wf_status_new();
   wf_config *cfg = wf_config_new();
+  const char *path = wf_config_default_path(); /* $WEFT_CONFIG, ... */
+  if (path)
+    bench_check(wf_config_load(cfg, path, st), st, "config");
   char buf[16];
   snprintf(buf, sizeof buf, "%d", intra);
   bench_check(wf_config_set(cfg, "threads", "inter_op", "1", st) ||

@@ -13,11 +13,16 @@
  * and is not fetched; constants must be what the formula says (within
  * 1e-6 relative). The core checks the graph after each pass; each pass is
  * switched off by its name in the config's [passes]. The fused kernels
- * compute in double and have no gradients (working graphs only run). */
+ * compute in double (OnnxAttention: float32 products by OpenBLAS where
+ * it is built in) and have no gradients (working graphs only run). */
 #include <config.h>
 
 #include <math.h>
 #include <string.h>
+
+#ifdef HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #include "onnx_internal.h"
 
@@ -567,13 +572,58 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   os.dims[r - 1] = E;
   if (wfx_kernel_output(ctx, 0, &os, &y, st))
     return wfx_code(st);
-  double *p = wfx_host->alloc((size_t)(NT + E + 1) * sizeof(double), 0);
-  if (!p)
+#ifdef HAVE_OPENBLAS
+  if (wfx_dtype(q) == WF_FLOAT32) { /* per matrix: two products by BLAS */
+    float *sc = wfx_host->alloc((size_t)(S * NT + 1) * sizeof(float), 0);
+    if (!sc)
+      return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory");
+    int64_t pos[WF_MAX_RANK] = {0};
+    const float *qp = wfx_data(q), *kp = wfx_data(k), *vp = wfx_data(v);
+    float *yp = wfx_data(y);
+    for (int64_t bi = 0; bi < nb; bi++) {
+      int64_t qo = 0, ko = 0, vo = 0;
+      for (int i = 0; i < r - 2; i++) {
+        qo += pos[i] * qst[i];
+        ko += pos[i] * kst[i];
+        vo += pos[i] * vst[i];
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans,
+                  adj ? CblasTrans : CblasNoTrans, (int)S, (int)NT, (int)D,
+                  (float)scale, qp + qo, (int)D, kp + ko, adj ? (int)D : (int)NT,
+                  0.0f, sc, (int)NT);
+      for (int64_t s = 0; s < S; s++) {
+        float *row = sc + s * NT, mx = -INFINITY;
+        double sum = 0;
+        for (int64_t t = 0; t < NT; t++)
+          mx = row[t] > mx ? row[t] : mx;
+        for (int64_t t = 0; t < NT; t++)
+          sum += (double)(row[t] = expf(row[t] - mx));
+        float inv = (float)(1 / sum);
+        for (int64_t t = 0; t < NT; t++)
+          row[t] *= inv;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)E,
+                  (int)NT, 1.0f, sc, (int)NT, vp + vo, (int)E, 0.0f,
+                  yp + bi * S * E, (int)E);
+      for (int i = r - 3; i >= 0; i--) {
+        if (++pos[i] < os.dims[i])
+          break;
+        pos[i] = 0;
+      }
+    }
+    wfx_host->free(sc);
+    return 0;
+  }
+#endif
+  /* scores and the output row in the element type, so the inner loops
+   * (contiguous rows of k and v) vectorise; the softmax sum in double */
+  void *buf = wfx_host->alloc((size_t)(NT + E + 1) * sizeof(double), 0);
+  if (!buf)
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory");
   int64_t pos[WF_MAX_RANK] = {0};
   WFX_DISPATCH_FLOAT(wfx_dtype(q), st, {
     const T *qp = wfx_data(q), *kp = wfx_data(k), *vp = wfx_data(v);
-    T *yp = wfx_data(y);
+    T *yp = wfx_data(y), *p = buf, *acc = (T *)buf + NT;
     for (int64_t bi = 0; bi < nb; bi++) {
       int64_t qo = 0, ko = 0, vo = 0;
       for (int i = 0; i < r - 2; i++) {
@@ -583,43 +633,43 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       }
       for (int64_t s = 0; s < S; s++) {
         const T *qr = qp + qo + s * D;
-        double mx = -INFINITY, sum = 0;
-        /* scores, walking k's rows contiguously */
         for (int64_t t = 0; t < NT; t++)
           p[t] = 0;
         if (adj)
           for (int64_t t = 0; t < NT; t++) {
             const T *kr = kp + ko + t * D;
-            double acc = 0;
+            T a = 0;
             for (int64_t d = 0; d < D; d++)
-              acc += (double)qr[d] * (double)kr[d];
-            p[t] = acc;
+              a += qr[d] * kr[d];
+            p[t] = a;
           }
         else
           for (int64_t d = 0; d < D; d++) {
             const T *kr = kp + ko + d * NT;
-            double qd = (double)qr[d];
+            T qd = qr[d];
             for (int64_t t = 0; t < NT; t++)
-              p[t] += qd * (double)kr[t];
+              p[t] += qd * kr[t];
           }
+        T mx = -INFINITY;
         for (int64_t t = 0; t < NT; t++) {
-          p[t] *= scale;
+          p[t] *= (T)scale;
           mx = p[t] > mx ? p[t] : mx;
         }
+        double sum = 0;
         for (int64_t t = 0; t < NT; t++)
-          sum += (p[t] = exp(p[t] - mx));
-        double *acc = p + NT;
+          sum += (double)(p[t] = (T)exp((double)(p[t] - mx)));
+        T inv = (T)(1 / sum);
         for (int64_t e = 0; e < E; e++)
           acc[e] = 0;
         for (int64_t t = 0; t < NT; t++) {
           const T *vr = vp + vo + t * E;
-          double w = p[t] / sum;
+          T w = p[t] * inv;
           for (int64_t e = 0; e < E; e++)
-            acc[e] += w * (double)vr[e];
+            acc[e] += w * vr[e];
         }
         T *yr = yp + (bi * S + s) * E;
         for (int64_t e = 0; e < E; e++)
-          yr[e] = (T)acc[e];
+          yr[e] = acc[e];
       }
       for (int i = r - 3; i >= 0; i--) {
         if (++pos[i] < os.dims[i])
@@ -628,7 +678,7 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
       }
     }
   });
-  wfx_host->free(p);
+  wfx_host->free(buf);
   return wfx_code(st);
 }
 
@@ -646,8 +696,9 @@ const wf_op_def ox_attention_op = {
         WFX_ATTR_FLOAT("scale", 1.0, "multiplies q k before the softmax"),
         WFX_ATTR_BOOL("adj_k", 0, "k is stored as (..., T, D)")),
     .shape_fn = attn_shape,
-    .doc = "Scaled dot-product attention softmax(q k * scale) v, in double "
-           "(built by onnx_fuse_attention)."};
+    .doc = "Scaled dot-product attention softmax(q k * scale) v, products "
+           "in the element type, the softmax's sum in double (built by "
+           "onnx_fuse_attention)."};
 
 const wf_kernel_def ox_layer_norm_kernel =
     WFX_CPU_REFERENCE("OnnxLayerNorm", "T", WFX_DTYPES_FLOAT, ln_compute);
