@@ -1494,6 +1494,29 @@ static int m_layer_norm(ox_node *n, wf_status *st) {
   int axis = norm_axis(n, ox_attr_i(n, "axis", -1), r, st);
   if (axis < 0 || !OK(st))
     return wfx_code(st);
+  /* one output, scale and bias of the normalised dims' size: the fused op */
+  wf_shape xs;
+  ox_shape_of(x, &xs);
+  int64_t inner = 1;
+  for (int i = axis; i < r; i++)
+    inner = xs.dims[i] < 0 || inner < 0 ? -1 : inner * xs.dims[i];
+  int fits = inner > 0 && (n->nout == 1 || (!n->p->output[1][0] &&
+                                            (n->nout < 3 ||
+                                             !n->p->output[2][0])));
+  for (int k = 1; k < 3 && fits; k++)
+    if (has_in(n, k)) {
+      wf_shape ks = n->in[k]->shape;
+      fits = wfx_shape_is_known(&ks) && wfx_shape_count(&ks) == inner;
+    }
+  if (fits) {
+    int32_t dt = ox_dtype_of(x);
+    wf_output in[3] = {x, X(n, 1, st),
+                       has_in(n, 2) ? X(n, 2, st) : empty(n, dt, st)};
+    wf_attr_item a[2] = {WFX_ITEM_INT("axis", axis),
+                         WFX_ITEM_FLOAT("epsilon",
+                                        ox_attr_f(n, "epsilon", 1e-5))};
+    return out1(n, ox_add(n, "OnnxLayerNorm", in, 3, a, 2, st), st);
+  }
   wf_output y = normalize(n, x, axis, r, ox_attr_f(n, "epsilon", 1e-5), &mean,
                           &inv, st);
   y = ox_add2(n, "Mul", y, X(n, 1, st), st);
