@@ -79,3 +79,10 @@ bench: bench-startup
 bench-startup: tools/weft examples/train_fashion
 	top_builddir=$(top_builddir) $(srcdir)/bench/startup.py
 .PHONY: bench-startup
+
+# onnx_infer: an ONNX model through the importer plugin, batch latency and
+# throughput; bench/onnx_vs_ort.py runs it next to ONNX Runtime.
+noinst_PROGRAMS += bench/onnx_infer
+bench_onnx_infer_SOURCES = bench/onnx_infer.c bench/bench_util.h
+bench_onnx_infer_LDADD = $(BENCH_LDADD)
+EXTRA_DIST += bench/onnx_vs_ort.py

@@ -32,3 +32,4 @@ include plugins/readers/fixed/local.mk
 include plugins/ops/rnn/local.mk
 include plugins/devices/cuda/local.mk
 include plugins/transports/mpi/local.mk
+include plugins/importers/onnx/local.mk

@@ -60,3 +60,5 @@ include tests/transports/task_split.mk
 include tests/transports/collectives.mk
 include tests/transports/netns.mk
 include tests/session/memory_plan.mk
+include tests/onnx/local.mk
+include tests/fuzz/onnx.mk

@@ -485,7 +485,35 @@ static PyType_Slot sm_slots[] = {
 static PyType_Spec sm_spec = {"weft._weft.SavedModel", sizeof(wp_saved_model),
                               0, Py_TPFLAGS_DEFAULT, sm_slots};
 
+/* import_saved_model(runtime, path, format or None, dir): a model file of
+ * another framework (ONNX, ...) through the runtime's importer plugins,
+ * written into dir as a saved model. */
+static PyObject *m_import_saved_model(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *runtime;
+  const char *path, *format, *dir;
+  if (!PyArg_ParseTuple(args, "O!szs", wp_runtime_type, &runtime, &path,
+                        &format, &dir))
+    return NULL;
+  wf_status *st = wp_status();
+  if (!st)
+    return NULL;
+  wf_runtime *rt = ((wp_runtime *)runtime)->rt;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = wf_import_saved_model(rt, path, format, dir, st);
+  Py_END_ALLOW_THREADS
+  if (rc) {
+    wp_raise(st, NULL);
+    wf_status_free(st);
+    return NULL;
+  }
+  wf_status_free(st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef io_functions[] = {
+    {"import_saved_model", m_import_saved_model, METH_VARARGS, NULL},
     {"checkpoint_save", m_save, METH_VARARGS, NULL},
     {"checkpoint_restore", m_restore, METH_VARARGS, NULL},
     {"checkpoint_save_dir", m_save_dir, METH_VARARGS, NULL},

@@ -1,6 +1,8 @@
 """Saved models (weft/saved_model.h): export a session's signatures into a
 directory; load one and run its signatures on arrays."""
 
+import os as _os
+
 from . import _weft
 from .framework import _runtimes
 
@@ -36,4 +38,14 @@ class SavedModel:
 
 
 def load(directory, config=None):
-    return SavedModel(directory, config)
+    return SavedModel(_os.fspath(directory), config)
+
+
+def import_model(path, directory, format=None, config=None):
+    """Imports a model file of another framework (ONNX: format "onnx", or
+    chosen by the file's name and first bytes) with the runtime's importer
+    plugins, writes it into directory as a saved model, and loads it."""
+    rt, _ = _runtimes.get(config)
+    _weft.import_saved_model(rt, _os.fspath(path), format,
+                             _os.fspath(directory))
+    return SavedModel(_os.fspath(directory), config)

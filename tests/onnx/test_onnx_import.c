@@ -1,0 +1,492 @@
+/* tests/onnx/test_onnx_import.c — the ONNX importer (plugins/importers/
+ * onnx) on models this test builds with the generated protobuf-c code: a
+ * small dense model imports, runs and matches a reference computed here;
+ * its float initializers become variables and its integer ones constants;
+ * external data is read from beside the model. Bad input is refused with a
+ * message naming the file and, for a node, its name and op type, never a
+ * crash: a truncated or corrupt file, an unknown op, an unknown domain,
+ * an opset outside the supported range, external data that leaves the
+ * model's directory, raw data that disagrees with the initializer's shape,
+ * shapes that disagree between a node's inputs, an undefined input, a
+ * graph output nothing computes. */
+#include <config.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <weft/weft.h>
+
+#include "onnx.pb-c.h"
+
+static wf_status *st;
+static wf_runtime *rt;
+static char dir[64];
+
+#define OK(x)                                                                  \
+  do {                                                                         \
+    if (x)                                                                     \
+      fail_msg("%s: %s", #x, wf_status_message(st));                           \
+  } while (0)
+
+/* ---- building models (every allocation freed by arena_free) ------------ */
+
+static void *arena[512];
+static int narena;
+
+static void *alloc(size_t n) {
+  void *p = calloc(1, n);
+  assert_non_null(p);
+  assert_true(narena < 512);
+  arena[narena++] = p;
+  return p;
+}
+
+static void arena_free(void) {
+  while (narena)
+    free(arena[--narena]);
+}
+
+static char *str(const char *s) {
+  char *p = alloc(strlen(s) + 1);
+  memcpy(p, s, strlen(s) + 1);
+  return p;
+}
+
+static Onnx__ValueInfoProto *value(const char *name, int elem, int rank,
+                                   const int64_t *dims) {
+  Onnx__ValueInfoProto *v = alloc(sizeof *v);
+  Onnx__TypeProto *t = alloc(sizeof *t);
+  Onnx__TypeProto__Tensor *tt = alloc(sizeof *tt);
+  Onnx__TensorShapeProto *sh = alloc(sizeof *sh);
+  onnx__value_info_proto__init(v);
+  onnx__type_proto__init(t);
+  onnx__type_proto__tensor__init(tt);
+  onnx__tensor_shape_proto__init(sh);
+  v->name = str(name);
+  v->type = t;
+  t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  t->tensor_type = tt;
+  tt->has_elem_type = 1;
+  tt->elem_type = elem;
+  tt->shape = sh;
+  sh->n_dim = (size_t)rank;
+  sh->dim = alloc(sizeof *sh->dim * (size_t)(rank ? rank : 1));
+  for (int i = 0; i < rank; i++) {
+    Onnx__TensorShapeProto__Dimension *d = alloc(sizeof *d);
+    onnx__tensor_shape_proto__dimension__init(d);
+    if (dims[i] < 0) { /* symbolic */
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      d->dim_param = str("batch");
+    } else {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = dims[i];
+    }
+    sh->dim[i] = d;
+  }
+  return v;
+}
+
+static Onnx__NodeProto *node(const char *name, const char *op, int nin,
+                             const char *const *in, const char *out) {
+  Onnx__NodeProto *n = alloc(sizeof *n);
+  onnx__node_proto__init(n);
+  n->name = str(name);
+  n->op_type = str(op);
+  n->n_input = (size_t)nin;
+  n->input = alloc(sizeof(char *) * (size_t)(nin ? nin : 1));
+  for (int i = 0; i < nin; i++)
+    n->input[i] = str(in[i]);
+  n->n_output = 1;
+  n->output = alloc(sizeof(char *));
+  n->output[0] = str(out);
+  return n;
+}
+
+/* A float initializer, typed (float_data) or raw (raw_data). */
+static Onnx__TensorProto *weight(const char *name, int rank,
+                                 const int64_t *dims, const float *v,
+                                 size_t n, int raw) {
+  Onnx__TensorProto *t = alloc(sizeof *t);
+  onnx__tensor_proto__init(t);
+  t->name = str(name);
+  t->has_data_type = 1;
+  t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  t->n_dims = (size_t)rank;
+  t->dims = alloc(sizeof(int64_t) * (size_t)(rank ? rank : 1));
+  memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+  if (raw) {
+    t->has_raw_data = 1;
+    t->raw_data.len = n * sizeof(float);
+    t->raw_data.data = alloc(n * sizeof(float) + 1);
+    memcpy(t->raw_data.data, v, n * sizeof(float));
+  } else {
+    t->n_float_data = n;
+    t->float_data = alloc(n * sizeof(float) + 1);
+    memcpy(t->float_data, v, n * sizeof(float));
+  }
+  return t;
+}
+
+/* y = relu(x w + b): x (batch, 3) symbolic batch, w (3, 2), b (2,). */
+typedef struct model {
+  Onnx__ModelProto m;
+  Onnx__GraphProto g;
+  Onnx__OperatorSetIdProto op;
+  Onnx__OperatorSetIdProto *ops[1];
+  Onnx__NodeProto *nodes[8];
+  Onnx__TensorProto *inits[4];
+  Onnx__ValueInfoProto *ins[2], *outs[2];
+} model;
+
+static const float W[6] = {1, -2, 3, 4, -5, 6}, B[2] = {0.5f, -0.5f};
+
+static void dense(model *md, int opset) {
+  static const int64_t xd[2] = {-1, 3}, yd[2] = {-1, 2}, wd[2] = {3, 2},
+                       bd[1] = {2};
+  memset(md, 0, sizeof *md);
+  onnx__model_proto__init(&md->m);
+  onnx__graph_proto__init(&md->g);
+  onnx__operator_set_id_proto__init(&md->op);
+  md->op.domain = str("");
+  md->op.has_version = 1;
+  md->op.version = opset;
+  md->ops[0] = &md->op;
+  md->m.has_ir_version = 1;
+  md->m.ir_version = 8;
+  md->m.n_opset_import = 1;
+  md->m.opset_import = md->ops;
+  md->m.graph = &md->g;
+  md->g.name = str("dense");
+  md->inits[0] = weight("w", 2, wd, W, 6, 0);
+  md->inits[1] = weight("b", 1, bd, B, 2, 1);
+  md->g.n_initializer = 2;
+  md->g.initializer = md->inits;
+  md->ins[0] = value("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+  md->g.n_input = 1;
+  md->g.input = md->ins;
+  md->outs[0] = value("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd);
+  md->g.n_output = 1;
+  md->g.output = md->outs;
+  md->nodes[0] = node("mm", "MatMul", 2, (const char *[]){"x", "w"}, "xw");
+  md->nodes[1] = node("bias/add", "Add", 2, (const char *[]){"xw", "b"}, "z");
+  md->nodes[2] = node("act", "Relu", 1, (const char *[]){"z"}, "y");
+  md->g.n_node = 3;
+  md->g.node = md->nodes;
+}
+
+static const char *in_dir(const char *name) {
+  static char path[4][128];
+  static int k;
+  char *p = path[k++ % 4];
+  snprintf(p, sizeof path[0], "%s/%s", dir, name);
+  return p;
+}
+
+static void write_bytes(const char *path, const void *b, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, n, f), n);
+  fclose(f);
+}
+
+/* Writes md to dir/name; returns its packed bytes' length (buf gets them
+ * when not NULL, caller frees). */
+static size_t save(const model *md, const char *name, uint8_t **buf) {
+  size_t n = onnx__model_proto__get_packed_size(&md->m);
+  uint8_t *b = malloc(n);
+  assert_non_null(b);
+  onnx__model_proto__pack(&md->m, b);
+  write_bytes(in_dir(name), b, n);
+  if (buf)
+    *buf = b;
+  else
+    free(b);
+  return n;
+}
+
+/* Imports dir/name expecting failure with each of the strings. */
+static void expect_refused(const char *name, int code, ...) {
+  va_list ap;
+  wf_imported *m = wf_import(rt, in_dir(name), "onnx", st);
+  if (m) {
+    wf_imported_free(m);
+    fail_msg("%s was imported", name);
+  }
+  if (code)
+    assert_int_equal(wf_status_code(st), code);
+  const char *msg = wf_status_message(st);
+  if (!strstr(msg, name))
+    fail_msg("the message does not name the file %s: %s", name, msg);
+  va_start(ap, code);
+  for (const char *s; (s = va_arg(ap, const char *));)
+    if (!strstr(msg, s))
+      fail_msg("the message lacks '%s': %s", s, msg);
+  va_end(ap);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void check_dense_output(wf_imported *m) {
+  const wf_signature_def *sig = wf_imported_signature(m, 0);
+  int ninit;
+  wf_node *const *init = wf_imported_init(m, &ninit);
+  assert_int_equal(ninit, 2); /* w and b are variables */
+  assert_int_equal(sig->ninputs, 1);
+  assert_string_equal(sig->input_keys[0], "x");
+  assert_string_equal(sig->output_keys[0], "y");
+  wf_session *s = wf_session_new(wf_imported_graph(m), st);
+  OK(!s);
+  OK(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, init, ninit, NULL,
+                    st));
+  /* a batch of 4 rows, though the model was built with a symbolic batch */
+  const float xv[12] = {1, 2, 3, -1, 0.5f, 2, 0, 0, 0, 4, -3, 1};
+  int64_t dims[2] = {4, 3};
+  wf_tensor *x = wf_tensor_new(WF_FLOAT32, dims, 2, st), *y = NULL;
+  memcpy(wf_tensor_data(x), xv, sizeof xv);
+  OK(wf_session_run(s, NULL, sig->inputs, &x, 1, sig->outputs, &y, 1, NULL, 0,
+                    NULL, st));
+  assert_int_equal(wf_tensor_dim(y, 0), 4);
+  assert_int_equal(wf_tensor_dim(y, 1), 2);
+  const float *got = wf_tensor_data(y);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2; j++) {
+      double z = B[j];
+      for (int k = 0; k < 3; k++)
+        z += (double)xv[i * 3 + k] * W[k * 2 + j];
+      double want = z > 0 ? z : 0;
+      if (got[i * 2 + j] < want - 1e-5 || got[i * 2 + j] > want + 1e-5)
+        fail_msg("y[%d][%d] = %g, want %g (1e-5)", i, j, got[i * 2 + j],
+                 want);
+    }
+  wf_tensor_release(x);
+  wf_tensor_release(y);
+  wf_session_free(s);
+}
+
+static void test_dense_model_imports_and_runs(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 13);
+  save(&md, "dense.onnx", NULL);
+  wf_imported *m = wf_import(rt, in_dir("dense.onnx"), NULL, st);
+  OK(!m);
+  assert_string_equal(wf_imported_format(m), "onnx");
+  check_dense_output(m);
+  wf_imported_free(m);
+  /* chosen by its first bytes without the extension */
+  save(&md, "dense.bin", NULL);
+  m = wf_import(rt, in_dir("dense.bin"), NULL, st);
+  OK(!m);
+  wf_imported_free(m);
+  arena_free();
+}
+
+static void test_saved_model_of_an_onnx_file_runs(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 17);
+  save(&md, "dense.onnx", NULL);
+  OK(wf_import_saved_model(rt, in_dir("dense.onnx"), "onnx", in_dir("saved"),
+                           st));
+  wf_saved_model *sm = wf_saved_model_load(rt, in_dir("saved"), st);
+  OK(!sm);
+  assert_true(wf_saved_model_find_signature(sm, "serving_default") >= 0);
+  wf_saved_model_free(sm);
+  arena_free();
+}
+
+static void test_external_data_is_read_beside_the_model(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 13);
+  /* w's values in a file of their own, after 8 bytes of something else */
+  uint8_t blob[8 + sizeof W] = {0};
+  memcpy(blob + 8, W, sizeof W);
+  write_bytes(in_dir("weights.bin"), blob, sizeof blob);
+  Onnx__TensorProto *w = md.inits[0];
+  w->n_float_data = 0;
+  w->has_data_location = 1;
+  w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  Onnx__StringStringEntryProto *e[2];
+  const char *kv[2][2] = {{"location", "weights.bin"}, {"offset", "8"}};
+  for (int i = 0; i < 2; i++) {
+    e[i] = alloc(sizeof *e[i]);
+    onnx__string_string_entry_proto__init(e[i]);
+    e[i]->key = str(kv[i][0]);
+    e[i]->value = str(kv[i][1]);
+  }
+  w->n_external_data = 2;
+  w->external_data = e;
+  save(&md, "external.onnx", NULL);
+  wf_imported *m = wf_import(rt, in_dir("external.onnx"), "onnx", st);
+  OK(!m);
+  check_dense_output(m);
+  wf_imported_free(m);
+
+  /* a location that leaves the model's directory is refused */
+  e[0]->value = str("../../etc/passwd");
+  save(&md, "escape.onnx", NULL);
+  expect_refused("escape.onnx", WF_PERMISSION_DENIED, "initializer 'w'",
+                 "leaves the model's directory", NULL);
+  e[0]->value = str("/etc/passwd");
+  save(&md, "absolute.onnx", NULL);
+  expect_refused("absolute.onnx", WF_PERMISSION_DENIED, "initializer 'w'",
+                 NULL);
+  /* a file too short for the shape */
+  e[1]->value = str("20");
+  e[0]->value = str("weights.bin");
+  save(&md, "short.onnx", NULL);
+  expect_refused("short.onnx", WF_DATA_LOSS, "initializer 'w'", NULL);
+  arena_free();
+}
+
+static void test_truncated_and_corrupt_files_are_refused(void **state) {
+  (void)state;
+  model md;
+  uint8_t *b;
+  dense(&md, 13);
+  size_t n = save(&md, "whole.onnx", &b);
+  /* every prefix: refused or (a prefix that happens to parse) imported,
+   * never a crash; the half-way cut must be refused */
+  for (size_t k = 0; k < n; k += 7) {
+    write_bytes(in_dir("cut.onnx"), b, k);
+    wf_imported *m = wf_import(rt, in_dir("cut.onnx"), "onnx", st);
+    if (m)
+      wf_imported_free(m);
+    else
+      assert_non_null(strstr(wf_status_message(st), "cut.onnx"));
+  }
+  write_bytes(in_dir("half.onnx"), b, n / 2);
+  expect_refused("half.onnx", 0, NULL);
+  /* flipped bytes, one at a time */
+  for (size_t k = 0; k < n; k += 5) {
+    b[k] ^= 0xa5;
+    write_bytes(in_dir("flip.onnx"), b, n);
+    wf_imported *m = wf_import(rt, in_dir("flip.onnx"), "onnx", st);
+    if (m)
+      wf_imported_free(m);
+    else
+      assert_non_null(strstr(wf_status_message(st), "flip.onnx"));
+    b[k] ^= 0xa5;
+  }
+  write_bytes(in_dir("text.onnx"), "not a model at all\n", 19);
+  expect_refused("text.onnx", WF_DATA_LOSS, "not an ONNX model", NULL);
+  free(b);
+  arena_free();
+}
+
+static void test_unknown_ops_and_domains_name_the_node(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 13);
+  md.nodes[2]->op_type = str("Frobnicate");
+  save(&md, "unknown_op.onnx", NULL);
+  expect_refused("unknown_op.onnx", WF_UNIMPLEMENTED, "'act'", "Frobnicate",
+                 "not supported", NULL);
+  dense(&md, 13);
+  md.nodes[1]->domain = str("com.example");
+  save(&md, "domain.onnx", NULL);
+  expect_refused("domain.onnx", WF_UNIMPLEMENTED, "'bias/add'",
+                 "com.example", "Add", NULL);
+  arena_free();
+}
+
+static void test_opsets_outside_the_range_are_refused(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 99);
+  save(&md, "opset99.onnx", NULL);
+  expect_refused("opset99.onnx", WF_UNIMPLEMENTED, "opset 99",
+                 "supported range", NULL);
+  dense(&md, 0);
+  save(&md, "opset0.onnx", NULL);
+  expect_refused("opset0.onnx", WF_UNIMPLEMENTED, "opset 0", NULL);
+  arena_free();
+}
+
+static void test_shapes_that_disagree_are_refused(void **state) {
+  (void)state;
+  model md;
+  /* raw data shorter than the initializer's shape */
+  dense(&md, 13);
+  md.inits[1]->raw_data.len = 4;
+  save(&md, "raw.onnx", NULL);
+  expect_refused("raw.onnx", WF_INVALID_ARGUMENT, "initializer 'b'",
+                 "raw_data", NULL);
+  /* typed data with fewer values than the shape */
+  dense(&md, 13);
+  md.inits[0]->n_float_data = 5;
+  save(&md, "typed.onnx", NULL);
+  expect_refused("typed.onnx", WF_INVALID_ARGUMENT, "initializer 'w'", NULL);
+  /* w of shape (4, 2) cannot multiply x (batch, 3) */
+  dense(&md, 13);
+  md.inits[0]->dims[0] = 4;
+  md.inits[0]->n_float_data = 8;
+  md.inits[0]->float_data = alloc(8 * sizeof(float));
+  save(&md, "matmul.onnx", NULL);
+  expect_refused("matmul.onnx", WF_INVALID_ARGUMENT, "'mm'", "MatMul", NULL);
+  arena_free();
+}
+
+static void test_dangling_names_are_refused(void **state) {
+  (void)state;
+  model md;
+  dense(&md, 13);
+  md.nodes[1]->input[0] = str("nowhere");
+  save(&md, "dangling.onnx", NULL);
+  expect_refused("dangling.onnx", WF_INVALID_ARGUMENT, "'bias/add'",
+                 "'nowhere'", "not defined", NULL);
+  dense(&md, 13);
+  md.outs[0]->name = str("ghost");
+  save(&md, "ghost.onnx", NULL);
+  expect_refused("ghost.onnx", WF_INVALID_ARGUMENT, "'ghost'", NULL);
+  dense(&md, 13);
+  md.nodes[2]->output[0] = str("z"); /* z defined twice */
+  save(&md, "twice.onnx", NULL);
+  expect_refused("twice.onnx", WF_INVALID_ARGUMENT, "'act'", "'z'",
+                 "already defined", NULL);
+  arena_free();
+}
+
+static int setup(void **state) {
+  (void)state;
+  st = wf_status_new();
+  snprintf(dir, sizeof dir, "/tmp/weft-onnx-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  rt = wf_runtime_new(NULL, st);
+  if (!rt) {
+    fprintf(stderr, "runtime: %s\n", wf_status_message(st));
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  wf_runtime_free(rt);
+  wf_status_free(st);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dense_model_imports_and_runs),
+      cmocka_unit_test(test_saved_model_of_an_onnx_file_runs),
+      cmocka_unit_test(test_external_data_is_read_beside_the_model),
+      cmocka_unit_test(test_truncated_and_corrupt_files_are_refused),
+      cmocka_unit_test(test_unknown_ops_and_domains_name_the_node),
+      cmocka_unit_test(test_opsets_outside_the_range_are_refused),
+      cmocka_unit_test(test_shapes_that_disagree_are_refused),
+      cmocka_unit_test(test_dangling_names_are_refused),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
