@@ -14,7 +14,8 @@
 #   nh_mpirun ARGS    mpirun inside host 1's namespace (task 0 runs there),
 #                     reaching the others through the agent; ended after
 #                     NH_TIMEOUT seconds (default 120: status 124).
-#   nh_link K up|down the link of host K (its port on the bridge).
+#   nh_link K up|down the link of host K (its port on the bridge); up also
+#                     clears the hosts' neighbour tables.
 #   nh_task_pids K    the pids of the job's tasks on host K (not its daemon).
 #   nh_host_pids K    every process inside host K's namespace.
 #   nh_netem_reason   prints why netem cannot be used, or nothing.
@@ -154,6 +155,16 @@ nh_mpirun() {
 
 nh_link() {
   ip -n "$NH_NS-sw" link set "p$1" "$2"
+  [ "$2" = up ] || return 0
+  # Addresses that went unanswered while the link was down stay FAILED in
+  # the neighbour tables for a while, and a connect to them fails at once
+  # with "no route to host": a launcher daemon starting then exits. A
+  # machine that comes back (or is rebooted) starts with fresh tables.
+  k=1
+  while [ "$k" -le "$NH_N" ]; do
+    ip -n "$NH_NS-h$k" neigh flush all 2>/dev/null || true
+    k=$((k + 1))
+  done
 }
 
 nh_host_pids() {
