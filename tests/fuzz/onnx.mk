@@ -24,7 +24,7 @@ tests_fuzz_replay_onnx_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_onnx.c \
 nodist_tests_fuzz_replay_onnx_SOURCES = $(IMPORTER_ONNX_PB)
 tests_fuzz_replay_onnx_CPPFLAGS = $(TEST_CPPFLAGS) -DWF_PLUGIN_STATIC \
 	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS) \
-	$(OPENBLAS_CFLAGS) \
+	$(OPENBLAS_CFLAGS) -I$(top_srcdir)/plugins/common \
 	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/onnx"'
 tests_fuzz_replay_onnx_LDADD = $(TEST_LDADD) $(IMPORTER_ONNX_LIBS)
 $(tests_fuzz_replay_onnx_OBJECTS): $(IMPORTER_ONNX_PB)
@@ -39,9 +39,10 @@ $(ONNX_FUZZ_DIR)/fuzz_onnx: tests/fuzz/fuzz_onnx.c \
 	$(READER_FUZZ_CC) $(READER_FUZZ_CFLAGS) -DWF_PLUGIN_STATIC \
 		-I$(top_builddir) -I$(top_srcdir)/sdk/include -I$(top_srcdir)/core \
 		-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS) \
-		$(OPENBLAS_CFLAGS) -o $@ $(top_srcdir)/tests/fuzz/fuzz_onnx.c \
+		$(OPENBLAS_CFLAGS) -I$(top_srcdir)/plugins/common \
+		-o $@ $(top_srcdir)/tests/fuzz/fuzz_onnx.c \
 		$(addprefix $(top_srcdir)/,$(ONNX_FUZZ_SRCS)) \
-		plugins/importers/onnx/onnx.pb-c.c $(OPENBLAS_LIBS) $(FUZZ_CORE_LIBS)
+		plugins/importers/onnx/onnx.pb-c.c -ldl $(FUZZ_CORE_LIBS)
 
 fuzz-onnx: $(ONNX_FUZZ_DIR)/fuzz_onnx
 fuzz-onnx-run: $(ONNX_FUZZ_DIR)/fuzz_onnx

@@ -22,9 +22,33 @@
 
 #ifdef HAVE_OPENBLAS
 #include <cblas.h>
+
+#include "lazylib.h"
 #endif
 
 #include "onnx_internal.h"
+
+#ifdef HAVE_OPENBLAS
+/* OpenBLAS is opened on first use (plugins/common/lazylib.h), as the CPU
+ * device opens it: listing plugins maps none of it. When it cannot be
+ * opened the fused attention takes its own loops below. */
+static const char *const blas_symbols[] = {"cblas_sgemm", NULL};
+static void *blas_addrs[1];
+static lazylib blas_lib = LAZYLIB_INIT(
+    .plugin = "importer-onnx", .what = "OpenBLAS",
+    .soname = "libopenblas.so.0", .env = "WEFT_OPENBLAS_LIBRARY",
+    .symbols = blas_symbols, .addrs = blas_addrs);
+
+typedef void sgemm_fn(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE,
+                      enum CBLAS_TRANSPOSE, blasint, blasint, blasint, float,
+                      const float *, blasint, const float *, blasint, float,
+                      float *, blasint);
+
+/* cblas_sgemm of the opened library, or NULL when it cannot be opened. */
+static sgemm_fn *blas_sgemm(void) {
+  return lazylib_open(&blas_lib) ? NULL : (sgemm_fn *)blas_addrs[0];
+}
+#endif
 
 /* ---- reading the working graph ------------------------------------------ */
 
@@ -573,7 +597,8 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   if (wfx_kernel_output(ctx, 0, &os, &y, st))
     return wfx_code(st);
 #ifdef HAVE_OPENBLAS
-  if (wfx_dtype(q) == WF_FLOAT32) { /* per matrix: two products by BLAS */
+  sgemm_fn *sgemm = wfx_dtype(q) == WF_FLOAT32 ? blas_sgemm() : NULL;
+  if (sgemm) { /* per matrix: two products by BLAS */
     float *sc = wfx_host->alloc((size_t)(S * NT + 1) * sizeof(float), 0);
     if (!sc)
       return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory");
@@ -587,7 +612,7 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
         ko += pos[i] * kst[i];
         vo += pos[i] * vst[i];
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans,
+      sgemm(CblasRowMajor, CblasNoTrans,
                   adj ? CblasTrans : CblasNoTrans, (int)S, (int)NT, (int)D,
                   (float)scale, qp + qo, (int)D, kp + ko, adj ? (int)D : (int)NT,
                   0.0f, sc, (int)NT);
@@ -602,7 +627,7 @@ static int attn_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
         for (int64_t t = 0; t < NT; t++)
           row[t] *= inv;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)E,
+      sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)E,
                   (int)NT, 1.0f, sc, (int)NT, vp + vo, (int)E, 0.0f,
                   yp + bi * S * E, (int)E);
       for (int i = r - 3; i >= 0; i--) {

@@ -236,6 +236,9 @@ static int rule_self_subtract(wf_pass_ctx *ctx, wf_node *n, int *changed,
     return 0;
   char name[WFX_WHAT_MAX];
   snprintf(name, sizeof name, "%s_zeros", wfx_host->node_name(n));
+  for (char *c = name; *c; c++) /* a pass's names take no scope */
+    if (*c == '/')
+      *c = '_';
   wf_node *z = wfx_host->pass_add_node(ctx, "ZerosLike",
                                        name_taken(ctx, name) ? NULL : name,
                                        dev[0] ? dev : NULL, &a, 1, NULL, 0,

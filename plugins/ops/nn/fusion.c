@@ -103,7 +103,12 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
   wf_output in[3] = {wfx_host->node_input(prod, 0),
                      wfx_host->node_input(prod, 1),
                      wfx_host->node_input(bias, 1)};
+  /* Named after the activation, its scope's '/' made '_' (a pass's names
+   * take no scope). */
   snprintf(name, sizeof name, "%s_fused", wfx_host->node_name(act));
+  for (char *c = name; *c; c++)
+    if (*c == '/')
+      *c = '_';
   wf_node *f = wfx_host->pass_add_node(
       ctx, fused, name_taken(ctx, name) ? NULL : name,
       request[0] ? request : NULL, in, 3, attrs, nattrs, st);
