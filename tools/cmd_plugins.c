@@ -30,6 +30,9 @@ static const char *state_name(wf_plugin_state s) {
  * runtime, and weft exited non-zero.) */
 static void refusals_summary(wf_runtime *rt) {
   int n = wf_runtime_plugin_count(rt), refused = 0;
+  /* The list goes out first: with both streams in one file, a buffered
+   * list would otherwise be cut by the summary wherever its buffer was. */
+  fflush(stdout);
   for (int i = 0; i < n; i++) {
     wf_plugin_info p = WF_PLUGIN_INFO_INIT;
     wf_runtime_plugin_get(rt, i, &p);
