@@ -104,8 +104,11 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
                      wfx_host->node_input(prod, 1),
                      wfx_host->node_input(bias, 1)};
   snprintf(name, sizeof name, "%s_fused", wfx_host->node_name(act));
+  /* A name given here is taken whole, and '/' comes only from scopes: an
+   * activation inside a scope (every layer of weft/layers.h) leaves the
+   * fused node to the core's own naming. */
   wf_node *f = wfx_host->pass_add_node(
-      ctx, fused, name_taken(ctx, name) ? NULL : name,
+      ctx, fused, name_taken(ctx, name) || strchr(name, '/') ? NULL : name,
       request[0] ? request : NULL, in, 3, attrs, nattrs, st);
   if (!f)
     return wfx_code(st);
