@@ -1,10 +1,12 @@
-/* bench/train.c — training throughput of the mlp or the cnn of DESIGN.md
- * (layers API, Adam lr 1e-3, batch 64) in samples/s over one epoch of
- * Fashion-MNIST, and for the cnn the peak RSS of the whole run. It does not
- * evaluate accuracy (examples/train_fashion does).
+/* bench/train.c — training throughput of the mlp, the cnn or the
+ * transformer of DESIGN.md (layers API, Adam lr 1e-3, batch 64) in
+ * samples/s over one epoch of Fashion-MNIST, and for the cnn and the
+ * transformer the peak RSS of the whole run. It does not evaluate accuracy
+ * (examples/train_fashion does).
  *
  *   bench/train --model mlp
  *   bench/train --model cnn            # also prints the peak-RSS line
+ *   bench/train --model transformer    # likewise
  *   bench/train --model cnn --limit 6000 --warm 1
  *
  * The data comes through the input pipeline as in examples/train_fashion
@@ -26,21 +28,33 @@
 #endif
 
 typedef struct args {
-  const char *model; /* "mlp" or "cnn" */
+  const char *model; /* "mlp", "cnn" or "transformer" */
   const char *data;
   int limit, warm, threads, batch;
 } args;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: bench/train [--model mlp|cnn] [--limit N] [--warm N]\n"
+  fprintf(f, "usage: bench/train [--model mlp|cnn|transformer] [--limit N] [--warm N]\n"
              "                   [--threads N] [--batch N] [--data DIR]\n"
              "  --threads N  executor (inter-op) threads; default 0: the\n"
              "               runtime's own split of the cores\n");
 }
 
-/* The network of DESIGN.md; logits (N, 10). */
-static wf_output build_net(wf_model *m, int cnn, wf_output x, wf_status *st) {
-  if (!cnn) {
+enum { MLP, CNN, TRANSFORMER };
+
+/* The network of DESIGN.md; logits (N, 10). The transformer is
+ * examples/train_fashion's. */
+static wf_output build_net(wf_model *m, int kind, wf_output x, wf_status *st) {
+  if (kind == TRANSFORMER) {
+    wf_output h = wf_layer_dense(m, x, 64, WF_ACT_NONE, st);
+    h = wf_layer_positional_embedding(m, h, st);
+    for (int i = 0; i < 2; i++)
+      h = wf_layer_transformer_encoder(m, h, 4, 128, st);
+    h = wf_layer_layer_norm(m, h, 1e-5, st);
+    h = wf_layer_global_avg_pool(m, h, st);
+    return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
+  }
+  if (kind == MLP) {
     wf_output h = wf_layer_dense(m, x, 256, WF_ACT_RELU, st);
     h = wf_layer_dense(m, h, 128, WF_ACT_RELU, st);
     return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
@@ -74,20 +88,20 @@ static wf_dataset *fashion(wf_runtime *rt, const args *a, int64_t shards,
   return ds;
 }
 
-/* The images of a batch as the model wants them: (N, 784) or
- * (N, 28, 28, 1). */
-static wf_output model_input(wf_graph *g, int cnn, wf_node *get_next,
+/* The images of a batch as the model wants them: (N, 784), (N, 28, 28, 1)
+ * or (N, 28, 28) (28 tokens of 28). */
+static wf_output model_input(wf_graph *g, int kind, wf_node *get_next,
                              wf_status *st) {
-  int64_t n = cnn ? 4 : 2;
+  int64_t n = kind == CNN ? 4 : kind == TRANSFORMER ? 3 : 2;
   wf_tensor *shape = wf_tensor_new(WF_INT64, &n, 1, st);
   bench_check(shape == NULL, st, "shape");
   int64_t *d = wf_tensor_data(shape);
   d[0] = -1;
-  d[1] = cnn ? 28 : 784;
-  if (cnn) {
+  d[1] = kind == MLP ? 784 : 28;
+  if (kind != MLP)
     d[2] = 28;
+  if (kind == CNN)
     d[3] = 1;
-  }
   wf_node *r = bench_op2(g, "Reshape", get_next, bench_const(g, shape, st), st);
   return (wf_output){r, 0};
 }
@@ -135,12 +149,16 @@ int main(int argc, char **argv) {
     default: usage(stderr); return 2;
     }
   }
-  if ((strcmp(a.model, "mlp") && strcmp(a.model, "cnn")) || a.limit < 0 ||
+  if ((strcmp(a.model, "mlp") && strcmp(a.model, "cnn") &&
+       strcmp(a.model, "transformer")) ||
+      a.limit < 0 ||
       a.warm < 0 || a.threads < 0 || a.batch < 1 || optind != argc) {
     usage(stderr);
     return 2;
   }
-  int cnn = strcmp(a.model, "cnn") == 0;
+  int kind = strcmp(a.model, "cnn") == 0           ? CNN
+             : strcmp(a.model, "transformer") == 0 ? TRANSFORMER
+                                                   : MLP;
 
   wf_status *st = wf_status_new();
   wf_runtime *rt = bench_runtime(a.threads, st);
@@ -154,7 +172,7 @@ int main(int argc, char **argv) {
   wf_model *m = wf_model_new(g, 42, st);
   bench_check(m == NULL, st, "model");
   wf_model_begin(m, 1);
-  wf_output logits = build_net(m, cnn, model_input(g, cnn, in, st), st);
+  wf_output logits = build_net(m, kind, model_input(g, kind, in, st), st);
   bench_check(logits.node == NULL, st, "model");
   wf_output loss =
       wf_loss_sparse_softmax_cross_entropy(m, logits, (wf_output){in, 1}, st);
@@ -192,12 +210,12 @@ int main(int argc, char **argv) {
          a.model, a.batch, a.threads, (long long)seen, dt, seen / dt,
          dt / ((double)(seen + a.batch - 1) / a.batch) * 1e3, last_loss,
          a.warm);
-  if (cnn) {
+  if (kind != MLP) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"bench\":\"train-peak-rss\",\"model\":\"cnn\",\"batch\":%d,"
+    printf("{\"bench\":\"train-peak-rss\",\"model\":\"%s\",\"batch\":%d,"
            "\"threads\":%d,\"epochs\":%d,\"peak_rss_mib\":%.1f}\n",
-           a.batch, a.threads, a.warm + 1, ru.ru_maxrss / 1024.0);
+           a.model, a.batch, a.threads, a.warm + 1, ru.ru_maxrss / 1024.0);
   }
 
   wf_callable_free(step);

@@ -19,6 +19,7 @@ plugins_ops_nn_libnnref_la_SOURCES = \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
 	plugins/ops/nn/batchnorm.c \
+	plugins/ops/nn/layernorm.c \
 	plugins/ops/nn/fused.c
 plugins_ops_nn_libnnref_la_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/ops/common
