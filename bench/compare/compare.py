@@ -71,6 +71,8 @@ def run_json(cmd, env=None, log=None):
         return None
     out = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     print(f"  {time.time() - t0:6.1f} s  {shown}", file=sys.stderr, flush=True)
+    for r in out:  # the raw lines too, so that a cut-short run keeps them
+        print(f"           {json.dumps(r)}", file=sys.stderr, flush=True)
     return out
 
 
