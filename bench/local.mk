@@ -47,7 +47,7 @@ bench: bench/dispatch bench/cnn_infer bench/pipeline bench/gemm
 	bench/pipeline --mode wait
 .PHONY: bench
 
-# train: mlp and cnn training throughput over one epoch of Fashion-MNIST
+# train: mlp, cnn and transformer training throughput over one epoch of Fashion-MNIST
 # (after a warm-up epoch that fills the pipeline's cache), and the peak RSS
 # of the cnn run. `make bench` runs it before the programs above.
 noinst_PROGRAMS += bench/train
@@ -58,6 +58,7 @@ bench: bench-train
 bench-train: bench/train
 	bench/train --model mlp
 	bench/train --model cnn
+	bench/train --model transformer
 .PHONY: bench-train
 include bench/data_parallel.mk
 include bench/allreduce.mk
@@ -86,3 +87,9 @@ noinst_PROGRAMS += bench/onnx_infer
 bench_onnx_infer_SOURCES = bench/onnx_infer.c bench/bench_util.h
 bench_onnx_infer_LDADD = $(BENCH_LDADD)
 EXTRA_DIST += bench/onnx_vs_ort.py
+
+# fma_peak: the machine's float32 FMA peak, the roofline that bench/compare
+# divides each workload's GFLOP/s by. Needs nothing from weft.
+noinst_PROGRAMS += bench/fma_peak
+bench_fma_peak_SOURCES = bench/fma_peak.c
+bench_fma_peak_LDADD = $(PTHREAD_LIBS)

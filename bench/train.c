@@ -1,18 +1,26 @@
-/* bench/train.c — training throughput of the mlp or the cnn of DESIGN.md
- * (layers API, Adam lr 1e-3, batch 64) in samples/s over one epoch of
- * Fashion-MNIST, and for the cnn the peak RSS of the whole run. It does not
- * evaluate accuracy (examples/train_fashion does).
+/* bench/train.c — training throughput of the mlp, the cnn or the
+ * transformer of DESIGN.md (layers API, Adam lr 1e-3, batch 64) in
+ * samples/s over one epoch of Fashion-MNIST, and for the cnn and the
+ * transformer the peak RSS of the whole run. It does not evaluate accuracy
+ * (examples/train_fashion does).
  *
  *   bench/train --model mlp
  *   bench/train --model cnn            # also prints the peak-RSS line
+ *   bench/train --model transformer    # likewise
  *   bench/train --model cnn --limit 6000 --warm 1
+ *   bench/train --model transformer --profile 50   # + where a step's time goes
  *
  * The data comes through the input pipeline as in examples/train_fashion
  * (idx reader, cache, shuffle, batch, scale, cast, prefetch 4). The first
  * --warm epochs fill the in-memory cache (reading and gunzipping the files)
  * and warm the kernels; the timed epoch after them reads from that cache,
  * so file I/O and decompression are not measured, while shuffling,
- * batching and scaling are (on the prefetch thread, next to the step). */
+ * batching and scaling are (on the prefetch thread, next to the step).
+ *
+ * --profile N then runs N more steps traced (WF_TRACE_NODES) and prints
+ * one JSON line per op and kernel: its summed node time per step (the
+ * sum of end - start of its nodes: concurrent nodes both count) and its
+ * share of that sum over all ops, largest first. */
 #include <config.h>
 
 #include <getopt.h>
@@ -26,21 +34,34 @@
 #endif
 
 typedef struct args {
-  const char *model; /* "mlp" or "cnn" */
+  const char *model; /* "mlp", "cnn" or "transformer" */
   const char *data;
-  int limit, warm, threads, batch;
+  int limit, warm, threads, batch, profile;
 } args;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: bench/train [--model mlp|cnn] [--limit N] [--warm N]\n"
+  fprintf(f, "usage: bench/train [--model mlp|cnn|transformer] [--limit N] [--warm N]\n"
              "                   [--threads N] [--batch N] [--data DIR]\n"
+             "                   [--profile N]  (N traced steps: time per op)\n"
              "  --threads N  executor (inter-op) threads; default 0: the\n"
              "               runtime's own split of the cores\n");
 }
 
-/* The network of DESIGN.md; logits (N, 10). */
-static wf_output build_net(wf_model *m, int cnn, wf_output x, wf_status *st) {
-  if (!cnn) {
+enum { MLP, CNN, TRANSFORMER };
+
+/* The network of DESIGN.md; logits (N, 10). The transformer is
+ * examples/train_fashion's. */
+static wf_output build_net(wf_model *m, int kind, wf_output x, wf_status *st) {
+  if (kind == TRANSFORMER) {
+    wf_output h = wf_layer_dense(m, x, 64, WF_ACT_NONE, st);
+    h = wf_layer_positional_embedding(m, h, st);
+    for (int i = 0; i < 2; i++)
+      h = wf_layer_transformer_encoder(m, h, 4, 128, st);
+    h = wf_layer_layer_norm(m, h, 1e-5, st);
+    h = wf_layer_global_avg_pool(m, h, st);
+    return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
+  }
+  if (kind == MLP) {
     wf_output h = wf_layer_dense(m, x, 256, WF_ACT_RELU, st);
     h = wf_layer_dense(m, h, 128, WF_ACT_RELU, st);
     return wf_layer_dense(m, h, 10, WF_ACT_NONE, st);
@@ -74,20 +95,20 @@ static wf_dataset *fashion(wf_runtime *rt, const args *a, int64_t shards,
   return ds;
 }
 
-/* The images of a batch as the model wants them: (N, 784) or
- * (N, 28, 28, 1). */
-static wf_output model_input(wf_graph *g, int cnn, wf_node *get_next,
+/* The images of a batch as the model wants them: (N, 784), (N, 28, 28, 1)
+ * or (N, 28, 28) (28 tokens of 28). */
+static wf_output model_input(wf_graph *g, int kind, wf_node *get_next,
                              wf_status *st) {
-  int64_t n = cnn ? 4 : 2;
+  int64_t n = kind == CNN ? 4 : kind == TRANSFORMER ? 3 : 2;
   wf_tensor *shape = wf_tensor_new(WF_INT64, &n, 1, st);
   bench_check(shape == NULL, st, "shape");
   int64_t *d = wf_tensor_data(shape);
   d[0] = -1;
-  d[1] = cnn ? 28 : 784;
-  if (cnn) {
+  d[1] = kind == MLP ? 784 : 28;
+  if (kind != MLP)
     d[2] = 28;
+  if (kind == CNN)
     d[3] = 1;
-  }
   wf_node *r = bench_op2(g, "Reshape", get_next, bench_const(g, shape, st), st);
   return (wf_output){r, 0};
 }
@@ -111,8 +132,77 @@ static int64_t epoch(wf_callable *step, wf_iterator *it, int batch,
   return seen < total ? seen : total;
 }
 
+/* One op and kernel's summed node time over the traced steps. */
+typedef struct op_time {
+  char op[64], kernel[64];
+  double ns;
+  int64_t nodes;
+} op_time;
+
+static int by_time(const void *a, const void *b) {
+  double x = ((const op_time *)a)->ns, y = ((const op_time *)b)->ns;
+  return (x < y) - (x > y);
+}
+
+/* Runs `steps` traced steps (restarting the iterator at its end) and
+ * prints each op and kernel's time per step, largest first. */
+static void profile(wf_callable *step, wf_iterator *it, int steps,
+                    const char *model, wf_status *st) {
+  enum { MAX_OPS = 256 };
+  op_time *t = calloc(MAX_OPS, sizeof *t);
+  int n = 0, done = 0;
+  double total = 0, wall = 0;
+  wf_run_metadata *md = wf_run_metadata_new();
+  wf_run_options o = WF_RUN_OPTIONS_INIT;
+  o.trace_level = WF_TRACE_NODES;
+  bench_check(!t || !md, st, "profile: out of memory");
+  while (done < steps) {
+    wf_tensor *lv = NULL;
+    int rc = wf_callable_run(step, &o, NULL, &lv, md, st);
+    if (rc == WF_OUT_OF_RANGE) {
+      bench_check(wf_iterator_reset(it, st), st, "next epoch");
+      continue;
+    }
+    bench_check(rc, st, "profiled step");
+    wf_tensor_release(lv);
+    wall += (double)wf_run_metadata_step_ns(md);
+    for (int i = 0; i < wf_run_metadata_num_nodes(md); i++) {
+      wf_node_stats ns;
+      wf_run_metadata_node(md, i, &ns);
+      const char *k = wf_run_metadata_node_kernel(md, i);
+      int j;
+      for (j = 0; j < n; j++)
+        if (!strcmp(t[j].op, ns.op) && !strcmp(t[j].kernel, k ? k : ""))
+          break;
+      if (j == n && n < MAX_OPS) {
+        snprintf(t[n].op, sizeof t[n].op, "%s", ns.op);
+        snprintf(t[n].kernel, sizeof t[n].kernel, "%s", k ? k : "");
+        n++;
+      }
+      if (j < n) {
+        t[j].ns += (double)(ns.end_ns - ns.start_ns);
+        t[j].nodes++;
+        total += (double)(ns.end_ns - ns.start_ns);
+      }
+    }
+    done++;
+  }
+  qsort(t, (size_t)n, sizeof *t, by_time);
+  printf("{\"bench\":\"train-profile\",\"model\":\"%s\",\"steps\":%d,"
+         "\"ms_per_step\":%.4f,\"node_ms_per_step\":%.4f}\n",
+         model, steps, wall / steps * 1e-6, total / steps * 1e-6);
+  for (int j = 0; j < n; j++)
+    printf("{\"bench\":\"train-profile-op\",\"model\":\"%s\",\"op\":\"%s\","
+           "\"kernel\":\"%s\",\"nodes_per_step\":%.1f,\"ms_per_step\":%.4f,"
+           "\"share\":%.4f}\n",
+           model, t[j].op, t[j].kernel, (double)t[j].nodes / steps,
+           t[j].ns / steps * 1e-6, total > 0 ? t[j].ns / total : 0.0);
+  wf_run_metadata_free(md);
+  free(t);
+}
+
 int main(int argc, char **argv) {
-  args a = {"mlp", FASHION_DIR, 0, 1, 0, 64};
+  args a = {"mlp", FASHION_DIR, 0, 1, 0, 64, 0};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"limit", required_argument, NULL, 'l'},
@@ -120,6 +210,7 @@ int main(int argc, char **argv) {
       {"threads", required_argument, NULL, 't'},
       {"batch", required_argument, NULL, 'b'},
       {"data", required_argument, NULL, 'd'},
+      {"profile", required_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -131,16 +222,22 @@ int main(int argc, char **argv) {
     case 't': a.threads = atoi(optarg); break;
     case 'b': a.batch = atoi(optarg); break;
     case 'd': a.data = optarg; break;
+    case 'p': a.profile = atoi(optarg); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if ((strcmp(a.model, "mlp") && strcmp(a.model, "cnn")) || a.limit < 0 ||
-      a.warm < 0 || a.threads < 0 || a.batch < 1 || optind != argc) {
+  if ((strcmp(a.model, "mlp") && strcmp(a.model, "cnn") &&
+       strcmp(a.model, "transformer")) ||
+      a.limit < 0 ||
+      a.warm < 0 || a.threads < 0 || a.batch < 1 || a.profile < 0 ||
+      optind != argc) {
     usage(stderr);
     return 2;
   }
-  int cnn = strcmp(a.model, "cnn") == 0;
+  int kind = strcmp(a.model, "cnn") == 0           ? CNN
+             : strcmp(a.model, "transformer") == 0 ? TRANSFORMER
+                                                   : MLP;
 
   wf_status *st = wf_status_new();
   wf_runtime *rt = bench_runtime(a.threads, st);
@@ -154,7 +251,7 @@ int main(int argc, char **argv) {
   wf_model *m = wf_model_new(g, 42, st);
   bench_check(m == NULL, st, "model");
   wf_model_begin(m, 1);
-  wf_output logits = build_net(m, cnn, model_input(g, cnn, in, st), st);
+  wf_output logits = build_net(m, kind, model_input(g, kind, in, st), st);
   bench_check(logits.node == NULL, st, "model");
   wf_output loss =
       wf_loss_sparse_softmax_cross_entropy(m, logits, (wf_output){in, 1}, st);
@@ -192,13 +289,15 @@ int main(int argc, char **argv) {
          a.model, a.batch, a.threads, (long long)seen, dt, seen / dt,
          dt / ((double)(seen + a.batch - 1) / a.batch) * 1e3, last_loss,
          a.warm);
-  if (cnn) {
+  if (kind != MLP) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"bench\":\"train-peak-rss\",\"model\":\"cnn\",\"batch\":%d,"
+    printf("{\"bench\":\"train-peak-rss\",\"model\":\"%s\",\"batch\":%d,"
            "\"threads\":%d,\"epochs\":%d,\"peak_rss_mib\":%.1f}\n",
-           a.batch, a.threads, a.warm + 1, ru.ru_maxrss / 1024.0);
+           a.model, a.batch, a.threads, a.warm + 1, ru.ru_maxrss / 1024.0);
   }
+  if (a.profile > 0)
+    profile(step, it, a.profile, a.model, st);
 
   wf_callable_free(step);
   wf_session_free(s);

@@ -22,6 +22,7 @@ include tests/session/local.mk
 include tests/devices/cpu.mk
 include tests/ops/math.mk
 include tests/ops/array_nn.mk
+include tests/ops/layer_norm.mk
 include tests/core/gradients.mk
 include tests/ops/train.mk
 include tests/readers/tfrecord.mk

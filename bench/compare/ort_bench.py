@@ -7,7 +7,8 @@ package) and not PyTorch's own figures (torch_bench.py).
   python3 ort_bench.py [--threads 2] [--model cnn.onnx]
 
 The model is the PyTorch cnn with random weights (seed 42), exported with
-torch.onnx.export (opset 13, dynamic batch) to a temporary file unless
+torch.onnx.export (opset 13, dynamic batch; the TorchScript exporter
+under torch 2) to a temporary file unless
 --model names one; timing does not depend on the weights. The session runs
 with intra_op_num_threads = --threads, one inter-op thread, sequential
 execution and all graph optimisations. Needs onnxruntime, PyTorch and NumPy.
@@ -31,11 +32,14 @@ def export_cnn(path):
     from torch_bench import cnn
     torch.manual_seed(42)
     model = cnn().eval()
-    torch.onnx.export(model, torch.rand(1, 1, 28, 28), path,
-                      input_names=["images"], output_names=["logits"],
-                      dynamic_axes={"images": {0: "batch"},
-                                    "logits": {0: "batch"}},
-                      opset_version=13)
+    kw = dict(input_names=["images"], output_names=["logits"],
+              dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+              opset_version=13)
+    x = torch.rand(1, 1, 28, 28)
+    try:  # torch 2: the TorchScript exporter, as torch 1.13 has it
+        torch.onnx.export(model, x, path, dynamo=False, **kw)
+    except TypeError:  # torch 1.x: no dynamo argument
+        torch.onnx.export(model, x, path, **kw)
 
 
 def run(sess, batch, steps, warmup):

@@ -4,17 +4,21 @@ per process, printing one JSON line per result in the shape of weft's bench
 programs. Not the thread/allocator search (compare.py runs this script under
 each setting) and not ONNX Runtime (ort_bench.py).
 
-  python3 torch_bench.py train --model mlp|cnn   # samples/s over one epoch
-  python3 torch_bench.py infer                   # cnn batch-1 latency, batch-64 throughput
+  python3 torch_bench.py train --model mlp|cnn|transformer [--compile on|off]
+  python3 torch_bench.py infer [--compile on|off]  # cnn batch-1 latency, batch-64 throughput
   python3 torch_bench.py gemm                    # GFLOP/s, N = 512, 1024, 2048
   python3 torch_bench.py dispatch                # 10,000 x+1 ops on a scalar
 
 Needs PyTorch and NumPy; runs torch.set_num_threads(2) (--threads). Training
-reads Fashion-MNIST into memory as uint8 once, then times one epoch after a
-few warm-up steps: each step slices a shuffled batch, scales it to [0, 1]
-and runs forward, loss, backward and the Adam update. The cnn training line
-also carries the process's peak RSS (getrusage ru_maxrss), so run it in a
-process of its own.
+reads Fashion-MNIST into memory as uint8 once, then times one epoch (whole
+batches only) after a few warm-up steps: each step slices a shuffled batch,
+scales it to [0, 1]
+and runs forward, loss, backward and the Adam update. With --compile on the
+model runs through torch.compile (the warm-up steps compile it; the
+optimizer step stays eager); compare.py runs both and keeps the better.
+The cnn and transformer training lines also carry the process's peak RSS
+(getrusage ru_maxrss), so run each in a process of its own; with --eval
+the test accuracy after --epochs epochs (the first timed) is added.
 """
 import argparse
 import gzip
@@ -43,6 +47,59 @@ def cnn():
                          nn.Linear(7 * 7 * 32, 10))
 
 
+class Positions(nn.Module):
+    """x (N, T, D) plus a learned (T, D) table, N(0, 0.02^2)."""
+
+    def __init__(self, t, d):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(t, d) * 0.02)
+
+    def forward(self, x):
+        return x + self.table
+
+
+class Block(nn.Module):
+    """A pre-LayerNorm encoder block: 4-head self-attention, GELU MLP."""
+
+    def __init__(self, d=64, heads=4, mlp=128):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.mlp = nn.Sequential(nn.Linear(d, mlp), nn.GELU(),
+                                 nn.Linear(mlp, d))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Transformer(nn.Module):
+    """DESIGN.md's transformer: 28 row tokens of 28 -> 64, learned
+    positions, 2 blocks, a final layer norm, the mean over tokens, dense 10."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(28, 64)
+        self.pos = Positions(28, 64)
+        self.blocks = nn.Sequential(Block(), Block())
+        self.ln = nn.LayerNorm(64, eps=1e-5)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = self.ln(self.blocks(self.pos(self.embed(x))))
+        return self.head(h.mean(dim=1))
+
+
+def transformer():
+    return Transformer()
+
+
+MODELS = {"mlp": (mlp, (-1, 784)), "cnn": (cnn, (-1, 1, 28, 28)),
+          "transformer": (transformer, (-1, 28, 28))}
+
+
 def read_idx(path):
     """An idx file (gzipped) as a uint8 array shaped by its header."""
     with gzip.open(path, "rb") as f:
@@ -59,12 +116,16 @@ def emit(record):
     print(json.dumps(record), flush=True)
 
 
+COMPILE = "off"
+
+
 def setting():
     """The environment settings that compare.py varies, for the record."""
     keys = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
             "MALLOC_TRIM_THRESHOLD_")
-    return " ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ) \
-        or "default"
+    env = " ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ)
+    mode = "torch.compile" if COMPILE == "on" else "eager"
+    return f"{mode}, {env}" if env else mode
 
 
 def bench_train(a):
@@ -76,39 +137,59 @@ def bench_train(a):
         keep = max(1, 60000 // a.limit)
         images, labels = images[::keep].contiguous(), labels[::keep].contiguous()
     n = images.shape[0]
-    shape = (-1, 1, 28, 28) if a.model == "cnn" else (-1, 784)
+    make, shape = MODELS[a.model]
     torch.manual_seed(42)
-    model = cnn() if a.model == "cnn" else mlp()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model = make()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(42)
+    run = torch.compile(model) if a.compile == "on" else model
 
     def step(idx):
         x = images[idx].view(shape).float().div_(255.0)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), labels[idx])
+        loss = loss_fn(run(x), labels[idx])
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
 
     order = torch.randperm(n, generator=gen)
     for i in range(a.warm):
-        step(order[(i * a.batch) % n:][:a.batch])
+        step(order[(i * a.batch) % (n - a.batch + 1):][:a.batch])
+    # Whole batches only: a last partial batch would make torch.compile
+    # compile a second shape inside the timed epoch.
+    steps = n // a.batch
     order = torch.randperm(n, generator=gen)
     t0 = time.perf_counter()
-    for i in range(0, n, a.batch):
-        loss = step(order[i:i + a.batch])
+    for i in range(steps):
+        loss = step(order[i * a.batch:(i + 1) * a.batch])
     last = float(loss)
     dt = time.perf_counter() - t0
-    steps = (n + a.batch - 1) // a.batch
-    emit({"bench": "train", "model": a.model, "batch": a.batch,
-          "threads": a.threads, "samples": n, "seconds": round(dt, 3),
-          "samples_per_s": round(n / dt, 1),
-          "ms_per_step": round(dt / steps * 1e3, 4), "last_loss": round(last, 4),
-          "data": f"in memory (uint8), after {a.warm} warm-up steps",
-          "setting": setting()})
-    if a.model == "cnn":
-        emit({"bench": "train-peak-rss", "model": "cnn", "batch": a.batch,
+    rec = {"bench": "train", "model": a.model, "batch": a.batch,
+           "threads": a.threads, "samples": steps * a.batch,
+           "seconds": round(dt, 3),
+           "samples_per_s": round(steps * a.batch / dt, 1),
+           "ms_per_step": round(dt / steps * 1e3, 4),
+           "last_loss": round(last, 4),
+           "data": f"in memory (uint8), after {a.warm} warm-up steps",
+           "setting": setting(), "runtime": f"torch {torch.__version__}"}
+    if a.eval:
+        for _ in range(a.epochs - 1):
+            order = torch.randperm(n, generator=gen)
+            for i in range(steps):
+                step(order[i * a.batch:(i + 1) * a.batch])
+        timg = torch.from_numpy(
+            read_idx(f"{a.data}/t10k-images-idx3-ubyte.gz").copy())
+        tlab = torch.from_numpy(
+            read_idx(f"{a.data}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+        model.eval()
+        with torch.inference_mode():
+            pred = model(timg.view(shape).float().div_(255.0)).argmax(1)
+        rec["test_accuracy"] = round(float((pred == tlab).float().mean()), 4)
+        rec["epochs"] = a.epochs
+    emit(rec)
+    if a.model != "mlp":
+        emit({"bench": "train-peak-rss", "model": a.model, "batch": a.batch,
               "threads": a.threads,
               "peak_rss_mib": round(
                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -133,9 +214,10 @@ def run_infer(run, batch, steps, warmup):
 def bench_infer(a):
     torch.manual_seed(42)
     model = cnn().eval()
+    run = torch.compile(model) if a.compile == "on" else model
     with torch.inference_mode():
-        mean1, best1 = run_infer(model, 1, a.steps1, 10)
-        mean64, _ = run_infer(model, 64, a.steps64, 2)
+        mean1, best1 = run_infer(run, 1, a.steps1, 10)
+        mean64, _ = run_infer(run, 64, a.steps64, 2)
     emit({"bench": "cnn-infer", "batch": 1, "threads": a.threads,
           "latency_ms": round(mean1 * 1e3, 4),
           "latency_ms_best": round(best1 * 1e3, 4), "setting": setting()})
@@ -188,7 +270,14 @@ def bench_dispatch(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("workload", choices=("train", "infer", "gemm", "dispatch"))
-    p.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
+    p.add_argument("--model", choices=("mlp", "cnn", "transformer"),
+                   default="mlp")
+    p.add_argument("--compile", choices=("on", "off"), default="off",
+                   help="run the model through torch.compile (train, infer)")
+    p.add_argument("--epochs", type=int, default=1,
+                   help="epochs in all with --eval (the first one timed)")
+    p.add_argument("--eval", action="store_true",
+                   help="print the test accuracy after training")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--limit", type=int, default=0,
@@ -199,6 +288,8 @@ def main():
     p.add_argument("--steps", type=int, default=20, help="dispatch runs")
     p.add_argument("--data", default=FASHION)
     a = p.parse_args()
+    global COMPILE
+    COMPILE = a.compile
     torch.set_num_threads(a.threads)
     {"train": bench_train, "infer": bench_infer, "gemm": bench_gemm,
      "dispatch": bench_dispatch}[a.workload](a)

@@ -9,6 +9,7 @@
  * It only adds graph nodes; the optimizer step is lib/train/optimizer.c's. */
 #include <config.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,48 @@ static int static_rank(wf_output x) {
   return s.rank;
 }
 
+/* A Const int64 vector (-1, dims[1..rank-1]): the target of a Reshape that
+ * keeps the leading (batch) dimension open. */
+static wf_output reshape_open(wf_model *m, wf_output x, const int64_t *dims,
+                              int rank, wf_status *st) {
+  if (!x.node)
+    return x;
+  int64_t r = rank;
+  wf_tensor *t = wf_tensor_new(WF_INT64, &r, 1, st);
+  if (!t)
+    return (wf_output){NULL, 0};
+  int64_t *v = wf_tensor_data(t);
+  v[0] = -1;
+  for (int i = 1; i < rank; i++)
+    v[i] = dims[i];
+  return op2(m, "Reshape", x, train_const_tensor(m, t, st), st);
+}
+
+/* x (R, D) -> x W + b with W (D, units) and b (units,) the variables
+ * <layer>/kernel and <layer>/bias (the first initialised by kernel_init,
+ * the second zeros). */
+static wf_output affine(wf_model *m, const char *layer, wf_output x,
+                        int64_t d, int units, wf_init kernel_init,
+                        wf_status *st) {
+  int64_t kd[2] = {d, units}, bd[1] = {units};
+  char vn[192];
+  snprintf(vn, sizeof vn, "%s/kernel", layer);
+  train_var *k = train_variable(m, vn, WF_FLOAT32, kd, 2, kernel_init, 0, 1, st);
+  snprintf(vn, sizeof vn, "%s/bias", layer);
+  train_var *b = k ? train_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
+                                   1, st)
+                  : NULL;
+  if (!b)
+    return (wf_output){NULL, 0};
+  k->is_kernel = 1;
+  wf_output kr = train_read(m, k, st), br = train_read(m, b, st);
+  if (m->training) {
+    k->read_train = kr;
+    b->read_train = br;
+  }
+  return op2(m, "BiasAdd", op2(m, "MatMul", x, kr, st), br, st);
+}
+
 wf_output wf_layer_dense_with_initializer(wf_model *m, wf_output x,
                                           int units, wf_activation act,
                                           wf_init kernel_init, wf_status *st) {
@@ -389,33 +432,32 @@ wf_output wf_layer_dense_with_initializer(wf_model *m, wf_output x,
   wf_output out = {NULL, 0};
   if (!x.node)
     return x;
-  int64_t d = static_dim(x, 1);
-  if (static_rank(x) != 2 || d <= 0) {
+  wf_shape s;
+  wf_node_output_shape(x.node, x.index, &s);
+  /* A sequence (N, T, D) takes the same W at every position; an image
+   * (N, H, W, C) is refused: it wants a flatten first. */
+  int known = (s.rank == 2 || s.rank == 3) && s.dims[s.rank - 1] > 0 &&
+              (s.rank == 2 || s.dims[1] >= 0);
+  if (!known) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
-                  "dense layer: input '%s' must be (N, D) with D known",
+                  "dense layer: input '%s' must be (N, D) or a sequence "
+                  "(N, T, D) with T and D known",
                   wf_node_name(x.node));
     return out;
   }
   if (layer_begin(m, "dense", name, sizeof name, st))
     return out;
-  int64_t kd[2] = {d, units}, bd[1] = {units};
-  char vn[160];
-  snprintf(vn, sizeof vn, "%s/kernel", name);
-  train_var *k = train_variable(m, vn, WF_FLOAT32, kd, 2, kernel_init, 0, 1, st);
-  snprintf(vn, sizeof vn, "%s/bias", name);
-  train_var *b = k ? train_variable(m, vn, WF_FLOAT32, bd, 1, WF_INIT_ZEROS, 0,
-                                   1, st)
-                  : NULL;
-  if (k && b) {
-    k->is_kernel = 1;
-    wf_output kr = train_read(m, k, st), br = train_read(m, b, st);
-    if (m->training) {
-      k->read_train = kr;
-      b->read_train = br;
-    }
-    out = op2(m, "MatMul", x, kr, st);
-    out = op2(m, "BiasAdd", out, br, st);
-    out = wf_layer_activation(m, out, act, st);
+  int64_t d = s.dims[s.rank - 1];
+  wf_output x2 = x;
+  if (s.rank > 2) {
+    int64_t flat[2] = {-1, d};
+    x2 = reshape_open(m, x, flat, 2, st);
+  }
+  out = affine(m, name, x2, d, units, kernel_init, st);
+  out = wf_layer_activation(m, out, act, st);
+  if (s.rank > 2) {
+    s.dims[s.rank - 1] = units;
+    out = reshape_open(m, out, s.dims, s.rank, st);
   }
   return layer_end(m, name, out, st);
 }
@@ -739,6 +781,198 @@ wf_output wf_layer_gru(wf_model *m, wf_output x, int units,
 wf_output wf_layer_lstm(wf_model *m, wf_output x, int units,
                         wf_output *sequence, wf_status *st) {
   return recurrent(m, "lstm", "LSTM", 4, x, units, sequence, st);
+}
+
+/* ---- transformer layers ------------------------------------------------ */
+
+/* x's static shape when it is (N, T, D) with T and D known; else st set
+ * naming the layer. */
+static int sequence_shape(wf_output x, const char *kind, wf_shape *s,
+                          wf_status *st) {
+  wf_node_output_shape(x.node, x.index, s);
+  if (s->rank != 3 || s->dims[1] <= 0 || s->dims[2] <= 0)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "%s: input '%s' must be (N, T, D) with T and D known",
+                         kind, wf_node_name(x.node));
+  return 0;
+}
+
+wf_output wf_layer_layer_norm(wf_model *m, wf_output x, double epsilon,
+                              wf_status *st) {
+  char name[128];
+  wf_output out = {NULL, 0};
+  if (!x.node)
+    return x;
+  int rank = static_rank(x);
+  int64_t c = rank > 0 ? static_dim(x, rank - 1) : -1;
+  if (c <= 0 || !(epsilon >= 0)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "layer_norm: the last dimension of '%s' must be known and "
+                  "epsilon (%g) at least 0",
+                  wf_node_name(x.node), epsilon);
+    return out;
+  }
+  if (layer_begin(m, "layer_norm", name, sizeof name, st))
+    return out;
+  int64_t cd[1] = {c};
+  char vn[160];
+  snprintf(vn, sizeof vn, "%s/gamma", name);
+  train_var *g = train_variable(m, vn, WF_FLOAT32, cd, 1, WF_INIT_ONES, 0, 1,
+                               st);
+  snprintf(vn, sizeof vn, "%s/beta", name);
+  train_var *b = g ? train_variable(m, vn, WF_FLOAT32, cd, 1, WF_INIT_ZEROS,
+                                   0, 1, st)
+                  : NULL;
+  if (b) {
+    wf_output gr = train_read(m, g, st), br = train_read(m, b, st);
+    if (m->training) {
+      g->read_train = gr;
+      b->read_train = br;
+    }
+    if (gr.node && br.node) {
+      wf_output in[3] = {x, gr, br};
+      wf_attr_item a = {"epsilon",
+                        {.type = WF_ATTR_FLOAT, .count = 1, .u.f = epsilon}};
+      out = train_op(m, "LayerNorm", in, 3, &a, 1, st);
+    }
+  }
+  return layer_end(m, name, out, st);
+}
+
+wf_output wf_layer_positional_embedding(wf_model *m, wf_output x,
+                                        wf_status *st) {
+  char name[128];
+  wf_output out = {NULL, 0};
+  wf_shape s;
+  if (!x.node)
+    return x;
+  if (sequence_shape(x, "positional_embedding", &s, st))
+    return out;
+  if (layer_begin(m, "positional_embedding", name, sizeof name, st))
+    return out;
+  char vn[160];
+  snprintf(vn, sizeof vn, "%s/embeddings", name);
+  train_var *p = train_variable(m, vn, WF_FLOAT32, s.dims + 1, 2,
+                               WF_INIT_NORMAL, 0.02, 1, st);
+  if (p) {
+    wf_output pr = train_read(m, p, st);
+    if (m->training)
+      p->read_train = pr;
+    out = op2(m, "Add", x, pr, st);
+  }
+  return layer_end(m, name, out, st);
+}
+
+/* (N, T, H*dh) <-> (N, H, T, dh). */
+static wf_output split_heads(wf_model *m, wf_output x, int64_t t, int heads,
+                             int64_t dh, wf_status *st) {
+  static const int64_t perm[4] = {0, 2, 1, 3};
+  const int64_t dims[4] = {-1, t, heads, dh};
+  wf_output r = reshape_open(m, x, dims, 4, st);
+  return op2(m, "Transpose", r, int64_vector(m, perm, 4, st), st);
+}
+
+static wf_output merge_heads(wf_model *m, wf_output x, int64_t t, int64_t d,
+                             wf_status *st) {
+  static const int64_t perm[4] = {0, 2, 1, 3};
+  const int64_t dims[2] = {-1, d};
+  (void)t;
+  wf_output r = op2(m, "Transpose", x, int64_vector(m, perm, 4, st), st);
+  return reshape_open(m, r, dims, 2, st);
+}
+
+wf_output wf_layer_multi_head_attention(wf_model *m, wf_output x,
+                                        int num_heads, wf_status *st) {
+  char name[128], sub[160];
+  wf_output out = {NULL, 0};
+  wf_shape s;
+  if (!x.node)
+    return x;
+  if (sequence_shape(x, "multi_head_attention", &s, st))
+    return out;
+  int64_t t = s.dims[1], d = s.dims[2];
+  if (num_heads < 1 || d % num_heads != 0) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "multi_head_attention: %d heads do not divide the %lld "
+                  "features of '%s'",
+                  num_heads, (long long)d, wf_node_name(x.node));
+    return out;
+  }
+  if (layer_begin(m, "multi_head_attention", name, sizeof name, st))
+    return out;
+  int64_t dh = d / num_heads;
+  const int64_t flat[2] = {-1, d};
+  wf_output x2 = reshape_open(m, x, flat, 2, st);
+  static const char *const proj[3] = {"query", "key", "value"};
+  wf_output h[3];
+  for (int i = 0; i < 3; i++) {
+    snprintf(sub, sizeof sub, "%s/%s", name, proj[i]);
+    h[i] = affine(m, sub, x2, d, (int)d, WF_INIT_GLOROT_UNIFORM, st);
+    h[i] = split_heads(m, h[i], t, num_heads, dh, st);
+  }
+  /* softmax(q k^T / sqrt(dh)) v, the scale applied to q (T > dh in the
+   * usual shapes, so fewer multiplications than on the scores). */
+  h[0] = op2(m, "Mul", h[0], train_scalar(m, WF_FLOAT32, 1.0 / sqrt((double)dh),
+                                          st), st);
+  wf_attr_item adj = {"adj_y", {.type = WF_ATTR_BOOL, .count = 1, .u.b = 1}};
+  wf_output qk[2] = {h[0], h[1]};
+  wf_output scores = h[0].node && h[1].node
+                         ? train_op(m, "BatchMatMul", qk, 2, &adj, 1, st)
+                         : (wf_output){NULL, 0};
+  wf_output probs = op1(m, "Softmax", scores, st);
+  wf_output ctx = op2(m, "BatchMatMul", probs, h[2], st);
+  wf_output merged = merge_heads(m, ctx, t, d, st);
+  snprintf(sub, sizeof sub, "%s/output", name);
+  if (merged.node)
+    out = affine(m, sub, merged, d, (int)d, WF_INIT_GLOROT_UNIFORM, st);
+  out = reshape_open(m, out, s.dims, 3, st);
+  return layer_end(m, name, out, st);
+}
+
+wf_output wf_layer_transformer_encoder(wf_model *m, wf_output x,
+                                       int num_heads, int mlp_units,
+                                       wf_status *st) {
+  char name[128];
+  wf_output out = {NULL, 0};
+  wf_shape s;
+  if (!x.node)
+    return x;
+  if (sequence_shape(x, "transformer_encoder", &s, st))
+    return out;
+  if (mlp_units < 1) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "transformer_encoder: mlp_units is %d (must be >= 1)",
+                  mlp_units);
+    return out;
+  }
+  if (layer_begin(m, "transformer_encoder", name, sizeof name, st))
+    return out;
+  wf_output a = wf_layer_layer_norm(m, x, 1e-5, st);
+  a = wf_layer_multi_head_attention(m, a, num_heads, st);
+  wf_output h = op2(m, "Add", x, a, st);
+  wf_output f = wf_layer_layer_norm(m, h, 1e-5, st);
+  f = wf_layer_dense(m, f, mlp_units, WF_ACT_GELU, st);
+  f = wf_layer_dense(m, f, (int)s.dims[2], WF_ACT_NONE, st);
+  out = op2(m, "Add", h, f, st);
+  return layer_end(m, name, out, st);
+}
+
+wf_output wf_layer_global_avg_pool(wf_model *m, wf_output x, wf_status *st) {
+  if (!x.node)
+    return x;
+  int rank = static_rank(x);
+  if (rank < 3) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "global_avg_pool: '%s' must have a known rank of at least 3 "
+                  "((N, T, C) or (N, H, W, C))",
+                  wf_node_name(x.node));
+    return (wf_output){NULL, 0};
+  }
+  int64_t axes[WF_MAX_RANK];
+  for (int i = 1; i < rank - 1; i++)
+    axes[i - 1] = i;
+  wf_attr_item a[1] = {int_list("axes", axes, rank - 2)};
+  return train_op(m, "Mean", &x, 1, a, 1, st);
 }
 
 /* ---- losses and metrics -------------------------------------------------------- */

@@ -34,6 +34,14 @@ tests_core_test_layers_rnn_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_layers_rnn_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_layers_rnn_LDADD = $(TEST_LDADD)
 
+# The transformer layers (layer norm, positions, attention, encoder block).
+check_PROGRAMS += tests/core/test_layers_transformer
+TESTS += tests/core/test_layers_transformer
+tests_core_test_layers_transformer_SOURCES = tests/core/test_layers_transformer.c
+tests_core_test_layers_transformer_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_layers_transformer_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_layers_transformer_LDADD = $(TEST_LDADD)
+
 # The fusion pass (ops-nn's plugin pass, plugins/ops/nn/fusion.c) on
 # working graphs, with the math, nn and cpu plugins.
 check_PROGRAMS += tests/core/test_pass_fusion

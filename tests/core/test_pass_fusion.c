@@ -72,8 +72,10 @@ typedef enum tempt {
   BIAS_FETCHED,       /* the BiasAdd output is fetched too */
   GELU_TANH,          /* Gelu with approximate = true */
   SPLIT_DEVICES,      /* MatMul asks for cpu:0, BiasAdd for cpu:1 */
-  ON_DEVICE_GATED     /* everything asks for "cpu"; MatMul has a control
+  ON_DEVICE_GATED,    /* everything asks for "cpu"; MatMul has a control
                          input, BiasAdd another */
+  SCOPED              /* the chain inside a graph scope (as every layer of
+                         weft/layers.h builds it) */
 } tempt;
 
 typedef struct spec {
@@ -162,6 +164,8 @@ static net build(wf_runtime *r, const spec *s) {
   wf_node_desc_set_attr_shape(d, "shape", xd, xr);
   n.feed = (wf_output){finish(d), 0};
   n.value = pattern(s->dt, xd, xr, 1);
+  if (s->tempt == SCOPED)
+    OK(wf_graph_push_scope(n.g, "layer", st));
   wf_output w = konst(n.g, s->dt, wd, xr, 2), b = konst(n.g, s->dt, &c, 1, 3);
   wf_node *gate0 = NULL, *gate1 = NULL;
   if (s->tempt == ON_DEVICE_GATED) {
@@ -214,6 +218,8 @@ static net build(wf_runtime *r, const spec *s) {
     n.fetches[n.nfetches++] = op1(n.g, "Neg", biased, NULL);
   if (s->tempt == BIAS_FETCHED)
     n.fetches[n.nfetches++] = biased;
+  if (s->tempt == SCOPED)
+    wf_graph_pop_scope(n.g);
   return n;
 }
 
@@ -294,6 +300,19 @@ static void test_fusion_replaces_each_chain_by_one_fused_node(void **state) {
       wf__work_deinit(&w);
       net_free(&n);
     }
+}
+
+static void test_fusion_fuses_chains_inside_scopes(void **state) {
+  (void)state;
+  for (int conv = 0; conv < 2; conv++) {
+    spec s = {WF_FLOAT32, conv, 0, "Relu", SCOPED};
+    net n = build(rt_on, &s);
+    wf__work w = net_work(&n);
+    assert_int_equal(count_op(&w, conv ? "_FusedConv2D" : "_FusedMatMul"), 1);
+    assert_int_equal(count_op(&w, "BiasAdd"), 0);
+    wf__work_deinit(&w);
+    net_free(&n);
+  }
 }
 
 static void test_fusion_is_off_when_the_config_says_so(void **state) {
@@ -444,6 +463,7 @@ static void test_fusion_gives_the_unfused_values(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fusion_replaces_each_chain_by_one_fused_node),
+      cmocka_unit_test(test_fusion_fuses_chains_inside_scopes),
       cmocka_unit_test(test_fusion_is_off_when_the_config_says_so),
       cmocka_unit_test(test_fusion_keeps_device_request_and_control_inputs),
       cmocka_unit_test(test_fusion_leaves_values_read_twice_apart),

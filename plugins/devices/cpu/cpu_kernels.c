@@ -49,6 +49,8 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_batch_norm_grad,
     &cpu_k_bias_add,
     &cpu_k_bias_add_grad,
+    &cpu_k_layer_norm,
+    &cpu_k_layer_norm_grad,
     WF_CPU_ELTWISE_KERNELS,
     WF_CPU_APPLY_KERNELS,
     &cpu_k_lstm,

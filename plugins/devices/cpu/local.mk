@@ -37,6 +37,7 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_softmax.c \
 	plugins/devices/cpu/cpu_bnorm.c \
 	plugins/devices/cpu/cpu_bias.c \
+	plugins/devices/cpu/cpu_layernorm.c \
 	plugins/devices/cpu/cpu_rnn.c \
 	plugins/devices/cpu/cpu_apply.c
 # -fopenmp: cpu_apply.c shares an update among the intra-op threads with

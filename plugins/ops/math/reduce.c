@@ -271,6 +271,10 @@ int math_sum_to_like(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   dt = wfx_dtype(x);
   if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT || !reduce_table[dt])
     return math_unsupported_dtype(dt, st);
+  /* Nothing was broadcast (a gradient whose batch size was unknown when
+   * it was built): each output is its one input, so x is forwarded. */
+  if (wfx_shape_equal(&xs, &ls))
+    return wfx_host->kernel_output_set(ctx, 0, (wf_tensor *)x, st);
   out = wfx_host->kernel_output_new(ctx, 0, &ls, st);
   if (!out)
     return wfx_code(st);

@@ -1,7 +1,7 @@
 /* plugins/ops/nn/grad.c — the gradient functions of the nn ops. Each builds
  * its part of the backward graph from this plugin's backward ops
  * (BiasAddGrad, Conv2DBackpropInput/Filter, MaxPoolGrad, AvgPoolGrad,
- * SoftmaxGrad, LogSoftmaxGrad, BatchNormGrad, Dropout) and a few ops of
+ * SoftmaxGrad, LogSoftmaxGrad, BatchNormGrad, LayerNormGrad, Dropout) and a few ops of
  * ops-array (Const, Shape, ExpandDims, ZerosLike) and ops-math (Mul, Neg,
  * AddN). The backward ops themselves have no gradients (no second order
  * through this plugin's backward ops). */
@@ -243,6 +243,26 @@ static int grad_batch_norm(wf_grad_ctx *ctx, wf_status *st) {
   return 0;
 }
 
+/* LayerNorm: one LayerNormGrad(dy, x, scale) whose outputs are the
+ * gradients of x, scale and offset. */
+static int grad_layer_norm(wf_grad_ctx *ctx, wf_status *st) {
+  static const char *const names[] = {"epsilon"};
+  wf_attr_item attrs[1];
+  wf_output in[3] = {DY(0), IN(0), IN(1)};
+  wf_node *n;
+
+  if (!in[0].node)
+    return 0;
+  if (copy_attrs(ctx, names, 1, attrs, st))
+    return wfx_code(st);
+  if (!(n = wfx_host->grad_add_node(ctx, "LayerNormGrad", in, 3, attrs, 1,
+                                    st)))
+    return wfx_code(st);
+  for (int i = 0; i < 3; i++)
+    wfx_host->grad_set_input_grad(ctx, i, (wf_output){n, i});
+  return 0;
+}
+
 /* Dropout: the same mask applied to dy, i.e. a Dropout node with the
  * forward rate and seeds whose stream_name is the forward node's stream
  * (its stream_name, or its own name): in the same step it draws exactly
@@ -279,10 +299,11 @@ static const wf_gradient_def gradient_defs[] = {
     GRADIENT("SparseSoftmaxCrossEntropyWithLogits", grad_sparse_softmax_xent),
     GRADIENT("BatchNorm", grad_batch_norm),
     GRADIENT("Dropout", grad_dropout),
+    GRADIENT("LayerNorm", grad_layer_norm),
 };
 
 #define NGRADS (sizeof gradient_defs / sizeof gradient_defs[0])
-_Static_assert(NGRADS == 10, "list every entry of gradient_defs below");
+_Static_assert(NGRADS == 11, "list every entry of gradient_defs below");
 
 const wf_gradient_def *const nn_gradients[NGRADS + 1] = {&gradient_defs[0],
                                                          &gradient_defs[1],
@@ -294,4 +315,5 @@ const wf_gradient_def *const nn_gradients[NGRADS + 1] = {&gradient_defs[0],
                                                          &gradient_defs[7],
                                                          &gradient_defs[8],
                                                          &gradient_defs[9],
+                                                         &gradient_defs[10],
                                                          NULL};

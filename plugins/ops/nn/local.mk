@@ -15,6 +15,7 @@ OPS_NN_SOURCES = \
 	plugins/ops/nn/pool.c \
 	plugins/ops/nn/softmax.c \
 	plugins/ops/nn/batchnorm.c \
+	plugins/ops/nn/layernorm.c \
 	plugins/ops/nn/fused.c \
 	plugins/ops/nn/dropout.c \
 	plugins/ops/nn/fusion.c \

@@ -118,6 +118,10 @@ extern const wf_kernel_def nn_bias_add_grad_kernel,
     nn_max_pool_grad_kernel, nn_avg_pool_grad_kernel, nn_softmax_grad_kernel,
     nn_log_softmax_grad_kernel, nn_batch_norm_grad_kernel;
 
+/* layernorm.c: LayerNorm and its backward op. */
+extern const wf_op_def nn_layer_norm_op, nn_layer_norm_grad_op;
+extern const wf_kernel_def nn_layer_norm_kernel, nn_layer_norm_grad_kernel;
+
 /* grad.c: every gradient definition of the plugin, NULL-terminated. */
 extern const wf_gradient_def *const nn_gradients[];
 

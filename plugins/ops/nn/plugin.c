@@ -32,6 +32,8 @@ static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_log_softmax_grad_op,
                                        &nn_batch_norm_grad_op,
                                        &nn_fused_conv2d_op,
+                                       &nn_layer_norm_op,
+                                       &nn_layer_norm_grad_op,
                                        NULL};
 
 static const wf_kernel_def *const kernels[] = {
@@ -54,6 +56,8 @@ static const wf_kernel_def *const kernels[] = {
     &nn_log_softmax_grad_kernel,
     &nn_batch_norm_grad_kernel,
     &nn_fused_conv2d_kernel,
+    &nn_layer_norm_kernel,
+    &nn_layer_norm_grad_kernel,
     NULL};
 
 /* The host table, for every file of the plugin: the fusion pass uses
@@ -75,7 +79,7 @@ static const wf_plugin_desc desc = {
     .description =
         "Neural-network ops (BiasAdd, Conv2D, MaxPool, AvgPool, "
         "Softmax, LogSoftmax, softmax cross-entropy, BatchNorm, "
-        "Dropout), their backward ops and gradients, with reference CPU "
+        "LayerNorm, Dropout), their backward ops and gradients, with reference CPU "
         "kernels",
     .ops = ops,
     .kernels = kernels,

@@ -85,7 +85,9 @@ WF_API const char *wf_model_variable_name(const wf_model *m, int i,
 /* ---- layers (NHWC for images) ------------------------------------------- */
 
 /* x (N, D) -> act(x W + b), W (D, units) initialised Glorot-uniform (He-
- * uniform under ReLU), b zeros. */
+ * uniform under ReLU), b zeros. x may also be a sequence (N, T, D) with T
+ * known: the same W and b apply at every position, giving (N, T, units).
+ * Images (rank 4) are refused: flatten them first. */
 WF_API wf_output wf_layer_dense(wf_model *m, wf_output x, int units,
                                 wf_activation act, wf_status *st);
 /* As wf_layer_dense with a chosen kernel initializer. */
@@ -140,6 +142,40 @@ WF_API wf_output wf_layer_gru(wf_model *m, wf_output x, int units,
                               wf_output *sequence, wf_status *st);
 WF_API wf_output wf_layer_lstm(wf_model *m, wf_output x, int units,
                                wf_output *sequence, wf_status *st);
+
+/* ---- transformer layers ------------------------------------------------- */
+
+/* Layer normalisation over the last axis of x (..., C), C known: (x - mean)
+ * / sqrt(variance + epsilon) * gamma + beta per row, gamma (C,) ones and
+ * beta (C,) zeros (variables <layer>/gamma and /beta). The same in training
+ * and inference passes. The LayerNorm op comes from the nn op plugin. */
+WF_API wf_output wf_layer_layer_norm(wf_model *m, wf_output x,
+                                     double epsilon, wf_status *st);
+/* x (N, T, D), T and D known, plus a learned (T, D) table of position
+ * embeddings (<layer>/embeddings, N(0, 0.02^2)), one row per position. */
+WF_API wf_output wf_layer_positional_embedding(wf_model *m, wf_output x,
+                                               wf_status *st);
+/* Multi-head self-attention over x (N, T, D), T and D known, num_heads
+ * dividing D: queries, keys and values are x Wq + bq, x Wk + bk and
+ * x Wv + bv (each (D, D), Glorot-uniform; variables <layer>/query/kernel,
+ * ...), split into num_heads heads of D / num_heads; each head computes
+ * softmax(q k^T / sqrt(D / num_heads)) v over all T positions (no mask);
+ * the heads are joined and projected by Wo, bo (<layer>/output/...).
+ * Returns (N, T, D). */
+WF_API wf_output wf_layer_multi_head_attention(wf_model *m, wf_output x,
+                                               int num_heads, wf_status *st);
+/* One pre-LayerNorm transformer encoder block over x (N, T, D):
+ *   h = x + attention(layer_norm(x)),
+ *   y = h + dense_D(gelu(dense_mlp_units(layer_norm(h)))),
+ * layer norms with epsilon 1e-5, the exact (erf) GELU, no dropout.
+ * Returns (N, T, D). */
+WF_API wf_output wf_layer_transformer_encoder(wf_model *m, wf_output x,
+                                              int num_heads, int mlp_units,
+                                              wf_status *st);
+/* The mean over every axis but the first and the last: (N, T, C) ->
+ * (N, C), (N, H, W, C) -> (N, C). No variables. */
+WF_API wf_output wf_layer_global_avg_pool(wf_model *m, wf_output x,
+                                          wf_status *st);
 
 /* ---- losses and metrics --------------------------------------------------- */
 
