@@ -32,7 +32,13 @@ opts="--model mlp --data-parallel --limit 12000 --batch 48 --epochs 3 --checkpoi
 # middle of writing into Open MPI's shared-memory queue of a peer blocks
 # that queue, so the peer hears nobody any more and may name the wrong
 # task (it still fails within the timeout).
-timeout 120 $MPIRUN --mca btl tcp,self --output-filename "$tmp/log" -np 3 \
+# Short launcher keepalives, as across hosts (docs/distributed.md): a task
+# that gave up on task 2 then stays 3 s before it exits, so mpirun does not
+# end the job (killing task 1) in the instant before task 1's own
+# heartbeat timeout, which falls within milliseconds of task 0's.
+timeout 120 $MPIRUN --mca btl tcp,self --mca oob_tcp_keepalive_time 1 \
+  --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 1 \
+  --output-filename "$tmp/log" -np 3 \
   "$builddir/examples/train_fashion" $opts --checkpoints "$tmp/ck" >"$tmp/out" 2>&1 &
 job=$!
 i=0
