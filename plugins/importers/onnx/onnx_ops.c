@@ -747,7 +747,8 @@ static int m_transpose(ox_node *n, wf_status *st) {
   } else {
     if (np > WF_MAX_RANK)
       return ox_fail(n, st, WF_INVALID_ARGUMENT, "perm is too long");
-    memcpy(perm, pv, (size_t)np * 8);
+    if (np > 0) /* an empty list has no array behind it */
+      memcpy(perm, pv, (size_t)np * 8);
   }
   return out1(n, transpose(n, x, perm, np, st), st);
 }
