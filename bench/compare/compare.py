@@ -29,12 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIG = str(1 << 30)  # glibc malloc thresholds "raised": 1 GiB
 # PyTorch's allocator and thread settings: large tensors stay on the heap
 # instead of being mmapped and unmapped every step (measured to help its
-# training), and its OpenMP threads (GNU OpenMP, bundled in the wheel) spin
-# as briefly as weft's runtime makes oneDNN's (GOMP_SPINCOUNT=1000): at
-# GNU OpenMP's default spin a loaded machine made its transformer step
-# 3.3 s instead of tens of ms, as it did weft's.
-TORCH_ENV = {"MALLOC_MMAP_THRESHOLD_": BIG, "MALLOC_TRIM_THRESHOLD_": BIG,
-             "GOMP_SPINCOUNT": "1000"}
+# training). Both sides keep GNU OpenMP's default spin (on a loaded
+# machine, GOMP_SPINCOUNT=1000 in the environment helps both alike).
+TORCH_ENV = {"MALLOC_MMAP_THRESHOLD_": BIG, "MALLOC_TRIM_THRESHOLD_": BIG}
 
 # Multiply-adds counted as 2 flops, of the matrix products and
 # convolutions only (elementwise work, softmax and normalisation are left

@@ -5,9 +5,6 @@
  * so no lower room needs to know the higher ones' op sets. */
 #include <config.h>
 
-#include <pthread.h>
-#include <stdlib.h>
-
 #include "host/host.h"
 
 #include "data/dataset.h"
@@ -54,27 +51,9 @@ static int check_deny(const wf_config *cfg, wf_status *st) {
   return WF_OK;
 }
 
-/* OpenMP's idle threads (oneDNN's, through the CPU plugin) spin for GNU
- * OpenMP's default 300,000 rounds, milliseconds, before they sleep. On a
- * busy machine a spinning thread burns the time slice its producer needs:
- * the transformer's training step on 2 cores under a load average of 25
- * took 2.1-3.0 s with that default and 0.43 s with 1,000 rounds (about
- * 20 us, still longer than the gap between two kernels of a step), in
- * interleaved runs. libgomp reads the setting once, when it is loaded
- * (with the first plugin that links it), so the bound goes into the
- * environment before the plugins load, and only where the environment
- * has no setting of its own (OMP_WAIT_POLICY or GOMP_SPINCOUNT); in a
- * process that loaded libgomp earlier it has no effect. */
-static void bound_openmp_spin(void) {
-  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
-    setenv("GOMP_SPINCOUNT", "1000", 0);
-}
-
 wf_runtime *wf_runtime_new(const wf_config *cfg, wf_status *st) {
-  static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
   if (cfg && check_deny(cfg, st))
     return NULL;
-  pthread_once(&spin_once, bound_openmp_spin);
   wf_runtime *rt = wf__runtime_new_empty(cfg, st);
   if (!rt)
     return NULL;
