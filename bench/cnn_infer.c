@@ -48,6 +48,14 @@ static wf_node *conv_relu_pool(wf_graph *g, wf_node *x, int cin, int cout,
   return bench_finish(d, st);
 }
 
+/* Warm-up and measurement are bounded below in time as well as in steps:
+ * a step of batch 64 takes half a millisecond, so twenty of them would
+ * measure ten milliseconds of one-off effects (a library's worker threads
+ * spinning for their first tenth of a second after it opens, the first
+ * primitives of a shape) rather than the steady state. */
+#define WARM_S 0.3
+#define MEASURE_S 0.5
+
 static double run_batch(wf_callable *c, int batch, int steps, int warmup,
                         double *best, wf_status *st) {
   int64_t dims[4] = {batch, 28, 28, 1};
@@ -55,9 +63,13 @@ static double run_batch(wf_callable *c, int batch, int steps, int warmup,
   float *p = wf_tensor_data(x);
   for (int64_t i = 0; i < wf_tensor_count(x); i++)
     p[i] = frand() + 0.5f;
-  double total = 0;
+  double total = 0, start = bench_now();
+  int measured = 0;
   *best = 1e30;
-  for (int i = 0; i < warmup + steps; i++) {
+  for (int i = 0;; i++) {
+    int warming = i < warmup || bench_now() - start < WARM_S;
+    if (!warming && measured >= steps && total >= MEASURE_S)
+      break;
     wf_tensor *y = NULL;
     double t0 = bench_now();
     bench_check(wf_callable_run(c, NULL, &x, &y, NULL, st), st, "run");
@@ -67,22 +79,41 @@ static double run_batch(wf_callable *c, int batch, int steps, int warmup,
       exit(1);
     }
     wf_tensor_release(y);
-    if (i >= warmup) {
+    if (!warming) {
       total += dt;
+      measured++;
       if (dt < *best)
         *best = dt;
     }
   }
   wf_tensor_release(x);
-  return total / steps;
+  return total / measured;
+}
+
+static int count_arg(int argc, char **argv, int i, int dflt, int least) {
+  if (argc <= i)
+    return dflt;
+  char *end;
+  long v = strtol(argv[i], &end, 10);
+  if (*end || v < least || v > 1000000) {
+    fprintf(stderr,
+            "usage: cnn_infer [STEPS_BATCH1 [STEPS_BATCH64 [INTER_OP]]]\n"
+            "bench: argument %d ('%s') must be a whole number from %d to "
+            "1000000\n",
+            i, argv[i], least);
+    exit(2);
+  }
+  return (int)v;
 }
 
 int main(int argc, char **argv) {
-  int steps1 = argc > 1 ? atoi(argv[1]) : 200;
-  int steps64 = argc > 2 ? atoi(argv[2]) : 20;
+  /* The least numbers of measured steps (each phase also measures for at
+   * least MEASURE_S seconds). */
+  int steps1 = count_arg(argc, argv, 1, 200, 1);
+  int steps64 = count_arg(argc, argv, 2, 20, 1);
   /* 0: the runtime's own split of the cores; a third argument sets the
    * executor (inter-op) threads. */
-  int threads = argc > 3 ? atoi(argv[3]) : 0;
+  int threads = count_arg(argc, argv, 3, 0, 0);
   wf_status *st = wf_status_new();
   wf_runtime *rt = bench_runtime(threads, st);
   wf_graph *g = wf_graph_new(rt);
