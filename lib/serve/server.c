@@ -32,10 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
-
 #include "codec.h"
 #include "metrics.h"
+#include "mhd_lazy.h"
 #include "model.h"
 
 #define MAX_MODELS 256
@@ -841,6 +840,8 @@ int wf_server_start(wf_server *srv, wf_status *st) {
                          "address '%s' is not a numeric IPv4 or IPv6 address",
                          srv->address);
   }
+  if (srv_mhd_ready(st))
+    return wf_status_code(st);
   srv->daemon = MHD_start_daemon(
       flags, (uint16_t)srv->o.port, NULL, NULL, on_request, srv,
       MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,

@@ -30,6 +30,8 @@
  * initialiser); the rest belong to lazylib_open. */
 typedef struct lazylib {
   const char *plugin;  /* the plugin's name, for messages ("device-cpu") */
+  const char *user;    /* who else opens it, for messages ("weft serve"),
+                          instead of "plugin <plugin>"; NULL for plugins */
   const char *what;    /* the library's name for people ("oneDNN") */
   const char *soname;  /* the file dlopen is given ("libdnnl.so.2") */
   const char *env;     /* variable naming another file to open, or NULL */
@@ -68,8 +70,9 @@ static inline void lazylib_fail_(lazylib *lib, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  snprintf(lib->error, sizeof lib->error,
-           "plugin %s cannot use %s (%s): %s%s%s", lib->plugin, lib->what,
+  snprintf(lib->error, sizeof lib->error, "%s%s cannot use %s (%s): %s%s%s",
+           lib->user ? "" : "plugin ", lib->user ? lib->user : lib->plugin,
+           lib->what,
            lazylib_file(lib), why,
            lib->env ? "; set " : "", lib->env ? lib->env : "");
   if (lib->env) {

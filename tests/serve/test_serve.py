@@ -521,12 +521,27 @@ def test_shutdown(srv):
     return log
 
 
+def test_library_missing(model):
+    """libmicrohttpd is opened when the server starts: a missing one is an
+    error naming the library, the file and the variable, not a crash."""
+    env = dict(os.environ, WEFT_MICROHTTPD_LIBRARY="/nonexistent/libmhd.so.12")
+    p = subprocess.run([WEFT, "serve", "--port", "0", "--model",
+                        "m=" + model], env=env, capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode != 0, "serve started without libmicrohttpd")
+    for part in ("cannot use libmicrohttpd", "/nonexistent/libmhd.so.12",
+                 "WEFT_MICROHTTPD_LIBRARY"):
+        check(part in p.stderr, "missing library: %r not in %r"
+              % (part, p.stderr))
+
+
 def main():
     base = os.path.join(TMP, "m")
     os.makedirs(base)
     make_model(os.path.join(base, "1"), 1)
     single = os.path.join(TMP, "s")
     make_model(single, 1)
+    test_library_missing(single)
     srv = Server(["--model", "m=" + base, "--model", "s=" + single,
                   "--poll-ms", "100", "--timeout", "2",
                   "--max-body-bytes", "100000"], "plain")
