@@ -15,3 +15,14 @@ tests_transports_coll_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_transports_coll_ops_CFLAGS = $(TEST_CFLAGS)
 tests_transports_coll_ops_LDADD = $(TEST_LDADD)
 endif
+# mpi_linked.sh: a program that links Open MPI and starts MPI itself, then
+# uses the plugin's collectives (the plugin must use the program's MPI
+# objects).
+EXTRA_DIST += tests/transports/mpi_linked.sh
+if HAVE_MPI
+check_PROGRAMS += tests/transports/mpi_linked
+TESTS += tests/transports/mpi_linked.sh
+tests_transports_mpi_linked_SOURCES = tests/transports/mpi_linked.c
+tests_transports_mpi_linked_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_transports_mpi_linked_LDADD = core/libweft.la $(MPI_LIBS)
+endif

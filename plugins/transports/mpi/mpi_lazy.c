@@ -112,6 +112,24 @@ enum { MPT_LAZY_FUNCS(MPT_INDEX) MPT_F_error_string, MPT_NUM_FUNCS };
 /* The functions' addresses, then the objects'. */
 static void *mpi_addrs[MPT_NUM_FUNCS + MPT_NUM_GLOBALS];
 
+/* The predefined objects in use are the process's first definitions, not
+ * necessarily the library's own: a program that links libmpi itself holds
+ * copies of those it names (copy relocations), and the library then uses
+ * the program's copies, leaving its own untouched. Looked up again in the
+ * global scope (which holds the library, opened RTLD_GLOBAL), so that the
+ * plugin passes MPI_COMM_WORLD and the rest as the library knows them. */
+static int mpi_opened(lazylib *lib, char *why, size_t len) {
+  (void)lib;
+  (void)why;
+  (void)len;
+  for (int i = 0; i < MPT_NUM_GLOBALS; i++) {
+    void *a = dlsym(RTLD_DEFAULT, mpi_symbols[MPT_NUM_FUNCS + i]);
+    if (a)
+      mpi_addrs[MPT_NUM_FUNCS + i] = a;
+  }
+  return 0;
+}
+
 /* Open MPI's components (dlopened by libmpi) look symbols up in the
  * global scope: the library is opened RTLD_GLOBAL, as programs linked
  * with it have it. */
@@ -119,7 +137,7 @@ static lazylib mpi_lib = LAZYLIB_INIT(
     .plugin = "transport-mpi", .what = "Open MPI", .soname = "libmpi.so.40",
     .env = "WEFT_MPI_LIBRARY",
     .dlflags = RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE,
-    .symbols = mpi_symbols, .addrs = mpi_addrs);
+    .symbols = mpi_symbols, .addrs = mpi_addrs, .opened = mpi_opened);
 
 void *mpt_lazy_global(int i) {
   if (lazylib_open(&mpi_lib))
