@@ -8,8 +8,11 @@
  *
  * Run as a job of 2 by mpi_linked.sh. Each task feeds rank + 1 and checks
  * the AllReduce sum, then compares it with MPI_Allreduce called by the
- * program on the same data. Exit 0 on success; each failure names the
- * task and what differed. */
+ * program on the same data. It also reads, through MPI's tool interface,
+ * the algorithm of Open MPI's nonblocking allreduce that the plugin chose
+ * (the ring, 1) or kept (the value of
+ * OMPI_MCA_coll_libnbc_iallreduce_algorithm when set). Exit 0 on success;
+ * each failure names the task and what differed. */
 #include <config.h>
 
 #include <mpi.h>
@@ -17,6 +20,24 @@
 #include <stdlib.h>
 
 #include <weft/weft.h>
+
+/* Open MPI's coll_libnbc_iallreduce_algorithm, or -1 where the library
+ * has no such variable. */
+static int nbc_algorithm(void) {
+  int provided, index, count, value = -1;
+  MPI_T_cvar_handle h;
+  if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    return -1;
+  if (MPI_T_cvar_get_index("coll_libnbc_iallreduce_algorithm", &index) ==
+          MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, NULL, &h, &count) == MPI_SUCCESS) {
+    if (count != 1 || MPI_T_cvar_read(h, &value) != MPI_SUCCESS)
+      value = -1;
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
+  return value;
+}
 
 #define N 4099 /* float32 elements: not a multiple of a bucket's chunking */
 
@@ -73,6 +94,15 @@ int main(int argc, char **argv) {
     return fail(rank, "MPI_Allreduce of the program", NULL);
   const float *got = wf_tensor_data(out);
   rc = 0;
+  const char *chosen = getenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm");
+  int alg = nbc_algorithm(), want_alg = chosen ? atoi(chosen) : 1;
+  if (alg >= 0 && alg != want_alg) {
+    fprintf(stderr,
+            "mpi_linked: task %d: coll_libnbc_iallreduce_algorithm is %d, "
+            "expected %d\n",
+            rank, alg, want_alg);
+    rc = 1;
+  }
   for (int i = 0; i < N && !rc; i++) {
     float want = (float)tasks * (float)(tasks + 1) / 2 +
                  (float)tasks * (float)(i % 7);

@@ -76,6 +76,11 @@ enum { MPT_LAZY_GLOBALS(MPT_LAZY_INDEX) MPT_NUM_GLOBALS };
  * MPI_Error_string says why). */
 void *mpt_lazy_global(int i);
 
+/* Chooses the ring algorithm for Open MPI's nonblocking allreduce where the
+ * user left it to the library (mpi_lazy.c says why). Called once MPI is
+ * initialised; 1 when it set it. */
+int mpt_tune_collectives(void);
+
 #undef OMPI_PREDEFINED_GLOBAL
 #define OMPI_PREDEFINED_GLOBAL(type, global) ((type)mpt_lazy_global(MPT_G_##global))
 

@@ -198,6 +198,10 @@ const mpt_job *mpt_join(wf_status *st) {
     goto fail;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (mpt_tune_collectives())
+    wfx_host->log(WF_LOG_DEBUG, "transport-mpi",
+                  "Open MPI's nonblocking allreduce set to its ring "
+                  "algorithm (coll_libnbc_iallreduce_algorithm = 1)");
   if ((err = MPI_Comm_dup(MPI_COMM_WORLD, &job.p2p)) != MPI_SUCCESS ||
       (err = MPI_Comm_dup(MPI_COMM_WORLD, &job.coll)) != MPI_SUCCESS) {
     wfx_host->status_set(st, WF_UNAVAILABLE,
