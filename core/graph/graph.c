@@ -129,6 +129,7 @@ wf_graph *wf__graph_new(wf_runtime *rt, wf__op_lookup_fn *find_op,
   g->find_op = find_op;
   g->ops = ops;
   wf__strmap_init(&g->names);
+  wf__strmap_init(&g->name_hints);
   return g;
 }
 
@@ -167,6 +168,12 @@ void wf_graph_free(wf_graph *g) {
   for (int i = 0; i < g->num_reserved; i++)
     wf__free(g->reserved[i]);
   wf__free(g->reserved);
+  for (int i = 0; i < g->num_hints; i++) {
+    wf__free(g->hints[i]->base);
+    wf__free(g->hints[i]);
+  }
+  wf__free(g->hints);
+  wf__strmap_deinit(&g->name_hints);
   wf__free(g);
 }
 
@@ -189,20 +196,54 @@ static size_t scoped(const char *scope, const char *base, const char *suffix,
   return n < 0 ? 0 : (size_t)n;
 }
 
+/* Remembers that suffixes below next of the scoped base are taken. Out of
+ * memory only loses the hint. */
+static void hint_set(wf_graph *g, const char *base, long next) {
+  name_hint *h = wf__strmap_get(&g->name_hints, base);
+  if (h) {
+    h->next = next;
+    return;
+  }
+  if (reserve_pow2(&g->hints, g->num_hints, 1, sizeof *g->hints))
+    return;
+  h = wf__alloc(sizeof *h, 16);
+  if (!h)
+    return;
+  h->base = wf__strdup(base);
+  h->next = next;
+  if (!h->base || wf__strmap_put(&g->name_hints, h->base, h)) {
+    wf__free(h->base);
+    wf__free(h);
+    return;
+  }
+  g->hints[g->num_hints++] = h;
+}
+
 /* Writes the first free name among scope/base, scope/base_1, scope/base_2,
  * ... into a new string. NULL when out of memory. */
-static char *make_unique(const wf_graph *g, const char *scope,
-                         const char *base) {
+static char *make_unique(wf_graph *g, const char *scope, const char *base) {
   char suffix[24] = "";
   size_t need = scoped(scope, base, "", NULL, 0) + sizeof suffix;
   char *buf = wf__alloc(need, 16);
   if (!buf)
     return NULL;
-  for (long i = 1;; i++) {
-    scoped(scope, base, suffix, buf, need);
-    if (!name_taken(g, buf))
-      return buf;
+  scoped(scope, base, "", buf, need);
+  if (!name_taken(g, buf))
+    return buf;
+  const name_hint *h = wf__strmap_get(&g->name_hints, buf);
+  long first = h ? h->next : 1;
+  char *key = wf__strdup(buf); /* buf is rewritten below */
+  for (long i = first;; i++) {
     snprintf(suffix, sizeof suffix, "_%ld", i);
+    scoped(scope, base, suffix, buf, need);
+    if (!name_taken(g, buf)) {
+      /* Not i + 1: wf_graph_unique_name returns a name without taking
+       * it. */
+      if (key)
+        hint_set(g, key, i);
+      wf__free(key);
+      return buf;
+    }
   }
 }
 

@@ -35,6 +35,13 @@ struct wf_node {
   int num_control_consumers;
 };
 
+/* A scoped base name and where the search for its next free suffix
+ * resumes (make_unique in graph.c). */
+typedef struct name_hint {
+  char *base; /* the map's key */
+  long next;  /* the first suffix not known to be taken */
+} name_hint;
+
 struct wf_graph {
   wf_runtime *rt;      /* borrowed, opaque here (core/plugin) */
   wf__op_lookup_fn *find_op; /* how nodes' ops are found */
@@ -48,6 +55,13 @@ struct wf_graph {
   int num_devices;
   char **reserved;     /* names reserved by scopes (owned) */
   int num_reserved;
+  /* Where the search for a free "base_N" resumes, per scoped base: names
+   * are never released, so every suffix below it is still taken, and
+   * naming the n-th node of an op costs O(1) rather than O(n) look-ups.
+   * A cache only: without an entry the search starts at 1. */
+  wf__strmap name_hints; /* scoped base -> name_hint (owned, below) */
+  name_hint **hints;
+  int num_hints;
 };
 
 /* A new empty graph whose ops are found by find_op in ops; rt is kept for

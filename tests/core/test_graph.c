@@ -813,6 +813,24 @@ static void test_graph_makes_unique_names_from_the_op(void **state) {
                       "Mul");
   assert_ptr_equal(wf_graph_find_node(f->g, "Add_1"), b);
   assert_null(wf_graph_find_node(f->g, "Add_4"));
+  /* Asking does not take the name; the next node gets it. */
+  e = binary(f->g, "Add", NULL, x, x, f->st);
+  assert_string_equal(wf_node_name(e), "Add_4");
+  /* A name taken by hand above the search's resume point is skipped. */
+  c = binary(f->g, "Add", "Add_6", x, x, f->st);
+  assert_string_equal(wf_node_name(binary(f->g, "Add", NULL, x, x, f->st)),
+                      "Add_5");
+  assert_string_equal(wf_node_name(binary(f->g, "Add", NULL, x, x, f->st)),
+                      "Add_7");
+  /* Many nodes of one op (named in constant time each; bench/dispatch
+   * builds 10,000): every name distinct and in sequence. */
+  for (int i = 8; i < 2000; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "Add_%d", i);
+    e = binary(f->g, "Add", NULL, x, x, f->st);
+    assert_non_null(e);
+    assert_string_equal(wf_node_name(e), want);
+  }
 }
 
 static void test_graph_scopes_prefix_names(void **state) {
