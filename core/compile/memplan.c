@@ -58,6 +58,15 @@
 
 static atomic_long stat_arenas, stat_views, stat_fallbacks, stat_in_place,
     stat_plans;
+static atomic_int stats_on;
+
+void wf__memplan_stats_enable(void) { atomic_store(&stats_on, 1); }
+
+/* Adds one to counter c while counting is on. */
+static void count(atomic_long *c) {
+  if (atomic_load_explicit(&stats_on, memory_order_relaxed))
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 void wf__memplan_stats_get(wf__memplan_stats *out) {
   out->arenas = atomic_load_explicit(&stat_arenas, memory_order_relaxed);
@@ -67,9 +76,7 @@ void wf__memplan_stats_get(wf__memplan_stats *out) {
   out->plans = atomic_load_explicit(&stat_plans, memory_order_relaxed);
 }
 
-void wf__memplan_count_in_place(void) {
-  atomic_fetch_add_explicit(&stat_in_place, 1, memory_order_relaxed);
-}
+void wf__memplan_count_in_place(void) { count(&stat_in_place); }
 
 /* ---- the plan ------------------------------------------------------------ */
 
@@ -885,7 +892,7 @@ static store *store_new(const wf__memplan *plan) {
     s->views[v].seg_begin = plan->planned[v].seg_begin;
     s->views[v].seg_end = plan->planned[v].seg_end;
   }
-  atomic_fetch_add_explicit(&stat_arenas, 1, memory_order_relaxed);
+  count(&stat_arenas);
   return s;
 }
 
@@ -1077,7 +1084,7 @@ void wf__arena_end(wf__arena *a, int ok) {
         wf__free(c->missed[i].key);
         c->missed[i].key = NULL;
       }
-    atomic_fetch_add_explicit(&stat_plans, 1, memory_order_relaxed);
+    count(&stat_plans);
   }
   pthread_mutex_unlock(&c->mu);
   if (p) {
@@ -1145,10 +1152,10 @@ wf_tensor *wf__arena_output(wf__arena *a, int32_t out, wf_dtype dtype,
       atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
       wf__tensor_init_view(&r->t, dtype, shape, s->base + v->offset,
                            v->nbytes, view_done, r);
-      atomic_fetch_add_explicit(&stat_views, 1, memory_order_relaxed);
+      count(&stat_views);
       return &r->t;
     }
-    atomic_fetch_add_explicit(&stat_fallbacks, 1, memory_order_relaxed);
+    count(&stat_fallbacks);
   }
   return wf__tensor_new_metered(
       dtype, shape, a->meter,

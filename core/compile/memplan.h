@@ -144,7 +144,10 @@ typedef struct wf__memplan_stats {
   long plans;     /* plans built from actual shapes */
 } wf__memplan_stats;
 
-/* Counters since the process started (all executors). */
+/* Counters of the whole process (all executors), kept only once counting
+ * was turned on (a test's first call): an atomic add per node output is a
+ * cost a run should not pay for a test's sake. */
+void wf__memplan_stats_enable(void);
 void wf__memplan_stats_get(wf__memplan_stats *out);
 
 #endif

@@ -16,6 +16,8 @@ typedef struct wf__edge {
   int32_t src_output; /* output slot of the producer */
   int32_t dst_node;   /* consumer's plan index, or -1 for a fetch */
   int32_t dst_slot;   /* global input slot, or the fetch index */
+  int32_t last_use;   /* 1 on the producer's last edge of this output: it
+                         takes the producer's reference (no retain) */
 } wf__edge;
 
 typedef struct wf__xnode {

@@ -130,7 +130,7 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
       } else {
         wf__xnode *src = &pt->nodes[plan_of[nd->inputs[k].node->id]];
         pt->edges[src->edge_end++] =
-            (wf__edge){nd->inputs[k].index, i, (int32_t)slot};
+            (wf__edge){nd->inputs[k].index, i, (int32_t)slot, 0};
       }
     }
     for (int k = 0; k < nd->num_control_inputs; k++) {
@@ -143,7 +143,19 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
     int32_t at = plan_of[sig->fetches[f].node->id];
     if (at >= 0) {
       wf__xnode *src = &pt->nodes[at];
-      pt->edges[src->edge_end++] = (wf__edge){sig->fetches[f].index, -1, f};
+      pt->edges[src->edge_end++] = (wf__edge){sig->fetches[f].index, -1, f, 0};
+    }
+  }
+  /* The last edge of each output, walking each node's edges backwards. */
+  for (int i = 0; i < count; i++) {
+    wf__xnode *xn = &pt->nodes[i];
+    for (int e = xn->edge_end - 1; e >= xn->edge_begin; e--) {
+      int later = 0;
+      for (int f = e + 1; f < xn->edge_end && !later && f < e + 9; f++)
+        later = pt->edges[f].src_output == pt->edges[e].src_output;
+      /* Past 8 later edges the search stops: such an edge keeps retaining
+       * (a wide fan-out gains nothing from one reference saved). */
+      pt->edges[e].last_use = !later && e + 9 > xn->edge_end;
     }
   }
   /* Kernel set-up once per node, and the roots. */
@@ -603,6 +615,20 @@ static int check_numerics(step *s, const wf__xnode *xn, wf_tensor **out) {
   return 0;
 }
 
+/* One of node d's inputs (or control inputs) arrived: 1 when it was the
+ * last. A node waiting for one only has a single producer, which alone
+ * writes its count: no read-modify-write is needed, and the count still
+ * reads 0 once it was made ready (tell_skipped). The producer hands the
+ * node on through the pool or runs it itself, which orders its slot
+ * writes before the node's reads. */
+static int arrived(prun *r, int32_t d) {
+  if (r->pt->nodes[d].pending == 1) {
+    atomic_store_explicit(&r->pending[d], 0, memory_order_relaxed);
+    return 1;
+  }
+  return atomic_fetch_sub(&r->pending[d], 1) == 1;
+}
+
 /* Node i of r is done (ran, failed, or was skipped because the step was
  * cancelled): releases its inputs, passes its outputs on, and schedules what
  * became ready — cheap nodes on the caller's inline stack, the first
@@ -649,7 +675,13 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
   if (ok && !cancelled(s)) {
     for (int e = xn->edge_begin; e < xn->edge_end; e++) {
       const wf__edge *ed = &pt->edges[e];
-      wf_tensor *t = wf_tensor_retain(out[ed->src_output]);
+      wf_tensor *t;
+      if (ed->last_use) { /* the node's reference moves to its last reader */
+        t = out[ed->src_output];
+        out[ed->src_output] = NULL;
+      } else {
+        t = wf_tensor_retain(out[ed->src_output]);
+      }
       if (ed->dst_node < 0)
         s->fetch_values[ed->dst_slot] = t;
       else
@@ -665,12 +697,12 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
      * on a half-filled input list. */
     for (int e = xn->edge_begin; e < xn->edge_end; e++) {
       int32_t d = pt->edges[e].dst_node;
-      if (d >= 0 && atomic_fetch_sub(&r->pending[d], 1) == 1)
+      if (d >= 0 && arrived(r, d))
         make_ready(r, d, ready, &nready);
     }
     for (int c = xn->ctrl_begin; c < xn->ctrl_end; c++) {
       int32_t d = pt->ctrl[c];
-      if (atomic_fetch_sub(&r->pending[d], 1) == 1)
+      if (arrived(r, d))
         make_ready(r, d, ready, &nready);
     }
   }
@@ -678,8 +710,11 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
     wf_tensor_release(out[k]);
     out[k] = NULL;
   }
-  if (nready > 0)
-    atomic_fetch_add(&s->outstanding, nready);
+  /* This node's count passes to the first node it made ready: only the
+   * others are added (before any of them can finish), and with none made
+   * ready the count is given back below. */
+  if (nready > 1)
+    atomic_fetch_add(&s->outstanding, nready - 1);
   for (int k = 0; k < nready; k++) {
     int32_t d = ready[k];
     if (pt->nodes[d].cheap && stack->n < INLINE_MAX) {
@@ -693,7 +728,7 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
         task_main(&r->tasks[d]);
     }
   }
-  if (atomic_fetch_sub(&s->outstanding, 1) == 1)
+  if (nready == 0 && atomic_fetch_sub(&s->outstanding, 1) == 1)
     step_finished(s);
 }
 

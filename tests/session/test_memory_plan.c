@@ -1193,6 +1193,7 @@ int main(void) {
    * is one allocation of the host allocator, so the counts of planned and
    * unplanned runs compare exactly. */
   setenv("WEFT_TENSOR_CACHE_MB", "0", 1);
+  wf__memplan_stats_enable();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mlp_training_is_bit_identical_planned_or_not),
       cmocka_unit_test(test_mlp_with_executor_threads_is_bit_identical),

@@ -191,7 +191,13 @@ static int binary_run(wf_kernel_ctx *ctx, binary_row_fn *const *table,
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "inputs are %s and %s; both must be of type T",
                     wfx_dtype_name(dt), wfx_dtype_name(wfx_dtype(in[1])));
-  if (wfx_broadcast_shapes(&s[0], &s[1], &so, NULL, st))
+  /* Equal shapes, or a scalar with anything: one row and no broadcasting
+   * walk (most calls, and what a chain of small ops pays at every node). */
+  int flat = wfx_shape_equal(&s[0], &s[1]) || s[0].rank == 0 ||
+             s[1].rank == 0;
+  if (flat)
+    so = s[0].rank == 0 ? s[1] : s[0];
+  else if (wfx_broadcast_shapes(&s[0], &s[1], &so, NULL, st))
     return wfx_code(st);
   out = wfx_host->kernel_output_new(ctx, 0, &so, st);
   if (!out)
@@ -201,6 +207,12 @@ static int binary_run(wf_kernel_ctx *ctx, binary_row_fn *const *table,
   x = wfx_data(in[0]);
   y = wfx_data(in[1]);
   o = wfx_data(out);
+  if (flat) {
+    if (table[dt](o, x, s[0].rank == 0 ? 0 : 1, y, s[1].rank == 0 ? 0 : 1,
+                  wfx_shape_count(&so)))
+      return wfx_fail(st, WF_INVALID_ARGUMENT, "%s", row_err);
+    return 0;
+  }
   wfx_bcast_init(&b, &so, 2, s);
   for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
     if (table[dt](o + (size_t)(r * b.inner) * osz,
