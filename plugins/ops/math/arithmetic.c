@@ -208,15 +208,6 @@ static int rule_identity_element(wf_pass_ctx *ctx, wf_node *n, int *changed,
   return 0;
 }
 
-/* 1 when some node of the working graph is called name. */
-static int name_taken(const wf_pass_ctx *ctx, const char *name) {
-  int32_t n = wfx_host->pass_num_nodes(ctx);
-  for (int32_t i = 0; i < n; i++)
-    if (strcmp(wfx_host->node_name(wfx_host->pass_node(ctx, i)), name) == 0)
-      return 1;
-  return 0;
-}
-
 /* x - x -> ZerosLike(x), for integer types only: for floats x - x is NaN
  * where x is NaN or infinite. Both inputs are the same tensor, so the
  * result has x's shape. ZerosLike still reads x, so x is still computed
@@ -235,14 +226,9 @@ static int rule_self_subtract(wf_pass_ctx *ctx, wf_node *n, int *changed,
       !wfx_host->pass_has_kernel(ctx, "ZerosLike", dev, dt))
     return 0;
   char name[WFX_WHAT_MAX];
-  snprintf(name, sizeof name, "%s_zeros", wfx_host->node_name(n));
-  for (char *c = name; *c; c++) /* a pass's names take no scope */
-    if (*c == '/')
-      *c = '_';
-  wf_node *z = wfx_host->pass_add_node(ctx, "ZerosLike",
-                                       name_taken(ctx, name) ? NULL : name,
-                                       dev[0] ? dev : NULL, &a, 1, NULL, 0,
-                                       st);
+  wf_node *z = wfx_host->pass_add_node(
+      ctx, "ZerosLike", wfx_pass_name(ctx, n, "zeros", name, sizeof name),
+      dev[0] ? dev : NULL, &a, 1, NULL, 0, st);
   if (!z)
     return wfx_code(st);
   return bypass(ctx, n, (wf_output){z, 0}, changed, st);

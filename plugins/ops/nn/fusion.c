@@ -69,15 +69,6 @@ static const char *common_request(wf_node *const *chain, int len) {
   return request;
 }
 
-/* 1 when some node of the working graph is called name. */
-static int name_taken(const wf_pass_ctx *ctx, const char *name) {
-  int32_t n = wfx_host->pass_num_nodes(ctx);
-  for (int32_t i = 0; i < n; i++)
-    if (strcmp(wfx_host->node_name(wfx_host->pass_node(ctx, i)), name) == 0)
-      return 1;
-  return 0;
-}
-
 /* Replaces the chain (product, BiasAdd, activation) by one node of op
  * fused on request, which takes over the readers and fetches of the
  * activation's output and every control input of the chain. */
@@ -103,14 +94,9 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
   wf_output in[3] = {wfx_host->node_input(prod, 0),
                      wfx_host->node_input(prod, 1),
                      wfx_host->node_input(bias, 1)};
-  /* Named after the activation, its scope's '/' made '_' (a pass's names
-   * take no scope). */
-  snprintf(name, sizeof name, "%s_fused", wfx_host->node_name(act));
-  for (char *c = name; *c; c++)
-    if (*c == '/')
-      *c = '_';
+  /* Named after the activation. */
   wf_node *f = wfx_host->pass_add_node(
-      ctx, fused, name_taken(ctx, name) ? NULL : name,
+      ctx, fused, wfx_pass_name(ctx, act, "fused", name, sizeof name),
       request[0] ? request : NULL, in, 3, attrs, nattrs, st);
   if (!f)
     return wfx_code(st);

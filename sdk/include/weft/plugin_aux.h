@@ -1176,6 +1176,32 @@ static inline int wfx_shape_broadcast(wf_shape_ctx *ctx, wf_status *st) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Graph passes                                                             */
+
+/* A name for a node a pass adds in place of node `from`: "<from>_<suffix>"
+ * written to buf, with the scope's '/' made '_' (the names a pass gives
+ * take no scope). Returns buf, or NULL when a node of the working graph
+ * already has that name (or it does not fit in len): pass the result to
+ * pass_add_node as it is, which makes a name up for NULL. Looks at every
+ * node: a pass adding many nodes to a large graph pays for each. */
+static inline const char *wfx_pass_name(const wf_pass_ctx *ctx,
+                                        const wf_node *from,
+                                        const char *suffix, char *buf,
+                                        size_t len) {
+  int n = snprintf(buf, len, "%s_%s", wfx_host->node_name(from), suffix);
+  if (n < 0 || (size_t)n >= len)
+    return NULL;
+  for (char *c = buf; *c; c++)
+    if (*c == '/')
+      *c = '_';
+  int32_t count = wfx_host->pass_num_nodes(ctx);
+  for (int32_t i = 0; i < count; i++)
+    if (strcmp(wfx_host->node_name(wfx_host->pass_node(ctx, i)), buf) == 0)
+      return NULL;
+  return buf;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Gradient functions                                                       */
 
 /* Node builders for the body of a wf_grad_fn. They pass failure along:
