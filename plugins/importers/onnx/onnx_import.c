@@ -374,11 +374,17 @@ const char *ox_attr_s(const ox_node *n, const char *name, const char *dflt,
   return buf;
 }
 
+/* An empty list's values: protobuf-c leaves its pointer NULL, and callers
+ * copy count values from it (memcpy must not be given NULL, even for 0
+ * bytes). */
+static const int64_t no_ints[1];
+static const float no_floats[1];
+
 int ox_attr_ints(const ox_node *n, const char *name, const int64_t **v) {
   const Onnx__AttributeProto *a = ox_attr(n, name);
   if (!a)
     return -1;
-  *v = a->ints;
+  *v = a->n_ints ? a->ints : no_ints;
   return (int)a->n_ints;
 }
 
@@ -386,7 +392,7 @@ int ox_attr_floats(const ox_node *n, const char *name, const float **v) {
   const Onnx__AttributeProto *a = ox_attr(n, name);
   if (!a)
     return -1;
-  *v = a->floats;
+  *v = a->n_floats ? a->floats : no_floats;
   return (int)a->n_floats;
 }
 

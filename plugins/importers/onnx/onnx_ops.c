@@ -2428,7 +2428,8 @@ static int m_sequence_insert(ox_node *n, wf_status *st) {
     return ox_fail(n, st, WF_UNIMPLEMENTED, "a sequence of more than %d "
                    "tensors", OX_MAX_IO);
   if (!has_in(n, 2)) {
-    memcpy(e, sq->seq, sizeof *e * (size_t)len);
+    if (len > 0) /* an empty sequence's list may be NULL */
+      memcpy(e, sq->seq, sizeof *e * (size_t)len);
     e[len] = t;
   } else {
     wf_output p = position(n, 2, len, st);
@@ -2449,9 +2450,10 @@ static int m_sequence_erase(ox_node *n, wf_status *st) {
   if (len == 0)
     return ox_fail(n, st, WF_INVALID_ARGUMENT, "erasing from an empty "
                    "sequence");
-  if (!has_in(n, 1))
-    memcpy(e, sq->seq, sizeof *e * (size_t)(len - 1));
-  else {
+  if (!has_in(n, 1)) {
+    if (len > 1)
+      memcpy(e, sq->seq, sizeof *e * (size_t)(len - 1));
+  } else {
     wf_output p = position(n, 1, len, st);
     for (int i = 0; i < len - 1; i++) {
       wf_output c[3] = {sq->seq[i], sq->seq[i + 1], sq->seq[i + 1]};
