@@ -10,11 +10,18 @@ it prints
 weft's and ONNX Runtime's time per run, the speed ratio, and the largest
 difference between their outputs.
 
-Needs numpy, onnx and onnxruntime (pip, e.g. in a venv: python3 -m venv
-/tmp/ortvenv && /tmp/ortvenv/bin/pip install onnxruntime onnx numpy) and
-the built bench/onnx_infer. Never run by CI.
+With --source torch the same two models are written as PyTorch modules
+(torch.nn layers, random weights, BatchNorm in eval mode) and exported by
+torch.onnx.export (TorchScript exporter, opset 17, dynamic batch), so the
+graphs are what PyTorch users hand over: BatchNormalization nodes, Gemm,
+Flatten, the exporter's own LayerNormalization and the Erf GELU.
 
-Usage: python3 bench/onnx_vs_ort.py [--iters N] [--models resnet18,bert]"""
+Needs numpy, onnx and onnxruntime (pip, e.g. in a venv: python3 -m venv
+/tmp/ortvenv && /tmp/ortvenv/bin/pip install onnxruntime onnx numpy), torch
+for --source torch, and the built bench/onnx_infer. Never run by CI.
+
+Usage: python3 bench/onnx_vs_ort.py [--iters N] [--models resnet18,bert]
+                                    [--source helper|torch]"""
 import argparse
 import json
 import os
@@ -136,6 +143,101 @@ def bert_tiny(seq=128, d=128, heads=2, ffn=512, vocab=30522):
                                              dtype=np.int64)
 
 
+def torch_models():
+    """{name: (module, example input maker)} of the PyTorch versions."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(1)
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False),
+                    nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    class ResNet18(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+            blocks, cin = [], 64
+            for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+                blocks += [Block(cin, cout, stride), Block(cout, cout, 1)]
+                cin = cout
+            self.blocks = nn.Sequential(*blocks)
+            self.fc = nn.Linear(512, 1000)
+
+        def forward(self, x):
+            x = nn.functional.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1)
+            return self.fc(torch.flatten(x, 1))
+
+    class Layer(nn.Module):
+        def __init__(self, d, heads, ffn):
+            super().__init__()
+            self.heads = heads
+            self.q, self.k, self.v, self.o = (nn.Linear(d, d)
+                                              for _ in range(4))
+            self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-12), nn.LayerNorm(
+                d, eps=1e-12)
+            self.f1, self.f2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+
+        def forward(self, h):
+            b, t, d = h.shape
+            dh = d // self.heads
+
+            def split(x):
+                return x.reshape(b, t, self.heads, dh).transpose(1, 2)
+            q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+            a = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5, dim=-1)
+            a = (a @ v).transpose(1, 2).reshape(b, t, d)
+            h = self.ln1(h + self.o(a))
+            f = self.f2(nn.functional.gelu(self.f1(h)))
+            return self.ln2(h + f)
+
+    class BertTiny(nn.Module):
+        def __init__(self, seq=128, d=128, heads=2, ffn=512, vocab=30522):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d)
+            self.pos = nn.Parameter(torch.randn(seq, d) * 0.02)
+            self.ln = nn.LayerNorm(d, eps=1e-12)
+            self.layers = nn.Sequential(*(Layer(d, heads, ffn)
+                                          for _ in range(2)))
+
+        def forward(self, ids):
+            return self.layers(self.ln(self.tok(ids) + self.pos))
+
+    return {"resnet18": (ResNet18(), lambda b: f32(b, 3, 224, 224)),
+            "bert": (BertTiny(), lambda b: rng.integers(
+                0, 30522, (b, 128), dtype=np.int64))}
+
+
+def export(name, d):
+    """The PyTorch version of model name exported to ONNX in d."""
+    import torch
+    module, make_input = torch_models()[name]
+    module.eval()
+    path = os.path.join(d, name + "-torch.onnx")
+    x = torch.from_numpy(make_input(1))
+    torch.onnx.export(module, (x,), path, dynamo=False, opset_version=17,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"},
+                                    "output": {0: "batch"}})
+    return path, make_input
+
+
 def save(name, build, d):
     g, inp, out, make_input = build()
     outv = helper.make_tensor_value_info(out, TensorProto.FLOAT, None)
@@ -181,13 +283,17 @@ def main():
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--models", default="resnet18,bert")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--source", choices=("helper", "torch"), default="helper",
+                    help="build the models with the onnx helper API, or as "
+                         "PyTorch modules exported by torch.onnx.export")
     args = ap.parse_args()
     builds = {"resnet18": resnet18, "bert": bert_tiny}
     with tempfile.TemporaryDirectory() as d:
         print(f"{'model':10} {'batch':>5} {'weft ms':>10} {'ort ms':>10} "
               f"{'speed':>7} {'max |diff|':>11}")
         for name in args.models.split(","):
-            path, make_input = save(name, builds[name], d)
+            path, make_input = (export(name, d) if args.source == "torch"
+                                else save(name, builds[name], d))
             for batch in (1, 32):
                 x = make_input(batch)
                 tw, yw = time_weft(path, x, args.iters, d, args.threads)
