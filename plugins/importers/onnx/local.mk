@@ -19,11 +19,8 @@ IMPORTER_ONNX_SOURCES = \
 IMPORTER_ONNX_PB = plugins/importers/onnx/onnx.pb-c.c \
 	plugins/importers/onnx/onnx.pb-c.h
 IMPORTER_ONNX_CPPFLAGS = $(PLUGIN_CPPFLAGS) \
-	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS) \
-	$(OPENBLAS_CFLAGS) -I$(top_srcdir)/plugins/common
-# OpenBLAS (when configure found it) for the fused attention's products,
-# opened on first use (lazylib.h), so it is not linked.
-IMPORTER_ONNX_LIBS = $(PROTOBUF_C_LIBS) -ldl -lm
+	-I$(top_builddir)/plugins/importers/onnx $(PROTOBUF_C_CFLAGS)
+IMPORTER_ONNX_LIBS = $(PROTOBUF_C_LIBS) -lm
 EXTRA_DIST += plugins/importers/onnx/README.md
 
 WF_PLUGIN_MODULES += plugins/importers/onnx/importer_onnx.la

@@ -143,12 +143,12 @@ extern const wf_op_def *const ox_plugin_ops[];
 extern const wf_op_def ox_gather_el_op, ox_trilu_op, ox_range_op, ox_mod_op,
     ox_cumsum_op, ox_reduce_sum_op, ox_axes_reshape_op, ox_slice_op, ox_nll_op,
     ox_resize_op, ox_conv_op, ox_conv_transpose_op, ox_pool_op, ox_pick_op,
-    ox_layer_norm_op, ox_attention_op;
+    ox_layer_norm_op;
 extern const wf_kernel_def ox_gather_el_kernel, ox_trilu_kernel,
     ox_range_kernel, ox_mod_kernel, ox_cumsum_kernel, ox_reduce_sum_kernel,
     ox_axes_reshape_kernel, ox_slice_kernel, ox_nll_kernel, ox_resize_kernel,
     ox_conv_kernel, ox_conv_transpose_kernel, ox_pool_kernel, ox_pick_kernel,
-    ox_layer_norm_kernel, ox_attention_kernel;
+    ox_layer_norm_kernel;
 /* onnx_kernels_more.c */
 extern const wf_op_def ox_cast_op, ox_scatter_el_op, ox_gather_nd_op,
     ox_scatter_nd_op, ox_eye_op, ox_topk_op, ox_padrt_op, ox_lrn_op,
@@ -167,8 +167,7 @@ extern const wf_op_def ox_nms_op, ox_grid_op, ox_unique_op, ox_tfidf_op,
 extern const wf_kernel_def ox_nms_kernel, ox_grid_kernel, ox_unique_kernel,
     ox_tfidf_kernel, ox_dft_kernel, ox_dropout_kernel;
 /* onnx_fuse.c */
-extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass,
-    ox_fuse_attention_pass;
+extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass;
 extern const wf_kernel_def *const ox_plugin_kernels[];
 
 #endif
