@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "onnx_internal.h"
 
@@ -65,12 +66,23 @@ static int external_path(const char *dir, const char *loc, char *out,
   return 0;
 }
 
-static int read_external(const Onnx__TensorProto *tp, const char *dir,
-                         void *dst, size_t nbytes, wf_status *st) {
-  const char *loc = NULL;
-  int64_t offset = 0, length = -1;
+/* Where a tensor's external data lies: the file (below the model's
+ * directory) and the offset in it. */
+typedef struct ext_src {
   char path[4352];
+  int64_t offset;
+} ext_src;
 
+/* Reads the external_data entries and checks, before the tensor is
+ * allocated, that the file holds the nbytes the shape needs: a corrupt
+ * model must not make the importer ask for terabytes. */
+static int find_external(const Onnx__TensorProto *tp, const char *dir,
+                         size_t nbytes, ext_src *src, wf_status *st) {
+  const char *loc = NULL;
+  int64_t length = -1;
+  struct stat sb;
+
+  src->offset = 0;
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
     if (!e->key || !e->value)
@@ -80,8 +92,8 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir,
       loc = e->value;
     else if (strcmp(e->key, "offset") == 0) {
       errno = 0;
-      offset = strtoll(e->value, &end, 10);
-      if (*end || errno || offset < 0)
+      src->offset = strtoll(e->value, &end, 10);
+      if (*end || errno || src->offset < 0)
         return wfx_fail(st, WF_INVALID_ARGUMENT,
                         "external data offset '%s' is not a byte offset",
                         e->value);
@@ -94,24 +106,38 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir,
                         e->value);
     }
   }
-  if (external_path(dir, loc, path, sizeof path, st))
+  if (external_path(dir, loc, src->path, sizeof src->path, st))
     return wfx_code(st);
   if (length >= 0 && (uint64_t)length != nbytes)
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "external data '%s' has length %lld; the tensor's shape "
                     "needs %zu bytes",
                     loc, (long long)length, nbytes);
-  FILE *f = fopen(path, "rb");
+  if (stat(src->path, &sb) != 0)
+    return wfx_fail(st, WF_NOT_FOUND, "cannot open external data '%s': %s",
+                    src->path, strerror(errno));
+  if (sb.st_size < src->offset ||
+      (uint64_t)(sb.st_size - src->offset) < (uint64_t)nbytes)
+    return wfx_fail(st, WF_DATA_LOSS,
+                    "external data '%s' holds fewer than %zu bytes from "
+                    "offset %lld",
+                    src->path, nbytes, (long long)src->offset);
+  return 0;
+}
+
+static int read_external(const ext_src *src, void *dst, size_t nbytes,
+                         wf_status *st) {
+  FILE *f = fopen(src->path, "rb");
   if (!f)
     return wfx_fail(st, WF_NOT_FOUND, "cannot open external data '%s': %s",
-                    path, strerror(errno));
+                    src->path, strerror(errno));
   int rc = 0;
-  if (fseeko(f, (off_t)offset, SEEK_SET) != 0 ||
+  if (fseeko(f, (off_t)src->offset, SEEK_SET) != 0 ||
       fread(dst, 1, nbytes, f) != nbytes)
     rc = wfx_fail(st, WF_DATA_LOSS,
                   "external data '%s' holds fewer than %zu bytes from "
                   "offset %lld",
-                  path, nbytes, (long long)offset);
+                  src->path, nbytes, (long long)src->offset);
   fclose(f);
   return rc;
 }
@@ -192,12 +218,15 @@ wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
              (long long)count);
     return NULL;
   }
+  ext_src src;
+  if (external && find_external(tp, dir, nbytes, &src, st))
+    return NULL;
   wf_tensor *t = wfx_host->tensor_new(dt, &s, st);
   if (!t)
     return NULL;
   void *data = wfx_host->tensor_data(t);
   if (external) {
-    if (read_external(tp, dir, data, nbytes, st))
+    if (read_external(&src, data, nbytes, st))
       goto fail;
   } else if (tp->has_raw_data) {
     if (nbytes)
