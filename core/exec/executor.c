@@ -146,16 +146,18 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
       pt->edges[src->edge_end++] = (wf__edge){sig->fetches[f].index, -1, f, 0};
     }
   }
-  /* The last edge of each output, walking each node's edges backwards. */
+  /* The last edge of each output among a node's last 8 edges (a wide
+   * fan-out gains nothing from one reference saved, and is not searched:
+   * its edges keep retaining). */
   for (int i = 0; i < count; i++) {
-    wf__xnode *xn = &pt->nodes[i];
-    for (int e = xn->edge_end - 1; e >= xn->edge_begin; e--) {
+    const wf__xnode *xn = &pt->nodes[i];
+    int first = xn->edge_end - 8 > xn->edge_begin ? xn->edge_end - 8
+                                                  : xn->edge_begin;
+    for (int e = first; e < xn->edge_end; e++) {
       int later = 0;
-      for (int f = e + 1; f < xn->edge_end && !later && f < e + 9; f++)
+      for (int f = e + 1; f < xn->edge_end && !later; f++)
         later = pt->edges[f].src_output == pt->edges[e].src_output;
-      /* Past 8 later edges the search stops: such an edge keeps retaining
-       * (a wide fan-out gains nothing from one reference saved). */
-      pt->edges[e].last_use = !later && e + 9 > xn->edge_end;
+      pt->edges[e].last_use = !later;
     }
   }
   /* Kernel set-up once per node, and the roots. */
