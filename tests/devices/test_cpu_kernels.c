@@ -91,6 +91,7 @@ typedef struct kcase {
   int nin;
   wf_tensor *in[MAX_IN];
   int unknown_shapes; /* placeholders of unknown shape */
+  int input_list;     /* the inputs are one list argument (AddN) */
   int nattrs;
   const char *attr_names[MAX_ATTRS];
   wf_attr_value attrs[MAX_ATTRS];
@@ -240,8 +241,11 @@ static wf_node *build(wf_graph *g, const kcase *c, wf_status *st) {
     in[i] = (wf_output){p, 0};
   }
   d = wf_node_desc_new(g, c->op, "op");
-  for (int i = 0; i < c->nin; i++)
-    wf_node_desc_add_input(d, in[i]);
+  if (c->input_list)
+    wf_node_desc_add_input_list(d, in, c->nin);
+  else
+    for (int i = 0; i < c->nin; i++)
+      wf_node_desc_add_input(d, in[i]);
   for (int i = 0; i < c->nattrs; i++)
     wf_node_desc_set_attr(d, c->attr_names[i], &c->attrs[i]);
   return wf_node_desc_finish(d, st);
@@ -274,6 +278,9 @@ static double max_abs(const wf_tensor *t) {
   }
   return m;
 }
+
+/* Set while the cases must equal the reference bit for bit. */
+static int exact;
 
 /* Elements the fast kernels computed that differ in any bit from the
  * reference's, over the whole program: proof that another implementation
@@ -313,6 +320,10 @@ static void expect_close(const char *name, int out, const wf_tensor *want,
     if (isnan(w) && isnan(g))
       continue; /* statistics of an empty batch */
     bits_differ += g != w;
+    if (exact && (g != w || signbit(g) != signbit(w)))
+      fail_msg("%s: output %d element %lld is %a, the reference gives %a "
+               "(bit for bit expected)",
+               name, out, (long long)i, g, w);
     if (!(fabs(g - w) <= rtol * fabs(w) + floor))
       fail_msg("%s: output %d element %lld is %.9g, the reference gives "
                "%.9g (tolerance %.3g)",
@@ -1058,6 +1069,236 @@ static void test_bias_add_and_its_gradient_match_reference(void **state) {
       }
 }
 
+/* ---- arithmetic, sums and Transpose on the intra-op threads ---------------------- */
+
+/* cpu_arith.c's kernels give the reference's bits (each element computed
+ * by one thread with the reference's arithmetic), so they are compared bit
+ * for bit, in a runtime of 3 intra-op threads (uneven parts), on shapes
+ * below and above the size from which the work is shared. */
+static void arith_cases(void) {
+  static const char *const ops[] = {"Add", "Sub", "Mul", "Div"};
+  /* pairs of shapes (rank 0..4) that broadcast */
+  static const struct {
+    int ra, rb;
+    int64_t a[4], b[4];
+  } pairs[] = {
+      {3, 3, {64, 28, 64}, {64, 28, 64}}, /* equal, shared */
+      {2, 2, {3, 5}, {3, 5}},             /* equal, one thread */
+      {3, 0, {64, 28, 64}, {0}},          /* scalar y */
+      {0, 2, {0}, {257, 131}},            /* scalar x */
+      {3, 1, {64, 28, 64}, {64}},         /* bias-like */
+      {2, 2, {1792, 1}, {1, 64}},         /* outer product */
+      {3, 2, {64, 1, 64}, {28, 1}},       /* both sides broadcast */
+      {3, 3, {3, 1, 5}, {1, 4, 1}},       /* small */
+      {4, 3, {2, 33, 1, 1001}, {1, 7, 1}}, /* odd sizes */
+      {2, 2, {5, 0}, {1, 0}},             /* empty */
+      {1, 2, {1}, {40000, 1}},            /* long column */
+  };
+  rng r = {71};
+
+  for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+    for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++)
+      for (int swap = 0; swap < 2; swap++) {
+        kcase c;
+        case_init(&c, ops[o], WF_FLOAT32);
+        case_note(&c, " pair %d%s", (int)p, swap ? " swapped" : "");
+        add_input(&c, &r, WF_FLOAT32, swap ? pairs[p].b : pairs[p].a,
+                  swap ? pairs[p].rb : pairs[p].ra, -2, 2);
+        add_input(&c, &r, WF_FLOAT32, swap ? pairs[p].a : pairs[p].b,
+                  swap ? pairs[p].ra : pairs[p].rb, -2, 2);
+        check_case(&c);
+        case_free(&c);
+      }
+}
+
+static void add_n_cases(void) {
+  static const int64_t big[3] = {64, 28, 64}, odd[1] = {100003},
+                       small[2] = {3, 7}, empty[2] = {4, 0};
+  static const struct {
+    const int64_t *dims;
+    int rank;
+  } shapes[] = {{big, 3}, {odd, 1}, {small, 2}, {empty, 2}};
+  static const int counts[] = {1, 2, 3, 5, 17};
+  rng r = {72};
+
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+    for (size_t n = 0; n < sizeof counts / sizeof *counts; n++) {
+      kcase c;
+      case_init(&c, "AddN", WF_FLOAT32);
+      c.input_list = 1;
+      case_note(&c, " of %d, shape %d", counts[n], (int)s);
+      if (counts[n] > MAX_IN) {
+        case_free(&c);
+        continue;
+      }
+      for (int k = 0; k < counts[n]; k++)
+        add_input(&c, &r, WF_FLOAT32, shapes[s].dims, shapes[s].rank, -1e3,
+                  1e3);
+      check_case(&c);
+      case_free(&c);
+    }
+}
+
+static void reduce_cases(void) {
+  static const struct {
+    int rank;
+    int64_t dims[4];
+    int naxes;
+    int64_t axes[4];
+  } cases[] = {
+      {3, {64, 28, 64}, 1, {1}},      /* mean-pool over tokens */
+      {3, {64, 28, 64}, 2, {0, 1}},   /* bias-like */
+      {3, {64, 28, 64}, 1, {-1}},     /* last axis */
+      {3, {64, 28, 64}, 0, {0}},      /* everything */
+      {2, {3, 5}, 1, {0}},            /* one thread */
+      {4, {3, 37, 11, 129}, 2, {1, 3}},
+      {2, {100003, 1}, 1, {0}},       /* a long column into one */
+      {3, {3, 0, 4}, 1, {1}},         /* empty input, 12 outputs */
+  };
+  rng r = {73};
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int mean = 0; mean < 2; mean++)
+      for (int keep = 0; keep < 2; keep++) {
+        kcase c;
+        case_init(&c, mean ? "Mean" : "Sum", WF_FLOAT32);
+        case_note(&c, " case %d keep_dims %d", (int)i, keep);
+        add_input(&c, &r, WF_FLOAT32, cases[i].dims, cases[i].rank, -1, 1);
+        attr_ints(&c, "axes", cases[i].axes, cases[i].naxes);
+        attr_bool(&c, "keep_dims", keep);
+        check_case(&c);
+        case_free(&c);
+      }
+}
+
+static void sum_to_like_cases(void) {
+  static const struct {
+    int rx, rl;
+    int64_t x[4], like[4];
+  } cases[] = {
+      {3, 1, {64, 28, 64}, {64}},         /* a bias's gradient */
+      {3, 2, {64, 28, 64}, {28, 64}},     /* positions' gradient */
+      {3, 3, {64, 28, 64}, {64, 1, 64}},  /* a kept middle axis */
+      {3, 2, {64, 28, 64}, {28, 1}},
+      {3, 3, {64, 28, 64}, {64, 28, 64}}, /* nothing broadcast */
+      {2, 0, {300, 301}, {0}},            /* to a scalar */
+      {2, 2, {7, 5}, {1, 5}},             /* one thread */
+  };
+  rng r = {74};
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    kcase c;
+    case_init(&c, "SumToLike", WF_FLOAT32);
+    case_note(&c, " case %d", (int)i);
+    add_input(&c, &r, WF_FLOAT32, cases[i].x, cases[i].rx, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, cases[i].like, cases[i].rl, -1, 1);
+    check_case(&c);
+    case_free(&c);
+  }
+}
+
+static void transpose_cases(void) {
+  static const struct {
+    int rank;
+    int64_t dims[4], perm[4];
+  } cases[] = {
+      {4, {64, 28, 4, 16}, {0, 2, 1, 3}}, /* split heads */
+      {4, {64, 4, 28, 16}, {0, 2, 1, 3}}, /* and back */
+      {4, {64, 28, 4, 16}, {0, 2, 3, 1}},
+      {4, {7, 9, 11, 13}, {3, 2, 1, 0}},
+      {2, {300, 257}, {1, 0}},
+      {3, {2, 1, 3}, {1, 0, 2}},          /* one thread */
+      {3, {50, 1, 1000}, {2, 1, 0}},      /* a size-1 axis */
+      {2, {0, 5}, {1, 0}},                /* empty */
+      {1, {40000}, {0}},                  /* identity */
+  };
+  rng r = {75};
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int f64 = 0; f64 < 2; f64++) {
+      wf_dtype dt = f64 ? WF_FLOAT64 : WF_FLOAT32;
+      kcase c;
+      case_init(&c, "Transpose", dt);
+      case_note(&c, " case %d %s", (int)i, wf_dtype_name(dt));
+      add_input(&c, &r, dt, cases[i].dims, cases[i].rank, -1, 1);
+      add_sizes(&c, cases[i].perm, cases[i].rank);
+      check_case(&c);
+      case_free(&c);
+    }
+}
+
+static wf_runtime *shared_rt;
+
+static int three_threads_exact(void **state) {
+  shared_rt = rt;
+  rt = new_runtime("3");
+  exact = 1;
+  return 0;
+}
+
+static int back_to_shared(void **state) {
+  wf_runtime_free(rt);
+  rt = shared_rt;
+  exact = 0;
+  return 0;
+}
+
+/* Inputs the ops refuse: the same error from both kernels (or the op's
+ * shape function's, which the fast kernels report). */
+static void arith_bad_cases(void) {
+  static const int64_t a[2] = {3, 4}, b[1] = {5}, bad_perm[2] = {0, 0},
+                       bad_axes[1] = {5};
+  rng r = {76};
+  kcase c;
+
+  case_init(&c, "Add", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
+  c.unknown_shapes = 1;
+  check_case(&c);
+  case_free(&c);
+
+  case_init(&c, "Transpose", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+  add_sizes(&c, bad_perm, 2);
+  c.unknown_shapes = 1;
+  check_case(&c);
+  case_free(&c);
+
+  case_init(&c, "SumToLike", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
+  c.unknown_shapes = 1;
+  check_case(&c);
+  case_free(&c);
+
+  case_init(&c, "AddN", WF_FLOAT32);
+  c.input_list = 1;
+  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
+  c.unknown_shapes = 1;
+  check_case(&c);
+  case_free(&c);
+
+  case_init(&c, "Sum", WF_FLOAT32);
+  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+  attr_ints(&c, "axes", bad_axes, 1);
+  attr_bool(&c, "keep_dims", 0);
+  c.unknown_shapes = 1;
+  check_case(&c);
+  case_free(&c);
+}
+
+static void test_arithmetic_sums_and_transpose_match_reference_bits(
+    void **state) {
+  arith_bad_cases();
+  arith_cases();
+  add_n_cases();
+  reduce_cases();
+  sum_to_like_cases();
+  transpose_cases();
+}
+
 /* ---- recurrent layers ----------------------------------------------------------- */
 
 static void rnn_case(rng *r, int lstm, int grad, int64_t t, int64_t n,
@@ -1451,6 +1692,9 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_matches_reference),
       cmocka_unit_test(test_bias_add_and_its_gradient_match_reference),
       cmocka_unit_test(test_lstm_and_gru_match_reference),
+      cmocka_unit_test_setup_teardown(
+          test_arithmetic_sums_and_transpose_match_reference_bits,
+          three_threads_exact, back_to_shared),
       cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
       cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),
       cmocka_unit_test(test_plans_are_safe_from_several_threads),

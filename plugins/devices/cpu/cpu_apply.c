@@ -12,83 +12,41 @@
  * development machine (2 cores, AVX-512), the mlp's 235k parameters took
  * about 0.3 ms of its 0.78 ms step on one thread.
  *
- * Variables below WF_CPU_APPLY_SPLIT elements stay on the calling thread
- * (waking the team costs more than it saves). */
+ * Variables below WF_CPU_SPLIT elements (about 20 us of Adam on one
+ * thread) stay on the calling thread: waking the team costs more than it
+ * saves. */
 #include <config.h>
 
 #include "cpu_kernels.h"
 #include "optim.h"
 
-#include <omp.h>
 #include <string.h>
 
-/* Under ThreadSanitizer: libgomp is not instrumented, so the fork and join
- * of the parallel region below (which order the caller's writes before the
- * team's reads, and the team's writes before what follows) are shown to it
- * by hand. Nothing otherwise. */
-#if defined(__SANITIZE_THREAD__)
-#define CPU_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CPU_TSAN 1
-#endif
-#endif
-#ifdef CPU_TSAN
-#include <sanitizer/tsan_interface.h>
-#define CPU_HAPPENS_BEFORE(p) __tsan_release(p)
-#define CPU_HAPPENS_AFTER(p) __tsan_acquire(p)
-#else
-#define CPU_HAPPENS_BEFORE(p) ((void)(p))
-#define CPU_HAPPENS_AFTER(p) ((void)(p))
-#endif
-/* Their addresses name the fork and the join. Static, not per call: a
- * team thread reads the region's shared variables (where a per-call name
- * would be) before its first statement runs. Concurrent regions thus look
- * ordered to ThreadSanitizer, which can only hide races, never invent
- * them. */
-static char team_fork, team_join;
-/* team_for's own accesses are the compiler's passing of the region's
- * shared variables (written by the caller before the fork, read by each
- * team thread as it starts, before any statement can announce the fork):
- * they are left uninstrumented. The bodies it runs are instrumented. */
-#ifdef CPU_TSAN
-#define CPU_TEAM_PLUMBING __attribute__((no_sanitize("thread")))
-#else
-#define CPU_TEAM_PLUMBING
-#endif
+typedef struct apply_job {
+  trn_body_fn *body;
+  void *arg;
+  int64_t n;
+} apply_job;
 
-/* Elements from which an update is shared by the intra-op threads: about
- * 20 us of Adam on one thread. */
-#define WF_CPU_APPLY_SPLIT ((int64_t)1 << 15)
+/* Part t of nt: one contiguous range, starting at a multiple of
+ * TRN_PIECE. */
+static void apply_part(void *arg, int t, int nt) {
+  const apply_job *j = arg;
+  int64_t pieces = (j->n + TRN_PIECE - 1) / TRN_PIECE;
+  int64_t begin = pieces * t / nt * TRN_PIECE;
+  int64_t end = pieces * (t + 1) / nt * TRN_PIECE;
 
-/* trn_parallel_fn: [0, n) in one contiguous range per thread, each
- * starting at a multiple of TRN_PIECE. */
-CPU_TEAM_PLUMBING
+  if (end > j->n)
+    end = j->n;
+  if (begin < end)
+    j->body(j->arg, begin, end);
+}
+
+/* trn_parallel_fn: [0, n) in one contiguous range per thread. */
 static void team_for(trn_body_fn *body, void *arg, int64_t n) {
-  int32_t inter, intra;
+  apply_job j = {body, arg, n};
 
-  cpu_threads(&inter, &intra);
-  if (n < WF_CPU_APPLY_SPLIT || intra <= 1) {
-    body(arg, 0, n);
-    return;
-  }
-  cpu_omp_threads_n(intra);
-  CPU_HAPPENS_BEFORE(&team_fork);
-#pragma omp parallel num_threads(intra)
-  {
-    CPU_HAPPENS_AFTER(&team_fork);
-    int64_t pieces = (n + TRN_PIECE - 1) / TRN_PIECE;
-    int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    int64_t first = pieces * t / nt, last = pieces * (t + 1) / nt;
-    int64_t begin = first * TRN_PIECE, end = last * TRN_PIECE;
-
-    if (end > n)
-      end = n;
-    if (begin < end)
-      body(arg, begin, end);
-    CPU_HAPPENS_BEFORE(&team_join);
-  }
-  CPU_HAPPENS_AFTER(&team_join);
+  cpu_team(apply_part, &j, n >= WF_CPU_SPLIT);
 }
 
 /* The kernel's state: the update of its op. */

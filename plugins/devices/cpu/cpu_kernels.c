@@ -53,6 +53,7 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_layer_norm_grad,
     WF_CPU_ELTWISE_KERNELS,
     WF_CPU_APPLY_KERNELS,
+    WF_CPU_ARITH_KERNELS,
     &cpu_k_lstm,
     &cpu_k_lstm_grad,
     &cpu_k_gru,
@@ -132,6 +133,69 @@ void cpu_omp_threads_n(int32_t n) {
   }
 #else
   (void)n;
+#endif
+}
+
+/* ---- the intra-op team ---------------------------------------------------- */
+
+/* Under ThreadSanitizer: libgomp is not instrumented, so the fork and join
+ * of cpu_team's parallel region (which order the caller's writes before the
+ * team's reads, and the team's writes before what follows) are shown to it
+ * by hand. Nothing otherwise. */
+#if defined(__SANITIZE_THREAD__)
+#define CPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CPU_TSAN 1
+#endif
+#endif
+#ifdef CPU_TSAN
+#include <sanitizer/tsan_interface.h>
+#define CPU_HAPPENS_BEFORE(p) __tsan_release(p)
+#define CPU_HAPPENS_AFTER(p) __tsan_acquire(p)
+#else
+#define CPU_HAPPENS_BEFORE(p) ((void)(p))
+#define CPU_HAPPENS_AFTER(p) ((void)(p))
+#endif
+#ifdef HAVE_DNNL
+/* Their addresses name the fork and the join. Static, not per call: a
+ * team thread reads the region's shared variables (where a per-call name
+ * would be) before its first statement runs. Concurrent regions thus look
+ * ordered to ThreadSanitizer, which can only hide races, never invent
+ * them. */
+static char team_fork, team_join;
+#endif
+/* cpu_team's own accesses are the compiler's passing of the region's
+ * shared variables (written by the caller before the fork, read by each
+ * team thread as it starts, before any statement can announce the fork):
+ * they are left uninstrumented. The parts it runs are instrumented. */
+#ifdef CPU_TSAN
+#define CPU_TEAM_PLUMBING __attribute__((no_sanitize("thread")))
+#else
+#define CPU_TEAM_PLUMBING
+#endif
+
+CPU_TEAM_PLUMBING
+void cpu_team(cpu_team_fn *fn, void *arg, int share) {
+#ifdef HAVE_DNNL
+  int32_t intra = atomic_load(&intra_threads);
+
+  if (!share || intra <= 1) {
+    fn(arg, 0, 1);
+    return;
+  }
+  cpu_omp_threads_n(intra);
+  CPU_HAPPENS_BEFORE(&team_fork);
+#pragma omp parallel num_threads(intra)
+  {
+    CPU_HAPPENS_AFTER(&team_fork);
+    fn(arg, omp_get_thread_num(), omp_get_num_threads());
+    CPU_HAPPENS_BEFORE(&team_join);
+  }
+  CPU_HAPPENS_AFTER(&team_join);
+#else
+  (void)share;
+  fn(arg, 0, 1);
 #endif
 }
 

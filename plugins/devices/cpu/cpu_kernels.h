@@ -56,6 +56,12 @@ extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
     cpu_k_relu_grad, cpu_k_leaky_relu_grad, cpu_k_elu_grad,
     cpu_k_sigmoid_grad, cpu_k_tanh_grad, cpu_k_gelu_grad,
     cpu_k_softplus_grad, cpu_k_sqrt_grad;
+/* cpu_arith.c: arithmetic, sums and Transpose on the intra-op threads. */
+extern const wf_kernel_def cpu_k_add, cpu_k_sub, cpu_k_mul, cpu_k_div,
+    cpu_k_add_n, cpu_k_sum, cpu_k_mean, cpu_k_sum_to_like, cpu_k_transpose;
+#define WF_CPU_ARITH_KERNELS                                                   \
+  &cpu_k_add, &cpu_k_sub, &cpu_k_mul, &cpu_k_div, &cpu_k_add_n, &cpu_k_sum,    \
+      &cpu_k_mean, &cpu_k_sum_to_like, &cpu_k_transpose
 /* cpu_apply.c: ops-train's dense updates on the intra-op threads. */
 extern const wf_kernel_def cpu_k_apply_gradient_descent,
     cpu_k_apply_momentum, cpu_k_apply_adam, cpu_k_apply_adamw,
@@ -122,6 +128,20 @@ void cpu_omp_threads(void);
 /* The same with n threads (at most the intra-op count; n <= 0: the
  * intra-op count). */
 void cpu_omp_threads_n(int32_t n);
+
+/* Runs fn(arg, t, nt) for every t < nt: on the calling thread alone (nt =
+ * 1) unless `share` is set and there are several intra-op threads, then on
+ * an OpenMP team of the intra-op count (nt is the team's actual size).
+ * Returns when every part has. Each part's writes happen before the
+ * return, the caller's writes before the parts (also as ThreadSanitizer
+ * sees it). Without oneDNN (no OpenMP), always on the calling thread. */
+typedef void cpu_team_fn(void *arg, int t, int nt);
+void cpu_team(cpu_team_fn *fn, void *arg, int share);
+
+/* Elements of a memory-bound loop (about 20-30 us on one thread) from
+ * which cpu_team's kernels share it: waking the team costs a few
+ * microseconds. */
+#define WF_CPU_SPLIT ((int64_t)1 << 15)
 
 /* ---- the libraries, opened on first use (cpu_lazy.c) ---------------------- */
 

@@ -39,9 +39,11 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_bias.c \
 	plugins/devices/cpu/cpu_layernorm.c \
 	plugins/devices/cpu/cpu_rnn.c \
-	plugins/devices/cpu/cpu_apply.c
-# -fopenmp: cpu_apply.c shares an update among the intra-op threads with
-# an OpenMP parallel region (the other files have no OpenMP directives).
+	plugins/devices/cpu/cpu_apply.c \
+	plugins/devices/cpu/cpu_arith.c
+# -fopenmp: cpu_team (cpu_kernels.c) shares a loop among the intra-op
+# threads with an OpenMP parallel region, for cpu_apply.c and cpu_arith.c
+# (the other files have no OpenMP directives).
 DEVICE_CPU_CPPFLAGS += -fopenmp
 DEVICE_CPU_LIBS += -lgomp
 else
