@@ -1509,6 +1509,17 @@ static int m_layer_norm(ox_node *n, wf_status *st) {
       wf_shape ks = n->in[k]->shape;
       fits = wfx_shape_is_known(&ks) && wfx_shape_count(&ks) == inner;
     }
+  /* the last axis with a (C,) scale and bias: ops-nn's LayerNorm, which
+   * device plugins run fast */
+  int last = fits && axis == r - 1 && has_in(n, 2);
+  for (int k = 1; k < 3 && last; k++)
+    last = n->in[k]->shape.rank == 1;
+  if (last) {
+    wf_output in[3] = {x, X(n, 1, st), X(n, 2, st)};
+    wf_attr_item a[1] = {
+        WFX_ITEM_FLOAT("epsilon", ox_attr_f(n, "epsilon", 1e-5))};
+    return out1(n, ox_add(n, "LayerNorm", in, 3, a, 1, st), st);
+  }
   if (fits) {
     int32_t dt = ox_dtype_of(x);
     wf_output in[3] = {x, X(n, 1, st),
