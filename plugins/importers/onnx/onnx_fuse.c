@@ -3,7 +3,9 @@
  *   onnx_fuse_layer_norm  Div(x - mean(x), sqrt(mean((x - mean(x))^2) +
  *                         eps)) over trailing axes, with a following
  *                         Mul(., gamma) and Add(., beta) when their shapes
- *                         are the normalised ones -> OnnxLayerNorm;
+ *                         are the normalised ones -> LayerNorm (ops-nn's,
+ *                         over the last axis with a scale and offset) or
+ *                         OnnxLayerNorm (other axes, no affine);
  *   onnx_fuse_gelu        x * 0.5 * (1 + erf(x / sqrt 2)) -> Gelu, and the
  *                         tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
  *                         x^3))) -> Gelu(approximate).
@@ -16,9 +18,8 @@
  * A pattern fuses only when every value it hides has no reader outside it
  * and is not fetched; constants must be what the formula says (within
  * 1e-6 relative). The core checks the graph after each pass; each pass is
- * switched off by its name in the config's [passes]. The fused kernels
- * compute in double (OnnxAttention: float32 products by OpenBLAS where
- * it is built in) and have no gradients (working graphs only run). */
+ * switched off by its name in the config's [passes]. OnnxLayerNorm
+ * computes in double and has no gradient (working graphs only run). */
 #include <config.h>
 
 #include <math.h>
@@ -359,7 +360,11 @@ static int fuse_layer_norm(wf_pass_ctx *ctx, wf_status *st) {
       }
       wf_attr_item a[2] = {WFX_ITEM_INT("axis", first),
                            WFX_ITEM_FLOAT("epsilon", eps)};
-      wf_output y = add_node(ctx, "OnnxLayerNorm", root, in, 3, a, 2, st);
+      /* over the last axis with (C,) scale and offset: ops-nn's LayerNorm,
+       * which device plugins run fast */
+      int last = pass == 0 && s.rank >= 1 && first == s.rank - 1;
+      wf_output y = last ? add_node(ctx, "LayerNorm", root, in, 3, a + 1, 1, st)
+                         : add_node(ctx, "OnnxLayerNorm", root, in, 3, a, 2, st);
       wf_output ro = {root, 0};
       if (!y.node || wfx_host->pass_replace(ctx, ro, y, st))
         return wfx_code(st);
