@@ -1,6 +1,6 @@
 /* bench/dispatch.c — executor overhead: a chain of 10,000 tiny ops
  * (x = x + 1 on one float32) run through a prepared callable; prints the
- * time per node as one JSON line. */
+ * time per node (mean, best and median step) as one JSON line. */
 #include <config.h>
 
 #include "bench_util.h"
@@ -9,6 +9,10 @@
 
 int main(int argc, char **argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 200;
+  if (steps < 1) {
+    fprintf(stderr, "usage: bench/dispatch [STEPS >= 1]\n");
+    return 2;
+  }
   int threads = 2;
   wf_status *st = wf_status_new();
   wf_runtime *rt = bench_runtime(threads, st);
@@ -41,20 +45,31 @@ int main(int argc, char **argv) {
     wf_tensor_release(out);
   }
   double best = 1e30, total = 0;
+  double *times = calloc((size_t)steps, sizeof *times);
+  bench_check(times == NULL, st, "out of memory");
   for (int i = 0; i < steps; i++) {
     wf_tensor *out = NULL;
     double t0 = bench_now();
     bench_check(wf_callable_run(c, NULL, &in, &out, NULL, st), st, "run");
     double dt = bench_now() - t0;
     total += dt;
+    times[i] = dt;
     if (dt < best)
       best = dt;
     wf_tensor_release(out);
   }
+  for (int a = 1; a < steps; a++) /* sorted, for the median */
+    for (int b = a; b > 0 && times[b - 1] > times[b]; b--) {
+      double v = times[b];
+      times[b] = times[b - 1];
+      times[b - 1] = v;
+    }
   printf("{\"bench\":\"dispatch\",\"nodes\":%d,\"steps\":%d,\"threads\":%d,"
-         "\"us_per_node\":%.4f,\"us_per_node_best\":%.4f}\n",
+         "\"us_per_node\":%.4f,\"us_per_node_best\":%.4f,"
+         "\"us_per_node_median\":%.4f}\n",
          NODES, steps, threads, total / steps / NODES * 1e6,
-         best / NODES * 1e6);
+         best / NODES * 1e6, times[steps / 2] / NODES * 1e6);
+  free(times);
   wf_tensor_release(in);
   wf_callable_free(c);
   wf_session_free(s);

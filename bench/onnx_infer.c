@@ -1,7 +1,8 @@
 /* bench/onnx_infer.c — an ONNX model in weft: imports MODEL.onnx (the ONNX
  * importer plugin), feeds INPUT.npy to its one input, runs it ITERS times
  * after WARMUP runs through a prepared signature, and prints one JSON line
- * with the mean time per run and the items (rows of the input) per second;
+ * with the mean and the median time per run and the items (rows of the
+ * input) per second;
  * with --out writes the output to a .npy file so a script can compare it
  * with another runtime's (bench/onnx_vs_ort.py). Threads: --intra N for
  * the kernels' threads (inter-op 1), so runs are comparable with a runtime
@@ -77,17 +78,32 @@ int main(int argc, char **argv) {
   wf_tensor *y = NULL;
   for (int i = 0; i < warmup + iters; i++) {
     if (i == warmup) {
-      double t0 = bench_now();
+      double *t = calloc((size_t)iters, sizeof *t), t0 = bench_now();
+      bench_check(t == NULL, st, "out of memory");
       for (int k = 0; k < iters; k++) {
         wf_tensor_release(y);
         y = NULL;
+        double r0 = bench_now();
         bench_check(wf_callable_run(c, NULL, &x, &y, NULL, st), st, "run");
+        t[k] = bench_now() - r0;
       }
       double dt = (bench_now() - t0) / iters;
+      /* the median run: one run of a noisy machine's slow moments moves
+       * the mean, not the median */
+      for (int a = 1; a < iters; a++)
+        for (int b = a; b > 0 && t[b - 1] > t[b]; b--) {
+          double v = t[b];
+          t[b] = t[b - 1];
+          t[b - 1] = v;
+        }
+      double med = iters % 2 ? t[iters / 2]
+                             : (t[iters / 2 - 1] + t[iters / 2]) / 2;
       int64_t batch = wf_tensor_rank(x) ? wf_tensor_dim(x, 0) : 1;
       printf("{\"bench\":\"onnx_infer\",\"model\":\"%s\",\"batch\":%lld,"
-             "\"threads\":%d,\"ms_per_run\":%.3f,\"items_per_s\":%.1f}\n",
-             model, (long long)batch, intra, dt * 1e3, batch / dt);
+             "\"threads\":%d,\"ms_per_run\":%.3f,\"ms_median\":%.3f,"
+             "\"items_per_s\":%.1f}\n",
+             model, (long long)batch, intra, dt * 1e3, med * 1e3, batch / dt);
+      free(t);
       break;
     }
     wf_tensor_release(y);

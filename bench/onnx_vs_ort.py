@@ -20,7 +20,12 @@ Needs numpy, onnx and onnxruntime (pip, e.g. in a venv: python3 -m venv
 /tmp/ortvenv && /tmp/ortvenv/bin/pip install onnxruntime onnx numpy), torch
 for --source torch, and the built bench/onnx_infer. Never run by CI.
 
-Usage: python3 bench/onnx_vs_ort.py [--iters N] [--models resnet18,bert]
+Each side's time is the median run of --iters runs (the machine's slow
+moments move a mean, not a median); with --rounds N the two sides
+alternate N times and the median of the rounds is printed.
+
+Usage: python3 bench/onnx_vs_ort.py [--iters N] [--rounds N]
+                                    [--models resnet18,bert]
                                     [--source helper|torch]"""
 import argparse
 import json
@@ -259,10 +264,12 @@ def time_ort(path, x, iters, threads):
     name = s.get_inputs()[0].name
     for _ in range(2):
         y = s.run(None, {name: x})[0]
-    t0 = time.perf_counter()
+    times = []
     for _ in range(iters):
+        t0 = time.perf_counter()
         y = s.run(None, {name: x})[0]
-    return (time.perf_counter() - t0) / iters, y
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), y
 
 
 def time_weft(path, x, iters, d, threads):
@@ -275,7 +282,7 @@ def time_weft(path, x, iters, d, threads):
     if r.returncode:
         sys.exit("onnx_infer failed: " + r.stderr)
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    return res["ms_per_run"] / 1e3, np.load(yout)
+    return res["ms_median"] / 1e3, np.load(yout)
 
 
 def main():
@@ -283,6 +290,10 @@ def main():
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--models", default="resnet18,bert")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="weft and ONNX Runtime alternated this many times "
+                         "(each in a process of its own for weft); the "
+                         "median of the rounds is printed")
     ap.add_argument("--source", choices=("helper", "torch"), default="helper",
                     help="build the models with the onnx helper API, or as "
                          "PyTorch modules exported by torch.onnx.export")
@@ -296,8 +307,13 @@ def main():
                                 else save(name, builds[name], d))
             for batch in (1, 32):
                 x = make_input(batch)
-                tw, yw = time_weft(path, x, args.iters, d, args.threads)
-                to, yo = time_ort(path, x, args.iters, args.threads)
+                tws, tos = [], []
+                for _ in range(args.rounds):
+                    tw, yw = time_weft(path, x, args.iters, d, args.threads)
+                    to, yo = time_ort(path, x, args.iters, args.threads)
+                    tws.append(tw)
+                    tos.append(to)
+                tw, to = float(np.median(tws)), float(np.median(tos))
                 diff = float(np.max(np.abs(yw.astype(np.float64) - yo)))
                 print(f"{name:10} {batch:5d} {tw * 1e3:10.2f} "
                       f"{to * 1e3:10.2f} {to / tw:6.2f}x {diff:11.3g}",

@@ -239,6 +239,8 @@ def bench_dispatch(a):
           "threads": a.threads,
           "us_per_node": round(sum(times) / len(times) / nodes * 1e6, 4),
           "us_per_node_best": round(min(times) / nodes * 1e6, 4),
+          "us_per_node_median": round(sorted(times)[len(times) // 2] / nodes
+                                      * 1e6, 4),
           "mode": "tf.function, Grappler off", "setting": "XLA off"})
 
 
