@@ -610,7 +610,7 @@ static int64_t out_dim(int padding, int64_t in, int64_t k, int64_t s,
 static void draw_window(rng *r, win *w, int conv) {
   do {
     w->nchw = (int)irand(r, 0, 1);
-    w->padding = (int)irand(r, 0, conv ? 2 : 1);
+    w->padding = (int)irand(r, 0, 2);
     w->n = irand(r, 1, 3);
     w->h = irand(r, 1, 11);
     w->w = irand(r, 1, 11);
@@ -622,8 +622,11 @@ static void draw_window(rng *r, win *w, int conv) {
     w->sw = irand(r, 1, 3);
     w->dh = conv ? irand(r, 1, 2) : 1;
     w->dw = conv ? irand(r, 1, 2) : 1;
+    /* a pool's padding stays below its window */
     for (int i = 0; i < 4; i++)
-      w->pad[i] = w->padding == 2 ? irand(r, 0, 2) : 0;
+      w->pad[i] = w->padding != 2 ? 0
+                  : conv      ? irand(r, 0, 2)
+                              : irand(r, 0, (i < 2 ? w->kh : w->kw) - 1);
     w->oh = out_dim(w->padding, w->h, w->kh, w->sh, w->dh, w->pad[0],
                     w->pad[1]);
     w->ow = out_dim(w->padding, w->w, w->kw, w->sw, w->dw, w->pad[2],
@@ -654,17 +657,17 @@ static void window_attrs(kcase *c, const win *w, int conv) {
     act_dims(w, w->dh, w->dw, 1, v);
     v[0] = 1;
     attr_ints(c, "dilations", v, 4);
-    if (w->padding == 2) {
-      int ih = w->nchw ? 2 : 1, iw = w->nchw ? 3 : 2;
-      memset(v, 0, sizeof v);
-      v[2 * ih] = w->pad[0], v[2 * ih + 1] = w->pad[1];
-      v[2 * iw] = w->pad[2], v[2 * iw + 1] = w->pad[3];
-      attr_ints(c, "explicit_paddings", v, 8);
-    }
   } else {
     act_dims(w, w->kh, w->kw, 1, v);
     v[0] = 1;
     attr_ints(c, "ksize", v, 4);
+  }
+  if (w->padding == 2) {
+    int ih = w->nchw ? 2 : 1, iw = w->nchw ? 3 : 2;
+    memset(v, 0, sizeof v);
+    v[2 * ih] = w->pad[0], v[2 * ih + 1] = w->pad[1];
+    v[2 * iw] = w->pad[2], v[2 * iw + 1] = w->pad[3];
+    attr_ints(c, "explicit_paddings", v, 8);
   }
   case_note(c, " %s n=%lld h=%lld w=%lld c=%lld k=%lldx%lld s=%lldx%lld",
             w->nchw ? "NCHW" : "NHWC", (long long)w->n, (long long)w->h,

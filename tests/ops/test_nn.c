@@ -241,6 +241,31 @@ static void test_pools_refuse_window_over_channels(void **state) {
                   (const char *const[]){"'ksize' must be 1", NULL});
 }
 
+/* EXPLICIT pool padding at least the window would leave windows of only
+ * padding: refused, naming the dimension; the amounts count too. */
+static void test_pools_refuse_padding_as_large_as_the_window(void **state) {
+  static const int64_t k[] = {1, 2, 3, 1}, s[] = {1, 1, 1, 1},
+                       big[] = {0, 0, 1, 0, 1, 3, 0, 0},
+                       short_pads[] = {0, 0, 1, 1};
+  fx_case c = {.name = "MaxPool", .op = "MaxPool", .num_inputs = 1,
+               .inputs = {{WF_FLOAT32, 4, {1, 3, 5, 2}, zeros}},
+               .num_attrs = 4,
+               .attrs = {{"ksize", 'I', 0, 0, NULL, k, 4},
+                         {"strides", 'I', 0, 0, NULL, s, 4},
+                         {"padding", 's', 0, 0, "EXPLICIT", NULL, 0},
+                         {"explicit_paddings", 'I', 0, 0, NULL, big, 8}}};
+
+  fx_expect_error(rt, &c, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"explicit padding after W 3",
+                                        "the window's 3", NULL});
+  c.op = "AvgPool";
+  fx_expect_error(rt, &c, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"explicit padding after W 3", NULL});
+  c.attrs[3] = (fx_attr){"explicit_paddings", 'I', 0, 0, NULL, short_pads, 4};
+  fx_expect_error(rt, &c, 1, WF_INVALID_ARGUMENT,
+                  (const char *const[]){"explicit_paddings", "8", NULL});
+}
+
 static void test_bias_add_refuses_bias_of_other_length(void **state) {
   fx_case c = {.name = "BiasAdd", .op = "BiasAdd", .num_inputs = 2,
                .inputs = {{WF_FLOAT32, 2, {2, 3}, zeros},
@@ -451,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_refuses_bad_geometry_and_attributes),
       cmocka_unit_test(test_kernels_refuse_shapes_unknown_while_building),
       cmocka_unit_test(test_pools_refuse_window_over_channels),
+      cmocka_unit_test(test_pools_refuse_padding_as_large_as_the_window),
       cmocka_unit_test(test_bias_add_refuses_bias_of_other_length),
       cmocka_unit_test(test_batch_norm_needs_full_stats_for_inference),
       cmocka_unit_test(test_dropout_refuses_rate_outside_0_1),

@@ -128,9 +128,11 @@ test_conv2d_gradients_over_strides_paddings_dilations_formats(void **state) {
 
 /* ---- pools --------------------------------------------------------------- */
 
-static void pool_check(const char *op_name, const char *padding, int64_t k,
-                       int64_t s, int nchw, int unknown) {
-  int64_t ksize[4], strides[4];
+/* pads: EXPLICIT's (top, bottom, left, right), or NULL. */
+static void pool_check_pads(const char *op_name, const char *padding,
+                            int64_t k, int64_t s, int nchw, int unknown,
+                            const int64_t *pads) {
+  int64_t ksize[4], strides[4], explicit_pads[8] = {0};
   ag_case op = {.op = op_name, .order = "x"};
   gc_spec spec = {.num_inputs = 1, .unknown_dims = unknown};
   char name[128];
@@ -141,6 +143,14 @@ static void pool_check(const char *op_name, const char *padding, int64_t k,
   op.attrs[1] = (gc_attr){"strides", GC_INTS(strides, 4)};
   op.attrs[2] = (gc_attr){"padding", AG_STRING(padding)};
   op.attrs[3] = (gc_attr){"data_format", AG_STRING(nchw ? "NCHW" : "NHWC")};
+  if (pads) {
+    int ih = nchw ? 2 : 1, iw = nchw ? 3 : 2;
+    explicit_pads[2 * ih] = pads[0];
+    explicit_pads[2 * ih + 1] = pads[1];
+    explicit_pads[2 * iw] = pads[2];
+    explicit_pads[2 * iw + 1] = pads[3];
+    op.attrs[4] = (gc_attr){"explicit_paddings", GC_INTS(explicit_pads, 8)};
+  }
   /* 180 values at least 0.01 apart in [-2, 2): no window has a tie within
    * the step, so MaxPool is smooth there. */
   spec.in[0] = (gc_input){.rank = 4, .min_gap = 0.01};
@@ -152,13 +162,23 @@ static void pool_check(const char *op_name, const char *padding, int64_t k,
   ag_check(rt, spec, &op);
 }
 
+static void pool_check(const char *op_name, const char *padding, int64_t k,
+                       int64_t s, int nchw, int unknown) {
+  pool_check_pads(op_name, padding, k, s, nchw, unknown, NULL);
+}
+
+/* EXPLICIT paddings below the window (k x k+1): uneven, and one side 0. */
+static const int64_t pool_pads[4] = {2, 0, 1, 3};
+
 static void test_max_pool_gradient_goes_to_each_windows_maximum(void **state) {
   for (int nchw = 0; nchw <= 1; nchw++) {
     pool_check("MaxPool", "VALID", 2, 2, nchw, 0);
     pool_check("MaxPool", "SAME", 3, 2, nchw, 0); /* windows overlap */
     pool_check("MaxPool", "SAME", 2, 1, nchw, 0);
+    pool_check_pads("MaxPool", "EXPLICIT", 3, 2, nchw, 0, pool_pads);
   }
   pool_check("MaxPool", "SAME", 3, 2, 1, 1);
+  pool_check_pads("MaxPool", "EXPLICIT", 3, 1, 0, 1, pool_pads);
 }
 
 static void test_avg_pool_gradient_shares_among_window_elements(void **state) {
@@ -166,8 +186,10 @@ static void test_avg_pool_gradient_shares_among_window_elements(void **state) {
     pool_check("AvgPool", "VALID", 2, 2, nchw, 0);
     pool_check("AvgPool", "SAME", 3, 2, nchw, 0);
     pool_check("AvgPool", "SAME", 2, 1, nchw, 0);
+    pool_check_pads("AvgPool", "EXPLICIT", 3, 2, nchw, 0, pool_pads);
   }
   pool_check("AvgPool", "SAME", 3, 2, 0, 1);
+  pool_check_pads("AvgPool", "EXPLICIT", 3, 1, 1, 1, pool_pads);
 }
 
 /* ---- softmax and its losses

@@ -1,6 +1,6 @@
 /* plugins/devices/cpu/cpu_pool.c — fast float32 MaxPool, AvgPool,
- * MaxPoolGrad and AvgPoolGrad on oneDNN pooling (NHWC and NCHW, SAME and
- * VALID): max pooling pads with -inf and average pooling divides by the
+ * MaxPoolGrad and AvgPoolGrad on oneDNN pooling (NHWC and NCHW, SAME,
+ * VALID and EXPLICIT): max pooling pads with -inf and average pooling divides by the
  * elements inside the input, as the nn ops define. MaxPoolGrad takes no
  * MaxPool output, so its plan runs the forward pooling again (training
  * mode, keeping oneDNN's record of each window's pick) and then the
@@ -53,7 +53,7 @@ static int pool_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
   memset(s, 0, sizeof *s);
   cpu_dnnl_cache_init(&s->cache);
   /* Accepted by the op's shape function when the node was added. */
-  if (nn_window_parse(&a, "ksize", 0, 0, &s->win, st)) {
+  if (nn_window_parse(&a, "ksize", 0, 1, &s->win, st)) {
     pool_destroy(s);
     return wfx_code(st);
   }

@@ -610,7 +610,7 @@ static int pool_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   cuw w = {0};
   int type, rc;
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &win, st) ||
       wfx_kernel_input(ctx, 0, &x, &xs, st) ||
       cuw_float_type(wfx_dtype(x), &type, st) ||
       wfx_host->kernel_output_shape(ctx, 0, &out, st) ||
@@ -648,7 +648,7 @@ static int pool_grad_compute(wf_kernel_ctx *ctx, int max, wf_status *st) {
   cuw w = {0};
   int type, rc;
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &win, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &win, st) ||
       wfx_kernel_input(ctx, 0, &first, NULL, st) ||
       wfx_kernel_input(ctx, 1, &grad, NULL, st) ||
       cuw_float_type(wfx_dtype(grad), &type, st))

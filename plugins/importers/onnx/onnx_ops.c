@@ -1943,11 +1943,25 @@ static int pool(ox_node *n, int max, wf_status *st) {
     if (w.d[i] != 1)
       return ox_fail(n, st, WF_UNIMPLEMENTED, "dilated pooling");
   int64_t ks[4] = {1, 1, w.k[0], w.k[1]}, ss[4] = {1, 1, w.s[0], w.s[1]};
-  wf_attr_item a[4] = {item_ints("ksize", ks, 4), item_ints("strides", ss, 4),
+  wf_attr_item a[5] = {item_ints("ksize", ks, 4), item_ints("strides", ss, 4),
                        item_str("padding", "VALID"),
                        item_str("data_format", "NCHW")};
   wf_output y;
-  if (max) {
+  /* padding less than the window, ignored by max and left out of the
+   * average's count: the pool's own EXPLICIT padding (no padded copy) */
+  int64_t ep[8] = {0, 0, 0, 0, w.pb[0], w.pe[0], w.pb[1], w.pe[1]};
+  int inside = 1, any = 0;
+  for (int i = 0; i < 2; i++) {
+    inside &= w.pb[i] < w.k[i] && w.pe[i] < w.k[i];
+    any |= w.pb[i] || w.pe[i];
+  }
+  int flt = ox_dtype_of(x) == WF_FLOAT32 || ox_dtype_of(x) == WF_FLOAT64;
+  if (any && inside && flt &&
+      (max || !ox_attr_i(n, "count_include_pad", 0))) {
+    a[2] = item_str("padding", "EXPLICIT");
+    a[4] = item_ints("explicit_paddings", ep, 8);
+    y = ox_add(n, max ? "MaxPool" : "AvgPool", &x, 1, a, 5, st);
+  } else if (max) {
     y = ox_add(n, "MaxPool",
                (wf_output[]){pad_spatial(n, x, &w, -INFINITY, st)}, 1, a, 4,
                st);

@@ -118,33 +118,33 @@ static int grad_conv2d(wf_grad_ctx *ctx, wf_status *st) {
   return wfx_grad_done(st);
 }
 
-static const char *const pool_attr_names[] = {"ksize", "strides", "padding",
-                                              "data_format"};
+static const char *const pool_attr_names[] = {
+    "ksize", "strides", "padding", "explicit_paddings", "data_format"};
 
 /* MaxPool: MaxPoolGrad(input, dy), the gradient at each window's pick. */
 static int grad_max_pool(wf_grad_ctx *ctx, wf_status *st) {
-  wf_attr_item attrs[4];
+  wf_attr_item attrs[5];
 
-  if (copy_attrs(ctx, pool_attr_names, 4, attrs, st))
+  if (copy_attrs(ctx, pool_attr_names, 5, attrs, st))
     return wfx_code(st);
   {
     wf_output in[2] = {IN(0), DY(0)};
     wfx_grad_set(ctx, 0,
-                 wfx_grad_node(ctx, "MaxPoolGrad", in, 2, attrs, 4, st));
+                 wfx_grad_node(ctx, "MaxPoolGrad", in, 2, attrs, 5, st));
   }
   return wfx_grad_done(st);
 }
 
 /* AvgPool: AvgPoolGrad(shape(input), dy). */
 static int grad_avg_pool(wf_grad_ctx *ctx, wf_status *st) {
-  wf_attr_item attrs[4];
+  wf_attr_item attrs[5];
 
-  if (copy_attrs(ctx, pool_attr_names, 4, attrs, st))
+  if (copy_attrs(ctx, pool_attr_names, 5, attrs, st))
     return wfx_code(st);
   {
     wf_output in[2] = {shape_of(ctx, IN(0), st), DY(0)};
     wfx_grad_set(ctx, 0,
-                 wfx_grad_node(ctx, "AvgPoolGrad", in, 2, attrs, 4, st));
+                 wfx_grad_node(ctx, "AvgPoolGrad", in, 2, attrs, 5, st));
   }
   return wfx_grad_done(st);
 }

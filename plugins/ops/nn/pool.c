@@ -1,5 +1,5 @@
 /* plugins/ops/nn/pool.c — MaxPool and AvgPool over the (H, W) dimensions of
- * 4-D tensors (NHWC or NCHW; SAME or VALID padding) and their backward ops
+ * 4-D tensors (NHWC or NCHW; SAME, VALID or EXPLICIT padding) and their backward ops
  * MaxPoolGrad and AvgPoolGrad: op definitions, shape inference and
  * reference CPU kernels. Padding never contributes a value: MaxPool takes
  * the maximum of the window's elements inside the input, AvgPool divides by
@@ -9,6 +9,7 @@
 
 #include "nn.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -28,6 +29,16 @@ static int pool_dims(const wf_shape *xs, const nn_window *w, wf_shape *out,
     return wfx_fail(
         st, WF_INVALID_ARGUMENT, "input must have rank 4 (%s), got shape %s",
         w->nchw ? "N, C, H, W" : "N, H, W, C", wfx_shape_str(xs, a, sizeof a));
+  if (w->padding == NN_PAD_EXPLICIT)
+    for (int d = 0; d < 2; d++)
+      for (int e = 0; e < 2; e++)
+        if (w->explicit_pad[2 * d + e] >= w->ksize[d])
+          return wfx_fail(st, WF_INVALID_ARGUMENT,
+                          "explicit padding %s %s %" PRId64
+                          " is not less than the window's %" PRId64
+                          ": a window would hold only padding",
+                          e ? "after" : "before", d ? "W" : "H",
+                          w->explicit_pad[2 * d + e], w->ksize[d]);
   nn_nhwc_index(w->nchw, ix);
   for (int i = 0; i < 4; i++)
     x[i] = xs->rank == 4 ? xs->dims[ix[i]] : WF_UNKNOWN_DIM;
@@ -62,7 +73,7 @@ static int pool_shape(wf_shape_ctx *ctx, wf_status *st) {
   nn_window w;
   wf_shape xs, out;
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &w, st) ||
       wfx_shape_input(ctx, 0, NULL, &xs, st) ||
       pool_dims(&xs, &w, &out, NULL, st))
     return wfx_code(st);
@@ -157,7 +168,7 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_fn *const *table,
   wf_shape xs, out;
   pool_fn *fn;
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &w, st) ||
       wfx_kernel_input(ctx, 0, &x, &xs, st) || pool_dims(&xs, &w, &out, &g, st))
     return wfx_code(st);
   fn = table[wfx_dtype(x)];
@@ -183,6 +194,15 @@ static const wf_arg_def pool_inputs[] = {
     WF_ARG_END};
 static const wf_arg_def pool_outputs[] = {
     WF_ARG_T("output", "T", "(N, OH, OW, C) or (N, C, OH, OW)"), WF_ARG_END};
+/* EXPLICIT padding's amounts; each less than the window along its
+ * dimension, so that every window holds an input element. */
+#define POOL_ATTR_EXPLICIT_PADDINGS                                            \
+  {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",                   \
+   .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,                       \
+   .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},          \
+   .doc = "EXPLICIT only: 8 entries, (before, after) per dimension in "        \
+          "data_format order; 0 for N and C, less than the window in H and "  \
+          "W"}
 #define POOL_ATTRS(types, tdoc)                                                \
   {                                                                            \
     NN_ATTR_TYPE("T", types, tdoc),                                            \
@@ -192,8 +212,9 @@ static const wf_arg_def pool_outputs[] = {
         NN_ATTR_INTS_REQUIRED("strides", 4,                                    \
                               "4 entries in data_format order; 1 for N and "   \
                               "C"),                                            \
-        NN_ATTR_STRING_REQUIRED("padding", "\"SAME\" or \"VALID\""),           \
-        NN_ATTR_DATA_FORMAT, WF_ATTR_END                                       \
+        NN_ATTR_STRING_REQUIRED("padding",                                    \
+                                "\"SAME\", \"VALID\" or \"EXPLICIT\""),        \
+        POOL_ATTR_EXPLICIT_PADDINGS, NN_ATTR_DATA_FORMAT, WF_ATTR_END          \
   }
 static const wf_attr_def max_pool_attrs[] =
     POOL_ATTRS(WFX_DTYPES_NUMBER, "a float or integer type");
@@ -209,7 +230,8 @@ const wf_op_def nn_max_pool_op = {
     .shape_fn = pool_shape,
     .doc = "Maximum over KH x KW windows moved by (SH, SW): (N, H, W, C) -> "
            "(N, OH, OW, C); SAME: OH = ceil(H / SH), VALID: OH = (H - KH) / "
-           "SH + 1. Padded positions are ignored; NaN propagates."};
+           "SH + 1, EXPLICIT: OH = (H + PT + PB - KH) / SH + 1 with the given "
+           "paddings. Padded positions are ignored; NaN propagates."};
 
 const wf_kernel_def nn_max_pool_kernel =
     WFX_CPU_REFERENCE("MaxPool", "T", WFX_DTYPES_NUMBER, max_pool_compute);
@@ -222,8 +244,9 @@ const wf_op_def nn_avg_pool_op = {
     .attrs = avg_pool_attrs,
     .shape_fn = pool_shape,
     .doc = "Mean over KH x KW windows moved by (SH, SW): (N, H, W, C) -> (N, "
-           "OH, OW, C), sizes as MaxPool. With SAME padding the mean is over "
-           "the window's elements inside the input only (as TensorFlow)."};
+           "OH, OW, C), sizes as MaxPool. With SAME or EXPLICIT padding the mean "
+           "is over the window's elements inside the input only (as "
+           "TensorFlow's SAME and ONNX's count_include_pad = 0)."};
 
 const wf_kernel_def nn_avg_pool_kernel =
     WFX_CPU_REFERENCE("AvgPool", "T", WFX_DTYPES_FLOAT, avg_pool_compute);
@@ -318,7 +341,7 @@ static int max_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
   nn_window w;
   wf_shape xs, gs;
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &w, st) ||
       wfx_shape_input(ctx, 0, NULL, &xs, st) ||
       wfx_shape_input(ctx, 1, NULL, &gs, st) ||
       pool_grad_check(&xs, &w, &gs, st))
@@ -333,7 +356,7 @@ static int avg_pool_grad_shape(wf_shape_ctx *ctx, wf_status *st) {
   wf_shape xs, gs;
   int ix[4];
 
-  if (nn_window_parse(&a, "ksize", 0, 0, &w, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, &w, st) ||
       wfx_shape_input(ctx, 1, NULL, &gs, st) ||
       nn_shape_input_value(ctx, 0, "orig_input_shape", 4, &xs, st))
     return wfx_code(st);
@@ -363,7 +386,7 @@ static int pool_grad_begin(wf_kernel_ctx *ctx, const wf_shape *xs,
   char s1[WFX_SHAPE_STR_MAX], s2[WFX_SHAPE_STR_MAX];
 
   *acc = NULL;
-  if (nn_window_parse(&a, "ksize", 0, 0, w, st) ||
+  if (nn_window_parse(&a, "ksize", 0, 1, w, st) ||
       pool_dims(xs, w, &out, g, st))
     return wfx_code(st);
   wfx_host->tensor_shape(grad, &gs);
@@ -451,6 +474,7 @@ static const wf_attr_def avg_pool_grad_attrs[] = {
     NN_ATTR_INTS_REQUIRED("ksize", 4, "AvgPool's ksize"),
     NN_ATTR_INTS_REQUIRED("strides", 4, "AvgPool's strides"),
     NN_ATTR_STRING_REQUIRED("padding", "AvgPool's padding"),
+    POOL_ATTR_EXPLICIT_PADDINGS,
     NN_ATTR_DATA_FORMAT,
     WF_ATTR_END};
 
