@@ -92,6 +92,7 @@ typedef struct kcase {
   wf_tensor *in[MAX_IN];
   int unknown_shapes; /* placeholders of unknown shape */
   int input_list;     /* the inputs are one list argument (AddN) */
+  int must_fail;      /* inputs the op refuses: both kernels must fail */
   int nattrs;
   const char *attr_names[MAX_ATTRS];
   wf_attr_value attrs[MAX_ATTRS];
@@ -384,6 +385,10 @@ static void check_case(const kcase *c) {
              wf_dtype_name(c->dtype));
   frc = wf__kernel_run(fast, n, (const wf_tensor *const *)c->in, fo, st);
   rrc = wf__kernel_run(ref, n, (const wf_tensor *const *)c->in, ro, rst);
+  if (c->must_fail && (!frc || !rrc))
+    fail_msg("%s: the fast kernel gives %d, the reference %d; both should "
+             "refuse the inputs",
+             c->name, frc, rrc);
   if (frc || rrc) {
     if (frc != rrc ||
         (strcmp(reason(st), reason(rst)) && !shape_error_is(c, n, st)))
@@ -1247,49 +1252,42 @@ static int back_to_shared(void **state) {
 }
 
 /* Inputs the ops refuse: the same error from both kernels (or the op's
- * shape function's, which the fast kernels report). */
+ * shape function's, which the fast kernels report). Placeholders of
+ * unknown shape, so that the node is built and the kernels see them. */
 static void arith_bad_cases(void) {
   static const int64_t a[2] = {3, 4}, b[1] = {5}, bad_perm[2] = {0, 0},
                        bad_axes[1] = {5};
+  static const struct {
+    const char *op;
+    int list;               /* AddN's one list of inputs */
+    const int64_t *second;  /* the second input's dims (rank 1), or NULL */
+    const int64_t *perm;    /* Transpose's perm */
+    const int64_t *axes;    /* Sum's axes */
+  } cases[] = {
+      {"Add", 0, b, NULL, NULL},      {"Transpose", 0, NULL, bad_perm, NULL},
+      {"SumToLike", 0, b, NULL, NULL}, {"AddN", 1, b, NULL, NULL},
+      {"Sum", 0, NULL, NULL, bad_axes},
+  };
   rng r = {76};
-  kcase c;
 
-  case_init(&c, "Add", WF_FLOAT32);
-  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
-  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
-  c.unknown_shapes = 1;
-  check_case(&c);
-  case_free(&c);
-
-  case_init(&c, "Transpose", WF_FLOAT32);
-  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
-  add_sizes(&c, bad_perm, 2);
-  c.unknown_shapes = 1;
-  check_case(&c);
-  case_free(&c);
-
-  case_init(&c, "SumToLike", WF_FLOAT32);
-  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
-  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
-  c.unknown_shapes = 1;
-  check_case(&c);
-  case_free(&c);
-
-  case_init(&c, "AddN", WF_FLOAT32);
-  c.input_list = 1;
-  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
-  add_input(&c, &r, WF_FLOAT32, b, 1, -1, 1);
-  c.unknown_shapes = 1;
-  check_case(&c);
-  case_free(&c);
-
-  case_init(&c, "Sum", WF_FLOAT32);
-  add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
-  attr_ints(&c, "axes", bad_axes, 1);
-  attr_bool(&c, "keep_dims", 0);
-  c.unknown_shapes = 1;
-  check_case(&c);
-  case_free(&c);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    kcase c;
+    case_init(&c, cases[i].op, WF_FLOAT32);
+    c.input_list = cases[i].list;
+    c.unknown_shapes = 1;
+    c.must_fail = 1;
+    add_input(&c, &r, WF_FLOAT32, a, 2, -1, 1);
+    if (cases[i].second)
+      add_input(&c, &r, WF_FLOAT32, cases[i].second, 1, -1, 1);
+    if (cases[i].perm)
+      add_sizes(&c, cases[i].perm, 2);
+    if (cases[i].axes) {
+      attr_ints(&c, "axes", cases[i].axes, 1);
+      attr_bool(&c, "keep_dims", 0);
+    }
+    check_case(&c);
+    case_free(&c);
+  }
 }
 
 static void test_arithmetic_sums_and_transpose_match_reference_bits(

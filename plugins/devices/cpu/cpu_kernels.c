@@ -5,10 +5,11 @@
  * the libraries' line of the device description.
  *
  * It runs no kernel itself (cpu_gemm.c, cpu_conv.c, cpu_pool.c,
- * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c, cpu_bias.c and cpu_rnn.c do)
- * and does not
- * pin threads (the core's pool does; OpenMP's and OpenBLAS's own threads
- * are left where the system puts them). */
+ * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c, cpu_bias.c, cpu_layernorm.c,
+ * cpu_rnn.c, cpu_apply.c and cpu_arith.c do) but holds cpu_team, the
+ * OpenMP region the last two share their loops through. It does not pin
+ * threads (the core's pool does; OpenMP's and OpenBLAS's own threads are
+ * left where the system puts them). */
 #include <config.h>
 
 #include "cpu_kernels.h"
