@@ -10,16 +10,18 @@
  * alone (one reader, not fetched), no node of it has control consumers
  * (they would wait for a node that no longer runs), its device requests
  * agree, and a device that may run it has a kernel for the fused op with
- * its dtype that the config allows. Only whole chains with an activation
- * fuse: in training graphs the activation's input is also read by its
- * gradient, and fusing just the product with its bias measured 1.45x
- * slower for the cnn step (oneDNN's separate convolution and bias loop
- * beat the fused primitive), while inference chains fuse completely. The
- * replaced nodes are left for dead-node removal. Switched off with
- * [passes] fusion = false. */
+ * its dtype that the config allows. A product and its BiasAdd alone fuse
+ * only for a convolution whose sum no activation reads (a residual
+ * block's, which an Add reads): in training graphs the activation's input
+ * is also read by its gradient, and fusing just the product with its bias
+ * there measured 1.45x slower for the cnn step (oneDNN's separate
+ * convolution and bias loop beat the fused primitive), while inference
+ * chains fuse completely. The replaced nodes are left for dead-node
+ * removal. Switched off with [passes] fusion = false. */
 #include <config.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn.h"
@@ -152,6 +154,102 @@ static int try_fuse(wf_pass_ctx *ctx, wf_node *act, wf_status *st) {
               st);
 }
 
+static int is_activation(const wf_node *n) {
+  return is_op(n, "Relu") || is_op(n, "Sigmoid") || is_op(n, "Tanh") ||
+         is_op(n, "Elu") || is_op(n, "Gelu") || is_op(n, "LeakyRelu");
+}
+
+static int ptr_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (wf_node *const *)a,
+            y = (uintptr_t) * (wf_node *const *)b;
+  return (x > y) - (x < y);
+}
+
+/* The nodes an activation reads, sorted (for bsearch); *n of them. NULL
+ * with *n = 0 when there are none; -1 when out of memory. */
+static int activation_inputs(const wf_pass_ctx *ctx, wf_node ***out,
+                             size_t *n) {
+  int32_t total = wfx_host->pass_num_nodes(ctx);
+  size_t k = 0;
+  *out = NULL;
+  *n = 0;
+  for (int32_t i = 0; i < total; i++)
+    k += (size_t)is_activation(wfx_host->pass_node(ctx, i));
+  if (k == 0)
+    return 0;
+  wf_node **a = wfx_host->alloc(k * sizeof *a, 0);
+  if (!a)
+    return -1;
+  k = 0;
+  for (int32_t i = 0; i < total; i++) {
+    wf_node *r = wfx_host->pass_node(ctx, i);
+    if (is_activation(r) && wfx_host->node_num_inputs(r) > 0)
+      a[k++] = wfx_host->node_input(r, 0).node;
+  }
+  qsort(a, k, sizeof *a, ptr_cmp);
+  *out = a;
+  *n = k;
+  return 0;
+}
+
+/* Conv2D -> BiasAdd whose result goes on to something other than an
+ * activation (a residual Add): the bias joins the convolution. Not where
+ * an activation reads the sum: there the whole chain fuses above, or, in
+ * training, the activation's gradient also reads the sum and the
+ * convolution with its bias measured slower than the two apart. */
+static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
+                         wf_node *const *act_in, size_t nact, wf_status *st) {
+  static const wf_pattern_node pair_pattern[] = {
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "BiasAdd", .parent = -1},
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "Conv2D", .parent = 0,
+       .parent_input = 0, .single_use = 1},
+  };
+  static const char *const steps[1] = {"BiasAdd"};
+  wf_node *m[2];
+  int32_t dtype;
+  wf_output out = {bias, 0};
+
+  if (!wfx_host->pass_match(ctx, bias, pair_pattern, 2, m) ||
+      wfx_host->node_input(bias, 1).node == m[1] ||
+      wfx_host->node_num_control_consumers(m[1]) > 0 ||
+      wfx_host->node_num_control_consumers(bias) > 0 ||
+      (wfx_host->pass_num_consumers(ctx, out) == 0 &&
+       !wfx_host->pass_is_fetched(ctx, out)) ||
+      strcmp(string_attr(m[1], "data_format"),
+             string_attr(bias, "data_format")) != 0 ||
+      (nact && bsearch(&bias, act_in, nact, sizeof *act_in, ptr_cmp)))
+    return 0;
+  wf_node *chain[2] = {m[1], bias};
+  const char *request = common_request(chain, 2);
+  if (!request || wfx_host->node_output_info(m[1], 0, &dtype, NULL) ||
+      !wfx_host->pass_has_kernel(ctx, "_FusedConv2D", request, dtype))
+    return 0;
+
+  wf_attr_item attrs[8];
+  int nattrs = 0;
+  char name[WFX_WHAT_MAX];
+  for (int k = 0; conv2d_attrs[k]; k++)
+    if (!wfx_host->node_attr(m[1], conv2d_attrs[k], &attrs[nattrs].value))
+      attrs[nattrs++].name = conv2d_attrs[k];
+  attrs[nattrs++] = (wf_attr_item){
+      "fused_ops",
+      {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1, .u.strings = steps}};
+  wf_output in[3] = {wfx_host->node_input(m[1], 0),
+                     wfx_host->node_input(m[1], 1),
+                     wfx_host->node_input(bias, 1)};
+  wf_node *f = wfx_host->pass_add_node(
+      ctx, "_FusedConv2D", wfx_pass_name(ctx, bias, "fused", name, sizeof name),
+      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
+  if (!f)
+    return wfx_code(st);
+  for (int k = 0; k < 2; k++)
+    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]); c++)
+      if (wfx_host->pass_add_control_edge(
+              ctx, wfx_host->node_control_input(chain[k], c), f, st))
+        return wfx_code(st);
+  return wfx_host->pass_replace(ctx, out, (wf_output){f, 0}, st);
+}
+
 static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
   /* Fused nodes get the numbers after n and are never candidates. */
   int32_t n = wfx_host->pass_num_nodes(ctx);
@@ -160,6 +258,19 @@ static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
     if (rc)
       return rc;
   }
+  wf_node **act_in;
+  size_t nact;
+  if (activation_inputs(ctx, &act_in, &nact))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED, "fusion: out of memory");
+  for (int32_t i = 0; i < n; i++) {
+    wf_node *b = wfx_host->pass_node(ctx, i);
+    int rc = is_op(b, "BiasAdd") ? try_fuse_bias(ctx, b, act_in, nact, st) : 0;
+    if (rc) {
+      wfx_host->free(act_in);
+      return rc;
+    }
+  }
+  wfx_host->free(act_in);
   return 0;
 }
 
@@ -167,6 +278,7 @@ const wf_pass_def nn_fusion_pass = {
     WF_STRUCT_INIT(wf_pass_def),
     .name = "fusion",
     .doc = "MatMul or Conv2D -> BiasAdd -> Relu, Sigmoid, Tanh, Elu, exact "
-           "Gelu or LeakyRelu become one _FusedMatMul or _FusedConv2D node",
+           "Gelu or LeakyRelu become one _FusedMatMul or _FusedConv2D node; "
+           "Conv2D -> BiasAdd read by no activation, one _FusedConv2D",
     .order = 200,
     .run = run_fusion};
