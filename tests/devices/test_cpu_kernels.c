@@ -1481,10 +1481,11 @@ typedef struct conv_session {
   wf_node *x, *f, *y;
 } conv_session;
 
-/* y = Conv2D(x (?, 9, 9, 3), f (3, 3, 3, 5)), SAME, through a session. */
-static void conv_session_new(conv_session *cs) {
+/* y = Conv2D(x (?, 9, 9, ci), f (3, 3, ci, co)), SAME, through a
+ * session. */
+static void conv_session_new_c(conv_session *cs, int64_t ci, int64_t co) {
   wf_status *st = wf_status_new();
-  int64_t xd[4] = {-1, 9, 9, 3}, fd[4] = {3, 3, 3, 5};
+  int64_t xd[4] = {-1, 9, 9, ci}, fd[4] = {3, 3, ci, co};
   const int64_t ones[4] = {1, 1, 1, 1};
   wf_node_desc *d;
   wf_output feeds[2], fetch;
@@ -1513,6 +1514,8 @@ static void conv_session_new(conv_session *cs) {
     fail_msg("preparing: %s", wf_status_message(st));
   wf_status_free(st);
 }
+
+static void conv_session_new(conv_session *cs) { conv_session_new_c(cs, 3, 5); }
 
 static void conv_session_free(conv_session *cs) {
   wf_callable_free(cs->call);
@@ -1576,6 +1579,45 @@ static void test_plans_follow_shapes_and_weights_changed_in_place(
     wf_tensor_release(x);
   }
   wf_tensor_release(f);
+  conv_session_free(&cs);
+  wf_status_free(st);
+}
+
+/* A filter of 1.18 MB (resnet-sized) whose bytes change in place by one
+ * element — at the start, the middle or the end — between runs, and runs
+ * where it does not change: the plan's reordered copy follows every
+ * change. */
+static void test_large_weights_changed_in_place_anywhere(void **state) {
+  wf_status *st = wf_status_new();
+  int64_t fd[4] = {3, 3, 128, 256}; /* 1.18 MB */
+  int64_t xd[4] = {1, 9, 9, 128};
+  conv_session cs;
+  rng r = {14};
+  wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st),
+            *x = wf_tensor_new(WF_FLOAT32, xd, 4, st);
+  int64_t n = wf_tensor_count(f), at[] = {-1, -1, 0, n / 2, n - 1, -1};
+
+  assert_non_null(f);
+  assert_non_null(x);
+  conv_session_new_c(&cs, 128, 256);
+  fill(f, &r);
+  fill(x, &r);
+  for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+    wf_tensor *feeds[2] = {x, f}, *y = NULL, *want;
+    char name[64];
+    if (at[i] >= 0) /* one element, same buffer */
+      ((float *)wf_tensor_data(f))[at[i]] += 0.5f;
+    if (wf_callable_run(cs.call, NULL, feeds, &y, NULL, st))
+      fail_msg("run %zu: %s", i, wf_status_message(st));
+    want = conv_reference(&cs, x, f);
+    snprintf(name, sizeof name, "run %zu (element %lld changed)", i,
+             (long long)at[i]);
+    expect_close(name, 0, want, y);
+    wf_tensor_release(want);
+    wf_tensor_release(y);
+  }
+  wf_tensor_release(f);
+  wf_tensor_release(x);
   conv_session_free(&cs);
   wf_status_free(st);
 }
@@ -1698,6 +1740,7 @@ int main(void) {
           three_threads_exact, back_to_shared),
       cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
       cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),
+      cmocka_unit_test(test_large_weights_changed_in_place_anywhere),
       cmocka_unit_test(test_plans_are_safe_from_several_threads),
 #endif
       cmocka_unit_test(test_cpu_device_reports_its_thread_layout),
