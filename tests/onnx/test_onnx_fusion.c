@@ -223,6 +223,25 @@ static wf_node *op(wf_graph *g, const char *type, wf_node *a, wf_node *b,
   return wf_node_desc_finish(d, st);
 }
 
+/* An NCHW Conv2D of x by a random filter (KH, KW, C, C_out) from seed,
+ * stride s; padding SAME, or EXPLICIT with pads (8 entries) when given. */
+static wf_node *conv(wf_graph *g, const char *name, wf_node *x,
+                     const int64_t *fd, unsigned seed, int64_t s,
+                     const int64_t *pads) {
+  wf_node_desc *d = wf_node_desc_new(g, "Conv2D", name);
+  wf_node_desc_add_input(d, (wf_output){x, 0});
+  wf_node_desc_add_input(
+      d, (wf_output){konst(g, random_tensor(WF_FLOAT32, fd, 4, seed)), 0});
+  wf_node_desc_set_attr_int_list(d, "strides", (int64_t[]){1, 1, s, s}, 4);
+  wf_node_desc_set_attr_string(d, "padding", pads ? "EXPLICIT" : "SAME");
+  if (pads)
+    wf_node_desc_set_attr_int_list(d, "explicit_paddings", pads, 8);
+  wf_node_desc_set_attr_string(d, "data_format", "NCHW");
+  wf_node *n = wf_node_desc_finish(d, st);
+  OK(!n);
+  return n;
+}
+
 /* x (2, 5, 13, 11) NCHW -> Conv2D (3x3, stride 2, explicit pads 1/2 and
  * 0/1) -> BiasAdd -> Relu -> Pad (1 each side of H and W, -1e30) ->
  * MaxPool 3x3 stride 2 -> m; Sigmoid(Conv2D(m) + m); and a 1x1 Conv2D on
@@ -246,18 +265,8 @@ static wf_tensor *run_built(int nhwc, int *count) {
   wf_node_desc_set_attr_shape(d, "shape", xd, 4);
   wf_node *x = wf_node_desc_finish(d, st);
   OK(!x);
-  d = wf_node_desc_new(g, "Conv2D", "conv");
-  wf_node_desc_add_input(d, (wf_output){x, 0});
-  wf_node_desc_add_input(d, (wf_output){konst(g, random_tensor(WF_FLOAT32,
-                                                               fd, 4, 1)),
-                                        0});
-  wf_node_desc_set_attr_int_list(d, "strides", (int64_t[]){1, 1, 2, 2}, 4);
-  wf_node_desc_set_attr_string(d, "padding", "EXPLICIT");
-  wf_node_desc_set_attr_int_list(d, "explicit_paddings",
-                                 (int64_t[]){0, 0, 0, 0, 1, 2, 0, 1}, 8);
-  wf_node_desc_set_attr_string(d, "data_format", "NCHW");
-  wf_node *c = wf_node_desc_finish(d, st);
-  OK(!c);
+  wf_node *c = conv(g, "conv", x, fd, 1, 2,
+                    (int64_t[]){0, 0, 0, 0, 1, 2, 0, 1});
   wf_node *b = op(g, "BiasAdd", c,
                   konst(g, random_tensor(WF_FLOAT32, bd, 1, 2)), "NCHW");
   wf_node *r = op(g, "Relu", b, NULL, NULL);
@@ -278,27 +287,9 @@ static wf_tensor *run_built(int nhwc, int *count) {
   wf_node_desc_set_attr_string(d, "data_format", "NCHW");
   wf_node *m = wf_node_desc_finish(d, st);
   OK(!m);
-  d = wf_node_desc_new(g, "Conv2D", "conv2");
-  wf_node_desc_add_input(d, (wf_output){m, 0});
-  wf_node_desc_add_input(d, (wf_output){konst(g, random_tensor(WF_FLOAT32,
-                                                               f2, 4, 5)),
-                                        0});
-  wf_node_desc_set_attr_int_list(d, "strides", (int64_t[]){1, 1, 1, 1}, 4);
-  wf_node_desc_set_attr_string(d, "padding", "SAME");
-  wf_node_desc_set_attr_string(d, "data_format", "NCHW");
-  wf_node *c2 = wf_node_desc_finish(d, st);
-  OK(!c2);
+  wf_node *c2 = conv(g, "conv2", m, f2, 5, 1, NULL);
   wf_node *y = op(g, "Sigmoid", op(g, "Add", c2, m, NULL), NULL, NULL);
-  d = wf_node_desc_new(g, "Conv2D", "conv1x1");
-  wf_node_desc_add_input(d, (wf_output){x, 0});
-  wf_node_desc_add_input(d, (wf_output){konst(g, random_tensor(WF_FLOAT32,
-                                                               f1, 4, 3)),
-                                        0});
-  wf_node_desc_set_attr_int_list(d, "strides", (int64_t[]){1, 1, 1, 1}, 4);
-  wf_node_desc_set_attr_string(d, "padding", "SAME");
-  wf_node_desc_set_attr_string(d, "data_format", "NCHW");
-  wf_node *c1 = wf_node_desc_finish(d, st);
-  OK(!c1);
+  wf_node *c1 = conv(g, "conv1x1", x, f1, 3, 1, NULL);
   d = wf_node_desc_new(g, "Mean", "mean");
   wf_node_desc_add_input(d, (wf_output){c1, 0});
   wf_node_desc_set_attr_int_list(d, "axes", (int64_t[]){2, 3}, 2);
