@@ -33,6 +33,8 @@ wf__varstore *wf__varstore_new(void) {
 }
 
 static void variable_free(wf__variable *v) {
+  if (v->value)
+    wf__tensor_unstamp(v->value);
   wf_tensor_release(v->value);
   wf_tensor_release(v->handle);
   pthread_mutex_destroy(&v->mu);
@@ -206,7 +208,10 @@ int wf__var_assign(const wf_tensor *handle, wf_tensor *value, wf_status *st) {
   }
   pthread_mutex_lock(&v->mu);
   wf_tensor *old = v->value;
+  if (old)
+    wf__tensor_unstamp(old);
   v->value = value;
+  wf__tensor_stamp(value);
   pthread_mutex_unlock(&v->mu);
   wf_tensor_release(old);
   return 0;
@@ -233,15 +238,22 @@ static wf_tensor *var_lock_at(const wf_tensor *handle,
     copy = wf__tensor_to(place, v->value, st);
   else if (atomic_load(&v->value->refs) > 1)
     copy = wf__tensor_clone(v->value, st);
-  else
+  else {
+    /* Written in place from now: a new version, so that what was kept
+     * of the value under the old one (a kernel's reordered weights) is
+     * known to be stale. */
+    wf__tensor_stamp(v->value);
     return v->value;
+  }
   if (!copy) {
     pthread_mutex_unlock(&v->mu);
     wf_status_prefix(st, "variable '%s'", v->name);
     return NULL;
   }
+  wf__tensor_unstamp(v->value);
   wf_tensor_release(v->value);
   v->value = copy;
+  wf__tensor_stamp(copy);
   return v->value;
 }
 
@@ -259,6 +271,10 @@ wf_tensor *wf__var_lock(const wf_tensor *handle, wf_status *st) {
 
 void wf__var_unlock(const wf_tensor *handle) {
   wf__variable *v = *(wf__variable *const *)handle->data;
+  /* The update is done: another version, so that no version seen while
+   * it was under way stands for the bytes it left. */
+  if (v->value)
+    wf__tensor_stamp(v->value);
   pthread_mutex_unlock(&v->mu);
 }
 

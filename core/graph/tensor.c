@@ -175,6 +175,29 @@ void wf__tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
   t->wrapped = WF__TENSOR_OWNED;
   t->epoch = 0;
   t->mem = NULL;
+  atomic_init(&t->version, 0);
+}
+
+/* ---- content versions ---------------------------------------------------- */
+
+/* The next version to hand out; 0 is never one. */
+static atomic_uint_fast64_t next_version = 1;
+
+uint64_t wf__tensor_stamp(wf_tensor *t) {
+  uint64_t v = atomic_fetch_add_explicit(&next_version, 1,
+                                         memory_order_relaxed);
+  atomic_store_explicit(&t->version, v, memory_order_release);
+  return v;
+}
+
+void wf__tensor_unstamp(wf_tensor *t) {
+  atomic_store_explicit(&t->version, 0, memory_order_release);
+}
+
+uint64_t wf__tensor_version(const wf_tensor *t) {
+  return t ? atomic_load_explicit(&((wf_tensor *)t)->version,
+                                  memory_order_acquire)
+           : 0;
 }
 
 wf_tensor *wf_tensor_new(wf_dtype dtype, const int64_t *dims, int rank,

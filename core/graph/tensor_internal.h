@@ -25,6 +25,9 @@ struct wf_tensor {
    * function, core/plugin/runtime_internal.h); NULL for host memory. Device buffers are
    * always WRAPPED, their dealloc giving them back to the device. */
   const struct wf__device *mem;
+  /* 0, or the content's version while a variable holds the tensor as its
+   * value (wf__tensor_stamp): see the host table's tensor_version. */
+  atomic_uint_fast64_t version;
 };
 
 /* wf_tensor.wrapped. Only OWNED and VIEW buffers may ever be written over
@@ -86,6 +89,18 @@ size_t wf__tensor_cache_bytes(void);
 /* Where t's values are, for messages: "host memory" or the device's name
  * ("cuda:0"). */
 const char *wf__tensor_memory_name(const wf_tensor *t);
+
+/* Content versions (the host table's tensor_version, weft/plugin.h).
+ * wf__tensor_stamp gives t a version no tensor had before and returns it:
+ * called while a variable holds t as its value, when it becomes the value
+ * and each time it is locked for an in-place update, so that while t's
+ * version stays the same its bytes do too (the only other holders may not
+ * write it: weft/tensor.h). wf__tensor_unstamp makes it 0 ("not known")
+ * when the variable lets go of t, after which its last holder may write
+ * it unseen. */
+uint64_t wf__tensor_stamp(wf_tensor *t);
+void wf__tensor_unstamp(wf_tensor *t);
+uint64_t wf__tensor_version(const wf_tensor *t);
 
 /* Sets every member of t (storage the caller owns) for a tensor of dtype
  * and dims over data (nbytes), in host memory, with no reference yet. */

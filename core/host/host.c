@@ -151,6 +151,8 @@ static const wf_host host = {
     .node_num_control_consumers = wf__node_num_control_consumers_of,
     .pass_has_kernel = wf__pass_has_kernel,
     .kernel_var_lock = wf__kernel_var_lock,
+    /* 1.5 */
+    .tensor_version = wf__tensor_version,
 };
 
 const wf_host *wf__host(void) { return &host; }

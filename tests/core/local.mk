@@ -8,7 +8,8 @@ core_tests = \
 	tests/core/test_shape \
 	tests/core/test_status \
 	tests/core/test_strmap \
-	tests/core/test_tensor
+	tests/core/test_tensor \
+	tests/core/test_variables
 
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests)
@@ -57,6 +58,11 @@ tests_core_test_tensor_SOURCES = tests/core/test_tensor.c
 tests_core_test_tensor_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_tensor_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_tensor_LDADD = $(TEST_LDADD)
+
+tests_core_test_variables_SOURCES = tests/core/test_variables.c
+tests_core_test_variables_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_core_test_variables_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_variables_LDADD = $(TEST_LDADD)
 
 # The core's rooms depend in one direction only (core/local.mk).
 TESTS += tests/core/check_rooms.sh

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 4
+#define WF_ABI_MINOR 5
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -732,6 +732,16 @@ typedef struct wf_host {
    * kept for plugins built against 1.0-1.3. */
   wf_tensor *(*kernel_var_lock)(const wf_kernel_ctx *ctx,
                                 const wf_tensor *handle, wf_status *st);
+
+  /* -- since 1.5 -- */
+  /* A version of t's bytes, or 0 when the core cannot vouch for them.
+   * Non-zero while a variable holds t as its value: then every write goes
+   * through var_lock, and each lock and unlock gives t a version no tensor
+   * had before, so while the number stays the same, t's bytes do too. A
+   * kernel that keeps something made from an input (oneDNN's reordered
+   * weights) keeps its address and version and checks both on the next
+   * call; on 0 it must compare the bytes themselves. */
+  uint64_t (*tensor_version)(const wf_tensor *t);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
