@@ -221,19 +221,79 @@ static void test_weights_are_reordered_again_only_when_their_bytes_change(
   assert_int_equal(cpu_dnnl_plan_finish(p, st), 0);
   inner = p->mems[0].buf;
   assert_non_null(inner);
-  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, NULL, "test", st), 0);
   /* w[r][c] at inner[c * 4 + r] */
   assert_true(inner[1 * 4 + 2] == w[2 * 3 + 1]);
   /* Same bytes: the copy is kept (a mark left in it survives). */
   inner[0] = -1.0f;
-  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, NULL, "test", st), 0);
   assert_true(inner[0] == -1.0f);
   /* New bytes at the same address: reordered again. */
   w[0] = 42.0f;
   w[5] = 7.5f;
-  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, NULL, "test", st), 0);
   assert_true(inner[0] == 42.0f);
   assert_true(inner[2 * 4 + 1] == 7.5f);
+  cpu_dnnl_plan_free(p);
+  wf_status_free(st);
+}
+
+/* With the core's version of the weights' bytes, the plan trusts it: the
+ * same address and version keep the reordered copy without looking at the
+ * bytes, a new version reorders, and a version of 0 goes back to
+ * comparing the bytes against a saved copy. */
+static void test_a_version_of_the_weights_stands_for_their_bytes(
+    void **state) {
+  wf_status *st = wf_status_new();
+  const int64_t dims[2] = {4, 3};
+  static const int col_major[2] = {1, 0};
+  dnnl_memory_desc_t user, want;
+  float w[12];
+  float *inner;
+  cpu_dnnl_plan *p;
+  void *data[1] = {w};
+  uint64_t v[1] = {5};
+
+  for (int i = 0; i < 12; i++)
+    w[i] = (float)i;
+  assert_int_equal(cpu_dnnl_md(&user, 2, dims, NULL, st), 0);
+  assert_int_equal(cpu_dnnl_md(&want, 2, dims, col_major, st), 0);
+  assert_int_equal(cpu_dnnl_plan_new(&p, st), 0);
+  assert_int_equal(
+      cpu_dnnl_plan_mem(p, 0, &user, &want, WF_DNNL_WEIGHTS, st), 0);
+  assert_int_equal(cpu_dnnl_plan_finish(p, st), 0);
+  inner = p->mems[0].buf;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[1 * 4 + 2] == w[2 * 3 + 1]);
+  assert_null(p->mems[0].copy); /* no saved copy under a version */
+  /* Same address and version: kept, bytes unread. */
+  inner[0] = -1.0f;
+  w[0] = 42.0f;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == -1.0f);
+  /* A new version: reordered. */
+  v[0] = 6;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == 42.0f);
+  /* Version 0: reordered (nothing saved to compare with), then kept while
+   * the bytes stay and reordered when they change. */
+  v[0] = 0;
+  inner[0] = -1.0f;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == 42.0f);
+  assert_non_null(p->mems[0].copy);
+  inner[0] = -1.0f;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == -1.0f);
+  w[0] = 43.0f;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == 43.0f);
+  /* Back to version 6: the version kept before the bytes were compared is
+   * gone, so this reorders too. */
+  v[0] = 6;
+  inner[0] = -1.0f;
+  assert_int_equal(cpu_dnnl_plan_run(p, data, v, "test", st), 0);
+  assert_true(inner[0] == 43.0f);
   cpu_dnnl_plan_free(p);
   wf_status_free(st);
 }
@@ -253,7 +313,7 @@ static void test_accumulated_outputs_are_zeroed_before_each_run(void **state) {
   assert_int_equal(cpu_dnnl_plan_new(&p, st), 0);
   assert_int_equal(cpu_dnnl_plan_mem(p, 0, &md, NULL, WF_DNNL_ZERO, st), 0);
   assert_int_equal(cpu_dnnl_plan_finish(p, st), 0);
-  assert_int_equal(cpu_dnnl_plan_run(p, data, "test", st), 0);
+  assert_int_equal(cpu_dnnl_plan_run(p, data, NULL, "test", st), 0);
   for (int i = 0; i < 16; i++)
     assert_true(out[i] == 0.0f);
   cpu_dnnl_plan_free(p);
@@ -269,6 +329,7 @@ int main(void) {
       cmocka_unit_test(test_cache_reports_other_build_failures),
       cmocka_unit_test(
           test_weights_are_reordered_again_only_when_their_bytes_change),
+      cmocka_unit_test(test_a_version_of_the_weights_stands_for_their_bytes),
       cmocka_unit_test(test_accumulated_outputs_are_zeroed_before_each_run),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

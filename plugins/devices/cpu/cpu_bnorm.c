@@ -246,7 +246,7 @@ static int bn_forward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   data[MEM_SHIFT] = wfx_data(v[1]);
   data[MEM_MEAN] = wfx_data(s->training ? bm : v[2]);
   data[MEM_VAR] = wfx_data(s->training ? bv : v[3]);
-  rc = cpu_dnnl_plan_run(p, data, "batch normalization", st);
+  rc = cpu_dnnl_plan_run(p, data, NULL, "batch normalization", st);
   cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && !s->training) {
     memcpy(wfx_data(bm), wfx_data(v[2]), wfx_host->tensor_nbytes(bm));
@@ -330,7 +330,7 @@ static int bn_backward(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   data[MEM_DX] = wfx_data(dx);
   data[MEM_DSCALE] = wfx_data(ds);
   data[MEM_DSHIFT] = wfx_data(doff);
-  rc = cpu_dnnl_plan_run(p, data, "batch normalization backward", st);
+  rc = cpu_dnnl_plan_run(p, data, NULL, "batch normalization backward", st);
   cpu_dnnl_cache_put(&s->cache, p);
   if (rc == 0 && s->training &&
       (any_nonzero(wfx_data(v[3]), j.c) || any_nonzero(wfx_data(v[4]), j.c)))

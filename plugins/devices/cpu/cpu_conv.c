@@ -352,6 +352,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   wf_shape xs, fs, os;
   int64_t x4[4], ksz[2];
   void *data[4];
+  uint64_t version[4] = {0};
   conv_job j;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
@@ -407,12 +408,14 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   case CONV_FWD:
     data[MEM_X] = wfx_data(in[0]);
     data[MEM_F] = wfx_data(in[1]);
+    version[MEM_F] = cpu_version(in[1]);
     data[MEM_Y] = wfx_data(out);
     data[MEM_B] = fu ? wfx_data(bias) : NULL;
     break;
   case CONV_BWD_DATA:
     data[MEM_X] = wfx_data(out);
     data[MEM_F] = wfx_data(in[1]);
+    version[MEM_F] = cpu_version(in[1]);
     data[MEM_Y] = wfx_data(in[2]);
     break;
   default:
@@ -421,7 +424,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  rc = cpu_dnnl_plan_run(p, data, conv_what(kind, fu), st);
+  rc = cpu_dnnl_plan_run(p, data, version, conv_what(kind, fu), st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }

@@ -369,26 +369,38 @@ int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st) {
   return 0;
 }
 
-/* 1 when the weights in m were reordered from these very bytes at data;
- * otherwise remembers them (when it can) for the next run. */
-static int weights_current(cpu_dnnl_mem *m, const void *data) {
+/* 1 when the weights in m were reordered from these very bytes at data
+ * (of this version: 0 when the core has none); otherwise remembers them
+ * (when it can) for the next run. */
+static int weights_current(cpu_dnnl_mem *m, const void *data,
+                           uint64_t version) {
   const dnnl_memory_desc_t *md;
   size_t bytes;
 
   if (dnnl_memory_get_memory_desc(m->user, &md) != dnnl_success)
     return 0;
   bytes = dnnl_memory_desc_get_size(md);
-  if (m->copy && m->src == data && m->bytes == bytes &&
-      memcmp(m->copy, data, bytes) == 0)
-    return 1;
-  if (!m->copy || m->bytes != bytes) {
-    wfx_host->free(m->copy);
-    m->copy = wfx_host->alloc(bytes ? bytes : 1, 0);
-    m->src = NULL;
-    if (!m->copy)
-      return 0; /* no copy: reorder every run */
+  if (m->src == data && m->bytes == bytes) {
+    if (version && m->version == version)
+      return 1;
+    if (!version && m->copy && memcmp(m->copy, data, bytes) == 0)
+      return 1;
   }
-  memcpy(m->copy, data, bytes);
+  m->src = NULL;
+  m->version = 0;
+  if (version) { /* the version stands for the bytes: no copy needed */
+    wfx_host->free(m->copy);
+    m->copy = NULL;
+    m->version = version;
+  } else {
+    if (!m->copy || m->bytes != bytes) {
+      wfx_host->free(m->copy);
+      m->copy = wfx_host->alloc(bytes ? bytes : 1, 0);
+      if (!m->copy)
+        return 0; /* no copy: reorder every run */
+    }
+    memcpy(m->copy, data, bytes);
+  }
   m->bytes = bytes;
   m->src = data;
   return 0;
@@ -404,7 +416,8 @@ static int run_prim(dnnl_primitive_t prim, dnnl_stream_t stream, int nargs,
   return s == dnnl_success ? 0 : cpu_dnnl_fail(s, what, st);
 }
 
-int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
+int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data,
+                      const uint64_t *version, const char *what,
                       wf_status *st) {
   cpu_omp_threads_n(p->threads);
   for (int i = 0; i < p->nmems; i++) {
@@ -419,7 +432,8 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
       return cpu_dnnl_fail(s, "memory binding", st);
     if (!m->reorder || (m->flags & WF_DNNL_OUT))
       continue;
-    if ((m->flags & WF_DNNL_WEIGHTS) && weights_current(m, data[i]))
+    if ((m->flags & WF_DNNL_WEIGHTS) &&
+        weights_current(m, data[i], version ? version[i] : 0))
       continue;
     {
       dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m->user},

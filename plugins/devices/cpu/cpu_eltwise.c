@@ -156,8 +156,8 @@ static int eltwise_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s,
   data[MEM_A] = wfx_data(a);
   data[MEM_B] = b ? wfx_data(b) : NULL;
   data[MEM_OUT] = wfx_data(out);
-  rc = cpu_dnnl_plan_run(p, data, op->grad ? "eltwise backward" : "eltwise",
-                         st);
+  rc = cpu_dnnl_plan_run(p, data, NULL,
+                         op->grad ? "eltwise backward" : "eltwise", st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }

@@ -294,7 +294,8 @@ static int gemm_dnnl(cpu_dnnl_state *s, const gemm_job *j, wf_status *st) {
     if (rc == 0)
       epilogue(j);
   } else {
-    rc = cpu_dnnl_plan_run(p, data, j->fused ? "fused matmul" : "matmul", st);
+    rc = cpu_dnnl_plan_run(p, data, NULL,
+                           j->fused ? "fused matmul" : "matmul", st);
   }
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;

@@ -253,9 +253,11 @@ int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 #define WF_DNNL_OUT 0x2     /* a user tensor the steps write */
 #define WF_DNNL_WEIGHTS 0x4 /* IN, reordered once: the reordered copy is
                                kept while the tensor's address and bytes stay
-                               the same (checked by one comparison against a
-                               saved copy, which is cheaper than the reorder's
-                               scattered writes) */
+                               the same: known from the core's version of
+                               them when it has one (a variable's value),
+                               else checked by one comparison against a
+                               saved copy, which is cheaper than the
+                               reorder's scattered writes */
 #define WF_DNNL_ZERO 0x8    /* OUT, zeroed before the steps (primitives that
                                accumulate into it: RNN weight gradients) */
 
@@ -265,8 +267,10 @@ typedef struct cpu_dnnl_mem {
   dnnl_memory_t inner;  /* what the steps use (== user without reorder) */
   dnnl_primitive_t reorder; /* user -> inner (IN) or inner -> user (OUT) */
   void *buf;            /* inner's storage when it is the plan's own */
-  /* WF_DNNL_WEIGHTS: the source last reordered (address and bytes). */
+  /* WF_DNNL_WEIGHTS: the source last reordered (address and bytes), and
+   * either its version (non-zero) or a copy of its bytes. */
   const void *src;
+  uint64_t version;
   void *copy;
   size_t bytes;
   size_t size; /* bytes of inner */
@@ -331,9 +335,20 @@ void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work);
 int cpu_dnnl_plan_finish(cpu_dnnl_plan *p, wf_status *st);
 
 /* Runs the plan: data[i] is the tensor data of user memory i (ignored for
- * internal ones). what names the operation in errors. */
-int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data, const char *what,
+ * internal ones); version[i] (version may be NULL: all 0) the core's
+ * version of a WF_DNNL_WEIGHTS tensor's bytes (cpu_version). what names the
+ * operation in errors. */
+int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data,
+                      const uint64_t *version, const char *what,
                       wf_status *st);
+
+/* The core's version of t's bytes (tensor_version, ABI 1.5), or 0 when the
+ * core has none for it or is older. */
+static inline uint64_t cpu_version(const wf_tensor *t) {
+  return WF_HOST_HAS(wfx_host, tensor_version)
+             ? wfx_host->tensor_version(t)
+             : 0;
+}
 
 /* ---- the per-node cache ---------------------------------------------------- */
 

@@ -294,8 +294,8 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
     data[MEM_Y] = wfx_data(in[1]);
     data[MEM_DX] = wfx_data(out);
   }
-  rc = cpu_dnnl_plan_run(p, data, nin == 1 ? "pooling" : "pooling backward",
-                         st);
+  rc = cpu_dnnl_plan_run(p, data, NULL,
+                         nin == 1 ? "pooling" : "pooling backward", st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }

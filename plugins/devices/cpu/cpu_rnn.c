@@ -335,6 +335,7 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
   wf_tensor *out[6];
   wf_shape xs, hs;
   void *data[MEM_COUNT] = {NULL};
+  uint64_t version[MEM_COUNT] = {0};
   rnn_job j;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
@@ -373,15 +374,19 @@ static int rnn_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int lstm,
     cpu_dnnl_cache_put(&s->cache, p);
     return cpu_dnnl_unsupported(what, &xs, st);
   }
-  for (int i = 0; i < nin; i++)
+  for (int i = 0; i < nin; i++) {
     data[in_mem[i]] = wfx_data(in[i]);
+    version[in_mem[i]] = cpu_version(in[i]);
+  }
   if (grad) {
     data[MEM_W_BWD] = data[MEM_W];
     data[MEM_R_BWD] = data[MEM_R];
+    version[MEM_W_BWD] = version[MEM_W];
+    version[MEM_R_BWD] = version[MEM_R];
   }
   for (int i = 0; i < nout; i++)
     data[out_mem[i]] = wfx_data(out[i]);
-  rc = cpu_dnnl_plan_run(p, data, what, st);
+  rc = cpu_dnnl_plan_run(p, data, version, what, st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }

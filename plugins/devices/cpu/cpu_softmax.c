@@ -116,7 +116,8 @@ static int softmax_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s, int log,
   data[MEM_A] = wfx_data(a);
   data[MEM_B] = b ? wfx_data(b) : NULL;
   data[MEM_OUT] = wfx_data(out);
-  rc = cpu_dnnl_plan_run(p, data, grad ? "softmax backward" : "softmax", st);
+  rc = cpu_dnnl_plan_run(p, data, NULL,
+                         grad ? "softmax backward" : "softmax", st);
   cpu_dnnl_cache_put(&s->cache, p);
   return rc;
 }
