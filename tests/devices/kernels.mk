@@ -11,7 +11,7 @@ tests_devices_test_cpu_kernels_LDADD = $(TEST_LDADD)
 EXTRA_tests_devices_test_cpu_kernels_DEPENDENCIES = \
 	plugins/devices/cpu/device_cpu.la plugins/ops/math/ops_math.la \
 	plugins/ops/array/ops_array.la plugins/ops/nn/ops_nn.la \
-	plugins/ops/rnn/ops_rnn.la
+	plugins/ops/rnn/ops_rnn.la plugins/ops/state/ops_state.la
 
 # The plans and their per-node cache on their own: cpu_dnnl.c compiled into
 # the test with the core's host table (the test stands in for the engine

@@ -426,7 +426,7 @@ static wf_runtime *new_runtime(const char *intra_op) {
   static const char *const dirs[] = {
       "plugins/ops/math/.libs", "plugins/ops/array/.libs",
       "plugins/ops/nn/.libs",   "plugins/ops/rnn/.libs",
-      "plugins/devices/cpu/.libs"};
+      "plugins/ops/state/.libs", "plugins/devices/cpu/.libs"};
   wf_status *st = wf_status_new();
   wf_config *cfg = wf_config_new();
   wf_runtime *r;
@@ -1622,6 +1622,99 @@ static void test_large_weights_changed_in_place_anywhere(void **state) {
   wf_status_free(st);
 }
 
+static wf_node *node(wf_graph *g, const char *op, const char *name,
+                     const wf_output *in, int nin, const int64_t *shape) {
+  wf_status *st = wf_status_new();
+  wf_node_desc *d = wf_node_desc_new(g, op, name);
+  wf_node *n;
+  for (int i = 0; i < nin; i++)
+    wf_node_desc_add_input(d, in[i]);
+  if (shape) {
+    wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+    wf_node_desc_set_attr_shape(d, "shape", shape, 4);
+  }
+  if (!(n = wf_node_desc_finish(d, st)))
+    fail_msg("%s: %s", name, wf_status_message(st));
+  wf_status_free(st);
+  return n;
+}
+
+/* The filter a variable (whose value the core versions): assigned, then
+ * updated in place by AssignAddVariable between runs, and assigned again;
+ * the convolution follows every change, and runs that change nothing
+ * match too. */
+static void test_variable_weights_updated_in_place(void **state) {
+  wf_status *st = wf_status_new();
+  int64_t fd[4] = {3, 3, 128, 256}, xd[4] = {1, 9, 9, 128};
+  const int64_t ones[4] = {1, 1, 1, 1};
+  wf_graph *g = wf_graph_new(rt);
+  wf_node *x = node(g, "Placeholder", "x", NULL, 0, xd);
+  wf_node *init = node(g, "Placeholder", "init", NULL, 0, fd);
+  wf_node *delta = node(g, "Placeholder", "delta", NULL, 0, fd);
+  wf_node *h = node(g, "VarHandle", "w", NULL, 0, fd);
+  wf_node *read = node(g, "ReadVariable", "read", (wf_output[]){{h, 0}}, 1,
+                       fd);
+  wf_node *assign = node(g, "AssignVariable", "assign",
+                         (wf_output[]){{h, 0}, {init, 0}}, 2, NULL);
+  wf_node *add = node(g, "AssignAddVariable", "add",
+                      (wf_output[]){{h, 0}, {delta, 0}}, 2, NULL);
+  wf_node_desc *d = wf_node_desc_new(g, "Conv2D", "y");
+  wf_node *y;
+  wf_session *s;
+  rng r = {15};
+  wf_tensor *xt = wf_tensor_new(WF_FLOAT32, xd, 4, st),
+            *ft = wf_tensor_new(WF_FLOAT32, fd, 4, st),
+            *dt = wf_tensor_new(WF_FLOAT32, fd, 4, st);
+  /* what each run does before the convolution: 0 nothing, 1 add, 2 assign */
+  static const int steps[] = {2, 0, 0, 1, 0, 1, 1, 2, 0, 1};
+
+  wf_node_desc_add_input(d, (wf_output){x, 0});
+  wf_node_desc_add_input(d, (wf_output){read, 0});
+  wf_node_desc_set_attr_int_list(d, "strides", ones, 4);
+  wf_node_desc_set_attr_string(d, "padding", "SAME");
+  assert_non_null(y = wf_node_desc_finish(d, st));
+  assert_non_null(s = wf_session_new(g, st));
+  fill(xt, &r);
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    wf_tensor *out = NULL, *want, *w = NULL;
+    wf_output fetch = {y, 0}, wf = {read, 0};
+    char name[64];
+    if (steps[i]) {
+      wf_output feed = {steps[i] == 2 ? init : delta, 0};
+      wf_tensor *v = steps[i] == 2 ? ft : dt;
+      wf_node *target = steps[i] == 2 ? assign : add;
+      fill(v, &r);
+      if (wf_session_run(s, NULL, &feed, &v, 1, NULL, NULL, 0, &target, 1,
+                         NULL, st))
+        fail_msg("update %zu: %s", i, wf_status_message(st));
+    }
+    if (wf_session_run(s, NULL, (wf_output[]){{x, 0}}, &xt, 1, &fetch, &out,
+                       1, NULL, 0, NULL, st) ||
+        wf_session_run(s, NULL, NULL, NULL, 0, &wf, &w, 1, NULL, 0, NULL, st))
+      fail_msg("run %zu: %s", i, wf_status_message(st));
+    {
+      const wf__kernel *ref = reference_kernel("Conv2D", WF_FLOAT32);
+      const wf_tensor *in[2] = {xt, w};
+      want = NULL;
+      if (wf__kernel_run(ref, y, in, &want, st))
+        fail_msg("reference: %s", wf_status_message(st));
+    }
+    snprintf(name, sizeof name, "run %zu (after %s)", i,
+             steps[i] == 2 ? "an assignment"
+                           : steps[i] ? "an in-place add" : "nothing");
+    expect_close(name, 0, want, out);
+    wf_tensor_release(want);
+    wf_tensor_release(out);
+    wf_tensor_release(w);
+  }
+  wf_tensor_release(xt);
+  wf_tensor_release(ft);
+  wf_tensor_release(dt);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
 typedef struct runner {
   conv_session *cs;
   int id, failures;
@@ -1741,6 +1834,7 @@ int main(void) {
       cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
       cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),
       cmocka_unit_test(test_large_weights_changed_in_place_anywhere),
+      cmocka_unit_test(test_variable_weights_updated_in_place),
       cmocka_unit_test(test_plans_are_safe_from_several_threads),
 #endif
       cmocka_unit_test(test_cpu_device_reports_its_thread_layout),
