@@ -806,6 +806,142 @@ static void test_conv2d_matches_reference_on_the_cnn_layers(void **state) {
     }
 }
 
+/* The CPU kernel of op labelled label. */
+static const wf__kernel *cpu_kernel(const char *op, const char *label) {
+  const wf__registry *r = rt->reg;
+
+  for (int i = 0; i < wf__registry_kernel_count(r); i++) {
+    const wf__kernel *k = wf__registry_kernel_at(r, i);
+    if (strcmp(k->def.op, op) == 0 && strcmp(k->def.device_type, "cpu") == 0 &&
+        k->def.label && strcmp(k->def.label, label) == 0)
+      return k;
+  }
+  fail_msg("no cpu kernel '%s' for %s", label, op);
+  return NULL;
+}
+
+/* 3x3 convolutions moved one element at a time between 32 or more
+ * channels (64 on one side), plain and fused, random sizes, paddings and formats: the
+ * registry gives them to onednn/winograd, whose results match the
+ * reference within the file's tolerance and, where oneDNN's Winograd
+ * kernels serve the window, differ from the direct kernel's in their
+ * last bits (the algorithm ran, not the fallback). Windows it does not
+ * serve go to the direct kernel. */
+static void test_winograd_conv2d_matches_reference(void **state) {
+  rng r = {25};
+  int ncases = 6 * NFUSED, winograd_ran = 0;
+
+  for (int i = 0; i < ncases; i++) {
+    int fused = i % 2;
+    const char *op = fused ? "_FusedConv2D" : "Conv2D";
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    const wf__kernel *k, *direct = cpu_kernel(op, "onednn");
+    wf_tensor *ref = NULL, *wino = NULL, *dir = NULL;
+    int64_t xd[4], fd[4];
+    win w = {.nchw = (int)irand(&r, 0, 1), .padding = (int)irand(&r, 0, 2),
+             .n = irand(&r, 1, 3), .h = irand(&r, 1, 15),
+             .w = irand(&r, 1, 15), .c = irand(&r, 32, 72),
+             .co = irand(&r, 32, 72), .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+             .dh = 1, .dw = 1};
+    kcase c;
+    wf_node *n;
+    int must_run;
+
+    if (w.c * w.co < 32 * 64)
+      w.co = 64;
+    for (int j = 0; j < 4; j++)
+      w.pad[j] = w.padding == 2 ? irand(&r, 0, 2) : 0;
+    w.oh = out_dim(w.padding, w.h, 3, 1, 1, w.pad[0], w.pad[1]);
+    w.ow = out_dim(w.padding, w.w, 3, 1, 1, w.pad[2], w.pad[3]);
+    if (w.oh <= 0 || w.ow <= 0)
+      w.padding = 0, w.oh = w.h, w.ow = w.w, w.pad[0] = w.pad[1] = 0,
+      w.pad[2] = w.pad[3] = 0;
+    act_dims(&w, w.h, w.w, w.c, xd);
+    fd[0] = 3, fd[1] = 3, fd[2] = w.c, fd[3] = w.co;
+    case_init(&c, op, WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, 0, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -0.1, 0.1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    if (fused)
+      fused_attrs(&c, (i / 2) % NFUSED);
+    /* oneDNN's Winograd kernels pad by at most one and take a ReLU (or
+     * no activation) as their epilogue; the rest runs the direct kernel
+     * (within the same tolerance, checked all the same). */
+    must_run = w.pad[0] <= 1 && w.pad[1] <= 1 && w.pad[2] <= 1 &&
+               w.pad[3] <= 1 &&
+               (!fused || !fused_lists[(i / 2) % NFUSED][1] ||
+                strcmp(fused_lists[(i / 2) % NFUSED][1], "Relu") == 0);
+    if (!(n = build(g, &c, st)))
+      fail_msg("%s: building: %s", c.name, wf_status_message(st));
+    if (!(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
+    if (strcmp(k->def.label, "onednn/winograd") != 0)
+      fail_msg("%s: the registry picks '%s', not onednn/winograd", c.name,
+               k->def.label);
+    if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
+                       (const wf_tensor *const *)c.in, &ref, st) ||
+        wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &wino, st) ||
+        wf__kernel_run(direct, n, (const wf_tensor *const *)c.in, &dir, st))
+      fail_msg("%s: %s", c.name, wf_status_message(st));
+    expect_close(c.name, 0, ref, wino);
+    if (memcmp(wf_tensor_data(wino), wf_tensor_data(dir),
+               wf_tensor_nbytes(dir)) != 0)
+      winograd_ran++;
+    else if (must_run)
+      fail_msg("%s: the result is the direct kernel's bit for bit: "
+               "Winograd's algorithm did not run",
+               c.name);
+    wf_tensor_release(ref);
+    wf_tensor_release(wino);
+    wf_tensor_release(dir);
+    case_free(&c);
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
+  if (winograd_ran < ncases / 3)
+    fail_msg("only %d of %d cases differ from the direct kernel: Winograd's "
+             "algorithm hardly ran",
+             winograd_ran, ncases);
+  /* What it does not serve is left to the direct kernel: strides,
+   * dilations, other windows, too few channels. */
+  {
+    static const int64_t other[][6] = {
+        /* kh, kw, stride, dilation, c, co */
+        {3, 3, 2, 1, 64, 64}, {3, 3, 1, 2, 64, 64}, {5, 5, 1, 1, 64, 64},
+        {1, 1, 1, 1, 64, 64}, {3, 3, 1, 1, 16, 64}, {3, 3, 1, 1, 64, 16},
+        {3, 3, 1, 1, 32, 32}};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+      wf_status *st = wf_status_new();
+      wf_graph *g = wf_graph_new(rt);
+      win w = {.padding = 0, .n = 1, .h = 9, .w = 9, .c = other[i][4],
+               .co = other[i][5], .kh = other[i][0], .kw = other[i][1],
+               .sh = other[i][2], .sw = other[i][2], .dh = other[i][3],
+               .dw = other[i][3]};
+      int64_t xd[4], fd[4] = {w.kh, w.kw, w.c, w.co};
+      const wf__kernel *k = NULL;
+      kcase c;
+      wf_node *n;
+
+      act_dims(&w, w.h, w.w, w.c, xd);
+      case_init(&c, "Conv2D", WF_FLOAT32);
+      add_input(&c, &r, WF_FLOAT32, xd, 4, 0, 1);
+      add_input(&c, &r, WF_FLOAT32, fd, 4, -0.1, 0.1);
+      window_attrs(&c, &w, 1);
+      if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+        fail_msg("%s: %s", c.name, wf_status_message(st));
+      if (strcmp(k->def.label, "onednn") != 0)
+        fail_msg("%s: the registry picks '%s', not onednn", c.name,
+                 k->def.label);
+      case_free(&c);
+      wf_graph_free(g);
+      wf_status_free(st);
+    }
+  }
+}
+
 /* Convolutions of one input channel into 8 or 16 (NHWC), which the fast
  * kernel hands to oneDNN as NCHW in and blocked out without a reorder
  * (the bytes read the same): random windows, plain and fused. */
@@ -1821,6 +1957,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_backprop_filter_matches_reference),
       cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),
       cmocka_unit_test(test_first_layer_conv2d_matches_reference),
+      cmocka_unit_test(test_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
       cmocka_unit_test(test_activations_match_reference),

@@ -542,18 +542,22 @@ static void test_deny_items_match_label_parts_ignoring_case(void **state) {
   int mm_lib = kernel_index(rt, "MatMul", "onednn/openblas");
   int mm_ref = kernel_index(rt, "MatMul", "reference");
   int conv_lib = kernel_index(rt, "Conv2D", "onednn");
+  int conv_wino = kernel_index(rt, "Conv2D", "onednn/winograd");
   int relu_lib = kernel_index(rt, "Relu", "onednn");
   assert_string_equal(wf_runtime_kernel_denied(rt, mm_lib), "OPENBLAS");
   assert_null(wf_runtime_kernel_denied(rt, mm_ref));
   assert_null(wf_runtime_kernel_denied(rt, conv_lib));
+  assert_null(wf_runtime_kernel_denied(rt, conv_wino));
   assert_string_equal(wf_runtime_kernel_preferred(rt, mm_lib),
                       "onednn/openblas");
   assert_string_equal(wf_runtime_kernel_preferred(rt, relu_lib), "Relu:onednn");
   assert_null(wf_runtime_kernel_preferred(rt, conv_lib));
   assert_int_equal(wf_runtime_kernel_select(rt, "MatMul", "cpu", WF_FLOAT32),
                    mm_ref);
+  /* Winograd's kernel ranks first (it declines the nodes it does not
+   * serve when they are placed; onednn's direct kernel takes those). */
   assert_int_equal(wf_runtime_kernel_select(rt, "Conv2D", "cpu", WF_FLOAT32),
-                   conv_lib);
+                   conv_wino);
   /* onednn's Conv2D is float32 only: float64 goes to the reference. */
   assert_int_equal(wf_runtime_kernel_select(rt, "Conv2D", "cpu", WF_FLOAT64),
                    kernel_index(rt, "Conv2D", "reference"));
@@ -770,7 +774,8 @@ static void test_items_naming_nothing_are_noted_and_logged_once(void **state) {
       "weft.conf:4: [kernels] prefer item 'Conv3D:onednn' names op "
       "'Conv3D', which has no kernel here; ignored",
       "weft.conf:4: [kernels] prefer item 'Conv2D:cudnn' matches none of the "
-      "kernels of op 'Conv2D' (labelled onednn, reference); ignored"};
+      "kernels of op 'Conv2D' (labelled onednn/winograd, onednn, reference); "
+      "ignored"};
   enum { NWANT = sizeof want / sizeof want[0] };
   assert_int_equal(wf_run_metadata_num_notes(md), NWANT);
   const char *logged = slurp(log_path);

@@ -67,8 +67,8 @@ printf '[plugins]\ndeny = ops-nn\n' > "$tmp/deny.conf"
 # kernels the config denies and why.
 section() { awk -v op="$1" '/^[^ ]/ { p = ($1 == op); next } p'; }
 all=$("$weft" ops --device cpu)
-echo "$all" | section Conv2D | grep -q "^    \* onednn .*; chosen for float32$" ||
-  fail "default Conv2D kernel is not onednn:
+echo "$all" | section Conv2D | grep -q "^    \* onednn/winograd .*; chosen for float32$" ||
+  fail "default Conv2D kernel is not onednn/winograd:
 $(echo "$all" | section Conv2D)"
 echo "$all" | section Conv2D | grep -q "^    \* reference .*; chosen for float64$" ||
   fail "default Conv2D float64 kernel is not the reference"
