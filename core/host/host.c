@@ -153,6 +153,7 @@ static const wf_host host = {
     .kernel_var_lock = wf__kernel_var_lock,
     /* 1.5 */
     .tensor_version = wf__tensor_version,
+    .import_add_gradients = wf__import_add_gradients,
 };
 
 const wf_host *wf__host(void) { return &host; }

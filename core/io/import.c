@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <weft/gradients.h>
 #include <weft/import.h>
 #include <weft/session.h>
 
@@ -102,6 +103,59 @@ wf_node *wf__import_add_node(wf_import_ctx *ctx, const char *op,
     return NULL;
   }
   return wf__node_add_flat(g, op, name, inputs, ninputs, attrs, nattrs, st);
+}
+
+static int import_output_ok(wf_graph *g, wf_output o) {
+  return o.node && o.node->graph == g && o.index >= 0 &&
+         o.index < o.node->num_outputs;
+}
+
+int wf__import_add_gradients(wf_import_ctx *ctx, wf_output y,
+                             const wf_output *xs, int32_t nxs, wf_output *dxs,
+                             wf_status *st) {
+  wf_graph *g = ctx->m->g;
+  wf_gradient *gr;
+  int rc;
+
+  if (!import_output_ok(g, y))
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "importing gradients: y is not an output of a node "
+                         "of the model");
+  for (int32_t i = 0; i < nxs; i++)
+    if (!import_output_ok(g, xs[i]))
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "importing gradients: x %d is not an output of a "
+                           "node of the model",
+                           (int)i);
+  if (nxs <= 0)
+    return 0;
+  gr = wf__calloc((size_t)nxs, sizeof *gr);
+  if (!gr)
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "importing gradients: out of memory");
+  rc = wf_graph_add_gradients(g, &y, 1, NULL, xs, nxs, gr, st);
+  for (int32_t i = 0; rc == 0 && i < nxs; i++) {
+    dxs[i] = gr[i].dense;
+    if (gr[i].dense.node || !gr[i].indices.node)
+      continue;
+    /* rows of a tensor (a Gather's gradient): made dense here */
+    const wf__op *op =
+        wf__registry_find_op_with_flag(g->rt->reg, WF_OP_SCATTER_ADD);
+    wf_output in[3] = {gr[i].values, gr[i].indices, gr[i].dense_shape};
+    wf_node *n = op ? wf__node_add_flat(g, op->def.name, NULL, in, 3, NULL,
+                                        0, st)
+                    : NULL;
+    if (!op)
+      wf_status_set(st, WF_NOT_FOUND,
+                    "importing gradients: no loaded plugin defines the op "
+                    "that makes sparse gradients dense (WF_OP_SCATTER_ADD)");
+    if (!n)
+      rc = wf_status_code(st);
+    else
+      dxs[i] = (wf_output){n, 0};
+  }
+  wf__free(gr);
+  return rc;
 }
 
 wf_node *wf__import_find_node(wf_import_ctx *ctx, const char *name) {

@@ -17,5 +17,8 @@ int wf__import_add_signature(wf_import_ctx *ctx, const char *name,
                              const char *const *output_keys,
                              const wf_output *outputs, int32_t noutputs,
                              wf_status *st);
+int wf__import_add_gradients(wf_import_ctx *ctx, wf_output y,
+                             const wf_output *xs, int32_t nxs, wf_output *dxs,
+                             wf_status *st);
 
 #endif

@@ -2,7 +2,8 @@
  * onnx) on models this test builds with the generated protobuf-c code: a
  * small dense model imports, runs and matches a reference computed here;
  * its float initializers become variables and its integer ones constants;
- * external data is read from beside the model. Bad input is refused with a
+ * external data is read from beside the model; ai.onnx.preview.training's
+ * Gradient differentiates it with weft's autodiff. Bad input is refused with a
  * message naming the file and, for a node, its name and op type, never a
  * crash: a truncated or corrupt file, an unknown op, an unknown domain,
  * an opset outside the supported range, external data that leaves the
@@ -37,13 +38,13 @@ static char dir[64];
 
 /* ---- building models (every allocation freed by arena_free) ------------ */
 
-static void *arena[512];
+static void *arena[2048];
 static int narena;
 
 static void *alloc(size_t n) {
   void *p = calloc(1, n);
   assert_non_null(p);
-  assert_true(narena < 512);
+  assert_true(narena < 2048);
   arena[narena++] = p;
   return p;
 }
@@ -138,8 +139,8 @@ static Onnx__TensorProto *weight(const char *name, int rank,
 typedef struct model {
   Onnx__ModelProto m;
   Onnx__GraphProto g;
-  Onnx__OperatorSetIdProto op;
-  Onnx__OperatorSetIdProto *ops[1];
+  Onnx__OperatorSetIdProto op, op2;
+  Onnx__OperatorSetIdProto *ops[2];
   Onnx__NodeProto *nodes[8];
   Onnx__TensorProto *inits[4];
   Onnx__ValueInfoProto *ins[2], *outs[2];
@@ -455,6 +456,167 @@ static void test_dangling_names_are_refused(void **state) {
   arena_free();
 }
 
+/* Adds to the dense model (y = relu(x w + b)) the graph input "u" (which
+ * y does not depend on) and ai.onnx.preview.training's Gradient of y with
+ * respect to xs (x, w, u), outputs named "d" + each, also graph outputs. */
+static void dense_gradient(model *md, int import_preview) {
+  static const int64_t xd[2] = {-1, 3}, wd[2] = {3, 2}, ud[1] = {5};
+  static const char *const xs[3] = {"x", "w", "u"};
+  Onnx__NodeProto *n;
+  Onnx__AttributeProto *ax = alloc(sizeof *ax), *ay = alloc(sizeof *ay);
+
+  dense(md, 13);
+  onnx__operator_set_id_proto__init(&md->op2);
+  md->op2.domain = str("ai.onnx.preview.training");
+  md->op2.has_version = 1;
+  md->op2.version = 1;
+  md->ops[1] = &md->op2;
+  md->m.n_opset_import = import_preview ? 2 : 1;
+  md->ins[1] = value("u", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, ud);
+  md->g.n_input = 2;
+  n = node("grad", "Gradient", 3, xs, "dx");
+  n->domain = str("ai.onnx.preview.training");
+  n->n_output = 3;
+  n->output = alloc(3 * sizeof(char *));
+  n->output[0] = str("dx"), n->output[1] = str("dw"), n->output[2] = str("du");
+  onnx__attribute_proto__init(ax);
+  ax->name = str("xs");
+  ax->has_type = 1;
+  ax->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+  ax->n_strings = 3;
+  ax->strings = alloc(3 * sizeof *ax->strings);
+  for (int i = 0; i < 3; i++) {
+    ax->strings[i].data = (uint8_t *)str(xs[i]);
+    ax->strings[i].len = strlen(xs[i]);
+  }
+  onnx__attribute_proto__init(ay);
+  ay->name = str("y");
+  ay->has_type = 1;
+  ay->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  ay->has_s = 1;
+  ay->s.data = (uint8_t *)str("y");
+  ay->s.len = 1;
+  n->n_attribute = 2;
+  n->attribute = alloc(2 * sizeof *n->attribute);
+  n->attribute[0] = ax, n->attribute[1] = ay;
+  md->nodes[3] = n;
+  md->g.n_node = 4;
+  md->outs[0] = value("dx", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+  md->outs[1] = value("dw", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, wd);
+  md->g.n_output = 2;
+}
+
+/* Gradient: weft's autodiff gives d(sum y)/dx and d(sum y)/dw, checked
+ * against the derivative worked out here; u, which y does not depend on,
+ * gets zeros. Bad Gradient nodes are refused naming the node. */
+static void test_gradient_op_differentiates_the_model(void **state) {
+  (void)state;
+  model md;
+  dense_gradient(&md, 1);
+  save(&md, "gradient.onnx", NULL);
+  wf_imported *m = wf_import(rt, in_dir("gradient.onnx"), "onnx", st);
+  OK(!m);
+  const wf_signature_def *sig = wf_imported_signature(m, 0);
+  int ninit;
+  wf_node *const *init = wf_imported_init(m, &ninit);
+  wf_session *s = wf_session_new(wf_imported_graph(m), st);
+  OK(!s);
+  OK(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, init, ninit, NULL,
+                    st));
+  const float xv[12] = {1, 2, 3, -1, 0.5f, 2, 0, 0, 0, 4, -3, 1};
+  int64_t xd[2] = {4, 3}, ud[1] = {5};
+  wf_tensor *in[2] = {wf_tensor_new(WF_FLOAT32, xd, 2, st),
+                      wf_tensor_new(WF_FLOAT32, ud, 1, st)};
+  memcpy(wf_tensor_data(in[0]), xv, sizeof xv);
+  memset(wf_tensor_data(in[1]), 0, 5 * sizeof(float));
+  assert_int_equal(sig->ninputs, 2);
+  assert_int_equal(sig->noutputs, 2);
+  wf_tensor *out[2] = {NULL, NULL};
+  OK(wf_session_run(s, NULL, sig->inputs, in, 2, sig->outputs, out, 2, NULL,
+                    0, NULL, st));
+  /* mask[i][j] = x w + b > 0; dx = mask W^T, dw = x^T mask */
+  int mask[4][2];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2; j++) {
+      double z = B[j];
+      for (int k = 0; k < 3; k++)
+        z += (double)xv[i * 3 + k] * W[k * 2 + j];
+      mask[i][j] = z > 0;
+    }
+  const float *dx = wf_tensor_data(out[0]), *dw = wf_tensor_data(out[1]);
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < 3; k++) {
+      double want = mask[i][0] * W[k * 2] + mask[i][1] * W[k * 2 + 1];
+      if (dx[i * 3 + k] != (float)want)
+        fail_msg("dx[%d][%d] = %g, want %g", i, k, dx[i * 3 + k], want);
+    }
+  for (int k = 0; k < 3; k++)
+    for (int j = 0; j < 2; j++) {
+      double want = 0;
+      for (int i = 0; i < 4; i++)
+        want += mask[i][j] * xv[i * 3 + k];
+      if (dw[k * 2 + j] < want - 1e-5 || dw[k * 2 + j] > want + 1e-5)
+        fail_msg("dw[%d][%d] = %g, want %g (1e-5)", k, j, dw[k * 2 + j],
+                 want);
+    }
+  for (int i = 0; i < 2; i++)
+    wf_tensor_release(out[i]);
+  wf_session_free(s);
+  wf_imported_free(m);
+
+  /* u gets zeros */
+  dense_gradient(&md, 1);
+  md.outs[0] = md.outs[1];
+  md.outs[1] = value("du", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, ud);
+  save(&md, "gradient_zeros.onnx", NULL);
+  OK(!(m = wf_import(rt, in_dir("gradient_zeros.onnx"), "onnx", st)));
+  sig = wf_imported_signature(m, 0);
+  init = wf_imported_init(m, &ninit);
+  OK(!(s = wf_session_new(wf_imported_graph(m), st)));
+  OK(wf_session_run(s, NULL, NULL, NULL, 0, NULL, NULL, 0, init, ninit, NULL,
+                    st));
+  for (int i = 0; i < 5; i++)
+    ((float *)wf_tensor_data(in[1]))[i] = (float)i + 1;
+  OK(wf_session_run(s, NULL, sig->inputs, in, 2, sig->outputs, out, 2, NULL,
+                    0, NULL, st));
+  assert_int_equal(wf_tensor_count(out[1]), 5);
+  for (int i = 0; i < 5; i++)
+    assert_true(((const float *)wf_tensor_data(out[1]))[i] == 0.0f);
+  for (int i = 0; i < 2; i++) {
+    wf_tensor_release(out[i]);
+    wf_tensor_release(in[i]);
+  }
+  wf_session_free(s);
+  wf_imported_free(m);
+
+  /* refusals, each naming the node */
+  dense_gradient(&md, 0);
+  save(&md, "gradient_noimport.onnx", NULL);
+  expect_refused("gradient_noimport.onnx", WF_UNIMPLEMENTED, "'grad'",
+                 "ai.onnx.preview.training", "imports no opset", NULL);
+  dense_gradient(&md, 1);
+  md.op2.version = 2;
+  save(&md, "gradient_v2.onnx", NULL);
+  expect_refused("gradient_v2.onnx", WF_UNIMPLEMENTED,
+                 "ai.onnx.preview.training", "only 1", NULL);
+  dense_gradient(&md, 1);
+  md.nodes[3]->attribute[1]->s.data = (uint8_t *)str("q");
+  save(&md, "gradient_noy.onnx", NULL);
+  expect_refused("gradient_noy.onnx", WF_INVALID_ARGUMENT, "'grad'", "'q'",
+                 NULL);
+  dense_gradient(&md, 1);
+  md.nodes[3]->input[1] = str("b");
+  save(&md, "gradient_xs.onnx", NULL);
+  expect_refused("gradient_xs.onnx", WF_INVALID_ARGUMENT, "'grad'",
+                 "xs[1] 'w'", NULL);
+  dense_gradient(&md, 1);
+  md.nodes[3]->n_output = 2;
+  save(&md, "gradient_outs.onnx", NULL);
+  expect_refused("gradient_outs.onnx", WF_INVALID_ARGUMENT, "'grad'",
+                 "one output per x", NULL);
+  arena_free();
+}
+
 static int setup(void **state) {
   (void)state;
   st = wf_status_new();
@@ -487,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_opsets_outside_the_range_are_refused),
       cmocka_unit_test(test_shapes_that_disagree_are_refused),
       cmocka_unit_test(test_dangling_names_are_refused),
+      cmocka_unit_test(test_gradient_op_differentiates_the_model),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

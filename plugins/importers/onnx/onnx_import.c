@@ -507,6 +507,13 @@ static int check_opsets(ox_imp *im, const Onnx__ModelProto *m,
                         "supported range %d..%d",
                         (long long)o->version, OX_OPSET_MIN, OX_OPSET_MAX);
       im->opset = (int)o->version;
+    } else if (strcmp(d, "ai.onnx.preview.training") == 0) {
+      if (o->version != 1)
+        return wfx_fail(st, WF_UNIMPLEMENTED,
+                        "opset %lld of domain 'ai.onnx.preview.training' is "
+                        "not supported (only 1)",
+                        (long long)o->version);
+      im->preview_training = 1;
     }
   }
   if (im->opset < 0) {
@@ -518,16 +525,78 @@ static int check_opsets(ox_imp *im, const Onnx__ModelProto *m,
   return 0;
 }
 
+/* ai.onnx.preview.training's Gradient: the gradients of the value named
+ * by y (its elements summed) with respect to the inputs named by xs,
+ * built by weft's autodiff; the inputs named by zs are held constant (a
+ * value that affects y only through them has no path to differentiate).
+ * An x that does not affect y gets zeros. */
+static int m_gradient(ox_node *n, wf_status *st) {
+  const Onnx__AttributeProto *xs = ox_attr(n, "xs"), *zs = ox_attr(n, "zs");
+  char yname[512];
+  ox_val *yv;
+  wf_output y, x[OX_MAX_IO], dx[OX_MAX_IO];
+  int nx;
+
+  ox_attr_s(n, "y", "", yname, sizeof yname);
+  if (!xs || !xs->n_strings || !yname[0])
+    return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                   "Gradient needs the attributes xs (strings) and y");
+  nx = (int)xs->n_strings;
+  if (nx + (zs ? (int)zs->n_strings : 0) != n->nin || nx != n->nout)
+    return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                   "Gradient has %d inputs and %d outputs for %d xs and %d "
+                   "zs (one input per x and z, one output per x)",
+                   n->nin, n->nout, nx, zs ? (int)zs->n_strings : 0);
+  for (int i = 0; i < nx; i++) {
+    const ProtobufCBinaryData *b = &xs->strings[i];
+    if (!n->in[i] || strlen(n->p->input[i]) != b->len ||
+        memcmp(n->p->input[i], b->data, b->len) != 0)
+      return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                     "input %d of Gradient is not xs[%d] '%.*s'", i, i,
+                     (int)b->len, (const char *)b->data);
+  }
+  if (!(yv = ox_find(n->im, yname)))
+    return ox_fail(n, st, WF_INVALID_ARGUMENT,
+                   "Gradient's y '%s' is not defined before the node", yname);
+  if (!WF_HOST_HAS(wfx_host, import_add_gradients))
+    return ox_fail(n, st, WF_UNIMPLEMENTED,
+                   "Gradient needs weft's plugin ABI 1.5 (import_add_gradients)");
+  y = ox_use(n, yv, st);
+  for (int i = 0; i < nx; i++)
+    x[i] = ox_use(n, n->in[i], st);
+  if (wfx_code(st))
+    return wfx_code(st);
+  if (wfx_host->import_add_gradients(n->im->ctx, y, x, nx, dx, st))
+    return wfx_code(st);
+  for (int i = 0; i < nx; i++) {
+    if (!dx[i].node)
+      dx[i] = ox_add1(n, "ZerosLike", x[i], st);
+    if (ox_set_out(n, i, dx[i], st))
+      return wfx_code(st);
+  }
+  return 0;
+}
+
 static int map_node(ox_imp *im, const Onnx__NodeProto *p, wf_status *st) {
   ox_node n = {.im = im, .p = p};
   const char *d = p->domain ? p->domain : "";
+  ox_build_fn *fn;
   if (!p->op_type || !*p->op_type)
     return wfx_fail(st, WF_INVALID_ARGUMENT, "a node without an op type");
-  if (*d && strcmp(d, "ai.onnx") != 0)
+  if (strcmp(d, "ai.onnx.preview.training") == 0 && im->preview_training &&
+      strcmp(p->op_type, "Gradient") == 0)
+    fn = m_gradient;
+  else if (*d && strcmp(d, "ai.onnx") != 0)
     return wfx_fail(st, WF_UNIMPLEMENTED,
-                    "domain '%s' is not supported (only the default domain)",
-                    d);
-  ox_build_fn *fn = ox_mapping(p->op_type, im->opset);
+                    "domain '%s' is not supported (only the default domain%s)",
+                    d,
+                    strcmp(d, "ai.onnx.preview.training") == 0
+                        ? im->preview_training
+                              ? " and its Gradient op"
+                              : "; the model imports no opset of it"
+                        : "");
+  else
+    fn = ox_mapping(p->op_type, im->opset);
   if (!fn)
     return wfx_fail(st, WF_UNIMPLEMENTED,
                     "op %s (opset %d) is not supported by weft's importer",

@@ -43,6 +43,7 @@ typedef struct ox_imp {
   const char *path;
   char dir[4096];     /* the model's directory, for external data */
   int opset;          /* of the default domain */
+  int preview_training; /* of ai.onnx.preview.training (Gradient), or 0 */
   int64_t ir_version;
   ox_val **table;     /* hash of values by name */
   size_t table_size;

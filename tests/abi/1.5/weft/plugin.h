@@ -742,6 +742,15 @@ typedef struct wf_host {
    * weights) keeps its address and version and checks both on the next
    * call; on 0 it must compare the bytes themselves. */
   uint64_t (*tensor_version)(const wf_tensor *t);
+  /* Importers: adds the gradient of the sum of y's elements with respect
+   * to each of xs (outputs of the model's nodes) as weft's autodiff does
+   * (wf_graph_add_gradients in weft/gradients.h, gradients made dense):
+   * dxs[i] is it, or a NULL node when xs[i] does not affect y. 0, or the
+   * code with st set: NOT_FOUND naming an op on the way that has no
+   * gradient, INVALID_ARGUMENT for a y that is not a float tensor. */
+  int (*import_add_gradients)(wf_import_ctx *ctx, wf_output y,
+                              const wf_output *xs, int32_t nxs,
+                              wf_output *dxs, wf_status *st);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */
