@@ -527,6 +527,31 @@ static void test_fused_matmul_matches_reference(void **state) {
   expect_fast_path("_FusedMatMul", before);
 }
 
+/* _FusedMatMul of 2^27 multiply-adds, where a plain product goes to
+ * dnnl_sgemm on two threads: the fused one keeps the matmul primitive with
+ * its post-ops (bias alone, and bias with GELU). */
+static void test_large_fused_matmul_matches_reference(void **state) {
+  int64_t ad[2] = {1024, 256}, bd[2] = {256, 512}, n = 512;
+  static const int lists[2] = {0, 5}; /* BiasAdd; BiasAdd, Gelu */
+  rng r = {26};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 2; i++) {
+    kcase c;
+    case_init(&c, "_FusedMatMul", WF_FLOAT32);
+    case_note(&c, " 1024x256 by 256x512");
+    add_input(&c, &r, WF_FLOAT32, ad, 2, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, bd, 2, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, &n, 1, -1, 1);
+    attr_bool(&c, "transpose_a", 0);
+    attr_bool(&c, "transpose_b", 0);
+    fused_attrs(&c, lists[i]);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("large _FusedMatMul", before);
+}
+
 /* One product of 2^30 multiply-adds: the size from which cpu_gemm.c calls
  * dnnl_sgemm instead of the matmul primitive. */
 static void test_large_matmul_matches_reference(void **state) {
@@ -1948,6 +1973,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_matches_reference_on_random_shapes),
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
       cmocka_unit_test(test_large_matmul_matches_reference),
+      cmocka_unit_test(test_large_fused_matmul_matches_reference),
       cmocka_unit_test(test_fused_matmul_matches_reference),
 #endif
 #ifdef HAVE_NN_KERNELS

@@ -480,7 +480,12 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
     return 0;
   }
 #ifdef HAVE_DNNL
-  if (j.dtype == WF_FLOAT32 && choose(&j) == BACKEND_ONEDNN_MATMUL)
+  /* Past the small products OpenBLAS serves, the primitive with its
+   * post-ops: dnnl_sgemm would be a few percent faster for the product
+   * alone, but the epilogue after it runs on one thread (on the BERT-tiny
+   * model of bench/onnx_vs_ort.py at batch 32: 12 products with bias,
+   * two with GELU, 44.9 ms against 8.9 ms). */
+  if (j.dtype == WF_FLOAT32 && choose(&j) != BACKEND_OPENBLAS)
     return gemm_dnnl(g->dnnl, &j, st);
 #endif
   rc = gemm_each(&j,

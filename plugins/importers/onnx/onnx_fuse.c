@@ -8,7 +8,10 @@
  *                         OnnxLayerNorm (other axes, no affine);
  *   onnx_fuse_gelu        x * 0.5 * (1 + erf(x / sqrt 2)) -> Gelu, and the
  *                         tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
- *                         x^3))) -> Gelu(approximate).
+ *                         x^3))) -> Gelu(approximate);
+ *   onnx_fuse_bias        a linear layer's bias (and activation) after the
+ *                         Reshape of its rows' product -> BiasAdd before it,
+ *                         for ops-nn's fusion pass.
  * Attention (softmax(q kT / c) v) is left as the exporter wrote it: a fused
  * kernel here, with OpenBLAS's products or its own loops, took 0.26-8.7 ms
  * a node on the BERT-tiny-shaped model of bench/onnx_vs_ort.py where the
@@ -207,6 +210,20 @@ static int fuse_gelu(wf_pass_ctx *ctx, wf_status *st) {
         (dt != WF_FLOAT32 && dt != WF_FLOAT64))
       continue;
     wf_attr_item a = WFX_ITEM_BOOL("approximate", approx);
+    /* GELU of a Reshape that only the Erf form reads (x and x / sqrt 2):
+     * the Reshape after the Gelu, so that a product and bias before it
+     * fuse with it */
+    if (approx == 0 && is(x.node, "Reshape") && x.index == 0 &&
+        hidden(ctx, x.node, 2)) {
+      /* the Reshape is kept and made to read the Gelu (see fuse_bias) */
+      wf_node *r = x.node;
+      wf_output g = add_node(ctx, "Gelu", m, (wf_output[]){in_out(r, 0)}, 1,
+                             &a, 1, st);
+      if (!g.node || wfx_host->pass_set_input(ctx, r, 0, g, st) ||
+          wfx_host->pass_replace(ctx, root, x, st))
+        return wfx_code(st);
+      continue;
+    }
     wf_output g = add_node(ctx, "Gelu", m, &x, 1, &a, 1, st);
     if (!g.node || wfx_host->pass_replace(ctx, root, g, st))
       return wfx_code(st);
@@ -444,6 +461,100 @@ const wf_op_def ox_layer_norm_op = {
 const wf_kernel_def ox_layer_norm_kernel =
     WFX_CPU_REFERENCE("OnnxLayerNorm", "T", WFX_DTYPES_FLOAT, ln_compute);
 
+/* ---- a linear layer's bias ---------------------------------------------- */
+
+/* The importer maps a (..., K) x (K, N) MatMul to Reshape(MatMul(rows, w),
+ * (..., N)), and exporters add the bias after it: Add(Reshape(MatMul),
+ * b) with b of shape (N). Moved before the Reshape as a BiasAdd, the
+ * product and its bias (and a GELU after them, which onnx_fuse_gelu moves
+ * before the Reshape too) meet ops-nn's fusion pass as one _FusedMatMul.
+ * The MatMul and Reshape must have no other reader. Runs before
+ * onnx_fuse_gelu, which then sees GELU's x as the Reshape. */
+
+/* The number of elements of o's last axis, or -1 when not known. */
+static int64_t last_dim(wf_output o, int *rank) {
+  wf_shape s;
+  if (wfx_host->node_output_info(o.node, o.index, NULL, &s) || s.rank < 1)
+    return -1;
+  *rank = s.rank;
+  return s.dims[s.rank - 1];
+}
+
+/* Whether the shape vector o ends with n: a Const, or a Concat (along
+ * its one axis) whose last part does (how the importer writes (..., N)). */
+static int shape_ends_with(wf_output o, int64_t n) {
+  wf_attr_value a;
+  if (is(o.node, "Concat")) {
+    int32_t k = wfx_host->node_num_inputs(o.node);
+    return k > 0 && shape_ends_with(in_out(o.node, k - 1), n);
+  }
+  if (!is(o.node, "Const") || wfx_host->node_attr(o.node, "value", &a) ||
+      a.type != WF_ATTR_TENSOR || !a.u.tensor)
+    return 0;
+  int64_t c = wfx_host->tensor_count(a.u.tensor);
+  const void *d = wfx_host->tensor_data(a.u.tensor);
+  if (c < 1)
+    return 0;
+  switch (wfx_host->tensor_dtype(a.u.tensor)) {
+  case WF_INT64:
+    return ((const int64_t *)d)[c - 1] == n;
+  case WF_INT32:
+    return ((const int32_t *)d)[c - 1] == n;
+  default:
+    return 0;
+  }
+}
+
+static int bias_of_rows(const wf_pass_ctx *ctx, const wf_node *add,
+                        wf_output *prod, wf_node **reshape, int *at,
+                        wf_output *bias) {
+  for (int i = 0; i < 2; i++) {
+    wf_output r = in_out(add, i), b = in_out(add, 1 - i);
+    int rr = 0, rb = 0, rm = 0;
+    if (!is(r.node, "Reshape") || !hidden(ctx, r.node, 1))
+      continue;
+    wf_output m = in_out(r.node, 0);
+    if (!is(m.node, "MatMul") || !hidden(ctx, m.node, 1))
+      continue;
+    int64_t n = last_dim(m, &rm);
+    if (n < 0 || rm != 2 || last_dim(b, &rb) != n || rb != 1 ||
+        (last_dim(r, &rr) != n && !shape_ends_with(in_out(r.node, 1), n)))
+      continue;
+    *prod = m, *reshape = r.node, *at = i, *bias = b;
+    return 1;
+  }
+  return 0;
+}
+
+/* The nodes a pass replaces stay in the graph until dead nodes are
+ * dropped, and still count as readers of what they read: so the Reshape
+ * is kept and made to read the BiasAdd (the MatMul's one reader then),
+ * and the replaced Add is left reading the bias twice. */
+static int fuse_bias(wf_pass_ctx *ctx, wf_status *st) {
+  int32_t n = wfx_host->pass_num_nodes(ctx);
+  for (int32_t i = 0; i < n; i++) {
+    wf_node *add = wfx_host->pass_node(ctx, i), *r;
+    wf_output m, b;
+    int at;
+    if (!is(add, "Add") || wfx_host->node_num_inputs(add) != 2 ||
+        wfx_host->node_num_control_inputs(add) ||
+        !bias_of_rows(ctx, add, &m, &r, &at, &b))
+      continue;
+    wf_attr_item fmt = {.name = "data_format",
+                        .value = {.type = WF_ATTR_STRING,
+                                  .count = 1,
+                                  .u.s = "NHWC"}};
+    wf_output y = add_node(ctx, "BiasAdd", add, (wf_output[]){m, b}, 2,
+                           &fmt, 1, st);
+    if (!y.node || wfx_host->pass_set_input(ctx, r, 0, y, st) ||
+        wfx_host->pass_replace(ctx, (wf_output){add, 0}, (wf_output){r, 0},
+                               st) ||
+        wfx_host->pass_set_input(ctx, add, at, b, st))
+      return wfx_code(st);
+  }
+  return 0;
+}
+
 const wf_pass_def ox_fuse_layer_norm_pass = {
     WF_STRUCT_INIT(wf_pass_def),
     .name = "onnx_fuse_layer_norm",
@@ -457,4 +568,12 @@ const wf_pass_def ox_fuse_gelu_pass = {
     .doc = "GELU's Erf and tanh forms -> Gelu",
     .order = 110,
     .run = fuse_gelu};
+const wf_pass_def ox_fuse_bias_pass = {
+    WF_STRUCT_INIT(wf_pass_def),
+    .name = "onnx_fuse_bias",
+    .doc = "Add(Reshape(MatMul(rows, w)), b) with b on the last axis -> "
+           "Reshape(BiasAdd(MatMul, b)), which the fusion pass makes one "
+           "_FusedMatMul",
+    .order = 105,
+    .run = fuse_bias};
 

@@ -842,5 +842,6 @@ WFX_PLUGIN(importer_onnx, 1, 3, .name = "importer-onnx", .version = "1.0",
            .description = "imports ONNX models into weft graphs",
            .ops = ox_plugin_ops, .kernels = ox_plugin_kernels,
            .passes = WFX_LIST(wf_pass_def, &ox_fuse_layer_norm_pass,
-                              &ox_fuse_gelu_pass, &ox_nhwc_pass),
+                              &ox_fuse_gelu_pass, &ox_fuse_bias_pass,
+                              &ox_nhwc_pass),
            .importers = WFX_LIST(wf_importer_def, &onnx_importer))

@@ -168,7 +168,8 @@ extern const wf_op_def ox_nms_op, ox_grid_op, ox_unique_op, ox_tfidf_op,
 extern const wf_kernel_def ox_nms_kernel, ox_grid_kernel, ox_unique_kernel,
     ox_tfidf_kernel, ox_dft_kernel, ox_dropout_kernel;
 /* onnx_fuse.c */
-extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass;
+extern const wf_pass_def ox_fuse_layer_norm_pass, ox_fuse_gelu_pass,
+    ox_fuse_bias_pass;
 /* onnx_layout.c */
 extern const wf_pass_def ox_nhwc_pass;
 extern const wf_kernel_def *const ox_plugin_kernels[];

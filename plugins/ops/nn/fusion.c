@@ -11,12 +11,12 @@
  * (they would wait for a node that no longer runs), its device requests
  * agree, and a device that may run it has a kernel for the fused op with
  * its dtype that the config allows. A product and its BiasAdd alone fuse
- * only for a convolution whose sum no activation reads (a residual
- * block's, which an Add reads): in training graphs the activation's input
- * is also read by its gradient, and fusing just the product with its bias
- * there measured 1.45x slower for the cnn step (oneDNN's separate
- * convolution and bias loop beat the fused primitive), while inference
- * chains fuse completely. The replaced nodes are left for dead-node
+ * only where no activation reads their sum (a residual block's
+ * convolution, which an Add reads; a transformer's projections; logits):
+ * in training graphs the activation's input is also read by its gradient,
+ * and fusing just the product with its bias there measured 1.45x slower
+ * for the cnn step (oneDNN's separate convolution and bias loop beat the
+ * fused primitive), while inference chains fuse completely. The replaced nodes are left for dead-node
  * removal. Switched off with [passes] fusion = false. */
 #include <config.h>
 
@@ -192,16 +192,17 @@ static int activation_inputs(const wf_pass_ctx *ctx, wf_node ***out,
   return 0;
 }
 
-/* Conv2D -> BiasAdd whose result goes on to something other than an
- * activation (a residual Add): the bias joins the convolution. Not where
- * an activation reads the sum: there the whole chain fuses above, or, in
- * training, the activation's gradient also reads the sum and the
- * convolution with its bias measured slower than the two apart. */
+/* Conv2D or MatMul -> BiasAdd whose result goes on to something other
+ * than an activation (a residual Add, a transformer's projections, the
+ * logits): the bias joins the product. Not where an activation reads the
+ * sum: there the whole chain fuses above, or, in training, the
+ * activation's gradient also reads the sum and the convolution with its
+ * bias measured slower than the two apart. */
 static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
                          wf_node *const *act_in, size_t nact, wf_status *st) {
   static const wf_pattern_node pair_pattern[] = {
       {WF_STRUCT_INIT(wf_pattern_node), .op = "BiasAdd", .parent = -1},
-      {WF_STRUCT_INIT(wf_pattern_node), .op = "Conv2D", .parent = 0,
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "Conv2D|MatMul", .parent = 0,
        .parent_input = 0, .single_use = 1},
   };
   static const char *const steps[1] = {"BiasAdd"};
@@ -209,28 +210,32 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
   int32_t dtype;
   wf_output out = {bias, 0};
 
-  if (!wfx_host->pass_match(ctx, bias, pair_pattern, 2, m) ||
-      wfx_host->node_input(bias, 1).node == m[1] ||
+  if (!wfx_host->pass_match(ctx, bias, pair_pattern, 2, m))
+    return 0;
+  int conv = is_op(m[1], "Conv2D");
+  const char *fused = conv ? "_FusedConv2D" : "_FusedMatMul";
+  if (wfx_host->node_input(bias, 1).node == m[1] ||
       wfx_host->node_num_control_consumers(m[1]) > 0 ||
       wfx_host->node_num_control_consumers(bias) > 0 ||
       (wfx_host->pass_num_consumers(ctx, out) == 0 &&
        !wfx_host->pass_is_fetched(ctx, out)) ||
-      strcmp(string_attr(m[1], "data_format"),
-             string_attr(bias, "data_format")) != 0 ||
+      (conv && strcmp(string_attr(m[1], "data_format"),
+                      string_attr(bias, "data_format")) != 0) ||
       (nact && bsearch(&bias, act_in, nact, sizeof *act_in, ptr_cmp)))
     return 0;
   wf_node *chain[2] = {m[1], bias};
   const char *request = common_request(chain, 2);
   if (!request || wfx_host->node_output_info(m[1], 0, &dtype, NULL) ||
-      !wfx_host->pass_has_kernel(ctx, "_FusedConv2D", request, dtype))
+      !wfx_host->pass_has_kernel(ctx, fused, request, dtype))
     return 0;
 
   wf_attr_item attrs[8];
   int nattrs = 0;
   char name[WFX_WHAT_MAX];
-  for (int k = 0; conv2d_attrs[k]; k++)
-    if (!wfx_host->node_attr(m[1], conv2d_attrs[k], &attrs[nattrs].value))
-      attrs[nattrs++].name = conv2d_attrs[k];
+  const char *const *copied = conv ? conv2d_attrs : matmul_attrs;
+  for (int k = 0; copied[k]; k++)
+    if (!wfx_host->node_attr(m[1], copied[k], &attrs[nattrs].value))
+      attrs[nattrs++].name = copied[k];
   attrs[nattrs++] = (wf_attr_item){
       "fused_ops",
       {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = 1, .u.strings = steps}};
@@ -238,7 +243,7 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
                      wfx_host->node_input(m[1], 1),
                      wfx_host->node_input(bias, 1)};
   wf_node *f = wfx_host->pass_add_node(
-      ctx, "_FusedConv2D", wfx_pass_name(ctx, bias, "fused", name, sizeof name),
+      ctx, fused, wfx_pass_name(ctx, bias, "fused", name, sizeof name),
       request[0] ? request : NULL, in, 3, attrs, nattrs, st);
   if (!f)
     return wfx_code(st);
