@@ -3,7 +3,8 @@
  * small dense model imports, runs and matches a reference computed here;
  * its float initializers become variables and its integer ones constants;
  * external data is read from beside the model; ai.onnx.preview.training's
- * Gradient differentiates it with weft's autodiff. Bad input is refused with a
+ * Gradient differentiates it with weft's autodiff, and its Momentum runs
+ * in a model of that domain alone. Bad input is refused with a
  * message naming the file and, for a node, its name and op type, never a
  * crash: a truncated or corrupt file, an unknown op, an unknown domain,
  * an opset outside the supported range, external data that leaves the
@@ -617,6 +618,134 @@ static void test_gradient_op_differentiates_the_model(void **state) {
   arena_free();
 }
 
+/* A model of ai.onnx.preview.training alone: Momentum(R, T, X, G, V) ->
+ * (X_new, V_new) with the given mode; with relu, a default-domain Relu of
+ * X_new too. */
+static void momentum_model(model *md, const char *mode, int relu) {
+  static const int64_t one[1] = {1};
+  static const char *const in[5] = {"R", "T", "X", "G", "V"};
+  Onnx__AttributeProto *a[4];
+  static const char *const names[4] = {"alpha", "beta", "norm_coefficient",
+                                       "mode"};
+
+  memset(md, 0, sizeof *md);
+  onnx__model_proto__init(&md->m);
+  onnx__graph_proto__init(&md->g);
+  onnx__operator_set_id_proto__init(&md->op);
+  md->op.domain = str("ai.onnx.preview.training");
+  md->op.has_version = 1;
+  md->op.version = 1;
+  md->ops[0] = &md->op;
+  md->m.has_ir_version = 1;
+  md->m.ir_version = 8;
+  md->m.n_opset_import = 1;
+  md->m.opset_import = md->ops;
+  md->m.graph = &md->g;
+  md->g.name = str("momentum");
+  md->g.n_input = 0;
+  md->g.input = alloc(5 * sizeof *md->g.input);
+  for (int i = 0; i < 5; i++)
+    md->g.input[md->g.n_input++] =
+        value(in[i],
+              i == 1 ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+                     : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+              i < 2 ? 0 : 1, one);
+  Onnx__NodeProto *n = node("opt", "Momentum", 5, in, "X_new");
+  n->domain = str("ai.onnx.preview.training");
+  n->n_output = 2;
+  n->output = alloc(2 * sizeof(char *));
+  n->output[0] = str("X_new"), n->output[1] = str("V_new");
+  for (int i = 0; i < 4; i++) {
+    a[i] = alloc(sizeof *a[i]);
+    onnx__attribute_proto__init(a[i]);
+    a[i]->name = str(names[i]);
+    a[i]->has_type = 1;
+    if (i < 3) {
+      a[i]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+      a[i]->has_f = 1;
+      a[i]->f = 0.5f;
+    } else {
+      a[i]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+      a[i]->has_s = 1;
+      a[i]->s.data = (uint8_t *)str(mode);
+      a[i]->s.len = strlen(mode);
+    }
+  }
+  n->n_attribute = 4;
+  n->attribute = alloc(4 * sizeof *n->attribute);
+  memcpy(n->attribute, a, sizeof a);
+  md->nodes[0] = n;
+  md->g.node = md->nodes;
+  md->g.n_node = 1;
+  if (relu) {
+    md->nodes[1] = node("act", "Relu", 1, (const char *[]){"X_new"}, "Y");
+    md->g.n_node = 2;
+  }
+  md->outs[0] = value(relu ? "Y" : "X_new",
+                      ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, one);
+  md->g.n_output = 1;
+  md->g.output = md->outs;
+}
+
+/* The optimizer ops of ai.onnx.preview.training (their numbers are the
+ * conformance cases' node/test_adagrad*, test_adam*, test_momentum*):
+ * a Momentum step runs in a model that imports that domain alone, and bad
+ * ones are refused naming the node. */
+static void test_training_ops_import_and_refuse_bad_nodes(void **state) {
+  (void)state;
+  model md;
+  momentum_model(&md, "standard", 0);
+  save(&md, "momentum.onnx", NULL);
+  wf_imported *m = wf_import(rt, in_dir("momentum.onnx"), "onnx", st);
+  OK(!m);
+  const wf_signature_def *sig = wf_imported_signature(m, 0);
+  wf_session *s = wf_session_new(wf_imported_graph(m), st);
+  OK(!s);
+  int64_t one[1] = {1};
+  wf_tensor *in[5], *y = NULL;
+  const float fv[5] = {0.1f, 0, 2, -1, 3}; /* R, -, X, G, V */
+  for (int i = 0; i < 5; i++) {
+    in[i] = i == 1 ? wf_tensor_new(WF_INT64, NULL, 0, st)
+                   : wf_tensor_new(WF_FLOAT32, one, i < 2 ? 0 : 1, st);
+    if (i == 1)
+      *(int64_t *)wf_tensor_data(in[i]) = 3;
+    else
+      *(float *)wf_tensor_data(in[i]) = fv[i];
+  }
+  assert_int_equal(sig->ninputs, 5);
+  OK(wf_session_run(s, NULL, sig->inputs, in, 5, sig->outputs, &y, 1, NULL,
+                    0, NULL, st));
+  /* G_reg = 0.5 * 2 - 1 = 0; V_new = 0.5 * 3 + 0.5 * 0 = 1.5 (T > 0: beta
+   * as given); X_new = 2 - 0.1 * 1.5 */
+  float got = *(const float *)wf_tensor_data(y);
+  if (got < 1.85f - 1e-6f || got > 1.85f + 1e-6f)
+    fail_msg("X_new = %.9g, want 1.85", got);
+  wf_tensor_release(y);
+  for (int i = 0; i < 5; i++)
+    wf_tensor_release(in[i]);
+  wf_session_free(s);
+  wf_imported_free(m);
+
+  momentum_model(&md, "sideways", 0);
+  save(&md, "momentum_mode.onnx", NULL);
+  expect_refused("momentum_mode.onnx", WF_INVALID_ARGUMENT, "'opt'",
+                 "'sideways'", NULL);
+  momentum_model(&md, "standard", 0);
+  md.nodes[0]->n_input = 4;
+  save(&md, "momentum_inputs.onnx", NULL);
+  expect_refused("momentum_inputs.onnx", WF_INVALID_ARGUMENT, "'opt'",
+                 "4 inputs", NULL);
+  momentum_model(&md, "standard", 0);
+  md.nodes[0]->op_type = str("Lamb");
+  save(&md, "lamb.onnx", NULL);
+  expect_refused("lamb.onnx", WF_UNIMPLEMENTED, "'opt'", "Lamb", NULL);
+  momentum_model(&md, "standard", 1);
+  save(&md, "momentum_relu.onnx", NULL);
+  expect_refused("momentum_relu.onnx", WF_INVALID_ARGUMENT, "'act'",
+                 "no opset of the default domain", NULL);
+  arena_free();
+}
+
 static int setup(void **state) {
   (void)state;
   st = wf_status_new();
@@ -650,6 +779,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_that_disagree_are_refused),
       cmocka_unit_test(test_dangling_names_are_refused),
       cmocka_unit_test(test_gradient_op_differentiates_the_model),
+      cmocka_unit_test(test_training_ops_import_and_refuse_bad_nodes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,7 @@ IMPORTER_ONNX_SOURCES = \
 	plugins/importers/onnx/onnx_resize.c \
 	plugins/importers/onnx/onnx_conv.c \
 	plugins/importers/onnx/onnx_rnn.c \
+	plugins/importers/onnx/onnx_train.c \
 	plugins/importers/onnx/onnx_fuse.c \
 	plugins/importers/onnx/onnx_layout.c
 IMPORTER_ONNX_PB = plugins/importers/onnx/onnx.pb-c.c \

@@ -517,10 +517,12 @@ static int check_opsets(ox_imp *im, const Onnx__ModelProto *m,
     }
   }
   if (im->opset < 0) {
-    if (m->n_opset_import)
+    if (m->n_opset_import && !im->preview_training)
       return wfx_fail(st, WF_INVALID_ARGUMENT,
                       "the model imports no opset of the default domain");
-    im->opset = 1; /* IR version 1: opset implied */
+    /* IR version 1: opset implied; a model of training ops alone has
+     * none (0: its nodes of the default domain are refused) */
+    im->opset = m->n_opset_import ? 0 : 1;
   }
   return 0;
 }
@@ -583,20 +585,25 @@ static int map_node(ox_imp *im, const Onnx__NodeProto *p, wf_status *st) {
   ox_build_fn *fn;
   if (!p->op_type || !*p->op_type)
     return wfx_fail(st, WF_INVALID_ARGUMENT, "a node without an op type");
-  if (strcmp(d, "ai.onnx.preview.training") == 0 && im->preview_training &&
-      strcmp(p->op_type, "Gradient") == 0)
-    fn = m_gradient;
+  int preview = strcmp(d, "ai.onnx.preview.training") == 0;
+  if (preview && im->preview_training)
+    fn = strcmp(p->op_type, "Gradient") == 0
+             ? m_gradient
+             : ox_training_mapping(p->op_type);
   else if (*d && strcmp(d, "ai.onnx") != 0)
     return wfx_fail(st, WF_UNIMPLEMENTED,
                     "domain '%s' is not supported (only the default domain%s)",
-                    d,
-                    strcmp(d, "ai.onnx.preview.training") == 0
-                        ? im->preview_training
-                              ? " and its Gradient op"
-                              : "; the model imports no opset of it"
-                        : "");
+                    d, preview ? "; the model imports no opset of it" : "");
+  else if (im->opset == 0)
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "the model imports no opset of the default domain");
   else
     fn = ox_mapping(p->op_type, im->opset);
+  if (!fn && preview)
+    return wfx_fail(st, WF_UNIMPLEMENTED,
+                    "op %s of domain 'ai.onnx.preview.training' is not "
+                    "supported (Gradient, Adagrad, Adam and Momentum are)",
+                    p->op_type);
   if (!fn)
     return wfx_fail(st, WF_UNIMPLEMENTED,
                     "op %s (opset %d) is not supported by weft's importer",

@@ -136,6 +136,9 @@ wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
 typedef int ox_build_fn(ox_node *n, wf_status *st);
 /* The mapping of an op type at the model's opset, or NULL. */
 ox_build_fn *ox_mapping(const char *op_type, int opset);
+/* The mapping of an optimizer op of ai.onnx.preview.training, or NULL
+ * (onnx_train.c). */
+ox_build_fn *ox_training_mapping(const char *op_type);
 
 /* ---- the plugin's own ops (onnx_kernels.c) ----------------------------- */
 
