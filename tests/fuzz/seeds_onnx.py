@@ -24,9 +24,15 @@ def vi(name, shape, t=F):
     return helper.make_tensor_value_info(name, t, shape)
 
 
-def save(name, nodes, inputs, outputs, inits=(), opset=13):
+TRAINING = "ai.onnx.preview.training"
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=13, training=False):
     g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    ops = [helper.make_opsetid("", opset)] if opset else []
+    if training:
+        ops.append(helper.make_opsetid(TRAINING, 1))
+    m = helper.make_model(g, opset_imports=ops)
     m.ir_version = 8
     onnx.save(m, os.path.join(out, name + ".onnx"))
 
@@ -78,6 +84,18 @@ cst = helper.make_node("Constant", [], ["k"], value=helper.make_tensor(
 save("constant", [cst, helper.make_node("Pow", ["x", "k"], ["p"]),
                   helper.make_node("Erf", ["p"], ["y"])],
      [vi("x", [3])], [vi("y", [3])])
+# ai.onnx.preview.training: Gradient, and an optimizer step in a model of
+# that domain alone
+save("gradient", [helper.make_node("Mul", ["a", "b"], ["c"]),
+                  helper.make_node("Gradient", ["a", "b"], ["da", "db"],
+                                   domain=TRAINING, xs=["a", "b"], y="c")],
+     [vi("a", [2]), vi("b", [2])], [vi("c", [2]), vi("da", [2])],
+     training=True)
+save("adam", [helper.make_node("Adam", ["R", "T", "X", "G", "V", "H"],
+                               ["X2", "V2", "H2"], domain=TRAINING,
+                               alpha=0.9, beta=0.99)],
+     [vi("R", []), vi("T", [], TensorProto.INT64)] +
+     [vi(n, [3]) for n in "XGVH"], [vi("X2", [3])], opset=0, training=True)
 # external data beside the model (the fuzzer rewrites only the model)
 ext = arr("w", 4, 4)
 save("external", [helper.make_node("MatMul", ["x", "w"], ["y"])],
