@@ -146,7 +146,8 @@ static json_t *args_json(const wf_arg_def *a) {
 /* Op's kernels (on device, or on every device type when NULL) with what
  * the config's [kernels] rules make of them: "denied" and "preferred" (the
  * config item, or null) and "chosen_for" (the dtypes it runs for, "any",
- * or null when it is never chosen). */
+ * or null when it is never chosen first), and "selective" (it may decline
+ * a node, which then goes to the next kernel). */
 static json_t *kernels_json(wf_runtime *rt, const char *op,
                             const char *device) {
   json_t *arr = json_array();
@@ -171,11 +172,13 @@ static json_t *kernels_json(wf_runtime *rt, const char *op,
     json_array_append_new(
         arr,
         json_pack(
-            "{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:o, s:o, s:o}", "device",
-            k.device_type, "label", k.label ? k.label : "", "plugin", k.plugin,
-            "dtypes", kernel_dtypes_str(&k, buf, sizeof buf), "priority",
-            k.priority, "cheap", !!(k.flags & WF_KERNEL_CHEAP), "async",
-            !!(k.flags & WF_KERNEL_ASYNC), "denied",
+            "{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:b, s:o, s:o, s:o}",
+            "device", k.device_type, "label", k.label ? k.label : "",
+            "plugin", k.plugin, "dtypes",
+            kernel_dtypes_str(&k, buf, sizeof buf), "priority", k.priority,
+            "cheap", !!(k.flags & WF_KERNEL_CHEAP), "async",
+            !!(k.flags & WF_KERNEL_ASYNC), "selective",
+            !!(k.flags & WF_KERNEL_SELECTIVE), "denied",
             weft_json_str_or_null(wf_runtime_kernel_denied(rt, i)), "preferred",
             weft_json_str_or_null(wf_runtime_kernel_preferred(rt, i)),
             "chosen_for", weft_json_str_or_null(chosen[0] ? chosen : NULL)));
@@ -189,6 +192,7 @@ static json_t *kernels_json(wf_runtime *rt, const char *op,
  * denies or prefers it. */
 static void print_kernels(wf_runtime *rt, const char *op, const char *device) {
   int n = wf_runtime_kernel_count(rt), listed = 0, allowed = 0;
+  const char *selective = NULL; /* a kernel above that may decline nodes */
   uint32_t *mask = calloc((size_t)n + 1, sizeof *mask);
   char buf[256], chosen[256];
   if (!mask) {
@@ -214,8 +218,15 @@ static void print_kernels(wf_runtime *rt, const char *op, const char *device) {
       printf("; preferred by config ([kernels] prefer = %s)", preferred);
     if (chosen[0])
       printf("; chosen for %s", chosen);
+    else if (!denied && selective)
+      printf("; chosen for the nodes %s declines", selective);
     else if (!denied)
       printf("; not chosen (outranked)");
+    if ((ki.flags & WF_KERNEL_SELECTIVE) && !denied) {
+      printf("; declines some nodes");
+      if (!selective)
+        selective = ki.label ? ki.label : "the kernel above";
+    }
     printf("\n");
     listed++;
     allowed += denied == NULL;
@@ -336,4 +347,5 @@ const weft_inspect_command weft_ops_command = {
     "kernels for it. With --device TYPE, lists that device's kernels for\n"
     "each op, highest priority first, each with the dtypes it is chosen\n"
     "for (marked *), or why the config's [kernels] section denies or\n"
-    "prefers it; a kernel outranked for every dtype is 'not chosen'.\n"};
+    "prefers it; a kernel outranked for every dtype is 'not chosen', or\n"
+    "chosen for the nodes a kernel above it declines.\n"};

@@ -646,6 +646,8 @@ void wf_runtime_kernel_get(const wf_runtime *rt, int i, wf_kernel_info *out) {
   out->dtypes = k->def.dtypes;
   out->priority = k->def.priority;
   out->flags = k->def.flags;
+  if (k->def.supports)
+    out->flags |= WF_KERNEL_SELECTIVE;
 }
 
 int wf_runtime_device_count(const wf_runtime *rt) { return rt->num_devices; }

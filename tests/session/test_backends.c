@@ -555,7 +555,15 @@ static void test_deny_items_match_label_parts_ignoring_case(void **state) {
   assert_int_equal(wf_runtime_kernel_select(rt, "MatMul", "cpu", WF_FLOAT32),
                    mm_ref);
   /* Winograd's kernel ranks first (it declines the nodes it does not
-   * serve when they are placed; onednn's direct kernel takes those). */
+   * serve when they are placed; onednn's direct kernel takes those), and
+   * says that it may decline. */
+  {
+    wf_kernel_info wi, di;
+    wf_runtime_kernel_get(rt, conv_wino, &wi);
+    wf_runtime_kernel_get(rt, conv_lib, &di);
+    assert_true(wi.flags & WF_KERNEL_SELECTIVE);
+    assert_false(di.flags & WF_KERNEL_SELECTIVE);
+  }
   assert_int_equal(wf_runtime_kernel_select(rt, "Conv2D", "cpu", WF_FLOAT32),
                    conv_wino);
   /* onednn's Conv2D is float32 only: float64 goes to the reference. */

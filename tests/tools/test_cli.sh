@@ -67,8 +67,11 @@ printf '[plugins]\ndeny = ops-nn\n' > "$tmp/deny.conf"
 # kernels the config denies and why.
 section() { awk -v op="$1" '/^[^ ]/ { p = ($1 == op); next } p'; }
 all=$("$weft" ops --device cpu)
-echo "$all" | section Conv2D | grep -q "^    \* onednn/winograd .*; chosen for float32$" ||
-  fail "default Conv2D kernel is not onednn/winograd:
+echo "$all" | section Conv2D | grep -q "^    \* onednn/winograd .*; chosen for float32; declines some nodes$" ||
+  fail "default Conv2D kernel is not onednn/winograd, declining some nodes:
+$(echo "$all" | section Conv2D)"
+echo "$all" | section Conv2D | grep -q "^      onednn .*; chosen for the nodes onednn/winograd declines$" ||
+  fail "onednn's Conv2D is not shown taking what onednn/winograd declines:
 $(echo "$all" | section Conv2D)"
 echo "$all" | section Conv2D | grep -q "^    \* reference .*; chosen for float64$" ||
   fail "default Conv2D float64 kernel is not the reference"

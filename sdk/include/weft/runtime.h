@@ -112,8 +112,13 @@ typedef struct wf_kernel_info {
   const char *type_attr;
   uint32_t dtypes;
   int priority;
-  uint32_t flags;
+  uint32_t flags; /* the kernel's WF_KERNEL_* flags, and WF_KERNEL_SELECTIVE */
 } wf_kernel_info;
+
+/* Set in wf_kernel_info.flags for a kernel that may decline a node when
+ * it is placed (it has a supports function, weft/plugin.h): the next
+ * kernel in the registry's order runs the nodes it declines. */
+#define WF_KERNEL_SELECTIVE UINT32_C(0x80000000)
 
 /* Kernels, sorted by op, then device type, then priority (highest first). */
 WF_API int wf_runtime_kernel_count(const wf_runtime *rt);
