@@ -327,10 +327,18 @@ int wf__run_plugin_passes(wf__pass_env *env,
     const wf__pass *p = wf__registry_pass_at(rt->reg, i);
     if (!p->def.run || switched_off(rt->cfg, p->def.name))
       continue;
-    /* The graph as it was, to go back to if the pass fails or breaks it. */
+    /* The graph as it was, to go back to if the pass fails or breaks it.
+     * With dead-node removal on, the pass works on the copy, which holds
+     * only what the signature needs: what earlier passes replaced is gone
+     * and no longer counts as a reader of what it read. */
     wf__work before;
     if (wf__work_copy(rt, env->work, &before, st))
       return wf_status_code(st);
+    if (rt->cfg->pass_dead_nodes) {
+      wf__work t = *env->work;
+      *env->work = before;
+      before = t;
+    }
     wf_pass_ctx ctx = {env->work, rt};
     wf_status ps = {WF_OK, NULL};
     int rc = p->def.run(&ctx, &ps);

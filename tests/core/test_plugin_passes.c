@@ -188,9 +188,13 @@ static void test_plugin_pass_switched_off_by_name(void **state) {
   wf_runtime_free(rt);
 }
 
+/* break_me and fail_me are the outer Neg, which double_neg replaces (and
+ * which is then gone before the next pass): these tests switch it off. */
+static const char *const no_double_neg[] = {"passes", "double_neg", "false"};
+
 static void test_plugin_pass_leaving_a_cycle_is_undone(void **state) {
   (void)state;
-  wf_runtime *rt = runtime_with(NULL, 0);
+  wf_runtime *rt = runtime_with(no_double_neg, 3);
   chain c = make_chain(rt, "break_me");
   float out[3];
   clear_log();
@@ -203,8 +207,9 @@ static void test_plugin_pass_leaving_a_cycle_is_undone(void **state) {
 
 static void test_plugin_pass_errors_under_strict(void **state) {
   (void)state;
-  static const char *const strict[] = {"plugins", "strict", "true"};
-  wf_runtime *rt = runtime_with(strict, 3);
+  static const char *const strict[] = {"plugins", "strict", "true",
+                                       "passes", "double_neg", "false"};
+  wf_runtime *rt = runtime_with(strict, 6);
   chain c = make_chain(rt, "break_me");
   float out[3];
   assert_int_not_equal(run_chain(&c, out), WF_OK);
@@ -219,9 +224,37 @@ static void test_plugin_pass_errors_under_strict(void **state) {
   wf_runtime_free(rt);
 }
 
+/* What a pass replaced is dropped before the next pass runs (with dead-node
+ * removal on): double_neg replaces the outer Neg, fail_me, so the fail
+ * pass after it no longer finds it and, under strict, the run succeeds;
+ * with [passes] dead_nodes = false the replaced node is still there. */
+static void test_replaced_nodes_are_gone_before_the_next_pass(void **state) {
+  (void)state;
+  static const char *const strict[] = {"plugins", "strict", "true"};
+  wf_runtime *rt = runtime_with(strict, 3);
+  chain c = make_chain(rt, "fail_me");
+  float out[3];
+  clear_log();
+  OK(run_chain(&c, out));
+  assert_true(ran("double_neg") >= 1);
+  assert_true(ran("fail") >= 1);
+  expect_exp(out);
+  wf_graph_free(c.g);
+  wf_runtime_free(rt);
+
+  static const char *const keep[] = {"plugins", "strict", "true",
+                                     "passes", "dead_nodes", "false"};
+  rt = runtime_with(keep, 6);
+  c = make_chain(rt, "fail_me");
+  assert_int_equal(run_chain(&c, out), WF_INTERNAL);
+  assert_non_null(strstr(wf_status_message(st), "graph pass 'fail'"));
+  wf_graph_free(c.g);
+  wf_runtime_free(rt);
+}
+
 static void test_failing_plugin_pass_change_is_undone(void **state) {
   (void)state;
-  wf_runtime *rt = runtime_with(NULL, 0);
+  wf_runtime *rt = runtime_with(no_double_neg, 3);
   chain c = make_chain(rt, "fail_me");
   float out[3];
   clear_log();
@@ -230,9 +263,9 @@ static void test_failing_plugin_pass_change_is_undone(void **state) {
   expect_exp(out);
   char *dir = temp_dir();
   char cmd[256];
-  /* The node the failing pass added is gone from every later dump. */
-  OK(0);
-  assert_int_equal(negs_in_dump(&c, dir, "99-partitioned.dot"), 0);
+  /* The node the failing pass added is gone from every later dump; the
+   * chain's own two Negs stay (double_neg is off). */
+  assert_int_equal(negs_in_dump(&c, dir, "99-partitioned.dot"), 2);
   snprintf(cmd, sizeof cmd, "grep -q fail_added %s/99-partitioned.dot", dir);
   assert_int_not_equal(system(cmd), 0);
   remove_dir(dir);
@@ -273,6 +306,7 @@ int main(void) {
       cmocka_unit_test(test_plugin_pass_leaving_a_cycle_is_undone),
       cmocka_unit_test(test_plugin_pass_errors_under_strict),
       cmocka_unit_test(test_failing_plugin_pass_change_is_undone),
+      cmocka_unit_test(test_replaced_nodes_are_gone_before_the_next_pass),
       cmocka_unit_test(test_plugin_pass_switch_value_checked),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -526,10 +526,12 @@ static int bias_of_rows(const wf_pass_ctx *ctx, const wf_node *add,
   return 0;
 }
 
-/* The nodes a pass replaces stay in the graph until dead nodes are
- * dropped, and still count as readers of what they read: so the Reshape
- * is kept and made to read the BiasAdd (the MatMul's one reader then),
- * and the replaced Add is left reading the bias twice. */
+/* The nodes a pass replaces stay in the graph until the pass ends, and
+ * count as readers of what they read until then: so the Reshape is kept
+ * and made to read the BiasAdd (the MatMul's one reader then), and the
+ * replaced Add is left reading the bias twice; with dead-node removal
+ * switched off ([passes] dead_nodes = false) they stay for later passes
+ * too, and the fusion pass still sees single readers. */
 static int fuse_bias(wf_pass_ctx *ctx, wf_status *st) {
   int32_t n = wfx_host->pass_num_nodes(ctx);
   for (int32_t i = 0; i < n; i++) {
