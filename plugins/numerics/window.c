@@ -1,4 +1,4 @@
-/* plugins/numerics/window.c — attribute reads in either context, the
+/* plugins/numerics/window.c — attribute reads in any context, the
  * data_format attribute and the sliding-window arithmetic (strides,
  * dilations, SAME/VALID/EXPLICIT padding) of Conv2D and the pools
  * (contracts in window.h). */
@@ -12,32 +12,37 @@
 
 int nn_attr_int(const nn_attrs *a, const char *name, int64_t *out,
                 wf_status *st) {
-  return a->shape ? wfx_shape_attr_int(a->shape, name, out, st)
-                  : wfx_kernel_attr_int(a->kernel, name, out, st);
+  return a->shape    ? wfx_shape_attr_int(a->shape, name, out, st)
+         : a->kernel ? wfx_kernel_attr_int(a->kernel, name, out, st)
+                     : wfx_node_attr_int(a->node, name, out, st);
 }
 
 int nn_attr_float(const nn_attrs *a, const char *name, double *out,
                   wf_status *st) {
-  return a->shape ? wfx_shape_attr_float(a->shape, name, out, st)
-                  : wfx_kernel_attr_float(a->kernel, name, out, st);
+  return a->shape    ? wfx_shape_attr_float(a->shape, name, out, st)
+         : a->kernel ? wfx_kernel_attr_float(a->kernel, name, out, st)
+                     : wfx_node_attr_float(a->node, name, out, st);
 }
 
 int nn_attr_bool(const nn_attrs *a, const char *name, int *out, wf_status *st) {
-  return a->shape ? wfx_shape_attr_bool(a->shape, name, out, st)
-                  : wfx_kernel_attr_bool(a->kernel, name, out, st);
+  return a->shape    ? wfx_shape_attr_bool(a->shape, name, out, st)
+         : a->kernel ? wfx_kernel_attr_bool(a->kernel, name, out, st)
+                     : wfx_node_attr_bool(a->node, name, out, st);
 }
 
 int nn_attr_ints(const nn_attrs *a, const char *name, const int64_t **out,
                  int64_t *count, wf_status *st) {
-  return a->shape ? wfx_shape_attr_ints(a->shape, name, out, count, st)
-                  : wfx_kernel_attr_ints(a->kernel, name, out, count, st);
+  return a->shape    ? wfx_shape_attr_ints(a->shape, name, out, count, st)
+         : a->kernel ? wfx_kernel_attr_ints(a->kernel, name, out, count, st)
+                     : wfx_node_attr_ints(a->node, name, out, count, st);
 }
 
 int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
                    wf_status *st) {
   wf_attr_value v;
-  int rc = a->shape ? wfx_host->shape_attr(a->shape, name, &v)
-                    : wfx_host->kernel_attr(a->kernel, name, &v);
+  int rc = a->shape    ? wfx_host->shape_attr(a->shape, name, &v)
+           : a->kernel ? wfx_host->kernel_attr(a->kernel, name, &v)
+                       : wfx_host->node_attr(a->node, name, &v);
 
   if (rc != 0 || v.type != WF_ATTR_STRING || !v.u.s)
     return wfx_fail(st, WF_INVALID_ARGUMENT, "attribute '%s' must be a string",
@@ -49,8 +54,9 @@ int nn_attr_string(const nn_attrs *a, const char *name, const char **out,
 int nn_data_format(const nn_attrs *a, int *nchw, wf_status *st) {
   const char *f;
 
-  if (nn_attr_string(a, "data_format", &f, st))
-    return wfx_code(st);
+  int rc = nn_attr_string(a, "data_format", &f, st);
+  if (rc)
+    return rc;
   if (strcmp(f, "NHWC") == 0)
     *nchw = 0;
   else if (strcmp(f, "NCHW") == 0)
@@ -69,8 +75,9 @@ static int read_hw4(const nn_attrs *a, const char *name, int nchw, int64_t *hw,
   int64_t n;
   int ih = nchw ? 2 : 1, iw = nchw ? 3 : 2, ic = nchw ? 1 : 3;
 
-  if (nn_attr_ints(a, name, &v, &n, st))
-    return wfx_code(st);
+  int rc = nn_attr_ints(a, name, &v, &n, st);
+  if (rc)
+    return rc;
   if (n != 4)
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "'%s' must have 4 entries (one per dimension of %s), "
@@ -101,12 +108,14 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
   memset(w, 0, sizeof *w);
   w->dilation[0] = w->dilation[1] = 1;
   w->ksize[0] = w->ksize[1] = WF_UNKNOWN_DIM;
-  if (nn_data_format(a, &w->nchw, st) ||
-      read_hw4(a, "strides", w->nchw, w->stride, st) ||
-      (with_dilations && read_hw4(a, "dilations", w->nchw, w->dilation, st)) ||
-      (ksize_attr && read_hw4(a, ksize_attr, w->nchw, w->ksize, st)) ||
-      nn_attr_string(a, "padding", &pad, st))
-    return wfx_code(st);
+  int rc;
+  if ((rc = nn_data_format(a, &w->nchw, st)) ||
+      (rc = read_hw4(a, "strides", w->nchw, w->stride, st)) ||
+      (with_dilations &&
+       (rc = read_hw4(a, "dilations", w->nchw, w->dilation, st))) ||
+      (ksize_attr && (rc = read_hw4(a, ksize_attr, w->nchw, w->ksize, st))) ||
+      (rc = nn_attr_string(a, "padding", &pad, st)))
+    return rc;
   if (strcmp(pad, "VALID") == 0)
     w->padding = NN_PAD_VALID;
   else if (strcmp(pad, "SAME") == 0)
@@ -119,8 +128,8 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
                     allow_explicit ? ", \"EXPLICIT\"" : "");
   if (!allow_explicit)
     return 0;
-  if (nn_attr_ints(a, "explicit_paddings", &ep, &nep, st))
-    return wfx_code(st);
+  if ((rc = nn_attr_ints(a, "explicit_paddings", &ep, &nep, st)))
+    return rc;
   if (w->padding != NN_PAD_EXPLICIT) {
     if (nep != 0)
       return wfx_fail(st, WF_INVALID_ARGUMENT,

@@ -22,6 +22,7 @@
 typedef struct nn_attrs {
   const wf_shape_ctx *shape;
   const wf_kernel_ctx *kernel;
+  const wf_node *node; /* read when shape and kernel are NULL (supports) */
 } nn_attrs;
 
 /* Typed reads (the errors of plugin_aux.h's wfx_*_attr_* reads). Strings and lists are
@@ -68,7 +69,9 @@ typedef struct nn_window {
   int64_t explicit_pad[4]; /* EXPLICIT: top, bottom, left, right */
 } nn_window;
 
-/* Reads strides (4 entries, 1 in N and C), padding ("SAME", "VALID", and
+/* (Every read here returns its error code whether or not st is given: a
+ * supports function, which has no status, passes NULL.)
+ * Reads strides (4 entries, 1 in N and C), padding ("SAME", "VALID", and
  * "EXPLICIT" when allow_explicit, with explicit_paddings: 8 entries, pairs
  * per dimension in data_format order, 0 for N and C), data_format and, when
  * with_dilations, dilations (4 entries, 1 in N and C). Pools pass their

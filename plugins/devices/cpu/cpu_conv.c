@@ -538,25 +538,18 @@ const wf_kernel_def cpu_k_conv2d_backprop_filter = WFX_KERNEL_FOR(
  * filter whose shape is not known while placing is taken, and a call
  * Winograd does not serve runs the direct kernel. */
 static int conv_winograd_supports(const wf_node *node) {
-  wf_attr_value a;
+  nn_attrs a = {.node = node};
+  nn_window w;
   wf_output f = wfx_host->node_input(node, 1);
   wf_shape fs;
-  dnnl_dims_t strides = {1, 1}, dilates = {0, 0};
-  int h = 1, w = 2;
+  dnnl_dims_t strides, dilates;
 
-  if (wfx_host->node_attr(node, "data_format", &a) == 0 &&
-      a.type == WF_ATTR_STRING && a.u.s && strcmp(a.u.s, "NCHW") == 0)
-    h = 2, w = 3;
-  if (wfx_host->node_attr(node, "strides", &a) == 0 &&
-      a.type == (WF_ATTR_LIST | WF_ATTR_INT) && a.count == 4) {
-    strides[0] = a.u.ints[h];
-    strides[1] = a.u.ints[w];
-  }
-  if (wfx_host->node_attr(node, "dilations", &a) == 0 &&
-      a.type == (WF_ATTR_LIST | WF_ATTR_INT) && a.count == 4) {
-    dilates[0] = a.u.ints[h] - 1;
-    dilates[1] = a.u.ints[w] - 1;
-  }
+  /* the op's shape function judged the attributes: one that reads wrong
+   * here is left to the direct kernel */
+  if (nn_window_parse(&a, NULL, 1, 1, &w, NULL))
+    return 0;
+  strides[0] = w.stride[0], strides[1] = w.stride[1];
+  dilates[0] = w.dilation[0] - 1, dilates[1] = w.dilation[1] - 1;
   if (!f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
       fs.rank != 4 || fs.dims[0] < 0 || fs.dims[1] < 0 || fs.dims[2] < 0 ||
       fs.dims[3] < 0)

@@ -679,7 +679,8 @@ static inline int wfx_attr_check_(int rc, const wf_attr_value *v, int32_t type,
 }
 
 /* Typed reads of an attribute, its default applied, in a shape function
- * (wfx_shape_attr_*) or a kernel (wfx_kernel_attr_*). A missing attribute
+ * (wfx_shape_attr_*), a kernel (wfx_kernel_attr_*) or of a node a pass or
+ * a kernel's supports function reads (wfx_node_attr_*, ABI 1.3). A missing attribute
  * or one of another type is INVALID_ARGUMENT naming it and both types.
  * Lists are borrowed from the node for as long as the context is valid.
  * On failure *out is 0 (NULL and a count of 0 for lists). */
@@ -741,6 +742,7 @@ static inline int wfx_attr_check_(int rc, const wf_attr_value *v, int32_t type,
   }
 WFX_ATTR_READERS_(shape, wf_shape_ctx)
 WFX_ATTR_READERS_(kernel, wf_kernel_ctx)
+WFX_ATTR_READERS_(node, wf_node)
 
 /* A float attribute that must be finite (a slope, an epsilon): as
  * wfx_shape_attr_float, and INVALID_ARGUMENT naming it and its value when
