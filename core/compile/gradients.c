@@ -17,6 +17,7 @@
 #include <weft/tensor.h>
 
 #include "base/alloc.h"
+#include "compile/gradients.h"
 #include "graph/graph_internal.h"
 #include "base/log.h"
 #include "plugin/registry.h"
@@ -116,6 +117,17 @@ static int densify(autodiff *ad, const contrib *c, wf_output *out) {
     return -1;
   *out = (wf_output){n, 0};
   return 0;
+}
+
+int wf__gradient_dense(wf_graph *g, const wf_gradient *gr, wf_output *out,
+                       wf_status *st) {
+  autodiff ad = {.g = g, .st = st};
+  contrib c = {.indices = gr->indices, .values = gr->values,
+               .dense_shape = gr->dense_shape};
+  *out = gr->dense;
+  if (gr->dense.node || !gr->indices.node)
+    return 0;
+  return densify(&ad, &c, out) ? wf_status_code(st) : 0;
 }
 
 /* Sums the contributions of one output into *out (dense) or keeps them

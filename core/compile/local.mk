@@ -4,7 +4,7 @@
 core_libweftcore_la_SOURCES += \
 	core/compile/compile.c core/compile/compile.h \
 	core/compile/dot.c \
-	core/compile/gradients.c \
+	core/compile/gradients.c core/compile/gradients.h \
 	core/compile/memplan.c core/compile/memplan.h \
 	core/compile/optimize.c core/compile/optimize.h core/compile/passes.h \
 	core/compile/pass_constant_folding.c \

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include <weft/gradients.h>
 #include <weft/import.h>
 #include <weft/session.h>
 
 #include "base/alloc.h"
 #include "base/status_internal.h"
+#include "compile/gradients.h"
 #include "graph/graph_internal.h"
 #include "io/import_internal.h"
 #include "plugin/runtime_internal.h"
@@ -82,14 +82,19 @@ const char *wf_imported_format(const wf_imported *m) { return m->format; }
 
 /* ---- the host table's import_* entries ----------------------------------- */
 
+/* o is an output of a node of g. */
+static int import_output_ok(wf_graph *g, wf_output o) {
+  return o.node && o.node->graph == g && o.index >= 0 &&
+         o.index < o.node->num_outputs;
+}
+
 wf_node *wf__import_add_node(wf_import_ctx *ctx, const char *op,
                              const char *name, const wf_output *inputs,
                              int32_t ninputs, const wf_attr_item *attrs,
                              int32_t nattrs, wf_status *st) {
   wf_graph *g = ctx->m->g;
   for (int32_t i = 0; i < ninputs; i++)
-    if (!inputs[i].node || inputs[i].node->graph != g ||
-        inputs[i].index < 0 || inputs[i].index >= inputs[i].node->num_outputs) {
+    if (!import_output_ok(g, inputs[i])) {
       wf_status_set(st, WF_INVALID_ARGUMENT,
                     "importing node '%s' (op '%s'): input %d is not an output "
                     "of a node of the model",
@@ -103,11 +108,6 @@ wf_node *wf__import_add_node(wf_import_ctx *ctx, const char *op,
     return NULL;
   }
   return wf__node_add_flat(g, op, name, inputs, ninputs, attrs, nattrs, st);
-}
-
-static int import_output_ok(wf_graph *g, wf_output o) {
-  return o.node && o.node->graph == g && o.index >= 0 &&
-         o.index < o.node->num_outputs;
 }
 
 int wf__import_add_gradients(wf_import_ctx *ctx, wf_output y,
@@ -134,26 +134,8 @@ int wf__import_add_gradients(wf_import_ctx *ctx, wf_output y,
     return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
                          "importing gradients: out of memory");
   rc = wf_graph_add_gradients(g, &y, 1, NULL, xs, nxs, gr, st);
-  for (int32_t i = 0; rc == 0 && i < nxs; i++) {
-    dxs[i] = gr[i].dense;
-    if (gr[i].dense.node || !gr[i].indices.node)
-      continue;
-    /* rows of a tensor (a Gather's gradient): made dense here */
-    const wf__op *op =
-        wf__registry_find_op_with_flag(g->rt->reg, WF_OP_SCATTER_ADD);
-    wf_output in[3] = {gr[i].values, gr[i].indices, gr[i].dense_shape};
-    wf_node *n = op ? wf__node_add_flat(g, op->def.name, NULL, in, 3, NULL,
-                                        0, st)
-                    : NULL;
-    if (!op)
-      wf_status_set(st, WF_NOT_FOUND,
-                    "importing gradients: no loaded plugin defines the op "
-                    "that makes sparse gradients dense (WF_OP_SCATTER_ADD)");
-    if (!n)
-      rc = wf_status_code(st);
-    else
-      dxs[i] = (wf_output){n, 0};
-  }
+  for (int32_t i = 0; rc == 0 && i < nxs; i++)
+    rc = wf__gradient_dense(g, &gr[i], &dxs[i], st);
   wf__free(gr);
   return rc;
 }
