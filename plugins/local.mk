@@ -30,6 +30,7 @@ include plugins/readers/csv/local.mk
 include plugins/readers/tfrecord/local.mk
 include plugins/readers/fixed/local.mk
 include plugins/ops/rnn/local.mk
+include plugins/ops/string/local.mk
 include plugins/devices/cuda/local.mk
 include plugins/transports/mpi/local.mk
 include plugins/importers/onnx/local.mk

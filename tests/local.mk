@@ -39,6 +39,7 @@ include tests/devices/cuda.mk
 include tests/devices/lazy.mk
 include tests/devices/memory.mk
 include tests/ops/rnn.mk
+include tests/ops/string.mk
 include tests/core/graph_file.mk
 include tests/core/checkpoint.mk
 include tests/core/npy.mk

@@ -16,12 +16,14 @@
 static const char *dtype_mask_str(uint32_t mask, char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
-  if ((mask & WF_DTYPES_ALL) == WF_DTYPES_ALL) {
-    snprintf(buf, len, "any");
-    return buf;
+  int any = (mask & WF_DTYPES_ALL) == WF_DTYPES_ALL;
+  if (any) {
+    used = (size_t)snprintf(buf, len, "any");
+    if (used >= len)
+      return buf;
   }
-  for (int t = 1; t < WF_DTYPE_COUNT; t++) {
-    if (!(mask & WF_DTYPE_BIT(t)))
+  for (int t = 1; wf_dtype_name((wf_dtype)t); t++) {
+    if (!(mask & WF_DTYPE_BIT(t)) || (any && (WF_DTYPE_BIT(t) & WF_DTYPES_ALL)))
       continue;
     int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "",
                      wf_dtype_name((wf_dtype)t));
@@ -96,8 +98,9 @@ static void op_devices(wf_runtime *rt, const char *op, char *buf, size_t len) {
  * without a dtype, which only kernels without a type attribute serve. */
 static void chosen_masks(wf_runtime *rt, const char *op, const char *device,
                          uint32_t *mask) {
-  for (int t = 0; t < WF_DTYPE_COUNT; t++) {
-    if (t != WF_DTYPE_INVALID && !(WF_DTYPE_BIT(t) & WF_DTYPES_ALL))
+  for (int t = 0; t == 0 || wf_dtype_name((wf_dtype)t); t++) {
+    if (t != WF_DTYPE_INVALID && t != WF_STRING &&
+        !(WF_DTYPE_BIT(t) & WF_DTYPES_ALL))
       continue;
     int k = wf_runtime_kernel_select(rt, op, device, (wf_dtype)t);
     if (k >= 0)
@@ -112,7 +115,7 @@ static const char *chosen_str(const wf_kernel_info *k, uint32_t mask, char *buf,
   const uint32_t every = WF_DTYPES_ALL | WF_DTYPE_BIT(WF_DTYPE_INVALID);
   if (!k->type_attr && (mask & every) == every)
     snprintf(buf, len, "any");
-  else if (!(mask & WF_DTYPES_ALL))
+  else if (!(mask & (WF_DTYPES_ALL | WF_DTYPE_BIT(WF_STRING))))
     buf[0] = '\0';
   else
     dtype_mask_str(mask & WF_DTYPES_ALL, buf, len);

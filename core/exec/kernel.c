@@ -215,6 +215,14 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
   wf_tensor *t;
   if (check_output_slot(ctx, i, st))
     return NULL;
+  if (ctx->node->output_dtypes[i] == WF_STRING) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "node '%s': output %d is a string tensor, which is made "
+                  "from its strings (the host's tensor_new_strings) and "
+                  "handed over with kernel_output_set",
+                  ctx->node->name, (int)i);
+    return NULL;
+  }
   /* An output made twice in one call lets go of the first one first, so
    * its planned buffer is free for the second. */
   wf_tensor_release(ctx->outputs[i]);

@@ -17,12 +17,13 @@
 static const struct {
   const char *name;
   size_t size;
-} dtypes[WF_DTYPE_COUNT] = {
+} dtypes[WF__DTYPE_END] = {
     [WF_FLOAT32] = {"float32", 4}, [WF_FLOAT64] = {"float64", 8},
     [WF_FLOAT16] = {"float16", 2}, [WF_BFLOAT16] = {"bfloat16", 2},
     [WF_INT8] = {"int8", 1},       [WF_UINT8] = {"uint8", 1},
     [WF_INT32] = {"int32", 4},     [WF_INT64] = {"int64", 8},
     [WF_BOOL] = {"bool", 1},       [WF_RESOURCE] = {"resource", sizeof(void *)},
+    [WF_STRING] = {"string", 0},
 };
 
 /* Short and C-like spellings accepted by wf_dtype_from_name. */
@@ -34,17 +35,17 @@ static const struct {
     {"double", WF_FLOAT64}, {"f16", WF_FLOAT16},   {"half", WF_FLOAT16},
     {"bf16", WF_BFLOAT16},  {"i8", WF_INT8},       {"u8", WF_UINT8},
     {"i32", WF_INT32},      {"int", WF_INT32},     {"i64", WF_INT64},
-    {"long", WF_INT64},
+    {"long", WF_INT64},     {"str", WF_STRING},
 };
 
 size_t wf_dtype_size(wf_dtype dtype) {
-  if ((unsigned)dtype >= WF_DTYPE_COUNT)
+  if ((unsigned)dtype >= WF__DTYPE_END)
     return 0;
   return dtypes[dtype].size;
 }
 
 const char *wf_dtype_name(wf_dtype dtype) {
-  if ((unsigned)dtype >= WF_DTYPE_COUNT)
+  if ((unsigned)dtype >= WF__DTYPE_END)
     return NULL;
   return dtypes[dtype].name;
 }
@@ -52,7 +53,7 @@ const char *wf_dtype_name(wf_dtype dtype) {
 wf_dtype wf_dtype_from_name(const char *name) {
   if (!name)
     return WF_DTYPE_INVALID;
-  for (int t = 1; t < WF_DTYPE_COUNT; t++)
+  for (int t = 1; t < WF__DTYPE_END; t++)
     if (strcasecmp(name, dtypes[t].name) == 0)
       return (wf_dtype)t;
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)

@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include "graph/graph_internal.h"
+#include "graph/tensor_internal.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -976,7 +977,7 @@ static int complete_attrs(pending *p, wf_status *st) {
           char src[160] = "by default";
           size_t used = 0;
           buf[0] = '\0';
-          for (int t = 1; t < WF_DTYPE_COUNT && used < sizeof buf; t++)
+          for (int t = 1; t < WF__DTYPE_END && used < sizeof buf; t++)
             if (def->allowed_dtypes & WF_DTYPE_BIT(t)) {
               int m = snprintf(buf + used, sizeof buf - used, "%s%s",
                                used ? ", " : "", wf_dtype_name((wf_dtype)t));

@@ -138,6 +138,10 @@ int wf__tensor_check(wf_dtype dtype, const int64_t *dims, int rank,
   size_t esize = wf_dtype_size(dtype);
   size_t n;
 
+  if (dtype == WF_STRING)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "tensor: string tensors are made from their strings "
+                         "(wf_tensor_new_strings)");
   if (esize == 0)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "tensor: %d is not a valid dtype", (int)dtype);
@@ -254,14 +258,150 @@ void wf__tensor_init_view(wf_tensor *t, wf_dtype dtype, const wf_shape *shape,
   t->wrapped = WF__TENSOR_VIEW;
 }
 
+/* ---- string tensors ----------------------------------------------------- */
+
+/* The offsets ahead of count strings, in bytes; 0 when too many. */
+static size_t strings_head(int64_t count) {
+  if (count < 0 || (uint64_t)count >= (SIZE_MAX - DATA_OFFSET) / 8 - 1)
+    return 0;
+  return ((size_t)count + 1) * 8;
+}
+
+int wf__strings_check(const void *data, size_t nbytes, int64_t count,
+                      wf_status *st) {
+  const unsigned char *b = data;
+  size_t head = strings_head(count);
+  uint64_t at, next;
+  if (!head)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "string tensor: %lld elements are too many",
+                         (long long)count);
+  if (nbytes < head || !data)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "string tensor: %zu bytes cannot hold the %zu bytes "
+                         "of offsets of %lld strings",
+                         nbytes, head, (long long)count);
+  memcpy(&at, b, 8);
+  if (at != head)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "string tensor: the first string starts at byte "
+                         "%llu, not at %zu after the offsets",
+                         (unsigned long long)at, head);
+  for (int64_t i = 0; i < count; i++, at = next) {
+    memcpy(&next, b + (size_t)(i + 1) * 8, 8);
+    if (next <= at || next > nbytes)
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "string tensor: string %lld ends at byte %llu, "
+                           "outside %llu..%zu",
+                           (long long)i, (unsigned long long)next,
+                           (unsigned long long)at + 1, nbytes);
+    if (b[next - 1] != '\0')
+      return wf_status_set(st, WF_INVALID_ARGUMENT,
+                           "string tensor: string %lld is not followed by "
+                           "a NUL byte",
+                           (long long)i);
+  }
+  if (at != nbytes)
+    return wf_status_set(st, WF_INVALID_ARGUMENT,
+                         "string tensor: the strings end at byte %llu of a "
+                         "buffer of %zu",
+                         (unsigned long long)at, nbytes);
+  return WF_OK;
+}
+
+wf_tensor *wf_tensor_new_strings(const int64_t *dims, int rank,
+                                 const char *const *strings,
+                                 const size_t *lengths, wf_status *st) {
+  size_t nbytes, head;
+  int64_t count;
+  wf_shape shape;
+  unsigned char *block;
+
+  /* The shape's checks, as for a one-byte type. */
+  if (wf__tensor_check(WF_UINT8, dims, rank, &nbytes, st))
+    return NULL;
+  wf_shape_init(&shape, dims, rank);
+  count = wf_shape_count(&shape);
+  head = strings_head(count);
+  if (!head) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "string tensor: %lld elements are too many",
+                  (long long)count);
+    return NULL;
+  }
+  if (count > 0 && !strings) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "string tensor: no strings given for %lld elements",
+                  (long long)count);
+    return NULL;
+  }
+  nbytes = head;
+  for (int64_t i = 0; i < count; i++) {
+    size_t n;
+    if (!strings[i]) {
+      wf_status_set(st, WF_INVALID_ARGUMENT,
+                    "string tensor: string %lld is NULL", (long long)i);
+      return NULL;
+    }
+    n = lengths ? lengths[i] : strlen(strings[i]);
+    if (n >= SIZE_MAX - DATA_OFFSET - nbytes - 1) {
+      wf_status_set(st, WF_INVALID_ARGUMENT,
+                    "string tensor: the strings are too long");
+      return NULL;
+    }
+    nbytes += n + 1;
+  }
+  block = wf__alloc(DATA_OFFSET + nbytes, WF_TENSOR_ALIGN);
+  if (!block) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "tensor: out of memory allocating %zu bytes of strings",
+                  nbytes);
+    return NULL;
+  }
+  unsigned char *data = block + DATA_OFFSET;
+  uint64_t at = head;
+  for (int64_t i = 0; i < count; i++) {
+    size_t n = lengths ? lengths[i] : strlen(strings[i]);
+    memcpy(data + (size_t)i * 8, &at, 8);
+    if (n)
+      memcpy(data + at, strings[i], n);
+    data[at + n] = '\0';
+    at += n + 1;
+  }
+  memcpy(data + (size_t)count * 8, &at, 8);
+  wf__tensor_fill((wf_tensor *)block, WF_STRING, dims, rank, data, nbytes);
+  return (wf_tensor *)block;
+}
+
+const char *wf_tensor_string(const wf_tensor *t, int64_t i, size_t *len) {
+  uint64_t at, next;
+  if (!t || t->dtype != WF_STRING || t->mem || i < 0 ||
+      i >= wf_tensor_count(t))
+    return NULL;
+  memcpy(&at, (const char *)t->data + (size_t)i * 8, 8);
+  memcpy(&next, (const char *)t->data + (size_t)(i + 1) * 8, 8);
+  if (len)
+    *len = (size_t)(next - at - 1);
+  return (const char *)t->data + at;
+}
+
 wf_tensor *wf_tensor_wrap(wf_dtype dtype, const int64_t *dims, int rank,
                           void *data, size_t len, wf_dealloc_fn *dealloc,
                           void *arg, wf_status *st) {
   size_t nbytes;
   wf_tensor *t;
 
-  if (wf__tensor_check(dtype, dims, rank, &nbytes, st))
+  if (dtype == WF_STRING) {
+    wf_shape shape;
+    if (wf__tensor_check(WF_UINT8, dims, rank, &nbytes, st))
+      goto fail;
+    wf_shape_init(&shape, dims, rank);
+    if (wf__strings_check(data, len, wf_shape_count(&shape), st))
+      goto fail;
+    nbytes = len;
+  } else if (wf__tensor_check(dtype, dims, rank, &nbytes, st)) {
     goto fail;
+  }
   if (len != nbytes) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "tensor: wrapped buffer has %zu bytes, its %s shape needs "
@@ -433,7 +573,22 @@ char *wf_tensor_str(const wf_tensor *t, int max_values, char *buf,
     return buf;
   }
   PUT(" [");
-  for (int64_t i = 0; i < n && i < max_values; i++) {
+  for (int64_t i = 0; t->dtype == WF_STRING && i < n && i < max_values; i++) {
+    size_t sl;
+    const char *s = wf_tensor_string(t, i, &sl);
+    PUT("%s\"", i ? ", " : "");
+    for (size_t j = 0; j < sl; j++) {
+      unsigned char c = (unsigned char)s[j];
+      if (c == '"' || c == '\\')
+        PUT("\\%c", c);
+      else if (c < 0x20 || c == 0x7f)
+        PUT("\\x%02x", c);
+      else
+        PUT("%c", c);
+    }
+    PUT("\"");
+  }
+  for (int64_t i = 0; t->dtype != WF_STRING && i < n && i < max_values; i++) {
     double v = wf_tensor_element(t, i);
     if (t->dtype == WF_BOOL)
       PUT("%s%s", i ? ", " : "", v != 0 ? "true" : "false");

@@ -6,6 +6,12 @@
 #include <weft/status.h>
 #include <weft/tensor.h>
 
+/* One past the last dtype this core knows: WF_DTYPE_COUNT counts only the
+ * dtypes of fixed element size (weft/types.h), WF_STRING lies past it. */
+#define WF__DTYPE_END (WF_STRING + 1)
+/* Every dtype bit an op or kernel may name. */
+#define WF__DTYPES_KNOWN (WF_DTYPES_ALL | WF_DTYPE_BIT(WF_STRING))
+
 struct wf_tensor {
   wf_dtype dtype;
   wf_shape shape; /* always fully known */
@@ -57,6 +63,11 @@ void wf__meter_add(wf__meter *m, size_t nbytes);
 void wf__meter_drop(wf__meter *m, size_t nbytes, uint32_t epoch);
 /* Drops one hold on m; the last frees it. */
 void wf__meter_unref(wf__meter *m);
+
+/* Checks that the nbytes at data are a string tensor's buffer of count
+ * elements (weft/tensor.h): 0, or INVALID_ARGUMENT saying what is wrong. */
+int wf__strings_check(const void *data, size_t nbytes, int64_t count,
+                      wf_status *st);
 
 /* Makes t (storage the caller owns) a VIEW of nbytes at data, with one
  * reference; done(data, nbytes, arg) runs when the last one goes. */

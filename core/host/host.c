@@ -35,6 +35,20 @@ static void *host_alloc(size_t bytes, size_t align) {
 
 static void host_free(void *p) { wf__free(p); }
 
+static wf_tensor *host_tensor_new_strings(const wf_shape *shape,
+                                          const char *const *strings,
+                                          const size_t *lengths,
+                                          wf_status *st) {
+  char buf[128];
+  if (!shape || !wf_shape_is_known(shape)) {
+    wf_status_set(st, WF_INVALID_ARGUMENT,
+                  "string tensor: shape %s is not fully known",
+                  shape ? wf_shape_str(shape, buf, sizeof buf) : "NULL");
+    return NULL;
+  }
+  return wf_tensor_new_strings(shape->dims, shape->rank, strings, lengths, st);
+}
+
 static void host_status_set(wf_status *st, int32_t code, const char *fmt, ...) {
   va_list ap;
   /* A plugin's code outside the canonical set still marks a failure. */
@@ -154,6 +168,9 @@ static const wf_host host = {
     /* 1.5 */
     .tensor_version = wf__tensor_version,
     .import_add_gradients = wf__import_add_gradients,
+    /* 1.6 */
+    .tensor_new_strings = host_tensor_new_strings,
+    .tensor_string = wf_tensor_string,
 };
 
 const wf_host *wf__host(void) { return &host; }

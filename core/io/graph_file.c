@@ -231,7 +231,17 @@ static Weft__Tensor *tensor_to_pb(writer *w, const wf_tensor *t,
     pt->dims[i] = t->shape.dims[i];
   nbytes = wf_tensor_nbytes(t);
   data = wf_tensor_data(t);
-  if (!host_is_little_endian() && wf_dtype_size(t->dtype) > 1 && nbytes) {
+  if (!host_is_little_endian() && t->dtype == WF_STRING) {
+    /* the offsets ahead of the strings */
+    unsigned char *le = new_array(w, nbytes, 1);
+    size_t head = ((size_t)wf_tensor_count(t) + 1) * 8;
+    if (!le)
+      goto oom;
+    copy_swapped(le, data, head, 8);
+    memcpy(le + head, (const unsigned char *)data + head, nbytes - head);
+    data = le;
+  } else if (!host_is_little_endian() && wf_dtype_size(t->dtype) > 1 &&
+             nbytes) {
     void *le = new_array(w, nbytes, 1);
     if (!le)
       goto oom;
@@ -968,7 +978,7 @@ static int valid_full_name(const char *s) {
 }
 
 static int valid_dtype(int32_t d) {
-  return d > WF_DTYPE_INVALID && d < WF_DTYPE_COUNT &&
+  return d > WF_DTYPE_INVALID && d < WF__DTYPE_END &&
          wf_dtype_name((wf_dtype)d) != NULL;
 }
 
@@ -998,6 +1008,43 @@ static wf_code node_error(const loader *l, const Weft__Node *pn, wf_status *st,
   return code;
 }
 
+static void free_strings(void *data, size_t len, void *arg) {
+  (void)len;
+  (void)arg;
+  wf__free(data);
+}
+
+/* A string tensor: its buffer, checked by wf_tensor_wrap. */
+static wf_tensor *strings_from_pb(const Weft__Tensor *pt, const int64_t *dims,
+                                  int rank, wf_status *st) {
+  size_t nbytes, have = pt->has_data ? pt->data.len : 0;
+  wf_shape s;
+  if (wf__tensor_check(WF_UINT8, dims, rank, &nbytes, st))
+    return NULL;
+  if (pt->has_crc32c && wf__crc32c(0, pt->data.data, have) != pt->crc32c) {
+    wf_status_set(st, WF_DATA_LOSS,
+                  "string tensor data fails its CRC-32C check: the file is "
+                  "damaged");
+    return NULL;
+  }
+  wf_shape_init(&s, dims, rank);
+  int64_t count = wf_shape_count(&s);
+  /* a copy: the tensor outlives the file's buffer */
+  unsigned char *buf = wf__alloc(have ? have : 1, WF_TENSOR_ALIGN);
+  if (!buf) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "out of memory reading %zu bytes of strings", have);
+    return NULL;
+  }
+  if (have)
+    memcpy(buf, pt->data.data, have);
+  if (!host_is_little_endian() && count >= 0 &&
+      (uint64_t)count < have / 8)
+    copy_swapped(buf, pt->data.data, ((size_t)count + 1) * 8, 8);
+  return wf_tensor_wrap(WF_STRING, dims, rank, buf, have, free_strings, NULL,
+                        st);
+}
+
 static wf_tensor *tensor_from_pb(const Weft__Tensor *pt, wf_status *st) {
   int64_t dims[WF_MAX_RANK];
   size_t nbytes, esize, have;
@@ -1024,6 +1071,8 @@ static wf_tensor *tensor_from_pb(const Weft__Tensor *pt, wf_status *st) {
   rank = (int)pt->n_dims;
   for (int i = 0; i < rank; i++)
     dims[i] = pt->dims[i];
+  if (pt->dtype == WEFT__DTYPE__DT_STRING)
+    return strings_from_pb(pt, dims, rank, st);
   if (wf__tensor_check((wf_dtype)pt->dtype, dims, rank, &nbytes, st))
     return NULL;
   have = pt->has_data ? pt->data.len : 0;

@@ -28,7 +28,9 @@
 #define MAGIC_LEN 6
 /* numpy pads the header so the data starts at a multiple of this. */
 #define DATA_ALIGN 64
-#define SUPPORTED "float16, float32, float64, int8, uint8, int32, int64 and bool"
+#define SUPPORTED                                                              \
+  "float16, float32, float64, int8, uint8, int32, int64, bool, str_ and "     \
+  "bytes_"
 
 /* What the preamble and header say about the data that follows. */
 typedef struct npy_header {
@@ -39,6 +41,10 @@ typedef struct npy_header {
   int64_t dims[WF_MAX_RANK];
   size_t data_offset; /* bytes before the data: preamble and header */
   size_t nbytes;      /* bytes of data the shape and dtype call for */
+  /* WF_STRING: numpy's fixed-width kind, 'U' (UCS-4 code points) or 'S'
+   * (bytes), and the bytes of one element in the file. */
+  char text_kind;
+  size_t itemsize;
 } npy_header;
 
 static int little_endian(void) {
@@ -395,6 +401,15 @@ static int parse_descr(hparser *p, const char *s, size_t len, npy_header *h) {
                 "'descr' '%s' is an object array (pickled Python objects), "
                 "which weft does not read",
                 text);
+  if ((kind == 'U' || kind == 'S' || kind == 'a') && sized) {
+    /* fixed-width text: a string tensor */
+    h->dtype = WF_STRING;
+    h->text_kind = kind == 'U' ? 'U' : 'S';
+    h->itemsize = kind == 'U' ? size * 4 : size;
+    h->swap = kind == 'U' && ((order == '<' && !little_endian()) ||
+                              (order == '>' && little_endian()));
+    return WF_OK;
+  }
   for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
     if (table[k].kind == kind && table[k].size == size && sized) {
       h->dtype = table[k].dtype;
@@ -492,7 +507,8 @@ static int parse_header(const char *s, size_t n, size_t base, const char *what,
 /* Sets h->nbytes from dtype and shape, refusing shapes whose element count
  * or byte size does not fit (also when another dim is 0). */
 static int data_size(npy_header *h, const char *what, wf_status *st) {
-  uint64_t size = wf_dtype_size(h->dtype);
+  uint64_t size =
+      h->dtype == WF_STRING ? h->itemsize : wf_dtype_size(h->dtype);
   const uint64_t limit = SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX;
   int empty = 0;
 
@@ -591,18 +607,107 @@ static void fortran_to_c(unsigned char *dst, const unsigned char *src,
 /* Turns t, holding the file's data as stored, into the row-major tensor in
  * the machine's byte order. Takes over the reference to t; returns the
  * result or NULL (t released) when out of memory. */
+/* Appends code point c to out as UTF-8; 0, or -1 for a value that is no
+ * Unicode scalar value. */
+static int put_utf8(unsigned char *out, size_t *n, uint32_t c) {
+  if (c < 0x80) {
+    out[(*n)++] = (unsigned char)c;
+  } else if (c < 0x800) {
+    out[(*n)++] = (unsigned char)(0xC0 | c >> 6);
+    out[(*n)++] = (unsigned char)(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    if (c >= 0xD800 && c < 0xE000)
+      return -1;
+    out[(*n)++] = (unsigned char)(0xE0 | c >> 12);
+    out[(*n)++] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+    out[(*n)++] = (unsigned char)(0x80 | (c & 0x3F));
+  } else if (c < 0x110000) {
+    out[(*n)++] = (unsigned char)(0xF0 | c >> 18);
+    out[(*n)++] = (unsigned char)(0x80 | (c >> 12 & 0x3F));
+    out[(*n)++] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+    out[(*n)++] = (unsigned char)(0x80 | (c & 0x3F));
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
+/* The string tensor of fixed-width text raw (row-major, the machine's byte
+ * order): 'S' elements lose their trailing NUL bytes and 'U' ones their
+ * trailing zero code points, as numpy reads them; 'U' becomes UTF-8. */
+static wf_tensor *strings_of_text(const unsigned char *raw,
+                                  const npy_header *h, const char *what,
+                                  wf_status *st) {
+  size_t w = h->itemsize, count = w ? h->nbytes / w : 0;
+  wf_shape s;
+  wf_shape_init(&s, h->dims, h->rank);
+  if (!w)
+    count = (size_t)wf_shape_count(&s);
+  /* UTF-8 takes at most 4 bytes per code point: as many as UCS-4 */
+  unsigned char *text = wf__alloc(h->nbytes ? h->nbytes : 1, 0);
+  const char **strs = wf__alloc((count ? count : 1) * sizeof *strs, 0);
+  size_t *lens = wf__alloc((count ? count : 1) * sizeof *lens, 0);
+  wf_tensor *t = NULL;
+  size_t used = 0;
+  if (!text || !strs || !lens) {
+    wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                  "%s: out of memory for %zu strings", what, count);
+    goto done;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const unsigned char *e = raw + i * w;
+    size_t at = used;
+    if (h->text_kind == 'S') {
+      size_t n = w;
+      while (n > 0 && e[n - 1] == 0)
+        n--;
+      memcpy(text + used, e, n);
+      used += n;
+    } else {
+      size_t n = w / 4;
+      uint32_t c;
+      while (n > 0 && (memcpy(&c, e + (n - 1) * 4, 4), c == 0))
+        n--;
+      for (size_t k = 0; k < n; k++) {
+        memcpy(&c, e + k * 4, 4);
+        if (put_utf8(text, &used, c)) {
+          wf_status_set(st, WF_DATA_LOSS,
+                        "%s: string %zu holds 0x%lx at character %zu, "
+                        "which is no Unicode character",
+                        what, i, (unsigned long)c, k);
+          goto done;
+        }
+      }
+    }
+    strs[i] = (const char *)text + at;
+    lens[i] = used - at;
+  }
+  t = wf_tensor_new_strings(h->dims, h->rank, strs, lens, st);
+  if (!t)
+    wf_status_prefix(st, "%s", what);
+done:
+  wf__free(text);
+  wf__free(strs);
+  wf__free(lens);
+  return t;
+}
+
 static wf_tensor *finish(wf_tensor *t, const npy_header *h, const char *what,
                          wf_status *st) {
   unsigned char *d = wf_tensor_data(t);
-  size_t esize = wf_dtype_size(h->dtype), count = h->nbytes / esize;
+  size_t esize = h->dtype == WF_STRING ? h->itemsize : wf_dtype_size(h->dtype);
+  size_t count = esize ? h->nbytes / esize : 0;
 
-  if (h->swap)
-    swap_bytes(d, h->nbytes, esize);
+  if (h->swap) /* text: each UCS-4 code point */
+    swap_bytes(d, h->nbytes, h->dtype == WF_STRING ? 4 : esize);
   if (h->dtype == WF_BOOL)
     for (size_t i = 0; i < count; i++)
       d[i] = d[i] != 0;
   if (h->fortran && h->rank > 1 && count > 1) {
-    wf_tensor *c = wf_tensor_new(h->dtype, h->dims, h->rank, st);
+    int64_t n = (int64_t)h->nbytes;
+    wf_tensor *c = h->dtype == WF_STRING
+                       ? wf_tensor_new(WF_UINT8, &n, 1, st)
+                       : wf_tensor_new(h->dtype, h->dims, h->rank, st);
     if (!c) {
       wf_status_prefix(st, "%s: reordering Fortran-order data", what);
       wf_tensor_release(t);
@@ -612,12 +717,21 @@ static wf_tensor *finish(wf_tensor *t, const npy_header *h, const char *what,
     wf_tensor_release(t);
     t = c;
   }
+  if (h->dtype == WF_STRING) {
+    wf_tensor *strs = strings_of_text(wf_tensor_data(t), h, what, st);
+    wf_tensor_release(t);
+    t = strs;
+  }
   return t;
 }
 
+/* A tensor for the file's data as stored: for text, bytes to decode. */
 static wf_tensor *new_tensor(const npy_header *h, const char *what,
                              wf_status *st) {
-  wf_tensor *t = wf_tensor_new(h->dtype, h->dims, h->rank, st);
+  int64_t n = (int64_t)h->nbytes;
+  wf_tensor *t = h->dtype == WF_STRING
+                     ? wf_tensor_new(WF_UINT8, &n, 1, st)
+                     : wf_tensor_new(h->dtype, h->dims, h->rank, st);
   if (!t)
     wf_status_prefix(st, "%s", what);
   return t;
@@ -792,7 +906,91 @@ wf_tensor *wf_npy_read(const char *path, wf_status *st) {
 
 /* Formats the preamble and header numpy.save writes for t into buf (cap
  * bytes, enough for any weft tensor); *len gets its length. */
-static int format_header(const wf_tensor *t, const char *what, char *buf,
+/* The UTF-8 sequence at s[k] (of len bytes): its length with its code point
+ * in *cp, or 0 where the bytes are no UTF-8 (overlong forms and surrogates
+ * included). */
+static size_t utf8_at(const unsigned char *s, size_t len, size_t k,
+                      uint32_t *cp) {
+  unsigned c = s[k];
+  size_t n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2
+             : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+  if (!n || k + n > len)
+    return 0;
+  uint32_t v = n == 1 ? c : c & (0x7Fu >> n);
+  for (size_t j = 1; j < n; j++) {
+    if ((s[k + j] & 0xC0) != 0x80)
+      return 0;
+    v = v << 6 | (s[k + j] & 0x3Fu);
+  }
+  if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v < 0xE000))) ||
+      (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
+    return 0;
+  *cp = v;
+  return n;
+}
+
+/* A string tensor as numpy's fixed-width text: 'U' (UCS-4 in the
+ * machine's order) when every element is UTF-8, else 'S' (bytes); each
+ * element padded with zeros to the longest (at least one character). The
+ * data is *image (wf__alloc'd), *width characters per element. Trailing
+ * NULs of an element do not survive the trip, as with numpy itself. */
+static int text_of_strings(const wf_tensor *t, const char *what, char *kind,
+                           size_t *width, unsigned char **image,
+                           size_t *nbytes, wf_status *st) {
+  int64_t count = wf_tensor_count(t);
+  size_t widest = 1;
+  int utf8 = 1;
+  for (int64_t i = 0; i < count; i++) {
+    size_t len, chars = 0;
+    const unsigned char *s = (const unsigned char *)wf_tensor_string(t, i, &len);
+    for (size_t k = 0; k < len && utf8; chars++) {
+      uint32_t cp;
+      size_t n = utf8_at(s, len, k, &cp);
+      if (!n)
+        utf8 = 0;
+      k += n;
+    }
+    if (chars > widest)
+      widest = chars;
+  }
+  if (!utf8) /* the width in bytes, over all elements */
+    for (int64_t i = 0; i < count; i++) {
+      size_t len;
+      wf_tensor_string(t, i, &len);
+      if (len > widest)
+        widest = len;
+    }
+  size_t esize = utf8 ? widest * 4 : widest;
+  if (count > 0 && esize > SIZE_MAX / (size_t)count)
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: the strings are too long for .npy", what);
+  *nbytes = (size_t)count * esize;
+  if (!(*image = wf__alloc(*nbytes ? *nbytes : 1, 0)))
+    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                         "%s: out of memory for %zu bytes of text", what,
+                         *nbytes);
+  memset(*image, 0, *nbytes);
+  for (int64_t i = 0; i < count; i++) {
+    size_t len;
+    const unsigned char *s = (const unsigned char *)wf_tensor_string(t, i, &len);
+    unsigned char *e = *image + (size_t)i * esize;
+    if (!utf8) {
+      memcpy(e, s, len);
+      continue;
+    }
+    for (size_t k = 0, c = 0; k < len; c++) {
+      uint32_t cp;
+      k += utf8_at(s, len, k, &cp);
+      memcpy(e + c * 4, &cp, 4);
+    }
+  }
+  *kind = utf8 ? 'U' : 'S';
+  *width = widest;
+  return WF_OK;
+}
+
+static int format_header(const wf_tensor *t, char text_kind,
+                         size_t text_width, const char *what, char *buf,
                          size_t cap, size_t *len, wf_status *st) {
   static const struct {
     wf_dtype dtype;
@@ -804,13 +1002,17 @@ static int format_header(const wf_tensor *t, const char *what, char *buf,
   };
   wf_dtype dtype = wf_tensor_dtype(t);
   const char *code = NULL;
-  char dict[512];
+  char dict[512], text_code[32];
   int rank = wf_tensor_rank(t), n, prefix, pad;
   size_t dlen;
 
   for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
     if (codes[k].dtype == dtype)
       code = codes[k].code;
+  if (text_kind) {
+    snprintf(text_code, sizeof text_code, "%c%zu", text_kind, text_width);
+    code = text_code;
+  }
   if (!code)
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "%s: a %s tensor cannot be written as .npy: numpy "
@@ -818,7 +1020,9 @@ static int format_header(const wf_tensor *t, const char *what, char *buf,
                          what, wf_dtype_name(dtype), wf_dtype_name(dtype));
   n = snprintf(dict, sizeof dict,
                "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
-               wf_dtype_size(dtype) == 1 ? '|' : little_endian() ? '<' : '>',
+               wf_dtype_size(dtype) == 1 || text_kind == 'S' ? '|'
+               : little_endian()                            ? '<'
+                                                            : '>',
                code);
   for (int i = 0; i < rank; i++)
     n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%lld",
@@ -859,22 +1063,38 @@ int wf_npy_to_buffer(const wf_tensor *t, void **buf, size_t *len,
   char *out;
   int rc;
 
+  char kind = 0;
+  size_t width = 0;
+  unsigned char *image = NULL;
+  const void *data = wf_tensor_data(t);
+
   assert(t && buf && len);
   *buf = NULL;
   *len = 0;
-  if ((rc = format_header(t, "npy buffer", head, sizeof head, &hlen, st)))
-    return rc;
   nbytes = wf_tensor_nbytes(t);
-  if (nbytes > SIZE_MAX - hlen || !(out = malloc(hlen + nbytes)))
-    return wf_status_set(st, WF_RESOURCE_EXHAUSTED,
-                         "npy buffer: out of memory for %zu bytes of %s data",
-                         nbytes, wf_dtype_name(wf_tensor_dtype(t)));
+  if (wf_tensor_dtype(t) == WF_STRING) {
+    if ((rc = text_of_strings(t, "npy buffer", &kind, &width, &image, &nbytes,
+                              st)))
+      return rc;
+    data = image;
+  }
+  if ((rc = format_header(t, kind, width, "npy buffer", head, sizeof head,
+                          &hlen, st)))
+    goto done;
+  if (nbytes > SIZE_MAX - hlen || !(out = malloc(hlen + nbytes))) {
+    rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED,
+                       "npy buffer: out of memory for %zu bytes of %s data",
+                       nbytes, wf_dtype_name(wf_tensor_dtype(t)));
+    goto done;
+  }
   memcpy(out, head, hlen);
   if (nbytes)
-    memcpy(out + hlen, wf_tensor_data(t), nbytes);
+    memcpy(out + hlen, data, nbytes);
   *buf = out;
   *len = hlen + nbytes;
-  return WF_OK;
+done:
+  wf__free(image);
+  return rc;
 }
 
 int wf_npy_write(const char *path, const wf_tensor *t, wf_status *st) {
@@ -883,14 +1103,28 @@ int wf_npy_write(const char *path, const wf_tensor *t, wf_status *st) {
   wf__atomic_file f;
   int rc;
 
+  char kind = 0;
+  size_t width = 0, nbytes = wf_tensor_nbytes(t);
+  unsigned char *image = NULL;
+  const void *data = wf_tensor_data(t);
+
   assert(path && t);
-  if ((rc = format_header(t, path, head, sizeof head, &hlen, st)) ||
-      (rc = wf__atomic_open(&f, path, st)))
-    return rc;
-  if ((rc = wf__atomic_write(&f, head, hlen, st)) ||
-      (rc = wf__atomic_write(&f, wf_tensor_data(t), wf_tensor_nbytes(t), st))) {
-    wf__atomic_abort(&f);
-    return rc;
+  if (wf_tensor_dtype(t) == WF_STRING) {
+    if ((rc = text_of_strings(t, path, &kind, &width, &image, &nbytes, st)))
+      return rc;
+    data = image;
   }
-  return wf__atomic_commit(&f, st);
+  if ((rc = format_header(t, kind, width, path, head, sizeof head, &hlen,
+                          st)) ||
+      (rc = wf__atomic_open(&f, path, st)))
+    goto done;
+  if ((rc = wf__atomic_write(&f, head, hlen, st)) ||
+      (rc = wf__atomic_write(&f, data, nbytes, st))) {
+    wf__atomic_abort(&f);
+    goto done;
+  }
+  rc = wf__atomic_commit(&f, st);
+done:
+  wf__free(image);
+  return rc;
 }

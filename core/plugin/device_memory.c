@@ -13,7 +13,11 @@
 #include "plugin/device_memory.h"
 #include "plugin/runtime_internal.h"
 
-int wf__dtype_movable(wf_dtype dtype) { return dtype != WF_RESOURCE; }
+/* Handles point into the host's memory; strings are read where they are
+ * (wf_tensor_string) and no device kernel takes them. */
+int wf__dtype_movable(wf_dtype dtype) {
+  return dtype != WF_RESOURCE && dtype != WF_STRING;
+}
 
 const char *wf__tensor_place(const wf_tensor *t) {
   return wf__tensor_memory_name(t);

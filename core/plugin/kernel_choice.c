@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/status_internal.h"
 #include "graph/graph_internal.h"
+#include "graph/tensor_internal.h"
 #include "plugin/config_notes.h"
 #include "plugin/kernel_choice.h"
 #include "plugin/settings.h"
@@ -36,7 +37,7 @@ static wf_dtype node_dtype_of(const char *attr, const void *user) {
 static void mask_str(uint32_t mask, char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
-  for (int d = 1; d < WF_DTYPE_COUNT; d++) {
+  for (int d = 1; d < WF__DTYPE_END; d++) {
     int w;
     if (!(mask & WF_DTYPE_BIT(d)))
       continue;

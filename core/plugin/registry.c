@@ -23,6 +23,7 @@
 
 #include "base/alloc.h"
 #include "graph/attr.h"
+#include "graph/tensor_internal.h"
 #include "plugin/settings.h"
 #include "base/status_internal.h"
 
@@ -236,7 +237,7 @@ static int is_valid_attr_type(int32_t type) {
 }
 
 static int is_valid_dtype(int32_t d) {
-  return d > WF_DTYPE_INVALID && d < WF_DTYPE_COUNT;
+  return d > WF_DTYPE_INVALID && d < WF__DTYPE_END;
 }
 
 /* Checks one attribute definition of op (already normalised). */
@@ -264,13 +265,13 @@ static int check_attr_def(const wf__op *op, int i, const char *plugin,
                          "plugin '%s': op '%s': attr '%s' of type %s has "
                          "allowed_dtypes, which only dtype attrs may have",
                          plugin, opn, a->name, wf__attr_type_name(a->type));
-  if (a->allowed_dtypes & ~(uint32_t)WF_DTYPES_ALL)
+  if (a->allowed_dtypes & ~(uint32_t)WF__DTYPES_KNOWN)
     return wf_status_set(
         st, WF_INVALID_ARGUMENT,
         "plugin '%s': op '%s': attr '%s' allows dtype bits "
         "0x%x that name no dtype",
         plugin, opn, a->name,
-        (unsigned)(a->allowed_dtypes & ~(uint32_t)WF_DTYPES_ALL));
+        (unsigned)(a->allowed_dtypes & ~(uint32_t)WF__DTYPES_KNOWN));
   if (a->has_minimum && base != WF_ATTR_INT && !WF_ATTR_IS_LIST(a->type))
     return wf_status_set(st, WF_INVALID_ARGUMENT,
                          "plugin '%s': op '%s': attr '%s' of type %s has a "
@@ -577,7 +578,7 @@ static int kernel_make(const wf_kernel_def *src, int index, const char *plugin,
                   plugin, k->def.op, k->def.device_type);
     goto fail;
   }
-  if (k->def.type_attr && (k->def.dtypes & WF_DTYPES_ALL) == 0) {
+  if (k->def.type_attr && (k->def.dtypes & WF__DTYPES_KNOWN) == 0) {
     wf_status_set(st, WF_INVALID_ARGUMENT,
                   "plugin '%s': kernel for op '%s' on '%s' constrains attr "
                   "'%s' but its dtype mask allows no dtype",
@@ -1275,7 +1276,7 @@ choose_of_type(const wf__registry *r, const struct wf_config *cfg,
       c.num_kernels++;
       if (k->def.type_attr) {
         wf_dtype dt = dtype_of(k->def.type_attr, user);
-        if (dt <= WF_DTYPE_INVALID || dt >= WF_DTYPE_COUNT ||
+        if (dt <= WF_DTYPE_INVALID || dt >= WF__DTYPE_END ||
             !(k->def.dtypes & WF_DTYPE_BIT(dt)))
           continue;
       }

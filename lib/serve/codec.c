@@ -121,6 +121,8 @@ const char *srv_tf_dtype_name(wf_dtype t) {
     return "DT_INT64";
   case WF_BOOL:
     return "DT_BOOL";
+  case WF_STRING:
+    return "DT_STRING";
   default:
     return "DT_INVALID";
   }
@@ -146,6 +148,8 @@ const char *srv_kserve_dtype_name(wf_dtype t) {
     return "INT64";
   case WF_BOOL:
     return "BOOL";
+  case WF_STRING:
+    return "BYTES";
   default:
     return "INVALID";
   }
@@ -865,12 +869,72 @@ static void put_value(srv_buf *b, wf_dtype dtype, const void *data, int64_t i) {
   }
 }
 
+/* 1 when the n bytes at s are UTF-8 (what a JSON string may hold). */
+static int is_utf8(const unsigned char *s, size_t n) {
+  for (size_t k = 0; k < n;) {
+    unsigned c = s[k];
+    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2
+                 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+    if (!len || k + len > n)
+      return 0;
+    uint32_t v = len == 1 ? c : c & (0x7Fu >> len);
+    for (size_t j = 1; j < len; j++) {
+      if ((s[k + j] & 0xC0) != 0x80)
+        return 0;
+      v = v << 6 | (s[k + j] & 0x3Fu);
+    }
+    if ((len == 3 && (v < 0x800 || (v >= 0xD800 && v < 0xE000))) ||
+        (len == 4 && (v < 0x10000 || v > 0x10FFFF)))
+      return 0;
+    k += len;
+  }
+  return 1;
+}
+
+/* Element i of a string tensor: a JSON string when it is UTF-8 (NUL and
+ * control bytes escaped), else TensorFlow Serving's {"b64": "..."}. */
+static void put_string(srv_buf *b, const wf_tensor *t, int64_t i) {
+  static const char digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n;
+  const unsigned char *s =
+      (const unsigned char *)wf_tensor_string(t, i, &n);
+  if (is_utf8(s, n)) {
+    srv_buf_put(b, "\"", 1);
+    for (size_t k = 0; k < n; k++) {
+      if (s[k] == '"' || s[k] == '\\') {
+        char e[2] = {'\\', (char)s[k]};
+        srv_buf_put(b, e, 2);
+      } else if (s[k] < 0x20) {
+        srv_buf_printf(b, "\\u%04x", s[k]);
+      } else {
+        srv_buf_put(b, (const char *)s + k, 1);
+      }
+    }
+    srv_buf_put(b, "\"", 1);
+    return;
+  }
+  srv_buf_puts(b, "{\"b64\":\"");
+  for (size_t k = 0; k < n; k += 3) {
+    uint32_t v = (uint32_t)s[k] << 16 |
+                 (k + 1 < n ? (uint32_t)s[k + 1] << 8 : 0) |
+                 (k + 2 < n ? s[k + 2] : 0);
+    char q[4] = {digits[v >> 18], digits[v >> 12 & 63],
+                 k + 1 < n ? digits[v >> 6 & 63] : '=',
+                 k + 2 < n ? digits[v & 63] : '='};
+    srv_buf_put(b, q, 4);
+  }
+  srv_buf_puts(b, "\"}");
+}
+
 /* Nested lists of t's elements from *pos on, shape dims[0..rank). */
 static void put_nested(srv_buf *b, const wf_tensor *t, const int64_t *dims,
                        int rank, int64_t *pos) {
   wf_dtype dt = wf_tensor_dtype(t);
   if (rank == 0) {
-    if (dt == WF_FLOAT16 || dt == WF_BFLOAT16)
+    if (dt == WF_STRING)
+      put_string(b, t, *pos);
+    else if (dt == WF_FLOAT16 || dt == WF_BFLOAT16)
       put_double(b, wf_tensor_element(t, *pos), 1);
     else
       put_value(b, dt, wf_tensor_data(t), *pos);

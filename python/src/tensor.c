@@ -336,7 +336,127 @@ static PyType_Spec buffer_spec = {
     "weft._weft.Buffer", sizeof(wp_buffer), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, buffer_slots};
 
+/* ---- string tensors ------------------------------------------------------ */
+
+/* A string tensor as a NumPy array of objects: str where an element is
+ * UTF-8, else bytes. Takes t over. */
+static PyObject *strings_to_array(wf_tensor *t) {
+  int64_t n = wf_tensor_count(t);
+  PyObject *list = NULL, *shape = NULL, *flat = NULL, *out = NULL;
+  if (numpy_load())
+    goto done;
+  if (!(list = PyList_New((Py_ssize_t)n)))
+    goto done;
+  for (int64_t i = 0; i < n; i++) {
+    size_t len;
+    const char *s = wf_tensor_string(t, i, &len);
+    PyObject *item = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+    if (!item) {
+      PyErr_Clear();
+      item = PyBytes_FromStringAndSize(s, (Py_ssize_t)len);
+    }
+    if (!item || PyList_SetItem(list, (Py_ssize_t)i, item))
+      goto done;
+  }
+  if (!(shape = PyTuple_New(wf_tensor_rank(t))))
+    goto done;
+  for (int i = 0; i < wf_tensor_rank(t); i++) {
+    PyObject *d = PyLong_FromLongLong((long long)wf_tensor_dim(t, i));
+    if (!d || PyTuple_SetItem(shape, i, d))
+      goto done;
+  }
+  flat = PyObject_CallFunction(np_asarray, "Os", list, "object");
+  if (flat)
+    out = PyObject_CallMethod(flat, "reshape", "O", shape);
+done:
+  Py_XDECREF(flat);
+  Py_XDECREF(shape);
+  Py_XDECREF(list);
+  wf_tensor_release(t);
+  return out;
+}
+
+/* A string tensor from an array of str or bytes (NumPy kinds U, S, O). */
+static wf_tensor *strings_from_array(PyObject *arr, const char *what) {
+  wf_tensor *t = NULL;
+  const char **strs = NULL;
+  size_t *lens = NULL;
+  int64_t dims[WF_MAX_RANK];
+  PyObject *flat = NULL, *list = NULL;
+  PyObject *shape = PyObject_GetAttrString(arr, "shape");
+  if (!shape)
+    return NULL;
+  Py_ssize_t rank = PyTuple_Size(shape);
+  if (rank < 0 || rank > WF_MAX_RANK) {
+    wp_raise_code(WF_INVALID_ARGUMENT, "%s: rank %zd is above weft's %d",
+                  what, rank, WF_MAX_RANK);
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < rank; i++)
+    dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+  if (PyErr_Occurred())
+    goto done;
+  if (!(flat = PyObject_CallMethod(arr, "ravel", NULL)) ||
+      !(list = PyObject_CallMethod(flat, "tolist", NULL)))
+    goto done;
+  Py_ssize_t n = PyList_Size(list);
+  strs = calloc((size_t)n + 1, sizeof *strs);
+  lens = calloc((size_t)n + 1, sizeof *lens);
+  if (!strs || !lens) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *item = PyList_GetItem(list, i);
+    Py_ssize_t len = 0;
+    if (PyUnicode_Check(item)) {
+      strs[i] = PyUnicode_AsUTF8AndSize(item, &len);
+      if (!strs[i])
+        goto done;
+    } else if (PyBytes_Check(item)) {
+      char *p;
+      if (PyBytes_AsStringAndSize(item, &p, &len))
+        goto done;
+      strs[i] = p;
+    } else {
+      wp_raise_code(WF_INVALID_ARGUMENT,
+                    "%s: element %zd is neither str nor bytes (an object "
+                    "array or a list becomes a string tensor only when it "
+                    "holds str or bytes)",
+                    what, i);
+      goto done;
+    }
+    lens[i] = (size_t)len;
+  }
+  wf_status *st = wf_status_new();
+  t = wf_tensor_new_strings(dims, (int)rank, strs, lens, st);
+  if (!t)
+    wp_raise_code(wf_status_code(st), "%s: %s", what, wf_status_message(st));
+  wf_status_free(st);
+done:
+  free(strs);
+  free(lens);
+  Py_XDECREF(list);
+  Py_XDECREF(flat);
+  Py_DECREF(shape);
+  return t;
+}
+
+/* 1 when arr is a NumPy array of str, bytes or objects. */
+static int is_string_array(PyObject *arr) {
+  PyObject *dt = PyObject_GetAttrString(arr, "dtype");
+  PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+  const char *k = kind ? PyUnicode_AsUTF8AndSize(kind, NULL) : NULL;
+  int yes = k && (k[0] == 'U' || k[0] == 'S' || k[0] == 'O');
+  PyErr_Clear();
+  Py_XDECREF(kind);
+  Py_XDECREF(dt);
+  return yes;
+}
+
 PyObject *wp_from_tensor(wf_tensor *t) {
+  if (t && wf_tensor_dtype(t) == WF_STRING)
+    return strings_to_array(t);
   PyObject *b = wp_buffer_new(t);
   if (!b || !dtype_format(wf_tensor_dtype(t)))
     return b;
@@ -497,6 +617,12 @@ wf_tensor *wp_to_tensor(PyObject *obj, wf_dtype want, const char *what) {
   if (numpy_load())
     return NULL;
   PyObject *arr;
+  if (want == WF_STRING) {
+    arr = PyObject_CallFunction(np_asarray, "Os", obj, "object");
+    t = arr ? strings_from_array(arr, what) : NULL;
+    Py_XDECREF(arr);
+    return t;
+  }
   if (want != WF_DTYPE_INVALID) {
     if (want == WF_RESOURCE || want == WF_BFLOAT16)
       return (wf_tensor *)wp_raise_code(
@@ -535,6 +661,11 @@ wf_tensor *wp_to_tensor(PyObject *obj, wf_dtype want, const char *what) {
     Py_XDECREF(value);
     Py_XDECREF(tb);
     return NULL;
+  }
+  if (want == WF_DTYPE_INVALID && is_string_array(arr)) {
+    t = strings_from_array(arr, what);
+    Py_DECREF(arr);
+    return t;
   }
   r = try_buffer(arr, want, what, &t);
   if (r == 0) {

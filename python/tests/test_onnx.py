@@ -78,3 +78,21 @@ def test_import_model_refuses_what_is_not_a_model(tmp_path):
     with pytest.raises(weft.Error, match="bad.onnx"):
         weft.saved_model.import_model(bad, tmp_path / "saved", format="onnx")
     assert not os.path.exists(tmp_path / "saved")
+
+
+STRNORM = ("/usr/share/libonnx-testdata/data/simple/"
+           "test_strnorm_model_monday_insensintive_upper_twodim")
+
+
+@pytest.mark.skipif(not os.path.isdir(STRNORM),
+                    reason="Debian's libonnx-testdata is not installed")
+def test_string_model_imports_and_runs(tmp_path):
+    m = weft.saved_model.import_model(os.path.join(STRNORM, "model.onnx"),
+                                      tmp_path / "saved")
+    sig = m.signatures["serving_default"]
+    x = np.array([["Monday", "tuesday", "wednesday", "Monday", "tuesday",
+                   "wednesday"]])
+    out = m.run({sig["inputs"][0]["key"]: x})
+    got = out[sig["outputs"][0]["key"]]
+    assert got.shape == (1, 4)
+    assert list(got[0]) == ["TUESDAY", "WEDNESDAY", "TUESDAY", "WEDNESDAY"]

@@ -250,3 +250,26 @@ def test_config_session_copies_list_inputs(graph):
     with weft.Session(graph, config={"passes": {"cse": False}}) as s:
         np.testing.assert_array_equal(s.run(total, feed),
                                       [sum(range(70))] * 2)
+
+
+def test_string_tensors_cross_both_ways(graph):
+    x = weft.placeholder(weft.string, (None,), name="s")
+    y = weft.identity(x, name="t")
+    assert x.dtype == weft.string and weft.as_dtype(np.str_) == weft.string
+    with weft.Session(graph) as s:
+        got = s.run(y, {x: ["monday", "\u00c9cole", b"\xff\x00z", ""]})
+        assert got.dtype == object and got.shape == (4,)
+        # UTF-8 comes back as str, other bytes as bytes
+        assert list(got) == ["monday", "\u00c9cole", b"\xff\x00z", ""]
+        got = s.run(y, {x: np.array(["ab", "c"])})
+        assert list(got) == ["ab", "c"]
+        with pytest.raises(weft.InvalidArgumentError, match="element 1 is"):
+            s.run(y, {x: ["a", 2]})
+
+
+def test_string_arrays_keep_their_shape(graph):
+    x = weft.placeholder(weft.string, (2, None), name="s")
+    y = weft.identity(x)
+    with weft.Session(graph) as s:
+        got = s.run(y, {x: np.array([[b"a", b"b", b"c"], [b"d", b"e", b"f"]])})
+    assert got.shape == (2, 3) and got[1, 2] == "f"

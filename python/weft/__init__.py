@@ -27,7 +27,7 @@ Error.message = property(lambda self: str(self.args[0]) if self.args
                          else "", doc="the core's message")
 
 from ._dtypes import (DType, as_dtype, float32, float64, float16, bfloat16,
-                      int8, uint8, int32, int64, bool_, resource)
+                      int8, uint8, int32, int64, bool_, resource, string)
 from .framework import (Graph, Operation, Tensor, get_default_graph,
                         reset_default_graph, name_scope, device,
                         control_dependencies, constant, placeholder,

@@ -47,9 +47,11 @@ int32 = DType("int32", 7, 4, _np.int32)
 int64 = DType("int64", 8, 8, _np.int64)
 bool_ = DType("bool", 9, 1, _np.bool_)
 resource = DType("resource", 10, 8, None)
+# Byte strings of any length; NumPy holds them as objects (str or bytes).
+string = DType("string", 11, 0, None)
 
 _BY_CODE = {d.code: d for d in (float32, float64, float16, bfloat16, int8,
-                                uint8, int32, int64, bool_, resource)}
+                                uint8, int32, int64, bool_, resource, string)}
 _BY_NAME = {d.name: d for d in _BY_CODE.values()}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16,
                  "f32": float32, "f64": float64, "bool_": bool_})
@@ -76,10 +78,14 @@ def as_dtype(x):
         return int32
     if x is bool:
         return bool_
+    if x is str or x is bytes:
+        return string
     try:
         nd = _np.dtype(x)
     except TypeError:
         raise TypeError("weft: %r is not a dtype" % (x,)) from None
+    if nd.kind in "USO":
+        return string
     for d in _BY_CODE.values():
         if d.numpy is not None and d.numpy == nd:
             return d

@@ -236,6 +236,31 @@ static void test_frozen_abi_kernel_runs_in_a_session(void **state) {
   }
 }
 
+/* WF_STRING came with 1.6, past WF_DTYPE_COUNT: a plugin of any minor
+ * whose masks do not name it never receives a string tensor (its tables
+ * indexed by dtype are WF_DTYPE_COUNT long). The op of every frozen minor
+ * refuses a string input while the graph is built, naming the dtype. */
+static void test_frozen_abi_op_never_receives_strings(void **state) {
+  (void)state;
+  for (int i = 0; i < num_versions; i++) {
+    char op[64];
+    wf_graph *g = wf_graph_new(rt);
+    wf_node_desc *d = wf_node_desc_new(g, "Placeholder", "s");
+    wf_node_desc_set_attr_dtype(d, "dtype", WF_STRING);
+    wf_node *x = wf_node_desc_finish(d, st);
+    if (!x)
+      fail_msg("string Placeholder: %s", wf_status_message(st));
+    d = wf_node_desc_new(g, op_name(&versions[i], op, sizeof op), "y");
+    wf_node_desc_add_input(d, (wf_output){x, 0});
+    wf_node_desc_set_attr_float(d, "a", 1);
+    wf_node_desc_set_attr_float(d, "b", 0);
+    assert_null(wf_node_desc_finish(d, st));
+    assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+    assert_non_null(strstr(wf_status_message(st), "string"));
+    wf_graph_free(g);
+  }
+}
+
 static void test_frozen_abi_gradient_is_built_and_runs(void **state) {
   (void)state;
   for (int i = 0; i < num_versions; i++) {
@@ -267,6 +292,7 @@ int main(void) {
       cmocka_unit_test(test_frozen_abi_op_infers_shapes),
       cmocka_unit_test(test_frozen_abi_kernel_runs_in_a_session),
       cmocka_unit_test(test_frozen_abi_gradient_is_built_and_runs),
+      cmocka_unit_test(test_frozen_abi_op_never_receives_strings),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -519,6 +519,69 @@ static void test_training_graph_round_trips_and_trains_the_same(void **state) {
   wf_graph_free(t.g);
 }
 
+/* s: Placeholder string (2,), words: Const string (2,), out = Identity(s). */
+static wf_graph *string_graph(void) {
+  const char *w[2] = {"monday", "a\0b"};
+  const size_t lens[2] = {6, 3};
+  const int64_t dims[1] = {2};
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "s", WF_STRING, dims, 1);
+  wf_tensor *t = wf_tensor_new_strings(dims, 1, w, lens, st);
+  assert_non_null(t);
+  constant(g, "words", t);
+  unary(g, "Identity", "out", x);
+  return g;
+}
+
+static void test_string_tensors_round_trip_and_run(void **state) {
+  (void)state;
+  wf_graph *g = string_graph();
+  wf_graph *back = through_buffer(g);
+  assert_graphs_equal(g, back);
+  const char *in[2] = {"x", "\xce\xa3"};
+  const int64_t dims[1] = {2};
+  wf_tensor *feed = wf_tensor_new_strings(dims, 1, in, NULL, st);
+  wf_output x = {wf_graph_find_node(back, "s"), 0};
+  wf_output fetch[2] = {{wf_graph_find_node(back, "words"), 0},
+                        {wf_graph_find_node(back, "out"), 0}};
+  wf_tensor *got[2] = {NULL, NULL};
+  wf_session *s = wf_session_new(back, st);
+  assert_non_null(s);
+  OK(wf_session_run(s, NULL, &x, &feed, 1, fetch, got, 2, NULL, 0, NULL, st));
+  size_t n;
+  assert_memory_equal(wf_tensor_string(got[0], 1, &n), "a\0b", 3);
+  assert_int_equal(n, 3);
+  assert_string_equal(wf_tensor_string(got[1], 1, NULL), "\xce\xa3");
+  wf_tensor_release(got[0]);
+  wf_tensor_release(got[1]);
+  wf_tensor_release(feed);
+  wf_session_free(s);
+  wf_graph_free(back);
+  wf_graph_free(g);
+}
+
+/* The Const's strings are made to overlap: the second one starts inside
+ * the first. */
+static void overlapping_strings(Weft__GraphFile *f) {
+  for (size_t i = 0; i < f->n_nodes; i++)
+    if (strcmp(f->nodes[i]->name, "words") == 0) {
+      Weft__Tensor *t = attr_of(f->nodes[i], "value")->value->tensor;
+      uint64_t at = 26;
+      memcpy(t->data.data + 8, &at, 8);
+      t->has_crc32c = 0;
+    }
+}
+
+static void test_damaged_string_tensor_is_refused(void **state) {
+  (void)state;
+  wf_graph *g = string_graph();
+  size_t len;
+  void *buf = edited(g, overlapping_strings, &len);
+  expect_refusal(buf, len, WF_INVALID_ARGUMENT, "words", "string 0");
+  free(buf);
+  wf_graph_free(g);
+}
+
 static void test_saving_is_deterministic_and_matches_the_buffer(void **state) {
   (void)state;
   trainer t = training_graph();
@@ -1253,6 +1316,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_training_graph_round_trips_and_trains_the_same),
       cmocka_unit_test(test_saving_is_deterministic_and_matches_the_buffer),
+      cmocka_unit_test(test_string_tensors_round_trip_and_run),
+      cmocka_unit_test(test_damaged_string_tensor_is_refused),
       cmocka_unit_test(test_every_attribute_kind_round_trips_bit_for_bit),
       cmocka_unit_test(test_list_inputs_split_by_their_number_attributes),
       cmocka_unit_test(test_control_edges_to_later_nodes_keep_their_order),

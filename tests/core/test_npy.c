@@ -226,6 +226,77 @@ static void test_npy_reads_numpy_files_of_every_dtype(void **state) {
   wf_status_free(st);
 }
 
+/* gen_npy.py's text arrays, row-major. */
+typedef struct text_fixture {
+  const char *name;
+  int rank;
+  int64_t dims[2];
+  const char *values[6];
+  size_t lens[6];
+} text_fixture;
+
+static const text_fixture text_fixtures[] = {
+    {"str", 2, {2, 3},
+     {"ab", "\xc3\x89" "cole", "", "\xce\xa3", "x", "yz"},
+     {2, 6, 0, 2, 1, 2}},
+    {"be_str", 1, {2, 0}, {"abc", "\xc3\xa9"}, {3, 2}},
+    {"fortran_str", 2, {2, 3}, {"a", "bb", "ccc", "d", "ee", "fff"},
+     {1, 2, 3, 1, 2, 3}},
+    {"bytes", 1, {3, 0}, {"a", "\xff\x00" "b", ""}, {1, 3, 0}},
+};
+
+static void test_npy_reads_text_as_string_tensors(void **state) {
+  wf_status *st = wf_status_new();
+  (void)state;
+  for (size_t k = 0; k < sizeof text_fixtures / sizeof text_fixtures[0];
+       k++) {
+    const text_fixture *f = &text_fixtures[k];
+    wf_tensor *t = read_fixture(f->name, st);
+    if (!t)
+      fail_msg("%s: %s", f->name, wf_status_message(st));
+    assert_int_equal(wf_tensor_dtype(t), WF_STRING);
+    assert_shape(t, f->rank, f->dims);
+    for (int64_t i = 0; i < wf_tensor_count(t); i++) {
+      size_t len;
+      const char *got = wf_tensor_string(t, i, &len);
+      if (len != f->lens[i] || memcmp(got, f->values[i], len) != 0)
+        fail_msg("%s: element %lld is \"%s\" (%zu bytes)", f->name,
+                 (long long)i, got, len);
+    }
+    /* and back: the bytes numpy wrote, where numpy chose weft's width */
+    void *buf;
+    size_t blen, flen;
+    char fix[512];
+    snprintf(fix, sizeof fix, FIXDIR "%s.npy", f->name);
+    unsigned char *file = slurp(fix, &flen);
+    assert_int_equal(wf_npy_to_buffer(t, &buf, &blen, st), WF_OK);
+    if (strcmp(f->name, "str") == 0 || strcmp(f->name, "bytes") == 0) {
+      assert_int_equal(blen, flen);
+      assert_memory_equal(buf, file, flen);
+    }
+    free(buf);
+    free(file);
+    wf_tensor_release(t);
+  }
+  wf_status_free(st);
+}
+
+static void test_npy_refuses_text_that_is_no_unicode(void **state) {
+  wf_status *st = wf_status_new();
+  uint32_t cps[2] = {0x41, 0xD800};
+  size_t len;
+  (void)state;
+  unsigned char *b = make_npy(
+      1, "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", cps,
+      sizeof cps, &len);
+  assert_null(wf_npy_parse(b, len, "surrogate.npy", st));
+  assert_int_equal(wf_status_code(st), WF_DATA_LOSS);
+  assert_message_has(st, "surrogate.npy");
+  assert_message_has(st, "string 0 holds 0xd800 at character 1");
+  free(b);
+  wf_status_free(st);
+}
+
 static void test_npy_reads_big_endian_files(void **state) {
   static const wf_dtype dts[] = {WF_FLOAT16, WF_FLOAT32, WF_FLOAT64,
                                  WF_INT32, WF_INT64};
@@ -538,7 +609,6 @@ static void test_npy_refuses_numpy_dtypes_weft_lacks(void **state) {
       {"refuse_uint64", "numpy dtype uint64 ('<u8')", 1},
       {"refuse_complex64", "numpy dtype complex64 ('<c8')", 1},
       {"refuse_longdouble", "numpy dtype longdouble", 1},
-      {"refuse_str", "numpy dtype str_ ('<U3')", 1},
       {"refuse_datetime64", "numpy dtype datetime64 ('<M8[s]')", 1},
       {"refuse_object", "'|O' is an object array", 0},
       {"refuse_structured", "structured dtype", 1},
@@ -555,7 +625,7 @@ static void test_npy_refuses_numpy_dtypes_weft_lacks(void **state) {
     assert_message_has(st, cases[k].says);
     if (cases[k].lists_supported)
       assert_message_has(st, "float16, float32, float64, int8, uint8, int32, "
-                             "int64 and bool");
+                             "int64, bool, str_ and bytes_");
   }
   wf_status_free(st);
 }
@@ -1063,6 +1133,17 @@ static void test_numpy_loads_what_weft_writes(void **state) {
   assert_int_equal(wf_npy_write(path, t, st), WF_OK);
   wf_tensor_release(t);
 
+  /* text: the values of gen_npy.py's str, be_str, fortran_str, bytes */
+  for (size_t k = 0; k < sizeof text_fixtures / sizeof text_fixtures[0];
+       k++) {
+    const text_fixture *f = &text_fixtures[k];
+    t = wf_tensor_new_strings(f->dims, f->rank, f->values, f->lens, st);
+    assert_non_null(t);
+    snprintf(path, sizeof path, "%s/%s.npy", dir, f->name);
+    assert_int_equal(wf_npy_write(path, t, st), WF_OK);
+    wf_tensor_release(t);
+  }
+
   snprintf(cmd, sizeof cmd, "python3 '%sgen_npy.py' --check '%s'", FIXDIR,
            dir);
   assert_int_equal(system(cmd), 0);
@@ -1074,6 +1155,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_npy_reads_numpy_files_of_every_dtype),
       cmocka_unit_test(test_npy_reads_big_endian_files),
+      cmocka_unit_test(test_npy_reads_text_as_string_tensors),
+      cmocka_unit_test(test_npy_refuses_text_that_is_no_unicode),
       cmocka_unit_test(test_npy_reads_fortran_order_as_row_major),
       cmocka_unit_test(test_npy_reads_fortran_order_of_every_rank),
       cmocka_unit_test(test_npy_reads_format_versions_2_and_3),

@@ -352,6 +352,151 @@ static void test_elements_read_as_doubles_in_every_dtype(void **state) {
   wf_status_free(st);
 }
 
+/* ---- string tensors ------------------------------------------------------ */
+
+static void test_string_tensor_holds_copies_of_its_strings(void **state) {
+  wf_status *st = wf_status_new();
+  const char *words[] = {"monday", "", "a\0b", "\xc3\x89" "cole"};
+  size_t lens[] = {6, 0, 3, 6};
+  int64_t dims[2] = {2, 2};
+  char buf[256];
+  (void)state;
+  wf_tensor *t = wf_tensor_new_strings(dims, 2, words, lens, st);
+  assert_non_null(t);
+  assert_int_equal(wf_tensor_dtype(t), WF_STRING);
+  assert_int_equal(wf_tensor_count(t), 4);
+  for (int i = 0; i < 4; i++) {
+    size_t n = 99;
+    const char *s = wf_tensor_string(t, i, &n);
+    assert_non_null(s);
+    assert_int_equal(n, lens[i]);
+    if (n)
+      assert_memory_equal(s, words[i], n);
+    assert_int_equal(s[n], '\0');
+    assert_ptr_not_equal(s, words[i]);
+  }
+  /* the layout of weft/tensor.h: 5 offsets, then each string and a NUL */
+  assert_int_equal(wf_tensor_nbytes(t), 5 * 8 + 7 + 1 + 4 + 7);
+  assert_int_equal(wf__strings_check(wf_tensor_data(t), wf_tensor_nbytes(t),
+                                     4, st),
+                   WF_OK);
+  assert_null(wf_tensor_string(t, 4, NULL));
+  assert_null(wf_tensor_string(t, -1, NULL));
+  assert_true(isnan(wf_tensor_element(t, 0)));
+  assert_string_equal(wf_tensor_str(t, 8, buf, sizeof buf),
+                      "string (2, 2) [\"monday\", \"\", \"a\\x00b\", "
+                      "\"\xc3\x89" "cole\"]");
+  /* without lengths: NUL-terminated strings */
+  wf_tensor *u = wf_tensor_new_strings(NULL, 0, words, NULL, st);
+  assert_non_null(u);
+  assert_int_equal(wf_tensor_rank(u), 0);
+  assert_string_equal(wf_tensor_string(u, 0, NULL), "monday");
+  wf_tensor_release(u);
+  wf_tensor_release(t);
+  wf_status_free(st);
+}
+
+static void test_string_tensor_of_no_elements(void **state) {
+  wf_status *st = wf_status_new();
+  int64_t dims[2] = {0, 3};
+  (void)state;
+  wf_tensor *t = wf_tensor_new_strings(dims, 2, NULL, NULL, st);
+  assert_non_null(t);
+  assert_int_equal(wf_tensor_count(t), 0);
+  assert_int_equal(wf_tensor_nbytes(t), 8);
+  assert_null(wf_tensor_string(t, 0, NULL));
+  wf_tensor_release(t);
+  wf_status_free(st);
+}
+
+static void test_string_tensors_refuse_what_they_cannot_hold(void **state) {
+  wf_status *st = wf_status_new();
+  const char *words[] = {"x", NULL};
+  int64_t dims[1] = {2}, bad[1] = {-1};
+  (void)state;
+  assert_null(wf_tensor_new_strings(dims, 1, words, NULL, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "string 1 is NULL"));
+  assert_null(wf_tensor_new_strings(dims, 1, NULL, NULL, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_null(wf_tensor_new_strings(bad, 1, words, NULL, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  /* no uninitialised string tensor: its size depends on its strings */
+  assert_null(wf_tensor_new(WF_STRING, dims, 1, st));
+  assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+  assert_non_null(strstr(wf_status_message(st), "wf_tensor_new_strings"));
+  /* element access of another dtype */
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, dims, 1, st);
+  assert_null(wf_tensor_string(t, 0, NULL));
+  wf_tensor_release(t);
+  wf_status_free(st);
+}
+
+static void test_wrapped_string_buffers_are_checked(void **state) {
+  wf_status *st = wf_status_new();
+  const char *words[] = {"ab", "c"};
+  int64_t dims[1] = {2};
+  dealloc_record rec = {0};
+  (void)state;
+  wf_tensor *t = wf_tensor_new_strings(dims, 1, words, NULL, st);
+  size_t n = wf_tensor_nbytes(t);
+  unsigned char *good = malloc(n), *bad = malloc(n);
+  memcpy(good, wf_tensor_data(t), n);
+  /* a copy of the bytes is a string tensor again, under any shape */
+  int64_t col[2] = {2, 1};
+  wf_tensor *w = wf_tensor_wrap(WF_STRING, col, 2, good, n, record_dealloc,
+                                &rec, st);
+  assert_non_null(w);
+  assert_string_equal(wf_tensor_string(w, 1, NULL), "c");
+  wf_tensor_release(w);
+  assert_int_equal(atomic_load(&rec.calls), 1);
+  /* each way of breaking the layout is refused, saying how */
+  struct {
+    size_t at;
+    uint64_t value;
+    const char *says;
+  } breaks[] = {
+      {0, 16, "first string starts"},
+      {8, 40, "string 0 ends at byte 40"},
+      {8, 24, "string 0 ends"},
+      {16, 4096, "string 1 ends"},
+      {24, 0, "not followed by a NUL"},
+  };
+  for (size_t k = 0; k < sizeof breaks / sizeof breaks[0]; k++) {
+    memcpy(bad, wf_tensor_data(t), n);
+    if (breaks[k].at == 24)
+      bad[24 + 2] = 'x';
+    else
+      memcpy(bad + breaks[k].at, &breaks[k].value, 8);
+    atomic_store(&rec.calls, 0);
+    assert_null(wf_tensor_wrap(WF_STRING, dims, 1, bad, n, record_dealloc,
+                               &rec, st));
+    assert_int_equal(wf_status_code(st), WF_INVALID_ARGUMENT);
+    if (!strstr(wf_status_message(st), breaks[k].says))
+      fail_msg("break %zu: %s", k, wf_status_message(st));
+    assert_int_equal(atomic_load(&rec.calls), 1);
+  }
+  /* too short for its offsets */
+  assert_null(wf_tensor_wrap(WF_STRING, dims, 1, bad, 16, NULL, NULL, st));
+  assert_non_null(strstr(wf_status_message(st), "cannot hold"));
+  free(good);
+  free(bad);
+  wf_tensor_release(t);
+  wf_status_free(st);
+}
+
+static void test_string_dtype_has_a_name_and_no_size(void **state) {
+  (void)state;
+  assert_string_equal(wf_dtype_name(WF_STRING), "string");
+  assert_int_equal(wf_dtype_from_name("string"), WF_STRING);
+  assert_int_equal(wf_dtype_from_name("str"), WF_STRING);
+  assert_int_equal(wf_dtype_size(WF_STRING), 0);
+  assert_null(wf_dtype_name(WF__DTYPE_END));
+  /* past the fixed-size dtypes, outside every WF_DTYPES_* set */
+  assert_true(WF_STRING >= WF_DTYPE_COUNT);
+  assert_int_equal(WF_DTYPES_ALL & WF_DTYPE_BIT(WF_STRING), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tensor_new_is_64_byte_aligned),
@@ -369,6 +514,11 @@ int main(void) {
       cmocka_unit_test(test_large_freed_blocks_are_reused_by_the_same_size),
       cmocka_unit_test(test_block_cache_keeps_to_its_budget),
       cmocka_unit_test(test_elements_read_as_doubles_in_every_dtype),
+      cmocka_unit_test(test_string_tensor_holds_copies_of_its_strings),
+      cmocka_unit_test(test_string_tensor_of_no_elements),
+      cmocka_unit_test(test_string_tensors_refuse_what_they_cannot_hold),
+      cmocka_unit_test(test_wrapped_string_buffers_are_checked),
+      cmocka_unit_test(test_string_dtype_has_a_name_and_no_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

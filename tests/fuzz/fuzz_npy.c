@@ -109,7 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < wf_tensor_nbytes(t); i++)
       CHECK(((const uint8_t *)wf_tensor_data(t))[i] <= 1);
   CHECK(wf_npy_to_buffer(t, &buf, &len, st) == WF_OK);
-  CHECK(len % 64 == wf_tensor_nbytes(t) % 64);
+  /* the header pads the data to 64 bytes (text is written fixed-width,
+   * not as the string tensor's buffer) */
+  CHECK(wf_tensor_dtype(t) == WF_STRING ||
+        len % 64 == wf_tensor_nbytes(t) % 64);
   again = wf_npy_parse(buf, len, "written back", st);
   CHECK(again);
   check_same(t, again);

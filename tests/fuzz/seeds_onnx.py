@@ -96,6 +96,17 @@ save("adam", [helper.make_node("Adam", ["R", "T", "X", "G", "V", "H"],
                                alpha=0.9, beta=0.99)],
      [vi("R", []), vi("T", [], TensorProto.INT64)] +
      [vi(n, [3]) for n in "XGVH"], [vi("X2", [3])], opset=0, training=True)
+# strings: a string input, a string initializer, StringNormalizer and casts
+# to and from strings
+S = TensorProto.STRING
+save("strings", [helper.make_node("StringNormalizer", ["w"], ["n"],
+                                  case_change_action="LOWER",
+                                  stopwords=["monday"]),
+                 helper.make_node("Cast", ["x"], ["xs"], to=S),
+                 helper.make_node("Cast", ["k"], ["kf"], to=F)],
+     [vi("w", ["N"], S), vi("x", [2])],
+     [vi("n", [None], S), vi("xs", [2], S), vi("kf", [2])],
+     [helper.make_tensor("k", S, [2], [b"1.5", b"-INF"])])
 # external data beside the model (the fuzzer rewrites only the model)
 ext = arr("w", 4, 4)
 save("external", [helper.make_node("MatMul", ["x", "w"], ["y"])],

@@ -83,6 +83,8 @@ static wf_dtype dtype_of(int32_t t) {
     return WF_INT32;
   case 7:
     return WF_INT64;
+  case 8:
+    return WF_STRING;
   case 9:
     return WF_BOOL;
   case 10:
@@ -96,6 +98,35 @@ static wf_dtype dtype_of(int32_t t) {
   default:
     return WF_DTYPE_INVALID;
   }
+}
+
+/* A string TensorProto's tensor (its string_data); NULL with why. */
+static wf_tensor *strings_of(const Onnx__TensorProto *tp, const int64_t *dims,
+                             int64_t count, const char *path, char *why,
+                             size_t wlen, wf_status *st) {
+  if ((int64_t)tp->n_string_data != count) {
+    snprintf(why, wlen, "%s: %zu strings for %lld elements", path,
+             tp->n_string_data, (long long)count);
+    return NULL;
+  }
+  const char **strs = calloc((size_t)count + 1, sizeof *strs);
+  size_t *lens = calloc((size_t)count + 1, sizeof *lens);
+  wf_tensor *t = NULL;
+  if (strs && lens) {
+    for (int64_t k = 0; k < count; k++) {
+      strs[k] = tp->string_data[k].data ? (const char *)tp->string_data[k].data
+                                        : "";
+      lens[k] = tp->string_data[k].len;
+    }
+    t = wf_tensor_new_strings(dims, (int)tp->n_dims, strs, lens, st);
+    if (!t)
+      snprintf(why, wlen, "%s", wf_status_message(st));
+  } else {
+    snprintf(why, wlen, "out of memory");
+  }
+  free(strs);
+  free(lens);
+  return t;
 }
 
 /* A TensorProto file as a weft tensor (inline data only); NULL with why. */
@@ -128,6 +159,10 @@ static wf_tensor *load_tensor(const char *path, char *name, size_t nlen,
   }
   for (size_t i = 0; i < tp->n_dims; i++)
     count *= (dims[i] = tp->dims[i]);
+  if (dt == WF_STRING) {
+    t = strings_of(tp, dims, count, path, why, wlen, st);
+    goto done;
+  }
   t = wf_tensor_new(dt, dims, (int)tp->n_dims, st);
   if (!t) {
     snprintf(why, wlen, "%s", wf_status_message(st));
@@ -215,6 +250,19 @@ static int compare(const wf_tensor *got, const wf_tensor *want, int k,
     a[p] = b[q] = 0;
     snprintf(why, wlen, "output %d: shape (%s), want (%s)", k, a, b);
     return 1;
+  }
+  if (wf_tensor_dtype(got) == WF_STRING) {
+    for (int64_t i = 0; i < wf_tensor_count(got); i++) {
+      size_t gl, wl;
+      const char *g = wf_tensor_string(got, i, &gl);
+      const char *w = wf_tensor_string(want, i, &wl);
+      if (gl != wl || memcmp(g, w, gl) != 0) {
+        snprintf(why, wlen, "output %d: element %lld is \"%.40s\", want "
+                 "\"%.40s\"", k, (long long)i, g, w);
+        return 1;
+      }
+    }
+    return 0;
   }
   int exact = wf_tensor_dtype(got) != WF_FLOAT32 &&
               wf_tensor_dtype(got) != WF_FLOAT64 &&

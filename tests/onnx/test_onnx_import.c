@@ -437,6 +437,145 @@ static void test_shapes_that_disagree_are_refused(void **state) {
   arena_free();
 }
 
+/* Strings: words (?,) -> StringNormalizer(stopwords [monday], UPPER) -> y;
+ * a string initializer days (2,) -> Identity -> d. */
+static void strings_model(model *md) {
+  static const int64_t any[1] = {-1}, two[1] = {2};
+  memset(md, 0, sizeof *md);
+  onnx__model_proto__init(&md->m);
+  onnx__graph_proto__init(&md->g);
+  onnx__operator_set_id_proto__init(&md->op);
+  md->op.domain = str("");
+  md->op.has_version = 1;
+  md->op.version = 13;
+  md->ops[0] = &md->op;
+  md->m.has_ir_version = 1;
+  md->m.ir_version = 8;
+  md->m.n_opset_import = 1;
+  md->m.opset_import = md->ops;
+  md->m.graph = &md->g;
+  md->g.name = str("strings");
+  Onnx__TensorProto *t = alloc(sizeof *t);
+  onnx__tensor_proto__init(t);
+  t->name = str("days");
+  t->has_data_type = 1;
+  t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+  t->n_dims = 1;
+  t->dims = alloc(sizeof(int64_t));
+  t->dims[0] = 2;
+  t->n_string_data = 2;
+  t->string_data = alloc(2 * sizeof *t->string_data);
+  t->string_data[0] = (ProtobufCBinaryData){6, (uint8_t *)str("friday")};
+  t->string_data[1] = (ProtobufCBinaryData){3, alloc(3)};
+  memcpy(t->string_data[1].data, "a\0b", 3);
+  md->inits[0] = t;
+  md->g.n_initializer = 1;
+  md->g.initializer = md->inits;
+  md->ins[0] = value("words", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, any);
+  md->g.n_input = 1;
+  md->g.input = md->ins;
+  md->outs[0] = value("y", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, any);
+  md->outs[1] = value("d", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, two);
+  md->g.n_output = 2;
+  md->g.output = md->outs;
+  Onnx__NodeProto *n = node("norm", "StringNormalizer", 1,
+                            (const char *[]){"words"}, "y");
+  Onnx__AttributeProto *a = alloc(2 * sizeof *a);
+  n->n_attribute = 2;
+  n->attribute = alloc(2 * sizeof *n->attribute);
+  for (int i = 0; i < 2; i++) {
+    onnx__attribute_proto__init(&a[i]);
+    n->attribute[i] = &a[i];
+  }
+  a[0].name = str("case_change_action");
+  a[0].has_type = 1;
+  a[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a[0].has_s = 1;
+  a[0].s = (ProtobufCBinaryData){5, (uint8_t *)str("UPPER")};
+  a[1].name = str("stopwords");
+  a[1].has_type = 1;
+  a[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+  a[1].n_strings = 1;
+  a[1].strings = alloc(sizeof *a[1].strings);
+  a[1].strings[0] = (ProtobufCBinaryData){6, (uint8_t *)str("monday")};
+  md->nodes[0] = n;
+  md->nodes[1] = node("copy", "Identity", 1, (const char *[]){"days"}, "d");
+  md->g.n_node = 2;
+  md->g.node = md->nodes;
+}
+
+static void test_string_model_imports_saves_and_runs(void **state) {
+  (void)state;
+  model md;
+  strings_model(&md);
+  save(&md, "strings.onnx", NULL);
+  OK(wf_import_saved_model(rt, in_dir("strings.onnx"), "onnx",
+                           in_dir("saved_strings"), st));
+  wf_saved_model *sm = wf_saved_model_load(rt, in_dir("saved_strings"), st);
+  OK(!sm);
+  int sig = wf_saved_model_find_signature(sm, "serving_default");
+  assert_true(sig >= 0);
+  wf_signature_arg arg;
+  wf_saved_model_input(sm, sig, 0, &arg);
+  assert_int_equal(arg.dtype, WF_STRING);
+  const char *words[4] = {"monday", "Tuesday", "\xc3\xa9t\xc3\xa9", "sunday"};
+  int64_t dims[1] = {4};
+  wf_tensor *x = wf_tensor_new_strings(dims, 1, words, NULL, st), *out[2];
+  const char *key = "words";
+  OK(wf_npy_write(in_dir("words.npy"), x, st));
+  OK(wf_saved_model_run(sm, sig, &key, &x, 1, out, st));
+  const char *want[3] = {"TUESDAY", "\xc3\x89T\xc3\x89", "SUNDAY"};
+  assert_int_equal(wf_tensor_count(out[0]), 3);
+  for (int i = 0; i < 3; i++)
+    assert_string_equal(wf_tensor_string(out[0], i, NULL), want[i]);
+  size_t len;
+  assert_memory_equal(wf_tensor_string(out[1], 1, &len), "a\0b", 3);
+  assert_int_equal(len, 3);
+  /* a float tensor where strings are wanted names the input */
+  wf_tensor *f = wf_tensor_new(WF_FLOAT32, dims, 1, st), *none[2];
+  assert_int_not_equal(wf_saved_model_run(sm, sig, &key, &f, 1, none, st), 0);
+  if (!strstr(wf_status_message(st), "words"))
+    fail_msg("%s", wf_status_message(st));
+  wf_tensor_release(f);
+  wf_tensor_release(x);
+  wf_tensor_release(out[0]);
+  wf_tensor_release(out[1]);
+  wf_saved_model_free(sm);
+
+  /* and from the command line, strings read and written as .npy text */
+  char cmd[1024], model_dir[128], words_npy[128];
+  snprintf(model_dir, sizeof model_dir, "%s", in_dir("cli_strings"));
+  snprintf(words_npy, sizeof words_npy, "%s", in_dir("words.npy"));
+  snprintf(cmd, sizeof cmd,
+           "%s/tools/weft import %s --output %s >/dev/null && "
+           "%s/tools/weft run %s --input words=%s --output %s >/dev/null",
+           TEST_BUILDDIR, in_dir("strings.onnx"), model_dir, TEST_BUILDDIR,
+           model_dir, words_npy, in_dir("cli_out"));
+  if (system(cmd) != 0)
+    fail_msg("failed: %s", cmd);
+  wf_tensor *y = wf_npy_read(in_dir("cli_out/y.npy"), st);
+  OK(!y);
+  assert_int_equal(wf_tensor_dtype(y), WF_STRING);
+  assert_int_equal(wf_tensor_count(y), 3);
+  for (int i = 0; i < 3; i++)
+    assert_string_equal(wf_tensor_string(y, i, NULL), want[i]);
+  wf_tensor_release(y);
+
+  /* strings kept elsewhere than in string_data, or too few of them */
+  strings_model(&md);
+  md.inits[0]->has_raw_data = 1;
+  md.inits[0]->raw_data = (ProtobufCBinaryData){4, (uint8_t *)str("abcd")};
+  save(&md, "raw_strings.onnx", NULL);
+  expect_refused("raw_strings.onnx", WF_INVALID_ARGUMENT, "'days'",
+                 "string_data, not in raw_data", NULL);
+  strings_model(&md);
+  md.inits[0]->n_string_data = 1;
+  save(&md, "few_strings.onnx", NULL);
+  expect_refused("few_strings.onnx", WF_INVALID_ARGUMENT, "'days'",
+                 "holds 1 strings; its shape needs 2", NULL);
+  arena_free();
+}
+
 static void test_dangling_names_are_refused(void **state) {
   (void)state;
   model md;
@@ -772,6 +911,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dense_model_imports_and_runs),
       cmocka_unit_test(test_saved_model_of_an_onnx_file_runs),
+      cmocka_unit_test(test_string_model_imports_saves_and_runs),
       cmocka_unit_test(test_external_data_is_read_beside_the_model),
       cmocka_unit_test(test_truncated_and_corrupt_files_are_refused),
       cmocka_unit_test(test_unknown_ops_and_domains_name_the_node),

@@ -270,6 +270,38 @@ static void test_codec_decodes_rows_columns_and_kserve(void **state) {
   wf_status_free(st);
 }
 
+/* String outputs: JSON strings where they are UTF-8, b64 objects where
+ * not; a string input is refused, naming it. */
+static void test_codec_writes_string_outputs(void **state) {
+  (void)state;
+  wf_status *st = wf_status_new();
+  static const srv_arg sargs[] = {{"s", WF_STRING, {1, 0, {-1}}}};
+  static const srv_sig_desc ssig = {1, sargs, 1, sargs};
+  const char *strs[3] = {"\xc3\x89t\xc3\xa9 \"q\"", "a\0b", "\xff\xfe"};
+  size_t lens[3] = {9, 3, 2};
+  int64_t dims[1] = {3};
+  wf_tensor *t = wf_tensor_new_strings(dims, 1, strs, lens, st);
+  srv_buf b = {0};
+  assert_int_equal(srv_encode_tf(&b, SRV_TF_COLUMNAR, &ssig, &t, st), 0);
+  assert_string_equal(b.p, "{\"outputs\":[\"\xc3\x89t\xc3\xa9 \\\"q\\\"\","
+                           "\"a\\u0000b\",{\"b64\":\"//4=\"}]}");
+  srv_buf_free(&b);
+  int want[1] = {1};
+  srv_encode_kserve(&b, "m", "1", NULL, &ssig, want, &t);
+  assert_non_null(strstr(b.p, "\"datatype\":\"BYTES\",\"shape\":[3]"));
+  srv_buf_free(&b);
+  wf_tensor_release(t);
+  srv_request r;
+  wf_tensor *in = NULL;
+  const char *body = "{\"inputs\": {\"s\": [\"a\"]}}";
+  assert_int_equal(srv_request_parse(&r, body, strlen(body), 0, st), 0);
+  assert_int_not_equal(srv_request_decode(&r, &ssig, &in, st), 0);
+  assert_int_equal(wf_status_code(st), WF_UNIMPLEMENTED);
+  assert_non_null(strstr(wf_status_message(st), "input 's' has dtype string"));
+  srv_request_deinit(&r);
+  wf_status_free(st);
+}
+
 static void test_codec_refusals_name_input_and_place(void **state) {
   (void)state;
   static const struct {
@@ -324,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_json_strings_and_special_numbers),
       cmocka_unit_test(test_json_errors_name_line_and_column),
       cmocka_unit_test(test_codec_decodes_rows_columns_and_kserve),
+      cmocka_unit_test(test_codec_writes_string_outputs),
       cmocka_unit_test(test_codec_refusals_name_input_and_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -405,6 +405,26 @@ static int m_clip(ox_node *n, wf_status *st) {
 
 static int half(int32_t dt) { return dt == WF_FLOAT16 || dt == WF_BFLOAT16; }
 
+/* x cast to dt: numbers by Cast (OnnxCast for the half types), strings
+ * by ops-string's AsString (numbers written as NumPy's str() writes them,
+ * which is how ONNX's reference casts) and StringToNumber. */
+static wf_output cast_to(ox_node *n, wf_output x, int32_t dt, wf_status *st) {
+  int32_t from = ox_dtype_of(x);
+  if (dt == WF_STRING && from == WF_STRING)
+    return ox_add1(n, "Identity", x, st);
+  if (dt == WF_STRING) {
+    wf_attr_item a = WFX_ITEM_BOOL("shortest", 1);
+    return ox_add(n, "AsString", &x, 1, &a, 1, st);
+  }
+  if (from == WF_STRING) {
+    wf_attr_item a = WFX_ITEM_DTYPE("out_type", dt);
+    return ox_add(n, "StringToNumber", &x, 1, &a, 1, st);
+  }
+  wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
+  return ox_add(n, half(dt) || half(from) ? "OnnxCast" : "Cast", &x, 1, &a,
+                1, st);
+}
+
 static int m_cast(ox_node *n, wf_status *st) {
   int64_t to = ox_attr_i(n, "to", 0);
   int32_t dt = ox_dtype((int32_t)to);
@@ -412,25 +432,42 @@ static int m_cast(ox_node *n, wf_status *st) {
     return ox_fail(n, st, WF_UNIMPLEMENTED,
                    "cast to %s: weft lacks that element type",
                    ox_onnx_type_name((int32_t)to));
-  wf_output x = X(n, 0, st);
-  wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
-  return out1(n, ox_add(n, half(dt) || half(ox_dtype_of(x)) ? "OnnxCast"
-                                                            : "Cast",
-                        &x, 1, &a, 1, st),
-              st);
+  return out1(n, cast_to(n, X(n, 0, st), dt, st), st);
 }
 
 static int m_cast_like(ox_node *n, wf_status *st) {
   wf_output x = X(n, 0, st), like = X(n, 1, st);
-  int32_t dt = ox_dtype_of(like);
-  wf_attr_item a = WFX_ITEM_DTYPE("DstT", dt);
-  return out1(n, ox_add(n, half(dt) || half(ox_dtype_of(x)) ? "OnnxCast"
-                                                            : "Cast",
-                        &x, 1, &a, 1, st),
-              st);
+  return out1(n, cast_to(n, x, ox_dtype_of(like), st), st);
 }
 
 /* ---- constants and shapes ---------------------------------------------- */
+
+/* A string tensor of the k byte strings at v: a scalar (scalar, k == 1)
+ * or a vector. */
+static wf_tensor *strings_tensor(ox_node *n, const ProtobufCBinaryData *v,
+                                 size_t k, int scalar, wf_status *st) {
+  if (!WF_HOST_HAS(wfx_host, tensor_new_strings)) {
+    ox_fail(n, st, WF_UNIMPLEMENTED,
+            "string tensors need weft's plugin ABI 1.6");
+    return NULL;
+  }
+  const char **strs = calloc(k ? k : 1, sizeof *strs);
+  size_t *lens = calloc(k ? k : 1, sizeof *lens);
+  wf_tensor *t = NULL;
+  if (!strs || !lens) {
+    ox_fail(n, st, WF_RESOURCE_EXHAUSTED, "out of memory for %zu strings", k);
+  } else {
+    for (size_t i = 0; i < k; i++) {
+      strs[i] = v[i].data ? (const char *)v[i].data : "";
+      lens[i] = v[i].len;
+    }
+    wf_shape s = {.rank = scalar ? 0 : 1, .dims = {(int64_t)k}};
+    t = wfx_host->tensor_new_strings(&s, strs, lens, st);
+  }
+  free(strs);
+  free(lens);
+  return t;
+}
 
 static int m_constant(ox_node *n, wf_status *st) {
   const Onnx__AttributeProto *a;
@@ -452,11 +489,16 @@ static int m_constant(ox_node *n, wf_status *st) {
     s = (wf_shape){.rank = 1, .dims = {(int64_t)a->n_ints}};
     if ((t = wfx_host->tensor_new(WF_INT64, &s, st)) && a->n_ints)
       memcpy(wfx_host->tensor_data(t), a->ints, a->n_ints * 8);
+  } else if ((a = ox_attr(n, "value_string")) ||
+             (a = ox_attr(n, "value_strings"))) {
+    int list = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    t = strings_tensor(n, list ? a->strings : &a->s,
+                       list ? a->n_strings : 1, !list, st);
   } else {
     return ox_fail(n, st, WF_UNIMPLEMENTED,
-                   "a Constant without a value, value_float(s) or "
-                   "value_int(s) attribute (sparse and string values are "
-                   "not supported)");
+                   "a Constant without a value, value_float(s), "
+                   "value_int(s) or value_string(s) attribute (sparse "
+                   "values are not supported)");
   }
   return ox_set_const_out(n, 0, t, st);
 }
@@ -3008,6 +3050,46 @@ static int rnn(ox_node *n, const char *cell, wf_status *st) {
   return wfx_code(st);
 }
 static int m_rnn(ox_node *n, wf_status *st) { return rnn(n, "rnn", st); }
+
+/* StringNormalizer: ops-string's op of the same name and attributes. */
+static int m_string_normalizer(ox_node *n, wf_status *st) {
+  char action[16], locale[64];
+  const Onnx__AttributeProto *sw = ox_attr(n, "stopwords");
+  size_t nsw = sw ? sw->n_strings : 0;
+  char **words = calloc(nsw ? nsw : 1, sizeof *words);
+  if (!words)
+    return ox_fail(n, st, WF_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < nsw; i++) {
+    const ProtobufCBinaryData *w = &sw->strings[i];
+    if (w->len && memchr(w->data, '\0', w->len)) {
+      ox_fail(n, st, WF_UNIMPLEMENTED, "stopword %zu holds a NUL byte", i);
+      goto done;
+    }
+    if (!(words[i] = malloc(w->len + 1))) {
+      ox_fail(n, st, WF_RESOURCE_EXHAUSTED, "out of memory");
+      goto done;
+    }
+    if (w->len)
+      memcpy(words[i], w->data, w->len);
+    words[i][w->len] = '\0';
+  }
+  ox_attr_s(n, "case_change_action", "NONE", action, sizeof action);
+  ox_attr_s(n, "locale", "", locale, sizeof locale);
+  wf_attr_item a[4] = {
+      item_str("case_change_action", action),
+      WFX_ITEM_INT("is_case_sensitive", ox_attr_i(n, "is_case_sensitive", 0)),
+      {"stopwords",
+       {.type = WF_ATTR_LIST | WF_ATTR_STRING, .count = (int64_t)nsw,
+        .u.strings = (const char *const *)words}},
+      item_str("locale", locale)};
+  wf_output x = X(n, 0, st);
+  out1(n, ox_add(n, "StringNormalizer", &x, 1, a, 4, st), st);
+done:
+  for (size_t i = 0; i < nsw; i++)
+    free(words[i]);
+  free(words);
+  return wfx_code(st);
+}
 static int m_gru(ox_node *n, wf_status *st) { return rnn(n, "gru", st); }
 static int m_lstm(ox_node *n, wf_status *st) { return rnn(n, "lstm", st); }
 
@@ -3320,6 +3402,7 @@ static const mapping table[] = {
     {"SplitToSequence", 11, m_split_to_sequence},
     {"Sqrt", 1, m_sqrt},
     {"Squeeze", 1, m_squeeze},
+    {"StringNormalizer", 10, m_string_normalizer},
     {"Sub", 1, m_sub},
     {"Sum", 1, m_sum},
     {"Tan", 7, m_tan},

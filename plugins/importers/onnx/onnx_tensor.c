@@ -1,8 +1,8 @@
 /* plugins/importers/onnx/onnx_tensor.c — ONNX TensorProtos as weft
  * tensors: element types, the typed fields and raw_data (little-endian),
- * and external data files beside the model. It does not convert to other
- * dtypes: a type weft lacks (int16, uint32, string, complex, ...) is
- * refused, naming it. */
+ * string_data, and external data files beside the model. It does not
+ * convert to other dtypes: a type weft lacks (int16, uint32, complex, ...)
+ * is refused, naming it. */
 #include <config.h>
 
 #include <errno.h>
@@ -34,6 +34,8 @@ int32_t ox_dtype(int32_t t) {
     return WF_INT64;
   case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
     return WF_BOOL;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__STRING:
+    return WF_STRING;
   default:
     return WF_DTYPE_INVALID;
   }
@@ -151,6 +153,55 @@ static int read_external(const ext_src *src, void *dst, size_t nbytes,
       d_[k_] = (DST_T)(src)[k_];                                               \
   } while (0)
 
+/* A string tensor: ONNX keeps strings only in string_data. */
+static wf_tensor *string_tensor(const Onnx__TensorProto *tp,
+                                const wf_shape *s, int64_t count,
+                                wf_status *st) {
+  if (!WF_HOST_HAS(wfx_host, tensor_new_strings)) {
+    wfx_fail(st, WF_UNIMPLEMENTED,
+             "string tensors need weft's plugin ABI 1.6; this core has %u.%u",
+             (unsigned)wfx_host->abi_major, (unsigned)wfx_host->abi_minor);
+    return NULL;
+  }
+  if ((tp->has_data_location &&
+       tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+      tp->has_raw_data) {
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "a string tensor keeps its strings in string_data, not in %s",
+             tp->has_raw_data ? "raw_data" : "external data");
+    return NULL;
+  }
+  if ((int64_t)tp->n_string_data != count) {
+    wfx_fail(st, WF_INVALID_ARGUMENT,
+             "the tensor holds %zu strings; its shape needs %lld",
+             tp->n_string_data, (long long)count);
+    return NULL;
+  }
+  const char **strs = NULL;
+  size_t *lens = NULL;
+  if (count > 0) {
+    strs = malloc((size_t)count * sizeof *strs);
+    lens = malloc((size_t)count * sizeof *lens);
+    if (!strs || !lens) {
+      free(strs);
+      free(lens);
+      wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %lld strings",
+               (long long)count);
+      return NULL;
+    }
+  }
+  for (int64_t i = 0; i < count; i++) {
+    /* protobuf-c leaves an empty bytes field without data */
+    strs[i] = tp->string_data[i].data ? (const char *)tp->string_data[i].data
+                                      : "";
+    lens[i] = tp->string_data[i].len;
+  }
+  wf_tensor *t = wfx_host->tensor_new_strings(s, strs, lens, st);
+  free(strs);
+  free(lens);
+  return t;
+}
+
 wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
                      wf_status *st) {
   wf_shape s;
@@ -186,6 +237,8 @@ wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
     s.dims[i] = tp->dims[i];
     count *= tp->dims[i];
   }
+  if (dt == WF_STRING)
+    return string_tensor(tp, &s, count, st);
   size_t esize = wfx_dtype_size(dt);
   size_t nbytes = (size_t)count * esize;
   int external = tp->has_data_location &&

@@ -14,6 +14,11 @@
 
 /* ---- attribute definitions ----------------------------------------------- */
 
+/* Every dtype a tensor can hold, strings too: for the ops that only hold
+ * or pass a tensor on (Const, Placeholder, Identity). The others compute
+ * on elements and keep to WF_DTYPES_ALL. */
+#define ARY_TYPES_HELD (WF_DTYPES_ALL | WF_DTYPE_BIT(WF_STRING))
+
 /* A dtype attribute restricted to `allowed`, without a default. */
 #define ARY_ATTR_TYPE(nm, allowed, dc)                                         \
   {                                                                            \

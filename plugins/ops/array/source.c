@@ -52,7 +52,7 @@ static const wf_arg_def const_outputs[] = {
 static const wf_attr_def const_attrs[] = {
     {WF_STRUCT_INIT(wf_attr_def), .name = "value", .type = WF_ATTR_TENSOR,
      .doc = "the tensor to output"},
-    ARY_ATTR_TYPE("dtype", WF_DTYPES_ALL,
+    ARY_ATTR_TYPE("dtype", ARY_TYPES_HELD,
                   "element type of the output; must be that of 'value'"),
     WF_ATTR_END};
 
@@ -67,7 +67,7 @@ const wf_op_def ary_const_op = {
            "(N, D)); the kernel hands out that tensor itself, no copy."};
 
 const wf_kernel_def ary_const_kernel = WFX_CPU_REFERENCE(
-    "Const", "dtype", WF_DTYPES_ALL, const_compute, .flags = WF_KERNEL_CHEAP);
+    "Const", "dtype", ARY_TYPES_HELD, const_compute, .flags = WF_KERNEL_CHEAP);
 
 /* ---- Placeholder --------------------------------------------------------- */
 
@@ -85,7 +85,7 @@ static const wf_arg_def placeholder_outputs[] = {
     WF_ARG_T("output", "dtype", "the fed tensor, of attribute 'shape'"),
     WF_ARG_END};
 static const wf_attr_def placeholder_attrs[] = {
-    ARY_ATTR_TYPE("dtype", WF_DTYPES_ALL, "element type of the fed tensor"),
+    ARY_ATTR_TYPE("dtype", ARY_TYPES_HELD, "element type of the fed tensor"),
     {WF_STRUCT_INIT(wf_attr_def), .name = "shape", .type = WF_ATTR_SHAPE,
      .has_default = 1,
      .default_value = {.type = WF_ATTR_SHAPE,
@@ -124,18 +124,20 @@ static const wf_arg_def unary_outputs[] = {
     WF_ARG_T("output", "T", "the shape of input"), WF_ARG_END};
 static const wf_attr_def any_type_attrs[] = {
     ARY_ATTR_TYPE("T", WF_DTYPES_ALL, "element type"), WF_ATTR_END};
+static const wf_attr_def held_type_attrs[] = {
+    ARY_ATTR_TYPE("T", ARY_TYPES_HELD, "element type"), WF_ATTR_END};
 
 const wf_op_def ary_identity_op = {
     WF_STRUCT_INIT(wf_op_def),
     .name = "Identity",
     .inputs = unary_inputs,
     .outputs = unary_outputs,
-    .attrs = any_type_attrs,
+    .attrs = held_type_attrs,
     .shape_fn = wfx_shape_like_input0,
     .doc = "Outputs its input unchanged (the same tensor, not a copy)."};
 
 const wf_kernel_def ary_identity_kernel = WFX_CPU_REFERENCE(
-    "Identity", "T", WF_DTYPES_ALL, forward_compute, .flags = WF_KERNEL_CHEAP);
+    "Identity", "T", ARY_TYPES_HELD, forward_compute, .flags = WF_KERNEL_CHEAP);
 
 const wf_op_def ary_stop_gradient_op = {
     WF_STRUCT_INIT(wf_op_def),

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 5
+#define WF_ABI_MINOR 6
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -751,6 +751,19 @@ typedef struct wf_host {
   int (*import_add_gradients)(wf_import_ctx *ctx, wf_output y,
                               const wf_output *xs, int32_t nxs,
                               wf_output *dxs, wf_status *st);
+
+  /* -- since 1.6 -- */
+  /* String tensors (WF_STRING; their layout in weft/tensor.h): a new one
+   * holding copies of strings[i] (lengths[i] bytes; lengths NULL: each
+   * NUL-terminated), count of the shape of them; and element i of one
+   * (NUL-terminated, its length in *len), NULL for another dtype or an i
+   * out of range. kernel_output_new refuses string outputs: a kernel makes
+   * its string output with tensor_new_strings and hands it over with
+   * kernel_output_set. */
+  wf_tensor *(*tensor_new_strings)(const wf_shape *shape,
+                                   const char *const *strings,
+                                   const size_t *lengths, wf_status *st);
+  const char *(*tensor_string)(const wf_tensor *t, int64_t i, size_t *len);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

@@ -49,7 +49,17 @@ typedef enum wf_dtype {
   /* A handle to state owned by a session (a variable): a scalar whose
    * element is opaque to everyone but the core. Never in WF_DTYPES_ALL. */
   WF_RESOURCE = 10,
-  WF_DTYPE_COUNT = 11
+  /* The number of dtypes whose elements have a fixed size: a table indexed
+   * by dtype has WF_DTYPE_COUNT entries, and code that indexes one with a
+   * dtype it did not choose checks it against WF_DTYPE_COUNT first. */
+  WF_DTYPE_COUNT = 11,
+  /* -- since ABI 1.6 -- */
+  /* Byte strings of any length (weft/tensor.h, "String tensors"). Past
+   * WF_DTYPE_COUNT, so that no table of an earlier plugin is indexed with
+   * it, and in no WF_DTYPES_* set: a string tensor reaches only the ops and
+   * kernels whose masks name WF_DTYPE_BIT(WF_STRING) (and passes and
+   * importers, which see every node). */
+  WF_STRING = 11
 } wf_dtype;
 
 /* Sets of dtypes as bit masks, for op type constraints and kernel keys. */
