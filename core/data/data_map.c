@@ -138,19 +138,31 @@ static void convert(const wf_tensor *in, wf_tensor *out) {
       store_i(out->data, out->dtype, i, load_i(in->data, in->dtype, i));
 }
 
-static void scale(const wf_tensor *in, float *o, float a, float b) {
+/* o[i] = p[i] * a + b over n elements, in blocks of 16 whose fixed trip
+ * count the compiler vectorizes at -O2 (a loop of unknown length it does
+ * not: 3.5x slower on a batch of 64 images, which the step then waits
+ * for). */
+#define SCALE_BLOCKED(T, p, o, n, a, b)                                        \
+  do {                                                                         \
+    int64_t i_ = 0;                                                            \
+    for (; i_ + 16 <= (n); i_ += 16)                                           \
+      for (int j_ = 0; j_ < 16; j_++)                                          \
+        (o)[i_ + j_] = (float)(p)[i_ + j_] * (a) + (b);                        \
+    for (; i_ < (n); i_++)                                                     \
+      (o)[i_] = (float)(p)[i_] * (a) + (b);                                    \
+  } while (0)
+
+static void scale(const wf_tensor *in, float *restrict o, float a, float b) {
   int64_t n = wf_tensor_count(in);
   switch (in->dtype) {
   case WF_UINT8: {
-    const uint8_t *p = in->data;
-    for (int64_t i = 0; i < n; i++)
-      o[i] = (float)p[i] * a + b;
+    const uint8_t *restrict p = in->data;
+    SCALE_BLOCKED(uint8_t, p, o, n, a, b);
     break;
   }
   case WF_FLOAT32: {
-    const float *p = in->data;
-    for (int64_t i = 0; i < n; i++)
-      o[i] = p[i] * a + b;
+    const float *restrict p = in->data;
+    SCALE_BLOCKED(float, p, o, n, a, b);
     break;
   }
   default:
