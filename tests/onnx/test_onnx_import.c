@@ -144,7 +144,7 @@ typedef struct model {
   Onnx__OperatorSetIdProto *ops[2];
   Onnx__NodeProto *nodes[8];
   Onnx__TensorProto *inits[4];
-  Onnx__ValueInfoProto *ins[2], *outs[2];
+  Onnx__ValueInfoProto *ins[2], *outs[3];
 } model;
 
 static const float W[6] = {1, -2, 3, 4, -5, 6}, B[2] = {0.5f, -0.5f};
@@ -476,7 +476,8 @@ static void strings_model(model *md) {
   md->g.input = md->ins;
   md->outs[0] = value("y", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, any);
   md->outs[1] = value("d", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, two);
-  md->g.n_output = 2;
+  md->outs[2] = value("c", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 1, two);
+  md->g.n_output = 3;
   md->g.output = md->outs;
   Onnx__NodeProto *n = node("norm", "StringNormalizer", 1,
                             (const char *[]){"words"}, "y");
@@ -500,7 +501,22 @@ static void strings_model(model *md) {
   a[1].strings[0] = (ProtobufCBinaryData){6, (uint8_t *)str("monday")};
   md->nodes[0] = n;
   md->nodes[1] = node("copy", "Identity", 1, (const char *[]){"days"}, "d");
-  md->g.n_node = 2;
+  /* a Constant of value_strings */
+  Onnx__NodeProto *c = node("words2", "Constant", 0, NULL, "c");
+  Onnx__AttributeProto *v = alloc(sizeof *v);
+  onnx__attribute_proto__init(v);
+  v->name = str("value_strings");
+  v->has_type = 1;
+  v->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+  v->n_strings = 2;
+  v->strings = alloc(2 * sizeof *v->strings);
+  v->strings[0] = (ProtobufCBinaryData){1, (uint8_t *)str("x")};
+  v->strings[1] = (ProtobufCBinaryData){2, (uint8_t *)str("yz")};
+  c->n_attribute = 1;
+  c->attribute = alloc(sizeof *c->attribute);
+  c->attribute[0] = v;
+  md->nodes[2] = c;
+  md->g.n_node = 3;
   md->g.node = md->nodes;
 }
 
@@ -520,7 +536,7 @@ static void test_string_model_imports_saves_and_runs(void **state) {
   assert_int_equal(arg.dtype, WF_STRING);
   const char *words[4] = {"monday", "Tuesday", "\xc3\xa9t\xc3\xa9", "sunday"};
   int64_t dims[1] = {4};
-  wf_tensor *x = wf_tensor_new_strings(dims, 1, words, NULL, st), *out[2];
+  wf_tensor *x = wf_tensor_new_strings(dims, 1, words, NULL, st), *out[3];
   const char *key = "words";
   OK(wf_npy_write(in_dir("words.npy"), x, st));
   OK(wf_saved_model_run(sm, sig, &key, &x, 1, out, st));
@@ -531,15 +547,17 @@ static void test_string_model_imports_saves_and_runs(void **state) {
   size_t len;
   assert_memory_equal(wf_tensor_string(out[1], 1, &len), "a\0b", 3);
   assert_int_equal(len, 3);
+  assert_int_equal(wf_tensor_count(out[2]), 2);
+  assert_string_equal(wf_tensor_string(out[2], 1, NULL), "yz");
   /* a float tensor where strings are wanted names the input */
-  wf_tensor *f = wf_tensor_new(WF_FLOAT32, dims, 1, st), *none[2];
+  wf_tensor *f = wf_tensor_new(WF_FLOAT32, dims, 1, st), *none[3];
   assert_int_not_equal(wf_saved_model_run(sm, sig, &key, &f, 1, none, st), 0);
   if (!strstr(wf_status_message(st), "words"))
     fail_msg("%s", wf_status_message(st));
   wf_tensor_release(f);
   wf_tensor_release(x);
-  wf_tensor_release(out[0]);
-  wf_tensor_release(out[1]);
+  for (int k = 0; k < 3; k++)
+    wf_tensor_release(out[k]);
   wf_saved_model_free(sm);
 
   /* and from the command line, strings read and written as .npy text */

@@ -130,6 +130,10 @@ const char *ox_onnx_type_name(int32_t onnx_type);
  * set, the message saying what of the tensor is wrong. */
 wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
                      wf_status *st);
+/* A string tensor of shape s holding the k byte strings at v (k the
+ * shape's count); NULL with st set (a core before ABI 1.6 has none). */
+wf_tensor *ox_strings(const ProtobufCBinaryData *v, size_t k,
+                      const wf_shape *s, wf_status *st);
 
 /* ---- the op mappings (onnx_ops.c) -------------------------------------- */
 

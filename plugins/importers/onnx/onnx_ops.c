@@ -442,33 +442,6 @@ static int m_cast_like(ox_node *n, wf_status *st) {
 
 /* ---- constants and shapes ---------------------------------------------- */
 
-/* A string tensor of the k byte strings at v: a scalar (scalar, k == 1)
- * or a vector. */
-static wf_tensor *strings_tensor(ox_node *n, const ProtobufCBinaryData *v,
-                                 size_t k, int scalar, wf_status *st) {
-  if (!WF_HOST_HAS(wfx_host, tensor_new_strings)) {
-    ox_fail(n, st, WF_UNIMPLEMENTED,
-            "string tensors need weft's plugin ABI 1.6");
-    return NULL;
-  }
-  const char **strs = calloc(k ? k : 1, sizeof *strs);
-  size_t *lens = calloc(k ? k : 1, sizeof *lens);
-  wf_tensor *t = NULL;
-  if (!strs || !lens) {
-    ox_fail(n, st, WF_RESOURCE_EXHAUSTED, "out of memory for %zu strings", k);
-  } else {
-    for (size_t i = 0; i < k; i++) {
-      strs[i] = v[i].data ? (const char *)v[i].data : "";
-      lens[i] = v[i].len;
-    }
-    wf_shape s = {.rank = scalar ? 0 : 1, .dims = {(int64_t)k}};
-    t = wfx_host->tensor_new_strings(&s, strs, lens, st);
-  }
-  free(strs);
-  free(lens);
-  return t;
-}
-
 static int m_constant(ox_node *n, wf_status *st) {
   const Onnx__AttributeProto *a;
   wf_tensor *t = NULL;
@@ -492,8 +465,9 @@ static int m_constant(ox_node *n, wf_status *st) {
   } else if ((a = ox_attr(n, "value_string")) ||
              (a = ox_attr(n, "value_strings"))) {
     int list = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
-    t = strings_tensor(n, list ? a->strings : &a->s,
-                       list ? a->n_strings : 1, !list, st);
+    s = (wf_shape){.rank = list, .dims = {(int64_t)a->n_strings}};
+    t = ox_strings(list ? a->strings : &a->s, list ? a->n_strings : 1, &s,
+                   st);
   } else {
     return ox_fail(n, st, WF_UNIMPLEMENTED,
                    "a Constant without a value, value_float(s), "

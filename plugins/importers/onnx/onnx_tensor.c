@@ -153,16 +153,36 @@ static int read_external(const ext_src *src, void *dst, size_t nbytes,
       d_[k_] = (DST_T)(src)[k_];                                               \
   } while (0)
 
-/* A string tensor: ONNX keeps strings only in string_data. */
-static wf_tensor *string_tensor(const Onnx__TensorProto *tp,
-                                const wf_shape *s, int64_t count,
-                                wf_status *st) {
+wf_tensor *ox_strings(const ProtobufCBinaryData *v, size_t k,
+                      const wf_shape *s, wf_status *st) {
   if (!WF_HOST_HAS(wfx_host, tensor_new_strings)) {
     wfx_fail(st, WF_UNIMPLEMENTED,
              "string tensors need weft's plugin ABI 1.6; this core has %u.%u",
              (unsigned)wfx_host->abi_major, (unsigned)wfx_host->abi_minor);
     return NULL;
   }
+  const char **strs = calloc(k ? k : 1, sizeof *strs);
+  size_t *lens = calloc(k ? k : 1, sizeof *lens);
+  wf_tensor *t = NULL;
+  if (!strs || !lens) {
+    wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %zu strings", k);
+  } else {
+    for (size_t i = 0; i < k; i++) {
+      /* protobuf-c leaves an empty bytes field without data */
+      strs[i] = v[i].data ? (const char *)v[i].data : "";
+      lens[i] = v[i].len;
+    }
+    t = wfx_host->tensor_new_strings(s, strs, lens, st);
+  }
+  free(strs);
+  free(lens);
+  return t;
+}
+
+/* A string tensor: ONNX keeps strings only in string_data. */
+static wf_tensor *string_tensor(const Onnx__TensorProto *tp,
+                                const wf_shape *s, int64_t count,
+                                wf_status *st) {
   if ((tp->has_data_location &&
        tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
       tp->has_raw_data) {
@@ -177,29 +197,7 @@ static wf_tensor *string_tensor(const Onnx__TensorProto *tp,
              tp->n_string_data, (long long)count);
     return NULL;
   }
-  const char **strs = NULL;
-  size_t *lens = NULL;
-  if (count > 0) {
-    strs = malloc((size_t)count * sizeof *strs);
-    lens = malloc((size_t)count * sizeof *lens);
-    if (!strs || !lens) {
-      free(strs);
-      free(lens);
-      wfx_fail(st, WF_RESOURCE_EXHAUSTED, "out of memory for %lld strings",
-               (long long)count);
-      return NULL;
-    }
-  }
-  for (int64_t i = 0; i < count; i++) {
-    /* protobuf-c leaves an empty bytes field without data */
-    strs[i] = tp->string_data[i].data ? (const char *)tp->string_data[i].data
-                                      : "";
-    lens[i] = tp->string_data[i].len;
-  }
-  wf_tensor *t = wfx_host->tensor_new_strings(s, strs, lens, st);
-  free(strs);
-  free(lens);
-  return t;
+  return ox_strings(tp->string_data, tp->n_string_data, s, st);
 }
 
 wf_tensor *ox_tensor(const Onnx__TensorProto *tp, const char *dir,
