@@ -28,7 +28,8 @@ core/plugin/uninstalled.h: Makefile
 lib_LTLIBRARIES += core/libweft.la
 core_libweft_la_SOURCES =
 core_libweft_la_LIBADD = lib/train/libwefttrain.la core/libweftcore.la
-core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined
+core_libweft_la_LDFLAGS = -version-info $(WF_LT_VERSION) -no-undefined \
+	$(WF_LIB_LDFLAGS)
 
 weftinclude_HEADERS += \
 	sdk/include/weft/checkpoint.h \

@@ -106,6 +106,10 @@ struct wf__memplan {
   int num_segs;
   size_t bytes;       /* the arena */
   unsigned char *fed; /* per input slot (the static plan's) */
+  /* Per output slot: 1 on output 0 of a node that probably writes it over
+   * its input 0 (in_place_guess); the executor takes inputs over only
+   * there. */
+  unsigned char *in_place;
   /* The static plan: its partition and how its steps run (for plans
    * built later), and its cache of plans from actual shapes (NULL when
    * every output that could be planned has a known shape). */
@@ -137,6 +141,7 @@ static void plan_destroy(wf__memplan *p) {
   wf__free(p->view_of);
   wf__free(p->planned);
   wf__free(p->fed);
+  wf__free(p->in_place);
   wf__free(p->key);
   wf__free(p);
 }
@@ -212,6 +217,7 @@ typedef struct builder {
    * static plan. */
   const unsigned char *made;
   const wf_shape *made_shape;
+  unsigned char *in_place; /* per node: in_place_guess */
 } builder;
 
 static void builder_free(builder *b) {
@@ -226,6 +232,7 @@ static void builder_free(builder *b) {
   wf__free(b->anc);
   wf__free(b->stamp);
   wf__free(b->queue);
+  wf__free(b->in_place);
 }
 
 /* The order in which one thread runs the partition (the executor's drive()
@@ -324,11 +331,14 @@ static int may_forward(const wf__xnode *c, int j, int m) {
   return a < 0 || b < 0 || a == b;
 }
 
-/* may_forward, knowing that an output allocated in the recorded step is
- * a buffer of its own. */
+/* may_forward, or output 0 written over input 0 (in_place_guess),
+ * knowing that an output allocated in the recorded step is a buffer of
+ * its own. */
 static int passes_on(const builder *b, const wf__xnode *c, int j, int m) {
   if (b->made && b->made[c->output_base + m])
     return 0;
+  if (j == 0 && m == 0 && b->in_place[c - b->pt->nodes])
+    return 1;
   return may_forward(c, j, m);
 }
 
@@ -446,6 +456,64 @@ static int buffer_free_for(const builder *b, int32_t tenant, int32_t node) {
     if (b->uses[u] == node || !is_ancestor(b, b->uses[u], node))
       return 0;
   return 1;
+}
+
+static int plannable_kind(const wf__xnode *xn, int k);
+
+/* Marks in in_place (per node) the nodes that will write output 0 over
+ * input 0 (WF_KERNEL_IN_PLACE) when their steps run as planned: input 0
+ * arrives by the only edge of its producer's output (no other reader, no
+ * fetch: the slot gets the producer's reference), the producer makes
+ * that output in a buffer of the core's (a kind that may be planned, and
+ * not an input a cheap kernel passes on, which could be anyone's), and
+ * dtype and element count match. Plans count the output as the input's
+ * buffer passed on, and the executor takes an input over only where this
+ * says so (wf__arena_in_place), so the two agree; the arena's rules
+ * (wf__arena_may_overwrite) still decide each time. */
+static int in_place_guess(const wf__part *pt, unsigned char *in_place) {
+  int32_t *edge_to = wf__calloc((size_t)pt->num_slots + 1, sizeof *edge_to);
+  int32_t *src_of = wf__calloc((size_t)pt->num_slots + 1, sizeof *src_of);
+  if (!edge_to || !src_of) {
+    wf__free(edge_to);
+    wf__free(src_of);
+    return -1;
+  }
+  for (int k = 0; k < pt->num_slots; k++)
+    edge_to[k] = -1;
+  for (int i = 0; i < pt->num_nodes; i++)
+    for (int e = pt->nodes[i].edge_begin; e < pt->nodes[i].edge_end; e++)
+      if (pt->edges[e].dst_node >= 0) {
+        edge_to[pt->edges[e].dst_slot] = e;
+        src_of[pt->edges[e].dst_slot] = i;
+      }
+  for (int ci = 0; ci < pt->num_nodes; ci++) {
+    const wf__xnode *c = &pt->nodes[ci];
+    in_place[ci] = 0;
+    if (!c->kernel || !(c->kernel->def.flags & WF_KERNEL_IN_PLACE) ||
+        c->num_inputs < 1 || c->num_outputs < 1 ||
+        edge_to[c->input_base] < 0)
+      continue;
+    const wf__edge *in = &pt->edges[edge_to[c->input_base]];
+    const wf__xnode *src = &pt->nodes[src_of[c->input_base]];
+    int k = in->src_output, readers = 0;
+    for (int e = src->edge_begin; e < src->edge_end; e++)
+      readers += pt->edges[e].src_output == k;
+    if (readers != 1 || !plannable_kind(src, k))
+      continue;
+    int passed_on = 0;
+    for (int j = 0; j < src->num_inputs && !passed_on; j++)
+      passed_on = may_forward(src, j, k);
+    if (passed_on)
+      continue;
+    const wf_node *nd = c->node, *sn = src->node;
+    int64_t a = wf_shape_count(&nd->output_shapes[0]);
+    int64_t b = wf_shape_count(&sn->output_shapes[k]);
+    in_place[ci] = nd->output_dtypes[0] == sn->output_dtypes[k] &&
+                   (a < 0 || b < 0 || a == b);
+  }
+  wf__free(edge_to);
+  wf__free(src_of);
+  return 0;
 }
 
 /* Whether output k of node xn is of a kind that may be planned, whatever
@@ -717,10 +785,16 @@ static int plan_part(const wf__part *pt, int threaded,
   p->view_of = wf__calloc((size_t)nout + 1, sizeof *p->view_of);
   p->planned = wf__calloc((size_t)nout + 1, sizeof *p->planned);
   p->fed = wf__calloc((size_t)pt->num_slots + 1, 1);
+  p->in_place = wf__calloc((size_t)nout + 1, 1);
+  b.in_place = wf__calloc((size_t)b.n + 1, 1);
   if (!b.order || !b.pos || !b.node_of_out || !b.use_begin || !b.use_end ||
       !b.escapes || !b.last_pos || !b.stamp || !b.queue || !p->view_of ||
-      !p->planned || !p->fed)
+      !p->planned || !p->fed || !p->in_place || !b.in_place ||
+      in_place_guess(pt, b.in_place))
     goto oom;
+  for (int i = 0; i < b.n; i++)
+    if (b.in_place[i])
+      p->in_place[pt->nodes[i].output_base] = 1;
   for (int i = 0; i < b.n; i++)
     for (int k = 0; k < pt->nodes[i].num_outputs; k++)
       b.node_of_out[pt->nodes[i].output_base + k] = i;
@@ -816,6 +890,9 @@ int wf__memplan_build(const wf_runtime *rt, wf__part *parts, int num_parts,
     /* The slots the caller fills: never written in place. */
     for (int k = 0; k < pt->feed_begin[nfeeds]; k++)
       pt->mem->fed[pt->feed_slots[k]] = 1;
+    for (int k = 0; pt->bound && k < pt->num_slots; k++)
+      if (pt->bound[k])
+        pt->mem->fed[k] = 1; /* a constant's value: never written */
   }
   return 0;
 }
@@ -1160,6 +1237,11 @@ wf_tensor *wf__arena_output(wf__arena *a, int32_t out, wf_dtype dtype,
   return wf__tensor_new_metered(
       dtype, shape, a->meter,
       atomic_load_explicit(&a->meter->epoch, memory_order_relaxed), st);
+}
+
+int wf__arena_in_place(const wf__arena *a, int32_t out) {
+  const wf__memplan *p = a->base_plan;
+  return p && out >= 0 && out < p->num_out_slots && p->in_place[out];
 }
 
 int wf__arena_may_overwrite(const wf__arena *a, int32_t in, const wf_tensor *t,

@@ -5,7 +5,9 @@
  * A plan gives every output worth planning (shape and dtype known
  * statically; not fetched, not handed to another partition, even through
  * an output that probably forwards it; not made by a source, a stateful or
- * an asynchronous node; not probably an input passed on) an offset in one
+ * an asynchronous node; not probably an input passed on: by a cheap
+ * kernel, or written over by a WF_KERNEL_IN_PLACE kernel whose input
+ * nothing else reads, which the executor then does) an offset in one
  * arena per partition, largest outputs first. Two outputs may share bytes
  * when they are never alive together: by their positions in the order one
  * thread runs the partition when its steps run on one thread, else only
@@ -109,6 +111,13 @@ int64_t wf__arena_peak_bytes(const wf__arena *a);
  * (the caller's); NULL with st set when out of memory. */
 wf_tensor *wf__arena_output(wf__arena *a, int32_t out, wf_dtype dtype,
                             const wf_shape *shape, wf_status *st);
+
+/* Whether output slot `out` of the partition is output 0 of a node
+ * planned to write it over its input 0 (a WF_KERNEL_IN_PLACE kernel whose
+ * input 0 nothing else reads): only there does kernel_output_new take an
+ * input over, so that plans and steps agree on whose buffer lives how
+ * long. */
+int wf__arena_in_place(const wf__arena *a, int32_t out);
 
 /* Whether an output of dtype and shape may be written over t, the tensor
  * in input slot `in` of the partition, and be t itself: planning is on, the

@@ -33,6 +33,7 @@ typedef struct wf__xnode {
   int32_t ctrl_begin, ctrl_end; /* control successors in exec->ctrl */
   int32_t pending;          /* initial count: in-edges from planned nodes */
   int32_t cheap;
+  uint32_t bound_inputs;    /* bit k: input k is bound (wf__part.bound) */
 } wf__xnode;
 
 /* One device's share of a signature: its nodes, their input slots and
@@ -53,6 +54,13 @@ typedef struct wf__part {
   /* feeds: for feed i, slots feed_slots[feed_begin[i] .. feed_begin[i+1]) */
   int32_t *feed_begin;
   int32_t *feed_slots;
+  /* Input slots bound once for every step: bound[slot] is the value of a
+   * constant node (WF_OP_CONSTANT) of the partition that the slot reads,
+   * held for the executor's life, so the slot is filled when a step's
+   * state is made and never emptied, and its reader waits for no edge.
+   * NULL when no slot is bound (and on devices with memory of their own);
+   * num_slots entries, NULL for the others. */
+  struct wf_tensor **bound;
   /* Where its outputs live (core/compile/memplan.h); NULL when planning is off or
    * the device has memory of its own. */
   struct wf__memplan *mem;

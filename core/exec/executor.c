@@ -41,13 +41,32 @@
 
 static void exec_free(wf__exec *x);
 
+/* The value input k of nd may be bound to for every step (wf__part.bound):
+ * the 'value' of a constant node of the same partition that waits for no
+ * control input, on a device that computes in host memory; else NULL. An
+ * op with WF_OP_CONSTANT outputs that tensor itself (weft/plugin.h), so
+ * its readers need not wait for it to run: they read the value from the
+ * first node of the step on, and no reference moves per step. */
+static const wf_tensor *bound_value(const wf__part *pt, const int32_t *plan_of,
+                                    const wf_node *nd, int k) {
+  const wf_node *src = nd->inputs[k].node;
+  if (pt->memory || k >= 32 || plan_of[src->id] < 0 ||
+      !(src->op->def.flags & WF_OP_CONSTANT) || src->num_control_inputs > 0)
+    return NULL;
+  const wf_attr_value *v = wf__node_attr(src, "value");
+  if (!v || v->type != WF_ATTR_TENSOR || !v->u.tensor ||
+      v->u.tensor->dtype != src->output_dtypes[nd->inputs[k].index])
+    return NULL;
+  return v->u.tensor;
+}
+
 /* Builds the plan of the nodes placed on `device` (kept ones only). */
 static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
                       const unsigned char *keep, int32_t *plan_of,
                       wf_status *st) {
   const wf_graph *g = x->graph;
   const wf__placement *pl = &x->placement;
-  int n = g->num_nodes, count = 0, nfeed_slots = 0;
+  int n = g->num_nodes, count = 0, nfeed_slots = 0, nbound = 0;
   int32_t *edge_fill = NULL, *ctrl_fill = NULL, *feed_fill = NULL;
   for (int id = 0; id < n; id++) {
     plan_of[id] = -1;
@@ -88,6 +107,8 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
                             &which)) {
         pt->feed_begin[which + 1]++;
         nfeed_slots++;
+      } else if (bound_value(pt, plan_of, nd, k)) {
+        nbound++;
       } else {
         edge_fill[plan_of[nd->inputs[k].node->id]]++;
         pt->nodes[i].pending++;
@@ -117,16 +138,22 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
   pt->edges = wf__calloc((size_t)pt->num_edges + 1, sizeof *pt->edges);
   pt->ctrl = wf__calloc((size_t)pt->num_ctrl + 1, sizeof *pt->ctrl);
   pt->feed_slots = wf__calloc((size_t)nfeed_slots + 1, sizeof *pt->feed_slots);
-  if (!pt->edges || !pt->ctrl || !pt->feed_slots)
+  if (nbound)
+    pt->bound = wf__calloc((size_t)pt->num_slots + 1, sizeof *pt->bound);
+  if (!pt->edges || !pt->ctrl || !pt->feed_slots || (nbound && !pt->bound))
     goto oom;
   for (int i = 0; i < count; i++) {
     const wf_node *nd = pt->nodes[i].node;
     for (int k = 0; k < nd->num_inputs; k++) {
       int which;
       int slot = pt->nodes[i].input_base + k;
+      const wf_tensor *value;
       if (wf__signature_fed(sig, nd->inputs[k].node, nd->inputs[k].index,
                             &which)) {
         pt->feed_slots[pt->feed_begin[which] + feed_fill[which]++] = slot;
+      } else if ((value = bound_value(pt, plan_of, nd, k))) {
+        pt->bound[slot] = wf_tensor_retain((wf_tensor *)value);
+        pt->nodes[i].bound_inputs |= UINT32_C(1) << k;
       } else {
         wf__xnode *src = &pt->nodes[plan_of[nd->inputs[k].node->id]];
         pt->edges[src->edge_end++] =
@@ -180,7 +207,11 @@ static int build_part(wf__exec *x, wf__part *pt, const wf__signature *sig,
       }
       wf_status_reset(&kst);
     }
-    if (xn->pending == 0)
+    /* A constant whose every reader is bound to its value has nothing
+     * left to do in a step (it has no successor and no fetch). */
+    if (xn->pending == 0 &&
+        !(pt->bound && (xn->node->op->def.flags & WF_OP_CONSTANT) &&
+          xn->edge_begin == xn->edge_end && xn->ctrl_begin == xn->ctrl_end))
       pt->roots[pt->num_roots++] = i;
   }
   wf__free(edge_fill);
@@ -304,6 +335,9 @@ static void exec_free(wf__exec *x) {
     wf__free(pt->roots);
     wf__free(pt->feed_begin);
     wf__free(pt->feed_slots);
+    for (int k = 0; pt->bound && k < pt->num_slots; k++)
+      wf_tensor_release(pt->bound[k]);
+    wf__free(pt->bound);
     wf__memplan_free(pt->mem);
   }
   wf__free(x->parts);
@@ -374,6 +408,9 @@ static int64_t ns_since(const struct timespec *t0) {
 }
 
 static void prun_deinit(prun *r) {
+  /* Only bound slots still hold a tensor between steps. */
+  for (int k = 0; r->slots && r->pt && k < r->pt->num_slots; k++)
+    wf_tensor_release(r->slots[k]);
   wf__free(r->slots);
   wf__free(r->outs);
   wf__free((void *)r->pending);
@@ -450,6 +487,9 @@ static step *step_new(wf__exec *x) {
       c->in_base = xn->input_base;
       r->tasks[i] = (task_arg){r, i};
     }
+    for (int k = 0; pt->bound && k < pt->num_slots; k++)
+      if (pt->bound[k])
+        r->slots[k] = wf_tensor_retain(pt->bound[k]);
   }
   return s;
 }
@@ -643,6 +683,8 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
   wf_tensor **in = &r->slots[xn->input_base];
   wf_tensor **out = &r->outs[xn->output_base];
   for (int k = 0; k < xn->num_inputs; k++) {
+    if (k < 32 && (xn->bound_inputs >> k) & 1)
+      continue;
     wf_tensor_release(in[k]);
     in[k] = NULL;
   }
@@ -835,7 +877,9 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
     node_done(r, i, NULL, 1, stack, next);
     return;
   }
-  wf__kernel_set_current_memory(r->pt->memory);
+  /* The current memory is NULL outside a device partition's kernels. */
+  if (r->pt->memory)
+    wf__kernel_set_current_memory(r->pt->memory);
   if (xn->kernel->def.flags & WF_KERNEL_ASYNC) {
     ctx->done = 0;
     ctx->on_done = on_async_done;
@@ -846,12 +890,14 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
         wf_status_set(&kst, WF_INTERNAL, "kernel failed without a status");
       node_done(r, i, &kst, 0, stack, next);
     }
-    wf__kernel_set_current_memory(NULL);
+    if (r->pt->memory)
+      wf__kernel_set_current_memory(NULL);
     wf_status_reset(&kst);
     return;
   }
   int rc = xn->kernel->def.compute(ctx, xn->kstate, &kst);
-  wf__kernel_set_current_memory(NULL);
+  if (r->pt->memory)
+    wf__kernel_set_current_memory(NULL);
   if (rc && kst.code == WF_OK)
     wf_status_set(&kst, WF_INTERNAL, "kernel returned %d without a status",
                   rc);
@@ -1118,6 +1164,8 @@ static int exec_run(wf__exec *x, wf__pool *pool,
     /* Cancelled steps leave inputs of nodes that never ran. */
     for (int p = 0; p < x->num_parts; p++)
       for (int k = 0; k < s->parts[p].pt->num_slots; k++) {
+        if (s->parts[p].pt->bound && s->parts[p].pt->bound[k])
+          continue;
         wf_tensor_release(s->parts[p].slots[k]);
         s->parts[p].slots[k] = NULL;
       }

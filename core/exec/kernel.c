@@ -227,6 +227,21 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
    * its planned buffer is free for the second. */
   wf_tensor_release(ctx->outputs[i]);
   ctx->outputs[i] = NULL;
+  /* WF_KERNEL_IN_PLACE: output 0 over input 0 where the plan expects it
+   * and nothing else reads the input (wf__arena_may_overwrite). */
+  if (i == 0 && ctx->arena && ctx->inputs && ctx->num_inputs > 0 &&
+      ctx->kernel && (ctx->kernel->def.flags & WF_KERNEL_IN_PLACE) &&
+      wf__arena_in_place(ctx->arena, ctx->out_base)) {
+    wf_tensor *in = (wf_tensor *)ctx->inputs[0];
+    if (wf__arena_may_overwrite(ctx->arena, ctx->in_base, in,
+                                ctx->node->output_dtypes[0], shape)) {
+      /* Retained: the input slot keeps its reference until the node is
+       * done. */
+      ctx->outputs[0] = wf_tensor_retain(in);
+      wf__memplan_count_in_place();
+      return in;
+    }
+  }
   if (ctx->device_memory && !wf__kernel_host_output(ctx->kernel, i) &&
       wf__dtype_movable(ctx->node->output_dtypes[i]))
     t = wf__tensor_new_on(ctx->device, ctx->node->output_dtypes[i], shape,

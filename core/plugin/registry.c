@@ -560,6 +560,13 @@ static int kernel_make(const wf_kernel_def *src, int index, const char *plugin,
                 plugin, what, st))
     goto fail;
   k->plugin = plugin;
+  /* Flags later than the kernel's ABI minor are not its to set. */
+  {
+    struct_header hdr;
+    memcpy(&hdr, src, sizeof hdr);
+    if (hdr.abi_minor < 7)
+      k->def.flags &= ~WF_KERNEL_IN_PLACE;
+  }
   if (is_empty(k->def.op)) {
     wf_status_set(st, WF_INVALID_ARGUMENT, "plugin '%s': kernel %d names no op",
                   plugin, index);

@@ -271,6 +271,35 @@ static void test_registry_ignores_members_of_newer_structs(void **state) {
   assert_int_equal(op->def.abi_minor, WF_ABI_MINOR);
 }
 
+/* WF_KERNEL_IN_PLACE came with 1.7: a kernel built for an older minor
+ * with that bit set (garbage in a member it did not know) does not get
+ * its inputs written over; one of 1.7 keeps it, other flags stay. */
+static void test_registry_masks_kernel_flags_newer_than_the_kernel(
+    void **state) {
+  fixture *f = *state;
+  wf_kernel_def old_k = add_cpu_float, new_k = add_cpu_int;
+  old_k.abi_minor = 6;
+  old_k.flags = WF_KERNEL_CHEAP | WF_KERNEL_IN_PLACE;
+  new_k.abi_minor = 7;
+  new_k.flags = WF_KERNEL_CHEAP | WF_KERNEL_IN_PLACE;
+  wf_plugin_desc d =
+      DESC(.name = "p", .ops = LIST(wf_op_def, &add_op),
+           .kernels = LIST(wf_kernel_def, &old_k, &new_k));
+  assert_int_equal(wf__registry_add(f->r, "p", NULL, &d, f->st), WF_OK);
+  int seen = 0;
+  for (int i = 0; i < wf__registry_kernel_count(f->r); i++) {
+    const wf__kernel *k = wf__registry_kernel_at(f->r, i);
+    if (strcmp(k->def.label, "reference") == 0) {
+      assert_int_equal(k->def.flags, WF_KERNEL_CHEAP);
+      seen |= 1;
+    } else if (strcmp(k->def.label, "int") == 0) {
+      assert_int_equal(k->def.flags, WF_KERNEL_CHEAP | WF_KERNEL_IN_PLACE);
+      seen |= 2;
+    }
+  }
+  assert_int_equal(seen, 3);
+}
+
 static void test_registry_refuses_other_abi_major(void **state) {
   fixture *f = *state;
   wf_op_def op = add_op;
@@ -680,6 +709,7 @@ int main(void) {
       T(test_registry_copies_arrays_with_terminators),
       T(test_registry_normalises_older_smaller_structs),
       T(test_registry_ignores_members_of_newer_structs),
+      T(test_registry_masks_kernel_flags_newer_than_the_kernel),
       T(test_registry_refuses_other_abi_major),
       T(test_registry_refuses_tiny_struct_size),
       T(test_registry_refuses_malformed_op_definitions),

@@ -5,7 +5,11 @@
  * output) keep their values while later steps run; concurrent steps on one
  * executor never share an arena; once warm, a step allocates nothing for
  * its planned outputs; the run metadata's peak bytes of a chain of known
- * sizes are what the plan says; in-place outputs follow their rules.
+ * sizes are what the plan says; in-place outputs follow their rules: a
+ * chain of WF_KERNEL_IN_PLACE kernels runs in one buffer, and nothing
+ * another can still read (a second reader, a fetch, a variable's value, a
+ * constant) is written over. Constants are bound to their readers' slots
+ * once per step state, and stay bound through failed steps.
  * Graphs fed with an unknown batch dimension learn plans from the shapes
  * their steps allocate: the same bits, a steady state that allocates
  * nothing for planned outputs, another batch size served by another plan
@@ -115,6 +119,24 @@ static wf_output op2(wf_graph *g, const char *op, wf_output a, wf_output b) {
   wf_node_desc_add_input(d, a);
   wf_node_desc_add_input(d, b);
   return (wf_output){finish(d), 0};
+}
+
+/* op(c, a) with the constant c first: the tests of where plans put
+ * buffers use it so that no kernel writes its output over its input
+ * (WF_KERNEL_IN_PLACE takes over input 0 only, and a constant is never
+ * written); chains written in place are tested in their own section. */
+static wf_output new_buffer(wf_graph *g, const char *op, float c,
+                            wf_output a) {
+  return op2(g, op, scalar(g, c), a);
+}
+
+/* y = relu(x * 2 + 1) * 3 - 1 (chain_ref), each step a new buffer. */
+static wf_output chain5(wf_graph *g, wf_output x) {
+  wf_output t = new_buffer(g, "Mul", 2.0f, x);
+  t = new_buffer(g, "Add", 1.0f, t);
+  t = new_buffer(g, "Maximum", 0.0f, t);
+  t = new_buffer(g, "Mul", 3.0f, t);
+  return new_buffer(g, "Add", -1.0f, t);
 }
 
 /* A float32 tensor of dims with value(i) = sin(0.37 i + phase). */
@@ -297,8 +319,9 @@ static void test_unknown_batch_mlp_is_bit_identical_planned_or_not(
   wf__memplan_stats s1 = stats();
   mlp_step_both(&on, &off, BATCH, k++);
   wf__memplan_stats one = stats_since(&s1);
-  /* Most of the step's outputs are planned now. */
-  assert_true(one.views >= 20);
+  /* Most of the step's outputs are planned now: views, or written over
+   * their input in place. */
+  assert_true(one.views + one.in_place >= 20);
   assert_int_equal(one.fallbacks, 0);
   wf__memplan_stats s2 = stats();
   for (; k < STEPS; k++)
@@ -367,7 +390,7 @@ static void test_unknown_batch_steady_state_allocates_nothing_for_planned(
   assert_int_equal(don.arenas, 0);
   assert_int_equal(don.plans, 0);
   assert_int_equal(don.fallbacks, 0);
-  assert_true(don.views >= 20 * N);
+  assert_true(don.views + don.in_place >= 20 * N);
   assert_int_equal(don.views % N, 0);
   assert_int_equal(doff.views, 0);
   /* Executor threads allocate a little of their own now and then (the
@@ -408,7 +431,7 @@ static void test_other_batch_size_uses_another_plan_or_falls_back(
   mlp_step_both(&on, &off, 24, k++);
   wf__memplan_stats d24 = stats_since(&s2);
   assert_int_equal(d24.fallbacks, 0);
-  assert_true(d24.views >= 20);
+  assert_true(d24.views + d24.in_place >= 20);
   /* Back to the first batch size: its plan is still kept. */
   wf__memplan_stats s3 = stats();
   for (int i = 0; i < 3; i++)
@@ -458,11 +481,7 @@ static void test_more_batch_sizes_than_plans_stays_bounded(void **state) {
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
   wf_output x = placeholder(g, "x", WF_FLOAT32, d, 2);
-  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
-  t = op2(g, "Add", t, scalar(g, 1.0f));
-  t = op1(g, "Relu", t);
-  t = op2(g, "Mul", t, scalar(g, 3.0f));
-  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf_output t = chain5(g, x);
   wf__signature sig = {&x, 1, &t, 1, NULL, 0};
   wf__exec *ex = wf__exec_new(rt, g, &sig, st);
   if (!ex)
@@ -807,11 +826,7 @@ static void test_concurrent_steps_of_two_batch_sizes(void **state) {
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
   wf_output x = placeholder(g, "x", WF_FLOAT32, d, 2);
-  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
-  t = op2(g, "Add", t, scalar(g, 1.0f));
-  t = op1(g, "Relu", t);
-  t = op2(g, "Mul", t, scalar(g, 3.0f));
-  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf_output t = chain5(g, x);
   wf_session *s = wf_session_new(g, st);
   wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
   OK(run == NULL);
@@ -843,11 +858,7 @@ static void test_concurrent_steps_do_not_share_an_arena(void **state) {
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
   wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
-  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
-  t = op2(g, "Add", t, scalar(g, 1.0f));
-  t = op1(g, "Relu", t);
-  t = op2(g, "Mul", t, scalar(g, 3.0f));
-  t = op2(g, "Sub", t, scalar(g, 1.0f));
+  wf_output t = chain5(g, x);
   wf_session *s = wf_session_new(g, st);
   wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
   OK(run == NULL);
@@ -879,9 +890,9 @@ static void test_overlapping_step_states_have_their_own_arenas(void **state) {
   wf_runtime *rt = runtime(1);
   wf_graph *g = wf_graph_new(rt);
   wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
-  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
-  t = op2(g, "Add", t, scalar(g, 1.0f));
-  t = op1(g, "Relu", t);
+  wf_output t = new_buffer(g, "Mul", 2.0f, x);
+  t = new_buffer(g, "Add", 1.0f, t);
+  t = new_buffer(g, "Maximum", 0.0f, t);
   wf_session *s = wf_session_new(g, st);
   wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
   OK(run == NULL);
@@ -922,11 +933,11 @@ static void chain_build(chain *c, int plan) {
   c->rt = runtime(plan);
   c->g = wf_graph_new(c->rt);
   wf_output x = placeholder(c->g, "x", WF_FLOAT32, d, 1);
-  wf_output t = op2(c->g, "Mul", x, scalar(c->g, 2.0f));
-  t = op2(c->g, "Add", t, scalar(c->g, 1.0f));
-  t = op2(c->g, "Mul", t, scalar(c->g, 3.0f));
-  t = op2(c->g, "Sub", t, scalar(c->g, 1.0f));
-  t = op1(c->g, "Relu", t);
+  wf_output t = new_buffer(c->g, "Mul", 2.0f, x);
+  t = new_buffer(c->g, "Add", 1.0f, t);
+  t = new_buffer(c->g, "Mul", 3.0f, t);
+  t = new_buffer(c->g, "Add", -1.0f, t);
+  t = new_buffer(c->g, "Maximum", 0.0f, t);
   c->s = wf_session_new(c->g, st);
   c->run = wf_session_prepare(c->s, &x, 1, &t, 1, NULL, 0, st);
   OK(c->run == NULL);
@@ -1173,6 +1184,320 @@ static void test_in_place_is_off_without_planning(void **state) {
   wf_runtime_free(rt);
 }
 
+/* y = relu(2x + 1) * 3 as the kernels compute it. */
+static float in_place_ref(float x) {
+  volatile float t = x * 2.0f;
+  t = t + 1.0f;
+  t = t > 0 ? t : 0.0f;
+  return t * 3.0f;
+}
+
+/* x -> a = 2x -> b = a + 1 -> c = relu(b) -> y = 3c, y fetched: a is made
+ * (x is fed, never written), and b, c and y are written over it in place
+ * (WF_KERNEL_IN_PLACE: Add, Relu and Mul on the CPU), so a step makes one
+ * buffer, the one it hands back; the fed tensor keeps its values. */
+static void test_in_place_chain_uses_one_buffer(void **state) {
+  (void)state;
+  enum { N = 6 };
+  int64_t d[1] = {LEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_output t = op2(g, "Mul", x, scalar(g, 2.0f));
+  t = op2(g, "Add", t, scalar(g, 1.0f));
+  t = op1(g, "Relu", t);
+  t = op2(g, "Mul", t, scalar(g, 3.0f));
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &t, 1, NULL, 0, st);
+  OK(run == NULL);
+  wf_tensor *in[N], *out = NULL;
+  float x0[LEN];
+  for (int k = 0; k < N; k++)
+    in[k] = filled(d, 1, 0.1 * k);
+  memcpy(x0, wf_tensor_data(in[0]), sizeof x0);
+  for (int k = 0; k < 3; k++) { /* warm */
+    OK(wf_callable_run(run, NULL, &in[0], &out, NULL, st));
+    wf_tensor_release(out);
+  }
+  wf__memplan_stats s0 = stats();
+  long n0 = wf__alloc_count();
+  for (int k = 0; k < N; k++) {
+    OK(wf_callable_run(run, NULL, &in[k], &out, NULL, st));
+    const float *xv = wf_tensor_data(in[k]), *yv = wf_tensor_data(out);
+    for (int i = 0; i < LEN; i++)
+      if (yv[i] != in_place_ref(xv[i]))
+        fail_msg("step %d element %d: %g, want %g", k, i, (double)yv[i],
+                 (double)in_place_ref(xv[i]));
+    wf_tensor_release(out);
+  }
+  long allocs = wf__alloc_count() - n0;
+  wf__memplan_stats d1 = stats_since(&s0);
+  assert_int_equal(d1.in_place, 3 * N);
+  assert_int_equal(d1.views, 0);
+  assert_int_equal(d1.fallbacks, 0);
+  assert_int_equal(allocs, N);
+  assert_memory_equal(wf_tensor_data(in[0]), x0, sizeof x0);
+  for (int k = 0; k < N; k++)
+    wf_tensor_release(in[k]);
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* Nothing that another can still read is written over: a value with a
+ * second reader, a fetched value, a variable's value and a constant keep
+ * their bytes, and the results are right. */
+static void test_in_place_spares_values_read_elsewhere(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  /* a has two readers: b = a + 1 and c = a * b. */
+  wf_output a = op2(g, "Mul", x, scalar(g, 2.0f));
+  wf_output b = op2(g, "Add", a, scalar(g, 1.0f));
+  wf_output c = op2(g, "Mul", a, b);
+  /* e is fetched beside f = e + 1. */
+  wf_output e = op2(g, "Mul", x, scalar(g, 4.0f));
+  wf_output f = op2(g, "Add", e, scalar(g, 1.0f));
+  /* A variable's value read into v + 1, and a constant's into k + 1. */
+  wf_node *h = var_handle(g, d, 1);
+  wf_node_desc *ad = wf_node_desc_new(g, "AssignVariable", "assign");
+  wf_node_desc_add_input(ad, (wf_output){h, 0});
+  wf_node_desc_add_input(ad, x);
+  wf_node *assign = finish(ad);
+  wf_node_desc *rd = wf_node_desc_new(g, "ReadVariable", "read");
+  wf_node_desc_add_input(rd, (wf_output){h, 0});
+  wf_node_desc_set_attr_dtype(rd, "dtype", WF_FLOAT32);
+  wf_node_desc_set_attr_shape(rd, "shape", d, 1);
+  wf_output read = {finish(rd), 0};
+  wf_output v1 = op2(g, "Add", read, scalar(g, 1.0f));
+  wf_tensor *kt = filled(d, 1, 2.0);
+  float kv[LEN];
+  memcpy(kv, wf_tensor_data(kt), sizeof kv);
+  wf_node_desc *kd = wf_node_desc_new(g, "Const", "k");
+  wf_node_desc_set_attr_tensor(kd, "value", kt);
+  wf_node_desc_set_attr_dtype(kd, "dtype", WF_FLOAT32);
+  wf_tensor_release(kt);
+  wf_output k1 = op2(g, "Add", (wf_output){finish(kd), 0}, scalar(g, 1.0f));
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *set = wf_session_prepare(s, &x, 1, NULL, 0, &assign, 1, st);
+  OK(set == NULL);
+  wf_output fetches[3] = {c, e, f};
+  wf_callable *run_x = wf_session_prepare(s, &x, 1, fetches, 3, NULL, 0, st);
+  OK(run_x == NULL);
+  wf_tensor *vin = filled(d, 1, 5.0), *none = NULL;
+  OK(wf_callable_run(set, NULL, &vin, &none, NULL, st));
+  const float *vv = wf_tensor_data(vin);
+  for (int step = 0; step < 3; step++) {
+    wf_tensor *in = filled(d, 1, 0.3 * step), *out[3];
+    wf__memplan_stats s0 = stats();
+    OK(wf_callable_run(run_x, NULL, &in, out, NULL, st));
+    assert_int_equal(stats_since(&s0).in_place, 0);
+    const float *xv = wf_tensor_data(in);
+    for (int i = 0; i < LEN; i++) {
+      float av = xv[i] * 2.0f, ev = xv[i] * 4.0f;
+      assert_true(((const float *)wf_tensor_data(out[0]))[i] ==
+                  av * (av + 1.0f));
+      assert_true(((const float *)wf_tensor_data(out[1]))[i] == ev);
+      assert_true(((const float *)wf_tensor_data(out[2]))[i] == ev + 1.0f);
+    }
+    for (int k = 0; k < 3; k++)
+      wf_tensor_release(out[k]);
+    wf_tensor_release(in);
+  }
+  /* v + 1 and k + 1 read values no step may write: the same each time. */
+  wf_output vk[2] = {v1, k1};
+  wf_callable *run = wf_session_prepare(s, NULL, 0, vk, 2, NULL, 0, st);
+  OK(run == NULL);
+  for (int step = 0; step < 3; step++) {
+    wf_tensor *out[2];
+    OK(wf_callable_run(run, NULL, NULL, out, NULL, st));
+    for (int i = 0; i < LEN; i++) {
+      assert_true(((const float *)wf_tensor_data(out[0]))[i] ==
+                  vv[i] + 1.0f);
+      assert_true(((const float *)wf_tensor_data(out[1]))[i] ==
+                  kv[i] + 1.0f);
+    }
+    wf_tensor_release(out[0]);
+    wf_tensor_release(out[1]);
+  }
+  wf_tensor_release(vin);
+  wf_callable_free(set);
+  wf_callable_free(run);
+  wf_callable_free(run_x);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* ---- constants bound once ------------------------------------------------ */
+
+/* A Const node of dims holding filled(dims, phase), its values in *vals. */
+static wf_output const_of(wf_graph *g, const char *name, const int64_t *dims,
+                          int rank, double phase, float *vals) {
+  wf_tensor *t = filled(dims, rank, phase);
+  memcpy(vals, wf_tensor_data(t), (size_t)wf_tensor_count(t) * sizeof *vals);
+  wf_node_desc *d = wf_node_desc_new(g, "Const", name);
+  wf_node_desc_set_attr_tensor(d, "value", t);
+  wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+  wf_tensor_release(t);
+  return (wf_output){finish(d), 0};
+}
+
+/* The readers of a constant read its value from slots bound when the step
+ * state is made (wf__part.bound), wait for no edge (y = x + k has only a
+ * feed to wait for: a root), and never write it even as input 0
+ * (z = k * y); the constant itself still runs when it is fetched. Values
+ * stay right over steps, planned or not. */
+static void test_constants_are_bound_once(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  static float kv[LEN];
+  for (int plan = 0; plan <= 1; plan++) {
+    wf_runtime *rt = runtime(plan);
+    wf_graph *g = wf_graph_new(rt);
+    wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+    wf_output k = const_of(g, "k", d, 1, 1.5, kv);
+    wf_output y = op2(g, "Add", x, k);
+    wf_output z = op2(g, "Mul", k, y);
+    wf_output w = op2(g, "Sub", z, k);
+    wf__signature sig = {&x, 1, (wf_output[]){w, k}, 2, NULL, 0};
+    wf__exec *ex = wf__exec_new(rt, g, &sig, st);
+    if (!ex)
+      fail_msg("executor: %s", wf_status_message(st));
+    const wf__part *pt = &ex->parts[0];
+    const wf__xnode *xy = find_xnode(pt, y.node), *xz = find_xnode(pt, z.node),
+                    *xw = find_xnode(pt, w.node), *xk = find_xnode(pt, k.node);
+    assert_non_null(pt->bound);
+    assert_int_equal(xy->bound_inputs, 2);
+    assert_int_equal(xy->pending, 0);
+    assert_int_equal(xz->bound_inputs, 1);
+    assert_int_equal(xz->pending, 1);
+    assert_int_equal(xw->bound_inputs, 2);
+    const wf_tensor *value = pt->bound[xy->input_base + 1];
+    assert_non_null(value);
+    assert_ptr_equal(pt->bound[xz->input_base], value);
+    assert_null(pt->bound[xy->input_base]);
+    /* k is fetched: its node keeps that one edge. */
+    assert_int_equal(xk->edge_end - xk->edge_begin, 1);
+    for (int step = 0; step < 4; step++) {
+      wf_tensor *in = filled(d, 1, 0.2 * step), *out[2];
+      OK(wf__exec_run(ex, NULL, NULL, NULL, NULL, &in, out, NULL, st));
+      const float *xv = wf_tensor_data(in), *wv = wf_tensor_data(out[0]);
+      for (int i = 0; i < LEN; i++) {
+        volatile float yi = xv[i] + kv[i], zi = kv[i] * yi;
+        if (wv[i] != zi - kv[i])
+          fail_msg("plan %d step %d element %d: %g, want %g", plan, step, i,
+                   (double)wv[i], (double)(zi - kv[i]));
+      }
+      assert_memory_equal(wf_tensor_data(out[1]), kv, sizeof kv);
+      assert_memory_equal(wf_tensor_data(value), kv, sizeof kv);
+      wf_tensor_release(out[0]);
+      wf_tensor_release(out[1]);
+      wf_tensor_release(in);
+    }
+    wf__exec_release(ex);
+    wf_graph_free(g);
+    wf_runtime_free(rt);
+  }
+}
+
+/* A step that fails after its constants were bound (Reshape of 10 values
+ * to (4, -1)) leaves them bound: the next steps read them again, and the
+ * failure names the node. */
+static void test_failed_step_keeps_bound_constants(void **state) {
+  (void)state;
+  int64_t d[1] = {-1};
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  int64_t sv[2] = {4, -1}, sd[1] = {2};
+  wf_tensor *shape = wf_tensor_new(WF_INT64, sd, 1, st);
+  memcpy(wf_tensor_data(shape), sv, sizeof sv);
+  wf_node_desc *cd = wf_node_desc_new(g, "Const", "shape");
+  wf_node_desc_set_attr_tensor(cd, "value", shape);
+  wf_node_desc_set_attr_dtype(cd, "dtype", WF_INT64);
+  wf_tensor_release(shape);
+  wf_output sh = {finish(cd), 0};
+  wf_node_desc *rd = wf_node_desc_new(g, "Reshape", "reshape");
+  wf_node_desc_add_input(rd, x);
+  wf_node_desc_add_input(rd, sh);
+  wf_output r = {finish(rd), 0};
+  wf_session *s = wf_session_new(g, st);
+  wf_callable *run = wf_session_prepare(s, &x, 1, &r, 1, NULL, 0, st);
+  OK(run == NULL);
+  for (int round = 0; round < 3; round++) {
+    int64_t bad[1] = {10}, good[1] = {12};
+    wf_tensor *in = filled(bad, 1, round), *out = NULL;
+    assert_int_not_equal(wf_callable_run(run, NULL, &in, &out, NULL, st), 0);
+    assert_non_null(strstr(wf_status_message(st), "reshape"));
+    assert_null(out);
+    wf_tensor_release(in);
+    in = filled(good, 1, round);
+    OK(wf_callable_run(run, NULL, &in, &out, NULL, st));
+    assert_int_equal(wf_tensor_rank(out), 2);
+    assert_int_equal(wf_tensor_dim(out, 0), 4);
+    assert_int_equal(wf_tensor_dim(out, 1), 3);
+    assert_memory_equal(wf_tensor_data(out), wf_tensor_data(in),
+                        12 * sizeof(float));
+    wf_tensor_release(out);
+    wf_tensor_release(in);
+  }
+  wf_callable_free(run);
+  wf_session_free(s);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
+/* Not bound: a constant that waits for a control input (its readers must
+ * wait too), and a constant the signature feeds (the fed value wins). */
+static void test_constants_not_bound_where_they_must_run(void **state) {
+  (void)state;
+  int64_t d[1] = {LEN};
+  static float kv[LEN];
+  wf_runtime *rt = runtime(1);
+  wf_graph *g = wf_graph_new(rt);
+  wf_output x = placeholder(g, "x", WF_FLOAT32, d, 1);
+  wf_node *first = finish(wf_node_desc_new(g, "NoOp", "first"));
+  wf_tensor *t = filled(d, 1, 0.5);
+  memcpy(kv, wf_tensor_data(t), sizeof kv);
+  wf_node_desc *cd = wf_node_desc_new(g, "Const", "late");
+  wf_node_desc_set_attr_tensor(cd, "value", t);
+  wf_node_desc_set_attr_dtype(cd, "dtype", WF_FLOAT32);
+  wf_node_desc_add_control_input(cd, first);
+  wf_tensor_release(t);
+  wf_output late = {finish(cd), 0};
+  wf_output y = op2(g, "Add", x, late);
+  wf__exec *ex = exec_for(rt, g, x, y);
+  const wf__xnode *xy = find_xnode(&ex->parts[0], y.node);
+  assert_int_equal(xy->bound_inputs, 0);
+  assert_int_equal(xy->pending, 1);
+  wf__exec_release(ex);
+
+  float kv2[LEN];
+  wf_output k = const_of(g, "k", d, 1, 2.5, kv2);
+  wf_output z = op2(g, "Mul", x, k);
+  wf_output feeds[2] = {x, k};
+  wf__signature sig = {feeds, 2, &z, 1, NULL, 0};
+  ex = wf__exec_new(rt, g, &sig, st);
+  if (!ex)
+    fail_msg("executor: %s", wf_status_message(st));
+  assert_int_equal(find_xnode(&ex->parts[0], z.node)->bound_inputs, 0);
+  wf_tensor *in[2] = {filled(d, 1, 0.1), filled(d, 1, 0.9)}, *out = NULL;
+  OK(wf__exec_run(ex, NULL, NULL, NULL, NULL, in, &out, NULL, st));
+  const float *xv = wf_tensor_data(in[0]), *kf = wf_tensor_data(in[1]);
+  for (int i = 0; i < LEN; i++)
+    assert_true(((const float *)wf_tensor_data(out))[i] == xv[i] * kf[i]);
+  wf_tensor_release(out);
+  wf_tensor_release(in[0]);
+  wf_tensor_release(in[1]);
+  wf__exec_release(ex);
+  wf_graph_free(g);
+  wf_runtime_free(rt);
+}
+
 /* A bad [passes] memory_plan value is refused naming the key. */
 static void test_memory_plan_key_is_checked(void **state) {
   (void)state;
@@ -1216,6 +1541,11 @@ int main(void) {
       cmocka_unit_test(test_peak_bytes_of_a_chain_of_known_sizes),
       cmocka_unit_test(test_in_place_rules),
       cmocka_unit_test(test_in_place_is_off_without_planning),
+      cmocka_unit_test(test_in_place_chain_uses_one_buffer),
+      cmocka_unit_test(test_in_place_spares_values_read_elsewhere),
+      cmocka_unit_test(test_constants_are_bound_once),
+      cmocka_unit_test(test_failed_step_keeps_bound_constants),
+      cmocka_unit_test(test_constants_not_bound_where_they_must_run),
       cmocka_unit_test(test_memory_plan_key_is_checked),
   };
   /* The escapes, concurrency, counts and peaks again with executor
@@ -1233,6 +1563,8 @@ int main(void) {
       cmocka_unit_test(
           test_unknown_batch_steady_state_allocates_nothing_for_planned),
       cmocka_unit_test(test_more_batch_sizes_than_plans_stays_bounded),
+      cmocka_unit_test(test_in_place_chain_uses_one_buffer),
+      cmocka_unit_test(test_in_place_spares_values_read_elsewhere),
   };
   int failed = cmocka_run_group_tests_name("one thread", tests, setup,
                                            teardown);

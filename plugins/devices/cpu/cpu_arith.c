@@ -79,9 +79,11 @@ static int walk_split_dim(const wfx_bcast *b, int keep, int parts) {
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 
 /* o[j] = x[j * sx] op y[j * sy] for j < n; sx and sy are 0 or 1, each
- * combination its own loop so that the compiler vectorises it. */
+ * combination its own loop so that the compiler vectorises it. o may be x
+ * (WF_KERNEL_IN_PLACE): no restrict, and the vectorised loop still runs
+ * then (the compiler's overlap check admits equal pointers). */
 #define ARITH_ROW(name, OPR)                                                   \
-  static WF_ARITH_CLONES void name(float *restrict o, const float *x,          \
+  static WF_ARITH_CLONES void name(float *o, const float *x,                   \
                                    int64_t sx, const float *y, int64_t sy,     \
                                    int64_t n) {                                \
     if (sx && sy) {                                                            \
@@ -212,8 +214,9 @@ typedef struct add_n_job {
 } add_n_job;
 
 /* o[i] = (float)(in[0][i] + ... + in[n-1][i]) summed in double from 0 in
- * input order (the reference's), a block of elements at a time. */
-static WF_ARITH_CLONES void add_n_range(float *restrict o,
+ * input order (the reference's), a block of elements at a time; o may be
+ * in[0] (each block is read whole before it is written). */
+static WF_ARITH_CLONES void add_n_range(float *o,
                                         const float *const *in, int n,
                                         int64_t lo, int64_t hi) {
   enum { BLOCK = 512 };
@@ -524,19 +527,24 @@ static int transpose_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 
 const wf_kernel_def cpu_k_add =
     WFX_KERNEL_FOR("cpu", "threads", "Add", "T", F32, add_compute,
-                   .priority = WF_CPU_FAST_PRIORITY);
+                   .priority = WF_CPU_FAST_PRIORITY,
+                   .flags = WF_KERNEL_IN_PLACE);
 const wf_kernel_def cpu_k_sub =
     WFX_KERNEL_FOR("cpu", "threads", "Sub", "T", F32, sub_compute,
-                   .priority = WF_CPU_FAST_PRIORITY);
+                   .priority = WF_CPU_FAST_PRIORITY,
+                   .flags = WF_KERNEL_IN_PLACE);
 const wf_kernel_def cpu_k_mul =
     WFX_KERNEL_FOR("cpu", "threads", "Mul", "T", F32, mul_compute,
-                   .priority = WF_CPU_FAST_PRIORITY);
+                   .priority = WF_CPU_FAST_PRIORITY,
+                   .flags = WF_KERNEL_IN_PLACE);
 const wf_kernel_def cpu_k_div =
     WFX_KERNEL_FOR("cpu", "threads", "Div", "T", F32, div_compute,
-                   .priority = WF_CPU_FAST_PRIORITY);
+                   .priority = WF_CPU_FAST_PRIORITY,
+                   .flags = WF_KERNEL_IN_PLACE);
 const wf_kernel_def cpu_k_add_n =
     WFX_KERNEL_FOR("cpu", "threads", "AddN", "T", F32, add_n_compute,
-                   .priority = WF_CPU_FAST_PRIORITY);
+                   .priority = WF_CPU_FAST_PRIORITY,
+                   .flags = WF_KERNEL_IN_PLACE);
 const wf_kernel_def cpu_k_sum =
     WFX_KERNEL_FOR("cpu", "threads", "Sum", "T", F32, sum_compute,
                    .priority = WF_CPU_FAST_PRIORITY);

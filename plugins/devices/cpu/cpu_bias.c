@@ -54,10 +54,11 @@ static int bias_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
   return 0;
 }
 
-/* y = x + b over the (outer, c, inner) view. */
-static WF_BIAS_CLONES void bias_add(float *restrict y, const float *restrict x,
-                     const float *restrict b, int64_t outer, int64_t c,
-                     int64_t inner) {
+/* y = x + b over the (outer, c, inner) view; y may be x
+ * (WF_KERNEL_IN_PLACE). */
+static WF_BIAS_CLONES void bias_add(float *y, const float *x,
+                                    const float *restrict b, int64_t outer,
+                                    int64_t c, int64_t inner) {
   if (inner == 1) {
     for (int64_t o = 0; o < outer; o++, x += c, y += c)
       for (int64_t k = 0; k < c; k++)
@@ -151,7 +152,8 @@ static int bias_add_grad_compute(wf_kernel_ctx *ctx, void *state,
 const wf_kernel_def cpu_k_bias_add =
     WFX_KERNEL_FOR("cpu", "loops", "BiasAdd", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    bias_add_compute, .priority = WF_CPU_FAST_PRIORITY,
-                   .create = bias_create, .destroy = bias_destroy);
+                   .flags = WF_KERNEL_IN_PLACE, .create = bias_create,
+                   .destroy = bias_destroy);
 const wf_kernel_def cpu_k_bias_add_grad =
     WFX_KERNEL_FOR("cpu", "loops", "BiasAddGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
                    bias_add_grad_compute, .priority = WF_CPU_FAST_PRIORITY,

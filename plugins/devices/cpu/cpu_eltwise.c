@@ -9,7 +9,11 @@
  * so results agree within float rounding: for Elu and Softplus the
  * absolute error near 0 and in the far negative tail is float epsilon
  * (oneDNN has no expm1/log1p form). Other dtypes keep the reference
- * kernels. */
+ * kernels.
+ *
+ * Every one may write its output over input 0 (WF_KERNEL_IN_PLACE): oneDNN
+ * runs eltwise primitives in place, src over dst forward and diff_dst over
+ * diff_src backward. */
 #include <config.h>
 
 #include "cpu_kernels.h"
@@ -180,6 +184,7 @@ static int eltwise_compute(wf_kernel_ctx *ctx, cpu_dnnl_state *s,
       .dtypes = WF_DTYPE_BIT(WF_FLOAT32),                                      \
       .priority = WF_CPU_FAST_PRIORITY,                                        \
       .label = "onednn",                                                       \
+      .flags = WF_KERNEL_IN_PLACE,                                             \
       .create = var##_create,                                                  \
       .compute = var##_compute,                                                \
       .destroy = cpu_dnnl_state_free}

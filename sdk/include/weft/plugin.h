@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 6
+#define WF_ABI_MINOR 7
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -182,6 +182,16 @@ typedef struct wf_kernel_ctx wf_kernel_ctx;
 /* Kernel flags. */
 #define WF_KERNEL_CHEAP UINT32_C(0x1) /* run inline by the executor */
 #define WF_KERNEL_ASYNC UINT32_C(0x2) /* completes later through kernel_done */
+/* Since 1.7: output 0 may be made over input 0. kernel_output_new for
+ * output 0 may then hand back input 0's own tensor instead of a new one,
+ * when nothing else can read it any more (the input slot holds its only
+ * reference: no other reader, no fetch, no variable's value, not a feed
+ * or a constant) and its dtype and shape are the output's. For kernels
+ * whose element j of output 0 is the only one that reads element j of
+ * input 0, reading it before writing it: elementwise ops (o[j] = f(x[j],
+ * ...)), however their work is split over threads. A core older than 1.7
+ * ignores the flag: the output is then always new. */
+#define WF_KERNEL_IN_PLACE UINT32_C(0x4)
 
 /* Optional per-node setup, once when an executor is built: may keep state
  * (cached primitives, parsed attributes) in *state. */
@@ -531,7 +541,8 @@ typedef struct wf_host {
   int32_t (*kernel_num_outputs)(const wf_kernel_ctx *ctx);
   const wf_tensor *(*kernel_input)(const wf_kernel_ctx *ctx, int32_t i);
   /* Allocates output i with the node's declared dtype; NULL with st set on
-   * failure. The context keeps the reference. */
+   * failure. The context keeps the reference. For a WF_KERNEL_IN_PLACE
+   * kernel's output 0 it may be input 0 itself (see the flag). */
   wf_tensor *(*kernel_output_new)(wf_kernel_ctx *ctx, int32_t i,
                                   const wf_shape *shape, wf_status *st);
   /* Makes t (retained) output i: used to forward an input unchanged. */
