@@ -505,11 +505,15 @@ static int parse_header(const char *s, size_t n, size_t base, const char *what,
 }
 
 /* Sets h->nbytes from dtype and shape, refusing shapes whose element count
- * or byte size does not fit (also when another dim is 0). */
+ * or byte size does not fit (also when another dim is 0), and text 0
+ * characters wide that holds elements: numpy writes none (its arrays of
+ * empty strings are 1 wide), and the file would hold none of the bytes
+ * that weft's tensor of so many empty strings needs. */
 static int data_size(npy_header *h, const char *what, wf_status *st) {
   uint64_t size =
       h->dtype == WF_STRING ? h->itemsize : wf_dtype_size(h->dtype);
   const uint64_t limit = SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX;
+  uint64_t count = 1;
   int empty = 0;
 
   for (int i = 0; i < h->rank; i++) {
@@ -518,7 +522,7 @@ static int data_size(npy_header *h, const char *what, wf_status *st) {
       empty = 1;
       continue;
     }
-    if (size > limit / d) {
+    if (size > limit / d || count > limit / d) {
       char sb[256];
       wf_shape s;
       wf_shape_init(&s, h->dims, h->rank);
@@ -528,7 +532,13 @@ static int data_size(npy_header *h, const char *what, wf_status *st) {
                            wf_dtype_name(h->dtype));
     }
     size *= d;
+    count *= d;
   }
+  if (h->dtype == WF_STRING && h->itemsize == 0 && !empty)
+    return wf_status_set(st, WF_DATA_LOSS,
+                         "%s: .npy text 0 characters wide holds %llu "
+                         "elements (numpy writes empty strings 1 wide)",
+                         what, (unsigned long long)count);
   h->nbytes = empty ? 0 : (size_t)size;
   return WF_OK;
 }
@@ -931,14 +941,18 @@ static size_t utf8_at(const unsigned char *s, size_t len, size_t k,
 
 /* A string tensor as numpy's fixed-width text: 'U' (UCS-4 in the
  * machine's order) when every element is UTF-8, else 'S' (bytes); each
- * element padded with zeros to the longest (at least one character). The
- * data is *image (wf__alloc'd), *width characters per element. Trailing
- * NULs of an element do not survive the trip, as with numpy itself. */
+ * element padded with zeros to the longest (at least one character, as
+ * numpy writes them; an empty tensor is written 0 characters wide, which
+ * numpy reads too, so that its shape reads back whatever its other dims:
+ * weft's reader refuses a shape whose byte size overflows even when
+ * another dim is 0). The data is *image (wf__alloc'd), *width characters
+ * per element. Trailing NULs of an element do not survive the trip, as
+ * with numpy itself. */
 static int text_of_strings(const wf_tensor *t, const char *what, char *kind,
                            size_t *width, unsigned char **image,
                            size_t *nbytes, wf_status *st) {
   int64_t count = wf_tensor_count(t);
-  size_t widest = 1;
+  size_t widest = count > 0 ? 1 : 0;
   int utf8 = 1;
   for (int64_t i = 0; i < count; i++) {
     size_t len, chars = 0;

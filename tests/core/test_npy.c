@@ -297,6 +297,52 @@ static void test_npy_refuses_text_that_is_no_unicode(void **state) {
   wf_status_free(st);
 }
 
+/* Text arrays read back what weft writes of them: an empty one whatever
+ * its other dims (written 0 characters wide: at numpy's 1 the byte size
+ * of (0, 1e9, 1e9) would overflow, which the reader refuses), and empty
+ * strings as numpy writes them, 1 character wide. */
+static void test_npy_round_trips_empty_text(void **state) {
+  wf_status *st = wf_status_new();
+  const int64_t huge[3] = {0, 1000000000, 1000000000}, two[1] = {2};
+  const char *blank[2] = {"", ""};
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    wf_tensor *t = k == 0 ? wf_tensor_new_strings(huge, 3, NULL, NULL, st)
+                          : wf_tensor_new_strings(two, 1, blank, NULL, st);
+    void *buf;
+    size_t len;
+    assert_non_null(t);
+    assert_int_equal(wf_npy_to_buffer(t, &buf, &len, st), WF_OK);
+    char *hdr = strndup((const char *)buf + 10, len - 10);
+    assert_non_null(strstr(hdr, k == 0 ? "'descr': '<U0'" : "'descr': '<U1'"));
+    free(hdr);
+    wf_tensor *back = wf_npy_parse(buf, len, "written", st);
+    if (!back)
+      fail_msg("read back: %s", wf_status_message(st));
+    assert_shape(back, k == 0 ? 3 : 1, k == 0 ? huge : two);
+    for (int64_t i = 0; i < wf_tensor_count(back); i++) {
+      size_t n;
+      wf_tensor_string(back, i, &n);
+      assert_int_equal(n, 0);
+    }
+    free(buf);
+    wf_tensor_release(back);
+    wf_tensor_release(t);
+  }
+  /* Text 0 wide with elements is refused (a file of a few bytes would
+   * otherwise ask for a tensor of a billion empty strings). */
+  size_t len;
+  unsigned char *b = make_npy(
+      1, "{'descr': '|U0', 'fortran_order': False, 'shape': (1, 1000000000), }",
+      NULL, 0, &len);
+  assert_null(wf_npy_parse(b, len, "wide.npy", st));
+  assert_int_equal(wf_status_code(st), WF_DATA_LOSS);
+  assert_message_has(st, "wide.npy");
+  assert_message_has(st, "0 characters wide holds 1000000000 elements");
+  free(b);
+  wf_status_free(st);
+}
+
 static void test_npy_reads_big_endian_files(void **state) {
   static const wf_dtype dts[] = {WF_FLOAT16, WF_FLOAT32, WF_FLOAT64,
                                  WF_INT32, WF_INT64};
@@ -1157,6 +1203,7 @@ int main(void) {
       cmocka_unit_test(test_npy_reads_big_endian_files),
       cmocka_unit_test(test_npy_reads_text_as_string_tensors),
       cmocka_unit_test(test_npy_refuses_text_that_is_no_unicode),
+      cmocka_unit_test(test_npy_round_trips_empty_text),
       cmocka_unit_test(test_npy_reads_fortran_order_as_row_major),
       cmocka_unit_test(test_npy_reads_fortran_order_of_every_rank),
       cmocka_unit_test(test_npy_reads_format_versions_2_and_3),
