@@ -94,6 +94,12 @@ assert ks["onednn"]["denied"] == "onednn" and ks["onednn"]["chosen_for"] is None
 assert ks["reference"]["denied"] is None, ks
 assert ks["reference"]["chosen_for"] == "float32,float64", ks
 ' || fail "weft ops --json does not show the denied and the chosen kernel"
+# Which kernels may write their output over their input.
+"$weft" ops Relu --device cpu --json | python3 -c '
+import json, sys
+ks = {k["label"]: k for k in json.load(sys.stdin)[0]["kernels"]}
+assert ks["onednn"]["in_place"] is True and ks["reference"]["in_place"] is False, ks
+' || fail "weft ops --json does not show which kernels work in place"
 
 # prefer ranks a kernel above higher priorities; OP:* denies all of an op's.
 printf '[kernels]\nprefer = Relu:reference\ndeny = Conv2D:*\n' > "$tmp/op.conf"
