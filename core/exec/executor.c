@@ -7,6 +7,11 @@
  * All partitions of a step run at once and share its fetches, its error and
  * its rendezvous; a failure anywhere cancels every partition.
  *
+ * A constant's readers in its own partition (on a device computing in host
+ * memory) read its value from input slots bound once per step state: they
+ * do not wait for it, and a constant left with no other reader, fetch or
+ * control successor does not run at all (traced runs show it untimed).
+ *
  * A partition on a device with memory of its own (a GPU) keeps its
  * kernels' tensors there; tensors move between host and device memory only
  * at its borders: a node's output is copied in when a node of the
