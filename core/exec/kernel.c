@@ -210,6 +210,25 @@ static int check_output_slot(const wf_kernel_ctx *ctx, int32_t i,
   return WF_OK;
 }
 
+/* Output i made over input j when the arena's rules allow it
+ * (wf__arena_may_overwrite): input j's tensor itself, retained (the input
+ * slot keeps its reference until the node is done, so the count never
+ * drops to zero on the way); else NULL. */
+static wf_tensor *take_over(wf_kernel_ctx *ctx, int32_t i, int32_t j,
+                            const wf_shape *shape) {
+  if (!ctx->arena || !ctx->inputs || j < 0 || j >= ctx->num_inputs)
+    return NULL;
+  wf_tensor *in = (wf_tensor *)ctx->inputs[j];
+  if (!wf__arena_may_overwrite(ctx->arena, ctx->in_base + j, in,
+                               ctx->node->output_dtypes[i], shape))
+    return NULL;
+  wf_tensor_retain(in);
+  wf_tensor_release(ctx->outputs[i]);
+  ctx->outputs[i] = in;
+  wf__memplan_count_in_place();
+  return in;
+}
+
 wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
                                  const wf_shape *shape, wf_status *st) {
   wf_tensor *t;
@@ -228,20 +247,12 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
   wf_tensor_release(ctx->outputs[i]);
   ctx->outputs[i] = NULL;
   /* WF_KERNEL_IN_PLACE: output 0 over input 0 where the plan expects it
-   * and nothing else reads the input (wf__arena_may_overwrite). */
-  if (i == 0 && ctx->arena && ctx->inputs && ctx->num_inputs > 0 &&
-      ctx->kernel && (ctx->kernel->def.flags & WF_KERNEL_IN_PLACE) &&
-      wf__arena_in_place(ctx->arena, ctx->out_base)) {
-    wf_tensor *in = (wf_tensor *)ctx->inputs[0];
-    if (wf__arena_may_overwrite(ctx->arena, ctx->in_base, in,
-                                ctx->node->output_dtypes[0], shape)) {
-      /* Retained: the input slot keeps its reference until the node is
-       * done. */
-      ctx->outputs[0] = wf_tensor_retain(in);
-      wf__memplan_count_in_place();
-      return in;
-    }
-  }
+   * and nothing else reads the input. */
+  if (i == 0 && ctx->arena && ctx->kernel &&
+      (ctx->kernel->def.flags & WF_KERNEL_IN_PLACE) &&
+      wf__arena_in_place(ctx->arena, ctx->out_base) &&
+      (t = take_over(ctx, 0, 0, shape)))
+    return t;
   if (ctx->device_memory && !wf__kernel_host_output(ctx->kernel, i) &&
       wf__dtype_movable(ctx->node->output_dtypes[i]))
     t = wf__tensor_new_on(ctx->device, ctx->node->output_dtypes[i], shape,
@@ -264,21 +275,10 @@ wf_tensor *wf__kernel_output_forward(wf_kernel_ctx *ctx, int32_t i,
                                      const wf_shape *shape, wf_status *st) {
   if (check_output_slot(ctx, i, st))
     return NULL;
-  for (int32_t c = 0; ctx->arena && c < n; c++) {
-    int32_t j = candidates[c];
-    if (j < 0 || j >= ctx->num_inputs || !ctx->inputs)
-      continue;
-    wf_tensor *in = (wf_tensor *)ctx->inputs[j];
-    if (!wf__arena_may_overwrite(ctx->arena, ctx->in_base + j, in,
-                                 ctx->node->output_dtypes[i], shape))
-      continue;
-    /* Retained: the input slot keeps its reference until the node is
-     * done, so the count never drops to zero on the way. */
-    wf_tensor_retain(in);
-    wf_tensor_release(ctx->outputs[i]);
-    ctx->outputs[i] = in;
-    wf__memplan_count_in_place();
-    return in;
+  for (int32_t c = 0; c < n; c++) {
+    wf_tensor *in = take_over(ctx, i, candidates[c], shape);
+    if (in)
+      return in;
   }
   return wf__kernel_output_new(ctx, i, shape, st);
 }
