@@ -851,10 +851,20 @@ static const wf__kernel *cpu_kernel(const char *op, const char *label) {
  * reference within the file's tolerance and, where oneDNN's Winograd
  * kernels serve the window, differ from the direct kernel's in their
  * last bits (the algorithm ran, not the fallback). Windows it does not
- * serve go to the direct kernel. */
+ * serve go to the direct kernel. oneDNN 2.6 has Winograd kernels for
+ * AVX-512 (avx512_core) only: on other CPUs every call runs the direct
+ * kernel, which is then all this checks. */
 static void test_winograd_conv2d_matches_reference(void **state) {
   rng r = {25};
   int ncases = 6 * NFUSED, winograd_ran = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  int winograd_isa = __builtin_cpu_supports("avx512f") &&
+                     __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl") &&
+                     __builtin_cpu_supports("avx512dq");
+#else
+  int winograd_isa = 0;
+#endif
 
   for (int i = 0; i < ncases; i++) {
     int fused = i % 2;
@@ -895,7 +905,8 @@ static void test_winograd_conv2d_matches_reference(void **state) {
     /* oneDNN's Winograd kernels pad by at most one and take a ReLU (or
      * no activation) as their epilogue; the rest runs the direct kernel
      * (within the same tolerance, checked all the same). */
-    must_run = w.pad[0] <= 1 && w.pad[1] <= 1 && w.pad[2] <= 1 &&
+    must_run = winograd_isa && w.pad[0] <= 1 && w.pad[1] <= 1 &&
+               w.pad[2] <= 1 &&
                w.pad[3] <= 1 &&
                (!fused || !fused_lists[(i / 2) % NFUSED][1] ||
                 strcmp(fused_lists[(i / 2) % NFUSED][1], "Relu") == 0);
@@ -926,7 +937,11 @@ static void test_winograd_conv2d_matches_reference(void **state) {
     wf_graph_free(g);
     wf_status_free(st);
   }
-  if (winograd_ran < ncases / 3)
+  if (!winograd_isa)
+    print_message("oneDNN has no Winograd kernels for this CPU (no "
+                  "AVX-512): the fallback to the direct kernel was "
+                  "checked\n");
+  else if (winograd_ran < ncases / 3)
     fail_msg("only %d of %d cases differ from the direct kernel: Winograd's "
              "algorithm hardly ran",
              winograd_ran, ncases);

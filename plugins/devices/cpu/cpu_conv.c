@@ -536,7 +536,8 @@ const wf_kernel_def cpu_k_conv2d_backprop_filter = WFX_KERNEL_FOR(
  * algorithm serves (conv_winograd_pd) and are chosen before the direct
  * ones; `[kernels] deny = winograd` leaves every convolution to those. A
  * filter whose shape is not known while placing is taken, and a call
- * Winograd does not serve runs the direct kernel. */
+ * Winograd does not serve runs the direct kernel: every call on a CPU
+ * without AVX-512, for which oneDNN 2.6 has no Winograd kernels. */
 static int conv_winograd_supports(const wf_node *node) {
   nn_attrs a = {.node = node};
   nn_window w;
