@@ -1093,6 +1093,49 @@ static void test_pools_match_reference_on_random_windows(void **state) {
   }
 }
 
+static int bits_exact(void **state) {
+  exact = 1;
+  return 0;
+}
+
+static int bits_within_tolerance(void **state) {
+  exact = 0;
+  return 0;
+}
+
+/* Forward pools over NHWC run the plugin's own loops (cpu_pool.c), which
+ * give the reference's bits: random windows and paddings, channel counts
+ * on both sides of the loops' 16-channel blocks, and NaN in some inputs
+ * (it propagates through a window's maximum and its average). */
+static void test_nhwc_pools_give_reference_bits(void **state) {
+  rng r = {26};
+
+  for (int i = 0; i < 160; i++) {
+    int64_t xd[4];
+    win w;
+    kcase c;
+
+    draw_window(&r, &w, 0);
+    w.nchw = 0;
+    w.c = irand(&r, 1, 40);
+    if (i % 8 == 7) /* the cnn's, with a batch the team shares */
+      w = (win){.padding = 1, .n = 64, .h = 28, .w = 28, .c = 16,
+                .kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                .oh = 14, .ow = 14};
+    act_dims(&w, w.h, w.w, w.c, xd);
+    case_init(&c, i % 2 ? "AvgPool" : "MaxPool", WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    if (i % 4 < 2) {
+      float *x = wf_tensor_data(c.in[0]);
+      for (int k = 0; k < 3; k++)
+        x[irand(&r, 0, wf_tensor_count(c.in[0]) - 1)] = NAN;
+    }
+    window_attrs(&c, &w, 0);
+    check_case(&c);
+    case_free(&c);
+  }
+}
+
 /* ---- activations, softmax, batch normalisation ---------------------------------- */
 
 /* Each activation and backward op on random sizes (odd ones, empty ones),
@@ -2001,6 +2044,8 @@ int main(void) {
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
+      cmocka_unit_test_setup_teardown(test_nhwc_pools_give_reference_bits,
+                                      bits_exact, bits_within_tolerance),
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
