@@ -1016,6 +1016,44 @@ static void test_first_layer_conv2d_matches_reference(void **state) {
   expect_fast_path("first-layer Conv2D", before);
 }
 
+/* Convolutions of one to four input channels (an image model's first
+ * layer, NHWC) into 8 to 40: random windows, strides and paddings, plain
+ * and fused with every activation, and a batch the team shares. */
+static void test_few_channel_conv2d_matches_reference(void **state) {
+  rng r = {27};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 12 * NFUSED; i++) {
+    int fused = i % 2;
+    int64_t xd[4], fd[4];
+    win w;
+    kcase c;
+
+    draw_window(&r, &w, 1);
+    w.nchw = 0;
+    w.c = irand(&r, 1, 4);
+    w.co = irand(&r, 8, 40);
+    if (i % 12 == 11) { /* 16 images of 28x28x3 into 24 channels */
+      w = (win){.padding = 0, .n = 16, .h = 28, .w = 28, .c = 3, .co = 24,
+                .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+                .oh = 28, .ow = 28};
+    }
+    act_dims(&w, w.h, w.w, w.c, xd);
+    fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
+    case_init(&c, fused ? "_FusedConv2D" : "Conv2D", WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -1, 1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    if (fused)
+      fused_attrs(&c, (i / 2) % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("few-channel Conv2D", before);
+}
+
 /* The cnn's inference layers (_FusedConv2D with relu, then 2x2 MaxPool) at
  * batch 1, where the smaller ones run on one thread, and at batch 64, on
  * every intra-op thread. */
@@ -2042,6 +2080,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),
       cmocka_unit_test(test_first_layer_conv2d_matches_reference),
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
+      cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
       cmocka_unit_test_setup_teardown(test_nhwc_pools_give_reference_bits,
