@@ -982,6 +982,25 @@ static void test_winograd_conv2d_matches_reference(void **state) {
   }
 }
 
+/* One NHWC Conv2D (or, fused, _FusedConv2D with fused list fl) of window
+ * w on random inputs, fast kernel against the reference. */
+static void nhwc_conv_case(rng *r, const win *w, int fused, int fl) {
+  int64_t xd[4], fd[4] = {w->kh, w->kw, w->c, w->co};
+  kcase c;
+
+  act_dims(w, w->h, w->w, w->c, xd);
+  case_init(&c, fused ? "_FusedConv2D" : "Conv2D", WF_FLOAT32);
+  add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  add_input(&c, r, WF_FLOAT32, fd, 4, -1, 1);
+  if (fused)
+    add_input(&c, r, WF_FLOAT32, &fd[3], 1, -1, 1);
+  window_attrs(&c, w, 1);
+  if (fused)
+    fused_attrs(&c, fl);
+  check_case(&c);
+  case_free(&c);
+}
+
 /* Convolutions of one input channel into 8 or 16 (NHWC), which the fast
  * kernel hands to oneDNN as NCHW in and blocked out without a reorder
  * (the bytes read the same): random windows, plain and fused. */
@@ -991,27 +1010,14 @@ static void test_first_layer_conv2d_matches_reference(void **state) {
 
   for (int i = 0; i < 8 * NFUSED; i++) {
     int fused = i % 2;
-    int64_t xd[4], fd[4];
     win w;
-    kcase c;
 
     draw_window(&r, &w, 1);
     w.nchw = 0;
     w.n = irand(&r, 1, 3);
     w.c = 1;
     w.co = i % 4 < 2 ? 16 : 8;
-    act_dims(&w, w.h, w.w, w.c, xd);
-    fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
-    case_init(&c, fused ? "_FusedConv2D" : "Conv2D", WF_FLOAT32);
-    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
-    add_input(&c, &r, WF_FLOAT32, fd, 4, -1, 1);
-    if (fused)
-      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
-    window_attrs(&c, &w, 1);
-    if (fused)
-      fused_attrs(&c, (i / 2) % NFUSED);
-    check_case(&c);
-    case_free(&c);
+    nhwc_conv_case(&r, &w, fused, (i / 2) % NFUSED);
   }
   expect_fast_path("first-layer Conv2D", before);
 }
@@ -1025,9 +1031,7 @@ static void test_few_channel_conv2d_matches_reference(void **state) {
 
   for (int i = 0; i < 12 * NFUSED; i++) {
     int fused = i % 2;
-    int64_t xd[4], fd[4];
     win w;
-    kcase c;
 
     draw_window(&r, &w, 1);
     w.nchw = 0;
@@ -1038,18 +1042,7 @@ static void test_few_channel_conv2d_matches_reference(void **state) {
                 .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
                 .oh = 28, .ow = 28};
     }
-    act_dims(&w, w.h, w.w, w.c, xd);
-    fd[0] = w.kh, fd[1] = w.kw, fd[2] = w.c, fd[3] = w.co;
-    case_init(&c, fused ? "_FusedConv2D" : "Conv2D", WF_FLOAT32);
-    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
-    add_input(&c, &r, WF_FLOAT32, fd, 4, -1, 1);
-    if (fused)
-      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
-    window_attrs(&c, &w, 1);
-    if (fused)
-      fused_attrs(&c, (i / 2) % NFUSED);
-    check_case(&c);
-    case_free(&c);
+    nhwc_conv_case(&r, &w, fused, (i / 2) % NFUSED);
   }
   expect_fast_path("few-channel Conv2D", before);
 }
