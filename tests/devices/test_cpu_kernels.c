@@ -1167,6 +1167,54 @@ static void test_nhwc_pools_give_reference_bits(void **state) {
   }
 }
 
+/* MaxPoolGrad over NHWC runs the plugin's own loops too, with the
+ * reference's bits (oneDNN's picks differ where a window holds NaN): the
+ * first of tied maxima takes a window's gradient (inputs drawn from a few
+ * values tie often), the last NaN does, and where windows overlap an
+ * element's gradients are summed as the reference sums them. Windows with
+ * and without overlap, channel counts on both sides of the loops'
+ * 8-channel blocks, negative zeros among the gradients, and the cnn's
+ * first pooling at batch 64 (the team shares its images). */
+static void test_nhwc_max_pool_grad_gives_reference_bits(void **state) {
+  rng r = {27};
+
+  for (int i = 0; i < 120; i++) {
+    int64_t xd[4], yd[4];
+    win w;
+    kcase c;
+
+    draw_window(&r, &w, 0);
+    w.nchw = 0;
+    w.c = irand(&r, 1, 20);
+    if (i % 10 == 9)
+      w = (win){.padding = 1, .n = 64, .h = 28, .w = 28, .c = 16,
+                .kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                .oh = 14, .ow = 14};
+    else if (i % 10 == 8) /* overlapping 3x3 windows, stride 2, many images */
+      w = (win){.padding = 1, .n = 24, .h = 15, .w = 13, .c = 12,
+                .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                .oh = 7, .ow = 6};
+    act_dims(&w, w.h, w.w, w.c, xd);
+    act_dims(&w, w.oh, w.ow, w.c, yd);
+    case_init(&c, "MaxPoolGrad", WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, yd, 4, -1, 1);
+    float *x = wf_tensor_data(c.in[0]), *g = wf_tensor_data(c.in[1]);
+    int64_t nx = wf_tensor_count(c.in[0]), ng = wf_tensor_count(c.in[1]);
+    if (i % 3 == 0) /* ties */
+      for (int64_t k = 0; k < nx; k++)
+        x[k] = (float)irand(&r, 0, 2);
+    if (i % 4 == 1)
+      for (int k = 0; k < 4; k++)
+        x[irand(&r, 0, nx - 1)] = NAN;
+    for (int k = 0; k < 3; k++)
+      g[irand(&r, 0, ng - 1)] = -0.0f;
+    window_attrs(&c, &w, 0);
+    check_case(&c);
+    case_free(&c);
+  }
+}
+
 /* ---- activations, softmax, batch normalisation ---------------------------------- */
 
 /* Each activation and backward op on random sizes (odd ones, empty ones),
@@ -2081,6 +2129,9 @@ int main(void) {
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
       cmocka_unit_test_setup_teardown(test_nhwc_pools_give_reference_bits,
                                       bits_exact, bits_within_tolerance),
+      cmocka_unit_test_setup_teardown(
+          test_nhwc_max_pool_grad_gives_reference_bits, bits_exact,
+          bits_within_tolerance),
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
