@@ -287,6 +287,11 @@ static void mlp_step_both(mlp *on, mlp *off, int64_t batch, int k) {
   wf_tensor_release(y);
 }
 
+/* Outputs of one mlp training step a plan must cover at least (views, or
+ * written in place): the step has 18 that can be (each hidden layer's
+ * product, bias and Relu fused into one node). */
+#define MLP_PLANNED 16
+
 static wf__memplan_stats stats_since(const wf__memplan_stats *s0) {
   wf__memplan_stats s1 = stats();
   s1.arenas -= s0->arenas;
@@ -321,7 +326,7 @@ static void test_unknown_batch_mlp_is_bit_identical_planned_or_not(
   wf__memplan_stats one = stats_since(&s1);
   /* Most of the step's outputs are planned now: views, or written over
    * their input in place. */
-  assert_true(one.views + one.in_place >= 20);
+  assert_true(one.views + one.in_place >= MLP_PLANNED);
   assert_int_equal(one.fallbacks, 0);
   wf__memplan_stats s2 = stats();
   for (; k < STEPS; k++)
@@ -390,7 +395,7 @@ static void test_unknown_batch_steady_state_allocates_nothing_for_planned(
   assert_int_equal(don.arenas, 0);
   assert_int_equal(don.plans, 0);
   assert_int_equal(don.fallbacks, 0);
-  assert_true(don.views + don.in_place >= 20 * N);
+  assert_true(don.views + don.in_place >= MLP_PLANNED * N);
   assert_int_equal(don.views % N, 0);
   assert_int_equal(doff.views, 0);
   /* Executor threads allocate a little of their own now and then (the
@@ -431,7 +436,7 @@ static void test_other_batch_size_uses_another_plan_or_falls_back(
   mlp_step_both(&on, &off, 24, k++);
   wf__memplan_stats d24 = stats_since(&s2);
   assert_int_equal(d24.fallbacks, 0);
-  assert_true(d24.views + d24.in_place >= 20);
+  assert_true(d24.views + d24.in_place >= MLP_PLANNED);
   /* Back to the first batch size: its plan is still kept. */
   wf__memplan_stats s3 = stats();
   for (int i = 0; i < 3; i++)
