@@ -41,9 +41,26 @@
  *   2048^3                      2   42647.8 40018.6 46474.5
  *
  * so dnnl_sgemm takes over at 512^3 there when the operands are not
- * transposed and two threads share the product. For float32:
+ * transposed and two threads share the product.
+ *
+ * On an AMD EPYC with AVX2 and no AVX-512 (2 cores), oneDNN runs its
+ * jit:avx2 kernels and OpenBLAS its own AVX2 ones, in GFLOP/s:
+ *
+ *   M x N x K (transposes)     thr  OpenBLAS  oneDNN  oneDNN
+ *                                             sgemm   matmul
+ *   128^3                       2     143.4   174.0   170.5
+ *   256^3                       2     170.7   183.1   184.4
+ *   512^3                       2     182.6   137.2   135.8
+ *   512^3, A^T B^T              2     182.1   130.0   130.4
+ *   1024^3                      2     183.2   174.4   179.8
+ *   2048^3                      2     185.2   183.3   183.7
+ *
+ * so there OpenBLAS takes the products of 2^27 multiply-adds and more on
+ * several threads. For float32:
  *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
  *     OpenBLAS sgemm;
+ *   - at least 2^27 multiply-adds on more than one intra-op thread, on a
+ *     CPU with AVX2 and no AVX-512: OpenBLAS sgemm, per matrix;
  *   - at least 2^30 multiply-adds per matrix, or 2^27 without transposes
  *     on more than one intra-op thread: dnnl_sgemm, per matrix;
  *   - otherwise the matmul primitive, cached per shape, whole batches (with
@@ -396,6 +413,16 @@ static int gemm_begin(wf_kernel_ctx *ctx, const gemm_state *g, int batch,
   return 0;
 }
 
+/* 1 on a CPU with AVX2 but no AVX-512: oneDNN runs its AVX2 kernels and
+ * OpenBLAS its own AVX2 ones, tuned for the CPU. */
+static int avx2_not_avx512(void) {
+#if defined(HAVE_OPENBLAS) && (defined(__x86_64__) || defined(__i386__))
+  return __builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
 /* The rule of the file's header for a float32 job. */
 static backend choose(const gemm_job *j) {
   int64_t mnk = j->m * j->n * j->k;
@@ -403,6 +430,12 @@ static backend choose(const gemm_job *j) {
 #ifdef HAVE_DNNL
   if (openblas_avx512() && mnk <= SMALL_PRODUCT)
     return BACKEND_OPENBLAS;
+  if (mnk >= MEDIUM_PRODUCT && avx2_not_avx512()) {
+    int32_t inter, intra;
+    cpu_threads(&inter, &intra);
+    if (intra > 1)
+      return BACKEND_OPENBLAS;
+  }
   if (mnk >= LARGE_PRODUCT)
     return BACKEND_ONEDNN_SGEMM;
   if (mnk >= MEDIUM_PRODUCT && !j->ta && !j->tb) {
