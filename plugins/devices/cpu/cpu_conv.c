@@ -292,6 +292,17 @@ static void conv_first_layer_pd(const conv_job *j, dnnl_primitive_desc_t *pd,
   }
 }
 
+
+/* float32 lanes of the widest vectors oneDNN uses here: 16 with AVX-512,
+ * else 8 (AVX2). */
+static int64_t conv_lanes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f") ? 16 : 8;
+#else
+  return 8;
+#endif
+}
+
 static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   const conv_job *j = arg;
   dnnl_primitive_desc_t pd = NULL, fwd = NULL;
@@ -302,10 +313,11 @@ static int conv_build(void *arg, cpu_dnnl_plan *p, wf_status *st) {
   dnnl_query_t qx, qf, qy;
   dnnl_format_tag_t xt, yt;
 
-  /* 16 multiply-adds count one unit: they run 16 to a vector from
-   * registers, where pooling loads and stores each element. */
+  /* A vector's multiply-adds count one unit (16 with AVX-512, 8 with
+   * AVX2): they run from registers, where pooling loads and stores each
+   * element. */
   cpu_dnnl_plan_threads(p, j->n * j->co * j->g.out[0] * j->g.out[1] * j->c *
-                               j->g.k[0] * j->g.k[1] / 16);
+                               j->g.k[0] * j->g.k[1] / conv_lanes());
   /* The tensors' own layouts when oneDNN has a direct kernel for them
    * (NHWC: its brgemm and jit kernels take nhwc); else its own blocked
    * layout, reordered at the borders. Measured with oneDNN 2.6 on the

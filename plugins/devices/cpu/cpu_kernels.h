@@ -233,7 +233,7 @@ int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
 
 /* Work (see cpu_dnnl_plan_threads) below which a plan runs on one thread:
  * 2^16 input elements of a pooling, 2^20 multiply-adds of a convolution
- * (16 to a unit). Measured with oneDNN 2.6 (AVX-512, 1 against 2 threads),
+ * with AVX-512 (16 to a unit), 2^19 with AVX2 (8 to a unit). Measured with oneDNN 2.6 (AVX-512, 1 against 2 threads),
  * microseconds, each primitive alone:
  *   2x2 max pooling 28x28x16, batch 1 (12.5k elements)            0.6  1.8
  *   2x2 max pooling 28x28x16, batch 4 (50k)                       2.0  2.6
@@ -246,7 +246,11 @@ int cpu_dnnl_pd_is_direct(const_dnnl_primitive_desc_t pd);
  * on two. Alone, a convolution gains from the second thread from about
  * 2^17 multiply-adds on; between other kernels its share of the data has
  * to cross to the other core's cache and back, and the second thread has
- * to be woken and joined. */
+ * to be woken and joined. A convolution's unit is a vector's multiply-adds
+ * (16 floats with AVX-512, 8 with AVX2): on an AMD EPYC with AVX2 (2
+ * cores), counting 8 put the second convolution at batch 1 on two threads
+ * (its node 21.8 -> 15.6 us) and bench/cnn_infer's batch-1 step went from
+ * 35.7 to 27.7 us (alternated runs; batch 64 unchanged). */
 #define WF_DNNL_SMALL_WORK ((int64_t)1 << 16)
 
 /* Memory flags. */
