@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -355,6 +356,121 @@ static void test_adamw_matches_reference(void **state) {
   c.battr = "amsgrad";
   c.bval = 1;
   check_dense(&c, WF_FLOAT64, 1e-12);
+}
+
+/* Float32 variables update in float32 arithmetic, one IEEE operation at a
+ * time in the documented order (the order the CUDA plugin repeats), with
+ * the constants derived from the hyperparameters in double and rounded
+ * once. A variable of 37 elements takes the vector loop and its remainder.
+ * Tolerance: none (bit for bit) against this float32 reference. */
+#define F32N 37
+
+static void ref_adam_f32(float *w, float *m, float *v, float *vhat,
+                         const float *g, const double *s, double t,
+                         int amsgrad, double wd) {
+  const float b1 = (float)s[1], b2 = (float)s[2], eps = (float)s[3];
+  const float c1 = (float)(1 - s[1]), c2 = (float)(1 - s[2]);
+  const float decay = (float)(s[0] * wd);
+  const float alpha =
+      (float)(s[0] * sqrt(1 - pow(s[2], t)) / (1 - pow(s[1], t)));
+
+  for (int i = 0; i < F32N; i++) {
+    float mi = b1 * m[i] + c1 * g[i];
+    float vi = b2 * v[i] + c2 * g[i] * g[i];
+    float d = vi, x = w[i];
+
+    m[i] = mi;
+    v[i] = vi;
+    if (amsgrad) {
+      d = fmaxf(vhat[i], vi);
+      vhat[i] = d;
+    }
+    x = x - decay * x;
+    w[i] = x - alpha * mi / (sqrtf(d) + eps);
+  }
+}
+
+static void check_adam_f32(const char *op, int amsgrad) {
+  static const char *const names[4] = {"fw", "fm", "fv", "fvhat"};
+  /* lr, beta1, beta2, epsilon, weight_decay: float32 inputs, so the
+   * kernel reads them as their float32 values */
+  const double sc[5] = {(float)0.01, (float)0.9, (float)0.999, (float)1e-7,
+                        (float)0.1};
+  const int nsc = strcmp(op, "ApplyAdamW") == 0 ? 5 : 4;
+  const double wd = nsc == 5 ? sc[4] : 0;
+  const int64_t dims[1] = {F32N};
+  wf_graph *g = wf_graph_new(rt);
+  wf_status *st = wf_status_new();
+  wf_node *inits[4], *in[16], *reads[4], *grad, *step, *apply;
+  float ref[4][F32N];
+  double init[4][F32N];
+  int ninits = 0, nin = 0;
+  wf_session *s;
+
+  for (int i = 0; i < F32N; i++) {
+    init[0][i] = 0.01 * sin(0.7 * i + 0.3); /* near the step size */
+    init[1][i] = 0.01 * cos(1.3 * i);
+    init[2][i] = 0.001 * (1 + sin(0.9 * i));
+    init[3][i] = 0.002 * (i % 3);
+    for (int k = 0; k < 4; k++)
+      ref[k][i] = (float)init[k][i];
+  }
+  for (int k = 0; k < 4; k++) {
+    in[nin] = var_init(g, names[k], WF_FLOAT32, dims, 1, init[k], inits,
+                       &ninits);
+    reads[k] = th_read(g, in[nin++], WF_FLOAT32, dims, 1);
+  }
+  for (int k = 0; k < nsc; k++)
+    in[nin++] = const_of(g, WF_FLOAT32, NULL, 0, &sc[k]);
+  grad = th_placeholder(g, "grad", WF_FLOAT32, dims, 1);
+  in[nin++] = grad;
+  step = th_placeholder(g, "step", WF_INT64, NULL, 0);
+  in[nin++] = step;
+  apply = apply_node(g, op, in, nin, "amsgrad", amsgrad, st);
+  if (!apply)
+    fail_msg("adding %s: %s", op, wf_status_message(st));
+  s = wf_session_new(g, st);
+  assert_non_null(s);
+  th_run_ok(s, inits, ninits);
+
+  for (int t = 1; t <= NSTEPS; t++) {
+    const wf_node *feeds[2] = {grad, step};
+    double gd[F32N], tv = t;
+    float gf[F32N];
+    wf_tensor *vals[2];
+
+    for (int i = 0; i < F32N; i++) {
+      gd[i] = 0.3 * sin(2.1 * i + t) * (i % 5 == 0 ? 1e-3 : 1);
+      gf[i] = (float)gd[i];
+    }
+    vals[0] = tensor_of(WF_FLOAT32, dims, 1, gd);
+    vals[1] = tensor_of(WF_INT64, NULL, 0, &tv);
+    if (run_fed(s, feeds, vals, 2, apply, st))
+      fail_msg("%s step %d: %s", op, t, wf_status_message(st));
+    wf_tensor_release(vals[0]);
+    wf_tensor_release(vals[1]);
+    ref_adam_f32(ref[0], ref[1], ref[2], ref[3], gf, sc, t, amsgrad, wd);
+    for (int k = 0; k < (amsgrad ? 4 : 3); k++) {
+      wf_tensor *v = th_fetch(s, reads[k]);
+      const float *got = wf_tensor_data(v);
+
+      for (int i = 0; i < F32N; i++)
+        if (memcmp(&got[i], &ref[k][i], sizeof got[i]) != 0)
+          fail_msg("%s%s float32 step %d %s[%d]: got %.9g, expected %.9g",
+                   op, amsgrad ? " (amsgrad)" : "", t, names[k], i,
+                   (double)got[i], (double)ref[k][i]);
+      wf_tensor_release(v);
+    }
+  }
+  wf_session_free(s);
+  wf_status_free(st);
+  wf_graph_free(g);
+}
+
+static void test_float32_adam_computes_in_float32(void **state) {
+  check_adam_f32("ApplyAdam", 0);
+  check_adam_f32("ApplyAdam", 1);
+  check_adam_f32("ApplyAdamW", 1);
 }
 
 static void test_rmsprop_matches_reference(void **state) {
@@ -1018,6 +1134,7 @@ int main(void) {
       cmocka_unit_test(test_momentum_matches_reference),
       cmocka_unit_test(test_adam_matches_reference),
       cmocka_unit_test(test_adamw_matches_reference),
+      cmocka_unit_test(test_float32_adam_computes_in_float32),
       cmocka_unit_test(test_rmsprop_matches_reference),
       cmocka_unit_test(test_centered_rmsprop_matches_reference),
       cmocka_unit_test(test_adagrad_matches_reference),

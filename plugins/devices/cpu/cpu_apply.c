@@ -7,10 +7,11 @@
  * element's update is independent and computed the same way wherever the
  * loop is cut, so the results are the reference kernel's bits.
  *
- * Why: Adam's update in double (division and square root per element) is
- * the largest single cost of a small model's training step. On the
- * development machine (2 cores, AVX-512), the mlp's 235k parameters took
- * about 0.3 ms of its 0.78 ms step on one thread.
+ * Why: Adam's update (a division and a square root per element) is the
+ * largest single cost of a small model's training step after the matrix
+ * products. When it computed in double, the mlp's 235k parameters took
+ * about 0.3 ms of its 0.78 ms step on one thread (2 cores, AVX-512); in
+ * float32 it is 3.6x faster (2-core AVX2 machine).
  *
  * Variables below WF_CPU_SPLIT elements (about 20 us of Adam on one
  * thread) stay on the calling thread: waking the team costs more than it

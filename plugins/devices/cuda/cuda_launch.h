@@ -271,8 +271,9 @@ typedef struct cuda_apply_params {
 #define WF_CUDA_ADAGRAD 5
 
 /* Updates n elements of the variable s[0] and its slots s[1..] (device
- * arrays, as many as the rule has) in place with grad, in double without
- * contracted multiply-adds, so that the stored values are the CPU's. */
+ * arrays, as many as the rule has) in place with grad, in the variable's
+ * type without contracted multiply-adds, so that the stored values are the
+ * CPU's. */
 cudaError_t cuda_apply(int rule, int type, int64_t n, void *const s[4],
                            const void *grad, const cuda_apply_params *p,
                            cudaStream_t stream);

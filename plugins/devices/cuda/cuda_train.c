@@ -9,7 +9,7 @@
  *
  * As the CPU kernels (plugins/numerics/optim.c): variables are locked in
  * the host's order (trn_lock, the one lock order of every update), everything is checked before anything is written, and
- * the arithmetic is in double with the CPU's rounding. Hyperparameters,
+ * the arithmetic is in the variable's type with the CPU's rounding. Hyperparameters,
  * the step and sparse indices are host inputs (read and checked here);
  * the update is queued on the device's stream and the locks released
  * once it is queued: later work on the variables is ordered after it. */

@@ -2,10 +2,12 @@
  * optimizer update rules (plugins/numerics/optim.c) for dense and
  * sparse gradients, and AssignAdd/AssignSub's accumulation.
  *
- * The rules compute in double with explicitly rounded operations
- * (__dmul_rn, __dadd_rn, ...), which the compiler never fuses into
- * multiply-adds, so every stored value has the CPU kernel's bits. The
- * hyperparameters and Adam's step size come from the host. */
+ * The rules compute in the variable's type T with explicitly rounded
+ * operations (__fmul_rn, __dadd_rn, ...), which the compiler never fuses
+ * into multiply-adds, in the CPU's order, so every stored value has the
+ * CPU kernel's bits. The hyperparameters and Adam's step size come from
+ * the host in double; the constants derived from them are computed in
+ * double and rounded to T once, as the CPU does. */
 #include <config.h>
 
 #include "cuda_launch.h"
@@ -13,73 +15,87 @@
 
 #include <math.h>
 
-#define MUL __dmul_rn
-#define ADD __dadd_rn
-#define SUB __dsub_rn
-#define DIV __ddiv_rn
+/* One IEEE operation of each type, rounded to nearest. */
+__device__ static inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ static inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ static inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ static inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ static inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ static inline double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ static inline float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ static inline double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+__device__ static inline float sqrt_rn(float a) { return __fsqrt_rn(a); }
+__device__ static inline double sqrt_rn(double a) { return __dsqrt_rn(a); }
+__device__ static inline float max_of(float a, float b) { return fmaxf(a, b); }
+__device__ static inline double max_of(double a, double b) { return fmax(a, b); }
+
+#define MUL mul_rn
+#define ADD add_rn
+#define SUB sub_rn
+#define DIV div_rn
 
 /* Updates element i of the variable s0 and its slots with gradient g. */
 template <typename T>
 __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
-                               T *s3, double g,
-                               const cuda_apply_params &p) {
+                               T *s3, T g, const cuda_apply_params &p) {
+  const T lr = (T)p.lr, mu = (T)p.momentum, rho = (T)p.rho;
+  const T eps = (T)p.epsilon;
+
   switch (rule) {
   case WF_CUDA_SGD:
-    s0[i] = (T)SUB((double)s0[i], MUL(p.lr, g));
+    s0[i] = SUB(s0[i], MUL(lr, g));
     break;
   case WF_CUDA_MOMENTUM: {
-    double a = ADD(MUL(p.momentum, (double)s1[i]), g);
-    s1[i] = (T)a;
+    T a = ADD(MUL(mu, s1[i]), g);
+    s1[i] = a;
     if (p.nesterov)
-      s0[i] = (T)SUB((double)s0[i],
-                     ADD(MUL(p.lr, g), MUL(MUL(p.lr, p.momentum), a)));
+      s0[i] = SUB(s0[i], ADD(MUL(lr, g), MUL((T)(p.lr * p.momentum), a)));
     else
-      s0[i] = (T)SUB((double)s0[i], MUL(p.lr, a));
+      s0[i] = SUB(s0[i], MUL(lr, a));
     break;
   }
   case WF_CUDA_ADAM: {
-    double c1 = 1 - p.beta1, c2 = 1 - p.beta2;
-    double decay = MUL(p.lr, p.weight_decay);
-    double mi = ADD(MUL(p.beta1, (double)s1[i]), MUL(c1, g));
-    double vi = ADD(MUL(p.beta2, (double)s2[i]), MUL(MUL(c2, g), g));
-    double x = s0[i], d = vi;
-    s1[i] = (T)mi;
-    s2[i] = (T)vi;
+    const T b1 = (T)p.beta1, b2 = (T)p.beta2;
+    const T c1 = (T)(1 - p.beta1), c2 = (T)(1 - p.beta2);
+    const T decay = (T)(p.lr * p.weight_decay);
+    T mi = ADD(MUL(b1, s1[i]), MUL(c1, g));
+    T vi = ADD(MUL(b2, s2[i]), MUL(MUL(c2, g), g));
+    T x = s0[i], d = vi;
+    s1[i] = mi;
+    s2[i] = vi;
     if (p.amsgrad) {
-      d = fmax((double)s3[i], vi);
-      s3[i] = (T)d;
+      d = max_of(s3[i], vi);
+      s3[i] = d;
     }
     x = SUB(x, MUL(decay, x));
-    s0[i] = (T)SUB(x, DIV(MUL(p.alpha, mi), ADD(__dsqrt_rn(d), p.epsilon)));
+    s0[i] = SUB(x, DIV(MUL((T)p.alpha, mi), ADD(sqrt_rn(d), eps)));
     break;
   }
   case WF_CUDA_RMSPROP: {
-    double msi = ADD(MUL(p.rho, (double)s1[i]), MUL(MUL(1 - p.rho, g), g));
-    double mo = ADD(MUL(p.momentum, (double)s2[i]),
-                    DIV(MUL(p.lr, g), __dsqrt_rn(ADD(msi, p.epsilon))));
-    s1[i] = (T)msi;
-    s2[i] = (T)mo;
-    s0[i] = (T)SUB((double)s0[i], mo);
+    const T c = (T)(1 - p.rho);
+    T msi = ADD(MUL(rho, s1[i]), MUL(MUL(c, g), g));
+    T mo = ADD(MUL(mu, s2[i]), DIV(MUL(lr, g), sqrt_rn(ADD(msi, eps))));
+    s1[i] = msi;
+    s2[i] = mo;
+    s0[i] = SUB(s0[i], mo);
     break;
   }
   case WF_CUDA_CENTERED_RMSPROP: {
-    double mgi = ADD(MUL(p.rho, (double)s1[i]), MUL(1 - p.rho, g));
-    double msi = ADD(MUL(p.rho, (double)s2[i]), MUL(MUL(1 - p.rho, g), g));
-    double mo = ADD(
-        MUL(p.momentum, (double)s3[i]),
-        DIV(MUL(p.lr, g),
-            __dsqrt_rn(ADD(SUB(msi, MUL(mgi, mgi)), p.epsilon))));
-    s1[i] = (T)mgi;
-    s2[i] = (T)msi;
-    s3[i] = (T)mo;
-    s0[i] = (T)SUB((double)s0[i], mo);
+    const T c = (T)(1 - p.rho);
+    T mgi = ADD(MUL(rho, s1[i]), MUL(c, g));
+    T msi = ADD(MUL(rho, s2[i]), MUL(MUL(c, g), g));
+    T mo = ADD(MUL(mu, s3[i]),
+               DIV(MUL(lr, g), sqrt_rn(ADD(SUB(msi, MUL(mgi, mgi)), eps))));
+    s1[i] = mgi;
+    s2[i] = msi;
+    s3[i] = mo;
+    s0[i] = SUB(s0[i], mo);
     break;
   }
   case WF_CUDA_ADAGRAD: {
-    double a = ADD((double)s1[i], MUL(g, g));
-    s1[i] = (T)a;
-    s0[i] = (T)SUB((double)s0[i],
-                   DIV(MUL(p.lr, g), ADD(__dsqrt_rn(a), p.epsilon)));
+    T a = ADD(s1[i], MUL(g, g));
+    s1[i] = a;
+    s0[i] = SUB(s0[i], DIV(MUL(lr, g), ADD(sqrt_rn(a), eps)));
     break;
   }
   }
@@ -88,11 +104,12 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
 template <typename T>
 __global__ void apply_k(int rule, int64_t n, T *s0, T *s1, T *s2, T *s3,
                         const T *grad, cuda_apply_params p) {
-  CU_FOR(i, n) rule_at<T>(rule, i, s0, s1, s2, s3, (double)grad[i], p);
+  CU_FOR(i, n) rule_at<T>(rule, i, s0, s1, s2, s3, grad[i], p);
 }
 
 /* One thread per element of the touched rows: the row's gradient is
- * summed in list order (the CPU's: by position within the row). */
+ * summed in double in list order (the CPU's: by position within the row)
+ * and rounded to T. */
 template <typename T>
 __global__ void apply_sparse_k(int rule, int64_t urows, int64_t width,
                                const int64_t *row, const int64_t *start,
@@ -105,7 +122,7 @@ __global__ void apply_sparse_k(int rule, int64_t urows, int64_t width,
     double g = 0;
     for (int64_t j = start[u]; j < start[u + 1]; j++)
       g = ADD(g, (double)values[order[j] * width + e]);
-    rule_at<T>(rule, row[u] * width + e, s0, s1, s2, s3, g, p);
+    rule_at<T>(rule, row[u] * width + e, s0, s1, s2, s3, (T)g, p);
   }
 }
 

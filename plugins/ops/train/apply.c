@@ -155,8 +155,8 @@ static const wf_attr_def attrs_sparse_adam[] = {
   "shared variables serialise, and snapshots read earlier keep their "         \
   "values. Slots must have the variable's dtype and shape and be distinct "    \
   "variables; they are initialised by whoever creates them. Arithmetic is "    \
-  "in double, rounded once per stored value. No outputs; run it as a "         \
-  "target."
+  "in the variable's type, as TensorFlow's (repeated sparse rows are summed " \
+  "in double first). No outputs; run it as a target."
 #define SPARSE_DOC                                                             \
   " Sparse form: the gradient is zero except rows indices[k], which hold "     \
   "values[k] (K, ...); repeated indices are summed first, so each touched "    \
