@@ -11,6 +11,7 @@
  *   bench/train --model transformer    # likewise
  *   bench/train --model cnn --limit 6000 --warm 1
  *   bench/train --model transformer --profile 50   # + where a step's time goes
+ *   bench/train --model mlp --profile 50 --by-node # the same, node by node
  *
  * The data comes through the input pipeline as in examples/train_fashion
  * (idx reader, cache, shuffle, batch, scale, cast, prefetch 4). The first
@@ -22,7 +23,8 @@
  * --profile N then runs N more steps traced (WF_TRACE_NODES) and prints
  * one JSON line per op and kernel: its summed node time per step (the
  * sum of end - start of its nodes: concurrent nodes both count) and its
- * share of that sum over all ops, largest first. */
+ * share of that sum over all ops, largest first; with --by-node, one line
+ * per node (name and kernel) instead. */
 #include <config.h>
 
 #include <getopt.h>
@@ -38,7 +40,7 @@
 typedef struct args {
   const char *model; /* "mlp", "cnn" or "transformer" */
   const char *data;
-  int limit, warm, threads, batch, profile;
+  int limit, warm, threads, batch, profile, by_node;
   double min_seconds;
 } args;
 
@@ -46,6 +48,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: bench/train [--model mlp|cnn|transformer] [--limit N] [--warm N]\n"
              "                   [--threads N] [--batch N] [--data DIR]\n"
              "                   [--profile N]  (N traced steps: time per op)\n"
+             "                   [--by-node]  (the profile per node, not op)\n"
              "                   [--min-seconds S]  (timed epochs until S s;\n"
              "                   default 1)\n"
              "  --threads N  executor (inter-op) threads; default 0: the\n"
@@ -139,7 +142,7 @@ static int64_t epoch(wf_callable *step, wf_iterator *it, int batch,
 
 /* One op and kernel's summed node time over the traced steps. */
 typedef struct op_time {
-  char op[64], kernel[64];
+  char op[128], kernel[64]; /* op, or node with --by-node */
   double ns;
   int64_t nodes;
 } op_time;
@@ -150,10 +153,11 @@ static int by_time(const void *a, const void *b) {
 }
 
 /* Runs `steps` traced steps (restarting the iterator at its end) and
- * prints each op and kernel's time per step, largest first. */
+ * prints each op and kernel's (by_node: each node's) time per step,
+ * largest first. */
 static void profile(wf_callable *step, wf_iterator *it, int steps,
-                    const char *model, wf_status *st) {
-  enum { MAX_OPS = 256 };
+                    const char *model, int by_node, wf_status *st) {
+  enum { MAX_OPS = 2048 };
   op_time *t = calloc(MAX_OPS, sizeof *t);
   int n = 0, done = 0;
   double total = 0, wall = 0;
@@ -175,12 +179,14 @@ static void profile(wf_callable *step, wf_iterator *it, int steps,
       wf_node_stats ns;
       wf_run_metadata_node(md, i, &ns);
       const char *k = wf_run_metadata_node_kernel(md, i);
+      const char *key = by_node ? ns.node : ns.op;
       int j;
       for (j = 0; j < n; j++)
-        if (!strcmp(t[j].op, ns.op) && !strcmp(t[j].kernel, k ? k : ""))
+        if (!strncmp(t[j].op, key, sizeof t[j].op - 1) &&
+            !strcmp(t[j].kernel, k ? k : ""))
           break;
       if (j == n && n < MAX_OPS) {
-        snprintf(t[n].op, sizeof t[n].op, "%s", ns.op);
+        snprintf(t[n].op, sizeof t[n].op, "%s", key);
         snprintf(t[n].kernel, sizeof t[n].kernel, "%s", k ? k : "");
         n++;
       }
@@ -197,17 +203,18 @@ static void profile(wf_callable *step, wf_iterator *it, int steps,
          "\"ms_per_step\":%.4f,\"node_ms_per_step\":%.4f}\n",
          model, steps, wall / steps * 1e-6, total / steps * 1e-6);
   for (int j = 0; j < n; j++)
-    printf("{\"bench\":\"train-profile-op\",\"model\":\"%s\",\"op\":\"%s\","
+    printf("{\"bench\":\"train-profile-%s\",\"model\":\"%s\",\"%s\":\"%s\","
            "\"kernel\":\"%s\",\"nodes_per_step\":%.1f,\"ms_per_step\":%.4f,"
            "\"share\":%.4f}\n",
-           model, t[j].op, t[j].kernel, (double)t[j].nodes / steps,
+           by_node ? "node" : "op", model, by_node ? "node" : "op", t[j].op,
+           t[j].kernel, (double)t[j].nodes / steps,
            t[j].ns / steps * 1e-6, total > 0 ? t[j].ns / total : 0.0);
   wf_run_metadata_free(md);
   free(t);
 }
 
 int main(int argc, char **argv) {
-  args a = {"mlp", FASHION_DIR, 0, 1, 0, 64, 0, 1.0};
+  args a = {"mlp", FASHION_DIR, 0, 1, 0, 64, 0, 0, 1.0};
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'},
       {"limit", required_argument, NULL, 'l'},
@@ -216,6 +223,7 @@ int main(int argc, char **argv) {
       {"batch", required_argument, NULL, 'b'},
       {"data", required_argument, NULL, 'd'},
       {"profile", required_argument, NULL, 'p'},
+      {"by-node", no_argument, NULL, 'n'},
       {"min-seconds", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -229,6 +237,7 @@ int main(int argc, char **argv) {
     case 'b': a.batch = atoi(optarg); break;
     case 'd': a.data = optarg; break;
     case 'p': a.profile = atoi(optarg); break;
+    case 'n': a.by_node = 1; break;
     case 's': a.min_seconds = atof(optarg); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -314,7 +323,7 @@ int main(int argc, char **argv) {
            ru.ru_maxrss / 1024.0);
   }
   if (a.profile > 0)
-    profile(step, it, a.profile, a.model, st);
+    profile(step, it, a.profile, a.model, a.by_node, st);
 
   wf_callable_free(step);
   wf_session_free(s);
