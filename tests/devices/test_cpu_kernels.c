@@ -845,9 +845,31 @@ static const wf__kernel *cpu_kernel(const char *op, const char *label) {
   return NULL;
 }
 
+/* The plugin's own Winograd loops (cpu_winograd.c) take NHWC 3x3
+ * convolutions moved one element at a time (dilation 1) with input
+ * channels a multiple of 8 up to 64 and output channels a multiple of 16
+ * up to 64, on CPUs with AVX2 and FMA and no AVX-512 (the rule the
+ * plugin documents, repeated here). */
+static int own_winograd_isa(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         !__builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
+static int own_winograd_takes(const win *w) {
+  return own_winograd_isa() && !w->nchw && w->kh == 3 && w->kw == 3 &&
+         w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 &&
+         w->c >= 8 && w->c <= 64 && w->c % 8 == 0 && w->co >= 16 &&
+         w->co <= 64 && w->co % 16 == 0;
+}
+
 /* 3x3 convolutions moved one element at a time between 32 or more
  * channels (64 on one side), plain and fused, random sizes, paddings and formats: the
- * registry gives them to onednn/winograd, whose results match the
+ * registry gives them to onednn/winograd (or, for the shapes they take,
+ * to the plugin's own loops/winograd, checked below), whose results match the
  * reference within the file's tolerance and, where oneDNN's Winograd
  * kernels serve the window, differ from the direct kernel's in their
  * last bits (the algorithm ran, not the fallback). Windows it does not
@@ -872,6 +894,7 @@ static void test_winograd_conv2d_matches_reference(void **state) {
     wf_status *st = wf_status_new();
     wf_graph *g = wf_graph_new(rt);
     const wf__kernel *k, *direct = cpu_kernel(op, "onednn");
+    const char *picked;
     wf_tensor *ref = NULL, *wino = NULL, *dir = NULL;
     int64_t xd[4], fd[4];
     win w = {.nchw = (int)irand(&r, 0, 1), .padding = (int)irand(&r, 0, 2),
@@ -914,9 +937,11 @@ static void test_winograd_conv2d_matches_reference(void **state) {
       fail_msg("%s: building: %s", c.name, wf_status_message(st));
     if (!(k = wf__kernel_select(rt, n, "cpu", st)))
       fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
-    if (strcmp(k->def.label, "onednn/winograd") != 0)
-      fail_msg("%s: the registry picks '%s', not onednn/winograd", c.name,
-               k->def.label);
+    picked = own_winograd_takes(&w) ? "loops/winograd" : "onednn/winograd";
+    if (strcmp(k->def.label, picked) != 0)
+      fail_msg("%s: the registry picks '%s', not %s", c.name, k->def.label,
+               picked);
+    k = cpu_kernel(op, "onednn/winograd");
     if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
                        (const wf_tensor *const *)c.in, &ref, st) ||
         wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &wino, st) ||
@@ -972,14 +997,98 @@ static void test_winograd_conv2d_matches_reference(void **state) {
       window_attrs(&c, &w, 1);
       if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
         fail_msg("%s: %s", c.name, wf_status_message(st));
-      if (strcmp(k->def.label, "onednn") != 0)
-        fail_msg("%s: the registry picks '%s', not onednn", c.name,
-                 k->def.label);
+      if (strcmp(k->def.label,
+                 own_winograd_takes(&w) ? "loops/winograd" : "onednn") != 0)
+        fail_msg("%s: the registry picks '%s', not %s", c.name, k->def.label,
+                 own_winograd_takes(&w) ? "loops/winograd" : "onednn");
       case_free(&c);
       wf_graph_free(g);
       wf_status_free(st);
     }
   }
+}
+
+/* The plugin's own Winograd loops: random NHWC batches, sizes (odd ones
+ * leave half tiles at the edges, a 1x1 input is all padding but one
+ * element), SAME, VALID and EXPLICIT paddings, channel counts over their
+ * range, Conv2D and _FusedConv2D with every epilogue (ReLU and none in
+ * the loops, the others after them). The registry picks loops/winograd;
+ * the results match the reference within the file's tolerance and, in
+ * most cases, differ from the direct kernel's in their last bits (the
+ * algorithm ran). On a CPU they do not serve, the registry must not pick
+ * them, which is then all this checks. */
+static void test_own_winograd_conv2d_matches_reference(void **state) {
+  rng r = {31};
+  int ncases = 4 * NFUSED, differ = 0;
+
+  for (int i = 0; i < ncases; i++) {
+    int fused = i % 2 == 1, fl = (i / 2) % NFUSED;
+    const char *op = fused ? "_FusedConv2D" : "Conv2D";
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    const wf__kernel *k, *direct = cpu_kernel(op, "onednn");
+    wf_tensor *ref = NULL, *got = NULL, *dir = NULL;
+    win w = {.padding = (int)irand(&r, 0, 2), .n = irand(&r, 1, 3),
+             .h = i == 0 ? 1 : irand(&r, 1, 15),
+             .w = i == 0 ? 1 : irand(&r, 1, 15), .c = 8 * irand(&r, 1, 8),
+             .co = 16 * irand(&r, 1, 4), .kh = 3, .kw = 3, .sh = 1,
+             .sw = 1, .dh = 1, .dw = 1};
+    int64_t xd[4], fd[4] = {3, 3, w.c, w.co};
+    kcase c;
+    wf_node *n;
+
+    for (int j = 0; j < 4; j++)
+      w.pad[j] = w.padding == 2 ? irand(&r, 0, 2) : 0;
+    w.oh = out_dim(w.padding, w.h, 3, 1, 1, w.pad[0], w.pad[1]);
+    w.ow = out_dim(w.padding, w.w, 3, 1, 1, w.pad[2], w.pad[3]);
+    if (w.oh <= 0 || w.ow <= 0)
+      w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
+    act_dims(&w, w.h, w.w, w.c, xd);
+    case_init(&c, op, WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -0.2, 0.2);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    if (fused)
+      fused_attrs(&c, fl);
+    if (!(n = build(g, &c, st)))
+      fail_msg("%s: building: %s", c.name, wf_status_message(st));
+    if (!(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
+    if (!own_winograd_isa()) {
+      if (strcmp(k->def.label, "loops/winograd") == 0)
+        fail_msg("%s: loops/winograd picked on a CPU it does not serve",
+                 c.name);
+    } else {
+      if (strcmp(k->def.label, "loops/winograd") != 0)
+        fail_msg("%s: the registry picks '%s', not loops/winograd", c.name,
+                 k->def.label);
+      if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
+                         (const wf_tensor *const *)c.in, &ref, st) ||
+          wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st) ||
+          wf__kernel_run(direct, n, (const wf_tensor *const *)c.in, &dir,
+                         st))
+        fail_msg("%s: %s", c.name, wf_status_message(st));
+      expect_close(c.name, 0, ref, got);
+      if (memcmp(wf_tensor_data(got), wf_tensor_data(dir),
+                 wf_tensor_nbytes(dir)) != 0)
+        differ++;
+      wf_tensor_release(ref);
+      wf_tensor_release(got);
+      wf_tensor_release(dir);
+    }
+    case_free(&c);
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
+  if (!own_winograd_isa())
+    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+                  "Winograd loops are not used (checked)\n");
+  else if (differ < ncases / 2)
+    fail_msg("only %d of %d cases differ from the direct kernel: the "
+             "Winograd loops hardly ran",
+             differ, ncases);
 }
 
 /* One NHWC Conv2D (or, fused, _FusedConv2D with fused list fl) of window
@@ -1780,6 +1889,7 @@ typedef struct conv_session {
   wf_session *s;
   wf_callable *call;
   wf_node *x, *f, *y;
+  int64_t ci, co;
 } conv_session;
 
 /* y = Conv2D(x (?, 9, 9, ci), f (3, 3, ci, co)), SAME, through a
@@ -1791,6 +1901,7 @@ static void conv_session_new_c(conv_session *cs, int64_t ci, int64_t co) {
   wf_node_desc *d;
   wf_output feeds[2], fetch;
 
+  cs->ci = ci, cs->co = co;
   cs->g = wf_graph_new(rt);
   d = wf_node_desc_new(cs->g, "Placeholder", "x");
   wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
@@ -1874,6 +1985,46 @@ static void test_plans_follow_shapes_and_weights_changed_in_place(
     want = conv_reference(&cs, x, f);
     snprintf(name, sizeof name, "run %zu (batch %lld)", i,
              (long long)batches[i]);
+    expect_close(name, 0, want, y);
+    wf_tensor_release(want);
+    wf_tensor_release(y);
+    wf_tensor_release(x);
+  }
+  wf_tensor_release(f);
+  conv_session_free(&cs);
+  wf_status_free(st);
+}
+
+/* The Winograd loops' transformed filter (16 -> 32 channels, where the CPU
+ * runs them): the filter's bytes change under the same address by one
+ * element (first, middle, last) between runs, some runs change nothing,
+ * batches vary: every result is the reference's. */
+static void test_own_winograd_follows_weights_changed_in_place(void **state) {
+  static const int64_t batches[] = {1, 2, 1, 3, 1, 1, 2};
+  wf_status *st = wf_status_new();
+  int64_t fd[4] = {3, 3, 16, 32};
+  conv_session cs;
+  rng r = {15};
+  wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st);
+  int64_t n = wf_tensor_count(f), at[] = {-1, -1, 0, -1, n / 2, n - 1, -1};
+
+  assert_non_null(f);
+  conv_session_new_c(&cs, 16, 32);
+  fill(f, &r);
+  for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+    int64_t xd[4] = {batches[i], 9, 9, 16};
+    wf_tensor *x = wf_tensor_new(WF_FLOAT32, xd, 4, st), *y = NULL, *want;
+    wf_tensor *feeds[2] = {x, f};
+    char name[64];
+
+    fill(x, &r);
+    if (at[i] >= 0) /* one element, same buffer */
+      ((float *)wf_tensor_data(f))[at[i]] += 0.5f;
+    if (wf_callable_run(cs.call, NULL, feeds, &y, NULL, st))
+      fail_msg("run %zu: %s", i, wf_status_message(st));
+    want = conv_reference(&cs, x, f);
+    snprintf(name, sizeof name, "run %zu (element %lld changed)", i,
+             (long long)at[i]);
     expect_close(name, 0, want, y);
     wf_tensor_release(want);
     wf_tensor_release(y);
@@ -2028,7 +2179,8 @@ static void *run_many(void *arg) {
   rng r = {100 + (uint64_t)w->id};
 
   for (int i = 0; i < 30 && !w->failures; i++) {
-    int64_t xd[4] = {1 + (w->id + i) % 3, 9, 9, 3}, fd[4] = {3, 3, 3, 5};
+    int64_t xd[4] = {1 + (w->id + i) % 3, 9, 9, w->cs->ci};
+    int64_t fd[4] = {3, 3, w->cs->ci, w->cs->co};
     wf_tensor *x = wf_tensor_new(WF_FLOAT32, xd, 4, st);
     wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st), *y = NULL, *want;
     wf_tensor *feeds[2] = {x, f};
@@ -2062,14 +2214,17 @@ static void *run_many(void *arg) {
 }
 
 /* Several threads run the same callable (so the same kernel state) at
- * once, with shapes that change between their runs. */
-static void test_plans_are_safe_from_several_threads(void **state) {
-  enum { THREADS = 4 };
+ * once, with shapes and filters that change between their runs: the
+ * direct kernel's plans (3 -> 5 channels) and, 16 -> 32, the Winograd
+ * loops' transformed filters where the CPU runs them (more threads than
+ * the node keeps filters for). */
+static void threads_case(int64_t ci, int64_t co) {
+  enum { THREADS = 6 };
   pthread_t t[THREADS];
   runner w[THREADS];
   conv_session cs;
 
-  conv_session_new(&cs);
+  conv_session_new_c(&cs, ci, co);
   for (int i = 0; i < THREADS; i++) {
     w[i] = (runner){.cs = &cs, .id = i};
     assert_int_equal(pthread_create(&t[i], NULL, run_many, &w[i]), 0);
@@ -2077,9 +2232,15 @@ static void test_plans_are_safe_from_several_threads(void **state) {
   for (int i = 0; i < THREADS; i++) {
     pthread_join(t[i], NULL);
     if (w[i].failures)
-      fail_msg("thread %d: %s", i, w[i].why);
+      fail_msg("%lld -> %lld channels, thread %d: %s", (long long)ci,
+               (long long)co, i, w[i].why);
   }
   conv_session_free(&cs);
+}
+
+static void test_plans_are_safe_from_several_threads(void **state) {
+  threads_case(3, 5);
+  threads_case(16, 32);
 }
 #endif /* HAVE_NN_KERNELS */
 
@@ -2124,6 +2285,7 @@ int main(void) {
       cmocka_unit_test(test_conv2d_matches_reference_on_the_cnn_layers),
       cmocka_unit_test(test_first_layer_conv2d_matches_reference),
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
+      cmocka_unit_test(test_own_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),
@@ -2143,6 +2305,7 @@ int main(void) {
       cmocka_unit_test(test_fast_kernels_fall_back_for_empty_and_bad_inputs),
       cmocka_unit_test(test_plans_follow_shapes_and_weights_changed_in_place),
       cmocka_unit_test(test_large_weights_changed_in_place_anywhere),
+      cmocka_unit_test(test_own_winograd_follows_weights_changed_in_place),
       cmocka_unit_test(test_variable_weights_updated_in_place),
       cmocka_unit_test(test_plans_are_safe_from_several_threads),
 #endif

@@ -81,7 +81,8 @@ enum { MEM_X = 0, MEM_F = 1, MEM_Y = 2, MEM_B = 3 /* _FusedConv2D's bias */ };
 typedef struct conv_state {
   cpu_dnnl_cache cache;
   nn_window win;
-  int winograd; /* the onednn/winograd kernels */
+  int winograd;         /* the onednn/winograd kernels */
+  cpu_wino_cache *wino; /* the loops/winograd kernels' filters, else NULL */
 } conv_state;
 
 /* One call's geometry. */
@@ -98,9 +99,12 @@ static void conv_destroy(void *state) {
   if (!s)
     return;
   cpu_dnnl_cache_deinit(&s->cache);
+  cpu_wino_cache_free(s->wino);
   wfx_host->free(s);
 }
 
+/* winograd: 0 direct, 1 oneDNN's Winograd, 2 the plugin's own
+ * (cpu_winograd.c) with the direct kernel for what it does not take. */
 static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
                           wf_status *st) {
   conv_state *s = wfx_host->alloc(sizeof *s, 0);
@@ -118,7 +122,12 @@ static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
     conv_destroy(s);
     return wfx_code(st);
   }
-  s->winograd = winograd;
+  s->winograd = winograd == 1;
+  if (winograd == 2 && !(s->wino = cpu_wino_cache_new())) {
+    conv_destroy(s);
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for a kernel's state");
+  }
   *state = s;
   return 0;
 }
@@ -130,6 +139,11 @@ static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
 static int conv_create_winograd(wf_kernel_ctx *ctx, void **state,
                                 wf_status *st) {
   return conv_create_as(ctx, state, 1, st);
+}
+
+static int conv_create_own_winograd(wf_kernel_ctx *ctx, void **state,
+                                    wf_status *st) {
+  return conv_create_as(ctx, state, 2, st);
 }
 
 /* The layout tag of the job's activations: the user's (any = 0) or
@@ -472,6 +486,16 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     return 0;
   }
 
+  if (s->wino && kind == CONV_FWD &&
+      cpu_wino_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
+                     j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
+                     j.nchw))
+    return cpu_wino_conv(s->wino, wfx_data(in[0]), wfx_data(in[1]),
+                         cpu_version(in[1]), fu ? wfx_data(bias) : NULL, fu,
+                         wfx_data(out), j.n, j.g.in[0], j.g.in[1], j.c, j.co,
+                         j.g.out[0], j.g.out[1], j.g.pad_l[0], j.g.pad_l[1],
+                         st);
+
   cpu_key_shape(&key, &xs);
   cpu_key_shape(&key, &fs);
   if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
@@ -581,6 +605,36 @@ const wf_kernel_def cpu_k_fused_conv2d_winograd = WFX_KERNEL_FOR(
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 1,
     .create = conv_create_winograd, .destroy = conv_destroy,
     .supports = conv_winograd_supports);
+/* The loops/winograd kernels (cpu_winograd.c) take the nodes of the
+ * shapes cpu_wino_shape names, on CPUs with AVX2 and FMA and no AVX-512,
+ * before oneDNN's kernels; a filter whose shape is not known while placing
+ * is left to those. `[kernels] deny = winograd` leaves every convolution
+ * to the direct kernels. A call they do not take runs the direct kernel. */
+static int conv_own_winograd_supports(const wf_node *node) {
+  nn_attrs a = {.node = node};
+  nn_window w;
+  wf_output f = wfx_host->node_input(node, 1);
+  wf_shape fs;
+
+  if (!cpu_wino_isa() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
+      !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
+      fs.rank != 4)
+    return 0;
+  return cpu_wino_shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
+                        w.dilation[0], w.dilation[1], fs.dims[2], fs.dims[3],
+                        w.nchw);
+}
+
+const wf_kernel_def cpu_k_conv2d_own_winograd = WFX_KERNEL_FOR(
+    "cpu", "loops/winograd", "Conv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 2,
+    .create = conv_create_own_winograd, .destroy = conv_destroy,
+    .supports = conv_own_winograd_supports);
+const wf_kernel_def cpu_k_fused_conv2d_own_winograd = WFX_KERNEL_FOR(
+    "cpu", "loops/winograd", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 2,
+    .create = conv_create_own_winograd, .destroy = conv_destroy,
+    .supports = conv_own_winograd_supports);
 const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
     "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,

@@ -39,4 +39,33 @@ int cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
 void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c);
 
+/* ---- Winograd's F(2x2,3x3) in the plugin's own loops (cpu_winograd.c) -- */
+
+typedef struct opc_fused opc_fused;
+
+/* 1 when this CPU runs them: AVX2 and FMA, no AVX-512. */
+int cpu_wino_isa(void);
+/* 1 for the convolutions they take: NHWC, a 3x3 filter moved one element
+ * at a time (dilation 1), c input channels a multiple of 8 up to 64 and k
+ * output channels a multiple of 16 up to 64. */
+int cpu_wino_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                   int64_t dh, int64_t dw, int64_t c, int64_t k, int nchw);
+
+/* A node's transformed filters, kept between calls (thread-safe). */
+typedef struct cpu_wino_cache cpu_wino_cache;
+cpu_wino_cache *cpu_wino_cache_new(void); /* NULL when out of memory */
+void cpu_wino_cache_free(cpu_wino_cache *c);
+
+/* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
+ * filter w (3, 3, c, k) (version: the core's, or 0), padded by pad_top and
+ * pad_left (the rest of the padding is where oh and ow reach past the
+ * input); fu: _FusedConv2D's bias and activation, else NULL. The shape must
+ * be one cpu_wino_shape takes, on a CPU cpu_wino_isa accepts. 0, or the
+ * code with st set (RESOURCE_EXHAUSTED). */
+int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
+                  uint64_t wversion, const float *bias, const opc_fused *fu,
+                  float *y, int64_t n, int64_t h, int64_t wd, int64_t c,
+                  int64_t k, int64_t oh, int64_t ow, int64_t pad_top,
+                  int64_t pad_left, wf_status *st);
+
 #endif /* WF_PLUGINS_DEVICES_CPU_CPU_NN_H */
