@@ -1995,36 +1995,42 @@ static void test_plans_follow_shapes_and_weights_changed_in_place(
   wf_status_free(st);
 }
 
-/* The Winograd loops' transformed filter (16 -> 32 channels, where the CPU
- * runs them): the filter's bytes change under the same address by one
- * element (first, middle, last) between runs, some runs change nothing,
- * batches vary: every result is the reference's. */
-static void test_own_winograd_follows_weights_changed_in_place(void **state) {
-  static const int64_t batches[] = {1, 2, 1, 3, 1, 1, 2};
+/* Runs of a ci -> co session with one filter buffer whose bytes change in
+ * place between runs: change[i] is -1 (run i changes nothing), or 0, 1, 2
+ * (its first, middle or last element gains 0.5 first); batch[i] is run
+ * i's batch. Every result must be the reference's. */
+static void weights_in_place_case(int64_t ci, int64_t co, const int *change,
+                                  const int64_t *batch, size_t runs,
+                                  uint64_t seed) {
   wf_status *st = wf_status_new();
-  int64_t fd[4] = {3, 3, 16, 32};
+  int64_t fd[4] = {3, 3, ci, co};
   conv_session cs;
-  rng r = {15};
+  rng r = {seed};
   wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st);
-  int64_t n = wf_tensor_count(f), at[] = {-1, -1, 0, -1, n / 2, n - 1, -1};
+  int64_t n;
 
   assert_non_null(f);
-  conv_session_new_c(&cs, 16, 32);
+  n = wf_tensor_count(f);
+  conv_session_new_c(&cs, ci, co);
   fill(f, &r);
-  for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
-    int64_t xd[4] = {batches[i], 9, 9, 16};
+  for (size_t i = 0; i < runs; i++) {
+    int64_t xd[4] = {batch[i], 9, 9, ci};
+    int64_t at = change[i] < 0 ? -1 : change[i] == 0 ? 0
+                                  : change[i] == 1 ? n / 2
+                                                   : n - 1;
     wf_tensor *x = wf_tensor_new(WF_FLOAT32, xd, 4, st), *y = NULL, *want;
     wf_tensor *feeds[2] = {x, f};
-    char name[64];
+    char name[96];
 
+    assert_non_null(x);
     fill(x, &r);
-    if (at[i] >= 0) /* one element, same buffer */
-      ((float *)wf_tensor_data(f))[at[i]] += 0.5f;
+    if (at >= 0) /* one element, same buffer */
+      ((float *)wf_tensor_data(f))[at] += 0.5f;
     if (wf_callable_run(cs.call, NULL, feeds, &y, NULL, st))
       fail_msg("run %zu: %s", i, wf_status_message(st));
     want = conv_reference(&cs, x, f);
-    snprintf(name, sizeof name, "run %zu (element %lld changed)", i,
-             (long long)at[i]);
+    snprintf(name, sizeof name, "%lld -> %lld, run %zu (element %lld changed)",
+             (long long)ci, (long long)co, i, (long long)at);
     expect_close(name, 0, want, y);
     wf_tensor_release(want);
     wf_tensor_release(y);
@@ -2035,43 +2041,22 @@ static void test_own_winograd_follows_weights_changed_in_place(void **state) {
   wf_status_free(st);
 }
 
-/* A filter of 1.18 MB (resnet-sized) whose bytes change in place by one
- * element — at the start, the middle or the end — between runs, and runs
- * where it does not change: the plan's reordered copy follows every
- * change. */
-static void test_large_weights_changed_in_place_anywhere(void **state) {
-  wf_status *st = wf_status_new();
-  int64_t fd[4] = {3, 3, 128, 256}; /* 1.18 MB */
-  int64_t xd[4] = {1, 9, 9, 128};
-  conv_session cs;
-  rng r = {14};
-  wf_tensor *f = wf_tensor_new(WF_FLOAT32, fd, 4, st),
-            *x = wf_tensor_new(WF_FLOAT32, xd, 4, st);
-  int64_t n = wf_tensor_count(f), at[] = {-1, -1, 0, n / 2, n - 1, -1};
+/* The Winograd loops' transformed filter (16 -> 32 channels, where the CPU
+ * runs them) follows every change, batches varying. */
+static void test_own_winograd_follows_weights_changed_in_place(void **state) {
+  static const int change[] = {-1, -1, 0, -1, 1, 2, -1};
+  static const int64_t batch[] = {1, 2, 1, 3, 1, 1, 2};
 
-  assert_non_null(f);
-  assert_non_null(x);
-  conv_session_new_c(&cs, 128, 256);
-  fill(f, &r);
-  fill(x, &r);
-  for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
-    wf_tensor *feeds[2] = {x, f}, *y = NULL, *want;
-    char name[64];
-    if (at[i] >= 0) /* one element, same buffer */
-      ((float *)wf_tensor_data(f))[at[i]] += 0.5f;
-    if (wf_callable_run(cs.call, NULL, feeds, &y, NULL, st))
-      fail_msg("run %zu: %s", i, wf_status_message(st));
-    want = conv_reference(&cs, x, f);
-    snprintf(name, sizeof name, "run %zu (element %lld changed)", i,
-             (long long)at[i]);
-    expect_close(name, 0, want, y);
-    wf_tensor_release(want);
-    wf_tensor_release(y);
-  }
-  wf_tensor_release(f);
-  wf_tensor_release(x);
-  conv_session_free(&cs);
-  wf_status_free(st);
+  weights_in_place_case(16, 32, change, batch, 7, 15);
+}
+
+/* A filter of 1.18 MB (resnet-sized, 128 -> 256): the plan's reordered
+ * copy follows every change. */
+static void test_large_weights_changed_in_place_anywhere(void **state) {
+  static const int change[] = {-1, -1, 0, 1, 2, -1};
+  static const int64_t batch[] = {1, 1, 1, 1, 1, 1};
+
+  weights_in_place_case(128, 256, change, batch, 6, 14);
 }
 
 static wf_node *node(wf_graph *g, const char *op, const char *name,
