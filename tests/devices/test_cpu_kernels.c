@@ -527,6 +527,47 @@ static void test_fused_matmul_matches_reference(void **state) {
   expect_fast_path("_FusedMatMul", before);
 }
 
+/* Products of at most 16 columns, which cpu_gemm.c computes in its own
+ * loops on CPUs with AVX2 and no AVX-512 (elsewhere the libraries do, and
+ * this checks those): column counts around one vector (8) and two (16),
+ * inner sizes from 1 (every row of b read masked) to the cnn's 1568, row
+ * counts around the four-row block, A transposed or not, the cnn's dense
+ * layer at batch 64 (shared by the threads), plain and fused with every
+ * epilogue. */
+static void test_narrow_matmul_matches_reference(void **state) {
+  static const int64_t ns[] = {1, 5, 8, 9, 10, 16};
+  static const int64_t ks[] = {1, 2, 3, 5, 17, 130, 1568};
+  static const int64_t ms[] = {1, 3, 4, 5, 8, 67};
+  rng r = {27};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 36; i++) {
+    int fused = i % 3 == 2, ta = (i / 2) % 2;
+    int64_t n = ns[i % 6], k = ks[(i * 5) % 7], m = ms[(i * 7) % 6];
+    int64_t ad[2], bd[2];
+    kcase c;
+
+    if (i == 0)
+      m = 64, n = 10, k = 1568, ta = 0;
+    ad[0] = ta ? k : m, ad[1] = ta ? m : k;
+    bd[0] = k, bd[1] = n;
+    case_init(&c, fused ? "_FusedMatMul" : "MatMul", WF_FLOAT32);
+    case_note(&c, " m=%lld n=%lld k=%lld ta=%d", (long long)m, (long long)n,
+              (long long)k, ta);
+    add_input(&c, &r, WF_FLOAT32, ad, 2, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, bd, 2, -1, 1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &n, 1, -1, 1);
+    attr_bool(&c, "transpose_a", ta);
+    attr_bool(&c, "transpose_b", 0);
+    if (fused)
+      fused_attrs(&c, (i / 3) % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("narrow MatMul", before);
+}
+
 /* _FusedMatMul of 2^27 multiply-adds, where a plain product goes to
  * dnnl_sgemm on two threads: the fused one keeps the matmul primitive with
  * its post-ops (bias alone, and bias with GELU). */
@@ -2260,6 +2301,7 @@ int main(void) {
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
       cmocka_unit_test(test_large_matmul_matches_reference),
       cmocka_unit_test(test_large_fused_matmul_matches_reference),
+      cmocka_unit_test(test_narrow_matmul_matches_reference),
       cmocka_unit_test(test_fused_matmul_matches_reference),
 #endif
 #ifdef HAVE_NN_KERNELS

@@ -56,7 +56,16 @@
  *   2048^3                      2     185.2   183.3   183.7
  *
  * so there OpenBLAS takes the products of 2^27 multiply-adds and more on
- * several threads. For float32:
+ * several threads. Products with at most 16 columns (a classifier's last
+ * layer) waste most of either library's register block there; the
+ * plugin's own loops (narrow_gemm below: four rows at a time, the columns
+ * in two vectors) took, for the cnn's dense layer, 1.95 us at 1 x 10 x
+ * 1568 (the matmul primitive's node: 4.2) and 32 us at 64 x 10 x 1568 on
+ * one thread (the primitive on two: 39). For float32:
+ *   - one matrix of at most 16 columns, B not transposed, on a CPU with
+ *     AVX2 and FMA and no AVX-512: the plugin's loops (a batch of them,
+ *     the transformer's attention-weighted values, ran 2.5% slower in
+ *     training one matrix at a time than in the matmul primitive);
  *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
  *     OpenBLAS sgemm;
  *   - at least 2^27 multiply-adds on more than one intra-op thread, on a
@@ -96,8 +105,170 @@
 typedef enum backend {
   BACKEND_OPENBLAS,     /* cblas_sgemm / cblas_dgemm, per matrix */
   BACKEND_ONEDNN_SGEMM, /* dnnl_sgemm, per matrix */
-  BACKEND_ONEDNN_MATMUL /* the matmul primitive, whole batches */
+  BACKEND_ONEDNN_MATMUL, /* the matmul primitive, whole batches */
+  BACKEND_NARROW         /* narrow_gemm, per matrix */
 } backend;
+
+/* ---- the plugin's loops for products of few columns ----------------------- */
+
+/* Columns narrow_gemm takes at most. */
+#define NARROW_N 16
+/* Products summed in registers before a partial sum is added up. */
+#define NARROW_KB 128
+/* Multiply-adds from which the intra-op threads share its rows. */
+#define NARROW_SHARE ((int64_t)1 << 18)
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NARROW_LOOPS 1
+#include <immintrin.h>
+#else
+#define NARROW_LOOPS 0
+#endif
+
+/* 1 on a CPU the loops serve: AVX2 and FMA, no AVX-512. */
+static int narrow_isa(void) {
+#if NARROW_LOOPS
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         !__builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
+/* c (m, n) = op(a) b for n <= NARROW_N: a stored (m, k), or (k, m) when
+ * ta; b (k, n). */
+typedef struct narrow_job {
+  int ta;
+  int64_t m, n, k;
+  const float *a, *b;
+  float *c;
+} narrow_job;
+
+#if NARROW_LOOPS
+/* Rows [r0, r1) of c. Each row of b is read as two vectors of eight, the
+ * lanes past n belonging to the next row (ignored, never stored) except
+ * near b's end, where masked loads stay inside it. Four rows share each
+ * load of b; a row left over sums its products in four interleaved chains
+ * (added at the end), the others in one. */
+__attribute__((target("avx2,fma"))) static void
+narrow_rows(const narrow_job *j, int64_t r0, int64_t r1) {
+  const int64_t n = j->n, k = j->k, m = j->m;
+  /* rows q < kf of b can be read 16 floats wide */
+  const int64_t kf = k - (16 + n - 1) / n > 0 ? k - (16 + n - 1) / n : 0;
+  int32_t lanes[16];
+  __m256i m0, m1;
+  int64_t r = r0;
+
+  for (int i = 0; i < 16; i++)
+    lanes[i] = i < n ? -1 : 0;
+  m0 = _mm256_loadu_si256((const __m256i *)lanes);
+  m1 = _mm256_loadu_si256((const __m256i *)(lanes + 8));
+#define NARROW_B(q, b0, b1)                                                    \
+  do {                                                                         \
+    const float *bq = j->b + (q) * n;                                          \
+    if ((q) < kf) {                                                            \
+      (b0) = _mm256_loadu_ps(bq), (b1) = _mm256_loadu_ps(bq + 8);              \
+    } else {                                                                   \
+      (b0) = _mm256_maskload_ps(bq, m0), (b1) = _mm256_maskload_ps(bq + 8, m1); \
+    }                                                                          \
+  } while (0)
+  /* op(a)[row][q] is a[row * rs + q * qs]. Sums run over NARROW_KB
+   * products at a time, the partial sums added up after each (an error
+   * growing with k / NARROW_KB + NARROW_KB rather than with k). */
+  for (; r + 4 <= r1; r += 4) {
+    __m256 t00 = _mm256_setzero_ps(), t01 = t00, t10 = t00, t11 = t00;
+    __m256 t20 = t00, t21 = t00, t30 = t00, t31 = t00;
+    const float *a0 = j->ta ? j->a + r : j->a + r * k;
+    const int64_t rs = j->ta ? 1 : k, qs = j->ta ? m : 1;
+
+    for (int64_t q0 = 0; q0 < k; q0 += NARROW_KB) {
+      __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+      __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+      int64_t qe = q0 + NARROW_KB < k ? q0 + NARROW_KB : k;
+
+      for (int64_t q = q0; q < qe; q++) {
+        __m256 b0, b1, x;
+        const float *aq0 = a0 + q * qs;
+
+        NARROW_B(q, b0, b1);
+        x = _mm256_broadcast_ss(aq0);
+        c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(aq0 + rs);
+        c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(aq0 + 2 * rs);
+        c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(aq0 + 3 * rs);
+        c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+      }
+      t00 = _mm256_add_ps(t00, c00), t01 = _mm256_add_ps(t01, c01);
+      t10 = _mm256_add_ps(t10, c10), t11 = _mm256_add_ps(t11, c11);
+      t20 = _mm256_add_ps(t20, c20), t21 = _mm256_add_ps(t21, c21);
+      t30 = _mm256_add_ps(t30, c30), t31 = _mm256_add_ps(t31, c31);
+    }
+    float *o = j->c + r * n;
+    _mm256_maskstore_ps(o, m0, t00), _mm256_maskstore_ps(o + 8, m1, t01);
+    _mm256_maskstore_ps(o + n, m0, t10), _mm256_maskstore_ps(o + n + 8, m1, t11);
+    _mm256_maskstore_ps(o + 2 * n, m0, t20);
+    _mm256_maskstore_ps(o + 2 * n + 8, m1, t21);
+    _mm256_maskstore_ps(o + 3 * n, m0, t30);
+    _mm256_maskstore_ps(o + 3 * n + 8, m1, t31);
+  }
+  for (; r < r1; r++) {
+    __m256 t0 = _mm256_setzero_ps(), t1 = t0, b0, b1;
+    const float *a0 = j->ta ? j->a + r : j->a + r * k;
+    const int64_t qs = j->ta ? m : 1;
+
+    for (int64_t q0 = 0; q0 < k; q0 += NARROW_KB) {
+      __m256 s0[4], s1[4];
+      int64_t qe = q0 + NARROW_KB < k ? q0 + NARROW_KB : k, q = q0;
+
+      for (int i = 0; i < 4; i++)
+        s0[i] = s1[i] = _mm256_setzero_ps();
+      for (; q + 4 <= qe; q += 4)
+        for (int i = 0; i < 4; i++) {
+          __m256 x = _mm256_broadcast_ss(a0 + (q + i) * qs);
+          NARROW_B(q + i, b0, b1);
+          s0[i] = _mm256_fmadd_ps(x, b0, s0[i]);
+          s1[i] = _mm256_fmadd_ps(x, b1, s1[i]);
+        }
+      for (; q < qe; q++) {
+        __m256 x = _mm256_broadcast_ss(a0 + q * qs);
+        NARROW_B(q, b0, b1);
+        s0[0] = _mm256_fmadd_ps(x, b0, s0[0]);
+        s1[0] = _mm256_fmadd_ps(x, b1, s1[0]);
+      }
+      t0 = _mm256_add_ps(t0, _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]),
+                                           _mm256_add_ps(s0[2], s0[3])));
+      t1 = _mm256_add_ps(t1, _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]),
+                                           _mm256_add_ps(s1[2], s1[3])));
+    }
+    _mm256_maskstore_ps(j->c + r * n, m0, t0);
+    _mm256_maskstore_ps(j->c + r * n + 8, m1, t1);
+  }
+#undef NARROW_B
+}
+
+/* cpu_team part t of nt: its share of the rows, in fours. */
+static void narrow_part(void *arg, int t, int nt) {
+  const narrow_job *j = arg;
+  int64_t quads = (j->m + 3) / 4;
+  int64_t r0 = quads * t / nt * 4, r1 = quads * (t + 1) / nt * 4;
+
+  narrow_rows(j, r0, r1 < j->m ? r1 : j->m);
+}
+#endif /* NARROW_LOOPS */
+
+static void narrow_gemm(int ta, int64_t m, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c) {
+#if NARROW_LOOPS
+  narrow_job j = {ta, m, n, k, a, b, c};
+
+  cpu_team(narrow_part, &j, m >= 8 && m * n * k >= NARROW_SHARE);
+#else
+  (void)ta, (void)m, (void)n, (void)k, (void)a, (void)b, (void)c;
+  assert(!"narrow_gemm chosen on a CPU it does not serve");
+#endif
+}
 
 /* ---- the per-matrix path ------------------------------------------------- */
 
@@ -107,6 +278,12 @@ typedef enum backend {
 static int sgemm(backend bk, int ta, int tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c, wf_status *st) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
+
+  if (bk == BACKEND_NARROW) {
+    assert(!tb && n <= NARROW_N);
+    narrow_gemm(ta, m, n, k, a, b, c);
+    return 0;
+  }
 #ifdef HAVE_DNNL
   if (bk != BACKEND_OPENBLAS) {
     dnnl_status_t s;
@@ -427,6 +604,10 @@ static int avx2_not_avx512(void) {
 static backend choose(const gemm_job *j) {
   int64_t mnk = j->m * j->n * j->k;
 
+  if (j->n <= NARROW_N && !j->tb && wfx_shape_count(&j->os) == j->m * j->n &&
+      narrow_isa())
+    return BACKEND_NARROW;
+
 #ifdef HAVE_DNNL
   if (openblas_avx512() && mnk <= SMALL_PRODUCT)
     return BACKEND_OPENBLAS;
@@ -469,6 +650,8 @@ static int gemm_compute(wf_kernel_ctx *ctx, void *state, int batch,
     return gemm_each(&j, BACKEND_OPENBLAS, st);
   assert(j.dtype == WF_FLOAT32);
   switch (choose(&j)) {
+  case BACKEND_NARROW:
+    return gemm_each(&j, BACKEND_NARROW, st);
   case BACKEND_OPENBLAS:
     return gemm_each(&j, BACKEND_OPENBLAS, st);
   case BACKEND_ONEDNN_SGEMM:
@@ -523,7 +706,8 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
    * alone, but the epilogue after it runs on one thread (on the BERT-tiny
    * model of bench/onnx_vs_ort.py at batch 32: 12 products with bias,
    * two with GELU, 44.9 ms against 8.9 ms). */
-  if (j.dtype == WF_FLOAT32 && choose(&j) != BACKEND_OPENBLAS)
+  if (j.dtype == WF_FLOAT32 && choose(&j) != BACKEND_OPENBLAS &&
+      choose(&j) != BACKEND_NARROW)
     return gemm_dnnl(g->dnnl, &j, st);
 #endif
   rc = gemm_each(&j,
