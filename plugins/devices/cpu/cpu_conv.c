@@ -616,7 +616,7 @@ static int conv_own_winograd_supports(const wf_node *node) {
   wf_output f = wfx_host->node_input(node, 1);
   wf_shape fs;
 
-  if (!cpu_wino_isa() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
+  if (!cpu_avx2_fma_only() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
       !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
       fs.rank != 4)
     return 0;

@@ -125,16 +125,6 @@ typedef enum backend {
 #define NARROW_LOOPS 0
 #endif
 
-/* 1 on a CPU the loops serve: AVX2 and FMA, no AVX-512. */
-static int narrow_isa(void) {
-#if NARROW_LOOPS
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         !__builtin_cpu_supports("avx512f");
-#else
-  return 0;
-#endif
-}
-
 /* c (m, n) = op(a) b for n <= NARROW_N: a stored (m, k), or (k, m) when
  * ta; b (k, n). */
 typedef struct narrow_job {
@@ -605,7 +595,7 @@ static backend choose(const gemm_job *j) {
   int64_t mnk = j->m * j->n * j->k;
 
   if (j->n <= NARROW_N && !j->tb && wfx_shape_count(&j->os) == j->m * j->n &&
-      narrow_isa())
+      cpu_avx2_fma_only())
     return BACKEND_NARROW;
 
 #ifdef HAVE_DNNL

@@ -139,6 +139,11 @@ void cpu_omp_threads_n(int32_t n);
 typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
 
+/* 1 on a CPU with AVX2 and FMA and no AVX-512: the one the plugin's own
+ * AVX2 loops serve (cpu_winograd.c, cpu_gemm.c's narrow products), where
+ * oneDNN 2.6 lacks kernels they beat. */
+int cpu_avx2_fma_only(void);
+
 /* Elements of a memory-bound loop (about 20-30 us on one thread) from
  * which cpu_team's kernels share it: waking the team costs a few
  * microseconds. */

@@ -43,8 +43,6 @@ void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
 
 typedef struct opc_fused opc_fused;
 
-/* 1 when this CPU runs them: AVX2 and FMA, no AVX-512. */
-int cpu_wino_isa(void);
 /* 1 for the convolutions they take: NHWC, a 3x3 filter moved one element
  * at a time (dilation 1), c input channels a multiple of 8 up to 64 and k
  * output channels a multiple of 16 up to 64. */
@@ -60,7 +58,7 @@ void cpu_wino_cache_free(cpu_wino_cache *c);
  * filter w (3, 3, c, k) (version: the core's, or 0), padded by pad_top and
  * pad_left (the rest of the padding is where oh and ow reach past the
  * input); fu: _FusedConv2D's bias and activation, else NULL. The shape must
- * be one cpu_wino_shape takes, on a CPU cpu_wino_isa accepts. 0, or the
+ * be one cpu_wino_shape takes, on a CPU cpu_avx2_fma_only accepts. 0, or the
  * code with st set (RESOURCE_EXHAUSTED). */
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,

@@ -60,15 +60,6 @@
 /* Transformed filters kept per node. */
 #define WINO_ENTRIES 4
 
-int cpu_wino_isa(void) {
-#if WINO_X86
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         !__builtin_cpu_supports("avx512f");
-#else
-  return 0;
-#endif
-}
-
 int cpu_wino_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                    int64_t dh, int64_t dw, int64_t c, int64_t k, int nchw) {
   return !nchw && kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 &&
