@@ -141,6 +141,17 @@ void cpu_omp_threads_n(int32_t n) {
 #endif
 }
 
+/* Whether the plugin's own AVX2 loops (Winograd, narrow products) serve
+ * this CPU: AVX2 and FMA without AVX-512, where oneDNN's are slower. */
+int cpu_avx2_fma_only(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         !__builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
 /* ---- the intra-op team ---------------------------------------------------- */
 
 /* Under ThreadSanitizer: libgomp is not instrumented, so the fork and join
@@ -181,15 +192,6 @@ static char team_fork, team_join;
 #endif
 
 CPU_TEAM_PLUMBING
-int cpu_avx2_fma_only(void) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         !__builtin_cpu_supports("avx512f");
-#else
-  return 0;
-#endif
-}
-
 void cpu_team(cpu_team_fn *fn, void *arg, int share) {
 #ifdef HAVE_DNNL
   int32_t intra = atomic_load(&intra_threads);
