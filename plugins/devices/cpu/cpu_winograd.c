@@ -372,6 +372,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   int64_t pad_left, wf_status *st) {
 #if WINO_X86
   wino_filter *f = NULL, tmp;
+  int current = 0;
   int in_place = fu && (fu->act == OPC_ACT_NONE || fu->act == OPC_ACT_RELU);
   wino_job j = {.x = x,
                 .bias = in_place ? bias : NULL,
@@ -396,7 +397,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
   pthread_mutex_lock(&cache->lock);
   for (int i = 0; i < WINO_ENTRIES && !f; i++)
     if (!cache->e[i].busy && filter_current(&cache->e[i], w, wversion, c, k))
-      f = &cache->e[i];
+      f = &cache->e[i], current = 1;
   for (int i = 0; i < WINO_ENTRIES && !f; i++)
     if (!cache->e[i].busy)
       f = &cache->e[i];
@@ -407,7 +408,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
     memset(&tmp, 0, sizeof tmp);
     f = &tmp;
   }
-  if (!filter_current(f, w, wversion, c, k))
+  if (!current)
     rc = filter_make(f, w, wversion, c, k, st);
   if (rc == 0) {
     j.u = f->u;
