@@ -1132,6 +1132,125 @@ static void test_own_winograd_conv2d_matches_reference(void **state) {
              differ, ncases);
 }
 
+/* The plugin's loops for shallow inputs (cpu_conv_shallow.c) take NHWC
+ * convolutions of 1 to 4 input channels, windows up to 7x7, any stride,
+ * dilation 1 and output channels a multiple of 8, on the CPUs its
+ * Winograd loops serve (the rule the plugin documents, repeated here). */
+static int shallow_takes(const win *w) {
+  return own_winograd_isa() && !w->nchw && w->kh <= 7 && w->kw <= 7 &&
+         w->dh == 1 && w->dw == 1 && w->c >= 1 && w->c <= 4 &&
+         w->co % 8 == 0;
+}
+
+/* The shallow loops: random NHWC batches, sizes (widths that leave every
+ * short block of outputs, a 1x1 input), windows, strides, SAME, VALID and
+ * EXPLICIT paddings, input and output channels over their range (a last
+ * block of eight), one case large enough for the intra-op threads to
+ * share it, Conv2D and _FusedConv2D with every epilogue. The registry
+ * picks loops/shallow, whose results match the reference within the
+ * file's tolerance. Shapes they do not take (five channels, a dilation,
+ * NCHW, 12 output channels, an 8x8 window) go to the other kernels. On a
+ * CPU they do not serve, the registry must not pick them. */
+static void test_shallow_conv2d_matches_reference(void **state) {
+  rng r = {37};
+  int ncases = 6 * NFUSED;
+
+  for (int i = 0; i < ncases; i++) {
+    int fused = i % 2 == 1, fl = (i / 2) % NFUSED;
+    const char *op = fused ? "_FusedConv2D" : "Conv2D";
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    const wf__kernel *k;
+    wf_tensor *ref = NULL, *got = NULL;
+    win w = {.padding = (int)irand(&r, 0, 2), .n = irand(&r, 1, 3),
+             .h = i == 0 ? 1 : irand(&r, 1, 20),
+             .w = i == 0 ? 1 : irand(&r, 1, 20), .c = irand(&r, 1, 4),
+             .co = 8 * irand(&r, 1, 6), .kh = irand(&r, 1, 7),
+             .kw = irand(&r, 1, 7), .sh = irand(&r, 1, 3),
+             .sw = irand(&r, 1, 3), .dh = 1, .dw = 1};
+    if (i == 1) /* shared by the intra-op threads */
+      w.n = 4, w.h = 28, w.w = 28, w.c = 3, w.co = 32, w.kh = 3, w.kw = 3,
+      w.sh = 1, w.sw = 1, w.padding = 0;
+    int64_t xd[4], fd[4] = {w.kh, w.kw, w.c, w.co};
+    kcase c;
+    wf_node *n;
+
+    for (int j = 0; j < 4; j++)
+      w.pad[j] = w.padding == 2 ? irand(&r, 0, 3) : 0;
+    w.oh = out_dim(w.padding, w.h, w.kh, w.sh, 1, w.pad[0], w.pad[1]);
+    w.ow = out_dim(w.padding, w.w, w.kw, w.sw, 1, w.pad[2], w.pad[3]);
+    if (w.oh <= 0 || w.ow <= 0) /* a window larger than the input: SAME */
+      w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
+    act_dims(&w, w.h, w.w, w.c, xd);
+    case_init(&c, op, WF_FLOAT32);
+    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, fd, 4, -0.5, 0.5);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
+    window_attrs(&c, &w, 1);
+    if (fused)
+      fused_attrs(&c, fl);
+    if (!(n = build(g, &c, st)))
+      fail_msg("%s: building: %s", c.name, wf_status_message(st));
+    if (!(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
+    if (!shallow_takes(&w)) {
+      if (strcmp(k->def.label, "loops/shallow") == 0)
+        fail_msg("%s: loops/shallow picked on a CPU it does not serve",
+                 c.name);
+    } else {
+      if (strcmp(k->def.label, "loops/shallow") != 0)
+        fail_msg("%s: the registry picks '%s', not loops/shallow", c.name,
+                 k->def.label);
+      if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
+                         (const wf_tensor *const *)c.in, &ref, st) ||
+          wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st))
+        fail_msg("%s: %s", c.name, wf_status_message(st));
+      expect_close(c.name, 0, ref, got);
+      wf_tensor_release(ref);
+      wf_tensor_release(got);
+    }
+    case_free(&c);
+    wf_graph_free(g);
+    wf_status_free(st);
+  }
+  if (!own_winograd_isa())
+    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+                  "shallow loops are not used (checked)\n");
+  {
+    static const int64_t other[][6] = {
+        /* kh, kw, dilation, c, co, nchw */
+        {3, 3, 1, 5, 16, 0}, {3, 3, 2, 1, 16, 0}, {3, 3, 1, 1, 16, 1},
+        {3, 3, 1, 3, 12, 0}, {8, 8, 1, 1, 16, 0}};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+      wf_status *st = wf_status_new();
+      wf_graph *g = wf_graph_new(rt);
+      win w = {.nchw = (int)other[i][5], .padding = 0, .n = 1, .h = 12,
+               .w = 12, .c = other[i][3], .co = other[i][4],
+               .kh = other[i][0], .kw = other[i][1], .sh = 1, .sw = 1,
+               .dh = other[i][2], .dw = other[i][2]};
+      int64_t xd[4], fd[4] = {w.kh, w.kw, w.c, w.co};
+      const wf__kernel *k = NULL;
+      kcase c;
+      wf_node *n;
+
+      act_dims(&w, w.h, w.w, w.c, xd);
+      case_init(&c, "Conv2D", WF_FLOAT32);
+      add_input(&c, &r, WF_FLOAT32, xd, 4, 0, 1);
+      add_input(&c, &r, WF_FLOAT32, fd, 4, -0.1, 0.1);
+      window_attrs(&c, &w, 1);
+      if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+        fail_msg("%s: %s", c.name, wf_status_message(st));
+      if (strcmp(k->def.label, "loops/shallow") == 0)
+        fail_msg("%s: loops/shallow picked for a shape it does not take",
+                 c.name);
+      case_free(&c);
+      wf_graph_free(g);
+      wf_status_free(st);
+    }
+  }
+}
+
 /* One NHWC Conv2D (or, fused, _FusedConv2D with fused list fl) of window
  * w on random inputs, fast kernel against the reference. */
 static void nhwc_conv_case(rng *r, const win *w, int fused, int fl) {
@@ -2313,6 +2432,7 @@ int main(void) {
       cmocka_unit_test(test_first_layer_conv2d_matches_reference),
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_own_winograd_conv2d_matches_reference),
+      cmocka_unit_test(test_shallow_conv2d_matches_reference),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),

@@ -544,33 +544,38 @@ static void test_deny_items_match_label_parts_ignoring_case(void **state) {
   int conv_lib = kernel_index(rt, "Conv2D", "onednn");
   int conv_wino = kernel_index(rt, "Conv2D", "onednn/winograd");
   int conv_own = kernel_index(rt, "Conv2D", "loops/winograd");
+  int conv_shallow = kernel_index(rt, "Conv2D", "loops/shallow");
   int relu_lib = kernel_index(rt, "Relu", "onednn");
   assert_string_equal(wf_runtime_kernel_denied(rt, mm_lib), "OPENBLAS");
   assert_null(wf_runtime_kernel_denied(rt, mm_ref));
   assert_null(wf_runtime_kernel_denied(rt, conv_lib));
   assert_null(wf_runtime_kernel_denied(rt, conv_wino));
   assert_null(wf_runtime_kernel_denied(rt, conv_own));
+  assert_null(wf_runtime_kernel_denied(rt, conv_shallow));
   assert_string_equal(wf_runtime_kernel_preferred(rt, mm_lib),
                       "onednn/openblas");
   assert_string_equal(wf_runtime_kernel_preferred(rt, relu_lib), "Relu:onednn");
   assert_null(wf_runtime_kernel_preferred(rt, conv_lib));
   assert_int_equal(wf_runtime_kernel_select(rt, "MatMul", "cpu", WF_FLOAT32),
                    mm_ref);
-  /* The Winograd kernels rank first, the plugin's own loops before
-   * oneDNN's (each declines the nodes it does not serve when they are
-   * placed; onednn's direct kernel takes the rest), and say that they may
-   * decline. */
+  /* The plugin's loops for shallow inputs rank first, then the Winograd
+   * kernels, the plugin's own loops before oneDNN's (each declines the
+   * nodes it does not serve when they are placed; onednn's direct kernel
+   * takes the rest), and say that they may decline. */
   {
-    wf_kernel_info oi, wi, di;
+    wf_kernel_info si, oi, wi, di;
+    wf_runtime_kernel_get(rt, conv_shallow, &si);
     wf_runtime_kernel_get(rt, conv_own, &oi);
     wf_runtime_kernel_get(rt, conv_wino, &wi);
     wf_runtime_kernel_get(rt, conv_lib, &di);
+    assert_true(si.flags & WF_KERNEL_SELECTIVE);
+    assert_true(si.priority > oi.priority);
     assert_true(oi.flags & WF_KERNEL_SELECTIVE);
     assert_true(wi.flags & WF_KERNEL_SELECTIVE);
     assert_false(di.flags & WF_KERNEL_SELECTIVE);
   }
   assert_int_equal(wf_runtime_kernel_select(rt, "Conv2D", "cpu", WF_FLOAT32),
-                   conv_own);
+                   conv_shallow);
   /* onednn's Conv2D is float32 only: float64 goes to the reference. */
   assert_int_equal(wf_runtime_kernel_select(rt, "Conv2D", "cpu", WF_FLOAT64),
                    kernel_index(rt, "Conv2D", "reference"));
@@ -787,8 +792,8 @@ static void test_items_naming_nothing_are_noted_and_logged_once(void **state) {
       "weft.conf:4: [kernels] prefer item 'Conv3D:onednn' names op "
       "'Conv3D', which has no kernel here; ignored",
       "weft.conf:4: [kernels] prefer item 'Conv2D:cudnn' matches none of the "
-      "kernels of op 'Conv2D' (labelled loops/winograd, onednn/winograd, "
-      "onednn, reference); "
+      "kernels of op 'Conv2D' (labelled loops/shallow, loops/winograd, "
+      "onednn/winograd, onednn, reference); "
       "ignored"};
   enum { NWANT = sizeof want / sizeof want[0] };
   assert_int_equal(wf_run_metadata_num_notes(md), NWANT);

@@ -67,18 +67,21 @@ printf '[plugins]\ndeny = ops-nn\n' > "$tmp/deny.conf"
 # kernels the config denies and why.
 section() { awk -v op="$1" '/^[^ ]/ { p = ($1 == op); next } p'; }
 all=$("$weft" ops --device cpu)
-echo "$all" | section Conv2D | grep -q "^    \* loops/winograd .*; chosen for float32; declines some nodes$" ||
-  fail "default Conv2D kernel is not loops/winograd, declining some nodes:
+echo "$all" | section Conv2D | grep -q "^    \* loops/shallow .*; chosen for float32; declines some nodes$" ||
+  fail "default Conv2D kernel is not loops/shallow, declining some nodes:
 $(echo "$all" | section Conv2D)"
-echo "$all" | section Conv2D | grep -q "^      onednn/winograd .*; chosen for the nodes loops/winograd declines; declines some nodes$" ||
-  fail "onednn/winograd's Conv2D is not shown taking what loops/winograd declines:
+echo "$all" | section Conv2D | grep -q "^      loops/winograd .*; chosen for the nodes loops/shallow declines; declines some nodes$" ||
+  fail "loops/winograd's Conv2D is not shown taking what loops/shallow declines:
 $(echo "$all" | section Conv2D)"
-echo "$all" | section Conv2D | grep -q "^      onednn .*; chosen for the nodes loops/winograd declines$" ||
-  fail "onednn's Conv2D is not shown taking what the Winograd kernels decline:
+echo "$all" | section Conv2D | grep -q "^      onednn/winograd .*; chosen for the nodes loops/shallow declines; declines some nodes$" ||
+  fail "onednn/winograd's Conv2D is not shown taking what the plugin's loops decline:
+$(echo "$all" | section Conv2D)"
+echo "$all" | section Conv2D | grep -q "^      onednn .*; chosen for the nodes loops/shallow declines$" ||
+  fail "onednn's Conv2D is not shown taking what the selective kernels decline:
 $(echo "$all" | section Conv2D)"
 echo "$all" | section Conv2D | grep -q "^    \* reference .*; chosen for float64$" ||
   fail "default Conv2D float64 kernel is not the reference"
-printf '[kernels]\ndeny = onednn, openblas, winograd\n' > "$tmp/ref.conf"
+printf '[kernels]\ndeny = onednn, openblas, winograd, shallow\n' > "$tmp/ref.conf"
 all=$("$weft" --config "$tmp/ref.conf" ops --device cpu 2>"$tmp/ref.err")
 [ -s "$tmp/ref.err" ] && fail "a config whose items all match warns: $(cat "$tmp/ref.err")"
 for op in Conv2D MatMul Relu _FusedConv2D _FusedMatMul; do
@@ -95,6 +98,7 @@ import json, sys
 ks = {k["label"]: k for k in json.load(sys.stdin)[0]["kernels"]}
 assert ks["onednn"]["denied"] == "onednn" and ks["onednn"]["chosen_for"] is None, ks
 assert ks["loops/winograd"]["denied"] == "winograd", ks
+assert ks["loops/shallow"]["denied"] == "shallow", ks
 assert ks["reference"]["denied"] is None, ks
 assert ks["reference"]["chosen_for"] == "float32,float64", ks
 ' || fail "weft ops --json does not show the denied and the chosen kernel"

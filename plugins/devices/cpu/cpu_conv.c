@@ -83,6 +83,7 @@ typedef struct conv_state {
   nn_window win;
   int winograd;         /* the onednn/winograd kernels */
   cpu_wino_cache *wino; /* the loops/winograd kernels' filters, else NULL */
+  int shallow;          /* the loops/shallow kernels */
 } conv_state;
 
 /* One call's geometry. */
@@ -104,7 +105,8 @@ static void conv_destroy(void *state) {
 }
 
 /* winograd: 0 direct, 1 oneDNN's Winograd, 2 the plugin's own
- * (cpu_winograd.c) with the direct kernel for what it does not take. */
+ * (cpu_winograd.c) with the direct kernel for what it does not take, 3 the
+ * plugin's loops for shallow inputs (cpu_conv_shallow.c), the same. */
 static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
                           wf_status *st) {
   conv_state *s = wfx_host->alloc(sizeof *s, 0);
@@ -123,6 +125,7 @@ static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
     return wfx_code(st);
   }
   s->winograd = winograd == 1;
+  s->shallow = winograd == 3;
   if (winograd == 2 && !(s->wino = cpu_wino_cache_new())) {
     conv_destroy(s);
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
@@ -495,6 +498,16 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
                          wfx_data(out), j.n, j.g.in[0], j.g.in[1], j.c, j.co,
                          j.g.out[0], j.g.out[1], j.g.pad_l[0], j.g.pad_l[1],
                          st);
+  if (s->shallow && kind == CONV_FWD &&
+      cpu_shallow_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
+                        j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
+                        j.nchw))
+    return cpu_shallow_conv(wfx_data(in[0]), wfx_data(in[1]),
+                            fu ? wfx_data(bias) : NULL, fu, wfx_data(out),
+                            j.n, j.g.in[0], j.g.in[1], j.c, j.co, j.g.k[0],
+                            j.g.k[1], j.g.strides[0], j.g.strides[1],
+                            j.g.out[0], j.g.out[1], j.g.pad_l[0],
+                            j.g.pad_l[1], st);
 
   cpu_key_shape(&key, &xs);
   cpu_key_shape(&key, &fs);
@@ -635,6 +648,42 @@ const wf_kernel_def cpu_k_fused_conv2d_own_winograd = WFX_KERNEL_FOR(
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 2,
     .create = conv_create_own_winograd, .destroy = conv_destroy,
     .supports = conv_own_winograd_supports);
+/* The loops/shallow kernels (cpu_conv_shallow.c) take the nodes of the
+ * shapes cpu_shallow_shape names (an image's first layer), on CPUs with
+ * AVX2 and FMA and no AVX-512, before every other kernel; a filter whose
+ * shape is not known while placing is left to those. `[kernels] deny =
+ * shallow` leaves them to the others. A call they do not take runs the
+ * direct kernel. */
+static int conv_shallow_supports(const wf_node *node) {
+  nn_attrs a = {.node = node};
+  nn_window w;
+  wf_output f = wfx_host->node_input(node, 1);
+  wf_shape fs;
+
+  if (!cpu_avx2_fma_only() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
+      !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
+      fs.rank != 4)
+    return 0;
+  return cpu_shallow_shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
+                           w.dilation[0], w.dilation[1], fs.dims[2],
+                           fs.dims[3], w.nchw);
+}
+
+static int conv_create_shallow(wf_kernel_ctx *ctx, void **state,
+                               wf_status *st) {
+  return conv_create_as(ctx, state, 3, st);
+}
+
+const wf_kernel_def cpu_k_conv2d_shallow = WFX_KERNEL_FOR(
+    "cpu", "loops/shallow", "Conv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 3,
+    .create = conv_create_shallow, .destroy = conv_destroy,
+    .supports = conv_shallow_supports);
+const wf_kernel_def cpu_k_fused_conv2d_shallow = WFX_KERNEL_FOR(
+    "cpu", "loops/shallow", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 3,
+    .create = conv_create_shallow, .destroy = conv_destroy,
+    .supports = conv_shallow_supports);
 const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
     "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,

@@ -48,7 +48,8 @@ extern const wf_kernel_def cpu_k_conv2d, cpu_k_conv2d_backprop_input,
     cpu_k_batch_norm, cpu_k_batch_norm_grad, cpu_k_bias_add,
     cpu_k_bias_add_grad, cpu_k_layer_norm, cpu_k_layer_norm_grad,
     cpu_k_fused_conv2d, cpu_k_conv2d_winograd, cpu_k_fused_conv2d_winograd,
-    cpu_k_conv2d_own_winograd, cpu_k_fused_conv2d_own_winograd, cpu_k_lstm,
+    cpu_k_conv2d_own_winograd, cpu_k_fused_conv2d_own_winograd,
+    cpu_k_conv2d_shallow, cpu_k_fused_conv2d_shallow, cpu_k_lstm,
     cpu_k_lstm_grad, cpu_k_gru, cpu_k_gru_grad;
 /* cpu_eltwise.c: activations and their backward ops. */
 extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
@@ -140,8 +141,8 @@ typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
 
 /* 1 on a CPU with AVX2 and FMA and no AVX-512: the one the plugin's own
- * AVX2 loops serve (cpu_winograd.c, cpu_gemm.c's narrow products), where
- * oneDNN 2.6 lacks kernels they beat. */
+ * AVX2 loops serve (cpu_winograd.c, cpu_conv_shallow.c, cpu_gemm.c's
+ * narrow products), where oneDNN 2.6 lacks kernels they beat. */
 int cpu_avx2_fma_only(void);
 
 /* Elements of a memory-bound loop (about 20-30 us on one thread) from

@@ -66,4 +66,27 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   int64_t k, int64_t oh, int64_t ow, int64_t pad_top,
                   int64_t pad_left, wf_status *st);
 
+/* ---- inputs of at most four channels in the plugin's own loops
+ * (cpu_conv_shallow.c) ----------------------------------------------------- */
+
+/* 1 for the convolutions they take: NHWC, windows up to 7x7, any stride,
+ * dilation 1, c of 1 to 4 input channels and k output channels a multiple
+ * of 8. */
+int cpu_shallow_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                      int64_t dh, int64_t dw, int64_t c, int64_t k,
+                      int nchw);
+
+/* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
+ * filter w (kh, kw, c, k), strides sh and sw, padded by pad_top and
+ * pad_left (the rest of the padding is where oh and ow reach past the
+ * input); fu: _FusedConv2D's bias and activation, else NULL. The shape must
+ * be one cpu_shallow_shape takes, on a CPU cpu_avx2_fma_only accepts. 0,
+ * or the code with st set (RESOURCE_EXHAUSTED). */
+int cpu_shallow_conv(const float *x, const float *w, const float *bias,
+                     const opc_fused *fu, float *y, int64_t n, int64_t h,
+                     int64_t wd, int64_t c, int64_t k, int64_t kh,
+                     int64_t kw, int64_t sh, int64_t sw, int64_t oh,
+                     int64_t ow, int64_t pad_top, int64_t pad_left,
+                     wf_status *st);
+
 #endif /* WF_PLUGINS_DEVICES_CPU_CPU_NN_H */
