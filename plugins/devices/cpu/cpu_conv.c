@@ -623,7 +623,13 @@ const wf_kernel_def cpu_k_fused_conv2d_winograd = WFX_KERNEL_FOR(
  * before oneDNN's kernels; a filter whose shape is not known while placing
  * is left to those. `[kernels] deny = winograd` leaves every convolution
  * to the direct kernels. A call they do not take runs the direct kernel. */
-static int conv_own_winograd_supports(const wf_node *node) {
+typedef int own_shape_fn(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                         int64_t dh, int64_t dw, int64_t c, int64_t k,
+                         int nchw);
+
+/* Whether the plugin's own loops whose shapes shape names take node: on a
+ * CPU cpu_avx2_fma_only accepts, a filter of known shape. */
+static int own_loops_support(const wf_node *node, own_shape_fn *shape) {
   nn_attrs a = {.node = node};
   nn_window w;
   wf_output f = wfx_host->node_input(node, 1);
@@ -633,9 +639,12 @@ static int conv_own_winograd_supports(const wf_node *node) {
       !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
       fs.rank != 4)
     return 0;
-  return cpu_wino_shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
-                        w.dilation[0], w.dilation[1], fs.dims[2], fs.dims[3],
-                        w.nchw);
+  return shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
+               w.dilation[0], w.dilation[1], fs.dims[2], fs.dims[3], w.nchw);
+}
+
+static int conv_own_winograd_supports(const wf_node *node) {
+  return own_loops_support(node, cpu_wino_shape);
 }
 
 const wf_kernel_def cpu_k_conv2d_own_winograd = WFX_KERNEL_FOR(
@@ -655,18 +664,7 @@ const wf_kernel_def cpu_k_fused_conv2d_own_winograd = WFX_KERNEL_FOR(
  * shallow` leaves them to the others. A call they do not take runs the
  * direct kernel. */
 static int conv_shallow_supports(const wf_node *node) {
-  nn_attrs a = {.node = node};
-  nn_window w;
-  wf_output f = wfx_host->node_input(node, 1);
-  wf_shape fs;
-
-  if (!cpu_avx2_fma_only() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
-      !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
-      fs.rank != 4)
-    return 0;
-  return cpu_shallow_shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
-                           w.dilation[0], w.dilation[1], fs.dims[2],
-                           fs.dims[3], w.nchw);
+  return own_loops_support(node, cpu_shallow_shape);
 }
 
 static int conv_create_shallow(wf_kernel_ctx *ctx, void **state,

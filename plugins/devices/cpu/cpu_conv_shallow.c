@@ -135,36 +135,34 @@ shallow_block(const shallow_job *j, const float *buf, int64_t oy, int64_t ox,
   }
 }
 
-/* Output row oy of the image in buf, into yrow. */
+/* Channels kb .. kb + 8 V - 1 of output row oy: blocks of SHALLOW_P
+ * positions, then one of the positions left. */
+SHALLOW_TARGET static inline __attribute__((always_inline)) void
+shallow_channels(const shallow_job *j, const float *buf, int64_t oy,
+                 int64_t kb, float *yrow, const int V) {
+  int64_t ox = 0;
+
+  for (; ox + SHALLOW_P <= j->ow; ox += SHALLOW_P)
+    shallow_block(j, buf, oy, ox, kb, yrow, SHALLOW_P, V);
+  switch (j->ow - ox) {
+  case 5: shallow_block(j, buf, oy, ox, kb, yrow, 5, V); break;
+  case 4: shallow_block(j, buf, oy, ox, kb, yrow, 4, V); break;
+  case 3: shallow_block(j, buf, oy, ox, kb, yrow, 3, V); break;
+  case 2: shallow_block(j, buf, oy, ox, kb, yrow, 2, V); break;
+  case 1: shallow_block(j, buf, oy, ox, kb, yrow, 1, V); break;
+  default: break;
+  }
+}
+
+/* Output row oy of the image in buf, into yrow: sixteen channels at a
+ * time, then the last eight. */
 SHALLOW_TARGET static void shallow_row(const shallow_job *j, const float *buf,
                                        int64_t oy, float *yrow) {
   for (int64_t kb = 0; kb < j->k; kb += 16) {
-    int V = j->k - kb >= 16 ? 2 : 1;
-    int64_t ox = 0;
-
-    if (V == 2) {
-      for (; ox + SHALLOW_P <= j->ow; ox += SHALLOW_P)
-        shallow_block(j, buf, oy, ox, kb, yrow, SHALLOW_P, 2);
-      switch (j->ow - ox) {
-      case 5: shallow_block(j, buf, oy, ox, kb, yrow, 5, 2); break;
-      case 4: shallow_block(j, buf, oy, ox, kb, yrow, 4, 2); break;
-      case 3: shallow_block(j, buf, oy, ox, kb, yrow, 3, 2); break;
-      case 2: shallow_block(j, buf, oy, ox, kb, yrow, 2, 2); break;
-      case 1: shallow_block(j, buf, oy, ox, kb, yrow, 1, 2); break;
-      default: break;
-      }
-    } else {
-      for (; ox + SHALLOW_P <= j->ow; ox += SHALLOW_P)
-        shallow_block(j, buf, oy, ox, kb, yrow, SHALLOW_P, 1);
-      switch (j->ow - ox) {
-      case 5: shallow_block(j, buf, oy, ox, kb, yrow, 5, 1); break;
-      case 4: shallow_block(j, buf, oy, ox, kb, yrow, 4, 1); break;
-      case 3: shallow_block(j, buf, oy, ox, kb, yrow, 3, 1); break;
-      case 2: shallow_block(j, buf, oy, ox, kb, yrow, 2, 1); break;
-      case 1: shallow_block(j, buf, oy, ox, kb, yrow, 1, 1); break;
-      default: break;
-      }
-    }
+    if (j->k - kb >= 16)
+      shallow_channels(j, buf, oy, kb, yrow, 2);
+    else
+      shallow_channels(j, buf, oy, kb, yrow, 1);
   }
 }
 
