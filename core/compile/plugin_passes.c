@@ -157,6 +157,16 @@ int wf__pass_match(const wf_pass_ctx *ctx, wf_node *root,
   return 1;
 }
 
+/* Whether available device d has a kernel for op with dtype the config
+ * allows. */
+static int device_has_kernel(const wf_runtime *rt, int d, const char *op,
+                             int32_t dtype) {
+  return rt->devices[d].desc.available &&
+         wf__registry_find_allowed_kernel(rt->reg, rt->cfg, op,
+                                          rt->devices[d].type->def.type,
+                                          (wf_dtype)dtype, NULL) != NULL;
+}
+
 int wf__pass_has_kernel(const wf_pass_ctx *ctx, const char *op,
                         const char *device, int32_t dtype) {
   const wf_runtime *rt = ctx->rt;
@@ -165,15 +175,28 @@ int wf__pass_has_kernel(const wf_pass_ctx *ctx, const char *op,
     return 0;
   if (device && device[0] && (want = wf__resolve_device(rt, device)) < 0)
     return 0;
-  for (int d = 0; d < rt->num_devices; d++) {
-    if ((want >= 0 && d != want) || !rt->devices[d].desc.available)
-      continue;
-    if (wf__registry_find_allowed_kernel(rt->reg, rt->cfg, op,
-                                         rt->devices[d].type->def.type,
-                                         (wf_dtype)dtype, NULL))
+  for (int d = 0; d < rt->num_devices; d++)
+    if ((want < 0 || d == want) && device_has_kernel(rt, d, op, dtype))
       return 1;
-  }
   return 0;
+}
+
+/* Placement's choice for a lone node (compile/placement.c): the request
+ * when it can be met, else the first device of the order that can. */
+int32_t wf__pass_kernel_device(const wf_pass_ctx *ctx, const char *op,
+                               const char *device, int32_t dtype) {
+  const wf_runtime *rt = ctx->rt;
+  int want;
+
+  if (!op)
+    return -1;
+  if (device && device[0] && (want = wf__resolve_device(rt, device)) >= 0 &&
+      device_has_kernel(rt, want, op, dtype))
+    return want;
+  for (int d = 0; d < rt->num_devices; d++)
+    if (device_has_kernel(rt, d, op, dtype))
+      return d;
+  return -1;
 }
 
 /* ---- rewriting it --------------------------------------------------------- */

@@ -54,5 +54,7 @@ wf_node *wf__node_control_input_of(const wf_node *n, int32_t i);
 int32_t wf__node_num_control_consumers_of(const wf_node *n);
 int wf__pass_has_kernel(const wf_pass_ctx *ctx, const char *op,
                         const char *device, int32_t dtype);
+int32_t wf__pass_kernel_device(const wf_pass_ctx *ctx, const char *op,
+                               const char *device, int32_t dtype);
 
 #endif

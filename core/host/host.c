@@ -171,6 +171,8 @@ static const wf_host host = {
     /* 1.6 */
     .tensor_new_strings = host_tensor_new_strings,
     .tensor_string = wf_tensor_string,
+    /* 1.8 */
+    .pass_kernel_device = wf__pass_kernel_device,
 };
 
 const wf_host *wf__host(void) { return &host; }

@@ -62,6 +62,12 @@ tests_abi_abi_v1_7_la_SOURCES = tests/abi/abi_plugin.c \
 tests_abi_abi_v1_7_la_CPPFLAGS = -I$(top_srcdir)/tests/abi/1.7 \
 	-DABI_MODULE=abi_v1_7
 tests_abi_abi_v1_7_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+check_LTLIBRARIES += tests/abi/abi_v1_8.la
+tests_abi_abi_v1_8_la_SOURCES = tests/abi/abi_plugin.c \
+	tests/abi/1.8/weft/plugin.h tests/abi/1.8/weft/types.h
+tests_abi_abi_v1_8_la_CPPFLAGS = -I$(top_srcdir)/tests/abi/1.8 \
+	-DABI_MODULE=abi_v1_8
+tests_abi_abi_v1_8_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/abi/test_abi_frozen
 TESTS += tests/abi/test_abi_frozen
@@ -72,7 +78,7 @@ tests_abi_test_abi_frozen_LDADD = $(TEST_LDADD)
 EXTRA_tests_abi_test_abi_frozen_DEPENDENCIES = tests/abi/abi_v1_0.la \
 	tests/abi/abi_v1_1.la tests/abi/abi_v1_2.la tests/abi/abi_v1_3.la \
 	tests/abi/abi_v1_4.la tests/abi/abi_v1_5.la tests/abi/abi_v1_6.la \
-	tests/abi/abi_v1_7.la \
+	tests/abi/abi_v1_7.la tests/abi/abi_v1_8.la \
 	plugins/ops/array/ops_array.la plugins/devices/cpu/device_cpu.la
 
 # The installed plugins' libtool names, one a line, for check_symbols.sh.

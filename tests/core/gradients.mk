@@ -50,3 +50,4 @@ tests_core_test_pass_fusion_SOURCES = tests/core/test_pass_fusion.c
 tests_core_test_pass_fusion_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_pass_fusion_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_pass_fusion_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_pass_fusion_DEPENDENCIES = tests/devices/memdev.la

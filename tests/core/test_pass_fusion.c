@@ -4,7 +4,9 @@
  * stay apart (a value read twice or fetched, a dtype without a fused kernel, a
  * Gelu in tanh form, requests for different devices) do; a Conv2D or a
  * MatMul and its BiasAdd fuse without an activation when none reads their
- * sum (a residual block's, a projection's); fused and unfused
+ * sum (a residual block's, a projection's); a chain whose activation
+ * would run on another device (test-memdev's Relu, first in the device
+ * order) stays apart, so that no fused op pulls it onto the CPU; fused and unfused
  * graphs fetch the same values within float rounding, in NHWC and NCHW. Uses
  * the built-in plugins of the build tree. */
 #include <config.h>
@@ -33,9 +35,16 @@ static wf_runtime *rt_on, *rt_off;
       fail_msg("%s: %s", #x, wf_status_message(st));                           \
   } while (0)
 
-static wf_runtime *runtime_with(int fusion) {
+/* order: the [devices] order, or NULL for the default (and no test-memdev
+ * plugin). */
+static wf_runtime *runtime_ordered(int fusion, const char *order) {
   wf_config *cfg = wf_config_new();
   assert_non_null(cfg);
+  if (order) {
+    OK(wf_config_set(cfg, "plugins", "paths",
+                     TEST_BUILDDIR "/tests/devices/.libs", st));
+    OK(wf_config_set(cfg, "devices", "order", order, st));
+  }
   OK(wf_config_set(cfg, "passes", "cse", "false", st));
   OK(wf_config_set(cfg, "passes", "constant_folding", "false", st));
   OK(wf_config_set(cfg, "passes", "arithmetic", "false", st));
@@ -45,6 +54,10 @@ static wf_runtime *runtime_with(int fusion) {
   if (!r)
     fail_msg("runtime: %s", wf_status_message(st));
   return r;
+}
+
+static wf_runtime *runtime_with(int fusion) {
+  return runtime_ordered(fusion, NULL);
 }
 
 static int setup(void **state) {
@@ -403,6 +416,64 @@ static void test_fusion_skips_tanh_gelu_and_split_requests(void **state) {
   net_free(&n);
 }
 
+static void assert_close(const wf_tensor *a, const wf_tensor *b,
+                         const spec *s);
+
+/* With test-memdev first in the device order, a chain's Relu would run on
+ * memdev:0 (it has a Relu kernel, no MatMul or BiasAdd): the chain is not
+ * fused into a _FusedMatMul the CPU alone has, which would move the Relu
+ * to the CPU; nor is the product with its bias, which the Relu reads. With
+ * the CPU first, the same graph fuses. Both run and give the same values. */
+static void test_fusion_keeps_work_on_its_device(void **state) {
+  (void)state;
+  wf_runtime *first_memdev = runtime_ordered(1, "memdev, cpu");
+  wf_runtime *first_cpu = runtime_ordered(1, "cpu, memdev");
+  spec s = {WF_FLOAT32, 0, 0, "Relu", PLAIN};
+  wf_tensor *out[2][3];
+  int nout[2];
+
+  net n = build(first_memdev, &s);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 0);
+  assert_int_equal(count_op(&w, "MatMul"), 1);
+  assert_int_equal(count_op(&w, "BiasAdd"), 1);
+  assert_int_equal(count_op(&w, "Relu"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+
+  n = build(first_cpu, &s);
+  w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedMatMul"), 1);
+  assert_int_equal(count_op(&w, "Relu"), 0);
+  wf__work_deinit(&w);
+  net_free(&n);
+
+  n = build(first_memdev, &s);
+  wf_session *ses = wf_session_new(n.g, st);
+  assert_non_null(ses);
+  OK(wf_session_run(ses, NULL, &n.feed, &n.value, 1, n.fetches, out[0],
+                    n.nfetches, NULL, 0, NULL, st));
+  nout[0] = n.nfetches;
+  wf_session_free(ses);
+  net_free(&n);
+  n = build(first_cpu, &s);
+  ses = wf_session_new(n.g, st);
+  assert_non_null(ses);
+  OK(wf_session_run(ses, NULL, &n.feed, &n.value, 1, n.fetches, out[1],
+                    n.nfetches, NULL, 0, NULL, st));
+  nout[1] = n.nfetches;
+  wf_session_free(ses);
+  net_free(&n);
+  assert_int_equal(nout[0], nout[1]);
+  for (int i = 0; i < nout[0]; i++) {
+    assert_close(out[0][i], out[1][i], &s);
+    wf_tensor_release(out[0][i]);
+    wf_tensor_release(out[1][i]);
+  }
+  wf_runtime_free(first_memdev);
+  wf_runtime_free(first_cpu);
+}
+
 /* ---- values -------------------------------------------------------------- */
 
 /* Fetches of s's graph on r. */
@@ -469,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_fusion_needs_a_device_with_the_fused_kernel),
       cmocka_unit_test(test_fusion_skips_tanh_gelu_and_split_requests),
       cmocka_unit_test(test_fusion_gives_the_unfused_values),
+      cmocka_unit_test(test_fusion_keeps_work_on_its_device),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,8 +9,10 @@
  * A chain is fused only when every value it hides is read by the next step
  * alone (one reader, not fetched), no node of it has control consumers
  * (they would wait for a node that no longer runs), its device requests
- * agree, and a device that may run it has a kernel for the fused op with
- * its dtype that the config allows. A product and its BiasAdd alone fuse
+ * agree, and the fused node would be placed on the device every node of
+ * the chain would be placed on (pass_kernel_device: a kernel for the fused
+ * op with its dtype that the config allows, there; a fused op only the CPU
+ * has is not made in a graph a GPU runs). A product and its BiasAdd alone fuse
  * only where no activation reads their sum (a residual block's
  * convolution, which an Add reads; a transformer's projections; logits):
  * where an activation's gradient reads its input (Gelu's and LeakyRelu's,
@@ -71,6 +73,26 @@ static const char *common_request(wf_node *const *chain, int len) {
     request = d;
   }
   return request;
+}
+
+/* Whether a node of op fused asking for request, dtype as its type, would
+ * be placed where each of the len nodes of chain would be. */
+static int stays_on_device(wf_pass_ctx *ctx, wf_node *const *chain, int len,
+                           const char *fused, const char *request,
+                           int32_t dtype) {
+  int32_t d = wfx_host->pass_kernel_device(ctx, fused, request, dtype);
+
+  if (d < 0)
+    return 0;
+  for (int k = 0; k < len; k++) {
+    int32_t t;
+    if (wfx_host->node_output_info(chain[k], 0, &t, NULL) ||
+        wfx_host->pass_kernel_device(ctx, wfx_host->node_op(chain[k]),
+                                     wfx_host->node_device(chain[k]),
+                                     t) != d)
+      return 0;
+  }
+  return 1;
 }
 
 /* Replaces the chain (product, BiasAdd, activation) by one node of op
@@ -150,7 +172,7 @@ static int try_fuse(wf_pass_ctx *ctx, wf_node *act, wf_status *st) {
   const char *fused = conv ? "_FusedConv2D" : "_FusedMatMul";
   if (!request ||
       wfx_host->node_output_info(chain[0], 0, &dtype, NULL) ||
-      !wfx_host->pass_has_kernel(ctx, fused, request, dtype))
+      !stays_on_device(ctx, chain, 3, fused, request, dtype))
     return 0;
   return fuse(ctx, chain, fused, conv ? conv2d_attrs : matmul_attrs, request,
               st);
@@ -228,7 +250,7 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
   wf_node *chain[2] = {m[1], bias};
   const char *request = common_request(chain, 2);
   if (!request || wfx_host->node_output_info(m[1], 0, &dtype, NULL) ||
-      !wfx_host->pass_has_kernel(ctx, fused, request, dtype))
+      !stays_on_device(ctx, chain, 2, fused, request, dtype))
     return 0;
 
   wf_attr_item attrs[8];

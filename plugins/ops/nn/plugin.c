@@ -61,8 +61,9 @@ static const wf_kernel_def *const kernels[] = {
     NULL};
 
 /* The host table, for every file of the plugin: the fusion pass uses
- * entries of ABI 1.4 (node_num_control_consumers, pass_has_kernel). */
-WFX_HOST_DEFINE(1, 4);
+ * entries of ABI 1.4 (node_num_control_consumers) and 1.8
+ * (pass_kernel_device). */
+WFX_HOST_DEFINE(1, 8);
 
 static int init(const wf_host *host, void **state, wf_status *st) {
   if (WFX_HOST_INIT(host, "ops-nn", st))

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define WF_ABI_MAJOR 1
-#define WF_ABI_MINOR 7
+#define WF_ABI_MINOR 8
 
 #if defined(__GNUC__)
 #define WF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -775,6 +775,19 @@ typedef struct wf_host {
                                    const char *const *strings,
                                    const size_t *lengths, wf_status *st);
   const char *(*tensor_string)(const wf_tensor *t, int64_t i, size_t *len);
+
+  /* -- since 1.8 -- */
+  /* Where a node of op with dtype (its type attribute) asking for device
+   * (as in pass_has_kernel; NULL or "": no request) would be placed on its
+   * own: the requested device when it has a kernel for it that the
+   * config's [kernels] rules allow, else the first available device in
+   * the runtime's device order that has one. Its index among the
+   * runtime's devices, or -1 when none has. A pass that replaces nodes by
+   * one of another op compares the new op's device with theirs, so that a
+   * rewrite never moves work to another device (a fused op only the CPU
+   * has, in a graph whose other nodes run on a GPU). */
+  int32_t (*pass_kernel_device)(const wf_pass_ctx *ctx, const char *op,
+                                const char *device, int32_t dtype);
 } wf_host;
 
 /* ------------------------------------------------------------------------ */

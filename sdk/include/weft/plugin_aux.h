@@ -79,6 +79,12 @@ extern WFX_HIDDEN_ const wf_host *wfx_host;
 static inline size_t wfx_host_size_(int minor) {
   if (minor >= WF_ABI_MINOR)
     return sizeof(wf_host);
+  if (minor >= 6) /* 1.7 added no entries */
+    return offsetof(wf_host, tensor_string) +
+           sizeof(((wf_host *)0)->tensor_string);
+  if (minor >= 5)
+    return offsetof(wf_host, import_add_gradients) +
+           sizeof(((wf_host *)0)->import_add_gradients);
   if (minor >= 4)
     return offsetof(wf_host, kernel_var_lock) +
            sizeof(((wf_host *)0)->kernel_var_lock);
