@@ -98,6 +98,28 @@ static int read_hw4(const nn_attrs *a, const char *name, int nchw, int64_t *hw,
   return 0;
 }
 
+int nn_pool_window_parse(const nn_attrs *a, nn_window *w, wf_status *st) {
+  const char *pad;
+  int rc;
+
+  memset(w, 0, sizeof *w);
+  w->dilation[0] = w->dilation[1] = 1;
+  if ((rc = nn_data_format(a, &w->nchw, st)) ||
+      (rc = read_hw4(a, "pool_ksize", w->nchw, w->ksize, st)) ||
+      (rc = read_hw4(a, "pool_strides", w->nchw, w->stride, st)) ||
+      (rc = nn_attr_string(a, "pool_padding", &pad, st)))
+    return rc;
+  if (strcmp(pad, "VALID") == 0)
+    w->padding = NN_PAD_VALID;
+  else if (strcmp(pad, "SAME") == 0)
+    w->padding = NN_PAD_SAME;
+  else
+    return wfx_fail(st, WF_INVALID_ARGUMENT,
+                    "pool_padding \"%s\" is not one of \"SAME\", \"VALID\"",
+                    pad);
+  return 0;
+}
+
 int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
                     int with_dilations, int allow_explicit, nn_window *w,
                     wf_status *st) {

@@ -80,6 +80,11 @@ int nn_window_parse(const nn_attrs *a, const char *ksize_attr,
                     int with_dilations, int allow_explicit, nn_window *w,
                     wf_status *st);
 
+/* The max pooling of _FusedConv2DMaxPool: its pool_ksize and pool_strides
+ * (4 entries in data_format order, 1 for N and C), pool_padding ("SAME" or
+ * "VALID") and data_format. */
+int nn_pool_window_parse(const nn_attrs *a, nn_window *w, wf_status *st);
+
 /* One spatial dimension (d = 0 for H, 1 for W): output size and padding
  * before, from input size in (-1 unknown, which gives -1) and window size
  * k (-1 unknown, likewise). SAME: out = ceil(in / stride), the padding

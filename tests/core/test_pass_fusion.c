@@ -89,8 +89,10 @@ typedef enum tempt {
   SPLIT_DEVICES,      /* MatMul asks for cpu:0, BiasAdd for cpu:1 */
   ON_DEVICE_GATED,    /* everything asks for "cpu"; MatMul has a control
                          input, BiasAdd another */
-  SCOPED              /* the chain inside a graph scope (as every layer of
+  SCOPED,             /* the chain inside a graph scope (as every layer of
                          weft/layers.h builds it) */
+  ACT_READ_TWICE      /* the activation's output also feeds a Neg (as a
+                         training graph's gradient reads it) */
 } tempt;
 
 typedef struct spec {
@@ -98,6 +100,8 @@ typedef struct spec {
   int conv, nchw;
   const char *act;
   tempt tempt;
+  const char *pool; /* a 2x2 MaxPool of stride 2 after the chain, with
+                       this padding; NULL for none */
 } spec;
 
 typedef struct net {
@@ -226,7 +230,22 @@ static net build(wf_runtime *r, const spec *s) {
       wf_node_desc_set_device(d, dev1);
     out = (wf_output){finish(d), 0};
   }
+  wf_output activated = out;
+  if (s->pool) {
+    int64_t two[4] = {1, 2, 2, 1}, two_nchw[4] = {1, 1, 2, 2};
+    d = wf_node_desc_new(n.g, "MaxPool", "pool");
+    wf_node_desc_add_input(d, out);
+    wf_node_desc_set_attr_int_list(d, "ksize", s->nchw ? two_nchw : two, 4);
+    wf_node_desc_set_attr_int_list(d, "strides", s->nchw ? two_nchw : two, 4);
+    wf_node_desc_set_attr_string(d, "padding", s->pool);
+    wf_node_desc_set_attr_string(d, "data_format", s->nchw ? "NCHW" : "NHWC");
+    if (dev1)
+      wf_node_desc_set_device(d, dev1);
+    out = (wf_output){finish(d), 0};
+  }
   n.fetches[n.nfetches++] = out;
+  if (s->tempt == ACT_READ_TWICE)
+    n.fetches[n.nfetches++] = op1(n.g, "Neg", activated, NULL);
   if (s->tempt == PRODUCT_READ_TWICE)
     n.fetches[n.nfetches++] = op1(n.g, "Neg", prod, NULL);
   if (s->tempt == BIAS_READ_TWICE)
@@ -418,6 +437,7 @@ static void test_fusion_skips_tanh_gelu_and_split_requests(void **state) {
 
 static void assert_close(const wf_tensor *a, const wf_tensor *b,
                          const spec *s);
+static void run(wf_runtime *r, const spec *s, wf_tensor **out, int *nout);
 
 /* With test-memdev first in the device order, a chain's Relu would run on
  * memdev:0 (it has a Relu kernel, no MatMul or BiasAdd): the chain is not
@@ -472,6 +492,68 @@ static void test_fusion_keeps_work_on_its_device(void **state) {
   }
   wf_runtime_free(first_memdev);
   wf_runtime_free(first_cpu);
+}
+
+/* A MaxPool that alone reads a fused convolution joins it (SAME or VALID,
+ * with or without an activation), taking over the convolution's
+ * attributes and the pooling's; one whose input something else reads too,
+ * or over NCHW, stays apart. Fused and unfused give the same values. */
+static void test_fusion_takes_a_max_pool_after_a_convolution(void **state) {
+  (void)state;
+  static const char *const pads[2] = {"VALID", "SAME"};
+  static const char *const pool_acts[2] = {"Relu", ""};
+  /* float64: the reference kernels, fused against apart */
+  static const wf_dtype dts[2] = {WF_FLOAT32, WF_FLOAT64};
+  for (int t = 0; t < 2; t++)
+    for (int p = 0; p < 2; p++)
+      for (int a = 0; a < 2; a++) {
+        spec s = {dts[t], 1, 0, pool_acts[a], PLAIN, pads[p]};
+        net n = build(rt_on, &s);
+        wf__work w = net_work(&n);
+        assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 1);
+        assert_int_equal(count_op(&w, "_FusedConv2D"), 0);
+        assert_int_equal(count_op(&w, "MaxPool"), 0);
+        wf_node *f = first_op(&w, "_FusedConv2DMaxPool");
+        assert_ptr_equal(w.fetches[0].node, f);
+        char steps[64];
+        fused_steps(f, steps, sizeof steps);
+        assert_string_equal(steps, a == 0 ? "BiasAdd,Relu" : "BiasAdd");
+        assert_string_equal(wf__node_attr(f, "pool_padding")->u.s, pads[p]);
+        assert_string_equal(wf__node_attr(f, "padding")->u.s, "SAME");
+        assert_int_equal(wf__node_attr(f, "pool_ksize")->u.ints[1], 2);
+        assert_int_equal(wf__node_attr(f, "pool_strides")->u.ints[2], 2);
+        wf__work_deinit(&w);
+        net_free(&n);
+
+        wf_tensor *fused[3], *plain[3];
+        int nf, np;
+        run(rt_on, &s, fused, &nf);
+        run(rt_off, &s, plain, &np);
+        assert_int_equal(nf, np);
+        for (int i = 0; i < nf; i++) {
+          assert_close(plain[i], fused[i], &s);
+          wf_tensor_release(fused[i]);
+          wf_tensor_release(plain[i]);
+        }
+      }
+  /* the activation read twice: the chain fuses, the pooling stays */
+  spec twice = {WF_FLOAT32, 1, 0, "Relu", ACT_READ_TWICE, "VALID"};
+  net n = build(rt_on, &twice);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedConv2D"), 1);
+  assert_int_equal(count_op(&w, "MaxPool"), 1);
+  assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 0);
+  wf__work_deinit(&w);
+  net_free(&n);
+  /* NCHW: likewise */
+  spec nchw = {WF_FLOAT32, 1, 1, "Relu", PLAIN, "VALID"};
+  n = build(rt_on, &nchw);
+  w = net_work(&n);
+  assert_int_equal(count_op(&w, "_FusedConv2D"), 1);
+  assert_int_equal(count_op(&w, "MaxPool"), 1);
+  assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 0);
+  wf__work_deinit(&w);
+  net_free(&n);
 }
 
 /* ---- values -------------------------------------------------------------- */
@@ -541,6 +623,7 @@ int main(void) {
       cmocka_unit_test(test_fusion_skips_tanh_gelu_and_split_requests),
       cmocka_unit_test(test_fusion_gives_the_unfused_values),
       cmocka_unit_test(test_fusion_keeps_work_on_its_device),
+      cmocka_unit_test(test_fusion_takes_a_max_pool_after_a_convolution),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

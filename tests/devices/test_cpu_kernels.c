@@ -80,7 +80,7 @@ static double urand(rng *r, double lo, double hi) {
 /* ---- cases ------------------------------------------------------------------ */
 
 #define MAX_IN 9
-#define MAX_ATTRS 8
+#define MAX_ATTRS 12
 
 /* One node to run with both kernels: its op, inputs (owned) and
  * attributes; name says what was drawn, for messages. */
@@ -173,6 +173,7 @@ static void attr_ints(kcase *c, const char *name, const int64_t *v, int n) {
 static void attr_string(kcase *c, const char *name, const char *v) {
   int i = c->nattrs++;
 
+  assert_true(i < MAX_ATTRS);
   c->attr_names[i] = name;
   c->attrs[i] = (wf_attr_value){.type = WF_ATTR_STRING, .count = 1, .u.s = v};
 }
@@ -180,6 +181,7 @@ static void attr_string(kcase *c, const char *name, const char *v) {
 static void attr_bool(kcase *c, const char *name, int v) {
   int i = c->nattrs++;
 
+  assert_true(i < MAX_ATTRS);
   c->attr_names[i] = name;
   c->attrs[i] = (wf_attr_value){.type = WF_ATTR_BOOL, .count = 1, .u.b = v};
 }
@@ -187,6 +189,7 @@ static void attr_bool(kcase *c, const char *name, int v) {
 static void attr_float(kcase *c, const char *name, double v) {
   int i = c->nattrs++;
 
+  assert_true(i < MAX_ATTRS);
   c->attr_names[i] = name;
   c->attrs[i] = (wf_attr_value){.type = WF_ATTR_FLOAT, .count = 1, .u.f = v};
 }
@@ -1248,6 +1251,77 @@ static void test_shallow_conv2d_matches_reference(void **state) {
       wf_graph_free(g);
       wf_status_free(st);
     }
+  }
+}
+
+/* _FusedConv2DMaxPool: device-cpu's kernel against the reference (the
+ * convolution's reference, then MaxPool's): the cnn's two layers (the
+ * shallow and the Winograd loops pooling in their epilogue on the CPUs
+ * they serve), odd sizes whose last row and column the pooling drops,
+ * then random NHWC windows, paddings, channel counts, epilogues and
+ * poolings (2x2 or 3x3, strides 1 to 3, SAME or VALID), which mostly
+ * convolve into a buffer and pool it. */
+static void fused_conv_pool_case(rng *r, const win *w, int fl,
+                                 const int64_t pk[2], const int64_t ps[2],
+                                 const char *ppad) {
+  int64_t xd[4], fd[4] = {w->kh, w->kw, w->c, w->co}, v[4];
+  kcase c;
+
+  act_dims(w, w->h, w->w, w->c, xd);
+  case_init(&c, "_FusedConv2DMaxPool", WF_FLOAT32);
+  add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  add_input(&c, r, WF_FLOAT32, fd, 4, -0.5, 0.5);
+  add_input(&c, r, WF_FLOAT32, &fd[3], 1, -1, 1);
+  window_attrs(&c, w, 1);
+  fused_attrs(&c, fl);
+  v[0] = v[3] = 1, v[1] = pk[0], v[2] = pk[1];
+  attr_ints(&c, "pool_ksize", v, 4);
+  v[1] = ps[0], v[2] = ps[1];
+  attr_ints(&c, "pool_strides", v, 4);
+  attr_string(&c, "pool_padding", ppad);
+  case_note(&c, " pool %lldx%lld s%lldx%lld %s", (long long)pk[0],
+            (long long)pk[1], (long long)ps[0], (long long)ps[1], ppad);
+  check_case(&c);
+  case_free(&c);
+}
+
+static void test_fused_conv2d_max_pool_matches_reference(void **state) {
+  rng r = {41};
+  static const int64_t two[2] = {2, 2};
+  /* the cnn's layers, and odd sizes, with ReLU and with the bias alone */
+  static const int64_t fixed[][5] = {
+      /* n, h, w, c, co */
+      {3, 28, 28, 1, 16}, {2, 14, 14, 16, 32}, {2, 15, 13, 1, 16},
+      {1, 9, 11, 16, 32}, {8, 28, 28, 1, 16}, {4, 14, 14, 16, 32}};
+
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    for (int fl = 0; fl < 2; fl++) {
+      win w = {.padding = 0, .n = fixed[i][0], .h = fixed[i][1],
+               .w = fixed[i][2], .c = fixed[i][3], .co = fixed[i][4],
+               .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+      fused_conv_pool_case(&r, &w, fl, two, two, "VALID");
+    }
+  for (int i = 0; i < 24; i++) {
+    static const char *const ppads[2] = {"SAME", "VALID"};
+    win w = {.padding = (int)irand(&r, 0, 1), .n = irand(&r, 1, 3),
+             .h = irand(&r, 3, 16), .w = irand(&r, 3, 16),
+             .c = i % 3 == 0 ? irand(&r, 1, 4) : 8 * irand(&r, 1, 3),
+             .co = i % 4 == 0 ? irand(&r, 1, 20) : 8 * irand(&r, 1, 4),
+             .kh = irand(&r, 1, 3), .kw = irand(&r, 1, 3),
+             .sh = irand(&r, 1, 2), .sw = irand(&r, 1, 2), .dh = 1,
+             .dw = 1};
+    int64_t pk[2] = {irand(&r, 2, 3), irand(&r, 2, 3)};
+    int64_t ps[2] = {irand(&r, 1, 3), irand(&r, 1, 3)};
+    const char *ppad = ppads[irand(&r, 0, 1)];
+
+    if (i % 2 == 0)
+      w.kh = w.kw = 3, w.sh = w.sw = 1, pk[0] = pk[1] = 2, ps[0] = ps[1] = 2;
+    /* a VALID pooling must fit the convolution's output */
+    if (out_dim(w.padding, w.h, w.kh, w.sh, 1, 0, 0) < pk[0] ||
+        out_dim(w.padding, w.w, w.kw, w.sw, 1, 0, 0) < pk[1])
+      ppad = "SAME";
+    fused_conv_pool_case(&r, &w, (int)irand(&r, 0, NFUSED - 1), pk, ps,
+                         ppad);
   }
 }
 
@@ -2433,6 +2507,7 @@ int main(void) {
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_own_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_shallow_conv2d_matches_reference),
+      cmocka_unit_test(test_fused_conv2d_max_pool_matches_reference),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),

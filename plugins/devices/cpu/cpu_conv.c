@@ -84,6 +84,7 @@ typedef struct conv_state {
   int winograd;         /* the onednn/winograd kernels */
   cpu_wino_cache *wino; /* the loops/winograd kernels' filters, else NULL */
   int shallow;          /* the loops/shallow kernels */
+  nn_window pool;       /* _FusedConv2DMaxPool's pooling */
 } conv_state;
 
 /* One call's geometry. */
@@ -106,7 +107,9 @@ static void conv_destroy(void *state) {
 
 /* winograd: 0 direct, 1 oneDNN's Winograd, 2 the plugin's own
  * (cpu_winograd.c) with the direct kernel for what it does not take, 3 the
- * plugin's loops for shallow inputs (cpu_conv_shallow.c), the same. */
+ * plugin's loops for shallow inputs (cpu_conv_shallow.c), the same, 4
+ * _FusedConv2DMaxPool: both own loops on the CPUs they serve, the direct
+ * kernel otherwise. */
 static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
                           wf_status *st) {
   conv_state *s = wfx_host->alloc(sizeof *s, 0);
@@ -125,7 +128,15 @@ static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
     return wfx_code(st);
   }
   s->winograd = winograd == 1;
-  s->shallow = winograd == 3;
+  s->shallow = winograd == 3 || (winograd == 4 && cpu_avx2_fma_only());
+  if (winograd == 4) {
+    if (nn_pool_window_parse(&a, &s->pool, st)) {
+      conv_destroy(s);
+      return wfx_code(st);
+    }
+    if (cpu_avx2_fma_only())
+      winograd = 2;
+  }
   if (winograd == 2 && !(s->wino = cpu_wino_cache_new())) {
     conv_destroy(s);
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
@@ -432,6 +443,53 @@ static const char *conv_what(int kind, const opc_fused *fu) {
                                  : "convolution backward weights";
 }
 
+/* Runs the convolution of j over the memories data (MEM_*; version: the
+ * filter's, or 0) of activations xs and filter fs: the plugin's own loops
+ * where the kernel has them and they take the call (forward only), else
+ * oneDNN's plan for the shapes. pool: _FusedConv2DMaxPool's 2x2 pooling of
+ * stride 2 in the own loops' epilogue (the caller has checked that one of
+ * them takes the call). */
+static int conv_run(conv_state *s, const conv_job *j, const wf_shape *xs,
+                    const wf_shape *fs, void *const data[4],
+                    const uint64_t version[4], int pool, wf_status *st) {
+  const opc_fused *fu = j->fused;
+  cpu_key key = {0};
+  cpu_dnnl_plan *p;
+  int rc;
+
+  if (s->wino && j->kind == CONV_FWD &&
+      cpu_wino_shape(j->g.k[0], j->g.k[1], j->g.strides[0], j->g.strides[1],
+                     j->g.dilates[0] + 1, j->g.dilates[1] + 1, j->c, j->co,
+                     j->nchw))
+    return cpu_wino_conv(s->wino, data[MEM_X], data[MEM_F], version[MEM_F],
+                         data[MEM_B], fu, pool, data[MEM_Y], j->n,
+                         j->g.in[0], j->g.in[1], j->c, j->co, j->g.out[0],
+                         j->g.out[1], j->g.pad_l[0], j->g.pad_l[1], st);
+  if (s->shallow && j->kind == CONV_FWD &&
+      cpu_shallow_shape(j->g.k[0], j->g.k[1], j->g.strides[0],
+                        j->g.strides[1], j->g.dilates[0] + 1,
+                        j->g.dilates[1] + 1, j->c, j->co, j->nchw))
+    return cpu_shallow_conv(data[MEM_X], data[MEM_F], data[MEM_B], fu, pool,
+                            data[MEM_Y], j->n, j->g.in[0], j->g.in[1], j->c,
+                            j->co, j->g.k[0], j->g.k[1], j->g.strides[0],
+                            j->g.strides[1], j->g.out[0], j->g.out[1],
+                            j->g.pad_l[0], j->g.pad_l[1], st);
+  if (pool)
+    return wfx_fail(st, WF_INTERNAL,
+                    "a pooled convolution reached oneDNN's kernels");
+  cpu_key_shape(&key, xs);
+  cpu_key_shape(&key, fs);
+  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, (void *)j, st)))
+    return wfx_code(st);
+  if (p->fallback) {
+    cpu_dnnl_cache_put(&s->cache, p);
+    return cpu_dnnl_unsupported(conv_what(j->kind, fu), xs, st);
+  }
+  rc = cpu_dnnl_plan_run(p, data, version, conv_what(j->kind, fu), st);
+  cpu_dnnl_cache_put(&s->cache, p);
+  return rc;
+}
+
 /* Inputs: FWD (input, filter); BWD_DATA (input_sizes, filter,
  * out_backprop); BWD_WEIGHTS (input, filter_sizes, out_backprop). fu and
  * bias: FWD of _FusedConv2D (its epilogue and bias), else NULL. The output
@@ -446,10 +504,8 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
   void *data[4];
   uint64_t version[4] = {0};
   conv_job j;
-  cpu_key key = {0};
-  cpu_dnnl_plan *p;
   wf_tensor *out;
-  int nin = kind == CONV_FWD ? 2 : 3, rc;
+  int nin = kind == CONV_FWD ? 2 : 3;
 
   for (int i = 0; i < nin; i++)
     if (wfx_kernel_input(ctx, i, &in[i], NULL, st))
@@ -489,34 +545,6 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     return 0;
   }
 
-  if (s->wino && kind == CONV_FWD &&
-      cpu_wino_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
-                     j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
-                     j.nchw))
-    return cpu_wino_conv(s->wino, wfx_data(in[0]), wfx_data(in[1]),
-                         cpu_version(in[1]), fu ? wfx_data(bias) : NULL, fu,
-                         wfx_data(out), j.n, j.g.in[0], j.g.in[1], j.c, j.co,
-                         j.g.out[0], j.g.out[1], j.g.pad_l[0], j.g.pad_l[1],
-                         st);
-  if (s->shallow && kind == CONV_FWD &&
-      cpu_shallow_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
-                        j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
-                        j.nchw))
-    return cpu_shallow_conv(wfx_data(in[0]), wfx_data(in[1]),
-                            fu ? wfx_data(bias) : NULL, fu, wfx_data(out),
-                            j.n, j.g.in[0], j.g.in[1], j.c, j.co, j.g.k[0],
-                            j.g.k[1], j.g.strides[0], j.g.strides[1],
-                            j.g.out[0], j.g.out[1], j.g.pad_l[0],
-                            j.g.pad_l[1], st);
-
-  cpu_key_shape(&key, &xs);
-  cpu_key_shape(&key, &fs);
-  if (!(p = cpu_dnnl_cache_get(&s->cache, &key, conv_build, &j, st)))
-    return wfx_code(st);
-  if (p->fallback) {
-    cpu_dnnl_cache_put(&s->cache, p);
-    return cpu_dnnl_unsupported(conv_what(kind, fu), &xs, st);
-  }
   switch (kind) {
   case CONV_FWD:
     data[MEM_X] = wfx_data(in[0]);
@@ -537,9 +565,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  rc = cpu_dnnl_plan_run(p, data, version, conv_what(kind, fu), st);
-  cpu_dnnl_cache_put(&s->cache, p);
-  return rc;
+  return conv_run(s, &j, &xs, &fs, data, version, 0, st);
 }
 
 static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
@@ -682,6 +708,107 @@ const wf_kernel_def cpu_k_fused_conv2d_shallow = WFX_KERNEL_FOR(
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 3,
     .create = conv_create_shallow, .destroy = conv_destroy,
     .supports = conv_shallow_supports);
+/* _FusedConv2DMaxPool over NHWC float32. With a 2x2 pooling of stride 2
+ * and no padding after ReLU (or no activation), the convolutions the
+ * plugin's own loops take pool in their epilogue and store only the
+ * pooling; every other call convolves into a buffer (own loops or
+ * oneDNN's) and pools it with cpu_pool.c's loops. */
+static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
+                                     wf_status *st) {
+  conv_state *s = state;
+  const wf_tensor *x, *f, *bias;
+  opc_fused fu;
+  wf_shape xs, fs;
+  int64_t x4[4], ksz[2];
+  void *data[4];
+  uint64_t version[4] = {0};
+  conv_job j;
+  cpu_win pg;
+  wf_tensor *out;
+  float *buf;
+  int rc = 0;
+
+  if (opc_fused_kernel_attrs(ctx, &fu, st) ||
+      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &f, &fs, st) ||
+      wfx_kernel_input(ctx, 2, &bias, NULL, st) ||
+      !(out = cpu_output(ctx, 0, NULL, st)))
+    return wfx_code(st);
+  memset(&j, 0, sizeof j);
+  j.kind = CONV_FWD;
+  j.fused = &fu;
+  cpu_nhwc_dims(&xs, 0, x4);
+  j.n = x4[0], j.c = x4[3], j.co = fs.dims[3];
+  ksz[0] = fs.dims[0], ksz[1] = fs.dims[1];
+  if (cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st) ||
+      cpu_win_init(&s->pool, j.g.out, s->pool.ksize, &pg, st))
+    return wfx_code(st);
+  if (wfx_count(out) == 0)
+    return 0;
+  data[MEM_X] = wfx_data(x);
+  data[MEM_F] = wfx_data(f);
+  version[MEM_F] = cpu_version(f);
+  data[MEM_B] = wfx_data(bias);
+  if (pg.k[0] == 2 && pg.k[1] == 2 && pg.strides[0] == 2 &&
+      pg.strides[1] == 2 && pg.pad_l[0] == 0 && pg.pad_l[1] == 0 &&
+      pg.pad_r[0] == 0 && pg.pad_r[1] == 0 &&
+      (fu.act == OPC_ACT_NONE || fu.act == OPC_ACT_RELU) &&
+      ((s->wino &&
+        cpu_wino_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
+                       j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
+                       0)) ||
+       (s->shallow &&
+        cpu_shallow_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
+                          j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
+                          0)))) {
+    data[MEM_Y] = wfx_data(out);
+    return conv_run(s, &j, &xs, &fs, data, version, 1, st);
+  }
+  /* (a pooling of no padding may leave the convolution's last rows or
+   * columns unread; they are computed all the same) */
+  if (!(buf = wfx_host->alloc(
+            (size_t)(j.n * j.g.out[0] * j.g.out[1] * j.co) * sizeof(float),
+            64)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for the convolution's %lld elements "
+                    "before pooling",
+                    (long long)(j.n * j.g.out[0] * j.g.out[1] * j.co));
+  data[MEM_Y] = buf;
+  if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||
+      j.g.in[1] == 0) {
+    /* a sum over nothing: zero, then the bias and activation */
+    memset(buf, 0,
+           (size_t)(j.n * j.g.out[0] * j.g.out[1] * j.co) * sizeof(float));
+    opc_fused_apply(WF_FLOAT32, buf, wfx_data(bias),
+                    j.n * j.g.out[0] * j.g.out[1], j.co, 1, &fu);
+  } else {
+    rc = conv_run(s, &j, &xs, &fs, data, version, 0, st);
+  }
+  if (rc == 0)
+    cpu_max_pool_nhwc(buf, wfx_data(out), j.n, j.co, &pg);
+  wfx_host->free(buf);
+  return rc;
+}
+
+static int conv_create_pool(wf_kernel_ctx *ctx, void **state,
+                            wf_status *st) {
+  return conv_create_as(ctx, state, 4, st);
+}
+
+/* NHWC only: an NCHW node (which the fusion pass never makes) goes to the
+ * reference. */
+static int conv_pool_supports(const wf_node *node) {
+  nn_attrs a = {.node = node};
+  nn_window w;
+
+  return nn_window_parse(&a, NULL, 1, 1, &w, NULL) == 0 && !w.nchw;
+}
+
+const wf_kernel_def cpu_k_fused_conv2d_max_pool = WFX_KERNEL_FOR(
+    "cpu", "onednn", "_FusedConv2DMaxPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create_pool, .destroy = conv_destroy,
+    .supports = conv_pool_supports);
 const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
     "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,

@@ -11,7 +11,9 @@
  * multiply-add accumulators) is held in registers while the taps go by;
  * bias, ReLU and the store follow. The image is first copied into a
  * zero-bordered buffer of the thread's, so that the loops never test a
- * border. Rows of output are shared by the intra-op threads.
+ * border. Rows of output are shared by the intra-op threads. For
+ * _FusedConv2DMaxPool (2x2, stride 2) two rows go to a buffer of the
+ * thread's and only their pooling is stored.
  *
  * Why: oneDNN 2.6's kernel for this shape (its "first layer" path) ran the
  * cnn's first convolution (1 -> 16 channels, 28x28, SAME, batch 64) at 81
@@ -62,7 +64,7 @@ typedef struct shallow_job {
   /* where each tap reads in the bordered image, from the window's first
    * element; the taps' weights are consecutive rows of the filter */
   int64_t at[SHALLOW_MAX_K * SHALLOW_MAX_K * SHALLOW_MAX_C];
-  int relu;
+  int relu, pool;
   atomic_int failed;
 } shallow_job;
 
@@ -166,35 +168,60 @@ SHALLOW_TARGET static void shallow_row(const shallow_job *j, const float *buf,
   }
 }
 
-/* cpu_team part t of nt: its share of the n x oh output rows, with its
- * own bordered copy of each image they lie in. */
+/* Row pr of the 2x2 max pooling of rows a and b (ow positions of k
+ * channels each). */
+SHALLOW_TARGET static void pool_rows(const float *a, const float *b,
+                                     int64_t ow, int64_t k, float *pr) {
+  for (int64_t px = 0; px < ow / 2; px++)
+    for (int64_t c = 0; c < k; c += 8) {
+      const float *a0 = a + 2 * px * k + c, *b0 = b + 2 * px * k + c;
+      _mm256_storeu_ps(pr + px * k + c,
+                       cpu_max2x2(_mm256_loadu_ps(a0), _mm256_loadu_ps(a0 + k),
+                                  _mm256_loadu_ps(b0),
+                                  _mm256_loadu_ps(b0 + k)));
+    }
+}
+
+/* cpu_team part t of nt: its share of the n x oh output rows (pooled: of
+ * the n x oh / 2 rows of the pooling), with its own bordered copy of each
+ * image they lie in. */
 static void shallow_part(void *arg, int t, int nt) {
   shallow_job *j = arg;
-  int64_t rows = j->n * j->oh, r = rows * t / nt, end = rows * (t + 1) / nt;
-  int64_t img = -1;
+  int64_t per = j->pool ? j->oh / 2 : j->oh, rows = j->n * per;
+  int64_t r = rows * t / nt, end = rows * (t + 1) / nt, img = -1;
+  size_t image = (size_t)(j->ph * j->pw * j->c), row = (size_t)(j->ow * j->k);
 
   if (r >= end)
     return;
-  float *buf =
-      wfx_host->alloc((size_t)(j->ph * j->pw * j->c) * sizeof(float), 64);
+  float *buf = wfx_host->alloc((image + (j->pool ? 2 * row : 0)) *
+                                   sizeof(float),
+                               64);
   if (!buf) {
     atomic_store(&j->failed, 1);
     return;
   }
   for (; r < end; r++) {
-    if (r / j->oh != img) {
-      img = r / j->oh;
+    if (r / per != img) {
+      img = r / per;
       border_image(j, img, buf);
     }
-    shallow_row(j, buf, r % j->oh, j->y + r * j->ow * j->k);
+    if (j->pool) {
+      float *two = buf + image;
+      shallow_row(j, buf, 2 * (r % per), two);
+      shallow_row(j, buf, 2 * (r % per) + 1, two + row);
+      pool_rows(two, two + row, j->ow, j->k,
+                j->y + r * (j->ow / 2) * j->k);
+    } else {
+      shallow_row(j, buf, r % per, j->y + r * j->ow * j->k);
+    }
   }
   wfx_host->free(buf);
 }
 #endif /* SHALLOW_X86 */
 
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
-                     const opc_fused *fu, float *y, int64_t n, int64_t h,
-                     int64_t wd, int64_t c, int64_t k, int64_t kh,
+                     const opc_fused *fu, int pool, float *y, int64_t n,
+                     int64_t h, int64_t wd, int64_t c, int64_t k, int64_t kh,
                      int64_t kw, int64_t sh, int64_t sw, int64_t oh,
                      int64_t ow, int64_t pad_top, int64_t pad_left,
                      wf_status *st) {
@@ -220,8 +247,12 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
                    .ph = (oh - 1) * sh + kh,
                    .pw = (ow - 1) * sw + kw,
                    .taps = kh * kw * c,
-                   .relu = in_place && fu->act == OPC_ACT_RELU};
+                   .relu = in_place && fu->act == OPC_ACT_RELU,
+                   .pool = pool};
 
+  if (pool && fu && !in_place)
+    return wfx_fail(st, WF_INTERNAL,
+                    "the shallow loops pool only after ReLU or no activation");
   for (int64_t ky = 0, t = 0; ky < kh; ky++)
     for (int64_t kx = 0; kx < kw; kx++)
       for (int64_t ci = 0; ci < c; ci++)
@@ -241,7 +272,8 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
     opc_fused_apply(WF_FLOAT32, y, bias, n * oh * ow, k, 1, fu);
   return 0;
 #else
-  (void)x, (void)w, (void)bias, (void)fu, (void)y, (void)n, (void)h;
+  (void)x, (void)w, (void)bias, (void)fu, (void)pool, (void)y, (void)n;
+  (void)h;
   (void)wd, (void)c, (void)k, (void)kh, (void)kw, (void)sh, (void)sw;
   (void)oh, (void)ow, (void)pad_top, (void)pad_left;
   return wfx_fail(st, WF_INTERNAL,

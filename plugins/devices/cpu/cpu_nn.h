@@ -39,6 +39,33 @@ int cpu_act_md(dnnl_memory_desc_t *md, int nchw, int64_t n, int64_t c,
 void cpu_act_shape(wf_shape *s, int nchw, int64_t n, int64_t h, int64_t w,
                        int64_t c);
 
+/* MaxPool's values over NHWC x (n images of c channels; geometry g, its
+ * windows with no dilation and padded by less than a window), into y:
+ * cpu_pool.c's loops, the reference's bits. */
+void cpu_max_pool_nhwc(const float *x, float *y, int64_t n, int64_t c,
+                       const cpu_win *g);
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+/* The maximum of a 2x2 window's four vectors in the reference's order
+ * (row by row): a value replaces the maximum when it is larger or NaN, as
+ * MaxPool's reference and loops take it. */
+__attribute__((target("avx2,fma"))) static inline __m256
+cpu_max2x2(__m256 a, __m256 b, __m256 c, __m256 d) {
+  __m256 m = a;
+  m = _mm256_blendv_ps(m, b,
+                       _mm256_or_ps(_mm256_cmp_ps(b, m, _CMP_GT_OQ),
+                                    _mm256_cmp_ps(b, b, _CMP_UNORD_Q)));
+  m = _mm256_blendv_ps(m, c,
+                       _mm256_or_ps(_mm256_cmp_ps(c, m, _CMP_GT_OQ),
+                                    _mm256_cmp_ps(c, c, _CMP_UNORD_Q)));
+  m = _mm256_blendv_ps(m, d,
+                       _mm256_or_ps(_mm256_cmp_ps(d, m, _CMP_GT_OQ),
+                                    _mm256_cmp_ps(d, d, _CMP_UNORD_Q)));
+  return m;
+}
+#endif
+
 /* ---- Winograd's F(2x2,3x3) in the plugin's own loops (cpu_winograd.c) -- */
 
 typedef struct opc_fused opc_fused;
@@ -57,14 +84,15 @@ void cpu_wino_cache_free(cpu_wino_cache *c);
 /* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
  * filter w (3, 3, c, k) (version: the core's, or 0), padded by pad_top and
  * pad_left (the rest of the padding is where oh and ow reach past the
- * input); fu: _FusedConv2D's bias and activation, else NULL. The shape must
- * be one cpu_wino_shape takes, on a CPU cpu_avx2_fma_only accepts. 0, or the
- * code with st set (RESOURCE_EXHAUSTED). */
+ * input); fu: _FusedConv2D's bias and activation, else NULL; pool: as
+ * cpu_shallow_conv's. The shape must be one cpu_wino_shape takes, on a CPU
+ * cpu_avx2_fma_only accepts. 0, or the code with st set
+ * (RESOURCE_EXHAUSTED). */
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,
-                  float *y, int64_t n, int64_t h, int64_t wd, int64_t c,
-                  int64_t k, int64_t oh, int64_t ow, int64_t pad_top,
-                  int64_t pad_left, wf_status *st);
+                  int pool, float *y, int64_t n, int64_t h, int64_t wd,
+                  int64_t c, int64_t k, int64_t oh, int64_t ow,
+                  int64_t pad_top, int64_t pad_left, wf_status *st);
 
 /* ---- inputs of at most four channels in the plugin's own loops
  * (cpu_conv_shallow.c) ----------------------------------------------------- */
@@ -79,12 +107,15 @@ int cpu_shallow_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
 /* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
  * filter w (kh, kw, c, k), strides sh and sw, padded by pad_top and
  * pad_left (the rest of the padding is where oh and ow reach past the
- * input); fu: _FusedConv2D's bias and activation, else NULL. The shape must
- * be one cpu_shallow_shape takes, on a CPU cpu_avx2_fma_only accepts. 0,
- * or the code with st set (RESOURCE_EXHAUSTED). */
+ * input); fu: _FusedConv2D's bias and activation, else NULL. pool: 1 for
+ * _FusedConv2DMaxPool's 2x2 max pooling of stride 2 without padding after
+ * them (fu's activation then no activation or ReLU): y is (n, oh / 2,
+ * ow / 2, k), the pooling's values. The shape must be one
+ * cpu_shallow_shape takes, on a CPU cpu_avx2_fma_only accepts. 0, or the
+ * code with st set (RESOURCE_EXHAUSTED). */
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
-                     const opc_fused *fu, float *y, int64_t n, int64_t h,
-                     int64_t wd, int64_t c, int64_t k, int64_t kh,
+                     const opc_fused *fu, int pool, float *y, int64_t n,
+                     int64_t h, int64_t wd, int64_t c, int64_t k, int64_t kh,
                      int64_t kw, int64_t sh, int64_t sw, int64_t oh,
                      int64_t ow, int64_t pad_top, int64_t pad_left,
                      wf_status *st);

@@ -392,6 +392,14 @@ static void direct_pool_part(void *arg, int t, int nt) {
     direct_pool_row(d, r);
 }
 
+void cpu_max_pool_nhwc(const float *x, float *y, int64_t n, int64_t c,
+                       const cpu_win *g) {
+  direct_pool d = {x, y, 1, n, c, n * g->out[0], g};
+  cpu_team(direct_pool_part, &d,
+           n * g->out[0] * g->out[1] * c * g->k[0] * g->k[1] >= POOL_SPLIT &&
+               d.rows > 1);
+}
+
 /* ---- MaxPoolGrad over NHWC, without oneDNN ------------------------------- */
 
 /* Each window's gradient goes to the element the forward scan picks (the

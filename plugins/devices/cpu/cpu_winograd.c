@@ -16,7 +16,9 @@
  *   - 16 products M[p] = V[p] U[p], six tiles by sixteen output channels
  *     of multiply-add accumulators held in registers;
  *   - output transform: y = A^T M A + bias, ReLU, stored where the tile
- *     lies inside the output (an odd size's last tiles are half outside).
+ *     lies inside the output (an odd size's last tiles are half outside);
+ *     for _FusedConv2DMaxPool (2x2, stride 2) each whole tile is exactly
+ *     one pooling window: only its maximum is stored.
  * Blocks of six tiles are shared by the intra-op threads.
  *
  * Why: oneDNN 2.6 has Winograd kernels for AVX-512 only. On a 2-core AVX2
@@ -186,7 +188,7 @@ typedef struct wino_job {
   float *y;
   int64_t n, h, w, c, k, oh, ow, pt, pl;
   int64_t th, tw, tiles; /* tiles per column and row of an image; all */
-  int relu;
+  int relu, pool;
 } wino_job;
 
 #if WINO_X86
@@ -318,6 +320,14 @@ WINO_TARGET static void output_transform(const wino_job *j, int64_t t0,
     const float *mt = M + t * K;
     float *y0 = j->y + ((img * j->oh + oy) * j->ow + ox) * K;
 
+    if (j->pool) {
+      /* a half tile is no whole window: the pooling (no padding) drops
+       * it */
+      if (!two_rows || !two_cols)
+        continue;
+      y0 = j->y + ((img * (j->oh / 2) + oy / 2) * (j->ow / 2) + ox / 2) * K;
+    }
+
     for (int64_t k = 0; k < K; k += 8) {
       __m256 o00, o01, o02, o03, o10, o11, o12, o13, bias;
       __m256 y00, y01, y10, y11;
@@ -335,6 +345,10 @@ WINO_TARGET static void output_transform(const wino_job *j, int64_t t0,
       if (j->relu) {
         y00 = _mm256_max_ps(y00, zero), y01 = _mm256_max_ps(y01, zero);
         y10 = _mm256_max_ps(y10, zero), y11 = _mm256_max_ps(y11, zero);
+      }
+      if (j->pool) {
+        _mm256_storeu_ps(y0 + k, cpu_max2x2(y00, y01, y10, y11));
+        continue;
       }
       _mm256_storeu_ps(y0 + k, y00);
       if (two_cols)
@@ -367,9 +381,9 @@ static void wino_part(void *arg, int t, int nt) {
 
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,
-                  float *y, int64_t n, int64_t h, int64_t wd, int64_t c,
-                  int64_t k, int64_t oh, int64_t ow, int64_t pad_top,
-                  int64_t pad_left, wf_status *st) {
+                  int pool, float *y, int64_t n, int64_t h, int64_t wd,
+                  int64_t c, int64_t k, int64_t oh, int64_t ow,
+                  int64_t pad_top, int64_t pad_left, wf_status *st) {
 #if WINO_X86
   wino_filter *f = NULL, tmp;
   int current = 0;
@@ -388,9 +402,14 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                 .pl = pad_left,
                 .th = (oh + 1) / 2,
                 .tw = (ow + 1) / 2,
-                .relu = in_place && fu->act == OPC_ACT_RELU};
+                .relu = in_place && fu->act == OPC_ACT_RELU,
+                .pool = pool};
   int rc = 0;
 
+  if (pool && fu && !in_place)
+    return wfx_fail(st, WF_INTERNAL,
+                    "the Winograd loops pool only after ReLU or no "
+                    "activation");
   j.tiles = n * j.th * j.tw;
   /* an entry for this filter: a current one, else a free one to remake,
    * else (all held by concurrent runs) one of this call's own */
@@ -429,6 +448,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
   return rc;
 #else
   (void)cache, (void)x, (void)w, (void)wversion, (void)bias, (void)fu;
+  (void)pool;
   (void)y, (void)n, (void)h, (void)wd, (void)c, (void)k, (void)oh, (void)ow;
   (void)pad_top, (void)pad_left;
   return wfx_fail(st, WF_INTERNAL,

@@ -80,6 +80,11 @@ static int conv_dims(const wf_shape *xs, const wf_shape *fs, const nn_window *w,
   return 0;
 }
 
+int nn_conv2d_out_shape(const wf_shape *xs, const wf_shape *fs,
+                        const nn_window *w, wf_shape *out, wf_status *st) {
+  return conv_dims(xs, fs, w, out, NULL, st);
+}
+
 static int conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
   nn_attrs a = {.shape = ctx};
   nn_window w;

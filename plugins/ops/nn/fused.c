@@ -1,9 +1,10 @@
 /* plugins/ops/nn/fused.c — _FusedConv2D: Conv2D, then BiasAdd, then at most
- * one activation in one op, which the graph's fusion pass makes from such
- * chains after autodiff (so it has no gradient). Op definition, shape
- * inference and the reference CPU kernel (Conv2D's direct loop with the
- * shared epilogue of plugins/numerics/epilogue.c); the fast oneDNN kernel
- * belongs to the CPU device plugin. */
+ * one activation in one op, and _FusedConv2DMaxPool: the same followed by
+ * a MaxPool, which the graph's fusion pass makes from such chains after
+ * autodiff (so they have no gradient). Op definitions, shape inference and
+ * the reference CPU kernels (Conv2D's direct loop with the shared epilogue
+ * of plugins/numerics/epilogue.c, then MaxPool's reference); the fast
+ * kernels belong to the CPU device plugin. */
 #include <config.h>
 
 #include "nn.h"
@@ -37,6 +38,26 @@ static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
       wfx_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st))
     return wfx_code(st);
   return nn_conv2d_op.shape_fn(ctx, st);
+}
+
+/* The convolution's output shape, then the pooling's. */
+static int fused_conv2d_max_pool_shape(wf_shape_ctx *ctx, wf_status *st) {
+  nn_attrs a = {.shape = ctx};
+  nn_window cw, pw;
+  wf_shape xs, fs, bs, cs, os;
+  opc_fused f;
+
+  if (opc_fused_shape_attrs(ctx, &f, st) ||
+      nn_window_parse(&a, NULL, 1, 1, &cw, st) ||
+      nn_pool_window_parse(&a, &pw, st) ||
+      wfx_shape_input(ctx, 0, NULL, &xs, st) ||
+      wfx_shape_input(ctx, 1, NULL, &fs, st) ||
+      wfx_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st) ||
+      nn_conv2d_out_shape(&xs, &fs, &cw, &cs, st) ||
+      nn_pool_out_shape(&cs, &pw, &os, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &os);
+  return 0;
 }
 
 /* y = conv(x, f) as Conv2D's reference computes it (double accumulators),
@@ -76,76 +97,134 @@ static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
   }
 WFX_TYPES_FLOAT(DEF_FCONV, _)
 
-static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
-                                wf_status *st) {
-  nn_attrs a = {.kernel = ctx};
+/* One call of the reference: inputs, geometry and the convolution's
+ * output shape. */
+typedef struct fconv_call {
   const wf_tensor *x, *f, *b;
-  wf_tensor *y;
   nn_window w;
   opc_fused fu;
-  wf_shape xs, fs, bs, ys;
+  wf_shape ys;
   int ix[4];
-  int64_t xd[4], od[2], pad[2], xst[4], yst[4], xstr[4], ystr[4];
-  int64_t outer = 1, inner = 1, axis;
-  double *acc;
+  int64_t xd[4], od[2], pad[2], xstr[4], ystr[4];
+} fconv_call;
 
-  if (opc_fused_kernel_attrs(ctx, &fu, st) ||
-      nn_window_parse(&a, NULL, 1, 1, &w, st) ||
-      wfx_kernel_input(ctx, 0, &x, &xs, st) ||
-      wfx_kernel_input(ctx, 1, &f, &fs, st) ||
-      wfx_kernel_input(ctx, 2, &b, &bs, st))
+static int fconv_prepare(wf_kernel_ctx *ctx, fconv_call *c, wf_status *st) {
+  nn_attrs a = {.kernel = ctx};
+  wf_shape xs, fs, bs;
+  int64_t xst[4], yst[4];
+
+  if (opc_fused_kernel_attrs(ctx, &c->fu, st) ||
+      nn_window_parse(&a, NULL, 1, 1, &c->w, st) ||
+      wfx_kernel_input(ctx, 0, &c->x, &xs, st) ||
+      wfx_kernel_input(ctx, 1, &c->f, &fs, st) ||
+      wfx_kernel_input(ctx, 2, &c->b, &bs, st))
     return wfx_code(st);
   if (xs.rank != 4 || fs.rank != 4 || bs.rank != 1 ||
-      fs.dims[3] != bs.dims[0] || wfx_dtype(f) != wfx_dtype(x) ||
-      wfx_dtype(b) != wfx_dtype(x))
+      fs.dims[3] != bs.dims[0] || wfx_dtype(c->f) != wfx_dtype(c->x) ||
+      wfx_dtype(c->b) != wfx_dtype(c->x))
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "expected input (rank 4), filter (KH, KW, C_in, C_out) "
                     "and bias (C_out,) of one dtype");
-  nn_nhwc_index(w.nchw, ix);
+  nn_nhwc_index(c->w.nchw, c->ix);
   for (int i = 0; i < 4; i++)
-    xd[i] = xs.dims[ix[i]];
-  if (fs.dims[0] < 1 || fs.dims[1] < 1 || fs.dims[2] != xd[3])
+    c->xd[i] = xs.dims[c->ix[i]];
+  if (fs.dims[0] < 1 || fs.dims[1] < 1 || fs.dims[2] != c->xd[3])
     return wfx_fail(st, WF_INVALID_ARGUMENT,
                     "input has %" PRId64 " channels but the filter expects "
                     "C_in = %" PRId64 " (and a window of at least 1 x 1)",
-                    xd[3], fs.dims[2]);
-  if (nn_window_dim(&w, 0, xd[1], fs.dims[0], &od[0], &pad[0], st) ||
-      nn_window_dim(&w, 1, xd[2], fs.dims[1], &od[1], &pad[1], st))
+                    c->xd[3], fs.dims[2]);
+  if (nn_window_dim(&c->w, 0, c->xd[1], fs.dims[0], &c->od[0], &c->pad[0],
+                    st) ||
+      nn_window_dim(&c->w, 1, c->xd[2], fs.dims[1], &c->od[1], &c->pad[1],
+                    st))
     return wfx_code(st);
-  wfx_shape_set_scalar(&ys);
-  ys.rank = 4;
-  ys.dims[ix[0]] = xd[0];
-  ys.dims[ix[1]] = od[0];
-  ys.dims[ix[2]] = od[1];
-  ys.dims[ix[3]] = fs.dims[3];
-  if (!(y = wfx_host->kernel_output_new(ctx, 0, &ys, st)))
-    return wfx_code(st);
-  if (wfx_count(y) == 0)
-    return 0;
+  wfx_shape_set_scalar(&c->ys);
+  c->ys.rank = 4;
+  c->ys.dims[c->ix[0]] = c->xd[0];
+  c->ys.dims[c->ix[1]] = c->od[0];
+  c->ys.dims[c->ix[2]] = c->od[1];
+  c->ys.dims[c->ix[3]] = fs.dims[3];
   wfx_shape_strides(&xs, xst);
-  wfx_shape_strides(&ys, yst);
+  wfx_shape_strides(&c->ys, yst);
   for (int i = 0; i < 4; i++) {
-    xstr[i] = xst[ix[i]];
-    ystr[i] = yst[ix[i]];
+    c->xstr[i] = xst[c->ix[i]];
+    c->ystr[i] = yst[c->ix[i]];
   }
+  return 0;
+}
+
+/* y (c->ys) = act(conv(x, f) + bias). */
+static int fconv_run(const fconv_call *c, void *y, wf_status *st) {
+  wf_shape fs;
+  int64_t outer = 1, inner = 1, axis;
+  double *acc;
+
+  wfx_host->tensor_shape(c->f, &fs);
   if (!(acc = wfx_host->alloc((size_t)fs.dims[3] * sizeof *acc, 0)))
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for %" PRId64 " accumulators", fs.dims[3]);
-  if (wfx_dtype(x) == WF_FLOAT32)
-    fconv_f32(wfx_data(y), wfx_data(x), wfx_data(f), xd, xstr, fs.dims, od,
-              ystr, pad, &w, acc);
+  if (wfx_dtype(c->x) == WF_FLOAT32)
+    fconv_f32(y, wfx_data(c->x), wfx_data(c->f), c->xd, c->xstr, fs.dims,
+              c->od, c->ystr, c->pad, &c->w, acc);
   else
-    fconv_f64(wfx_data(y), wfx_data(x), wfx_data(f), xd, xstr, fs.dims, od,
-              ystr, pad, &w, acc);
+    fconv_f64(y, wfx_data(c->x), wfx_data(c->f), c->xd, c->xstr, fs.dims,
+              c->od, c->ystr, c->pad, &c->w, acc);
   wfx_host->free(acc);
-  axis = nn_channel_axis(w.nchw, 4);
+  axis = nn_channel_axis(c->w.nchw, 4);
   for (int i = 0; i < axis; i++)
-    outer *= ys.dims[i];
+    outer *= c->ys.dims[i];
   for (int i = (int)axis + 1; i < 4; i++)
-    inner *= ys.dims[i];
-  opc_fused_apply(wfx_dtype(y), wfx_data(y), wfx_data(b), outer, ys.dims[axis],
-                  inner, &fu);
+    inner *= c->ys.dims[i];
+  opc_fused_apply(wfx_dtype(c->x), y, wfx_data(c->b), outer,
+                  c->ys.dims[axis], inner, &c->fu);
   return 0;
+}
+
+static int fused_conv2d_compute(wf_kernel_ctx *ctx, void *state,
+                                wf_status *st) {
+  fconv_call c;
+  wf_tensor *y;
+
+  if (fconv_prepare(ctx, &c, st) ||
+      !(y = wfx_host->kernel_output_new(ctx, 0, &c.ys, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
+    return 0;
+  return fconv_run(&c, wfx_data(y), st);
+}
+
+/* _FusedConv2DMaxPool: the convolution's output into a buffer, then
+ * MaxPool's reference over it. */
+static int fused_conv2d_max_pool_compute(wf_kernel_ctx *ctx, void *state,
+                                         wf_status *st) {
+  nn_attrs a = {.kernel = ctx};
+  nn_window pw;
+  fconv_call c;
+  wf_shape os;
+  wf_tensor *y;
+  int64_t count = 1;
+  void *buf;
+  int rc;
+
+  if (fconv_prepare(ctx, &c, st) || nn_pool_window_parse(&a, &pw, st) ||
+      nn_pool_out_shape(&c.ys, &pw, &os, st) ||
+      !(y = wfx_host->kernel_output_new(ctx, 0, &os, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
+    return 0;
+  for (int i = 0; i < 4; i++)
+    count *= c.ys.dims[i];
+  if (!(buf = wfx_host->alloc((size_t)count * wfx_dtype_size(wfx_dtype(c.x)),
+                              64)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for the convolution's %" PRId64
+                    " elements before pooling",
+                    count);
+  rc = fconv_run(&c, buf, st);
+  if (rc == 0)
+    rc = nn_max_pool_values(wfx_dtype(c.x), wfx_data(y), buf, &c.ys, &pw, st);
+  wfx_host->free(buf);
+  return rc;
 }
 
 static const int64_t ones4[4] = {1, 1, 1, 1};
@@ -159,27 +238,42 @@ static const wf_arg_def fused_conv2d_outputs[] = {
     WF_ARG_T("output", "T",
              "(N, OH, OW, C_out) or (N, C_out, OH, OW) by data_format"),
     WF_ARG_END};
-static const wf_attr_def fused_conv2d_attrs[] = {
-    NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),
-    NN_ATTR_INTS_REQUIRED("strides", 4,
-                          "4 entries in data_format order; 1 for N and C"),
-    NN_ATTR_STRING_REQUIRED("padding", "\"SAME\", \"VALID\" or \"EXPLICIT\""),
-    {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",
-     .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,
-     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},
-     .doc = "EXPLICIT only: 8 entries, (before, after) per dimension in "
-            "data_format order; 0 for N and C"},
-    NN_ATTR_INTS("dilations", ones4, 4,
-                 "4 entries in data_format order; 1 for N and C"),
-    NN_ATTR_DATA_FORMAT,
-    {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",
-     .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,
-     .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING,
-                       .count = 1,
-                       .u.strings = bias_only},
-     .doc = OPC_FUSED_OPS_DOC},
-    NN_ATTR_FLOAT("alpha", 0.2, "LeakyRelu's slope for x < 0"),
+#define FUSED_CONV2D_ATTRS                                                     \
+  NN_ATTR_TYPE("T", WFX_DTYPES_FLOAT, "float32 or float64"),                   \
+      NN_ATTR_INTS_REQUIRED("strides", 4,                                      \
+                            "4 entries in data_format order; 1 for N and C"),  \
+      NN_ATTR_STRING_REQUIRED("padding",                                       \
+                              "\"SAME\", \"VALID\" or \"EXPLICIT\""),          \
+      {WF_STRUCT_INIT(wf_attr_def), .name = "explicit_paddings",               \
+       .type = WF_ATTR_LIST | WF_ATTR_INT, .has_default = 1,                   \
+       .default_value = {.type = WF_ATTR_LIST | WF_ATTR_INT, .count = 0},      \
+       .doc = "EXPLICIT only: 8 entries, (before, after) per dimension in "    \
+              "data_format order; 0 for N and C"},                             \
+      NN_ATTR_INTS("dilations", ones4, 4,                                      \
+                   "4 entries in data_format order; 1 for N and C"),           \
+      NN_ATTR_DATA_FORMAT,                                                     \
+      {WF_STRUCT_INIT(wf_attr_def), .name = "fused_ops",                       \
+       .type = WF_ATTR_LIST | WF_ATTR_STRING, .has_default = 1,                \
+       .default_value = {.type = WF_ATTR_LIST | WF_ATTR_STRING,                \
+                         .count = 1,                                           \
+                         .u.strings = bias_only},                              \
+       .doc = OPC_FUSED_OPS_DOC},                                              \
+      NN_ATTR_FLOAT("alpha", 0.2, "LeakyRelu's slope for x < 0")
+
+static const wf_attr_def fused_conv2d_max_pool_attrs[] = {
+    FUSED_CONV2D_ATTRS,
+    NN_ATTR_INTS_REQUIRED("pool_ksize", 4,
+                          "the pooling's window, 4 entries in data_format "
+                          "order; 1 for N and C"),
+    NN_ATTR_INTS_REQUIRED("pool_strides", 4,
+                          "the pooling's strides, 4 entries in data_format "
+                          "order; 1 for N and C"),
+    NN_ATTR_STRING_REQUIRED("pool_padding",
+                            "the pooling's: \"SAME\" or \"VALID\""),
     WF_ATTR_END};
+
+static const wf_attr_def fused_conv2d_attrs[] = {FUSED_CONV2D_ATTRS,
+                                                     WF_ATTR_END};
 
 const wf_op_def nn_fused_conv2d_op = {
     WF_STRUCT_INIT(wf_op_def),
@@ -195,3 +289,25 @@ const wf_op_def nn_fused_conv2d_op = {
 
 const wf_kernel_def nn_fused_conv2d_kernel = WFX_CPU_REFERENCE(
     "_FusedConv2D", "T", WFX_DTYPES_FLOAT, fused_conv2d_compute);
+
+static const wf_arg_def fused_conv2d_max_pool_outputs[] = {
+    WF_ARG_T("output", "T",
+             "(N, PH, PW, C_out) or (N, C_out, PH, PW) by data_format"),
+    WF_ARG_END};
+
+const wf_op_def nn_fused_conv2d_max_pool_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_FusedConv2DMaxPool",
+    .inputs = fused_conv2d_inputs,
+    .outputs = fused_conv2d_max_pool_outputs,
+    .attrs = fused_conv2d_max_pool_attrs,
+    .shape_fn = fused_conv2d_max_pool_shape,
+    .doc = "MaxPool(act(BiasAdd(Conv2D(input, filter), bias))) in one op: "
+           "_FusedConv2D's attributes, then the pooling's as pool_ksize, "
+           "pool_strides and pool_padding. Made by the graph's fusion pass "
+           "on executed graphs, where nothing else reads the convolution's "
+           "output; not differentiable."};
+
+const wf_kernel_def nn_fused_conv2d_max_pool_kernel =
+    WFX_CPU_REFERENCE("_FusedConv2DMaxPool", "T", WFX_DTYPES_FLOAT,
+                      fused_conv2d_max_pool_compute);

@@ -20,7 +20,10 @@
  * 1.45x slower for the cnn step (oneDNN's separate convolution and bias
  * loop beat the fused primitive), while whole chains fuse: inference
  * ones, and training ones whose activation's gradient reads its output
- * (Relu's, Sigmoid's, Tanh's, Elu's). The replaced nodes are left for
+ * (Relu's, Sigmoid's, Tanh's, Elu's). Then a MaxPool (SAME or VALID,
+ * NHWC) that alone reads a _FusedConv2D joins it as _FusedConv2DMaxPool:
+ * in inference, where no gradient reads the activation, the convolution's
+ * output need never be stored whole. The replaced nodes are left for
  * dead-node removal. Switched off with [passes] fusion = false. */
 #include <config.h>
 
@@ -279,6 +282,66 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
   return wfx_host->pass_replace(ctx, out, (wf_output){f, 0}, st);
 }
 
+/* _FusedConv2D -> MaxPool, the pooling the convolution's only reader,
+ * both NHWC: one _FusedConv2DMaxPool with the convolution's attributes and
+ * the pooling's as pool_ksize, pool_strides and pool_padding. */
+static int try_fuse_pool(wf_pass_ctx *ctx, wf_node *pool, wf_status *st) {
+  static const wf_pattern_node pool_pattern[] = {
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "MaxPool", .parent = -1},
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "_FusedConv2D", .parent = 0,
+       .parent_input = 0, .single_use = 1},
+  };
+  static const char *const conv_attrs[] = {
+      "strides", "padding", "explicit_paddings", "dilations", "data_format",
+      "fused_ops", "alpha", NULL};
+  static const char *const pool_attrs[][2] = {{"ksize", "pool_ksize"},
+                                              {"strides", "pool_strides"},
+                                              {"padding", "pool_padding"}};
+  const char *fused = "_FusedConv2DMaxPool";
+  wf_node *m[2];
+  wf_attr_item attrs[12];
+  int nattrs = 0;
+  int32_t dtype;
+  char name[WFX_WHAT_MAX];
+
+  if (!wfx_host->pass_match(ctx, pool, pool_pattern, 2, m))
+    return 0;
+  const char *pad = string_attr(pool, "padding");
+  const char *fmt = string_attr(pool, "data_format");
+  wf_node *chain[2] = {m[1], pool};
+  const char *request = common_request(chain, 2);
+  if (wfx_host->node_num_control_consumers(m[1]) > 0 ||
+      (strcmp(pad, "SAME") != 0 && strcmp(pad, "VALID") != 0) ||
+      (fmt[0] && strcmp(fmt, "NHWC") != 0) ||
+      strcmp(fmt, string_attr(m[1], "data_format")) != 0 || !request ||
+      wfx_host->node_output_info(m[1], 0, &dtype, NULL) ||
+      !stays_on_device(ctx, chain, 2, fused, request, dtype))
+    return 0;
+  for (int k = 0; conv_attrs[k]; k++)
+    if (!wfx_host->node_attr(m[1], conv_attrs[k], &attrs[nattrs].value))
+      attrs[nattrs++].name = conv_attrs[k];
+  for (int k = 0; k < 3; k++) {
+    if (wfx_host->node_attr(pool, pool_attrs[k][0], &attrs[nattrs].value))
+      return 0;
+    attrs[nattrs++].name = pool_attrs[k][1];
+  }
+  wf_output in[3] = {wfx_host->node_input(m[1], 0),
+                     wfx_host->node_input(m[1], 1),
+                     wfx_host->node_input(m[1], 2)};
+  wf_node *f = wfx_host->pass_add_node(
+      ctx, fused, wfx_pass_name(ctx, pool, "fused", name, sizeof name),
+      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
+  if (!f)
+    return wfx_code(st);
+  for (int k = 0; k < 2; k++)
+    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]); c++)
+      if (wfx_host->pass_add_control_edge(
+              ctx, wfx_host->node_control_input(chain[k], c), f, st))
+        return wfx_code(st);
+  return wfx_host->pass_replace(ctx, (wf_output){pool, 0}, (wf_output){f, 0},
+                                st);
+}
+
 static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
   /* Fused nodes get the numbers after n and are never candidates. */
   int32_t n = wfx_host->pass_num_nodes(ctx);
@@ -300,6 +363,14 @@ static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
     }
   }
   wfx_host->free(act_in);
+  /* The poolings are among the first n nodes; what they read may be a
+   * _FusedConv2D made above. */
+  for (int32_t i = 0; i < n; i++) {
+    wf_node *p = wfx_host->pass_node(ctx, i);
+    int rc = is_op(p, "MaxPool") ? try_fuse_pool(ctx, p, st) : 0;
+    if (rc)
+      return rc;
+  }
   return 0;
 }
 
@@ -308,6 +379,8 @@ const wf_pass_def nn_fusion_pass = {
     .name = "fusion",
     .doc = "MatMul or Conv2D -> BiasAdd -> Relu, Sigmoid, Tanh, Elu, exact "
            "Gelu or LeakyRelu become one _FusedMatMul or _FusedConv2D node; "
-           "Conv2D -> BiasAdd read by no activation, one _FusedConv2D",
+           "Conv2D -> BiasAdd read by no activation, one _FusedConv2D; a "
+           "_FusedConv2D whose only reader is an NHWC MaxPool, with it, one "
+           "_FusedConv2DMaxPool",
     .order = 200,
     .run = run_fusion};

@@ -99,6 +99,18 @@ int nn_read_shape(const wf_tensor *t, const char *input, wf_shape *s,
 int nn_shape_input_value(wf_shape_ctx *ctx, int32_t i, const char *input,
                          int rank, wf_shape *out, wf_status *st);
 
+/* ---- shared by the ops of several files ---------------------------------- */
+
+/* Conv2D's output shape (conv.c) and a pool's (pool.c) for window w: the
+ * ops' shape functions' results and errors. */
+int nn_conv2d_out_shape(const wf_shape *xs, const wf_shape *fs,
+                        const nn_window *w, wf_shape *out, wf_status *st);
+int nn_pool_out_shape(const wf_shape *xs, const nn_window *w, wf_shape *out,
+                      wf_status *st);
+/* y = MaxPool's reference over x of shape xs and dtype dtype (pool.c). */
+int nn_max_pool_values(int32_t dtype, void *y, const void *x,
+                       const wf_shape *xs, const nn_window *w, wf_status *st);
+
 /* ---- what plugin.c lists ------------------------------------------------- */
 
 extern const wf_op_def nn_bias_add_op, nn_conv2d_op, nn_max_pool_op,

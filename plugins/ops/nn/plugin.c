@@ -7,8 +7,9 @@
 #include "nn.h"
 
 /* fused.c: _FusedConv2D, made by the graph pass of fusion.c. */
-extern const wf_op_def nn_fused_conv2d_op;
-extern const wf_kernel_def nn_fused_conv2d_kernel;
+extern const wf_op_def nn_fused_conv2d_op, nn_fused_conv2d_max_pool_op;
+extern const wf_kernel_def nn_fused_conv2d_kernel,
+    nn_fused_conv2d_max_pool_kernel;
 extern const wf_pass_def nn_fusion_pass;
 
 static const wf_pass_def *const passes[] = {&nn_fusion_pass, NULL};
@@ -32,6 +33,7 @@ static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_log_softmax_grad_op,
                                        &nn_batch_norm_grad_op,
                                        &nn_fused_conv2d_op,
+                                       &nn_fused_conv2d_max_pool_op,
                                        &nn_layer_norm_op,
                                        &nn_layer_norm_grad_op,
                                        NULL};
@@ -56,6 +58,7 @@ static const wf_kernel_def *const kernels[] = {
     &nn_log_softmax_grad_kernel,
     &nn_batch_norm_grad_kernel,
     &nn_fused_conv2d_kernel,
+    &nn_fused_conv2d_max_pool_kernel,
     &nn_layer_norm_kernel,
     &nn_layer_norm_grad_kernel,
     NULL};

@@ -185,6 +185,25 @@ static int max_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return pool_compute(ctx, max_pool_table, st);
 }
 
+int nn_pool_out_shape(const wf_shape *xs, const nn_window *w, wf_shape *out,
+                      wf_status *st) {
+  return pool_dims(xs, w, out, NULL, st);
+}
+
+int nn_max_pool_values(int32_t dtype, void *y, const void *x,
+                       const wf_shape *xs, const nn_window *w, wf_status *st) {
+  pool_geom g;
+  wf_shape out;
+
+  if (dtype < 0 || dtype >= WF_DTYPE_COUNT || !max_pool_table[dtype])
+    return wfx_fail(st, WF_UNIMPLEMENTED, "no reference max pooling for %s",
+                    wfx_dtype_name(dtype));
+  if (pool_dims(xs, w, &out, &g, st))
+    return wfx_code(st);
+  max_pool_table[dtype](y, x, &g);
+  return 0;
+}
+
 static int avg_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return pool_compute(ctx, avg_pool_table, st);
 }
