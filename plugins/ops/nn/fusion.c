@@ -98,6 +98,32 @@ static int stays_on_device(wf_pass_ctx *ctx, wf_node *const *chain, int len,
   return 1;
 }
 
+/* Replaces the len nodes of chain, the last one's output 0 read by the
+ * rest of the graph, by one node of op fused on request (named after that
+ * node) with inputs in and attributes attrs: it takes over the readers and
+ * fetches of that output and every control input of the chain. */
+static int replace_chain(wf_pass_ctx *ctx, wf_node *const *chain, int len,
+                         const char *fused, const char *request,
+                         const wf_output *in, const wf_attr_item *attrs,
+                         int nattrs, wf_status *st) {
+  wf_node *last = chain[len - 1];
+  char name[WFX_WHAT_MAX];
+  wf_node *f = wfx_host->pass_add_node(
+      ctx, fused, wfx_pass_name(ctx, last, "fused", name, sizeof name),
+      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
+
+  if (!f)
+    return wfx_code(st);
+  for (int k = 0; k < len; k++)
+    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]);
+         c++)
+      if (wfx_host->pass_add_control_edge(
+              ctx, wfx_host->node_control_input(chain[k], c), f, st))
+        return wfx_code(st);
+  return wfx_host->pass_replace(ctx, (wf_output){last, 0}, (wf_output){f, 0},
+                                st);
+}
+
 /* Replaces the chain (product, BiasAdd, activation) by one node of op
  * fused on request, which takes over the readers and fetches of the
  * activation's output and every control input of the chain. */
@@ -108,7 +134,6 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
   const char *steps[2] = {"BiasAdd", wfx_host->node_op(act)};
   wf_attr_item attrs[8];
   int nattrs = 0;
-  char name[WFX_WHAT_MAX];
 
   for (int k = 0; copied[k]; k++)
     if (!wfx_host->node_attr(prod, copied[k], &attrs[nattrs].value))
@@ -123,20 +148,7 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
   wf_output in[3] = {wfx_host->node_input(prod, 0),
                      wfx_host->node_input(prod, 1),
                      wfx_host->node_input(bias, 1)};
-  /* Named after the activation. */
-  wf_node *f = wfx_host->pass_add_node(
-      ctx, fused, wfx_pass_name(ctx, act, "fused", name, sizeof name),
-      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
-  if (!f)
-    return wfx_code(st);
-  for (int k = 0; k < 3; k++)
-    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]);
-         c++)
-      if (wfx_host->pass_add_control_edge(
-              ctx, wfx_host->node_control_input(chain[k], c), f, st))
-        return wfx_code(st);
-  return wfx_host->pass_replace(ctx, (wf_output){act, 0}, (wf_output){f, 0},
-                                st);
+  return replace_chain(ctx, chain, 3, fused, request, in, attrs, nattrs, st);
 }
 
 /* Fuses the chain ending at the activation act when every condition of the
@@ -258,7 +270,6 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
 
   wf_attr_item attrs[8];
   int nattrs = 0;
-  char name[WFX_WHAT_MAX];
   const char *const *copied = conv ? conv2d_attrs : matmul_attrs;
   for (int k = 0; copied[k]; k++)
     if (!wfx_host->node_attr(m[1], copied[k], &attrs[nattrs].value))
@@ -269,17 +280,7 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
   wf_output in[3] = {wfx_host->node_input(m[1], 0),
                      wfx_host->node_input(m[1], 1),
                      wfx_host->node_input(bias, 1)};
-  wf_node *f = wfx_host->pass_add_node(
-      ctx, fused, wfx_pass_name(ctx, bias, "fused", name, sizeof name),
-      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
-  if (!f)
-    return wfx_code(st);
-  for (int k = 0; k < 2; k++)
-    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]); c++)
-      if (wfx_host->pass_add_control_edge(
-              ctx, wfx_host->node_control_input(chain[k], c), f, st))
-        return wfx_code(st);
-  return wfx_host->pass_replace(ctx, out, (wf_output){f, 0}, st);
+  return replace_chain(ctx, chain, 2, fused, request, in, attrs, nattrs, st);
 }
 
 /* _FusedConv2D -> MaxPool, the pooling the convolution's only reader,
@@ -302,7 +303,6 @@ static int try_fuse_pool(wf_pass_ctx *ctx, wf_node *pool, wf_status *st) {
   wf_attr_item attrs[12];
   int nattrs = 0;
   int32_t dtype;
-  char name[WFX_WHAT_MAX];
 
   if (!wfx_host->pass_match(ctx, pool, pool_pattern, 2, m))
     return 0;
@@ -328,18 +328,7 @@ static int try_fuse_pool(wf_pass_ctx *ctx, wf_node *pool, wf_status *st) {
   wf_output in[3] = {wfx_host->node_input(m[1], 0),
                      wfx_host->node_input(m[1], 1),
                      wfx_host->node_input(m[1], 2)};
-  wf_node *f = wfx_host->pass_add_node(
-      ctx, fused, wfx_pass_name(ctx, pool, "fused", name, sizeof name),
-      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
-  if (!f)
-    return wfx_code(st);
-  for (int k = 0; k < 2; k++)
-    for (int32_t c = 0; c < wfx_host->node_num_control_inputs(chain[k]); c++)
-      if (wfx_host->pass_add_control_edge(
-              ctx, wfx_host->node_control_input(chain[k], c), f, st))
-        return wfx_code(st);
-  return wfx_host->pass_replace(ctx, (wf_output){pool, 0}, (wf_output){f, 0},
-                                st);
+  return replace_chain(ctx, chain, 2, fused, request, in, attrs, nattrs, st);
 }
 
 static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
