@@ -1052,6 +1052,63 @@ static void test_winograd_conv2d_matches_reference(void **state) {
   }
 }
 
+/* One Conv2D (fused: _FusedConv2D with fused list fl) of window w for
+ * the plugin's own loops labelled label, on random inputs (filter in
+ * [-frange, frange]). Where takes, the registry must pick them and their
+ * result match the reference; *differ (when not NULL) counts results that
+ * differ from the direct kernel's in their last bits. Elsewhere the
+ * registry must not pick them. */
+static void own_loops_case(rng *r, const win *w, int fused, int fl,
+                           double frange, const char *label, int takes,
+                           int *differ) {
+  const char *op = fused ? "_FusedConv2D" : "Conv2D";
+  wf_status *st = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  const wf__kernel *k, *direct = cpu_kernel(op, "onednn");
+  wf_tensor *ref = NULL, *got = NULL, *dir = NULL;
+  int64_t xd[4], fd[4] = {w->kh, w->kw, w->c, w->co};
+  kcase c;
+  wf_node *n;
+
+  act_dims(w, w->h, w->w, w->c, xd);
+  case_init(&c, op, WF_FLOAT32);
+  add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  add_input(&c, r, WF_FLOAT32, fd, 4, -frange, frange);
+  if (fused)
+    add_input(&c, r, WF_FLOAT32, &fd[3], 1, -1, 1);
+  window_attrs(&c, w, 1);
+  if (fused)
+    fused_attrs(&c, fl);
+  if (!(n = build(g, &c, st)))
+    fail_msg("%s: building: %s", c.name, wf_status_message(st));
+  if (!(k = wf__kernel_select(rt, n, "cpu", st)))
+    fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
+  if (!takes) {
+    if (strcmp(k->def.label, label) == 0)
+      fail_msg("%s: %s picked for a node it does not take", c.name, label);
+  } else {
+    if (strcmp(k->def.label, label) != 0)
+      fail_msg("%s: the registry picks '%s', not %s", c.name, k->def.label,
+               label);
+    if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
+                       (const wf_tensor *const *)c.in, &ref, st) ||
+        wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st) ||
+        (differ && wf__kernel_run(direct, n, (const wf_tensor *const *)c.in,
+                                  &dir, st)))
+      fail_msg("%s: %s", c.name, wf_status_message(st));
+    expect_close(c.name, 0, ref, got);
+    if (differ && memcmp(wf_tensor_data(got), wf_tensor_data(dir),
+                         wf_tensor_nbytes(dir)) != 0)
+      (*differ)++;
+    wf_tensor_release(ref);
+    wf_tensor_release(got);
+    wf_tensor_release(dir);
+  }
+  case_free(&c);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
 /* The plugin's own Winograd loops: random NHWC batches, sizes (odd ones
  * leave half tiles at the edges, a 1x1 input is all padding but one
  * element), SAME, VALID and EXPLICIT paddings, channel counts over their
@@ -1067,19 +1124,11 @@ static void test_own_winograd_conv2d_matches_reference(void **state) {
 
   for (int i = 0; i < ncases; i++) {
     int fused = i % 2 == 1, fl = (i / 2) % NFUSED;
-    const char *op = fused ? "_FusedConv2D" : "Conv2D";
-    wf_status *st = wf_status_new();
-    wf_graph *g = wf_graph_new(rt);
-    const wf__kernel *k, *direct = cpu_kernel(op, "onednn");
-    wf_tensor *ref = NULL, *got = NULL, *dir = NULL;
     win w = {.padding = (int)irand(&r, 0, 2), .n = irand(&r, 1, 3),
              .h = i == 0 ? 1 : irand(&r, 1, 15),
              .w = i == 0 ? 1 : irand(&r, 1, 15), .c = 8 * irand(&r, 1, 8),
              .co = 16 * irand(&r, 1, 4), .kh = 3, .kw = 3, .sh = 1,
              .sw = 1, .dh = 1, .dw = 1};
-    int64_t xd[4], fd[4] = {3, 3, w.c, w.co};
-    kcase c;
-    wf_node *n;
 
     for (int j = 0; j < 4; j++)
       w.pad[j] = w.padding == 2 ? irand(&r, 0, 2) : 0;
@@ -1087,44 +1136,8 @@ static void test_own_winograd_conv2d_matches_reference(void **state) {
     w.ow = out_dim(w.padding, w.w, 3, 1, 1, w.pad[2], w.pad[3]);
     if (w.oh <= 0 || w.ow <= 0)
       w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
-    act_dims(&w, w.h, w.w, w.c, xd);
-    case_init(&c, op, WF_FLOAT32);
-    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
-    add_input(&c, &r, WF_FLOAT32, fd, 4, -0.2, 0.2);
-    if (fused)
-      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
-    window_attrs(&c, &w, 1);
-    if (fused)
-      fused_attrs(&c, fl);
-    if (!(n = build(g, &c, st)))
-      fail_msg("%s: building: %s", c.name, wf_status_message(st));
-    if (!(k = wf__kernel_select(rt, n, "cpu", st)))
-      fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
-    if (!own_winograd_isa()) {
-      if (strcmp(k->def.label, "loops/winograd") == 0)
-        fail_msg("%s: loops/winograd picked on a CPU it does not serve",
-                 c.name);
-    } else {
-      if (strcmp(k->def.label, "loops/winograd") != 0)
-        fail_msg("%s: the registry picks '%s', not loops/winograd", c.name,
-                 k->def.label);
-      if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
-                         (const wf_tensor *const *)c.in, &ref, st) ||
-          wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st) ||
-          wf__kernel_run(direct, n, (const wf_tensor *const *)c.in, &dir,
-                         st))
-        fail_msg("%s: %s", c.name, wf_status_message(st));
-      expect_close(c.name, 0, ref, got);
-      if (memcmp(wf_tensor_data(got), wf_tensor_data(dir),
-                 wf_tensor_nbytes(dir)) != 0)
-        differ++;
-      wf_tensor_release(ref);
-      wf_tensor_release(got);
-      wf_tensor_release(dir);
-    }
-    case_free(&c);
-    wf_graph_free(g);
-    wf_status_free(st);
+    own_loops_case(&r, &w, fused, fl, 0.2, "loops/winograd",
+                   own_winograd_isa(), &differ);
   }
   if (!own_winograd_isa())
     print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
@@ -1160,11 +1173,6 @@ static void test_shallow_conv2d_matches_reference(void **state) {
 
   for (int i = 0; i < ncases; i++) {
     int fused = i % 2 == 1, fl = (i / 2) % NFUSED;
-    const char *op = fused ? "_FusedConv2D" : "Conv2D";
-    wf_status *st = wf_status_new();
-    wf_graph *g = wf_graph_new(rt);
-    const wf__kernel *k;
-    wf_tensor *ref = NULL, *got = NULL;
     win w = {.padding = (int)irand(&r, 0, 2), .n = irand(&r, 1, 3),
              .h = i == 0 ? 1 : irand(&r, 1, 20),
              .w = i == 0 ? 1 : irand(&r, 1, 20), .c = irand(&r, 1, 4),
@@ -1174,9 +1182,6 @@ static void test_shallow_conv2d_matches_reference(void **state) {
     if (i == 1) /* shared by the intra-op threads */
       w.n = 4, w.h = 28, w.w = 28, w.c = 3, w.co = 32, w.kh = 3, w.kw = 3,
       w.sh = 1, w.sw = 1, w.padding = 0;
-    int64_t xd[4], fd[4] = {w.kh, w.kw, w.c, w.co};
-    kcase c;
-    wf_node *n;
 
     for (int j = 0; j < 4; j++)
       w.pad[j] = w.padding == 2 ? irand(&r, 0, 3) : 0;
@@ -1184,38 +1189,8 @@ static void test_shallow_conv2d_matches_reference(void **state) {
     w.ow = out_dim(w.padding, w.w, w.kw, w.sw, 1, w.pad[2], w.pad[3]);
     if (w.oh <= 0 || w.ow <= 0) /* a window larger than the input: SAME */
       w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
-    act_dims(&w, w.h, w.w, w.c, xd);
-    case_init(&c, op, WF_FLOAT32);
-    add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
-    add_input(&c, &r, WF_FLOAT32, fd, 4, -0.5, 0.5);
-    if (fused)
-      add_input(&c, &r, WF_FLOAT32, &fd[3], 1, -1, 1);
-    window_attrs(&c, &w, 1);
-    if (fused)
-      fused_attrs(&c, fl);
-    if (!(n = build(g, &c, st)))
-      fail_msg("%s: building: %s", c.name, wf_status_message(st));
-    if (!(k = wf__kernel_select(rt, n, "cpu", st)))
-      fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
-    if (!shallow_takes(&w)) {
-      if (strcmp(k->def.label, "loops/shallow") == 0)
-        fail_msg("%s: loops/shallow picked on a CPU it does not serve",
-                 c.name);
-    } else {
-      if (strcmp(k->def.label, "loops/shallow") != 0)
-        fail_msg("%s: the registry picks '%s', not loops/shallow", c.name,
-                 k->def.label);
-      if (wf__kernel_run(reference_kernel(op, WF_FLOAT32), n,
-                         (const wf_tensor *const *)c.in, &ref, st) ||
-          wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st))
-        fail_msg("%s: %s", c.name, wf_status_message(st));
-      expect_close(c.name, 0, ref, got);
-      wf_tensor_release(ref);
-      wf_tensor_release(got);
-    }
-    case_free(&c);
-    wf_graph_free(g);
-    wf_status_free(st);
+    own_loops_case(&r, &w, fused, fl, 0.5, "loops/shallow", shallow_takes(&w),
+                   NULL);
   }
   if (!own_winograd_isa())
     print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "

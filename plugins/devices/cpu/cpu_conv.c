@@ -644,11 +644,6 @@ const wf_kernel_def cpu_k_fused_conv2d_winograd = WFX_KERNEL_FOR(
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 1,
     .create = conv_create_winograd, .destroy = conv_destroy,
     .supports = conv_winograd_supports);
-/* The loops/winograd kernels (cpu_winograd.c) take the nodes of the
- * shapes cpu_wino_shape names, on CPUs with AVX2 and FMA and no AVX-512,
- * before oneDNN's kernels; a filter whose shape is not known while placing
- * is left to those. `[kernels] deny = winograd` leaves every convolution
- * to the direct kernels. A call they do not take runs the direct kernel. */
 typedef int own_shape_fn(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                          int64_t dh, int64_t dw, int64_t c, int64_t k,
                          int nchw);
@@ -669,6 +664,11 @@ static int own_loops_support(const wf_node *node, own_shape_fn *shape) {
                w.dilation[0], w.dilation[1], fs.dims[2], fs.dims[3], w.nchw);
 }
 
+/* The loops/winograd kernels (cpu_winograd.c) take the nodes of the
+ * shapes cpu_wino_shape names, on CPUs with AVX2 and FMA and no AVX-512,
+ * before oneDNN's kernels; a filter whose shape is not known while placing
+ * is left to those. `[kernels] deny = winograd` leaves every convolution
+ * to the direct kernels. A call they do not take runs the direct kernel. */
 static int conv_own_winograd_supports(const wf_node *node) {
   return own_loops_support(node, cpu_wino_shape);
 }
