@@ -268,7 +268,7 @@ static const wf__kernel *reference_kernel(const char *op, wf_dtype dt) {
   return NULL;
 }
 
-/* max |x| over t's elements (float types). */
+/* max |x| over t's finite elements (float types). */
 static double max_abs(const wf_tensor *t) {
   double m = 0;
   int64_t n = wf_tensor_count(t);
@@ -277,7 +277,7 @@ static double max_abs(const wf_tensor *t) {
     double v = wf_tensor_dtype(t) == WF_FLOAT32
                    ? ((const float *)wf_tensor_data(t))[i]
                    : ((const double *)wf_tensor_data(t))[i];
-    if (!isnan(v))
+    if (isfinite(v))
       m = fmax(m, fabs(v));
   }
   return m;
@@ -328,6 +328,8 @@ static void expect_close(const char *name, int out, const wf_tensor *want,
       fail_msg("%s: output %d element %lld is %a, the reference gives %a "
                "(bit for bit expected)",
                name, out, (long long)i, g, w);
+    if (g == w)
+      continue; /* infinities too */
     if (!(fabs(g - w) <= rtol * fabs(w) + floor))
       fail_msg("%s: output %d element %lld is %.9g, the reference gives "
                "%.9g (tolerance %.3g)",
@@ -1624,6 +1626,87 @@ static void test_softmax_family_matches_reference(void **state) {
   }
 }
 
+/* The plugin's own Softmax loops (loops/softmax, cpu_softmax.c) take every
+ * float32 Softmax on the CPUs its Winograd loops serve, and are picked
+ * there before oneDNN's; elsewhere never. Rows of every length class (a
+ * tail only, a body only, both; the transformer's 28), logits far apart
+ * (exponentials under FLT_MIN), rows holding -inf, +inf or NaN, and a row
+ * of -inf only: each matches the reference within a few float ulps
+ * (relative; more for the smallest results), NaN where it gives NaN. */
+static void test_own_softmax_loops_match_reference(void **state) {
+  static const int64_t shapes[][4] = {{5, 1},   {9, 8},  {4, 9},
+                                      {3, 37},  {2, 64}, {64, 4, 28, 28},
+                                      {1, 300}, {6, 28}};
+  static const int ranks[] = {2, 2, 2, 2, 2, 4, 2, 2};
+  int takes = own_winograd_isa();
+  rng r = {91};
+
+  for (int s = 0; s < 8; s++)
+    for (int spread = 0; spread < 2; spread++) {
+      wf_status *st = wf_status_new();
+      wf_graph *g = wf_graph_new(rt);
+      wf_tensor *ref = NULL, *got = NULL;
+      const wf__kernel *k;
+      wf_node *n;
+      kcase c;
+
+      case_init(&c, "Softmax", WF_FLOAT32);
+      case_note(&c, " case %d%s", s, spread ? " spread out" : "");
+      wf_tensor *t = add_input(&c, &r, WF_FLOAT32, shapes[s], ranks[s],
+                               spread ? -150 : -8, spread ? 150 : 8);
+      float *x = wf_tensor_data(t);
+      int64_t cdim = shapes[s][ranks[s] - 1];
+      if (s == 7) { /* special values, one row each */
+        x[0 * cdim + 3] = -INFINITY;
+        x[1 * cdim + 27] = INFINITY;
+        x[2 * cdim + 5] = NAN;
+        for (int64_t j = 0; j < cdim; j++)
+          x[3 * cdim + j] = -INFINITY;
+        x[4 * cdim + 0] = x[4 * cdim + 27] = 88.0f; /* a tie at the top */
+      }
+      if (!(n = build(g, &c, st)))
+        fail_msg("%s: building: %s", c.name, wf_status_message(st));
+      if (!(k = wf__kernel_select(rt, n, "cpu", st)))
+        fail_msg("%s: no kernel: %s", c.name, wf_status_message(st));
+      if (!takes) {
+        if (strcmp(k->def.label, "loops/softmax") == 0)
+          fail_msg("%s: loops/softmax picked on a CPU it does not serve",
+                   c.name);
+      } else {
+        if (strcmp(k->def.label, "loops/softmax") != 0)
+          fail_msg("%s: the registry picks '%s', not loops/softmax", c.name,
+                   k->def.label);
+        if (wf__kernel_run(reference_kernel("Softmax", WF_FLOAT32), n,
+                           (const wf_tensor *const *)c.in, &ref, st) ||
+            wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &got, st))
+          fail_msg("%s: %s", c.name, wf_status_message(st));
+        expect_close(c.name, 0, ref, got);
+        /* and closer: within a few float ulps of exp, plus the rounding
+         * of x - max in float (up to |x - max| ulps of 1, and |x - max|
+         * is about -ln(y)) */
+        for (int64_t i = 0; i < wf_tensor_count(ref); i++) {
+          double w = ((const float *)wf_tensor_data(ref))[i];
+          double v = ((const float *)wf_tensor_data(got))[i];
+          double tol = w == 0 ? 1.2e-38
+                              : fabs(w) * (1e-6 + 1.2e-7 * fabs(log(fabs(w)))) +
+                                    1.2e-38;
+          if (!(isnan(w) && isnan(v)) && !(fabs(v - w) <= tol))
+            fail_msg("%s: element %lld is %.9g, the reference gives %.9g "
+                     "(tolerance %.3g)",
+                     c.name, (long long)i, v, w, tol);
+        }
+        wf_tensor_release(ref);
+        wf_tensor_release(got);
+      }
+      case_free(&c);
+      wf_graph_free(g);
+      wf_status_free(st);
+    }
+  if (!takes)
+    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+                  "Softmax loops are not used (checked)\n");
+}
+
 static void test_batch_norm_matches_reference(void **state) {
   static const int64_t shapes[][4] = {
       {8, 5}, {4, 3, 6, 7}, {2, 9, 5, 3}, {3, 4, 7}, {64, 14, 14, 16}};
@@ -1798,6 +1881,97 @@ static void reduce_cases(void) {
       }
 }
 
+/* Sums whose terms span twenty orders of magnitude, with huge ones that cancel (each
+ * addition's rounding error is what the compensation keeps, so the fast
+ * loops must find it exactly as the reference does), and rows holding an
+ * infinity or a NaN. */
+static void reduce_magnitude_cases(void) {
+  static const int64_t dims[3] = {16, 28, 64};
+  rng r = {75};
+
+  for (int k = 0; k < 8; k++) {
+    int special = k >> 2, mean = (k >> 1) & 1, all = k & 1;
+    kcase c;
+    case_init(&c, mean ? "Mean" : "Sum", WF_FLOAT32);
+    case_note(&c, " wide magnitudes%s, %s", special ? ", inf and NaN" : "",
+              all ? "all axes" : "axis 1");
+    wf_tensor *t = add_input(&c, &r, WF_FLOAT32, dims, 3, -1, 1);
+    float *x = wf_tensor_data(t);
+    int64_t n = wf_tensor_count(t);
+    for (int64_t i = 0; i < n; i++)
+      x[i] = (float)(x[i] * pow(10.0, floor(urand(&r, -20, 1))));
+    /* a term of order one, then a huge one and its negation: along
+     * the reduced axis (columns c % 4 == 0) and along the rows (the
+     * order in which a reduction over every axis meets them) */
+    for (int64_t b = 0; b < dims[0]; b++)
+      for (int64_t c4 = 0; c4 < dims[2]; c4 += 4) {
+        float *col = x + b * dims[1] * dims[2] + c4;
+        col[0] = (float)urand(&r, 1, 2);
+        col[dims[2]] = (float)urand(&r, 1e18, 1e20);
+        col[2 * dims[2]] = -col[dims[2]];
+        col[5 * dims[2] + 1] = (float)urand(&r, -2, -1);
+        col[5 * dims[2] + 2] = (float)urand(&r, 1e18, 1e20);
+        col[5 * dims[2] + 3] = -col[5 * dims[2] + 2];
+      }
+    if (special) {
+      x[5 * 64 + 3] = INFINITY;
+      x[9 * 64 + 3] = -INFINITY;
+      x[9 * 64 + 28 * 64 + 3] = INFINITY;
+      x[2 * 28 * 64 + 17] = NAN;
+    }
+    attr_ints(&c, "axes", (const int64_t[]){1}, all ? 0 : 1);
+    check_case(&c);
+    case_free(&c);
+  }
+}
+
+/* SumGrad and MeanGrad: dy (x reduced, with or without its kept axes)
+ * spread back over x. */
+static void spread_cases(void) {
+  static const struct {
+    int rank;
+    int64_t dims[4];
+    int naxes;
+    int64_t axes[4];
+  } cases[] = {
+      {3, {64, 28, 64}, 1, {1}},    /* the transformer's mean over tokens */
+      {3, {64, 28, 64}, 2, {0, 1}}, /* a row broadcast down */
+      {3, {64, 28, 64}, 1, {-1}},   /* a value per row */
+      {3, {64, 28, 64}, 0, {0}},    /* everything from one value */
+      {2, {3, 5}, 1, {0}},          /* one thread */
+      {4, {3, 37, 11, 129}, 2, {1, 3}},
+      {3, {3, 0, 4}, 1, {1}},       /* empty x */
+  };
+  rng r = {77};
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int mean = 0; mean < 2; mean++)
+      for (int keep = 0; keep < 2; keep++) {
+        int64_t red[4];
+        int rr = 0;
+        uint32_t m = 0;
+        kcase c;
+        for (int k = 0; k < cases[i].naxes; k++)
+          m |= 1u << (cases[i].axes[k] + (cases[i].axes[k] < 0
+                                               ? cases[i].rank : 0));
+        if (cases[i].naxes == 0)
+          m = (1u << cases[i].rank) - 1;
+        for (int d = 0; d < cases[i].rank; d++)
+          if (!(m & (1u << d)))
+            red[rr++] = cases[i].dims[d];
+          else if (keep)
+            red[rr++] = 1;
+        case_init(&c, mean ? "MeanGrad" : "SumGrad", WF_FLOAT32);
+        case_note(&c, " case %d keep_dims %d", (int)i, keep);
+        add_input(&c, &r, WF_FLOAT32, red, rr, -1e3, 1e3);
+        add_input(&c, &r, WF_FLOAT32, cases[i].dims, cases[i].rank, -1, 1);
+        attr_ints(&c, "axes", cases[i].axes, cases[i].naxes);
+        attr_bool(&c, "keep_dims", keep);
+        check_case(&c);
+        case_free(&c);
+      }
+}
+
 static void sum_to_like_cases(void) {
   static const struct {
     int rx, rl;
@@ -1875,17 +2049,19 @@ static int back_to_shared(void **state) {
  * unknown shape, so that the node is built and the kernels see them. */
 static void arith_bad_cases(void) {
   static const int64_t a[2] = {3, 4}, b[1] = {5}, bad_perm[2] = {0, 0},
-                       bad_axes[1] = {5};
+                       bad_axes[1] = {5}, axis0[1] = {0};
   static const struct {
     const char *op;
     int list;               /* AddN's one list of inputs */
     const int64_t *second;  /* the second input's dims (rank 1), or NULL */
     const int64_t *perm;    /* Transpose's perm */
-    const int64_t *axes;    /* Sum's axes */
+    const int64_t *axes;    /* the reduction's axes */
   } cases[] = {
       {"Add", 0, b, NULL, NULL},      {"Transpose", 0, NULL, bad_perm, NULL},
       {"SumToLike", 0, b, NULL, NULL}, {"AddN", 1, b, NULL, NULL},
       {"Sum", 0, NULL, NULL, bad_axes},
+      {"MeanGrad", 0, b, NULL, bad_axes}, /* an axis x does not have */
+      {"SumGrad", 0, b, NULL, axis0},     /* dy is not x reduced */
   };
   rng r = {76};
 
@@ -1915,6 +2091,8 @@ static void test_arithmetic_sums_and_transpose_match_reference_bits(
   arith_cases();
   add_n_cases();
   reduce_cases();
+  reduce_magnitude_cases();
+  spread_cases();
   sum_to_like_cases();
   transpose_cases();
 }
@@ -2493,6 +2671,7 @@ int main(void) {
           bits_within_tolerance),
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),
+      cmocka_unit_test(test_own_softmax_loops_match_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
       cmocka_unit_test(test_bias_add_and_its_gradient_match_reference),
       cmocka_unit_test(test_lstm_and_gru_match_reference),

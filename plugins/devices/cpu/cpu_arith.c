@@ -1,7 +1,7 @@
 /* plugins/devices/cpu/cpu_arith.c — float32 arithmetic, sums and
  * Transpose on the intra-op threads: Add, Sub, Mul and Div with NumPy
- * broadcasting, AddN, Sum, Mean, SumToLike and Transpose (float32 and
- * float64 for the last).
+ * broadcasting, AddN, Sum, Mean, SumToLike, the backward ops SumGrad and
+ * MeanGrad, and Transpose (float32 and float64 for the last).
  *
  * Why: the op plugins' reference kernels of these ops run on the calling
  * thread, and a transformer's training step is full of them (residual
@@ -15,7 +15,8 @@
  * arithmetic — the same float operation for Add, Sub, Mul and Div; for
  * AddN the sum in double, inputs in order, rounded once; for Sum, Mean and
  * SumToLike Neumaier's compensated double sum over the input in row-major
- * order — so tests/devices/test_cpu_kernels.c compares bit for bit. Work
+ * order; for SumGrad and MeanGrad dy times the scale in double, rounded
+ * once — so tests/devices/test_cpu_kernels.c compares bit for bit. Work
  * under WF_CPU_SPLIT elements stays on the calling thread.
  *
  * Add, Sub, Mul and Div take their output shape by broadcasting the inputs
@@ -55,6 +56,18 @@ static void walk_part(const wfx_bcast *b, int d, int64_t lo, int64_t hi,
   p->rows = p->count > 0 ? p->count / p->inner : 0;
   for (int k = 0; k < p->n; k++)
     p->off[k] = b->off[k] + lo * b->strides[k][d];
+}
+
+/* Part t of nt of walk b cut along its merged dimension dim (dim < 0: b
+ * whole, for the one part). */
+static void walk_share(const wfx_bcast *b, int dim, int t, int nt,
+                       wfx_bcast *p) {
+  if (dim < 0) {
+    *p = *b;
+    return;
+  }
+  int64_t n = b->dims[dim];
+  walk_part(b, dim, n * t / nt, n * (t + 1) / nt, p);
 }
 
 /* The merged dimension to cut b along among those where operand `keep`
@@ -134,12 +147,7 @@ static void arith_part(void *arg, int t, int nt) {
            hi - lo);
     return;
   }
-  if (j->dim < 0) {
-    p = *j->walk;
-  } else {
-    int64_t n = j->walk->dims[j->dim];
-    walk_part(j->walk, j->dim, n * t / nt, n * (t + 1) / nt, &p);
-  }
+  walk_share(j->walk, j->dim, t, nt, &p);
   for (int64_t r = 0; r < p.rows; r++, wfx_bcast_next(&p))
     j->row(j->o + p.off[2], j->x + p.off[0], p.step[0], j->y + p.off[1],
            p.step[1], p.inner);
@@ -285,22 +293,29 @@ typedef struct reduce_job {
   int dim; /* cut along (< 0: one part) */
 } reduce_job;
 
-/* Neumaier's step for one row: ar[j * s] += xr[j] with compensation. */
+/* Neumaier's step for one row: ar[j * s] += xr[j] with compensation.
+ * The compensation is the exact rounding error of each addition, computed
+ * here without Neumaier's branch by Knuth's two-sum (six operations, exact
+ * whatever the magnitudes): the same value, so the reference's bits, but
+ * branch-free, so that the loop along a row (s == 1) vectorizes. With the
+ * branch, which the compiler may not turn into a select (floating-point
+ * arms cannot be evaluated speculatively), the transformer's Mean over its
+ * 28 tokens ran one element at a time. */
 static WF_ARITH_CLONES void reduce_row(double *restrict ar, double *restrict cr,
-                                       int64_t s, const float *xr,
+                                       int64_t s, const float *restrict xr,
                                        int64_t n) {
   if (s == 1) {
     for (int64_t j = 0; j < n; j++) {
-      double v = (double)xr[j], a = ar[j], t = a + v;
-      cr[j] += fabs(a) >= fabs(v) ? (a - t) + v : (v - t) + a;
+      double v = (double)xr[j], a = ar[j], t = a + v, z = t - a;
+      cr[j] += (a - (t - z)) + (v - z);
       ar[j] = t;
     }
     return;
   }
   double a = ar[0], c = cr[0];
   for (int64_t j = 0; j < n; j++) {
-    double v = (double)xr[j], t = a + v;
-    c += fabs(a) >= fabs(v) ? (a - t) + v : (v - t) + a;
+    double v = (double)xr[j], t = a + v, z = t - a;
+    c += (a - (t - z)) + (v - z);
     a = t;
   }
   ar[0] = a;
@@ -311,12 +326,7 @@ static void reduce_part(void *arg, int t, int nt) {
   const reduce_job *j = arg;
   wfx_bcast p;
 
-  if (j->dim < 0) {
-    p = *j->walk;
-  } else {
-    int64_t n = j->walk->dims[j->dim];
-    walk_part(j->walk, j->dim, n * t / nt, n * (t + 1) / nt, &p);
-  }
+  walk_share(j->walk, j->dim, t, nt, &p);
   for (int64_t r = 0; r < p.rows; r++, wfx_bcast_next(&p))
     reduce_row(j->acc + p.off[0], j->comp + p.off[0], p.step[0],
                j->x + p.off[1], p.inner);
@@ -418,6 +428,100 @@ static int sum_to_like_compute(wf_kernel_ctx *ctx, void *state,
     }
     return reduce_into(x, &xs, &kept, out, 0, st);
   }
+}
+
+/* ---- SumGrad, MeanGrad -------------------------------------------------------- */
+
+/* dx (x's shape) = dy spread back over the reduced axes, times 1 (SumGrad)
+ * or 1 / the terms per output (MeanGrad): a walk over dy (operand 0, its
+ * keep-dims shape) and dx (operand 1). */
+typedef struct spread_job {
+  float *dx;
+  const float *dy;
+  double scale;
+  const wfx_bcast *walk;
+  int dim; /* cut along (< 0: one part) */
+} spread_job;
+
+/* o[j] = dy[j * s] * scale, in double and rounded once (s is 0 or 1). */
+static WF_ARITH_CLONES void spread_row(float *restrict o,
+                                       const float *restrict dy, int64_t s,
+                                       double scale, int64_t n) {
+  if (s == 1) {
+    for (int64_t j = 0; j < n; j++)
+      o[j] = (float)((double)dy[j] * scale);
+    return;
+  }
+  float v = (float)((double)dy[0] * scale);
+  for (int64_t j = 0; j < n; j++)
+    o[j] = v;
+}
+
+static void spread_part(void *arg, int t, int nt) {
+  const spread_job *j = arg;
+  wfx_bcast p;
+
+  walk_share(j->walk, j->dim, t, nt, &p);
+  for (int64_t r = 0; r < p.rows; r++, wfx_bcast_next(&p))
+    spread_row(j->dx + p.off[1], j->dy + p.off[0], p.step[0], j->scale,
+               p.inner);
+}
+
+static int spread_compute(wf_kernel_ctx *ctx, int mean, wf_status *st) {
+  const wf_tensor *dy, *x;
+  const int64_t *axes;
+  int64_t naxes, nin, nout;
+  uint32_t mask = 0;
+  wf_shape dys, xs, s[2];
+  wf_tensor *dx;
+  wfx_bcast b;
+  spread_job j;
+  int32_t inter, intra;
+
+  if (wfx_kernel_input(ctx, 0, &dy, &dys, st) ||
+      wfx_kernel_input(ctx, 1, &x, &xs, st))
+    return wfx_code(st);
+  if (wfx_dtype(dy) != wfx_dtype(x))
+    return wfx_fail(st, WF_INVALID_ARGUMENT, "dy must have x's type %s",
+                    wfx_dtype_name(wfx_dtype(x)));
+  /* the shape function checks dy against x reduced */
+  if (!(dx = cpu_output(ctx, 0, NULL, st)) ||
+      wfx_kernel_attr_ints(ctx, "axes", &axes, &naxes, st))
+    return wfx_code(st);
+  if (naxes == 0)
+    mask = xs.rank >= 32 ? UINT32_MAX : (UINT32_C(1) << xs.rank) - 1;
+  else if (wfx_axes_mask(axes, naxes, xs.rank, &mask, NULL, st))
+    return wfx_code(st);
+  s[0] = xs;
+  for (int i = 0; i < xs.rank; i++)
+    if (mask & (UINT32_C(1) << i))
+      s[0].dims[i] = 1;
+  s[1] = xs;
+  nin = wfx_shape_count(&xs);
+  nout = wfx_shape_count(&s[0]);
+  if (nin == 0)
+    return 0;
+  j.dx = wfx_data(dx);
+  j.dy = wfx_data(dy);
+  /* nin > 0: every output has at least one term */
+  j.scale = mean ? 1.0 / (double)(nin / nout) : 1.0;
+  wfx_bcast_init(&b, &xs, 2, s);
+  j.walk = &b;
+  cpu_threads(&inter, &intra);
+  j.dim = nin < WF_CPU_SPLIT ? -1 : walk_split_dim(&b, 1, intra);
+  cpu_team(spread_part, &j, j.dim >= 0);
+  return 0;
+}
+
+static int sum_grad_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  (void)state;
+  return spread_compute(ctx, 0, st);
+}
+
+static int mean_grad_compute(wf_kernel_ctx *ctx, void *state,
+                             wf_status *st) {
+  (void)state;
+  return spread_compute(ctx, 1, st);
 }
 
 /* ---- Transpose ---------------------------------------------------------------- */
@@ -554,6 +658,12 @@ const wf_kernel_def cpu_k_mean =
 const wf_kernel_def cpu_k_sum_to_like =
     WFX_KERNEL_FOR("cpu", "threads", "SumToLike", "T", F32,
                    sum_to_like_compute, .priority = WF_CPU_FAST_PRIORITY);
+const wf_kernel_def cpu_k_sum_grad =
+    WFX_KERNEL_FOR("cpu", "threads", "SumGrad", "T", F32, sum_grad_compute,
+                   .priority = WF_CPU_FAST_PRIORITY);
+const wf_kernel_def cpu_k_mean_grad =
+    WFX_KERNEL_FOR("cpu", "threads", "MeanGrad", "T", F32, mean_grad_compute,
+                   .priority = WF_CPU_FAST_PRIORITY);
 const wf_kernel_def cpu_k_transpose = WFX_KERNEL_FOR(
     "cpu", "threads", "Transpose", "T",
     WF_DTYPE_BIT(WF_FLOAT32) | WF_DTYPE_BIT(WF_FLOAT64), transpose_compute,

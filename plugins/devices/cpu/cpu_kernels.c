@@ -49,6 +49,7 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_avg_pool,
     &cpu_k_max_pool_grad,
     &cpu_k_avg_pool_grad,
+    &cpu_k_softmax_loops,
     &cpu_k_softmax,
     &cpu_k_log_softmax,
     &cpu_k_softmax_grad,

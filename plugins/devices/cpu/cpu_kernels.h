@@ -43,7 +43,7 @@ extern const wf_kernel_def cpu_k_matmul, cpu_k_batch_matmul,
 #ifdef HAVE_DNNL
 extern const wf_kernel_def cpu_k_conv2d, cpu_k_conv2d_backprop_input,
     cpu_k_conv2d_backprop_filter, cpu_k_max_pool, cpu_k_avg_pool,
-    cpu_k_max_pool_grad, cpu_k_avg_pool_grad, cpu_k_softmax,
+    cpu_k_max_pool_grad, cpu_k_avg_pool_grad, cpu_k_softmax, cpu_k_softmax_loops,
     cpu_k_log_softmax, cpu_k_softmax_grad, cpu_k_log_softmax_grad,
     cpu_k_batch_norm, cpu_k_batch_norm_grad, cpu_k_bias_add,
     cpu_k_bias_add_grad, cpu_k_layer_norm, cpu_k_layer_norm_grad,
@@ -61,10 +61,12 @@ extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
     cpu_k_softplus_grad, cpu_k_sqrt_grad;
 /* cpu_arith.c: arithmetic, sums and Transpose on the intra-op threads. */
 extern const wf_kernel_def cpu_k_add, cpu_k_sub, cpu_k_mul, cpu_k_div,
-    cpu_k_add_n, cpu_k_sum, cpu_k_mean, cpu_k_sum_to_like, cpu_k_transpose;
+    cpu_k_add_n, cpu_k_sum, cpu_k_mean, cpu_k_sum_to_like, cpu_k_sum_grad,
+    cpu_k_mean_grad, cpu_k_transpose;
 #define WF_CPU_ARITH_KERNELS                                                   \
   &cpu_k_add, &cpu_k_sub, &cpu_k_mul, &cpu_k_div, &cpu_k_add_n, &cpu_k_sum,    \
-      &cpu_k_mean, &cpu_k_sum_to_like, &cpu_k_transpose
+      &cpu_k_mean, &cpu_k_sum_to_like, &cpu_k_sum_grad, &cpu_k_mean_grad,      \
+      &cpu_k_transpose
 /* cpu_apply.c: ops-train's dense updates on the intra-op threads. */
 extern const wf_kernel_def cpu_k_apply_gradient_descent,
     cpu_k_apply_momentum, cpu_k_apply_adam, cpu_k_apply_adamw,
