@@ -202,7 +202,10 @@ static void check_shapes(wf_runtime *rt, const char *who) {
                 {3, {2, 28, 64}, 1e-6},  {3, {3, 4, 1}, 1e-3},
                 {4, {2, 3, 2, 33}, 0.1}, {2, {0, 8}, 1e-5},
                 /* the transformer's: the intra-op threads share its rows */
-                {3, {64, 28, 64}, 1e-5}};
+                {3, {64, 28, 64}, 1e-5},
+                /* rows shared unevenly by the threads; long rows */
+                {2, {19, 40}, 1e-5},     {3, {33, 37, 64}, 1e-5},
+                {2, {3, 700}, 1e-5}};
   static const wf_dtype dts[] = {WF_FLOAT32, WF_FLOAT64};
 
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
