@@ -655,6 +655,40 @@ static void test_batch_matmul_matches_reference_with_broadcasting(
   }
 }
 
+/* Batches of small matrices (cpu_gemm.c's loops for them on CPUs with
+ * AVX2 and FMA and no AVX-512; the matmul primitive elsewhere): the
+ * transformer's attention shapes, odd sizes that leave partial row blocks
+ * and vectors, two chunks of columns (n over 32), the largest n and
+ * sizes just past the loops' limits, every adjoint pair, and broadcast
+ * batch dims. */
+static void test_small_batch_matmul_matches_reference(void **state) {
+  static const int64_t mnk[][3] = {{28, 28, 16}, {28, 16, 28}, {1, 1, 1},
+                                   {5, 3, 7},    {13, 40, 9},  {9, 64, 17},
+                                   {7, 65, 3},   {64, 64, 17}, {33, 20, 50}};
+  rng r = {27};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 9; i++)
+    for (int adj = 0; adj < 4; adj++) {
+      int64_t m = mnk[i][0], n = mnk[i][1], k = mnk[i][2];
+      int ax = adj & 1, ay = adj >> 1, bcast = (i + adj) % 3 == 0;
+      int64_t xd[4] = {bcast ? 3 : 6, bcast ? 1 : 2, ax ? k : m, ax ? m : k};
+      int64_t yd[4] = {bcast ? 1 : 6, 2, ay ? n : k, ay ? k : n};
+      kcase c;
+      case_init(&c, "BatchMatMul", WF_FLOAT32);
+      case_note(&c, " m=%lld n=%lld k=%lld adj=%d%d%s", (long long)m,
+                (long long)n, (long long)k, ax, ay,
+                bcast ? " broadcast" : "");
+      add_input(&c, &r, WF_FLOAT32, xd, 4, -1, 1);
+      add_input(&c, &r, WF_FLOAT32, yd, 4, -1, 1);
+      attr_bool(&c, "adj_x", ax);
+      attr_bool(&c, "adj_y", ay);
+      check_case(&c);
+      case_free(&c);
+    }
+  expect_fast_path("small BatchMatMul", before);
+}
+
 #endif /* HAVE_GEMM_KERNELS */
 
 #ifdef HAVE_NN_KERNELS
@@ -2645,6 +2679,7 @@ int main(void) {
 #ifdef HAVE_GEMM_KERNELS
       cmocka_unit_test(test_matmul_matches_reference_on_random_shapes),
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
+      cmocka_unit_test(test_small_batch_matmul_matches_reference),
       cmocka_unit_test(test_large_matmul_matches_reference),
       cmocka_unit_test(test_large_fused_matmul_matches_reference),
       cmocka_unit_test(test_narrow_matmul_matches_reference),

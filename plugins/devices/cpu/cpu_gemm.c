@@ -62,6 +62,10 @@
  * in two vectors) took, for the cnn's dense layer, 1.95 us at 1 x 10 x
  * 1568 (the matmul primitive's node: 4.2) and 32 us at 64 x 10 x 1568 on
  * one thread (the primitive on two: 39). For float32:
+ *   - a batch of two or more small matrices (at most 2^16 multiply-adds
+ *     each, at most 64 columns), on a CPU with AVX2 and FMA and no
+ *     AVX-512: the plugin's loops for them, the matrices shared by the
+ *     threads (below);
  *   - one matrix of at most 16 columns, B not transposed, on a CPU with
  *     AVX2 and FMA and no AVX-512: the plugin's loops (a batch of them,
  *     the transformer's attention-weighted values, ran 2.5% slower in
@@ -106,7 +110,8 @@ typedef enum backend {
   BACKEND_OPENBLAS,     /* cblas_sgemm / cblas_dgemm, per matrix */
   BACKEND_ONEDNN_SGEMM, /* dnnl_sgemm, per matrix */
   BACKEND_ONEDNN_MATMUL, /* the matmul primitive, whole batches */
-  BACKEND_NARROW         /* narrow_gemm, per matrix */
+  BACKEND_NARROW,        /* narrow_gemm, per matrix */
+  BACKEND_SMALL          /* the loops for batches of small matrices */
 } backend;
 
 /* ---- the plugin's loops for products of few columns ----------------------- */
@@ -260,6 +265,146 @@ static void narrow_gemm(int ta, int64_t m, int64_t n, int64_t k,
 #endif
 }
 
+/* ---- the plugin's loops for batches of small matrices --------------------- */
+
+/* A transformer's attention multiplies, per example and head, matrices of
+ * a few dozen rows and columns: (28 x 16) by (16 x 28) and back, 256 of
+ * them a node at batch 64. The matmul primitive ran those batches at about
+ * 56 GFLOP/s on the 2-core AVX2 machine (0.09-0.14 ms a node, twelve
+ * nodes a training step); these loops take 57-87 us (1.5-1.7x; 256 x
+ * 28 x 16 x 28 products, every transpose pair; the transformer's
+ * training 1.10x, five alternated pairs). These loops share the batch's matrices among the
+ * intra-op threads and compute each in registers: op(b) copied into a
+ * zero-padded block of k rows of whole vectors, then blocks of rows of c
+ * against up to four vectors of columns, op(a)'s elements broadcast. For
+ * float32 batches of at least two matrices of at most SMALL_MNK
+ * multiply-adds, n <= SMALL_N and k x (n rounded up to 8) <= SMALL_BP, on a
+ * CPU with AVX2 and FMA and no AVX-512. Each element of c is one chain of
+ * fused multiply-adds over k in order. */
+#define SMALL_MNK ((int64_t)1 << 16)
+#define SMALL_N 64
+#define SMALL_BP 8192
+
+/* The batch: matrix i of the output reads x at xo[i] and y at yo[i]
+ * (element offsets; broadcasting repeats them). */
+typedef struct small_job {
+  int ta, tb;
+  int64_t m, n, k, count;
+  const float *x, *y;
+  float *out;
+  const int64_t *xo, *yo;
+} small_job;
+
+#if NARROW_LOOPS
+#define SMALL_TARGET __attribute__((target("avx2,fma")))
+
+/* c[r][c0 + 8v + l] for rows [r0, r0 + R) and V vectors of columns from c0:
+ * the sums over q of op(a)[r][q] * bp[q][c0 + ...] (bp: k rows of ldb
+ * floats). op(a)[r][q] is a[r * rs + q * qs]. The last vector stores only
+ * its first `last` lanes (mask lm). */
+#define SMALL_KERNEL(R, V)                                                      \
+  static SMALL_TARGET void small_##R##x##V(                                    \
+      const float *a, int64_t rs, int64_t qs, const float *bp, int64_t ldb,   \
+      int64_t k, float *c, int64_t ldc, int last, __m256i lm) {               \
+    __m256 acc[R][V];                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                        \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] =        \
+            _mm256_setzero_ps();                                               \
+    for (int64_t q = 0; q < k; q++) {                                          \
+      __m256 b[V];                                                             \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) b[v] =               \
+          _mm256_loadu_ps(bp + q * ldb + 8 * v);                               \
+      _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                    \
+        __m256 x = _mm256_broadcast_ss(a + r * rs + q * qs);                   \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] =        \
+            _mm256_fmadd_ps(x, b[v], acc[r][v]);                               \
+      }                                                                        \
+    }                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                      \
+      _Pragma("GCC unroll 4") for (int v = 0; v + 1 < V; v++)                  \
+          _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);                    \
+      if (last == 8)                                                           \
+        _mm256_storeu_ps(c + r * ldc + 8 * (V - 1), acc[r][V - 1]);            \
+      else                                                                     \
+        _mm256_maskstore_ps(c + r * ldc + 8 * (V - 1), lm, acc[r][V - 1]);     \
+    }                                                                          \
+  }
+SMALL_KERNEL(8, 1)
+SMALL_KERNEL(6, 2)
+SMALL_KERNEL(4, 3)
+SMALL_KERNEL(3, 4)
+SMALL_KERNEL(1, 1)
+SMALL_KERNEL(1, 2)
+SMALL_KERNEL(1, 3)
+SMALL_KERNEL(1, 4)
+
+typedef void small_fn(const float *a, int64_t rs, int64_t qs, const float *bp,
+                      int64_t ldb, int64_t k, float *c, int64_t ldc, int last,
+                      __m256i lm);
+/* By vectors of columns (1 to 4): the row block and its kernels. */
+static const int small_rows[4] = {8, 6, 4, 3};
+static small_fn *const small_block[4] = {small_8x1, small_6x2, small_4x3,
+                                         small_3x4};
+static small_fn *const small_one[4] = {small_1x1, small_1x2, small_1x3,
+                                       small_1x4};
+
+/* One matrix: c (m, n) = op(a) op(b); bp: scratch of k x ldb floats. */
+static SMALL_TARGET void small_matrix(const small_job *j, const float *a,
+                                      const float *b, float *c, float *bp,
+                                      int64_t ldb) {
+  const int64_t m = j->m, n = j->n, k = j->k;
+  const int64_t rs = j->ta ? 1 : k, qs = j->ta ? m : 1;
+
+  /* op(b) as k rows of ldb floats, zeros past n */
+  for (int64_t q = 0; q < k; q++) {
+    float *row = bp + q * ldb;
+    if (j->tb)
+      for (int64_t col = 0; col < n; col++)
+        row[col] = b[col * k + q];
+    else
+      memcpy(row, b + q * n, (size_t)n * sizeof *row);
+    for (int64_t col = n; col < ldb; col++)
+      row[col] = 0.0f;
+  }
+  for (int64_t c0 = 0; c0 < n; c0 += 32) {
+    int64_t cols = n - c0 < 32 ? n - c0 : 32;
+    int vecs = (int)((cols + 7) / 8), last = (int)(cols - 8 * (vecs - 1));
+    __m256i lm = _mm256_cmpgt_epi32(_mm256_set1_epi32(last),
+                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    int rb = small_rows[vecs - 1];
+    int64_t r = 0;
+    for (; r + rb <= m; r += rb)
+      small_block[vecs - 1](a + r * rs, rs, qs, bp + c0, ldb, k,
+                            c + r * n + c0, n, last, lm);
+    for (; r < m; r++)
+      small_one[vecs - 1](a + r * rs, rs, qs, bp + c0, ldb, k, c + r * n + c0,
+                          n, last, lm);
+  }
+}
+
+/* cpu_team part t of nt: its share of the batch's matrices. */
+static void small_part(void *arg, int t, int nt) {
+  const small_job *j = arg;
+  int64_t lo = j->count * t / nt, hi = j->count * (t + 1) / nt;
+  int64_t ldb = (j->n + 7) & ~(int64_t)7;
+  float bp[SMALL_BP] __attribute__((aligned(32)));
+
+  for (int64_t i = lo; i < hi; i++)
+    small_matrix(j, j->x + j->xo[i], j->y + j->yo[i],
+                 j->out + i * j->m * j->n, bp, ldb);
+}
+#endif /* NARROW_LOOPS */
+
+/* 1 when these loops take the float32 job of m, n, k and `count` output
+ * matrices (on a CPU they serve). */
+static int small_takes(int tb, int64_t m, int64_t n, int64_t k,
+                       int64_t count) {
+  (void)tb;
+  return NARROW_LOOPS && count >= 2 && m * n * k <= SMALL_MNK &&
+         n <= SMALL_N && k * ((n + 7) & ~(int64_t)7) <= SMALL_BP &&
+         cpu_avx2_fma_only();
+}
+
 /* ---- the per-matrix path ------------------------------------------------- */
 
 /* One row-major product c (m, n) = op(a) op(b), op transposing when ta/tb:
@@ -398,6 +543,43 @@ static int gemm_each(const gemm_job *j, backend bk, wf_status *st) {
         return wfx_code(st);
     }
   return 0;
+}
+
+/* The batch on the loops for small matrices: each output matrix's operand
+ * offsets from the broadcast walk, then the matrices shared by the
+ * intra-op threads (from 2^16 multiply-adds in all). */
+static int gemm_small(const gemm_job *j, wf_status *st) {
+#if NARROW_LOOPS
+  wf_shape bs[2], bo;
+  wfx_bcast b;
+  small_job sj = {j->ta, j->tb, j->m, j->n, j->k, 0, j->x, j->y, j->out,
+                  NULL, NULL};
+  int64_t *off, i = 0;
+
+  wfx_shape_make(&bs[0], j->xs.rank - 2, j->xs.dims);
+  wfx_shape_make(&bs[1], j->ys.rank - 2, j->ys.dims);
+  wfx_shape_make(&bo, j->os.rank - 2, j->os.dims);
+  sj.count = wfx_shape_count(&bo);
+  if (!(off = wfx_host->alloc((size_t)(2 * sj.count) * sizeof *off, 0)))
+    return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
+                    "out of memory for the offsets of %" PRId64 " matrices",
+                    sj.count);
+  wfx_bcast_init(&b, &bo, 2, bs);
+  for (int64_t r = 0; r < b.rows; r++, wfx_bcast_next(&b))
+    for (int64_t e = 0; e < b.inner; e++, i++) {
+      off[i] = (b.off[0] + e * b.step[0]) * j->m * j->k;
+      off[sj.count + i] = (b.off[1] + e * b.step[1]) * j->k * j->n;
+    }
+  sj.xo = off;
+  sj.yo = off + sj.count;
+  cpu_team(small_part, &sj, sj.count * j->m * j->n * j->k >= SMALL_MNK);
+  wfx_host->free(off);
+  return 0;
+#else
+  (void)j;
+  return wfx_fail(st, WF_INTERNAL,
+                  "the loops for small matrices are built for x86 only");
+#endif
 }
 
 /* ---- the oneDNN path ------------------------------------------------------ */
@@ -594,6 +776,9 @@ static int avx2_not_avx512(void) {
 static backend choose(const gemm_job *j) {
   int64_t mnk = j->m * j->n * j->k;
 
+  if (small_takes(j->tb, j->m, j->n, j->k,
+                  wfx_shape_count(&j->os) / (j->m * j->n)))
+    return BACKEND_SMALL;
   if (j->n <= NARROW_N && !j->tb && wfx_shape_count(&j->os) == j->m * j->n &&
       cpu_avx2_fma_only())
     return BACKEND_NARROW;
@@ -640,6 +825,8 @@ static int gemm_compute(wf_kernel_ctx *ctx, void *state, int batch,
     return gemm_each(&j, BACKEND_OPENBLAS, st);
   assert(j.dtype == WF_FLOAT32);
   switch (choose(&j)) {
+  case BACKEND_SMALL:
+    return gemm_small(&j, st);
   case BACKEND_NARROW:
     return gemm_each(&j, BACKEND_NARROW, st);
   case BACKEND_OPENBLAS:
@@ -700,6 +887,7 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
       choose(&j) != BACKEND_NARROW)
     return gemm_dnnl(g->dnnl, &j, st);
 #endif
+  /* (_FusedMatMul is one matrix: choose never gives BACKEND_SMALL) */
   rc = gemm_each(&j,
                  j.dtype == WF_FLOAT64 ? BACKEND_OPENBLAS : choose(&j), st);
   if (rc == 0)
