@@ -205,7 +205,9 @@ static void check_shapes(wf_runtime *rt, const char *who) {
                 {3, {64, 28, 64}, 1e-5},
                 /* rows shared unevenly by the threads; long rows */
                 {2, {19, 40}, 1e-5},     {3, {33, 37, 64}, 1e-5},
-                {2, {3, 700}, 1e-5}};
+                {2, {3, 700}, 1e-5},
+                /* one vector, and an odd count of them */
+                {2, {4, 8}, 1e-5},       {2, {9, 24}, 1e-4}};
   static const wf_dtype dts[] = {WF_FLOAT32, WF_FLOAT64};
 
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
