@@ -25,6 +25,7 @@ tests_core_test_passes_SOURCES = tests/core/test_passes.c
 tests_core_test_passes_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_core_test_passes_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_passes_LDADD = $(TEST_LDADD)
+EXTRA_tests_core_test_passes_DEPENDENCIES = tests/devices/memdev.la
 
 # The recurrent layers (wf_layer_gru, wf_layer_lstm) with the rnn plugin.
 check_PROGRAMS += tests/core/test_layers_rnn

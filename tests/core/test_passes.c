@@ -48,6 +48,24 @@ static wf_runtime *runtime_with(int cse, int fold, int arith, const char *cap) {
   return r;
 }
 
+/* The arithmetic pass alone, with the test-memdev plugin's device in the
+ * device order `order`. */
+static wf_runtime *runtime_ordered(const char *order) {
+  wf_config *cfg = wf_config_new();
+  assert_non_null(cfg);
+  OK(wf_config_set(cfg, "plugins", "paths",
+                   TEST_BUILDDIR "/tests/devices/.libs", st));
+  OK(wf_config_set(cfg, "devices", "order", order, st));
+  OK(wf_config_set(cfg, "passes", "cse", "false", st));
+  OK(wf_config_set(cfg, "passes", "constant_folding", "false", st));
+  OK(wf_config_set(cfg, "passes", "arithmetic", "true", st));
+  wf_runtime *r = wf_runtime_new(cfg, st);
+  wf_config_free(cfg);
+  if (!r)
+    fail_msg("runtime: %s", wf_status_message(st));
+  return r;
+}
+
 static int setup(void **state) {
   (void)state;
   st = wf_status_new();
@@ -669,6 +687,40 @@ static void test_arithmetic_bypasses_identity_operations(void **state) {
   assert_same_values(rt_arith, build_arith_exact);
 }
 
+/* int32 i - i. */
+static void build_int_self_subtract(net *n) {
+  static const int32_t iv[4] = {5, -7, 2147483647, 0};
+  static const int64_t d4[1] = {4};
+  wf_output i = feed(n, "i", WF_INT32, d4, 1, NULL, iv);
+  fetch(n, op2(n->g, "Sub", i, i));
+}
+
+/* With test-memdev first in the device order, i - i would run there (it
+ * has an int32 Sub kernel, no ZerosLike): the pass leaves it, rather than
+ * move the work to the CPU, the one device with a ZerosLike kernel. With
+ * the CPU first, the same graph is rewritten. Both give zeros. */
+static void test_arithmetic_keeps_work_on_its_device(void **state) {
+  (void)state;
+  wf_runtime *memdev_first = runtime_ordered("memdev, cpu");
+  wf_runtime *cpu_first = runtime_ordered("cpu, memdev");
+  net n = net_build(memdev_first, build_int_self_subtract);
+  wf__work w = net_work(&n);
+  assert_int_equal(count_op(&w, "ZerosLike"), 0);
+  assert_int_equal(count_op(&w, "Sub"), 1);
+  wf__work_deinit(&w);
+  net_free(&n);
+  n = net_build(cpu_first, build_int_self_subtract);
+  w = net_work(&n);
+  assert_int_equal(count_op(&w, "ZerosLike"), 1);
+  assert_int_equal(count_op(&w, "Sub"), 0);
+  wf__work_deinit(&w);
+  net_free(&n);
+  assert_same_values(memdev_first, build_int_self_subtract);
+  assert_same_values(cpu_first, build_int_self_subtract);
+  wf_runtime_free(memdev_first);
+  wf_runtime_free(cpu_first);
+}
+
 /* Neg(o): a consumer, so that a pass could rewire o's readers (a fetch of
  * o itself cannot move to a fed tensor). */
 static wf_output negated(wf_graph *g, wf_output o) { return op1(g, "Neg", o); }
@@ -930,6 +982,7 @@ int main(void) {
       cmocka_unit_test(test_constant_folding_leaves_failures_to_the_step),
       cmocka_unit_test(test_arithmetic_bypasses_identity_operations),
       cmocka_unit_test(test_arithmetic_leaves_unsafe_forms),
+      cmocka_unit_test(test_arithmetic_keeps_work_on_its_device),
       cmocka_unit_test(test_arithmetic_keeps_control_dependencies),
       cmocka_unit_test(test_arithmetic_collapses_transposes_and_reshapes),
       cmocka_unit_test(test_arithmetic_never_fetches_a_fed_tensor),

@@ -11,7 +11,8 @@
  *
  * Kernels on "memdev", float32, each checking that its device inputs and
  * outputs are memdev blocks and that kernel_device_state is the device's:
- *   Add (equal shapes), Relu, Sum (over every axis), ApplyGradientDescent
+ *   Add (equal shapes), Sub (int32 only, equal shapes: a device without
+ *   ZerosLike, for the arithmetic pass's placement rule), Relu, Sum (over every axis), ApplyGradientDescent
  *   (lr read on the host: host_inputs bit 1; the variable, locked through
  *   kernel_var_lock, or through var_lock as plugins before ABI 1.4 lock it
  *   when MEMDEV_OLD_VAR_LOCK is set, must be in memdev memory), Shape (output written on the host:
@@ -250,6 +251,32 @@ static int add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   return 0;
 }
 
+/* int32 x - y, the bytes complemented like every value here. */
+static int sub_i32_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_tensor *x, *y;
+  wf_shape xs, ys;
+  wf_tensor *z;
+  (void)state;
+  if (check_input(ctx, 0, 1, &x, st) || check_input(ctx, 1, 1, &y, st))
+    return WF_FAILED_PRECONDITION;
+  host->tensor_shape(x, &xs);
+  host->tensor_shape(y, &ys);
+  if (host->tensor_count(x) != host->tensor_count(y) || xs.rank != ys.rank) {
+    host->status_set(st, WF_UNIMPLEMENTED, "memdev Sub takes equal shapes");
+    return WF_UNIMPLEMENTED;
+  }
+  if (!(z = new_output(ctx, 0, &xs, 1, st)))
+    return host->status_code(st);
+  for (int64_t i = 0; i < host->tensor_count(z); i++) {
+    uint32_t a, b, d;
+    memcpy(&a, (const char *)host->tensor_data(x) + 4 * i, 4);
+    memcpy(&b, (const char *)host->tensor_data(y) + 4 * i, 4);
+    d = ~((~a) - (~b)); /* wrapping, as int32 subtraction in two's complement */
+    memcpy((char *)host->tensor_data(z) + 4 * i, &d, 4);
+  }
+  return 0;
+}
+
 static int relu_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_tensor *x;
   wf_shape xs;
@@ -392,6 +419,7 @@ static const wf_op_def *const ops[] = {&stats_op, NULL};
                                     .host_inputs = (hin),                      \
                                     .host_outputs = (hout)}
 KERNEL(k_add, "Add", "T", F32, add_compute, 0, 0);
+KERNEL(k_sub, "Sub", "T", WF_DTYPE_BIT(WF_INT32), sub_i32_compute, 0, 0);
 KERNEL(k_relu, "Relu", "T", F32, relu_compute, 0, 0);
 KERNEL(k_sum, "Sum", "T", F32, sum_compute, 0, 0);
 KERNEL(k_apply, "ApplyGradientDescent", "T", F32, apply_compute, 2, 0);
@@ -402,7 +430,7 @@ static const wf_kernel_def k_stats = {WF_STRUCT_INIT(wf_kernel_def),
                                       .label = "memdev",
                                       .compute = stats_compute};
 static const wf_kernel_def *const kernels[] = {
-    &k_add, &k_relu, &k_sum, &k_apply, &k_shape, &k_stats, NULL};
+    &k_add, &k_sub, &k_relu, &k_sum, &k_apply, &k_shape, &k_stats, NULL};
 
 static const wf_device_def memdev_def = {
     WF_STRUCT_INIT(wf_device_def),

@@ -211,8 +211,10 @@ static int rule_identity_element(wf_pass_ctx *ctx, wf_node *n, int *changed,
 /* x - x -> ZerosLike(x), for integer types only: for floats x - x is NaN
  * where x is NaN or infinite. Both inputs are the same tensor, so the
  * result has x's shape. ZerosLike still reads x, so x is still computed
- * first (and fails the step where it would have). Only where a device the
- * node may run on has a ZerosLike kernel for the dtype. */
+ * first (and fails the step where it would have). Only where placement
+ * would put the ZerosLike on the device it would put the Sub on
+ * (pass_kernel_device): a device with a Sub kernel and no ZerosLike one
+ * keeps its Sub rather than see the work move to another device. */
 static int rule_self_subtract(wf_pass_ctx *ctx, wf_node *n, int *changed,
                               wf_status *st) {
   wf_output a, b;
@@ -222,8 +224,10 @@ static int rule_self_subtract(wf_pass_ctx *ctx, wf_node *n, int *changed,
   a = input(n, 0);
   b = input(n, 1);
   const char *dev = wfx_host->node_device(n);
+  int32_t zd;
   if (a.node != b.node || a.index != b.index ||
-      !wfx_host->pass_has_kernel(ctx, "ZerosLike", dev, dt))
+      (zd = wfx_host->pass_kernel_device(ctx, "ZerosLike", dev, dt)) < 0 ||
+      zd != wfx_host->pass_kernel_device(ctx, "Sub", dev, dt))
     return 0;
   char name[WFX_WHAT_MAX];
   wf_node *z = wfx_host->pass_add_node(

@@ -629,8 +629,8 @@ extern const wf_pass_def math_arithmetic_pass;
 static const wf_pass_def *const passes[] = {&math_arithmetic_pass, NULL};
 
 /* The host table, for every file of the plugin: the arithmetic pass uses
- * an entry of ABI 1.4 (pass_has_kernel). */
-WFX_HOST_DEFINE(1, 4);
+ * an entry of ABI 1.8 (pass_kernel_device). */
+WFX_HOST_DEFINE(1, 8);
 
 static int math_init(const wf_host *host, void **state, wf_status *st) {
   if (WFX_HOST_INIT(host, "ops-math", st))
