@@ -368,7 +368,8 @@ def main():
           f"each side; [mode] = the peer's mode kept (better median).")
     print(f"FMA peak (bench/fma_peak, 2 threads): "
           f"{fmt(peak)} GFLOP/s; workload GFLOP/s count the products and "
-          f"convolutions only, training as 3x the forward pass.")
+          f"convolutions only, training as 3x the forward pass less the "
+          f"first layer's input gradient.")
     vers = []
     for side, bname in (("torch", "train"), ("tf", "train"),
                         ("ort", "cnn-infer")):
