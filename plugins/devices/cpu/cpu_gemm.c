@@ -273,10 +273,11 @@ static void narrow_gemm(int ta, int64_t m, int64_t n, int64_t k,
  * 56 GFLOP/s on the 2-core AVX2 machine (0.09-0.14 ms a node, twelve
  * nodes a training step); these loops take 57-87 us (1.5-1.7x; 256 x
  * 28 x 16 x 28 products, every transpose pair; the transformer's
- * training 1.10x, five alternated pairs). These loops share the batch's matrices among the
- * intra-op threads and compute each in registers: op(b) copied into a
- * zero-padded block of k rows of whole vectors, then blocks of rows of c
- * against up to four vectors of columns, op(a)'s elements broadcast. For
+ * training 1.10x, five alternated pairs). They share the batch's
+ * matrices among the intra-op threads and compute each in registers:
+ * op(b) copied into a zero-padded block of k rows of whole vectors, then
+ * blocks of rows of c against up to four vectors of columns, op(a)'s
+ * elements broadcast. For
  * float32 batches of at least two matrices of at most SMALL_MNK
  * multiply-adds, n <= SMALL_N and k x (n rounded up to 8) <= SMALL_BP, on a
  * CPU with AVX2 and FMA and no AVX-512. Each element of c is one chain of
@@ -397,9 +398,7 @@ static void small_part(void *arg, int t, int nt) {
 
 /* 1 when these loops take the float32 job of m, n, k and `count` output
  * matrices (on a CPU they serve). */
-static int small_takes(int tb, int64_t m, int64_t n, int64_t k,
-                       int64_t count) {
-  (void)tb;
+static int small_takes(int64_t m, int64_t n, int64_t k, int64_t count) {
   return NARROW_LOOPS && count >= 2 && m * n * k <= SMALL_MNK &&
          n <= SMALL_N && k * ((n + 7) & ~(int64_t)7) <= SMALL_BP &&
          cpu_avx2_fma_only();
@@ -776,8 +775,7 @@ static int avx2_not_avx512(void) {
 static backend choose(const gemm_job *j) {
   int64_t mnk = j->m * j->n * j->k;
 
-  if (small_takes(j->tb, j->m, j->n, j->k,
-                  wfx_shape_count(&j->os) / (j->m * j->n)))
+  if (small_takes(j->m, j->n, j->k, wfx_shape_count(&j->os) / (j->m * j->n)))
     return BACKEND_SMALL;
   if (j->n <= NARROW_N && !j->tb && wfx_shape_count(&j->os) == j->m * j->n &&
       cpu_avx2_fma_only())
