@@ -230,21 +230,32 @@ static void put(void *base, int64_t i, float f) {
 /* ---- kernels ---------------------------------------------------------------
  */
 
-static int add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  const wf_tensor *x, *y;
+/* The two device inputs of an elementwise op of equal shapes and its
+ * device output; 0, or the code with st set. */
+static int binary_begin(wf_kernel_ctx *ctx, const char *op,
+                        const wf_tensor **x, const wf_tensor **y,
+                        wf_tensor **z, wf_status *st) {
   wf_shape xs, ys;
-  wf_tensor *z;
-  (void)state;
-  if (check_input(ctx, 0, 1, &x, st) || check_input(ctx, 1, 1, &y, st))
+  if (check_input(ctx, 0, 1, x, st) || check_input(ctx, 1, 1, y, st))
     return WF_FAILED_PRECONDITION;
-  host->tensor_shape(x, &xs);
-  host->tensor_shape(y, &ys);
-  if (host->tensor_count(x) != host->tensor_count(y) || xs.rank != ys.rank) {
-    host->status_set(st, WF_UNIMPLEMENTED, "memdev Add takes equal shapes");
+  host->tensor_shape(*x, &xs);
+  host->tensor_shape(*y, &ys);
+  if (host->tensor_count(*x) != host->tensor_count(*y) || xs.rank != ys.rank) {
+    host->status_set(st, WF_UNIMPLEMENTED, "memdev %s takes equal shapes", op);
     return WF_UNIMPLEMENTED;
   }
-  if (!(z = new_output(ctx, 0, &xs, 1, st)))
+  if (!(*z = new_output(ctx, 0, &xs, 1, st)))
     return host->status_code(st);
+  return 0;
+}
+
+static int add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_tensor *x, *y;
+  wf_tensor *z;
+  int rc;
+  (void)state;
+  if ((rc = binary_begin(ctx, "Add", &x, &y, &z, st)))
+    return rc;
   for (int64_t i = 0; i < host->tensor_count(z); i++)
     put(host->tensor_data(z), i,
         get(host->tensor_data(x), i) + get(host->tensor_data(y), i));
@@ -254,19 +265,11 @@ static int add_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 /* int32 x - y, the bytes complemented like every value here. */
 static int sub_i32_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
   const wf_tensor *x, *y;
-  wf_shape xs, ys;
   wf_tensor *z;
+  int rc;
   (void)state;
-  if (check_input(ctx, 0, 1, &x, st) || check_input(ctx, 1, 1, &y, st))
-    return WF_FAILED_PRECONDITION;
-  host->tensor_shape(x, &xs);
-  host->tensor_shape(y, &ys);
-  if (host->tensor_count(x) != host->tensor_count(y) || xs.rank != ys.rank) {
-    host->status_set(st, WF_UNIMPLEMENTED, "memdev Sub takes equal shapes");
-    return WF_UNIMPLEMENTED;
-  }
-  if (!(z = new_output(ctx, 0, &xs, 1, st)))
-    return host->status_code(st);
+  if ((rc = binary_begin(ctx, "Sub", &x, &y, &z, st)))
+    return rc;
   for (int64_t i = 0; i < host->tensor_count(z); i++) {
     uint32_t a, b, d;
     memcpy(&a, (const char *)host->tensor_data(x) + 4 * i, 4);
