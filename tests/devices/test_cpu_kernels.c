@@ -1788,16 +1788,23 @@ static void test_batch_norm_matches_reference(void **state) {
   expect_fast_path("BatchNorm and BatchNormGrad", before);
 }
 
-/* Plain loops (no library) that add and sum as the reference does: equal
- * results, so there is no bit difference to show which ran; the registry
- * check in check_case does. */
-static void test_bias_add_and_its_gradient_match_reference(void **state) {
+/* BiasAdd gives the reference's bits (each element one addition);
+ * BiasAddGrad sums in double in another order (row parts per thread, two
+ * running sums per column, blocks of 16 and 4 columns and single ones),
+ * so within the file's tolerance. Shapes: the cnn's and the transformer's
+ * layers (shared by the intra-op threads), columns that leave every block
+ * size a remainder, odd row counts, one row, NCHW. Run in the default
+ * runtime and in one of 3 intra-op threads (uneven parts). */
+static void bias_cases(void) {
   static const int64_t shapes[][4] = {
-      {64, 10}, {2, 5, 7}, {3, 4, 5, 6}, {64, 28, 28, 16}, {1, 1}};
-  static const int ranks[] = {2, 3, 4, 4, 2};
+      {64, 10},  {2, 5, 7},       {3, 4, 5, 6}, {64, 28, 28, 16},
+      {1, 1},    {64, 14, 14, 32}, {1792, 64},  {3001, 23},
+      {1, 37},   {4097, 3, 5},    {7, 41, 33, 9}};
+  static const int ranks[] = {2, 3, 4, 4, 2, 4, 2, 2, 2, 3, 4};
+  enum { NSHAPES = sizeof ranks / sizeof *ranks };
   rng r = {14};
 
-  for (int s = 0; s < 5; s++)
+  for (int s = 0; s < NSHAPES; s++)
     for (int nchw = 0; nchw < 2; nchw++)
       for (int grad = 0; grad < 2; grad++) {
         int64_t cdim = shapes[s][nchw ? 1 : ranks[s] - 1];
@@ -1811,6 +1818,64 @@ static void test_bias_add_and_its_gradient_match_reference(void **state) {
         check_case(&c);
         case_free(&c);
       }
+}
+
+/* Sums every partial sum of which is exact (small integers): each order
+ * gives the true column sums, which must come out exactly, whichever rows
+ * and columns went to which thread, block or running sum. */
+static void bias_grad_exact_cases(void) {
+  static const struct {
+    int rank, nchw;
+    int64_t dims[3];
+  } cases[] = {{2, 0, {4099, 23}},    {2, 0, {1, 17}},  {3, 0, {2, 1001, 5}},
+               {2, 1, {4099, 23}},    {3, 1, {3, 5, 1001}},
+               {3, 1, {4097, 3, 5}}};
+  wf_status *st = wf_status_new();
+  rng r = {15};
+
+  for (size_t s = 0; s < sizeof cases / sizeof *cases; s++) {
+    int rank = cases[s].rank, nchw = cases[s].nchw;
+    int axis = nchw ? 1 : rank - 1;
+    int64_t ch = cases[s].dims[axis], inner = 1, want[32] = {0};
+    const wf__kernel *k = NULL;
+    wf_tensor *out = NULL, *x;
+    wf_graph *g = wf_graph_new(rt);
+    wf_node *n;
+    kcase c;
+
+    for (int i = axis + 1; i < rank; i++)
+      inner *= cases[s].dims[i];
+    assert_true(ch <= 32);
+    case_init(&c, "BiasAddGrad", WF_FLOAT32);
+    case_note(&c, " exact case %d %s", (int)s, nchw ? "NCHW" : "NHWC");
+    x = add_input(&c, &r, WF_FLOAT32, cases[s].dims, rank, 0, 1);
+    for (int64_t i = 0; i < wf_tensor_count(x); i++) {
+      int64_t kk = (i / inner) % ch, v = (i * 7919) % 13 - 6 + kk;
+      ((float *)wf_tensor_data(x))[i] = (float)v;
+      want[kk] += v;
+    }
+    attr_string(&c, "data_format", nchw ? "NCHW" : "NHWC");
+    assert_non_null(g);
+    if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: %s", c.name, wf_status_message(st));
+    assert_string_equal(k->plugin, "device-cpu");
+    if (wf__kernel_run(k, n, (const wf_tensor *const *)c.in, &out, st))
+      fail_msg("%s: %s", c.name, wf_status_message(st));
+    for (int64_t kk = 0; kk < ch; kk++)
+      if (((const float *)wf_tensor_data(out))[kk] != (float)want[kk])
+        fail_msg("%s: channel %lld sums to %.9g, not %lld", c.name,
+                 (long long)kk, ((const float *)wf_tensor_data(out))[kk],
+                 (long long)want[kk]);
+    wf_tensor_release(out);
+    wf_graph_free(g);
+    case_free(&c);
+  }
+  wf_status_free(st);
+}
+
+static void test_bias_add_and_its_gradient_match_reference(void **state) {
+  bias_cases();
+  bias_grad_exact_cases();
 }
 
 /* ---- arithmetic, sums and Transpose on the intra-op threads ---------------------- */
@@ -2068,6 +2133,12 @@ static int three_threads_exact(void **state) {
   shared_rt = rt;
   rt = new_runtime("3");
   exact = 1;
+  return 0;
+}
+
+static int three_threads(void **state) {
+  shared_rt = rt;
+  rt = new_runtime("3");
   return 0;
 }
 
@@ -2709,6 +2780,9 @@ int main(void) {
       cmocka_unit_test(test_own_softmax_loops_match_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
       cmocka_unit_test(test_bias_add_and_its_gradient_match_reference),
+      cmocka_unit_test_setup_teardown(
+          test_bias_add_and_its_gradient_match_reference, three_threads,
+          back_to_shared),
       cmocka_unit_test(test_lstm_and_gru_match_reference),
       cmocka_unit_test_setup_teardown(
           test_arithmetic_sums_and_transpose_match_reference_bits,
