@@ -248,20 +248,24 @@ def main():
 
     # Rows: (label, workload, bench, key, match, unit, higher is better,
     #        flops per unit for the roofline or None, targets)
-    # A target: (peer or None, needed ratio or absolute bound, text).
+    # A target: (peer or None, needed ratio or absolute bound, text);
+    # ("spread:" peer, None, text): weft's spread no worse than the peer's.
     rows = []
     for model, t_need, x_need in (("mlp", 2.5, 3.5), ("cnn", 2.5, 2.0),
                                   ("transformer", 1.5, 1.5)):
         rows.append((f"{model} training", model, "train", "samples_per_s", {},
                      "samples/s", True, train_flops(model),
                      [("torch", t_need, f">= {t_need}x PyTorch"),
-                      ("tf", x_need, f">= {x_need}x TF")]))
+                      ("tf", x_need, f">= {x_need}x TF"),
+                      ("spread:torch", None, "spread <= PyTorch's")]))
     rows.append(("cnn-infer batch 1", "cnn-infer", "cnn-infer", "latency_ms",
                  {"batch": 1}, "ms", False, ("latency", FWD_FLOPS["cnn"]),
-                 [("ort", 1.5, ">= 1.5x ORT")]))
+                 [("ort", 1.5, ">= 1.5x ORT"),
+                  ("spread:ort", None, "spread <= ORT's")]))
     rows.append(("cnn-infer batch 64", "cnn-infer", "cnn-infer",
                  "samples_per_s", {"batch": 64}, "samples/s", True,
-                 FWD_FLOPS["cnn"], [("ort", 1.3, ">= 1.3x ORT")]))
+                 FWD_FLOPS["cnn"], [("ort", 1.3, ">= 1.3x ORT"),
+                                    ("spread:ort", None, "spread <= ORT's")]))
     for n in (512, 1024, 2048):
         rows.append((f"gemm N={n}", "gemm", "gemm", "graph_gflops", {"n": n},
                      "GFLOP/s", True, ("gflops",),
@@ -319,6 +323,11 @@ def main():
             texts.append(text)
             if peer is None:
                 ok = w[0] <= need if not hib else w[0] >= need
+            elif peer.startswith("spread:"):
+                # steady speed: weft's slowest / fastest run no worse
+                # than the peer's over the same interleaved rounds
+                other = stats[peer.split(":", 1)[1]]
+                ok = None if other is None else w[2] <= other[2]
             elif peer == "direct":
                 rr = [pick(r, "gemm", "graph_vs_best_direct", **match)
                       for r in sides["weft"].runs.get(("gemm", ""), [])]

@@ -22,6 +22,10 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+# cnn-infer: the least seconds of warm-up and of measured calls per batch
+# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
+WARM_S = 0.3
+MEASURE_S = 0.5
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,16 +49,25 @@ def export_cnn(path):
 def run(sess, batch, steps, warmup):
     """Mean and best seconds per call on a random batch."""
     x = np.random.default_rng(42).random((batch, 1, 28, 28), np.float32)
-    times = []
-    for i in range(warmup + steps):
+    # Bounded below in time as well as in calls, as bench/cnn_infer is:
+    # warm up for WARM_S and measure for MEASURE_S at least, so that every
+    # side's figure covers the same span of the machine's load.
+    times, total, start = [], 0.0, time.perf_counter()
+    i = 0
+    while True:
+        warming = i < warmup or time.perf_counter() - start < WARM_S
+        if not warming and len(times) >= steps and total >= MEASURE_S:
+            break
         t0 = time.perf_counter()
         (y,) = sess.run(None, {"images": x})
         dt = time.perf_counter() - t0
         if y.shape != (batch, 10):
             raise SystemExit(f"cnn-infer produced shape {y.shape}")
-        if i >= warmup:
+        if not warming:
             times.append(dt)
-    return sum(times) / len(times), min(times)
+            total += dt
+        i += 1
+    return total / len(times), min(times)
 
 
 def main():

@@ -35,6 +35,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 FASHION = "/usr/share/datasets/fashion-mnist"
+# cnn-infer: the least seconds of warm-up and of measured calls per batch
+# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
+WARM_S = 0.3
+MEASURE_S = 0.5
 
 
 def read_idx(path):
@@ -167,16 +171,25 @@ def bench_train(a):
 
 
 def timed_calls(run, x, steps, warmup):
-    times = []
-    for i in range(warmup + steps):
+    # Bounded below in time as well as in calls, as bench/cnn_infer is:
+    # warm up for WARM_S and measure for MEASURE_S at least, so that every
+    # side's figure covers the same span of the machine's load.
+    times, total, start = [], 0.0, time.perf_counter()
+    i = 0
+    while True:
+        warming = i < warmup or time.perf_counter() - start < WARM_S
+        if not warming and len(times) >= steps and total >= MEASURE_S:
+            break
         t0 = time.perf_counter()
         y = run(x).numpy()
         dt = time.perf_counter() - t0
         if y.shape != (x.shape[0], 10):
             raise SystemExit(f"cnn-infer produced shape {y.shape}")
-        if i >= warmup:
+        if not warming:
             times.append(dt)
-    return sum(times) / len(times), min(times)
+            total += dt
+        i += 1
+    return total / len(times), min(times)
 
 
 def bench_infer(a):

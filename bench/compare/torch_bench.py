@@ -33,6 +33,10 @@ import torch
 from torch import nn
 
 FASHION = "/usr/share/datasets/fashion-mnist"
+# cnn-infer: the least seconds of warm-up and of measured calls per batch
+# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
+WARM_S = 0.3
+MEASURE_S = 0.5
 
 
 def mlp():
@@ -199,16 +203,25 @@ def bench_train(a):
 def run_infer(run, batch, steps, warmup):
     """Mean and best seconds per call of run(x) on a random batch."""
     x = torch.rand(batch, 1, 28, 28)
-    times = []
-    for i in range(warmup + steps):
+    # Bounded below in time as well as in calls, as bench/cnn_infer is:
+    # warm up for WARM_S and measure for MEASURE_S at least, so that every
+    # side's figure covers the same span of the machine's load.
+    times, total, start = [], 0.0, time.perf_counter()
+    i = 0
+    while True:
+        warming = i < warmup or time.perf_counter() - start < WARM_S
+        if not warming and len(times) >= steps and total >= MEASURE_S:
+            break
         t0 = time.perf_counter()
         y = run(x)
         dt = time.perf_counter() - t0
         if tuple(y.shape) != (batch, 10):
             raise SystemExit(f"cnn-infer produced shape {tuple(y.shape)}")
-        if i >= warmup:
+        if not warming:
             times.append(dt)
-    return sum(times) / len(times), min(times)
+            total += dt
+        i += 1
+    return total / len(times), min(times)
 
 
 def bench_infer(a):
