@@ -1265,6 +1265,89 @@ static void test_shallow_conv2d_matches_reference(void **state) {
   }
 }
 
+/* Conv2DBackpropFilter in the shallow loops: the cnn's first layer (the
+ * intra-op threads share its 64 images), then random NHWC batches, sizes,
+ * windows up to 7x7 (49 x 4 taps: blocks of nine and a last short one),
+ * strides, SAME, VALID and EXPLICIT paddings, 1 to 4 input and 8 to 48
+ * output channels. The registry picks loops/shallow for the inputs it
+ * takes (on the CPUs it serves), and the gradients, from its loops or
+ * from the direct kernel for a shape they do not take, match the
+ * reference within the file's tolerance. */
+static void shallow_filter_grad_case(rng *r, const win *w) {
+  int64_t xd[4], yd[4], fd[4] = {w->kh, w->kw, w->c, w->co};
+  wf_status *st = wf_status_new();
+  wf_graph *g = wf_graph_new(rt);
+  const wf__kernel *k = NULL;
+  wf_node *n;
+  kcase c;
+
+  act_dims(w, w->h, w->w, w->c, xd);
+  act_dims(w, w->oh, w->ow, w->co, yd);
+  case_init(&c, "Conv2DBackpropFilter", WF_FLOAT32);
+  case_note(&c, " n %lld %lldx%lldx%lld -> %lld, %lldx%lld stride %lldx%lld "
+            "padding %d",
+            (long long)w->n, (long long)w->h, (long long)w->w,
+            (long long)w->c, (long long)w->co, (long long)w->kh,
+            (long long)w->kw, (long long)w->sh, (long long)w->sw,
+            w->padding);
+  add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
+  add_sizes(&c, fd, 4);
+  add_input(&c, r, WF_FLOAT32, yd, 4, -1, 1);
+  window_attrs(&c, w, 1);
+  if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+    fail_msg("%s: %s", c.name, wf_status_message(st));
+  /* filter_sizes is fed: the filter's shape is not known while placing,
+   * the loops take the node by its input's channels, layout and dilation */
+  if ((strcmp(k->def.label, "loops/shallow") == 0) !=
+      (own_winograd_isa() && !w->nchw && w->c <= 4 && w->dh == 1 &&
+       w->dw == 1))
+    fail_msg("%s: the registry picks '%s'", c.name, k->def.label);
+  check_case(&c);
+  case_free(&c);
+  wf_graph_free(g);
+  wf_status_free(st);
+}
+
+static void test_shallow_filter_gradient_matches_reference(void **state) {
+  rng r = {38};
+  win cnn = {.padding = 0, .n = 64, .h = 28, .w = 28, .c = 1, .co = 16,
+             .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+
+  cnn.oh = out_dim(0, 28, 3, 1, 1, 0, 0);
+  cnn.ow = cnn.oh;
+  shallow_filter_grad_case(&r, &cnn);
+  for (int i = 0; i < 40; i++) {
+    win w = {.padding = (int)irand(&r, 0, 2), .n = irand(&r, 1, 5),
+             .h = irand(&r, 1, 20), .w = irand(&r, 1, 20),
+             .c = irand(&r, 1, 4), .co = 8 * irand(&r, 1, 6),
+             .kh = irand(&r, 1, 7), .kw = irand(&r, 1, 7),
+             .sh = irand(&r, 1, 3), .sw = irand(&r, 1, 3), .dh = 1, .dw = 1};
+    if (i == 0) /* every tap block full but the last, of one tap */
+      w.kh = w.kw = 7, w.c = 4, w.h = w.w = 9;
+    for (int j = 0; j < 4; j++)
+      w.pad[j] = w.padding == 2 ? irand(&r, 0, 3) : 0;
+    w.oh = out_dim(w.padding, w.h, w.kh, w.sh, 1, w.pad[0], w.pad[1]);
+    w.ow = out_dim(w.padding, w.w, w.kw, w.sw, 1, w.pad[2], w.pad[3]);
+    if (w.oh <= 0 || w.ow <= 0) /* a window larger than the input: SAME */
+      w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
+    w.oh = out_dim(w.padding, w.h, w.kh, w.sh, 1, w.pad[0], w.pad[1]);
+    w.ow = out_dim(w.padding, w.w, w.kw, w.sw, 1, w.pad[2], w.pad[3]);
+    shallow_filter_grad_case(&r, &w);
+  }
+  {
+    /* shapes the loops do not take: five channels, 12 output channels,
+     * NCHW */
+    win w = {.padding = 0, .n = 2, .h = 9, .w = 9, .c = 5, .co = 16,
+             .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    w.oh = w.ow = 9;
+    shallow_filter_grad_case(&r, &w);
+    w.c = 3, w.co = 12;
+    shallow_filter_grad_case(&r, &w);
+    w.co = 16, w.nchw = 1;
+    shallow_filter_grad_case(&r, &w);
+  }
+}
+
 /* _FusedConv2DMaxPool: device-cpu's kernel against the reference (the
  * convolution's reference, then MaxPool's): the cnn's two layers (the
  * shallow and the Winograd loops pooling in their epilogue on the CPUs
@@ -2766,6 +2849,10 @@ int main(void) {
       cmocka_unit_test(test_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_own_winograd_conv2d_matches_reference),
       cmocka_unit_test(test_shallow_conv2d_matches_reference),
+      cmocka_unit_test(test_shallow_filter_gradient_matches_reference),
+      cmocka_unit_test_setup_teardown(
+          test_shallow_filter_gradient_matches_reference, three_threads,
+          back_to_shared),
       cmocka_unit_test(test_fused_conv2d_max_pool_matches_reference),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),

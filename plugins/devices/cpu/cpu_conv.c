@@ -474,6 +474,15 @@ static int conv_run(conv_state *s, const conv_job *j, const wf_shape *xs,
                             j->co, j->g.k[0], j->g.k[1], j->g.strides[0],
                             j->g.strides[1], j->g.out[0], j->g.out[1],
                             j->g.pad_l[0], j->g.pad_l[1], st);
+  if (s->shallow && j->kind == CONV_BWD_WEIGHTS &&
+      cpu_shallow_shape(j->g.k[0], j->g.k[1], j->g.strides[0],
+                        j->g.strides[1], j->g.dilates[0] + 1,
+                        j->g.dilates[1] + 1, j->c, j->co, j->nchw))
+    return cpu_shallow_filter_grad(data[MEM_X], data[MEM_Y], data[MEM_F],
+                                   j->n, j->g.in[0], j->g.in[1], j->c, j->co,
+                                   j->g.k[0], j->g.k[1], j->g.strides[0],
+                                   j->g.strides[1], j->g.out[0], j->g.out[1],
+                                   j->g.pad_l[0], j->g.pad_l[1], st);
   if (pool)
     return wfx_fail(st, WF_INTERNAL,
                     "a pooled convolution reached oneDNN's kernels");
@@ -708,6 +717,40 @@ const wf_kernel_def cpu_k_fused_conv2d_shallow = WFX_KERNEL_FOR(
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY + 3,
     .create = conv_create_shallow, .destroy = conv_destroy,
     .supports = conv_shallow_supports);
+/* Conv2DBackpropFilter's: the filter is the node's output, its input
+ * (operand 0) gives the channels. Taken on the same CPUs when the shape
+ * the node's output has while placing is one cpu_shallow_shape names, or
+ * is not known (filter_sizes computed) and the input's channels (1 to 4),
+ * layout and dilation are ones it takes; a call these loops do not take
+ * runs oneDNN's direct kernel. */
+static int conv_shallow_filter_supports(const wf_node *node) {
+  nn_attrs a = {.node = node};
+  nn_window w;
+  wf_output x = wfx_host->node_input(node, 0);
+  wf_shape xs, fs;
+  int64_t c;
+
+  if (!cpu_avx2_fma_only() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
+      !x.node || wfx_host->node_output_info(x.node, x.index, NULL, &xs) ||
+      xs.rank != 4)
+    return 0;
+  c = xs.dims[w.nchw ? 1 : 3];
+  if (wfx_host->node_output_info(node, 0, NULL, &fs) || fs.rank != 4 ||
+      fs.dims[0] < 0 || fs.dims[1] < 0 || fs.dims[2] < 0 || fs.dims[3] < 0)
+    return c >= 1 && cpu_shallow_shape(1, 1, w.stride[0], w.stride[1],
+                                       w.dilation[0], w.dilation[1], c, 8,
+                                       w.nchw);
+  return (c < 0 || fs.dims[2] == c) &&
+         cpu_shallow_shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
+                           w.dilation[0], w.dilation[1], fs.dims[2],
+                           fs.dims[3], w.nchw);
+}
+
+const wf_kernel_def cpu_k_conv2d_backprop_filter_shallow = WFX_KERNEL_FOR(
+    "cpu", "loops/shallow", "Conv2DBackpropFilter", "T",
+    WF_DTYPE_BIT(WF_FLOAT32), conv_bp_filter_compute,
+    .priority = WF_CPU_FAST_PRIORITY + 3, .create = conv_create_shallow,
+    .destroy = conv_destroy, .supports = conv_shallow_filter_supports);
 /* _FusedConv2DMaxPool over NHWC float32. With a 2x2 pooling of stride 2
  * and no padding after ReLU (or no activation), the convolutions the
  * plugin's own loops take pool in their epilogue and store only the

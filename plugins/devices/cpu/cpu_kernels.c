@@ -42,6 +42,7 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_fused_conv2d_own_winograd,
     &cpu_k_conv2d_shallow,
     &cpu_k_fused_conv2d_shallow,
+    &cpu_k_conv2d_backprop_filter_shallow,
     &cpu_k_fused_conv2d_max_pool,
     &cpu_k_conv2d_backprop_input,
     &cpu_k_conv2d_backprop_filter,

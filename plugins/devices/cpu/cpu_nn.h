@@ -120,4 +120,15 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
                      int64_t ow, int64_t pad_top, int64_t pad_left,
                      wf_status *st);
 
+/* dw (kh, kw, c, k) = the gradient of that convolution's filter given
+ * x (n, h, wd, c) and the output's gradient dy (n, oh, ow, k): each
+ * element the sum over the images and positions, in float per image and
+ * in double across images. Same shapes and CPUs as cpu_shallow_conv. 0,
+ * or the code with st set (RESOURCE_EXHAUSTED). */
+int cpu_shallow_filter_grad(const float *x, const float *dy, float *dw,
+                            int64_t n, int64_t h, int64_t wd, int64_t c,
+                            int64_t k, int64_t kh, int64_t kw, int64_t sh,
+                            int64_t sw, int64_t oh, int64_t ow,
+                            int64_t pad_top, int64_t pad_left, wf_status *st);
+
 #endif /* WF_PLUGINS_DEVICES_CPU_CPU_NN_H */
