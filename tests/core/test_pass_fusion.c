@@ -7,7 +7,8 @@
  * sum (a residual block's, a projection's); a chain whose activation
  * would run on another device (test-memdev's Relu, first in the device
  * order) stays apart, so that no fused op pulls it onto the CPU; fused and unfused
- * graphs fetch the same values within float rounding, in NHWC and NCHW. Uses
+ * graphs fetch the same values within float rounding, in NHWC and NCHW; a
+ * ReLU's and a MaxPool's gradients join as _FusedMaxPoolGradReluGrad. Uses
  * the built-in plugins of the build tree. */
 #include <config.h>
 
@@ -556,6 +557,121 @@ static void test_fusion_takes_a_max_pool_after_a_convolution(void **state) {
   net_free(&n);
 }
 
+/* ---- a ReLU's and a MaxPool's gradients ---------------------------------- */
+
+typedef enum grad_tempt {
+  GRAD_PLAIN,
+  GRAD_POOL_FETCHED,    /* MaxPoolGrad's output is fetched too */
+  GRAD_OTHER_FEATURES   /* ReluGrad reads the ReLU's input, not its output */
+} grad_tempt;
+
+/* x (2, 6, 6, 3) or NCHW -> Relu -> r; MaxPool 2x2 of r; then what a
+ * training graph's gradients add: MaxPoolGrad(r, g) and ReluGrad of it
+ * against r (g a constant of the pool's shape). Fetches the ReluGrad (and
+ * with GRAD_POOL_FETCHED the MaxPoolGrad). */
+static net build_grads(wf_runtime *r, wf_dtype dt, int nchw, grad_tempt t) {
+  net n;
+  memset(&n, 0, sizeof n);
+  n.g = wf_graph_new(r);
+  assert_non_null(n.g);
+  int64_t nhwc[4] = {2, 6, 6, 3}, nchw_d[4] = {2, 3, 6, 6};
+  int64_t gd_nhwc[4] = {2, 3, 3, 3}, gd_nchw[4] = {2, 3, 3, 3};
+  int64_t two[4] = {1, 2, 2, 1}, two_nchw[4] = {1, 1, 2, 2};
+  const char *fmt = nchw ? "NCHW" : "NHWC";
+  wf_node_desc *d = wf_node_desc_new(n.g, "Placeholder", "x");
+  wf_node_desc_set_attr_dtype(d, "dtype", dt);
+  wf_node_desc_set_attr_shape(d, "shape", nchw ? nchw_d : nhwc, 4);
+  n.feed = (wf_output){finish(d), 0};
+  n.value = pattern(dt, nchw ? nchw_d : nhwc, 4, 1);
+  wf_output relu = op1(n.g, "Relu", n.feed, NULL);
+  wf_output g = konst(n.g, dt, nchw ? gd_nchw : gd_nhwc, 4, 7);
+
+  d = wf_node_desc_new(n.g, "MaxPoolGrad", "pool_grad");
+  wf_node_desc_add_input(d, relu);
+  wf_node_desc_add_input(d, g);
+  wf_node_desc_set_attr_int_list(d, "ksize", nchw ? two_nchw : two, 4);
+  wf_node_desc_set_attr_int_list(d, "strides", nchw ? two_nchw : two, 4);
+  wf_node_desc_set_attr_string(d, "padding", "VALID");
+  wf_node_desc_set_attr_string(d, "data_format", fmt);
+  wf_output pool_grad = {finish(d), 0};
+
+  d = wf_node_desc_new(n.g, "ReluGrad", "relu_grad");
+  wf_node_desc_add_input(d, pool_grad);
+  wf_node_desc_add_input(d, t == GRAD_OTHER_FEATURES ? n.feed : relu);
+  n.fetches[n.nfetches++] = (wf_output){finish(d), 0};
+  if (t == GRAD_POOL_FETCHED)
+    n.fetches[n.nfetches++] = pool_grad;
+  return n;
+}
+
+/* ReluGrad(MaxPoolGrad(r, g), r) becomes one _FusedMaxPoolGradReluGrad
+ * with MaxPoolGrad's attributes, in NHWC and NCHW, float32 (the CPU
+ * plugin's kernel) and float64 (the reference), with the unfused values;
+ * a MaxPoolGrad also fetched, or a ReluGrad reading another tensor, stays
+ * apart. */
+static void test_fusion_joins_a_pool_gradient_and_its_relu_gradient(
+    void **state) {
+  (void)state;
+  static const wf_dtype dts[2] = {WF_FLOAT32, WF_FLOAT64};
+  for (int t = 0; t < 2; t++)
+    for (int nchw = 0; nchw < 2; nchw++) {
+      net n = build_grads(rt_on, dts[t], nchw, GRAD_PLAIN);
+      wf__work w = net_work(&n);
+      assert_int_equal(count_op(&w, "_FusedMaxPoolGradReluGrad"), 1);
+      assert_int_equal(count_op(&w, "MaxPoolGrad"), 0);
+      assert_int_equal(count_op(&w, "ReluGrad"), 0);
+      wf_node *f = first_op(&w, "_FusedMaxPoolGradReluGrad");
+      assert_ptr_equal(w.fetches[0].node, f);
+      assert_string_equal(wf__node_attr(f, "padding")->u.s, "VALID");
+      assert_string_equal(wf__node_attr(f, "data_format")->u.s,
+                          nchw ? "NCHW" : "NHWC");
+      assert_int_equal(wf__node_attr(f, "ksize")->u.ints[nchw ? 3 : 2], 2);
+      assert_string_equal(wf_node_op(wf_node_input(f, 0).node), "Relu");
+      wf__work_deinit(&w);
+
+      wf_tensor *out[2];
+      spec s = {dts[t], 1, nchw, "Relu", PLAIN, NULL};
+      for (int on = 0; on < 2; on++) {
+        wf_runtime *r = on ? rt_on : rt_off;
+        net m = build_grads(r, dts[t], nchw, GRAD_PLAIN);
+        wf_session *ses = wf_session_new(m.g, st);
+        assert_non_null(ses);
+        OK(wf_session_run(ses, NULL, &m.feed, &m.value, 1, m.fetches,
+                          &out[on], 1, NULL, 0, NULL, st));
+        wf_session_free(ses);
+        net_free(&m);
+      }
+      assert_close(out[0], out[1], &s);
+      /* the ReLU's gradient is applied: zero where x is not > 0 */
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < wf_tensor_count(out[1]); i++) {
+        double x = dts[t] == WF_FLOAT32
+                       ? ((const float *)wf_tensor_data(n.value))[i]
+                       : ((const double *)wf_tensor_data(n.value))[i];
+        double v = dts[t] == WF_FLOAT32
+                       ? ((const float *)wf_tensor_data(out[1]))[i]
+                       : ((const double *)wf_tensor_data(out[1]))[i];
+        if (!(x > 0)) {
+          assert_true(v == 0);
+          zeros++;
+        }
+      }
+      assert_true(zeros > 0);
+      wf_tensor_release(out[0]);
+      wf_tensor_release(out[1]);
+      net_free(&n);
+    }
+  for (int t = GRAD_POOL_FETCHED; t <= GRAD_OTHER_FEATURES; t++) {
+    net n = build_grads(rt_on, WF_FLOAT32, 0, (grad_tempt)t);
+    wf__work w = net_work(&n);
+    assert_int_equal(count_op(&w, "_FusedMaxPoolGradReluGrad"), 0);
+    assert_int_equal(count_op(&w, "MaxPoolGrad"), 1);
+    assert_int_equal(count_op(&w, "ReluGrad"), 1);
+    wf__work_deinit(&w);
+    net_free(&n);
+  }
+}
+
 /* ---- values -------------------------------------------------------------- */
 
 /* Fetches of s's graph on r. */
@@ -624,6 +740,7 @@ int main(void) {
       cmocka_unit_test(test_fusion_gives_the_unfused_values),
       cmocka_unit_test(test_fusion_keeps_work_on_its_device),
       cmocka_unit_test(test_fusion_takes_a_max_pool_after_a_convolution),
+      cmocka_unit_test(test_fusion_joins_a_pool_gradient_and_its_relu_gradient),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1546,12 +1546,12 @@ static void pool_case(rng *r, const char *op) {
 
 static void test_pools_match_reference_on_random_windows(void **state) {
   static const char *const ops[] = {"MaxPool", "AvgPool", "MaxPoolGrad",
-                                    "AvgPoolGrad"};
+                                    "AvgPoolGrad", "_FusedMaxPoolGradReluGrad"};
   rng r = {7};
 
   /* Max pooling only selects: AvgPool's sums tell the paths apart. */
-  for (int i = 0; i < 160; i++)
-    pool_case(&r, ops[i % 4]);
+  for (int i = 0; i < 200; i++)
+    pool_case(&r, ops[i % 5]);
   for (int k = 0; k < 2; k++) {
     const char *op = k ? "AvgPoolGrad" : "AvgPool";
     int64_t before = bits_differ;
@@ -1611,7 +1611,9 @@ static void test_nhwc_pools_give_reference_bits(void **state) {
  * element's gradients are summed as the reference sums them. Windows with
  * and without overlap, channel counts on both sides of the loops'
  * 8-channel blocks, negative zeros among the gradients, and the cnn's
- * first pooling at batch 64 (the team shares its images). */
+ * first pooling at batch 64 (the team shares its images). Each case also
+ * runs as _FusedMaxPoolGradReluGrad (the ReLU's gradient applied at the
+ * picks), with the same bits as its reference. */
 static void test_nhwc_max_pool_grad_gives_reference_bits(void **state) {
   rng r = {27};
 
@@ -1647,6 +1649,12 @@ static void test_nhwc_max_pool_grad_gives_reference_bits(void **state) {
     for (int k = 0; k < 3; k++)
       g[irand(&r, 0, ng - 1)] = -0.0f;
     window_attrs(&c, &w, 0);
+    check_case(&c);
+    /* the same inputs through the fusion pass's MaxPoolGrad and ReluGrad:
+     * x is a ReLU's output there, any value here (0 where it is not > 0,
+     * NaN included) */
+    c.op = "_FusedMaxPoolGradReluGrad";
+    snprintf(c.name, sizeof c.name, "%s case %d", c.op, i);
     check_case(&c);
     case_free(&c);
   }

@@ -49,6 +49,7 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_max_pool,
     &cpu_k_avg_pool,
     &cpu_k_max_pool_grad,
+    &cpu_k_fused_max_pool_grad_relu,
     &cpu_k_avg_pool_grad,
     &cpu_k_softmax_loops,
     &cpu_k_softmax,

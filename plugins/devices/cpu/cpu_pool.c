@@ -422,6 +422,7 @@ typedef struct direct_pool_grad {
   double *acc; /* overlapping windows: one image of doubles per thread */
   int64_t n, c, slots;
   const cpu_win *g_win;
+  int relu; /* _FusedMaxPoolGradReluGrad: 0 where x is not > 0 */
 } direct_pool_grad;
 
 /* Image b of d: gradients into dx (zeroed here), or summed into acc and
@@ -462,12 +463,26 @@ static WF_POOL_CLONES void direct_pool_grad_image(const direct_pool_grad *d,
             v_at = (pool_v8i){0} + o;
             at = (v_at & take) | (at & ~take);
           }
-        if (acc)
+        if (acc) {
           for (int k = 0; k < 8; k++)
             acc[at[k] + k0 + k] += gb[k0 + k];
-        else
-          for (int k = 0; k < 8; k++)
-            dxb[at[k] + k0 + k] = 0.0f + gb[k0 + k];
+        } else {
+          /* windows do not overlap: every element of the window gets a
+           * whole vector, the gradient in the lanes it was picked in
+           * (0 + g: the reference's bits), 0 in the others; with relu,
+           * 0 too where the pick (m) is not > 0 */
+          pool_v8f gv;
+          memcpy(&gv, gb + k0, sizeof gv);
+          gv = 0.0f + gv;
+          if (d->relu)
+            gv = (pool_v8f)((pool_v8i)gv & (m > 0));
+          for (int64_t ih = h0; ih < h1; ih++)
+            for (int64_t iw = w0; iw < w1; iw++) {
+              int32_t o = (int32_t)((ih * wi + iw) * c);
+              pool_v8f v = (pool_v8f)((pool_v8i)gv & (at == o));
+              memcpy(dxb + o + k0, &v, sizeof v);
+            }
+        }
       }
       for (; k0 < c; k0++) {
         int64_t at = first + k0;
@@ -483,13 +498,13 @@ static WF_POOL_CLONES void direct_pool_grad_image(const direct_pool_grad *d,
         if (acc)
           acc[at] += gb[k0];
         else
-          dxb[at] = 0.0f + gb[k0];
+          dxb[at] = !d->relu || m > 0 ? 0.0f + gb[k0] : 0.0f;
       }
     }
   }
   if (acc)
     for (int64_t e = 0; e < img; e++)
-      dxb[e] = (float)acc[e];
+      dxb[e] = !d->relu || xb[e] > 0 ? (float)acc[e] : 0.0f;
 }
 
 /* cpu_team_fn: thread t of nt takes its share of the images (and, for
@@ -522,8 +537,16 @@ static int direct_pool_takes(const pool_job *j) {
 /* Inputs: MAX/AVG (input); MAX_GRAD (orig_input, grad); AVG_GRAD
  * (orig_input_shape, grad). The output has the shape the op's shape
  * function gives (which also refuses what the op refuses). */
+/* In place: dx where x > 0, else 0 (ReluGrad against a ReLU's output x,
+ * after oneDNN's MaxPoolGrad). */
+static void relu_mask(float *dx, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    dx[i] = x[i] > 0 ? dx[i] : 0.0f;
+}
+
+/* relu: _FusedMaxPoolGradReluGrad (kind POOL_MAX_GRAD). */
 static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
-                        wf_status *st) {
+                        int relu, wf_status *st) {
   static const char *const what[] = {"max pooling", "average pooling",
                                      "max pooling backward",
                                      "average pooling backward"};
@@ -567,7 +590,7 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
     int overlap = j.g.strides[0] < j.g.k[0] || j.g.strides[1] < j.g.k[1];
     int share = wfx_count(in[0]) >= POOL_SPLIT / 4 && j.n > 1;
     direct_pool_grad d = {wfx_data(in[0]), wfx_data(in[1]), wfx_data(out),
-                          NULL, j.n, j.c, 0, &j.g};
+                          NULL, j.n, j.c, 0, &j.g, relu};
     cpu_threads(&inter, &intra);
     d.slots = share && intra > 1 ? intra : 1;
     if (overlap &&
@@ -609,25 +632,32 @@ static int pool_compute(wf_kernel_ctx *ctx, pool_state *s, int kind,
   rc = cpu_dnnl_plan_run(p, data, NULL,
                          nin == 1 ? "pooling" : "pooling backward", st);
   cpu_dnnl_cache_put(&s->cache, p);
+  if (!rc && relu)
+    relu_mask(wfx_data(out), wfx_data(in[0]), wfx_count(out));
   return rc;
 }
 
 static int max_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return pool_compute(ctx, state, POOL_MAX, st);
+  return pool_compute(ctx, state, POOL_MAX, 0, st);
 }
 
 static int avg_pool_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
-  return pool_compute(ctx, state, POOL_AVG, st);
+  return pool_compute(ctx, state, POOL_AVG, 0, st);
 }
 
 static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  return pool_compute(ctx, state, POOL_MAX_GRAD, st);
+  return pool_compute(ctx, state, POOL_MAX_GRAD, 0, st);
+}
+
+static int max_pool_grad_relu_compute(wf_kernel_ctx *ctx, void *state,
+                                      wf_status *st) {
+  return pool_compute(ctx, state, POOL_MAX_GRAD, 1, st);
 }
 
 static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
                                  wf_status *st) {
-  return pool_compute(ctx, state, POOL_AVG_GRAD, st);
+  return pool_compute(ctx, state, POOL_AVG_GRAD, 0, st);
 }
 
 const wf_kernel_def cpu_k_max_pool =
@@ -642,6 +672,15 @@ const wf_kernel_def cpu_k_max_pool_grad = WFX_KERNEL_FOR(
     "cpu", "onednn", "MaxPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
     max_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,
     .create = pool_create, .destroy = pool_destroy);
+/* The fusion pass's MaxPoolGrad and ReluGrad of a ReLU and a MaxPool in
+ * training: the ReLU's gradient decided at each window's pick, where the
+ * maximum is already in a register, so the gradient is written once; the
+ * separate ReluGrad read and wrote it again (with the ReLU's output). */
+const wf_kernel_def cpu_k_fused_max_pool_grad_relu = WFX_KERNEL_FOR(
+    "cpu", "onednn", "_FusedMaxPoolGradReluGrad", "T",
+    WF_DTYPE_BIT(WF_FLOAT32), max_pool_grad_relu_compute,
+    .priority = WF_CPU_FAST_PRIORITY, .create = pool_create,
+    .destroy = pool_destroy);
 const wf_kernel_def cpu_k_avg_pool_grad = WFX_KERNEL_FOR(
     "cpu", "onednn", "AvgPoolGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
     avg_pool_grad_compute, .priority = WF_CPU_FAST_PRIORITY,

@@ -23,8 +23,14 @@
  * (Relu's, Sigmoid's, Tanh's, Elu's). Then a MaxPool (SAME or VALID,
  * NHWC) that alone reads a _FusedConv2D joins it as _FusedConv2DMaxPool:
  * in inference, where no gradient reads the activation, the convolution's
- * output need never be stored whole. The replaced nodes are left for
- * dead-node removal. Switched off with [passes] fusion = false. */
+ * output need never be stored whole. In training graphs, a MaxPoolGrad
+ * whose only reader is the ReluGrad of the ReLU output it pools (both
+ * read that r) becomes one _FusedMaxPoolGradReluGrad: the ReLU's
+ * gradient is decided at each window's pick, and the gradient is written
+ * once instead of written, read and written again (the cnn's two pairs:
+ * 1.16 -> 0.87 ms a step, medians of four alternated profiled runs). The
+ * replaced nodes are left for dead-node removal. Switched off with
+ * [passes] fusion = false. */
 #include <config.h>
 
 #include <stdio.h>
@@ -100,17 +106,19 @@ static int stays_on_device(wf_pass_ctx *ctx, wf_node *const *chain, int len,
 
 /* Replaces the len nodes of chain, the last one's output 0 read by the
  * rest of the graph, by one node of op fused on request (named after that
- * node) with inputs in and attributes attrs: it takes over the readers and
- * fetches of that output and every control input of the chain. */
+ * node) with the nin inputs in and attributes attrs: it takes over the
+ * readers and fetches of that output and every control input of the
+ * chain. */
 static int replace_chain(wf_pass_ctx *ctx, wf_node *const *chain, int len,
                          const char *fused, const char *request,
-                         const wf_output *in, const wf_attr_item *attrs,
-                         int nattrs, wf_status *st) {
+                         const wf_output *in, int nin,
+                         const wf_attr_item *attrs, int nattrs,
+                         wf_status *st) {
   wf_node *last = chain[len - 1];
   char name[WFX_WHAT_MAX];
   wf_node *f = wfx_host->pass_add_node(
       ctx, fused, wfx_pass_name(ctx, last, "fused", name, sizeof name),
-      request[0] ? request : NULL, in, 3, attrs, nattrs, st);
+      request[0] ? request : NULL, in, nin, attrs, nattrs, st);
 
   if (!f)
     return wfx_code(st);
@@ -148,7 +156,8 @@ static int fuse(wf_pass_ctx *ctx, wf_node *const *chain, const char *fused,
   wf_output in[3] = {wfx_host->node_input(prod, 0),
                      wfx_host->node_input(prod, 1),
                      wfx_host->node_input(bias, 1)};
-  return replace_chain(ctx, chain, 3, fused, request, in, attrs, nattrs, st);
+  return replace_chain(ctx, chain, 3, fused, request, in, 3, attrs, nattrs,
+                       st);
 }
 
 /* Fuses the chain ending at the activation act when every condition of the
@@ -280,7 +289,8 @@ static int try_fuse_bias(wf_pass_ctx *ctx, wf_node *bias,
   wf_output in[3] = {wfx_host->node_input(m[1], 0),
                      wfx_host->node_input(m[1], 1),
                      wfx_host->node_input(bias, 1)};
-  return replace_chain(ctx, chain, 2, fused, request, in, attrs, nattrs, st);
+  return replace_chain(ctx, chain, 2, fused, request, in, 3, attrs, nattrs,
+                       st);
 }
 
 /* _FusedConv2D -> MaxPool, the pooling the convolution's only reader,
@@ -328,7 +338,47 @@ static int try_fuse_pool(wf_pass_ctx *ctx, wf_node *pool, wf_status *st) {
   wf_output in[3] = {wfx_host->node_input(m[1], 0),
                      wfx_host->node_input(m[1], 1),
                      wfx_host->node_input(m[1], 2)};
-  return replace_chain(ctx, chain, 2, fused, request, in, attrs, nattrs, st);
+  return replace_chain(ctx, chain, 2, fused, request, in, 3, attrs, nattrs,
+                       st);
+}
+
+/* ReluGrad(MaxPoolGrad(r, g), r), the gradient of a ReLU's output r that a
+ * MaxPool reads (a training graph's convolution, ReLU and pooling): the
+ * MaxPoolGrad the ReluGrad's only reader, both reading the same r. One
+ * _FusedMaxPoolGradReluGrad with MaxPoolGrad's inputs and attributes. */
+static int try_fuse_pool_grad(wf_pass_ctx *ctx, wf_node *relu_grad,
+                              wf_status *st) {
+  static const wf_pattern_node grad_pattern[] = {
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "ReluGrad", .parent = -1},
+      {WF_STRUCT_INIT(wf_pattern_node), .op = "MaxPoolGrad", .parent = 0,
+       .parent_input = 0, .single_use = 1},
+  };
+  static const char *const copied[] = {"ksize",   "strides",
+                                       "padding", "explicit_paddings",
+                                       "data_format", NULL};
+  const char *fused = "_FusedMaxPoolGradReluGrad";
+  wf_node *m[2];
+  wf_attr_item attrs[8];
+  int nattrs = 0;
+  int32_t dtype;
+
+  if (!wfx_host->pass_match(ctx, relu_grad, grad_pattern, 2, m))
+    return 0;
+  wf_output r = wfx_host->node_input(m[1], 0),
+            features = wfx_host->node_input(relu_grad, 1);
+  wf_node *chain[2] = {m[1], relu_grad};
+  const char *request = common_request(chain, 2);
+  if (r.node != features.node || r.index != features.index ||
+      wfx_host->node_num_control_consumers(m[1]) > 0 || !request ||
+      wfx_host->node_output_info(relu_grad, 0, &dtype, NULL) ||
+      !stays_on_device(ctx, chain, 2, fused, request, dtype))
+    return 0;
+  for (int k = 0; copied[k]; k++)
+    if (!wfx_host->node_attr(m[1], copied[k], &attrs[nattrs].value))
+      attrs[nattrs++].name = copied[k];
+  wf_output in[2] = {r, wfx_host->node_input(m[1], 1)};
+  return replace_chain(ctx, chain, 2, fused, request, in, 2, attrs, nattrs,
+                       st);
 }
 
 static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
@@ -360,6 +410,12 @@ static int run_fusion(wf_pass_ctx *ctx, wf_status *st) {
     if (rc)
       return rc;
   }
+  for (int32_t i = 0; i < n; i++) {
+    wf_node *g = wfx_host->pass_node(ctx, i);
+    int rc = is_op(g, "ReluGrad") ? try_fuse_pool_grad(ctx, g, st) : 0;
+    if (rc)
+      return rc;
+  }
   return 0;
 }
 
@@ -370,6 +426,7 @@ const wf_pass_def nn_fusion_pass = {
            "Gelu or LeakyRelu become one _FusedMatMul or _FusedConv2D node; "
            "Conv2D -> BiasAdd read by no activation, one _FusedConv2D; a "
            "_FusedConv2D whose only reader is an NHWC MaxPool, with it, one "
-           "_FusedConv2DMaxPool",
+           "_FusedConv2DMaxPool; in training, ReluGrad(MaxPoolGrad(r, g), r), "
+           "one _FusedMaxPoolGradReluGrad",
     .order = 200,
     .run = run_fusion};

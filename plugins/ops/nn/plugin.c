@@ -10,6 +10,9 @@
 extern const wf_op_def nn_fused_conv2d_op, nn_fused_conv2d_max_pool_op;
 extern const wf_kernel_def nn_fused_conv2d_kernel,
     nn_fused_conv2d_max_pool_kernel;
+/* pool.c: _FusedMaxPoolGradReluGrad, made by the same pass. */
+extern const wf_op_def nn_fused_max_pool_grad_relu_op;
+extern const wf_kernel_def nn_fused_max_pool_grad_relu_kernel;
 extern const wf_pass_def nn_fusion_pass;
 
 static const wf_pass_def *const passes[] = {&nn_fusion_pass, NULL};
@@ -34,6 +37,7 @@ static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_batch_norm_grad_op,
                                        &nn_fused_conv2d_op,
                                        &nn_fused_conv2d_max_pool_op,
+                                       &nn_fused_max_pool_grad_relu_op,
                                        &nn_layer_norm_op,
                                        &nn_layer_norm_grad_op,
                                        NULL};
@@ -59,6 +63,7 @@ static const wf_kernel_def *const kernels[] = {
     &nn_batch_norm_grad_kernel,
     &nn_fused_conv2d_kernel,
     &nn_fused_conv2d_max_pool_kernel,
+    &nn_fused_max_pool_grad_relu_kernel,
     &nn_layer_norm_kernel,
     &nn_layer_norm_grad_kernel,
     NULL};

@@ -426,8 +426,10 @@ static int pool_grad_begin(wf_kernel_ctx *ctx, const wf_shape *xs,
   return 0;
 }
 
-static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
-                                 wf_status *st) {
+/* MaxPoolGrad; relu: then ReluGrad against orig_input (a ReLU's output):
+ * dx where orig_input > 0, else 0, as the two reference kernels give one
+ * after the other (_FusedMaxPoolGradReluGrad). */
+static int max_pool_grad_run(wf_kernel_ctx *ctx, int relu, wf_status *st) {
   const wf_tensor *x, *grad;
   wf_tensor *dx;
   nn_window w;
@@ -441,12 +443,32 @@ static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
     return wfx_code(st);
   if (!acc)
     return 0;
-  if (wfx_dtype(x) == WF_FLOAT32)
+  int64_t n = wfx_count(dx);
+  if (wfx_dtype(x) == WF_FLOAT32) {
     max_pool_grad_f32(wfx_data(dx), wfx_data(x), wfx_data(grad), &g, acc);
-  else
+    const float *xv = wfx_data(x);
+    float *d = wfx_data(dx);
+    for (int64_t i = 0; relu && i < n; i++)
+      d[i] = xv[i] > 0 ? d[i] : 0.0f;
+  } else {
     max_pool_grad_f64(wfx_data(dx), wfx_data(x), wfx_data(grad), &g, acc);
+    const double *xv = wfx_data(x);
+    double *d = wfx_data(dx);
+    for (int64_t i = 0; relu && i < n; i++)
+      d[i] = xv[i] > 0 ? d[i] : 0.0;
+  }
   wfx_host->free(acc);
   return 0;
+}
+
+static int max_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
+                                 wf_status *st) {
+  return max_pool_grad_run(ctx, 0, st);
+}
+
+static int max_pool_grad_relu_compute(wf_kernel_ctx *ctx, void *state,
+                                      wf_status *st) {
+  return max_pool_grad_run(ctx, 1, st);
 }
 
 static int avg_pool_grad_compute(wf_kernel_ctx *ctx, void *state,
@@ -513,6 +535,23 @@ const wf_op_def nn_max_pool_grad_op = {
 
 const wf_kernel_def nn_max_pool_grad_kernel = WFX_CPU_REFERENCE(
     "MaxPoolGrad", "T", WFX_DTYPES_FLOAT, max_pool_grad_compute);
+
+const wf_op_def nn_fused_max_pool_grad_relu_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_FusedMaxPoolGradReluGrad",
+    .inputs = max_pool_grad_inputs,
+    .outputs = pool_grad_outputs,
+    .attrs = max_pool_grad_attrs,
+    .shape_fn = max_pool_grad_shape,
+    .doc = "ReluGrad(MaxPoolGrad(orig_input, grad), orig_input), where "
+           "orig_input is a ReLU's output: the gradient MaxPoolGrad gives, "
+           "where orig_input > 0, else 0. Made by the fusion pass from the "
+           "two backward nodes of a ReLU followed by a MaxPool (attributes "
+           "are MaxPoolGrad's); one pass over memory instead of two."};
+
+const wf_kernel_def nn_fused_max_pool_grad_relu_kernel = WFX_CPU_REFERENCE(
+    "_FusedMaxPoolGradReluGrad", "T", WFX_DTYPES_FLOAT,
+    max_pool_grad_relu_compute);
 
 const wf_op_def nn_avg_pool_grad_op = {
     WF_STRUCT_INIT(wf_op_def),
