@@ -337,6 +337,30 @@ static void shallow_grad_part(void *arg, int t, int nt) {
 }
 #endif /* SHALLOW_X86 */
 
+#if SHALLOW_X86
+/* A job's geometry: sizes, the bordered image's, the taps' offsets in it
+ * (rows, columns, channels: the HWIO filter's order); everything else
+ * zero. */
+static void shallow_geometry(shallow_job *j, const float *x, float *y,
+                             int64_t n, int64_t h, int64_t wd, int64_t c,
+                             int64_t k, int64_t kh, int64_t kw, int64_t sh,
+                             int64_t sw, int64_t oh, int64_t ow,
+                             int64_t pad_top, int64_t pad_left) {
+  memset(j, 0, sizeof *j);
+  j->x = x, j->y = y, j->n = n, j->h = h, j->wd = wd, j->c = c, j->k = k;
+  j->kh = kh, j->kw = kw, j->sh = sh, j->sw = sw, j->oh = oh, j->ow = ow;
+  j->pt = pad_top, j->pl = pad_left;
+  j->ph = (oh - 1) * sh + kh;
+  j->pw = (ow - 1) * sw + kw;
+  j->taps = kh * kw * c;
+  for (int64_t ky = 0, t = 0; ky < kh; ky++)
+    for (int64_t kx = 0; kx < kw; kx++)
+      for (int64_t ci = 0; ci < c; ci++)
+        j->at[t++] = (ky * j->pw + kx) * c + ci;
+  atomic_init(&j->failed, 0);
+}
+#endif
+
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
                      const opc_fused *fu, int pool, float *y, int64_t n,
                      int64_t h, int64_t wd, int64_t c, int64_t k, int64_t kh,
@@ -345,38 +369,17 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
                      wf_status *st) {
 #if SHALLOW_X86
   int in_place = fu && (fu->act == OPC_ACT_NONE || fu->act == OPC_ACT_RELU);
-  shallow_job j = {.x = x,
-                   .w = w,
-                   .bias = in_place ? bias : NULL,
-                   .y = y,
-                   .n = n,
-                   .h = h,
-                   .wd = wd,
-                   .c = c,
-                   .k = k,
-                   .kh = kh,
-                   .kw = kw,
-                   .sh = sh,
-                   .sw = sw,
-                   .oh = oh,
-                   .ow = ow,
-                   .pt = pad_top,
-                   .pl = pad_left,
-                   .ph = (oh - 1) * sh + kh,
-                   .pw = (ow - 1) * sw + kw,
-                   .taps = kh * kw * c,
-                   .relu = in_place && fu->act == OPC_ACT_RELU,
-                   .pool = pool};
+  shallow_job j;
 
   if (pool && fu && !in_place)
     return wfx_fail(st, WF_INTERNAL,
                     "the shallow loops pool only after ReLU or no activation");
-  for (int64_t ky = 0, t = 0; ky < kh; ky++)
-    for (int64_t kx = 0; kx < kw; kx++)
-      for (int64_t ci = 0; ci < c; ci++)
-        j.at[t++] = (ky * j.pw + kx) * c + ci;
-
-  atomic_init(&j.failed, 0);
+  shallow_geometry(&j, x, y, n, h, wd, c, k, kh, kw, sh, sw, oh, ow, pad_top,
+                   pad_left);
+  j.w = w;
+  j.bias = in_place ? bias : NULL;
+  j.relu = in_place && fu->act == OPC_ACT_RELU;
+  j.pool = pool;
   /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
    * multiply-adds one unit) */
   cpu_team(shallow_part, &j, n * oh * ow * c * k * kh * kw / 8 >=
@@ -406,33 +409,14 @@ int cpu_shallow_filter_grad(const float *x, const float *dy, float *dw,
                             int64_t pad_top, int64_t pad_left, wf_status *st) {
 #if SHALLOW_X86
   int32_t inter, intra;
-  shallow_grad_job gj = {.g = {.x = x,
-                               .y = (float *)dy, /* read only */
-                               .n = n,
-                               .h = h,
-                               .wd = wd,
-                               .c = c,
-                               .k = k,
-                               .kh = kh,
-                               .kw = kw,
-                               .sh = sh,
-                               .sw = sw,
-                               .oh = oh,
-                               .ow = ow,
-                               .pt = pad_top,
-                               .pl = pad_left,
-                               .ph = (oh - 1) * sh + kh,
-                               .pw = (ow - 1) * sw + kw,
-                               .taps = kh * kw * c}};
+  shallow_grad_job gj = {.part = NULL};
   shallow_job *j = &gj.g;
-  int64_t sums = j->taps * k;
+  int64_t sums = kh * kw * c * k;
   int share = n * oh * ow * c * k * kh * kw / 8 >= WF_DNNL_SMALL_WORK;
 
-  for (int64_t ky = 0, t = 0; ky < kh; ky++)
-    for (int64_t kx = 0; kx < kw; kx++)
-      for (int64_t ci = 0; ci < c; ci++)
-        j->at[t++] = (ky * j->pw + kx) * c + ci;
-  atomic_init(&j->failed, 0);
+  /* g.y is the output's gradient, read only */
+  shallow_geometry(j, x, (float *)dy, n, h, wd, c, k, kh, kw, sh, sw, oh, ow,
+                   pad_top, pad_left);
   cpu_threads(&inter, &intra);
   gj.parts = share && intra > 1 ? (int)(intra < n ? intra : n) : 1;
   if (!(gj.part = wfx_host->alloc((size_t)gj.parts * (size_t)sums *
