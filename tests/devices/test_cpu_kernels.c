@@ -427,7 +427,10 @@ static void expect_fast_path(const char *what, int64_t before) {
 
 /* ---- setup ------------------------------------------------------------------- */
 
-static wf_runtime *new_runtime(const char *intra_op) {
+/* A runtime of the plugins this file tests; intra_op and deny (the
+ * config's [kernels] deny) when not NULL. */
+static wf_runtime *new_runtime_denying(const char *intra_op,
+                                       const char *deny) {
   static const char *const dirs[] = {
       "plugins/ops/math/.libs", "plugins/ops/array/.libs",
       "plugins/ops/nn/.libs",   "plugins/ops/rnn/.libs",
@@ -451,12 +454,18 @@ static wf_runtime *new_runtime(const char *intra_op) {
   if (intra_op)
     assert_int_equal(
         wf_config_set(cfg, "threads", "intra_op", intra_op, st), 0);
+  if (deny)
+    assert_int_equal(wf_config_set(cfg, "kernels", "deny", deny, st), 0);
   r = wf_runtime_new(cfg, st);
   if (!r)
     fail_msg("loading %s: %s", paths, wf_status_message(st));
   wf_config_free(cfg);
   wf_status_free(st);
   return r;
+}
+
+static wf_runtime *new_runtime(const char *intra_op) {
+  return new_runtime_denying(intra_op, NULL);
 }
 
 static int group_setup(void **state) {
@@ -1417,6 +1426,70 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
     fused_conv_pool_case(&r, &w, (int)irand(&r, 0, NFUSED - 1), pk, ps,
                          ppad);
   }
+}
+
+/* The label of the kernel the registry of r picks for a
+ * _FusedConv2DMaxPool of the cnn's layer (c channels into co, 3x3, 2x2
+ * pooling after ReLU); its result must match the reference. */
+static const char *fused_conv_pool_label(wf_runtime *r, int64_t c,
+                                         int64_t co) {
+  static const int64_t two[2] = {2, 2};
+  wf_runtime *saved = rt;
+  wf_status *st = wf_status_new();
+  wf_graph *g;
+  const wf__kernel *k;
+  rng rr = {43};
+  win w = {.padding = 0, .n = 2, .h = 12, .w = 12, .c = c, .co = co,
+           .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+  int64_t xd[4], fd[4] = {3, 3, c, co}, v[4] = {1, 2, 2, 1};
+  kcase kc;
+  wf_node *n;
+
+  rt = r;
+  fused_conv_pool_case(&rr, &w, 1, two, two, "VALID");
+  g = wf_graph_new(r);
+  act_dims(&w, w.h, w.w, w.c, xd);
+  case_init(&kc, "_FusedConv2DMaxPool", WF_FLOAT32);
+  add_input(&kc, &rr, WF_FLOAT32, xd, 4, -1, 1);
+  add_input(&kc, &rr, WF_FLOAT32, fd, 4, -0.5, 0.5);
+  add_input(&kc, &rr, WF_FLOAT32, &fd[3], 1, -1, 1);
+  window_attrs(&kc, &w, 1);
+  fused_attrs(&kc, 1);
+  attr_ints(&kc, "pool_ksize", v, 4);
+  attr_ints(&kc, "pool_strides", v, 4);
+  attr_string(&kc, "pool_padding", "VALID");
+  if (!(n = build(g, &kc, st)) || !(k = wf__kernel_select(r, n, "cpu", st)))
+    fail_msg("%s: %s", kc.name, wf_status_message(st));
+  case_free(&kc);
+  wf_graph_free(g);
+  wf_status_free(st);
+  rt = saved;
+  return k->def.label;
+}
+
+/* `[kernels] deny = shallow` and `winograd` reach the fused convolution
+ * and pooling as they reach Conv2D: its own loops are kernels of their
+ * own labels, which the config can deny, leaving the node to oneDNN's
+ * direct kernel (and the pooling loops). Without the config, the cnn's
+ * two layers go to the loops on CPUs with AVX2 and FMA and no AVX-512,
+ * to oneDNN elsewhere. */
+static void test_fused_conv2d_max_pool_kernels_obey_deny(void **state) {
+  wf_runtime *denying = new_runtime_denying(NULL, "shallow, winograd");
+  wf_runtime *no_shallow = new_runtime_denying(NULL, "loops/shallow");
+  int own = own_winograd_isa();
+
+  (void)state;
+  assert_string_equal(fused_conv_pool_label(rt, 1, 16),
+                      own ? "loops/shallow" : "onednn");
+  assert_string_equal(fused_conv_pool_label(rt, 16, 32),
+                      own ? "loops/winograd" : "onednn");
+  assert_string_equal(fused_conv_pool_label(denying, 1, 16), "onednn");
+  assert_string_equal(fused_conv_pool_label(denying, 16, 32), "onednn");
+  assert_string_equal(fused_conv_pool_label(no_shallow, 1, 16), "onednn");
+  assert_string_equal(fused_conv_pool_label(no_shallow, 16, 32),
+                      own ? "loops/winograd" : "onednn");
+  wf_runtime_free(denying);
+  wf_runtime_free(no_shallow);
 }
 
 /* One NHWC Conv2D (or, fused, _FusedConv2D with fused list fl) of window
@@ -2862,6 +2935,7 @@ int main(void) {
           test_shallow_filter_gradient_matches_reference, three_threads,
           back_to_shared),
       cmocka_unit_test(test_fused_conv2d_max_pool_matches_reference),
+      cmocka_unit_test(test_fused_conv2d_max_pool_kernels_obey_deny),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),
       cmocka_unit_test(test_pools_match_reference_on_random_windows),

@@ -105,12 +105,20 @@ static void conv_destroy(void *state) {
   wfx_host->free(s);
 }
 
-/* winograd: 0 direct, 1 oneDNN's Winograd, 2 the plugin's own
- * (cpu_winograd.c) with the direct kernel for what it does not take, 3 the
- * plugin's loops for shallow inputs (cpu_conv_shallow.c), the same, 4
- * _FusedConv2DMaxPool: both own loops on the CPUs they serve, the direct
- * kernel otherwise. */
-static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
+/* What a kernel's state may use besides oneDNN's direct kernel (flags):
+ * oneDNN's Winograd (the onednn/winograd kernels), the plugin's own
+ * Winograd loops (cpu_winograd.c, loops/winograd) or its loops for shallow
+ * inputs (cpu_conv_shallow.c, loops/shallow), each for the calls it takes,
+ * the direct kernel for the others; CONV_POOL: _FusedConv2DMaxPool's. */
+enum {
+  CONV_DIRECT = 0,
+  CONV_ONEDNN_WINOGRAD = 1,
+  CONV_OWN_WINOGRAD = 2,
+  CONV_SHALLOW = 4,
+  CONV_POOL = 8
+};
+
+static int conv_create_as(wf_kernel_ctx *ctx, void **state, int use,
                           wf_status *st) {
   conv_state *s = wfx_host->alloc(sizeof *s, 0);
   nn_attrs a = {.kernel = ctx};
@@ -123,21 +131,14 @@ static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
   cpu_dnnl_cache_init(&s->cache);
   /* The op's shape function accepted these attributes when the node was
    * added, so this reads them rather than judging them. */
-  if (nn_window_parse(&a, NULL, 1, 1, &s->win, st)) {
+  if (nn_window_parse(&a, NULL, 1, 1, &s->win, st) ||
+      ((use & CONV_POOL) && nn_pool_window_parse(&a, &s->pool, st))) {
     conv_destroy(s);
     return wfx_code(st);
   }
-  s->winograd = winograd == 1;
-  s->shallow = winograd == 3 || (winograd == 4 && cpu_avx2_fma_only());
-  if (winograd == 4) {
-    if (nn_pool_window_parse(&a, &s->pool, st)) {
-      conv_destroy(s);
-      return wfx_code(st);
-    }
-    if (cpu_avx2_fma_only())
-      winograd = 2;
-  }
-  if (winograd == 2 && !(s->wino = cpu_wino_cache_new())) {
+  s->winograd = (use & CONV_ONEDNN_WINOGRAD) != 0;
+  s->shallow = (use & CONV_SHALLOW) != 0;
+  if ((use & CONV_OWN_WINOGRAD) && !(s->wino = cpu_wino_cache_new())) {
     conv_destroy(s);
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a kernel's state");
@@ -147,17 +148,17 @@ static int conv_create_as(wf_kernel_ctx *ctx, void **state, int winograd,
 }
 
 static int conv_create(wf_kernel_ctx *ctx, void **state, wf_status *st) {
-  return conv_create_as(ctx, state, 0, st);
+  return conv_create_as(ctx, state, CONV_DIRECT, st);
 }
 
 static int conv_create_winograd(wf_kernel_ctx *ctx, void **state,
                                 wf_status *st) {
-  return conv_create_as(ctx, state, 1, st);
+  return conv_create_as(ctx, state, CONV_ONEDNN_WINOGRAD, st);
 }
 
 static int conv_create_own_winograd(wf_kernel_ctx *ctx, void **state,
                                     wf_status *st) {
-  return conv_create_as(ctx, state, 2, st);
+  return conv_create_as(ctx, state, CONV_OWN_WINOGRAD, st);
 }
 
 /* The layout tag of the job's activations: the user's (any = 0) or
@@ -704,7 +705,7 @@ static int conv_shallow_supports(const wf_node *node) {
 
 static int conv_create_shallow(wf_kernel_ctx *ctx, void **state,
                                wf_status *st) {
-  return conv_create_as(ctx, state, 3, st);
+  return conv_create_as(ctx, state, CONV_SHALLOW, st);
 }
 
 const wf_kernel_def cpu_k_conv2d_shallow = WFX_KERNEL_FOR(
@@ -833,13 +834,27 @@ static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
   return rc;
 }
 
+/* _FusedConv2DMaxPool's kernels, one per convolution path, so that
+ * `[kernels] deny = shallow` or `winograd` reaches the fused nodes as it
+ * does Conv2D's: loops/shallow and loops/winograd take the NHWC nodes
+ * whose convolution their loops take (as for Conv2D), onednn the other
+ * NHWC nodes; an NCHW node (which the fusion pass never makes) goes to the
+ * reference. */
 static int conv_create_pool(wf_kernel_ctx *ctx, void **state,
                             wf_status *st) {
-  return conv_create_as(ctx, state, 4, st);
+  return conv_create_as(ctx, state, CONV_POOL, st);
 }
 
-/* NHWC only: an NCHW node (which the fusion pass never makes) goes to the
- * reference. */
+static int conv_create_pool_shallow(wf_kernel_ctx *ctx, void **state,
+                                    wf_status *st) {
+  return conv_create_as(ctx, state, CONV_POOL | CONV_SHALLOW, st);
+}
+
+static int conv_create_pool_own_winograd(wf_kernel_ctx *ctx, void **state,
+                                         wf_status *st) {
+  return conv_create_as(ctx, state, CONV_POOL | CONV_OWN_WINOGRAD, st);
+}
+
 static int conv_pool_supports(const wf_node *node) {
   nn_attrs a = {.node = node};
   nn_window w;
@@ -847,11 +862,31 @@ static int conv_pool_supports(const wf_node *node) {
   return nn_window_parse(&a, NULL, 1, 1, &w, NULL) == 0 && !w.nchw;
 }
 
+static int conv_pool_shallow_supports(const wf_node *node) {
+  return conv_pool_supports(node) && conv_shallow_supports(node);
+}
+
+static int conv_pool_own_winograd_supports(const wf_node *node) {
+  return conv_pool_supports(node) && conv_own_winograd_supports(node);
+}
+
 const wf_kernel_def cpu_k_fused_conv2d_max_pool = WFX_KERNEL_FOR(
     "cpu", "onednn", "_FusedConv2DMaxPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
     fused_conv2d_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
     .create = conv_create_pool, .destroy = conv_destroy,
     .supports = conv_pool_supports);
+const wf_kernel_def cpu_k_fused_conv2d_max_pool_own_winograd = WFX_KERNEL_FOR(
+    "cpu", "loops/winograd", "_FusedConv2DMaxPool", "T",
+    WF_DTYPE_BIT(WF_FLOAT32), fused_conv2d_pool_compute,
+    .priority = WF_CPU_FAST_PRIORITY + 2,
+    .create = conv_create_pool_own_winograd, .destroy = conv_destroy,
+    .supports = conv_pool_own_winograd_supports);
+const wf_kernel_def cpu_k_fused_conv2d_max_pool_shallow = WFX_KERNEL_FOR(
+    "cpu", "loops/shallow", "_FusedConv2DMaxPool", "T",
+    WF_DTYPE_BIT(WF_FLOAT32), fused_conv2d_pool_compute,
+    .priority = WF_CPU_FAST_PRIORITY + 3,
+    .create = conv_create_pool_shallow, .destroy = conv_destroy,
+    .supports = conv_pool_shallow_supports);
 const wf_kernel_def cpu_k_fused_conv2d = WFX_KERNEL_FOR(
     "cpu", "onednn", "_FusedConv2D", "T", WF_DTYPE_BIT(WF_FLOAT32),
     fused_conv2d_compute, .priority = WF_CPU_FAST_PRIORITY,

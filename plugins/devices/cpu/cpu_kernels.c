@@ -44,6 +44,8 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_fused_conv2d_shallow,
     &cpu_k_conv2d_backprop_filter_shallow,
     &cpu_k_fused_conv2d_max_pool,
+    &cpu_k_fused_conv2d_max_pool_own_winograd,
+    &cpu_k_fused_conv2d_max_pool_shallow,
     &cpu_k_conv2d_backprop_input,
     &cpu_k_conv2d_backprop_filter,
     &cpu_k_max_pool,
