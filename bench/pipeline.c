@@ -3,7 +3,11 @@
  * map and prefetch) next to a raw reference that reads and gunzips the same
  * files without parsing them; and, for the mlp of DESIGN.md trained from
  * an iterator op, the fraction of each training step spent waiting for
- * input (time inside IteratorGetNext, from run metadata). One JSON line per
+ * input (time inside IteratorGetNext, from run metadata); and (--mode
+ * cached) the time to make one batch of bench/train's pipeline once its
+ * cache is full (cache, a shuffle of the whole set, batch, scale, cast),
+ * on the calling thread (no prefetch), which the training step waits for
+ * whenever the prefetch thread finds no free core. One JSON line per
  * result.
  *
  *   bench/pipeline --format idx --path 'train-images-idx3-ubyte.gz' \
@@ -39,7 +43,7 @@ typedef struct args {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bench/pipeline [--mode throughput|wait] [--format F]\n"
+          "usage: bench/pipeline [--mode throughput|wait|cached] [--format F]\n"
           "         [--path PATTERN] [--option KEY=VALUE]... [--also FILE]...\n"
           "         [--batch N] [--prefetch N] [--repeats N] [--threads N]\n"
           "         [--scale FIELD] [--x FIELD] [--y FIELD] [--steps N]\n");
@@ -174,6 +178,52 @@ static void throughput(wf_runtime *rt, const args *a, wf_status *st) {
          (long long)records, best, records / best, raw_best / best);
   wf_dataset_release(ds);
   wf_dataset_release(src);
+}
+
+/* ---- batches from the cache ------------------------------------------------- */
+
+static void cached(wf_runtime *rt, const args *a, wf_status *st) {
+  wf_dataset *ds = wf_dataset_from_files(rt, a->path, a->format, a->options,
+                                         a->noptions, st);
+  ds = wf_dataset_cache(ds, st);
+  ds = wf_dataset_shuffle(ds, 1 << 30, 42, st);
+  ds = wf_dataset_batch(ds, a->batch, 0, st);
+  ds = wf_dataset_map_scale(ds, a->x, 1.0 / 255, 0, st);
+  ds = wf_dataset_map_cast(ds, a->y, WF_INT32, st);
+  bench_check(ds == NULL, st, "pipeline");
+  wf_iterator *it = wf_iterator_new(ds, NULL, st);
+  bench_check(it == NULL, st, "iterator");
+  int nf = wf_dataset_num_fields(ds);
+  wf_tensor *f[64];
+  double best = 1e30;
+  int64_t batches = 0;
+  if (nf > 64) {
+    fprintf(stderr, "bench: more than 64 fields\n");
+    exit(1);
+  }
+  /* the first epoch fills the cache */
+  for (int r = 0; r <= a->repeats; r++) {
+    double t0 = bench_now();
+    int rc;
+    batches = 0;
+    while ((rc = wf_iterator_next(it, f, st)) == WF_OK) {
+      for (int i = 0; i < nf; i++)
+        wf_tensor_release(f[i]);
+      batches++;
+    }
+    bench_check(rc != WF_OUT_OF_RANGE, st, "iterating");
+    double dt = bench_now() - t0;
+    if (r > 0 && dt < best)
+      best = dt;
+    bench_check(wf_iterator_reset(it, st), st, "next epoch");
+  }
+  printf("{\"bench\":\"pipeline\",\"mode\":\"cached\",\"path\":\"%s\","
+         "\"batch\":%d,\"batches\":%lld,\"epochs\":%d,\"us_per_batch\":%.2f,"
+         "\"samples_per_s\":%.0f}\n",
+         a->path, a->batch, (long long)batches, a->repeats,
+         best / (double)batches * 1e6, (double)batches * a->batch / best);
+  wf_iterator_free(it);
+  wf_dataset_release(ds);
 }
 
 /* ---- input wait of a training step ------------------------------------------ */
@@ -313,7 +363,8 @@ int main(int argc, char **argv) {
   }
   if (optind != argc || a.batch < 1 || a.repeats < 1 || a.threads < 1 ||
       a.steps < 1 || a.prefetch < 0 ||
-      (strcmp(a.mode, "throughput") && strcmp(a.mode, "wait"))) {
+      (strcmp(a.mode, "throughput") && strcmp(a.mode, "wait") &&
+       strcmp(a.mode, "cached"))) {
     usage(stderr);
     return 2;
   }
@@ -327,6 +378,8 @@ int main(int argc, char **argv) {
   wf_runtime *rt = bench_runtime(a.threads, st);
   if (strcmp(a.mode, "throughput") == 0) {
     throughput(rt, &a, st);
+  } else if (strcmp(a.mode, "cached") == 0) {
+    cached(rt, &a, st);
   } else {
     input_wait(rt, &a, a.prefetch, st);
     if (a.prefetch > 0)

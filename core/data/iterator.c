@@ -330,6 +330,33 @@ static void shard_free(wf__stage *s) {
 static const wf__stage_ops shard_ops = {shard_next, shard_reset, shard_save,
                                         shard_restore, shard_free};
 
+/* Elements come from anywhere in memory (a shuffle's picks of a cache):
+ * the loads of the ones a few places ahead are started while the current
+ * one is copied. */
+enum { STACK_AHEAD = 4, CACHE_AHEAD = 8 };
+
+static inline void prefetch_write(const void *p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
+
+/* The header of t and the `bytes` after it, where wf_tensor_new puts the
+ * values; a hint only, so it reads nothing of t itself (which would wait
+ * for the very load it is meant to start). */
+static inline void prefetch_element(const wf_tensor *t, size_t bytes) {
+#if defined(__GNUC__)
+  const char *p = (const char *)t;
+  size_t n = sizeof *t + WF_TENSOR_ALIGN + (bytes < 2048 ? bytes : 2048);
+  for (size_t i = 0; i < n; i += 64)
+    __builtin_prefetch(p + i, 0, 3);
+#else
+  (void)t, (void)bytes;
+#endif
+}
+
 /* ---- shuffle ------------------------------------------------------------------ */
 
 /* splitmix64: small state, good enough statistics for picking from a
@@ -400,6 +427,14 @@ static int shuffle_pick(wf__stage *s, wf_tensor **out, wf_status *st) {
   if (j != h->count)
     element_move(h->buf + (size_t)j * nf, h->buf + (size_t)h->count * nf,
                  nf);
+  /* The next pick's slot (the state copied: the pick itself is made next
+   * time, as a restore replays it) is loaded while this element goes on
+   * its way; a buffer of thousands of elements is out of the caches. */
+  if (h->count > 1 && h->in_done) {
+    uint64_t peek = h->rng;
+    prefetch_write(h->buf +
+                   (size_t)uniform(&peek, (uint64_t)h->count) * (size_t)nf);
+  }
   return WF__ELEMENT;
 }
 
@@ -553,8 +588,13 @@ static int stack(batch_stage *b, wf_tensor **out, wf_status *st) {
       wf__element_clear(out, f);
       return -wf_status_code(st);
     }
+    for (int64_t k = 1; k < STACK_AHEAD && k < b->count; k++)
+      prefetch_element(b->pend[(size_t)k * nf + f], first->nbytes);
     for (int64_t k = 0; k < b->count; k++) {
       const wf_tensor *e = b->pend[(size_t)k * nf + f];
+      if (k + STACK_AHEAD < b->count)
+        prefetch_element(b->pend[(size_t)(k + STACK_AHEAD) * nf + f],
+                         first->nbytes);
       if (!wf_shape_equal(&e->shape, &first->shape)) {
         char a[96], c[96];
         wf_tensor_release(t);
@@ -768,6 +808,9 @@ static int cache_next(wf__stage *s, wf_tensor **out, wf_status *st) {
   cache_stage *c = (cache_stage *)s;
   int nf = s->nfields;
   if (c->pos < c->n) {
+    if (c->pos + CACHE_AHEAD < c->n)
+      for (int f = 0; f < nf; f++)
+        prefetch_write(c->items[(size_t)(c->pos + CACHE_AHEAD) * nf + f]);
     for (int f = 0; f < nf; f++)
       out[f] = wf_tensor_retain(c->items[(size_t)c->pos * nf + f]);
     c->pos++;
