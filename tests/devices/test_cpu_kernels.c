@@ -1905,6 +1905,108 @@ static void test_own_softmax_loops_match_reference(void **state) {
                   "Softmax loops are not used (checked)\n");
 }
 
+/* The cross-entropy losses' loops (loops/softmax, cpu_softmax.c) on the
+ * CPUs loops/softmax serves: the mlp's (64, 10) logits and rows of every
+ * length class, logits near and far apart, int32 and int64 class labels
+ * and label distributions; a row holding +inf, NaN, or only -inf gives
+ * the reference's NaN; both outputs within the file's tolerance of the
+ * reference. A label out of range fails both with the same message.
+ * Elsewhere the reference keeps the nodes. */
+static void xent_case(rng *r, int sparse, wf_dtype ldt, int64_t n, int64_t c,
+                      double spread, int special, int bad_label) {
+  int64_t xd[2] = {n, c};
+  kcase kc;
+  wf_tensor *x;
+
+  case_init(&kc, sparse ? "SparseSoftmaxCrossEntropyWithLogits"
+                        : "SoftmaxCrossEntropyWithLogits",
+            WF_FLOAT32);
+  case_note(&kc, " %lldx%lld%s%s", (long long)n, (long long)c,
+            sparse ? (ldt == WF_INT32 ? " int32" : " int64") : "",
+            special ? " special values" : bad_label ? " bad label" : "");
+  x = add_input(&kc, r, WF_FLOAT32, xd, 2, -spread, spread);
+  if (special && n >= 3 && c >= 3) {
+    float *v = wf_tensor_data(x);
+    v[0 * c + 1] = INFINITY;
+    v[1 * c + 2] = NAN;
+    for (int64_t k = 0; k < c; k++)
+      v[2 * c + k] = -INFINITY;
+  }
+  if (sparse) {
+    wf_status *st = wf_status_new();
+    wf_tensor *t = wf_tensor_new(ldt, &n, 1, st);
+
+    assert_non_null(t);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = irand(r, 0, c - 1);
+      if (bad_label && i == n / 2)
+        v = i % 2 ? c : -1;
+      if (ldt == WF_INT32)
+        ((int32_t *)wf_tensor_data(t))[i] = (int32_t)v;
+      else
+        ((int64_t *)wf_tensor_data(t))[i] = v;
+    }
+    wf_status_free(st);
+    kc.in[kc.nin++] = t;
+    kc.must_fail = bad_label;
+  } else {
+    wf_tensor *t = add_input(&kc, r, WF_FLOAT32, xd, 2, 0, 1);
+    float *y = wf_tensor_data(t);
+    for (int64_t i = 0; i < n; i++) { /* rows summing to 1, some one-hot */
+      double sum = 0;
+      for (int64_t k = 0; k < c; k++)
+        sum += y[i * c + k];
+      for (int64_t k = 0; k < c; k++)
+        y[i * c + k] = i % 3 == 0 ? (float)(k == i % c)
+                                  : (float)(y[i * c + k] / sum);
+    }
+  }
+  check_case(&kc);
+  case_free(&kc);
+}
+
+static void test_own_xent_loops_match_reference(void **state) {
+  static const int64_t shapes[][2] = {{64, 10}, {5, 1},  {9, 8},  {4, 9},
+                                      {3, 37},  {2, 64}, {1, 300}, {0, 10},
+                                      {700, 50}};
+  int takes = own_winograd_isa();
+  rng r = {93};
+
+  (void)state;
+  if (!takes) {
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    const wf__kernel *k;
+    kcase kc;
+    int64_t xd[2] = {4, 3};
+    wf_node *n;
+
+    case_init(&kc, "SoftmaxCrossEntropyWithLogits", WF_FLOAT32);
+    add_input(&kc, &r, WF_FLOAT32, xd, 2, -1, 1);
+    add_input(&kc, &r, WF_FLOAT32, xd, 2, 0, 1);
+    if (!(n = build(g, &kc, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: %s", kc.name, wf_status_message(st));
+    if (strcmp(k->def.label, "loops/softmax") == 0)
+      fail_msg("loops/softmax picked on a CPU it does not serve");
+    case_free(&kc);
+    wf_graph_free(g);
+    wf_status_free(st);
+    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+                  "cross-entropy loops are not used (checked)\n");
+    return;
+  }
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+    for (int sparse = 0; sparse < 2; sparse++) {
+      xent_case(&r, sparse, s % 2 ? WF_INT32 : WF_INT64, shapes[s][0],
+                shapes[s][1], 8, 0, 0);
+      xent_case(&r, sparse, WF_INT64, shapes[s][0], shapes[s][1], 60, 0, 0);
+    }
+  xent_case(&r, 0, WF_INT64, 6, 28, 8, 1, 0);
+  xent_case(&r, 1, WF_INT32, 6, 28, 8, 1, 0);
+  xent_case(&r, 1, WF_INT32, 7, 10, 8, 0, 1);
+  xent_case(&r, 1, WF_INT64, 8, 10, 8, 0, 1);
+}
+
 static void test_batch_norm_matches_reference(void **state) {
   static const int64_t shapes[][4] = {
       {8, 5}, {4, 3, 6, 7}, {2, 9, 5, 3}, {3, 4, 7}, {64, 14, 14, 16}};
@@ -2947,6 +3049,7 @@ int main(void) {
       cmocka_unit_test(test_activations_match_reference),
       cmocka_unit_test(test_softmax_family_matches_reference),
       cmocka_unit_test(test_own_softmax_loops_match_reference),
+      cmocka_unit_test(test_own_xent_loops_match_reference),
       cmocka_unit_test(test_batch_norm_matches_reference),
       cmocka_unit_test(test_bias_add_and_its_gradient_match_reference),
       cmocka_unit_test_setup_teardown(

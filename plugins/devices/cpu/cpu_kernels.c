@@ -54,6 +54,8 @@ const wf_kernel_def *const cpu_kernels[] = {
     &cpu_k_fused_max_pool_grad_relu,
     &cpu_k_avg_pool_grad,
     &cpu_k_softmax_loops,
+    &cpu_k_xent_loops,
+    &cpu_k_sparse_xent_loops,
     &cpu_k_softmax,
     &cpu_k_log_softmax,
     &cpu_k_softmax_grad,
