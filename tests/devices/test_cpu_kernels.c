@@ -1782,6 +1782,52 @@ static void test_activations_match_reference(void **state) {
   expect_fast_path("activations", before);
 }
 
+/* ReluGrad's own loops (label loops, cpu_eltwise.c) on the CPUs the
+ * plugin's other loops serve: the reference's bits (run under bits_exact)
+ * on sizes around the vector width and past the threads' split (the
+ * intra-op threads share it), with x holding +0, -0, NaN, +-inf, tiny
+ * and huge values and dy holding NaN, -0 and infinities. Elsewhere the
+ * node stays with oneDNN's kernel. */
+static void test_relu_grad_loops_give_reference_bits(void **state) {
+  static const int64_t sizes[] = {1, 7, 8, 9, 31, 16384, 40001, 65536 + 3};
+  static const float specials[] = {0.0f,      -0.0f,   NAN,     INFINITY,
+                                   -INFINITY, 1e-45f,  -1e-45f, 3e38f,
+                                   -3e38f};
+  int takes = own_winograd_isa();
+  rng r = {95};
+
+  (void)state;
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    wf_status *st = wf_status_new();
+    wf_graph *g = wf_graph_new(rt);
+    const wf__kernel *k = NULL;
+    wf_node *n;
+    kcase c;
+    int64_t d = sizes[s];
+
+    case_init(&c, "ReluGrad", WF_FLOAT32);
+    case_note(&c, " %lld elements", (long long)d);
+    float *dy = wf_tensor_data(add_input(&c, &r, WF_FLOAT32, &d, 1, -2, 2));
+    float *x = wf_tensor_data(add_input(&c, &r, WF_FLOAT32, &d, 1, -2, 2));
+    for (int64_t i = 0; i < d; i++) {
+      if (i % 5 == 1)
+        x[i] = specials[(i / 5) % 9];
+      if (i % 7 == 3)
+        dy[i] = specials[(i / 7) % 9];
+    }
+    if (!(n = build(g, &c, st)) || !(k = wf__kernel_select(rt, n, "cpu", st)))
+      fail_msg("%s: %s", c.name, wf_status_message(st));
+    if (strcmp(k->def.label, takes ? "loops" : "onednn") != 0)
+      fail_msg("%s: the registry picks '%s', not %s", c.name, k->def.label,
+               takes ? "loops" : "onednn");
+    wf_graph_free(g);
+    wf_status_free(st);
+    if (takes)
+      check_case(&c);
+    case_free(&c);
+  }
+}
+
 static void test_softmax_family_matches_reference(void **state) {
   static const char *const ops[] = {"Softmax", "LogSoftmax", "SoftmaxGrad",
                                     "LogSoftmaxGrad"};
@@ -3047,6 +3093,10 @@ int main(void) {
           test_nhwc_max_pool_grad_gives_reference_bits, bits_exact,
           bits_within_tolerance),
       cmocka_unit_test(test_activations_match_reference),
+      cmocka_unit_test_setup_teardown(test_relu_grad_loops_give_reference_bits,
+                                      bits_exact, bits_within_tolerance),
+      cmocka_unit_test_setup_teardown(test_relu_grad_loops_give_reference_bits,
+                                      three_threads_exact, back_to_shared),
       cmocka_unit_test(test_softmax_family_matches_reference),
       cmocka_unit_test(test_own_softmax_loops_match_reference),
       cmocka_unit_test(test_own_xent_loops_match_reference),

@@ -210,3 +210,78 @@ ELTWISE(gelu_grad, "GeluGrad", dnnl_eltwise_gelu_erf, 0.0f, 1, 0, 0);
 ELTWISE(softplus_grad, "SoftplusGrad", dnnl_eltwise_soft_relu, 0.0f, 1, 0, 0);
 ELTWISE(sqrt_grad, "SqrtGrad", dnnl_eltwise_sqrt_use_dst_for_bwd, 0.0f, 1, 1,
         0);
+
+/* ---- ReluGrad in the plugin's own loops ----------------------------------- */
+
+/* dx = dy where x > 0, else +0, as the reference computes it (a NaN x
+ * gives 0): a compare and a mask eight lanes at a time, the same bits.
+ * oneDNN's eltwise primitive costs more to call than this costs to run on
+ * the tensors a dense layer's ReLU makes (the mlp's two nodes, 8K and 16K
+ * elements: 8-10 us each a step through oneDNN); rows of the tensor are
+ * shared by the intra-op threads from WF_CPU_SPLIT elements. */
+typedef struct relu_grad_job {
+  float *dx;
+  const float *dy, *x;
+  int64_t count;
+} relu_grad_job;
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+
+__attribute__((target("avx"))) static void relu_grad_part(void *arg, int t,
+                                                          int nt) {
+  const relu_grad_job *j = arg;
+  /* parts of whole vectors, the last one taking the remainder */
+  int64_t vecs = j->count / 8;
+  int64_t i = vecs * t / nt * 8;
+  int64_t end = t == nt - 1 ? j->count : vecs * (t + 1) / nt * 8;
+  const __m256 zero = _mm256_setzero_ps();
+
+  for (; i + 8 <= end; i += 8) {
+    __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(j->x + i), zero, _CMP_GT_OQ);
+    _mm256_storeu_ps(j->dx + i, _mm256_and_ps(gt, _mm256_loadu_ps(j->dy + i)));
+  }
+  for (; i < end; i++)
+    j->dx[i] = j->x[i] > 0 ? j->dy[i] : 0.0f;
+}
+#define RELU_GRAD_LOOPS 1
+#else
+#define RELU_GRAD_LOOPS 0
+#endif
+
+static int relu_grad_loops(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  const wf_tensor *dy, *x;
+  wf_tensor *out;
+  relu_grad_job j;
+
+  (void)state;
+  if (wfx_kernel_input(ctx, 0, &dy, NULL, st) ||
+      wfx_kernel_input(ctx, 1, &x, NULL, st) ||
+      !(out = cpu_output(ctx, 0, NULL, st)))
+    return wfx_code(st);
+  j.count = wfx_count(dy);
+  if (j.count == 0)
+    return 0;
+  j.dx = wfx_data(out);
+  j.dy = wfx_data(dy);
+  j.x = wfx_data(x);
+#if RELU_GRAD_LOOPS
+  cpu_team(relu_grad_part, &j, j.count >= WF_CPU_SPLIT);
+  return 0;
+#else
+  return wfx_fail(st, WF_INTERNAL, "the ReluGrad loops are built for x86 only");
+#endif
+}
+
+/* Taken on the CPUs whose own loops the plugin uses elsewhere (AVX2 and
+ * FMA, no AVX-512), before oneDNN's kernel; `[kernels] deny =
+ * ReluGrad:loops` leaves the nodes to it. */
+static int relu_grad_loops_supports(const wf_node *node) {
+  (void)node;
+  return RELU_GRAD_LOOPS && cpu_avx2_fma_only();
+}
+
+const wf_kernel_def cpu_k_relu_grad_loops = WFX_KERNEL_FOR(
+    "cpu", "loops", "ReluGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    relu_grad_loops, .priority = WF_CPU_FAST_PRIORITY + 1,
+    .flags = WF_KERNEL_IN_PLACE, .supports = relu_grad_loops_supports);

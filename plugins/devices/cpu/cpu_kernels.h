@@ -60,7 +60,8 @@ extern const wf_kernel_def cpu_k_conv2d, cpu_k_conv2d_backprop_input,
 extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
     cpu_k_elu, cpu_k_sigmoid, cpu_k_tanh, cpu_k_gelu,
     cpu_k_softplus, cpu_k_exp, cpu_k_sqrt, cpu_k_square,
-    cpu_k_relu_grad, cpu_k_leaky_relu_grad, cpu_k_elu_grad,
+    cpu_k_relu_grad, cpu_k_relu_grad_loops, cpu_k_leaky_relu_grad,
+    cpu_k_elu_grad,
     cpu_k_sigmoid_grad, cpu_k_tanh_grad, cpu_k_gelu_grad,
     cpu_k_softplus_grad, cpu_k_sqrt_grad;
 /* cpu_arith.c: arithmetic, sums and Transpose on the intra-op threads. */
@@ -84,6 +85,7 @@ extern const wf_kernel_def cpu_k_apply_gradient_descent,
   &cpu_k_relu, &cpu_k_leaky_relu, &cpu_k_elu, &cpu_k_sigmoid,  \
       &cpu_k_tanh, &cpu_k_gelu, &cpu_k_softplus, &cpu_k_exp,   \
       &cpu_k_sqrt, &cpu_k_square, &cpu_k_relu_grad,                \
+      &cpu_k_relu_grad_loops,                                      \
       &cpu_k_leaky_relu_grad, &cpu_k_elu_grad,                         \
       &cpu_k_sigmoid_grad, &cpu_k_tanh_grad, &cpu_k_gelu_grad,     \
       &cpu_k_softplus_grad, &cpu_k_sqrt_grad
