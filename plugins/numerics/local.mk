@@ -9,7 +9,9 @@
 #  - optim.c: the optimizer update rules, their checks and the lock order
 #    of a variable and its slots (ops-train, the CPU and CUDA plugins);
 #  - window.c: the sliding-window geometry of Conv2D and the pools (ops-nn,
-#    the CPU and CUDA plugins).
+#    the CPU and CUDA plugins);
+#  - labels.c: the sparse cross-entropy's class labels, read and checked
+#    with one message (ops-nn, the CPU and CUDA plugins).
 # Nothing else belongs here: a device kernel reads the shapes an op's own
 # shape function gives (the host's kernel_output_shape) instead of
 # repeating the op's checks, and declines what it cannot run (the kernel's
@@ -20,7 +22,8 @@ plugins_numerics_libnumerics_la_SOURCES = \
 	plugins/numerics/philox.c plugins/numerics/philox.h \
 	plugins/numerics/epilogue.c plugins/numerics/epilogue.h \
 	plugins/numerics/optim.c plugins/numerics/optim.h \
-	plugins/numerics/window.c plugins/numerics/window.h
+	plugins/numerics/window.c plugins/numerics/window.h \
+	plugins/numerics/labels.c plugins/numerics/labels.h
 plugins_numerics_libnumerics_la_CPPFLAGS = $(PLUGIN_CPPFLAGS)
 # The update rules vectorize (with the dynamic cost model, which allows a
 # loop epilogue) only without errno from sqrt; no contraction into fused

@@ -28,6 +28,8 @@
 
 #include "cpu_kernels.h"
 
+#include "labels.h"
+
 #include <string.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -477,30 +479,8 @@ static int xent_loops(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   /* the shape function accepted (N, C) logits and matching labels */
   j.rows = xs.dims[0];
   j.c = xs.dims[1];
-  if (sparse && j.rows > 0) {
-    int32_t ldt = wfx_dtype(lab);
-    const void *ld = wfx_data(lab);
-
-    if (ldt != WF_INT32 && ldt != WF_INT64)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "labels must be int32 or int64, not %s",
-                      wfx_dtype_name(ldt));
-    if (!(cls = wfx_host->alloc((size_t)j.rows * sizeof *cls, 0)))
-      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
-                      "out of memory for %" PRId64 " labels", j.rows);
-    for (int64_t i = 0; i < j.rows; i++) {
-      cls[i] = ldt == WF_INT32 ? ((const int32_t *)ld)[i]
-                               : ((const int64_t *)ld)[i];
-      if (cls[i] < 0 || cls[i] >= j.c) {
-        wfx_fail(st, WF_INVALID_ARGUMENT,
-                 "labels[%" PRId64 "] = %" PRId64
-                 " is out of range [0, %" PRId64 ") (the number of classes)",
-                 i, cls[i], j.c);
-        wfx_host->free(cls);
-        return wfx_code(st);
-      }
-    }
-  }
+  if (sparse && nx_sparse_labels(lab, j.rows, j.c, &cls, st))
+    return wfx_code(st);
   if (!(loss = cpu_output(ctx, 0, NULL, st)) ||
       !(back = cpu_output(ctx, 1, NULL, st))) {
     wfx_host->free(cls);

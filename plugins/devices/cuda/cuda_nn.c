@@ -22,6 +22,7 @@
 #include <config.h>
 
 #include "cuda_work.h"
+#include "labels.h"
 #include "window.h"
 
 #include <inttypes.h>
@@ -777,30 +778,8 @@ static int xent_compute(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
       wfx_host->kernel_output_shape(ctx, 1, &fs, st))
     return wfx_code(st);
   n = fs.dims[0], c = fs.dims[1];
-  if (sparse) {
-    int32_t ldt = wfx_dtype(lab);
-    const void *ld = wfx_data(lab);
-
-    if (ldt != WF_INT32 && ldt != WF_INT64)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "labels must be int32 or int64, not %s",
-                      wfx_dtype_name(ldt));
-    if (n > 0 && !(cls = wfx_host->alloc((size_t)n * sizeof *cls, 0)))
-      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
-                      "out of host memory for %" PRId64 " labels", n);
-    for (int64_t i = 0; i < n; i++) {
-      cls[i] = ldt == WF_INT32 ? ((const int32_t *)ld)[i]
-                               : ((const int64_t *)ld)[i];
-      if (cls[i] < 0 || cls[i] >= c) {
-        rc = wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "labels[%" PRId64 "] = %" PRId64
-                      " is out of range [0, %" PRId64
-                      ") (the number of classes)",
-                      i, cls[i], c);
-        goto done;
-      }
-    }
-  }
+  if (sparse && nx_sparse_labels(lab, n, c, &cls, st))
+    return wfx_code(st);
   if (!(loss = wfx_host->kernel_output_new(ctx, 0, &s, st)) ||
       !(back = wfx_host->kernel_output_new(ctx, 1, &fs, st))) {
     rc = wfx_code(st);

@@ -7,6 +7,8 @@
 
 #include "nn.h"
 
+#include "labels.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -230,29 +232,8 @@ static int xent_run(wf_kernel_ctx *ctx, int sparse, wf_status *st) {
   if (!(fn = xent_table[wfx_dtype(x)]))
     return wfx_fail(st, WF_UNIMPLEMENTED, "no reference kernel for %s",
                     wfx_dtype_name(wfx_dtype(x)));
-  if (sparse) {
-    int32_t ldt = wfx_dtype(lab);
-    const void *ld = wfx_data(lab);
-
-    if (ldt != WF_INT32 && ldt != WF_INT64)
-      return wfx_fail(st, WF_INVALID_ARGUMENT,
-                      "labels must be int32 or int64, not %s",
-                      wfx_dtype_name(ldt));
-    if (n > 0 && !(cls = wfx_host->alloc((size_t)n * sizeof *cls, 0)))
-      return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
-                      "out of memory for %" PRId64 " labels", n);
-    for (int64_t i = 0; i < n; i++) {
-      cls[i] =
-          ldt == WF_INT32 ? ((const int32_t *)ld)[i] : ((const int64_t *)ld)[i];
-      if (cls[i] < 0 || cls[i] >= c) {
-        wfx_fail(st, WF_INVALID_ARGUMENT,
-                 "labels[%" PRId64 "] = %" PRId64
-                 " is out of range [0, %" PRId64 ") (the number of classes)",
-                 i, cls[i], c);
-        goto fail;
-      }
-    }
-  }
+  if (sparse && nx_sparse_labels(lab, n, c, &cls, st))
+    return wfx_code(st);
   wfx_shape_make(&s, 1, &n);
   if (!(loss = wfx_host->kernel_output_new(ctx, 0, &s, st)) ||
       !(back = wfx_host->kernel_output_new(ctx, 1, &fs, st)))
