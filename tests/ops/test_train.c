@@ -12,6 +12,7 @@
  * 1e-12 (float64) or 1e-6 (float32) relative. */
 #include <config.h>
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -365,6 +366,12 @@ static void test_adamw_matches_reference(void **state) {
  * Tolerance: none (bit for bit) against this float32 reference. */
 #define F32N 37
 
+/* A slot value below the smallest normal float is stored as a zero of its
+ * sign (checked on its own below). */
+static float flush_f(float x) {
+  return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;
+}
+
 static void ref_adam_f32(float *w, float *m, float *v, float *vhat,
                          const float *g, const double *s, double t,
                          int amsgrad, double wd) {
@@ -375,8 +382,8 @@ static void ref_adam_f32(float *w, float *m, float *v, float *vhat,
       (float)(s[0] * sqrt(1 - pow(s[2], t)) / (1 - pow(s[1], t)));
 
   for (int i = 0; i < F32N; i++) {
-    float mi = b1 * m[i] + c1 * g[i];
-    float vi = b2 * v[i] + c2 * g[i] * g[i];
+    float mi = flush_f(b1 * m[i] + c1 * g[i]);
+    float vi = flush_f(b2 * v[i] + c2 * g[i] * g[i]);
     float d = vi, x = w[i];
 
     m[i] = mi;
@@ -471,6 +478,125 @@ static void test_float32_adam_computes_in_float32(void **state) {
   check_adam_f32("ApplyAdam", 0);
   check_adam_f32("ApplyAdam", 1);
   check_adam_f32("ApplyAdamW", 1);
+}
+
+/* ---- slots below the smallest normal number ---------------------------- */
+
+/* How a slot's elements start and what one update with a zero gradient,
+ * every decay factor 0.5, leaves in them (MIN: the type's smallest normal
+ * number): 'd' (a signed moment) 2 MIN, MIN, -MIN -> MIN, +0, -0; 's' (a
+ * square's average) 2 MIN, MIN, MIN -> MIN, +0, +0; 'a' (Adagrad's sum of
+ * squares) 0 with gradients 2^(e+1), 2^e, -2^e, where 2^(2e) is a quarter
+ * of MIN: MIN, +0, +0; '-' not looked at. */
+static double flush_init(char kind, int i, double min) {
+  static const double d[3] = {2, 1, -1}, sq[3] = {2, 1, 1};
+  return kind == 'd' ? d[i % 3] * min : kind == 's' ? sq[i % 3] * min : 0;
+}
+
+static double flush_want(char kind, int i, double min) {
+  static const double d[3] = {1, 0.0, -0.0}, sq[3] = {1, 0.0, 0.0};
+  return (kind == 'd' ? d[i % 3] : sq[i % 3]) * min;
+}
+
+#define FLN 37 /* the vector loops and their remainder */
+
+/* Runs c once on a variable of FLN elements of dtype dt whose slots start
+ * as kinds[k - 1] says, and checks every slot element's bits. */
+static void check_flush(const opt_case *c, const char *kinds, wf_dtype dt) {
+  static const char *const names[MAX_RES] = {"w", "slot1", "slot2", "slot3"};
+  const double min = dt == WF_FLOAT32 ? FLT_MIN : DBL_MIN;
+  const int e = dt == WF_FLOAT32 ? -64 : -512; /* 2^(2e) = MIN / 4 */
+  const int64_t dims[1] = {FLN};
+  wf_graph *g = wf_graph_new(rt);
+  wf_status *st = wf_status_new();
+  wf_node *inits[MAX_RES], *in[16], *reads[MAX_RES], *grad, *step = NULL;
+  wf_node *apply;
+  double init[MAX_RES][FLN], gd[FLN], one = 1;
+  int ninits = 0, nin = 0;
+  wf_session *s;
+
+  for (int i = 0; i < FLN; i++) {
+    init[0][i] = 0.5 - 0.01 * i;
+    for (int k = 1; k < c->nres; k++)
+      init[k][i] = flush_init(kinds[k - 1], i, min);
+    gd[i] = strchr(kinds, 'a') ? ldexp(i % 3 == 2 ? -1 : 1, e + (i % 3 == 0))
+                               : 0;
+  }
+  for (int k = 0; k < c->nres; k++) {
+    in[nin] = var_init(g, names[k], dt, dims, 1, init[k], inits, &ninits);
+    reads[k] = th_read(g, in[nin++], dt, dims, 1);
+  }
+  for (int k = 0; k < c->nbefore; k++)
+    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[k]);
+  grad = th_placeholder(g, "grad", dt, dims, 1);
+  in[nin++] = grad;
+  for (int k = 0; k < c->nafter; k++)
+    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[c->nbefore + k]);
+  if (c->has_step) {
+    step = th_placeholder(g, "step", WF_INT64, NULL, 0);
+    in[nin++] = step;
+  }
+  apply = apply_node(g, c->op, in, nin, c->battr, c->bval, st);
+  if (!apply)
+    fail_msg("adding %s: %s", c->op, wf_status_message(st));
+  s = wf_session_new(g, st);
+  assert_non_null(s);
+  th_run_ok(s, inits, ninits);
+  {
+    const wf_node *feeds[2] = {grad, step};
+    wf_tensor *vals[2] = {tensor_of(dt, dims, 1, gd),
+                          tensor_of(WF_INT64, NULL, 0, &one)};
+    if (run_fed(s, feeds, vals, c->has_step ? 2 : 1, apply, st))
+      fail_msg("%s: %s", c->op, wf_status_message(st));
+    wf_tensor_release(vals[0]);
+    wf_tensor_release(vals[1]);
+  }
+  for (int k = 1; k < c->nres; k++) {
+    wf_tensor *v;
+    if (kinds[k - 1] == '-')
+      continue;
+    v = th_fetch(s, reads[k]);
+    for (int i = 0; i < FLN; i++) {
+      double got = th_get(v, i), want = flush_want(kinds[k - 1], i, min);
+      if (got != want || signbit(got) != signbit(want))
+        fail_msg("%s %s %s[%d]: got %a, expected %a", c->op,
+                 wf_dtype_name(dt), names[k], i, got, want);
+    }
+    wf_tensor_release(v);
+  }
+  wf_session_free(s);
+  wf_status_free(st);
+  wf_graph_free(g);
+}
+
+/* Moments that decay into the subnormal range would stay there (0.9 times
+ * the smallest subnormal rounds back to it), and arithmetic on them is
+ * ~100 times slower on Intel cores: every rule stores a slot value below
+ * the smallest normal as a zero of its sign, in float32 and float64. */
+static void test_slots_below_the_smallest_normal_are_stored_as_zero(
+    void **state) {
+  const opt_case cases[] = {
+      {.op = "ApplyMomentum", .nres = 2, .nbefore = 1, .nafter = 1,
+       .scalars = {0.1, 0.5}},
+      {.op = "ApplyAdam", .nres = 4, .nbefore = 4,
+       .scalars = {0.01, 0.5, 0.5, 1e-7}, .has_step = 1},
+      {.op = "ApplyAdamW", .nres = 4, .nbefore = 5,
+       .scalars = {0.01, 0.5, 0.5, 1e-7, 0.1}, .has_step = 1,
+       .battr = "amsgrad", .bval = 1},
+      {.op = "ApplyRMSProp", .nres = 3, .nbefore = 4,
+       .scalars = {0.01, 0.5, 0.5, 1e-7}},
+      {.op = "ApplyCenteredRMSProp", .nres = 4, .nbefore = 4,
+       .scalars = {0.01, 0.5, 0.5, 1e-7}},
+      {.op = "ApplyAdagrad", .nres = 2, .nbefore = 2, .scalars = {0.01, 1e-7}},
+  };
+  /* slots in input order; AMSGrad's vhat holds a maximum, which never
+   * decays, and is not looked at */
+  static const char *const kinds[] = {"d", "ds-", "ds-", "sd", "dsd", "a"};
+
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    check_flush(&cases[k], kinds[k], WF_FLOAT32);
+    check_flush(&cases[k], kinds[k], WF_FLOAT64);
+  }
 }
 
 static void test_rmsprop_matches_reference(void **state) {
@@ -1135,6 +1261,7 @@ int main(void) {
       cmocka_unit_test(test_adam_matches_reference),
       cmocka_unit_test(test_adamw_matches_reference),
       cmocka_unit_test(test_float32_adam_computes_in_float32),
+      cmocka_unit_test(test_slots_below_the_smallest_normal_are_stored_as_zero),
       cmocka_unit_test(test_rmsprop_matches_reference),
       cmocka_unit_test(test_centered_rmsprop_matches_reference),
       cmocka_unit_test(test_adagrad_matches_reference),

@@ -28,6 +28,14 @@ __device__ static inline float sqrt_rn(float a) { return __fsqrt_rn(a); }
 __device__ static inline double sqrt_rn(double a) { return __dsqrt_rn(a); }
 __device__ static inline float max_of(float a, float b) { return fmaxf(a, b); }
 __device__ static inline double max_of(double a, double b) { return fmax(a, b); }
+/* A slot value below the smallest normal number is stored as a zero of its
+ * sign, as optim.c's rules store it (FLT_MIN and DBL_MIN). */
+__device__ static inline float flush(float x) {
+  return fabsf(x) < 1.17549435e-38f ? copysignf(0.0f, x) : x;
+}
+__device__ static inline double flush(double x) {
+  return fabs(x) < 2.2250738585072014e-308 ? copysign(0.0, x) : x;
+}
 
 #define MUL mul_rn
 #define ADD add_rn
@@ -46,7 +54,7 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
     s0[i] = SUB(s0[i], MUL(lr, g));
     break;
   case WF_CUDA_MOMENTUM: {
-    T a = ADD(MUL(mu, s1[i]), g);
+    T a = flush(ADD(MUL(mu, s1[i]), g));
     s1[i] = a;
     if (p.nesterov)
       s0[i] = SUB(s0[i], ADD(MUL(lr, g), MUL((T)(p.lr * p.momentum), a)));
@@ -58,8 +66,8 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
     const T b1 = (T)p.beta1, b2 = (T)p.beta2;
     const T c1 = (T)(1 - p.beta1), c2 = (T)(1 - p.beta2);
     const T decay = (T)(p.lr * p.weight_decay);
-    T mi = ADD(MUL(b1, s1[i]), MUL(c1, g));
-    T vi = ADD(MUL(b2, s2[i]), MUL(MUL(c2, g), g));
+    T mi = flush(ADD(MUL(b1, s1[i]), MUL(c1, g)));
+    T vi = flush(ADD(MUL(b2, s2[i]), MUL(MUL(c2, g), g)));
     T x = s0[i], d = vi;
     s1[i] = mi;
     s2[i] = vi;
@@ -73,8 +81,8 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
   }
   case WF_CUDA_RMSPROP: {
     const T c = (T)(1 - p.rho);
-    T msi = ADD(MUL(rho, s1[i]), MUL(MUL(c, g), g));
-    T mo = ADD(MUL(mu, s2[i]), DIV(MUL(lr, g), sqrt_rn(ADD(msi, eps))));
+    T msi = flush(ADD(MUL(rho, s1[i]), MUL(MUL(c, g), g)));
+    T mo = flush(ADD(MUL(mu, s2[i]), DIV(MUL(lr, g), sqrt_rn(ADD(msi, eps)))));
     s1[i] = msi;
     s2[i] = mo;
     s0[i] = SUB(s0[i], mo);
@@ -82,10 +90,10 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
   }
   case WF_CUDA_CENTERED_RMSPROP: {
     const T c = (T)(1 - p.rho);
-    T mgi = ADD(MUL(rho, s1[i]), MUL(c, g));
-    T msi = ADD(MUL(rho, s2[i]), MUL(MUL(c, g), g));
-    T mo = ADD(MUL(mu, s3[i]),
-               DIV(MUL(lr, g), sqrt_rn(ADD(SUB(msi, MUL(mgi, mgi)), eps))));
+    T mgi = flush(ADD(MUL(rho, s1[i]), MUL(c, g)));
+    T msi = flush(ADD(MUL(rho, s2[i]), MUL(MUL(c, g), g)));
+    T mo = flush(ADD(MUL(mu, s3[i]), DIV(MUL(lr, g), sqrt_rn(ADD(
+                                     SUB(msi, MUL(mgi, mgi)), eps)))));
     s1[i] = mgi;
     s2[i] = msi;
     s3[i] = mo;
@@ -93,7 +101,7 @@ __device__ static void rule_at(int rule, int64_t i, T *s0, T *s1, T *s2,
     break;
   }
   case WF_CUDA_ADAGRAD: {
-    T a = ADD(s1[i], MUL(g, g));
+    T a = flush(ADD(s1[i], MUL(g, g)));
     s1[i] = a;
     s0[i] = SUB(s0[i], DIV(MUL(lr, g), ADD(sqrt_rn(a), eps)));
     break;
