@@ -669,7 +669,7 @@ static void test_batch_matmul_matches_reference_with_broadcasting(
 }
 
 /* Batches of small matrices (cpu_gemm.c's loops for them on CPUs with
- * AVX2 and FMA and no AVX-512; the matmul primitive elsewhere): the
+ * AVX2 and FMA; the matmul primitive elsewhere): the
  * transformer's attention shapes, odd sizes that leave partial row blocks
  * and vectors, two chunks of columns (n over 32), the largest n and
  * sizes just past the loops' limits, every adjoint pair, and broadcast
@@ -947,6 +947,17 @@ static int own_winograd_isa(void) {
 #if defined(__GNUC__) && defined(__x86_64__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
          !__builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
+/* The CPUs the plugin's softmax, cross-entropy and ReluGrad loops, its
+ * small matrices' loops and _FusedConv2DMaxPool's own convolutions serve:
+ * AVX2 and FMA, AVX-512 or not (the rule cpu_kernels.h documents). */
+static int avx2_fma(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   return 0;
 #endif
@@ -1453,12 +1464,13 @@ static const char *fused_conv_pool_label(wf_runtime *r, int64_t c,
  * and pooling as they reach Conv2D: its own loops are kernels of their
  * own labels, which the config can deny, leaving the node to oneDNN's
  * direct kernel (and the pooling loops). Without the config, the cnn's
- * two layers go to the loops on CPUs with AVX2 and FMA and no AVX-512,
- * to oneDNN elsewhere. */
+ * two layers go to the loops on CPUs with AVX2 and FMA (AVX-512 or not:
+ * pooled, the loops beat oneDNN's kernels there too), to oneDNN
+ * elsewhere. */
 static void test_fused_conv2d_max_pool_kernels_obey_deny(void **state) {
   wf_runtime *denying = new_runtime_denying(NULL, "shallow, winograd");
   wf_runtime *no_shallow = new_runtime_denying(NULL, "loops/shallow");
-  int own = own_winograd_isa();
+  int own = avx2_fma();
 
   (void)state;
   assert_string_equal(fused_conv_pool_label(rt, 1, 16),
@@ -1764,8 +1776,8 @@ static void test_activations_match_reference(void **state) {
   expect_fast_path("activations", before);
 }
 
-/* ReluGrad's own loops (label loops, cpu_eltwise.c) on the CPUs the
- * plugin's other loops serve: the reference's bits (run under bits_exact)
+/* ReluGrad's own loops (label loops, cpu_eltwise.c) on CPUs with AVX2 and
+ * FMA: the reference's bits (run under bits_exact)
  * on sizes around the vector width and past the threads' split (the
  * intra-op threads share it), with x holding +0, -0, NaN, +-inf, tiny
  * and huge values and dy holding NaN, -0 and infinities. Elsewhere the
@@ -1775,7 +1787,7 @@ static void test_relu_grad_loops_give_reference_bits(void **state) {
   static const float specials[] = {0.0f,      -0.0f,   NAN,     INFINITY,
                                    -INFINITY, 1e-45f,  -1e-45f, 3e38f,
                                    -3e38f};
-  int takes = own_winograd_isa();
+  int takes = avx2_fma();
   rng r = {95};
 
   (void)state;
@@ -1853,8 +1865,8 @@ static void test_softmax_family_matches_reference(void **state) {
 }
 
 /* The plugin's own Softmax loops (loops/softmax, cpu_softmax.c) take every
- * float32 Softmax on the CPUs its Winograd loops serve, and are picked
- * there before oneDNN's; elsewhere never. Rows of every length class (a
+ * float32 Softmax on CPUs with AVX2 and FMA, and are picked there before
+ * oneDNN's; elsewhere never. Rows of every length class (a
  * tail only, a body only, both; the transformer's 28), logits far apart
  * (exponentials under FLT_MIN), rows holding -inf, +inf or NaN, and a row
  * of -inf only: each matches the reference within a few float ulps
@@ -1864,7 +1876,7 @@ static void test_own_softmax_loops_match_reference(void **state) {
                                       {3, 37},  {2, 64}, {64, 4, 28, 28},
                                       {1, 300}, {6, 28}};
   static const int ranks[] = {2, 2, 2, 2, 2, 4, 2, 2};
-  int takes = own_winograd_isa();
+  int takes = avx2_fma();
   rng r = {91};
 
   for (int s = 0; s < 8; s++)
@@ -1929,7 +1941,7 @@ static void test_own_softmax_loops_match_reference(void **state) {
       wf_status_free(st);
     }
   if (!takes)
-    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+    print_message("this CPU lacks AVX2/FMA: the plugin's "
                   "Softmax loops are not used (checked)\n");
 }
 
@@ -1997,7 +2009,7 @@ static void test_own_xent_loops_match_reference(void **state) {
   static const int64_t shapes[][2] = {{64, 10}, {5, 1},  {9, 8},  {4, 9},
                                       {3, 37},  {2, 64}, {1, 300}, {0, 10},
                                       {700, 50}};
-  int takes = own_winograd_isa();
+  int takes = avx2_fma();
   rng r = {93};
 
   (void)state;
@@ -2019,7 +2031,7 @@ static void test_own_xent_loops_match_reference(void **state) {
     case_free(&kc);
     wf_graph_free(g);
     wf_status_free(st);
-    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
+    print_message("this CPU lacks AVX2/FMA: the plugin's "
                   "cross-entropy loops are not used (checked)\n");
     return;
   }

@@ -658,17 +658,29 @@ typedef int own_shape_fn(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                          int64_t dh, int64_t dw, int64_t c, int64_t k,
                          int nchw);
 
-/* Whether the plugin's own loops whose shapes shape names take node: on a
- * CPU cpu_avx2_fma_only accepts, a filter of known shape. */
-static int own_loops_support(const wf_node *node, own_shape_fn *shape) {
+/* Whether the plugin's own loops whose shapes shape names take node: a
+ * filter of known shape, on a CPU with AVX2 and FMA; unpooled
+ * (_FusedConv2DMaxPool's are pooled) only without AVX-512, where oneDNN has
+ * no faster kernel. Measured on an Intel Xeon with AVX-512, 2 cores, the
+ * cnn at batch 64, ms a node (bench/train --profile, bench/cnn_infer):
+ *                           oneDNN   own loops
+ *   first layer              0.100     0.192     (training, unpooled)
+ *   its filter gradient      0.089     0.135
+ *   second layer             0.414     0.442     (training, unpooled)
+ *   first layer, pooled      0.242     0.159     (inference)
+ *   second layer, pooled     0.483     0.385
+ * oneDNN's pooled calls are its convolution and cpu_pool.c's pooling of
+ * its output, which goes through memory; the loops pool in registers. */
+static int own_loops_support(const wf_node *node, own_shape_fn *shape,
+                             int pooled) {
   nn_attrs a = {.node = node};
   nn_window w;
   wf_output f = wfx_host->node_input(node, 1);
   wf_shape fs;
 
-  if (!cpu_avx2_fma_only() || nn_window_parse(&a, NULL, 1, 1, &w, NULL) ||
-      !f.node || wfx_host->node_output_info(f.node, f.index, NULL, &fs) ||
-      fs.rank != 4)
+  if (!(pooled ? cpu_avx2_fma() : cpu_avx2_fma_only()) ||
+      nn_window_parse(&a, NULL, 1, 1, &w, NULL) || !f.node ||
+      wfx_host->node_output_info(f.node, f.index, NULL, &fs) || fs.rank != 4)
     return 0;
   return shape(fs.dims[0], fs.dims[1], w.stride[0], w.stride[1],
                w.dilation[0], w.dilation[1], fs.dims[2], fs.dims[3], w.nchw);
@@ -680,7 +692,7 @@ static int own_loops_support(const wf_node *node, own_shape_fn *shape) {
  * is left to those. `[kernels] deny = winograd` leaves every convolution
  * to the direct kernels. A call they do not take runs the direct kernel. */
 static int conv_own_winograd_supports(const wf_node *node) {
-  return own_loops_support(node, cpu_wino_shape);
+  return own_loops_support(node, cpu_wino_shape, 0);
 }
 
 const wf_kernel_def cpu_k_conv2d_own_winograd = WFX_KERNEL_FOR(
@@ -700,7 +712,7 @@ const wf_kernel_def cpu_k_fused_conv2d_own_winograd = WFX_KERNEL_FOR(
  * shallow` leaves them to the others. A call they do not take runs the
  * direct kernel. */
 static int conv_shallow_supports(const wf_node *node) {
-  return own_loops_support(node, cpu_shallow_shape);
+  return own_loops_support(node, cpu_shallow_shape, 0);
 }
 
 static int conv_create_shallow(wf_kernel_ctx *ctx, void **state,
@@ -863,11 +875,12 @@ static int conv_pool_supports(const wf_node *node) {
 }
 
 static int conv_pool_shallow_supports(const wf_node *node) {
-  return conv_pool_supports(node) && conv_shallow_supports(node);
+  return conv_pool_supports(node) &&
+         own_loops_support(node, cpu_shallow_shape, 1);
 }
 
 static int conv_pool_own_winograd_supports(const wf_node *node) {
-  return conv_pool_supports(node) && conv_own_winograd_supports(node);
+  return conv_pool_supports(node) && own_loops_support(node, cpu_wino_shape, 1);
 }
 
 const wf_kernel_def cpu_k_fused_conv2d_max_pool = WFX_KERNEL_FOR(

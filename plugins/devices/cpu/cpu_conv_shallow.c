@@ -18,8 +18,8 @@
  * Why: oneDNN 2.6's kernel for this shape (its "first layer" path) ran the
  * cnn's first convolution (1 -> 16 channels, 28x28, SAME, batch 64) at 81
  * GFLOP/s, 40% of this 2-core AVX2 machine's FMA peak, in 177 us. So these
- * loops serve CPUs with AVX2 and FMA and no AVX-512, as the plugin's other
- * own loops do; windows up to 7x7, any stride, no dilation, output
+ * loops serve CPUs with AVX2 and FMA and no AVX-512, and on AVX-512 ones
+ * _FusedConv2DMaxPool's calls (cpu_conv.c, own_loops_support); windows up to 7x7, any stride, no dilation, output
  * channels a multiple of 8.
  *
  * Numerics: each output is the same sum as the direct algorithm's, in the

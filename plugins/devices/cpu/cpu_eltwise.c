@@ -217,7 +217,8 @@ ELTWISE(sqrt_grad, "SqrtGrad", dnnl_eltwise_sqrt_use_dst_for_bwd, 0.0f, 1, 1,
  * gives 0): a compare and a mask eight lanes at a time, the same bits.
  * oneDNN's eltwise primitive costs more to call than this costs to run on
  * the tensors a dense layer's ReLU makes (the mlp's two nodes, 8K and 16K
- * elements: 8-10 us each a step through oneDNN); rows of the tensor are
+ * elements: 8-10 us each a step through oneDNN on an AVX2 CPU, 5-6 on an
+ * AVX-512 one, where these loops took 2.5-5); rows of the tensor are
  * shared by the intra-op threads from WF_CPU_SPLIT elements. */
 typedef struct relu_grad_job {
   float *dx;
@@ -273,12 +274,11 @@ static int relu_grad_loops(wf_kernel_ctx *ctx, void *state, wf_status *st) {
 #endif
 }
 
-/* Taken on the CPUs whose own loops the plugin uses elsewhere (AVX2 and
- * FMA, no AVX-512), before oneDNN's kernel; `[kernels] deny =
- * ReluGrad:loops` leaves the nodes to it. */
+/* Taken on CPUs with AVX2 and FMA (AVX-512 or not), before oneDNN's
+ * kernel; `[kernels] deny = ReluGrad:loops` leaves the nodes to it. */
 static int relu_grad_loops_supports(const wf_node *node) {
   (void)node;
-  return RELU_GRAD_LOOPS && cpu_avx2_fma_only();
+  return RELU_GRAD_LOOPS && cpu_avx2_fma();
 }
 
 const wf_kernel_def cpu_k_relu_grad_loops = WFX_KERNEL_FOR(

@@ -63,9 +63,11 @@
  * 1568 (the matmul primitive's node: 4.2) and 32 us at 64 x 10 x 1568 on
  * one thread (the primitive on two: 39). For float32:
  *   - a batch of two or more small matrices (at most 2^16 multiply-adds
- *     each, at most 64 columns), on a CPU with AVX2 and FMA and no
- *     AVX-512: the plugin's loops for them, the matrices shared by the
- *     threads (below);
+ *     each, at most 64 columns), on a CPU with AVX2 and FMA, AVX-512 or
+ *     not: the plugin's loops for them, the matrices shared by the
+ *     threads (below; on an Intel Xeon with AVX-512 and AMX, 2 cores, the
+ *     transformer's BatchMatMul nodes took 0.84 ms a training step in
+ *     them against 1.57 in OpenBLAS's and oneDNN's kernels);
  *   - one matrix of at most 16 columns, B not transposed, on a CPU with
  *     AVX2 and FMA and no AVX-512: the plugin's loops (a batch of them,
  *     the transformer's attention-weighted values, ran 2.5% slower in
@@ -280,7 +282,7 @@ static void narrow_gemm(int ta, int64_t m, int64_t n, int64_t k,
  * elements broadcast. For
  * float32 batches of at least two matrices of at most SMALL_MNK
  * multiply-adds, n <= SMALL_N and k x (n rounded up to 8) <= SMALL_BP, on a
- * CPU with AVX2 and FMA and no AVX-512. Each element of c is one chain of
+ * CPU with AVX2 and FMA. Each element of c is one chain of
  * fused multiply-adds over k in order. */
 #define SMALL_MNK ((int64_t)1 << 16)
 #define SMALL_N 64
@@ -401,7 +403,7 @@ static void small_part(void *arg, int t, int nt) {
 static int small_takes(int64_t m, int64_t n, int64_t k, int64_t count) {
   return NARROW_LOOPS && count >= 2 && m * n * k <= SMALL_MNK &&
          n <= SMALL_N && k * ((n + 7) & ~(int64_t)7) <= SMALL_BP &&
-         cpu_avx2_fma_only();
+         cpu_avx2_fma();
 }
 
 /* ---- the per-matrix path ------------------------------------------------- */

@@ -151,12 +151,17 @@ void cpu_omp_threads_n(int32_t n) {
 #endif
 }
 
-/* Whether the plugin's own AVX2 loops (Winograd, narrow products) serve
- * this CPU: AVX2 and FMA without AVX-512, where oneDNN's are slower. */
+int cpu_avx2_fma(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
 int cpu_avx2_fma_only(void) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         !__builtin_cpu_supports("avx512f");
+  return cpu_avx2_fma() && !__builtin_cpu_supports("avx512f");
 #else
   return 0;
 #endif

@@ -149,9 +149,18 @@ void cpu_omp_threads_n(int32_t n);
 typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
 
-/* 1 on a CPU with AVX2 and FMA and no AVX-512: the one the plugin's own
- * AVX2 loops serve (cpu_winograd.c, cpu_conv_shallow.c, cpu_gemm.c's
- * narrow products), where oneDNN 2.6 lacks kernels they beat. */
+/* The CPUs the plugin's own AVX2 loops serve, each kernel by what was
+ * measured against oneDNN 2.6 (which has AVX-512 kernels, and AVX2 ones
+ * slower than these):
+ * cpu_avx2_fma: AVX2 and FMA, AVX-512 or not: the softmax and
+ *   cross-entropy loops, ReluGrad's, the small matrices' batches
+ *   (cpu_gemm.c) and _FusedConv2DMaxPool's convolutions (cpu_winograd.c,
+ *   cpu_conv_shallow.c), whose pooling in the loops' epilogue saves the
+ *   round trip of the convolution's output through memory;
+ * cpu_avx2_fma_only: AVX2 and FMA without AVX-512: those convolutions
+ *   unpooled, the first layer's filter gradient and the narrow products,
+ *   where oneDNN's AVX-512 kernels are faster. */
+int cpu_avx2_fma(void);
 int cpu_avx2_fma_only(void);
 
 /* Elements of a memory-bound loop (about 20-30 us on one thread) from

@@ -86,7 +86,7 @@ void cpu_wino_cache_free(cpu_wino_cache *c);
  * pad_left (the rest of the padding is where oh and ow reach past the
  * input); fu: _FusedConv2D's bias and activation, else NULL; pool: as
  * cpu_shallow_conv's. The shape must be one cpu_wino_shape takes, on a CPU
- * cpu_avx2_fma_only accepts. 0, or the code with st set
+ * cpu_avx2_fma accepts. 0, or the code with st set
  * (RESOURCE_EXHAUSTED). */
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,
@@ -111,7 +111,7 @@ int cpu_shallow_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
  * _FusedConv2DMaxPool's 2x2 max pooling of stride 2 without padding after
  * them (fu's activation then no activation or ReLU): y is (n, oh / 2,
  * ow / 2, k), the pooling's values. The shape must be one
- * cpu_shallow_shape takes, on a CPU cpu_avx2_fma_only accepts. 0, or the
+ * cpu_shallow_shape takes, on a CPU cpu_avx2_fma accepts. 0, or the
  * code with st set (RESOURCE_EXHAUSTED). */
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
                      const opc_fused *fu, int pool, float *y, int64_t n,
