@@ -191,6 +191,7 @@ typedef struct wino_job {
   int64_t n, h, w, c, k, oh, ow, pt, pl;
   int64_t th, tw, tiles; /* tiles per column and row of an image; all */
   int relu, pool;
+  int wide; /* the products sixteen lanes to a vector (AVX-512) */
 } wino_job;
 
 #if WINO_X86
@@ -296,6 +297,74 @@ WINO_TARGET static void products(const wino_job *j, const float *V,
   }
 }
 
+/* The same products sixteen lanes to a vector, on CPUs with AVX-512:
+ * every element of M is the same chain of multiply-adds over c in order,
+ * so the bits are products()'s. Six tiles by 32 output channels (two
+ * vectors) of accumulators, then six by the last 16. On an Intel Xeon
+ * with AVX-512 (2 cores) the cnn's second layer, pooled, at batch 64:
+ * 0.382 -> 0.30 ms. */
+#define WINO_ROW16(t, acc0, acc1)                                              \
+  do {                                                                         \
+    __m512 b_ = _mm512_set1_ps(v[(t) * C + c]);                                \
+    (acc0) = _mm512_fmadd_ps(b_, u0, (acc0));                                  \
+    (acc1) = _mm512_fmadd_ps(b_, u1, (acc1));                                  \
+  } while (0)
+
+__attribute__((target("avx512f"))) static void
+products16(const wino_job *j, const float *V, float *M) {
+  const int64_t C = j->c, K = j->k;
+
+  for (int p = 0; p < 16; p++) {
+    const float *v = V + p * WINO_T * C, *up = j->u + p * C * K;
+    float *m = M + p * WINO_T * K;
+    int64_t k = 0;
+
+    for (; k + 32 <= K; k += 32) {
+      __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
+      __m512 a20 = a00, a21 = a00, a30 = a00, a31 = a00, a40 = a00;
+      __m512 a41 = a00, a50 = a00, a51 = a00;
+
+      for (int64_t c = 0; c < C; c++) {
+        __m512 u0 = _mm512_loadu_ps(up + c * K + k);
+        __m512 u1 = _mm512_loadu_ps(up + c * K + k + 16);
+        WINO_ROW16(0, a00, a01);
+        WINO_ROW16(1, a10, a11);
+        WINO_ROW16(2, a20, a21);
+        WINO_ROW16(3, a30, a31);
+        WINO_ROW16(4, a40, a41);
+        WINO_ROW16(5, a50, a51);
+      }
+      _mm512_storeu_ps(m + k, a00), _mm512_storeu_ps(m + k + 16, a01);
+      _mm512_storeu_ps(m + K + k, a10), _mm512_storeu_ps(m + K + k + 16, a11);
+      _mm512_storeu_ps(m + 2 * K + k, a20);
+      _mm512_storeu_ps(m + 2 * K + k + 16, a21);
+      _mm512_storeu_ps(m + 3 * K + k, a30);
+      _mm512_storeu_ps(m + 3 * K + k + 16, a31);
+      _mm512_storeu_ps(m + 4 * K + k, a40);
+      _mm512_storeu_ps(m + 4 * K + k + 16, a41);
+      _mm512_storeu_ps(m + 5 * K + k, a50);
+      _mm512_storeu_ps(m + 5 * K + k + 16, a51);
+    }
+    if (k < K) { /* the last 16 */
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
+      __m512 a5 = a0;
+
+      for (int64_t c = 0; c < C; c++) {
+        __m512 u0 = _mm512_loadu_ps(up + c * K + k);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(v[c]), u0, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(v[C + c]), u0, a1);
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps(v[2 * C + c]), u0, a2);
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps(v[3 * C + c]), u0, a3);
+        a4 = _mm512_fmadd_ps(_mm512_set1_ps(v[4 * C + c]), u0, a4);
+        a5 = _mm512_fmadd_ps(_mm512_set1_ps(v[5 * C + c]), u0, a5);
+      }
+      _mm512_storeu_ps(m + k, a0), _mm512_storeu_ps(m + K + k, a1);
+      _mm512_storeu_ps(m + 2 * K + k, a2), _mm512_storeu_ps(m + 3 * K + k, a3);
+      _mm512_storeu_ps(m + 4 * K + k, a4), _mm512_storeu_ps(m + 5 * K + k, a5);
+    }
+  }
+}
+
 /* One column b of A^T m (A^T = [1 1 1 0; 0 1 -1 -1]) for output channels
  * k .. k + 7 of tile row mt. */
 #define WINO_COL(b, o0, o1)                                                    \
@@ -375,7 +444,10 @@ static void wino_part(void *arg, int t, int nt) {
 
   for (int64_t b = j->tiles * t / nt; b < end; b += WINO_T) {
     input_transform(j, b, end, V);
-    products(j, V, M);
+    if (j->wide)
+      products16(j, V, M);
+    else
+      products(j, V, M);
     output_transform(j, b, end, M);
   }
 }
@@ -405,7 +477,8 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                 .th = (oh + 1) / 2,
                 .tw = (ow + 1) / 2,
                 .relu = in_place && fu->act == OPC_ACT_RELU,
-                .pool = pool};
+                .pool = pool,
+                .wide = __builtin_cpu_supports("avx512f")};
   int rc = 0;
 
   if (pool && fu && !in_place)
