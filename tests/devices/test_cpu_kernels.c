@@ -1410,7 +1410,10 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
   static const int64_t fixed[][5] = {
       /* n, h, w, c, co */
       {3, 28, 28, 1, 16}, {2, 14, 14, 16, 32}, {2, 15, 13, 1, 16},
-      {1, 9, 11, 16, 32}, {8, 28, 28, 1, 16}, {4, 14, 14, 16, 32}};
+      {1, 9, 11, 16, 32}, {8, 28, 28, 1, 16}, {4, 14, 14, 16, 32},
+      /* the Winograd products' blocks of output channels: 32 and a last
+       * 16 (AVX-512), 16 (AVX2) */
+      {2, 10, 10, 8, 48}, {1, 8, 12, 64, 64}, {2, 6, 6, 24, 16}};
 
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     for (int fl = 0; fl < 2; fl++) {
@@ -1419,6 +1422,15 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
                .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
       fused_conv_pool_case(&r, &w, fl, two, two, "VALID");
     }
+  /* every count of positions a row's last register block can hold (rows
+   * of 9 to 16), through the buffer a 3x3 pooling reads whole */
+  for (int64_t width = 9; width <= 16; width++) {
+    static const int64_t three[2] = {3, 3};
+    win w = {.padding = 0, .n = 1, .h = 5, .w = width, .c = 1 + width % 4,
+             .co = width % 2 ? 16 : 40, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+             .dh = 1, .dw = 1};
+    fused_conv_pool_case(&r, &w, 1, three, two, "SAME");
+  }
   for (int i = 0; i < 24; i++) {
     static const char *const ppads[2] = {"SAME", "VALID"};
     win w = {.padding = (int)irand(&r, 0, 1), .n = irand(&r, 1, 3),

@@ -76,6 +76,7 @@ typedef struct shallow_job {
    * element; the taps' weights are consecutive rows of the filter */
   int64_t at[SHALLOW_MAX_K * SHALLOW_MAX_K * SHALLOW_MAX_C];
   int relu, pool;
+  int wide; /* the forward rows sixteen lanes to a vector (AVX-512) */
   atomic_int failed;
 } shallow_job;
 
@@ -179,6 +180,103 @@ SHALLOW_TARGET static void shallow_row(const shallow_job *j, const float *buf,
   }
 }
 
+/* The last eight channels of row oy (for shallow_row16). */
+SHALLOW_TARGET static void shallow_row_tail(const shallow_job *j,
+                                            const float *buf, int64_t oy,
+                                            int64_t kb, float *yrow) {
+  shallow_channels(j, buf, oy, kb, yrow, 1);
+}
+
+/* The forward rows sixteen lanes to a vector, on CPUs with AVX-512:
+ * every output is the same chain of multiply-adds over the taps in order,
+ * so the bits are shallow_block's. Blocks of SHALLOW_P16 positions by one
+ * or two vectors of channels. On an Intel Xeon with AVX-512 (2 cores) the
+ * cnn's first layer, pooled, at batch 64: 0.152 -> 0.134 ms. */
+#define SHALLOW_P16 8
+#define SHALLOW_TARGET16 __attribute__((target("avx512f,fma")))
+
+SHALLOW_TARGET16 static inline __attribute__((always_inline)) void
+shallow_block16(const shallow_job *j, const float *buf, int64_t oy,
+                int64_t ox, int64_t kb, float *yrow, const int P,
+                const int V) {
+  const int64_t K = j->k, step = j->sw * j->c, taps = j->taps;
+  const float *in = buf + (oy * j->sh * j->pw + ox * j->sw) * j->c;
+  const float *wk = j->w + kb;
+  const int64_t *at = j->at;
+  const int relu = j->relu;
+  __m512 acc[SHALLOW_P16][2];
+
+  SHALLOW_UNROLL for (int v = 0; v < V; v++) {
+    __m512 b = j->bias ? _mm512_loadu_ps(j->bias + kb + 16 * v)
+                       : _mm512_setzero_ps();
+    SHALLOW_UNROLL for (int p = 0; p < P; p++) acc[p][v] = b;
+  }
+  for (int64_t t = 0; t < taps; t++, wk += K) {
+    const float *x = in + at[t];
+    __m512 wv[2];
+    SHALLOW_UNROLL for (int v = 0; v < V; v++)
+      wv[v] = _mm512_loadu_ps(wk + 16 * v);
+    SHALLOW_UNROLL for (int p = 0; p < P; p++) {
+      __m512 xb = _mm512_set1_ps(x[p * step]);
+      SHALLOW_UNROLL for (int v = 0; v < V; v++)
+        acc[p][v] = _mm512_fmadd_ps(xb, wv[v], acc[p][v]);
+    }
+  }
+  SHALLOW_UNROLL for (int p = 0; p < P; p++) {
+    float *o = yrow + (ox + p) * K + kb;
+    SHALLOW_UNROLL for (int v = 0; v < V; v++) {
+      __m512 r = acc[p][v];
+      if (relu)
+        r = _mm512_max_ps(r, _mm512_setzero_ps());
+      _mm512_storeu_ps(o + 16 * v, r);
+    }
+  }
+}
+
+SHALLOW_TARGET16 static inline __attribute__((always_inline)) void
+shallow_channels16(const shallow_job *j, const float *buf, int64_t oy,
+                   int64_t kb, float *yrow, const int V) {
+  int64_t ox = 0;
+
+  for (; ox + SHALLOW_P16 <= j->ow; ox += SHALLOW_P16)
+    shallow_block16(j, buf, oy, ox, kb, yrow, SHALLOW_P16, V);
+  switch (j->ow - ox) {
+  case 7: shallow_block16(j, buf, oy, ox, kb, yrow, 7, V); break;
+  case 6: shallow_block16(j, buf, oy, ox, kb, yrow, 6, V); break;
+  case 5: shallow_block16(j, buf, oy, ox, kb, yrow, 5, V); break;
+  case 4: shallow_block16(j, buf, oy, ox, kb, yrow, 4, V); break;
+  case 3: shallow_block16(j, buf, oy, ox, kb, yrow, 3, V); break;
+  case 2: shallow_block16(j, buf, oy, ox, kb, yrow, 2, V); break;
+  case 1: shallow_block16(j, buf, oy, ox, kb, yrow, 1, V); break;
+  default: break;
+  }
+}
+
+/* Output row oy: 32 channels at a time, then 16, then the last eight. */
+SHALLOW_TARGET16 static void shallow_row16(const shallow_job *j,
+                                           const float *buf, int64_t oy,
+                                           float *yrow) {
+  int64_t kb = 0;
+
+  for (; kb + 32 <= j->k; kb += 32)
+    shallow_channels16(j, buf, oy, kb, yrow, 2);
+  if (kb + 16 <= j->k) {
+    shallow_channels16(j, buf, oy, kb, yrow, 1);
+    kb += 16;
+  }
+  if (kb < j->k)
+    shallow_row_tail(j, buf, oy, kb, yrow);
+}
+
+/* A forward row, in the widest loops the CPU has. */
+static void shallow_any_row(const shallow_job *j, const float *buf,
+                            int64_t oy, float *yrow) {
+  if (j->wide)
+    shallow_row16(j, buf, oy, yrow);
+  else
+    shallow_row(j, buf, oy, yrow);
+}
+
 /* Row pr of the 2x2 max pooling of rows a and b (ow positions of k
  * channels each). */
 SHALLOW_TARGET static void pool_rows(const float *a, const float *b,
@@ -218,12 +316,12 @@ static void shallow_part(void *arg, int t, int nt) {
     }
     if (j->pool) {
       float *two = buf + image;
-      shallow_row(j, buf, 2 * (r % per), two);
-      shallow_row(j, buf, 2 * (r % per) + 1, two + row);
+      shallow_any_row(j, buf, 2 * (r % per), two);
+      shallow_any_row(j, buf, 2 * (r % per) + 1, two + row);
       pool_rows(two, two + row, j->ow, j->k,
                 j->y + r * (j->ow / 2) * j->k);
     } else {
-      shallow_row(j, buf, r % per, j->y + r * j->ow * j->k);
+      shallow_any_row(j, buf, r % per, j->y + r * j->ow * j->k);
     }
   }
   wfx_host->free(buf);
@@ -380,6 +478,7 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   j.bias = in_place ? bias : NULL;
   j.relu = in_place && fu->act == OPC_ACT_RELU;
   j.pool = pool;
+  j.wide = __builtin_cpu_supports("avx512f");
   /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
    * multiply-adds one unit) */
   cpu_team(shallow_part, &j, n * oh * ow * c * k * kh * kw / 8 >=
