@@ -938,12 +938,11 @@ static const wf__kernel *cpu_kernel(const char *op, const char *label) {
   return NULL;
 }
 
-/* The plugin's own Winograd loops (cpu_winograd.c) take NHWC 3x3
- * convolutions moved one element at a time (dilation 1) with input
- * channels a multiple of 8 up to 64 and output channels a multiple of 16
- * up to 64, on CPUs with AVX2 and FMA and no AVX-512 (the rule the
- * plugin documents, repeated here). */
-static int own_winograd_isa(void) {
+/* The CPUs the plugin's shallow loops serve unpooled (Conv2D,
+ * _FusedConv2D, the filter's gradient): AVX2 and FMA without AVX-512,
+ * where oneDNN's kernels are faster (the rule cpu_kernels.h documents,
+ * repeated here). */
+static int shallow_isa(void) {
 #if defined(__GNUC__) && defined(__x86_64__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
          !__builtin_cpu_supports("avx512f");
@@ -953,8 +952,8 @@ static int own_winograd_isa(void) {
 }
 
 /* The CPUs the plugin's softmax, cross-entropy and ReluGrad loops, its
- * small matrices' loops and _FusedConv2DMaxPool's own convolutions serve:
- * AVX2 and FMA, AVX-512 or not (the rule cpu_kernels.h documents). */
+ * small matrices' loops, its Winograd loops and _FusedConv2DMaxPool's
+ * shallow loops serve: AVX2 and FMA, AVX-512 or not. */
 static int avx2_fma(void) {
 #if defined(__GNUC__) && defined(__x86_64__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -963,8 +962,12 @@ static int avx2_fma(void) {
 #endif
 }
 
+/* The plugin's own Winograd loops (cpu_winograd.c) take NHWC 3x3
+ * convolutions moved one element at a time (dilation 1) with input
+ * channels a multiple of 8 up to 64 and output channels a multiple of 16
+ * up to 64, on CPUs with AVX2 and FMA. */
 static int own_winograd_takes(const win *w) {
-  return own_winograd_isa() && !w->nchw && w->kh == 3 && w->kw == 3 &&
+  return avx2_fma() && !w->nchw && w->kh == 3 && w->kw == 3 &&
          w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 &&
          w->c >= 8 && w->c <= 64 && w->c % 8 == 0 && w->co >= 16 &&
          w->co <= 64 && w->co % 16 == 0;
@@ -1197,11 +1200,11 @@ static void test_own_winograd_conv2d_matches_reference(void **state) {
     if (w.oh <= 0 || w.ow <= 0)
       w.padding = 0, w.pad[0] = w.pad[1] = w.pad[2] = w.pad[3] = 0;
     own_loops_case(&r, &w, fused, fl, 0.2, "loops/winograd",
-                   own_winograd_isa(), &differ);
+                   avx2_fma(), &differ);
   }
-  if (!own_winograd_isa())
-    print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
-                  "Winograd loops are not used (checked)\n");
+  if (!avx2_fma())
+    print_message("this CPU lacks AVX2/FMA: the plugin's Winograd loops "
+                  "are not used (checked)\n");
   else if (differ < ncases / 2)
     fail_msg("only %d of %d cases differ from the direct kernel: the "
              "Winograd loops hardly ran",
@@ -1210,10 +1213,10 @@ static void test_own_winograd_conv2d_matches_reference(void **state) {
 
 /* The plugin's loops for shallow inputs (cpu_conv_shallow.c) take NHWC
  * convolutions of 1 to 4 input channels, windows up to 7x7, any stride,
- * dilation 1 and output channels a multiple of 8, on the CPUs its
- * Winograd loops serve (the rule the plugin documents, repeated here). */
+ * dilation 1 and output channels a multiple of 8, on the CPUs
+ * shallow_isa names (the rule the plugin documents, repeated here). */
 static int shallow_takes(const win *w) {
-  return own_winograd_isa() && !w->nchw && w->kh <= 7 && w->kw <= 7 &&
+  return shallow_isa() && !w->nchw && w->kh <= 7 && w->kw <= 7 &&
          w->dh == 1 && w->dw == 1 && w->c >= 1 && w->c <= 4 &&
          w->co % 8 == 0;
 }
@@ -1252,7 +1255,7 @@ static void test_shallow_conv2d_matches_reference(void **state) {
     own_loops_case(&r, &w, fused, fl, 0.5, "loops/shallow", shallow_takes(&w),
                    NULL);
   }
-  if (!own_winograd_isa())
+  if (!shallow_isa())
     print_message("this CPU has AVX-512 or lacks AVX2/FMA: the plugin's "
                   "shallow loops are not used (checked)\n");
   {
@@ -1323,7 +1326,7 @@ static void shallow_filter_grad_case(rng *r, const win *w) {
   /* filter_sizes is fed: the filter's shape is not known while placing,
    * the loops take the node by its input's channels, layout and dilation */
   if ((strcmp(k->def.label, "loops/shallow") == 0) !=
-      (own_winograd_isa() && !w->nchw && w->c <= 4 && w->dh == 1 &&
+      (shallow_isa() && !w->nchw && w->c <= 4 && w->dh == 1 &&
        w->dw == 1))
     fail_msg("%s: the registry picks '%s'", c.name, k->def.label);
   check_case(&c);

@@ -659,26 +659,28 @@ typedef int own_shape_fn(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                          int nchw);
 
 /* Whether the plugin's own loops whose shapes shape names take node: a
- * filter of known shape, on a CPU with AVX2 and FMA; unpooled
- * (_FusedConv2DMaxPool's are pooled) only without AVX-512, where oneDNN has
- * no faster kernel. Measured on an Intel Xeon with AVX-512, 2 cores, the
- * cnn at batch 64, ms a node (bench/train --profile, bench/cnn_infer):
- *                           oneDNN   own loops
- *   first layer              0.100     0.192     (training, unpooled)
+ * filter of known shape, on a CPU with AVX2 and FMA; with avx512 0, only
+ * one without AVX-512. Measured on an Intel Xeon with AVX-512, 2 cores,
+ * the cnn at batch 64, ms a node (bench/train --profile, bench/cnn_infer;
+ * the loops' AVX2 code, then their sixteen-lane forms):
+ *                           oneDNN   AVX2 loops   AVX-512 loops
+ *   first layer              0.100     0.192                  (training)
  *   its filter gradient      0.089     0.135
- *   second layer             0.414     0.442     (training, unpooled)
- *   first layer, pooled      0.242     0.159     (inference)
- *   second layer, pooled     0.483     0.385
+ *   second layer             0.378     0.442         0.312    (training)
+ *   first layer, pooled      0.242     0.159         0.134    (inference)
+ *   second layer, pooled     0.483     0.385         0.306
  * oneDNN's pooled calls are its convolution and cpu_pool.c's pooling of
- * its output, which goes through memory; the loops pool in registers. */
+ * its output, which goes through memory; the loops pool in registers. So
+ * the Winograd loops serve every such CPU, the shallow ones AVX-512 CPUs
+ * only for _FusedConv2DMaxPool. */
 static int own_loops_support(const wf_node *node, own_shape_fn *shape,
-                             int pooled) {
+                             int avx512) {
   nn_attrs a = {.node = node};
   nn_window w;
   wf_output f = wfx_host->node_input(node, 1);
   wf_shape fs;
 
-  if (!(pooled ? cpu_avx2_fma() : cpu_avx2_fma_only()) ||
+  if (!(avx512 ? cpu_avx2_fma() : cpu_avx2_fma_only()) ||
       nn_window_parse(&a, NULL, 1, 1, &w, NULL) || !f.node ||
       wfx_host->node_output_info(f.node, f.index, NULL, &fs) || fs.rank != 4)
     return 0;
@@ -687,12 +689,12 @@ static int own_loops_support(const wf_node *node, own_shape_fn *shape,
 }
 
 /* The loops/winograd kernels (cpu_winograd.c) take the nodes of the
- * shapes cpu_wino_shape names, on CPUs with AVX2 and FMA and no AVX-512,
- * before oneDNN's kernels; a filter whose shape is not known while placing
+ * shapes cpu_wino_shape names, on CPUs with AVX2 and FMA, before oneDNN's
+ * kernels; a filter whose shape is not known while placing
  * is left to those. `[kernels] deny = winograd` leaves every convolution
  * to the direct kernels. A call they do not take runs the direct kernel. */
 static int conv_own_winograd_supports(const wf_node *node) {
-  return own_loops_support(node, cpu_wino_shape, 0);
+  return own_loops_support(node, cpu_wino_shape, 1);
 }
 
 const wf_kernel_def cpu_k_conv2d_own_winograd = WFX_KERNEL_FOR(

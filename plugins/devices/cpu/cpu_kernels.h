@@ -154,12 +154,13 @@ void cpu_team(cpu_team_fn *fn, void *arg, int share);
  * slower than these):
  * cpu_avx2_fma: AVX2 and FMA, AVX-512 or not: the softmax and
  *   cross-entropy loops, ReluGrad's, the small matrices' batches
- *   (cpu_gemm.c) and _FusedConv2DMaxPool's convolutions (cpu_winograd.c,
- *   cpu_conv_shallow.c), whose pooling in the loops' epilogue saves the
+ *   (cpu_gemm.c), the Winograd convolutions (cpu_winograd.c, sixteen
+ *   lanes to a vector on AVX-512) and _FusedConv2DMaxPool's shallow ones
+ *   (cpu_conv_shallow.c), whose pooling in the loops' epilogue saves the
  *   round trip of the convolution's output through memory;
- * cpu_avx2_fma_only: AVX2 and FMA without AVX-512: those convolutions
- *   unpooled, the first layer's filter gradient and the narrow products,
- *   where oneDNN's AVX-512 kernels are faster. */
+ * cpu_avx2_fma_only: AVX2 and FMA without AVX-512: the shallow
+ *   convolutions unpooled, the first layer's filter gradient and the
+ *   narrow products, where oneDNN's AVX-512 kernels are faster. */
 int cpu_avx2_fma(void);
 int cpu_avx2_fma_only(void);
 

@@ -25,10 +25,10 @@
  * machine (AMD EPYC, 204 GFLOP/s FMA peak) the cnn's second convolution
  * (16 -> 32 channels, 14x14, SAME, batch 64) took 637 us in oneDNN's
  * direct kernel (89% of the peak) and 446-484 us here; at batch 1,
- * 13.5 us and 9.1 us. So these loops serve CPUs with AVX2 and FMA and no
- * AVX-512, and on AVX-512 ones _FusedConv2DMaxPool's calls, where their
- * pooling in registers beats oneDNN's kernels followed by a pooling
- * (cpu_conv.c, own_loops_support, has the figures); input
+ * 13.5 us and 9.1 us. So these loops serve CPUs with AVX2 and FMA, on
+ * AVX-512 ones with their products sixteen lanes to a vector, where they
+ * beat oneDNN's AVX-512 direct kernel too (cpu_conv.c, own_loops_support,
+ * has the figures); input
  * channels a multiple of 8 up to 64 and output channels a multiple of 16
  * up to 64, whose transformed filters (16 C K floats, at most 256 KiB) and
  * a block's products stay in the core's caches.
