@@ -239,56 +239,90 @@ static const double grads[NSTEPS][6] = {{0.1, -0.2, 0.3, -0.4, 0.5, 0.05},
                                         {-0.3, 0.25, 0.05, 0.2, -0.1, 0.6},
                                         {0.7, 0.01, -0.45, 0.15, 0.35, -0.2}};
 
+/* One optimizer op in a session: the variable and its slots (holding
+ * init[k] at first), the scalars, the fed gradient and step. */
+typedef struct opt_graph {
+  const opt_case *c;
+  wf_dtype dt;
+  const int64_t *dims;
+  int rank;
+  wf_graph *g;
+  wf_session *s;
+  wf_status *st;
+  wf_node *reads[MAX_RES], *grad, *step, *apply;
+} opt_graph;
+
+static void opt_graph_init(opt_graph *o, const opt_case *c, wf_dtype dt,
+                           const int64_t *dims, int rank,
+                           const double *const init[MAX_RES]) {
+  static const char *const names[MAX_RES] = {"w", "slot1", "slot2", "slot3"};
+  wf_node *inits[MAX_RES], *in[16];
+  int ninits = 0, nin = 0;
+
+  memset(o, 0, sizeof *o);
+  o->c = c, o->dt = dt, o->dims = dims, o->rank = rank;
+  o->g = wf_graph_new(rt);
+  o->st = wf_status_new();
+  for (int k = 0; k < c->nres; k++) {
+    in[nin] = var_init(o->g, names[k], dt, dims, rank, init[k], inits,
+                       &ninits);
+    o->reads[k] = th_read(o->g, in[nin++], dt, dims, rank);
+  }
+  for (int k = 0; k < c->nbefore; k++)
+    in[nin++] = const_of(o->g, dt, NULL, 0, &c->scalars[k]);
+  o->grad = th_placeholder(o->g, "grad", dt, dims, rank);
+  in[nin++] = o->grad;
+  for (int k = 0; k < c->nafter; k++)
+    in[nin++] = const_of(o->g, dt, NULL, 0, &c->scalars[c->nbefore + k]);
+  if (c->has_step) {
+    o->step = th_placeholder(o->g, "step", WF_INT64, NULL, 0);
+    in[nin++] = o->step;
+  }
+  o->apply = apply_node(o->g, c->op, in, nin, c->battr, c->bval, o->st);
+  if (!o->apply)
+    fail_msg("adding %s: %s", c->op, wf_status_message(o->st));
+  o->s = wf_session_new(o->g, o->st);
+  assert_non_null(o->s);
+  th_run_ok(o->s, inits, ninits);
+}
+
+/* Runs the op once as step t with gradient gd. */
+static void opt_graph_step(opt_graph *o, const double *gd, int t) {
+  const wf_node *feeds[2] = {o->grad, o->step};
+  double tv = t;
+  wf_tensor *vals[2] = {tensor_of(o->dt, o->dims, o->rank, gd),
+                        tensor_of(WF_INT64, NULL, 0, &tv)};
+
+  if (run_fed(o->s, feeds, vals, o->c->has_step ? 2 : 1, o->apply, o->st))
+    fail_msg("%s step %d: %s", o->c->op, t, wf_status_message(o->st));
+  wf_tensor_release(vals[0]);
+  wf_tensor_release(vals[1]);
+}
+
+static void opt_graph_free(opt_graph *o) {
+  wf_session_free(o->s);
+  wf_status_free(o->st);
+  wf_graph_free(o->g);
+}
+
 /* Runs c on a (2, 3) variable of dtype dt for NSTEPS steps and compares the
  * variable and every slot with the reference after each step. */
 static void check_dense(const opt_case *c, wf_dtype dt, double tol) {
   static const char *const names[MAX_RES] = {"w", "slot1", "slot2", "slot3"};
-  wf_graph *g = wf_graph_new(rt);
-  wf_status *st = wf_status_new();
-  wf_node *inits[MAX_RES], *in[16], *reads[MAX_RES], *grad, *step = NULL;
-  wf_node *apply;
-  int ninits = 0, nin = 0;
   double ref[MAX_RES][6], *refp[MAX_RES];
-  wf_session *s;
+  opt_graph o;
 
   for (int k = 0; k < c->nres; k++) {
     for (int i = 0; i < 6; i++)
       ref[k][i] = k == 0 ? w0[i] : c->slot_init[k];
     refp[k] = ref[k];
-    in[nin] =
-        var_init(g, names[k], dt, TH_DIMS(2, 3), 2, ref[k], inits, &ninits);
-    reads[k] = th_read(g, in[nin++], dt, TH_DIMS(2, 3), 2);
   }
-  for (int k = 0; k < c->nbefore; k++)
-    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[k]);
-  grad = th_placeholder(g, "grad", dt, TH_DIMS(2, 3), 2);
-  in[nin++] = grad;
-  for (int k = 0; k < c->nafter; k++)
-    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[c->nbefore + k]);
-  if (c->has_step) {
-    step = th_placeholder(g, "step", WF_INT64, NULL, 0);
-    in[nin++] = step;
-  }
-  apply = apply_node(g, c->op, in, nin, c->battr, c->bval, st);
-  if (!apply)
-    fail_msg("adding %s: %s", c->op, wf_status_message(st));
-  s = wf_session_new(g, st);
-  assert_non_null(s);
-  th_run_ok(s, inits, ninits);
-
+  opt_graph_init(&o, c, dt, TH_DIMS(2, 3), 2, (const double *const *)refp);
   for (int t = 1; t <= NSTEPS; t++) {
-    const wf_node *feeds[2] = {grad, step};
-    double tv = t;
-    wf_tensor *vals[2] = {tensor_of(dt, TH_DIMS(2, 3), 2, grads[t - 1]),
-                          tensor_of(WF_INT64, NULL, 0, &tv)};
-
-    if (run_fed(s, feeds, vals, c->has_step ? 2 : 1, apply, st))
-      fail_msg("%s step %d: %s", c->op, t, wf_status_message(st));
-    wf_tensor_release(vals[0]);
-    wf_tensor_release(vals[1]);
+    opt_graph_step(&o, grads[t - 1], t);
     c->ref(refp, grads[t - 1], 6, c->scalars, t, c->bval);
     for (int k = 0; k < c->nres; k++) {
-      wf_tensor *v = th_fetch(s, reads[k]);
+      wf_tensor *v = th_fetch(o.s, o.reads[k]);
       char what[96];
       snprintf(what, sizeof what, "%s %s step %d %s", c->op, wf_dtype_name(dt),
                t, names[k]);
@@ -297,9 +331,7 @@ static void check_dense(const opt_case *c, wf_dtype dt, double tol) {
       wf_tensor_release(v);
     }
   }
-  wf_session_free(s);
-  wf_status_free(st);
-  wf_graph_free(g);
+  opt_graph_free(&o);
 }
 
 static const opt_case gd_case = {.op = "ApplyGradientDescent",
@@ -507,13 +539,9 @@ static void check_flush(const opt_case *c, const char *kinds, wf_dtype dt) {
   const double min = dt == WF_FLOAT32 ? FLT_MIN : DBL_MIN;
   const int e = dt == WF_FLOAT32 ? -64 : -512; /* 2^(2e) = MIN / 4 */
   const int64_t dims[1] = {FLN};
-  wf_graph *g = wf_graph_new(rt);
-  wf_status *st = wf_status_new();
-  wf_node *inits[MAX_RES], *in[16], *reads[MAX_RES], *grad, *step = NULL;
-  wf_node *apply;
-  double init[MAX_RES][FLN], gd[FLN], one = 1;
-  int ninits = 0, nin = 0;
-  wf_session *s;
+  double init[MAX_RES][FLN], gd[FLN];
+  const double *initp[MAX_RES] = {init[0], init[1], init[2], init[3]};
+  opt_graph o;
 
   for (int i = 0; i < FLN; i++) {
     init[0][i] = 0.5 - 0.01 * i;
@@ -522,40 +550,13 @@ static void check_flush(const opt_case *c, const char *kinds, wf_dtype dt) {
     gd[i] = strchr(kinds, 'a') ? ldexp(i % 3 == 2 ? -1 : 1, e + (i % 3 == 0))
                                : 0;
   }
-  for (int k = 0; k < c->nres; k++) {
-    in[nin] = var_init(g, names[k], dt, dims, 1, init[k], inits, &ninits);
-    reads[k] = th_read(g, in[nin++], dt, dims, 1);
-  }
-  for (int k = 0; k < c->nbefore; k++)
-    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[k]);
-  grad = th_placeholder(g, "grad", dt, dims, 1);
-  in[nin++] = grad;
-  for (int k = 0; k < c->nafter; k++)
-    in[nin++] = const_of(g, dt, NULL, 0, &c->scalars[c->nbefore + k]);
-  if (c->has_step) {
-    step = th_placeholder(g, "step", WF_INT64, NULL, 0);
-    in[nin++] = step;
-  }
-  apply = apply_node(g, c->op, in, nin, c->battr, c->bval, st);
-  if (!apply)
-    fail_msg("adding %s: %s", c->op, wf_status_message(st));
-  s = wf_session_new(g, st);
-  assert_non_null(s);
-  th_run_ok(s, inits, ninits);
-  {
-    const wf_node *feeds[2] = {grad, step};
-    wf_tensor *vals[2] = {tensor_of(dt, dims, 1, gd),
-                          tensor_of(WF_INT64, NULL, 0, &one)};
-    if (run_fed(s, feeds, vals, c->has_step ? 2 : 1, apply, st))
-      fail_msg("%s: %s", c->op, wf_status_message(st));
-    wf_tensor_release(vals[0]);
-    wf_tensor_release(vals[1]);
-  }
+  opt_graph_init(&o, c, dt, dims, 1, initp);
+  opt_graph_step(&o, gd, 1);
   for (int k = 1; k < c->nres; k++) {
     wf_tensor *v;
     if (kinds[k - 1] == '-')
       continue;
-    v = th_fetch(s, reads[k]);
+    v = th_fetch(o.s, o.reads[k]);
     for (int i = 0; i < FLN; i++) {
       double got = th_get(v, i), want = flush_want(kinds[k - 1], i, min);
       if (got != want || signbit(got) != signbit(want))
@@ -564,9 +565,7 @@ static void check_flush(const opt_case *c, const char *kinds, wf_dtype dt) {
     }
     wf_tensor_release(v);
   }
-  wf_session_free(s);
-  wf_status_free(st);
-  wf_graph_free(g);
+  opt_graph_free(&o);
 }
 
 /* Moments that decay into the subnormal range would stay there (0.9 times

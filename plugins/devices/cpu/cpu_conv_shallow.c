@@ -107,66 +107,70 @@ static void border_image(const shallow_job *j, int64_t img, float *buf) {
   }
 }
 
-/* Outputs ox .. ox + P - 1 of row oy, channels kb .. kb + 8 V - 1, from
- * the bordered image buf into yrow (the row's first output). P and V are
- * constants where it is inlined, so acc stays in registers. */
-SHALLOW_TARGET static inline __attribute__((always_inline)) void
-shallow_block(const shallow_job *j, const float *buf, int64_t oy, int64_t ox,
-              int64_t kb, float *yrow, const int P, const int V) {
-  const int64_t K = j->k, step = j->sw * j->c, taps = j->taps;
-  const float *in = buf + (oy * j->sh * j->pw + ox * j->sw) * j->c;
-  const float *wk = j->w + kb;
-  const int64_t *at = j->at;
-  const int relu = j->relu;
-  __m256 acc[SHALLOW_P][2];
+/* Defines BLOCK(j, buf, oy, ox, kb, yrow, P, V): outputs ox .. ox + P - 1
+ * of row oy, channels kb .. kb + LANES V - 1, from the bordered image buf
+ * into yrow (the row's first output), and CHANNELS(j, buf, oy, kb, yrow,
+ * V): those channels of the whole row, blocks of PMAX positions, then the
+ * positions left in blocks of 4, 2 and 1. P and V are constants where
+ * BLOCK is inlined, so the accumulators stay in registers; each output is
+ * one chain of multiply-adds over the window's taps (rows, columns,
+ * channels, whose weights are consecutive rows of the filter), the same
+ * at every vector width. The vector operations: VEC of LANES floats,
+ * LOAD, SET1, FMA, MAX, ZERO, STORE. */
+#define SHALLOW_LOOPS(TARGET, BLOCK, CHANNELS, PMAX, VEC, LANES, LOAD, SET1,  \
+                      FMA, MAX, ZERO, STORE)                                 \
+  TARGET static inline __attribute__((always_inline)) void BLOCK(            \
+      const shallow_job *j, const float *buf, int64_t oy, int64_t ox,        \
+      int64_t kb, float *yrow, const int P, const int V) {                   \
+    const int64_t K = j->k, step = j->sw * j->c, taps = j->taps;             \
+    const float *in = buf + (oy * j->sh * j->pw + ox * j->sw) * j->c;        \
+    const float *wk = j->w + kb;                                             \
+    const int64_t *at = j->at;                                               \
+    VEC acc[PMAX][2];                                                        \
+                                                                             \
+    SHALLOW_UNROLL for (int v = 0; v < V; v++) {                             \
+      VEC b = j->bias ? LOAD(j->bias + kb + LANES * v) : ZERO();             \
+      SHALLOW_UNROLL for (int p = 0; p < P; p++) acc[p][v] = b;              \
+    }                                                                        \
+    for (int64_t t = 0; t < taps; t++, wk += K) {                            \
+      const float *x = in + at[t];                                           \
+      VEC wv[2];                                                             \
+      SHALLOW_UNROLL for (int v = 0; v < V; v++) wv[v] = LOAD(wk + LANES * v); \
+      SHALLOW_UNROLL for (int p = 0; p < P; p++) {                           \
+        VEC xb = SET1(x[p * step]);                                          \
+        SHALLOW_UNROLL for (int v = 0; v < V; v++)                           \
+            acc[p][v] = FMA(xb, wv[v], acc[p][v]);                           \
+      }                                                                      \
+    }                                                                        \
+    SHALLOW_UNROLL for (int p = 0; p < P; p++) {                             \
+      float *o = yrow + (ox + p) * K + kb;                                   \
+      SHALLOW_UNROLL for (int v = 0; v < V; v++)                             \
+          STORE(o + LANES * v, j->relu ? MAX(acc[p][v], ZERO()) : acc[p][v]); \
+    }                                                                        \
+  }                                                                          \
+  TARGET static inline __attribute__((always_inline)) void CHANNELS(         \
+      const shallow_job *j, const float *buf, int64_t oy, int64_t kb,        \
+      float *yrow, const int V) {                                            \
+    int64_t ox = 0;                                                          \
+                                                                             \
+    for (; ox + PMAX <= j->ow; ox += PMAX)                                   \
+      BLOCK(j, buf, oy, ox, kb, yrow, PMAX, V);                              \
+    if (j->ow - ox >= 4) {                                                   \
+      BLOCK(j, buf, oy, ox, kb, yrow, 4, V);                                 \
+      ox += 4;                                                               \
+    }                                                                        \
+    if (j->ow - ox >= 2) {                                                   \
+      BLOCK(j, buf, oy, ox, kb, yrow, 2, V);                                 \
+      ox += 2;                                                               \
+    }                                                                        \
+    if (j->ow - ox >= 1)                                                     \
+      BLOCK(j, buf, oy, ox, kb, yrow, 1, V);                                 \
+  }
 
-  SHALLOW_UNROLL for (int v = 0; v < V; v++) {
-    __m256 b = j->bias ? _mm256_loadu_ps(j->bias + kb + 8 * v)
-                       : _mm256_setzero_ps();
-    SHALLOW_UNROLL for (int p = 0; p < P; p++) acc[p][v] = b;
-  }
-  /* one loop over the window's taps (rows, columns, channels), whose
-   * weights are consecutive rows of the filter */
-  for (int64_t t = 0; t < taps; t++, wk += K) {
-    const float *x = in + at[t];
-    __m256 wv[2];
-    SHALLOW_UNROLL for (int v = 0; v < V; v++)
-      wv[v] = _mm256_loadu_ps(wk + 8 * v);
-    SHALLOW_UNROLL for (int p = 0; p < P; p++) {
-      __m256 xb = _mm256_broadcast_ss(x + p * step);
-      SHALLOW_UNROLL for (int v = 0; v < V; v++)
-        acc[p][v] = _mm256_fmadd_ps(xb, wv[v], acc[p][v]);
-    }
-  }
-  SHALLOW_UNROLL for (int p = 0; p < P; p++) {
-    float *o = yrow + (ox + p) * K + kb;
-    SHALLOW_UNROLL for (int v = 0; v < V; v++) {
-      __m256 r = acc[p][v];
-      if (relu)
-        r = _mm256_max_ps(r, _mm256_setzero_ps());
-      _mm256_storeu_ps(o + 8 * v, r);
-    }
-  }
-}
-
-/* Channels kb .. kb + 8 V - 1 of output row oy: blocks of SHALLOW_P
- * positions, then one of the positions left. */
-SHALLOW_TARGET static inline __attribute__((always_inline)) void
-shallow_channels(const shallow_job *j, const float *buf, int64_t oy,
-                 int64_t kb, float *yrow, const int V) {
-  int64_t ox = 0;
-
-  for (; ox + SHALLOW_P <= j->ow; ox += SHALLOW_P)
-    shallow_block(j, buf, oy, ox, kb, yrow, SHALLOW_P, V);
-  switch (j->ow - ox) {
-  case 5: shallow_block(j, buf, oy, ox, kb, yrow, 5, V); break;
-  case 4: shallow_block(j, buf, oy, ox, kb, yrow, 4, V); break;
-  case 3: shallow_block(j, buf, oy, ox, kb, yrow, 3, V); break;
-  case 2: shallow_block(j, buf, oy, ox, kb, yrow, 2, V); break;
-  case 1: shallow_block(j, buf, oy, ox, kb, yrow, 1, V); break;
-  default: break;
-  }
-}
+/* Eight lanes (AVX2), blocks of six positions by one or two vectors. */
+SHALLOW_LOOPS(SHALLOW_TARGET, shallow_block, shallow_channels, SHALLOW_P,
+              __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+              _mm256_max_ps, _mm256_setzero_ps, _mm256_storeu_ps)
 
 /* Output row oy of the image in buf, into yrow: sixteen channels at a
  * time, then the last eight. */
@@ -187,70 +191,18 @@ SHALLOW_TARGET static void shallow_row_tail(const shallow_job *j,
   shallow_channels(j, buf, oy, kb, yrow, 1);
 }
 
-/* The forward rows sixteen lanes to a vector, on CPUs with AVX-512:
- * every output is the same chain of multiply-adds over the taps in order,
- * so the bits are shallow_block's. Blocks of SHALLOW_P16 positions by one
- * or two vectors of channels. On an Intel Xeon with AVX-512 (2 cores) the
- * cnn's first layer, pooled, at batch 64: 0.152 -> 0.134 ms. */
+/* The forward rows sixteen lanes to a vector, on CPUs with AVX-512: the
+ * same chains of multiply-adds, so the bits are the AVX2 loops'. Blocks of
+ * SHALLOW_P16 positions by one or two vectors of channels. On an Intel
+ * Xeon with AVX-512 (2 cores) the cnn's first layer, pooled, at batch 64:
+ * 0.152 -> 0.134 ms. */
 #define SHALLOW_P16 8
 #define SHALLOW_TARGET16 __attribute__((target("avx512f,fma")))
 
-SHALLOW_TARGET16 static inline __attribute__((always_inline)) void
-shallow_block16(const shallow_job *j, const float *buf, int64_t oy,
-                int64_t ox, int64_t kb, float *yrow, const int P,
-                const int V) {
-  const int64_t K = j->k, step = j->sw * j->c, taps = j->taps;
-  const float *in = buf + (oy * j->sh * j->pw + ox * j->sw) * j->c;
-  const float *wk = j->w + kb;
-  const int64_t *at = j->at;
-  const int relu = j->relu;
-  __m512 acc[SHALLOW_P16][2];
-
-  SHALLOW_UNROLL for (int v = 0; v < V; v++) {
-    __m512 b = j->bias ? _mm512_loadu_ps(j->bias + kb + 16 * v)
-                       : _mm512_setzero_ps();
-    SHALLOW_UNROLL for (int p = 0; p < P; p++) acc[p][v] = b;
-  }
-  for (int64_t t = 0; t < taps; t++, wk += K) {
-    const float *x = in + at[t];
-    __m512 wv[2];
-    SHALLOW_UNROLL for (int v = 0; v < V; v++)
-      wv[v] = _mm512_loadu_ps(wk + 16 * v);
-    SHALLOW_UNROLL for (int p = 0; p < P; p++) {
-      __m512 xb = _mm512_set1_ps(x[p * step]);
-      SHALLOW_UNROLL for (int v = 0; v < V; v++)
-        acc[p][v] = _mm512_fmadd_ps(xb, wv[v], acc[p][v]);
-    }
-  }
-  SHALLOW_UNROLL for (int p = 0; p < P; p++) {
-    float *o = yrow + (ox + p) * K + kb;
-    SHALLOW_UNROLL for (int v = 0; v < V; v++) {
-      __m512 r = acc[p][v];
-      if (relu)
-        r = _mm512_max_ps(r, _mm512_setzero_ps());
-      _mm512_storeu_ps(o + 16 * v, r);
-    }
-  }
-}
-
-SHALLOW_TARGET16 static inline __attribute__((always_inline)) void
-shallow_channels16(const shallow_job *j, const float *buf, int64_t oy,
-                   int64_t kb, float *yrow, const int V) {
-  int64_t ox = 0;
-
-  for (; ox + SHALLOW_P16 <= j->ow; ox += SHALLOW_P16)
-    shallow_block16(j, buf, oy, ox, kb, yrow, SHALLOW_P16, V);
-  switch (j->ow - ox) {
-  case 7: shallow_block16(j, buf, oy, ox, kb, yrow, 7, V); break;
-  case 6: shallow_block16(j, buf, oy, ox, kb, yrow, 6, V); break;
-  case 5: shallow_block16(j, buf, oy, ox, kb, yrow, 5, V); break;
-  case 4: shallow_block16(j, buf, oy, ox, kb, yrow, 4, V); break;
-  case 3: shallow_block16(j, buf, oy, ox, kb, yrow, 3, V); break;
-  case 2: shallow_block16(j, buf, oy, ox, kb, yrow, 2, V); break;
-  case 1: shallow_block16(j, buf, oy, ox, kb, yrow, 1, V); break;
-  default: break;
-  }
-}
+SHALLOW_LOOPS(SHALLOW_TARGET16, shallow_block16, shallow_channels16,
+              SHALLOW_P16, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps,
+              _mm512_fmadd_ps, _mm512_max_ps, _mm512_setzero_ps,
+              _mm512_storeu_ps)
 
 /* Output row oy: 32 channels at a time, then 16, then the last eight. */
 SHALLOW_TARGET16 static void shallow_row16(const shallow_job *j,
