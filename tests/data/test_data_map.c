@@ -51,6 +51,46 @@ static void test_scale_gives_float_a_x_plus_b(void **state) {
   wf_dataset_release(ds);
 }
 
+/* Batches long enough for the vector loops (blocks of 16) and their
+ * remainder: every value, uint8 and float32 inputs, equal to the float
+ * multiply and add done here (not contracted: the same bits). */
+static void test_scale_covers_blocks_and_remainder(void **state) {
+  (void)state;
+  enum { P = 37, B = 3 };
+  const float a = (float)(1.0 / 255), b = -0.5f, a2 = 3.0f, b2 = 0.25f;
+  FILE *fp = fopen(dh_path("scalev.tst"), "w");
+  assert_non_null(fp);
+  fprintf(fp, "#pixels %d\n", P);
+  for (int i = 0; i < B; i++)
+    fprintf(fp, "%d\n", 240 + i); /* pixels wrap past 255 */
+  assert_int_equal(fclose(fp), 0);
+
+  wf_dataset *ds = wf_dataset_batch(dh_files("scalev.tst"), B, 0, st);
+  ds = wf_dataset_map_scale(ds, "pixels", 1.0 / 255, -0.5, st);
+  DH_CHECK(!ds);
+  wf_dataset *ds2 = wf_dataset_map_scale(wf_dataset_retain(ds), "pixels",
+                                         3.0, 0.25, st);
+  DH_CHECK(!ds2);
+  wf_tensor *f[3], *g[3];
+  first(ds, f);
+  first(ds2, g);
+  assert_int_equal(wf_tensor_count(f[2]), B * P);
+  const float *px = wf_tensor_data(f[2]), *qx = wf_tensor_data(g[2]);
+  for (int i = 0; i < B; i++)
+    for (int k = 0; k < P; k++) {
+      volatile float x = (float)((240 + i + k) % 256), y = x * a;
+      float want = y + b;
+      volatile float y2 = want * a2;
+      float want2 = y2 + b2;
+      assert_memory_equal(&px[i * P + k], &want, sizeof want);
+      assert_memory_equal(&qx[i * P + k], &want2, sizeof want2);
+    }
+  dh_release(f, 3);
+  dh_release(g, 3);
+  wf_dataset_release(ds2);
+  wf_dataset_release(ds);
+}
+
 static void test_cast_wraps_integers_and_saturates_floats(void **state) {
   (void)state;
   wf_tensor *f[3];
@@ -356,6 +396,7 @@ static void test_graph_map_checks_its_inputs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scale_gives_float_a_x_plus_b),
+      cmocka_unit_test(test_scale_covers_blocks_and_remainder),
       cmocka_unit_test(test_cast_wraps_integers_and_saturates_floats),
       cmocka_unit_test(test_cast_through_half_precision),
       cmocka_unit_test(test_one_hot_marks_the_value),
