@@ -10,3 +10,14 @@ tests_devices_test_cpu_CFLAGS = $(TEST_CFLAGS)
 tests_devices_test_cpu_LDADD = $(TEST_LDADD) $(HWLOC_LIBS)
 # The test loads the module from its build directory.
 EXTRA_tests_devices_test_cpu_DEPENDENCIES = plugins/devices/cpu/device_cpu.la
+
+# The loop pieces cpu_team's kernels share (cpu_pieces.c compiled in: it
+# depends on nothing but C11 atomics), taken by real threads.
+check_PROGRAMS += tests/devices/test_cpu_pieces
+TESTS += tests/devices/test_cpu_pieces
+tests_devices_test_cpu_pieces_SOURCES = tests/devices/test_cpu_pieces.c \
+	plugins/devices/cpu/cpu_pieces.c plugins/devices/cpu/cpu_pieces.h
+tests_devices_test_cpu_pieces_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/devices/cpu
+tests_devices_test_cpu_pieces_CFLAGS = $(TEST_CFLAGS)
+tests_devices_test_cpu_pieces_LDADD = $(CMOCKA_LIBS) $(PTHREAD_LIBS)

@@ -26,28 +26,30 @@
 typedef struct apply_job {
   trn_body_fn *body;
   void *arg;
-  int64_t n;
+  cpu_pieces pieces;
 } apply_job;
 
-/* Part t of nt: one contiguous range, starting at a multiple of
- * TRN_PIECE. */
+/* Part t of nt: its pieces (ranges starting at multiples of TRN_PIECE),
+ * its own share's first. */
 static void apply_part(void *arg, int t, int nt) {
-  const apply_job *j = arg;
-  int64_t pieces = (j->n + TRN_PIECE - 1) / TRN_PIECE;
-  int64_t begin = pieces * t / nt * TRN_PIECE;
-  int64_t end = pieces * (t + 1) / nt * TRN_PIECE;
+  apply_job *j = arg;
+  cpu_piece_walk w = cpu_pieces_walk(&j->pieces, t);
+  int64_t begin, end;
 
-  if (end > j->n)
-    end = j->n;
-  if (begin < end)
+  (void)nt;
+  while (cpu_pieces_take(&w, &begin, &end))
     j->body(j->arg, begin, end);
 }
 
-/* trn_parallel_fn: [0, n) in one contiguous range per thread. */
+/* trn_parallel_fn: [0, n) in pieces taken in turn by the team. */
 static void team_for(trn_body_fn *body, void *arg, int64_t n) {
-  apply_job j = {body, arg, n};
+  apply_job j = {.body = body, .arg = arg};
+  int share = n >= WF_CPU_SPLIT;
 
-  cpu_team(apply_part, &j, n >= WF_CPU_SPLIT);
+  /* pieces of a few microseconds at least */
+  cpu_pieces_init(&j.pieces, n, TRN_PIECE, WF_CPU_SPLIT / 8,
+                  cpu_team_size(share));
+  cpu_team(apply_part, &j, share);
 }
 
 /* The kernel's state: the update of its op. */

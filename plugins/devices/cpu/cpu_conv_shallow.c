@@ -78,6 +78,7 @@ typedef struct shallow_job {
   int relu, pool;
   int wide; /* the forward rows sixteen lanes to a vector (AVX-512) */
   atomic_int failed;
+  cpu_pieces pieces; /* the forward's rows */
 } shallow_job;
 
 #define SHALLOW_TARGET __attribute__((target("avx2,fma")))
@@ -243,37 +244,44 @@ SHALLOW_TARGET static void pool_rows(const float *a, const float *b,
     }
 }
 
-/* cpu_team part t of nt: its share of the n x oh output rows (pooled: of
- * the n x oh / 2 rows of the pooling), with its own bordered copy of each
- * image they lie in. */
+/* The rows of the forward's loop: the n x oh output rows, or pooled the
+ * n x oh / 2 rows of the pooling. */
+static int64_t shallow_rows_per_image(const shallow_job *j) {
+  return j->pool ? j->oh / 2 : j->oh;
+}
+
+/* cpu_team part t of nt: its pieces of the rows (its own share's first),
+ * with its own bordered copy of each image they lie in. */
 static void shallow_part(void *arg, int t, int nt) {
   shallow_job *j = arg;
-  int64_t per = j->pool ? j->oh / 2 : j->oh, rows = j->n * per;
-  int64_t r = rows * t / nt, end = rows * (t + 1) / nt, img = -1;
+  int64_t per = shallow_rows_per_image(j), img = -1, r, end;
   size_t image = (size_t)(j->ph * j->pw * j->c), row = (size_t)(j->ow * j->k);
+  cpu_piece_walk w = cpu_pieces_walk(&j->pieces, t);
+  float *buf = NULL;
 
-  if (r >= end)
-    return;
-  float *buf = wfx_host->alloc((image + (j->pool ? 2 * row : 0)) *
-                                   sizeof(float),
-                               64);
-  if (!buf) {
-    atomic_store(&j->failed, 1);
-    return;
-  }
-  for (; r < end; r++) {
-    if (r / per != img) {
-      img = r / per;
-      border_image(j, img, buf);
+  (void)nt;
+  while (cpu_pieces_take(&w, &r, &end)) {
+    if (!buf && !(buf = wfx_host->alloc((image + (j->pool ? 2 * row : 0)) *
+                                            sizeof(float),
+                                        64))) {
+      /* the pieces taken go unwritten: the kernel fails */
+      atomic_store(&j->failed, 1);
+      return;
     }
-    if (j->pool) {
-      float *two = buf + image;
-      shallow_any_row(j, buf, 2 * (r % per), two);
-      shallow_any_row(j, buf, 2 * (r % per) + 1, two + row);
-      pool_rows(two, two + row, j->ow, j->k,
-                j->y + r * (j->ow / 2) * j->k);
-    } else {
-      shallow_any_row(j, buf, r % per, j->y + r * j->ow * j->k);
+    for (; r < end; r++) {
+      if (r / per != img) {
+        img = r / per;
+        border_image(j, img, buf);
+      }
+      if (j->pool) {
+        float *two = buf + image;
+        shallow_any_row(j, buf, 2 * (r % per), two);
+        shallow_any_row(j, buf, 2 * (r % per) + 1, two + row);
+        pool_rows(two, two + row, j->ow, j->k,
+                  j->y + r * (j->ow / 2) * j->k);
+      } else {
+        shallow_any_row(j, buf, r % per, j->y + r * j->ow * j->k);
+      }
     }
   }
   wfx_host->free(buf);
@@ -420,6 +428,7 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
 #if SHALLOW_X86
   int in_place = fu && (fu->act == OPC_ACT_NONE || fu->act == OPC_ACT_RELU);
   shallow_job j;
+  int share;
 
   if (pool && fu && !in_place)
     return wfx_fail(st, WF_INTERNAL,
@@ -432,9 +441,12 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   j.pool = pool;
   j.wide = __builtin_cpu_supports("avx512f");
   /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
-   * multiply-adds one unit) */
-  cpu_team(shallow_part, &j, n * oh * ow * c * k * kh * kw / 8 >=
-                                 WF_DNNL_SMALL_WORK);
+   * multiply-adds one unit); pieces of an image's rows at least, so that
+   * one image is its shares */
+  share = n * oh * ow * c * k * kh * kw / 8 >= WF_DNNL_SMALL_WORK;
+  cpu_pieces_init(&j.pieces, n * shallow_rows_per_image(&j), 1,
+                  shallow_rows_per_image(&j), cpu_team_size(share));
+  cpu_team(shallow_part, &j, share);
   if (atomic_load(&j.failed))
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for a convolution's bordered image "

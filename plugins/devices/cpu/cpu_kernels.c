@@ -230,6 +230,17 @@ void cpu_team(cpu_team_fn *fn, void *arg, int share) {
 #endif
 }
 
+int cpu_team_size(int share) {
+#ifdef HAVE_DNNL
+  int32_t intra = atomic_load(&intra_threads);
+
+  return share && intra > 1 ? (int)intra : 1;
+#else
+  (void)share;
+  return 1;
+#endif
+}
+
 void cpu_kernels_describe(char *out, size_t size) {
   int32_t inter, intra;
   int n = 0;

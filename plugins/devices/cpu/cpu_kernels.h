@@ -20,6 +20,7 @@
 #include "epilogue.h"
 /* Before the libraries' headers: the names it renames (cpu_lazy.c). */
 #include "cpu_lazy.h"
+#include "cpu_pieces.h"
 
 #ifdef HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -148,6 +149,11 @@ void cpu_omp_threads_n(int32_t n);
  * sees it). Without oneDNN (no OpenMP), always on the calling thread. */
 typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
+
+/* The parts cpu_team(fn, arg, share) runs: 1 unless `share` is set and
+ * there are several intra-op threads, then the intra-op count (at most:
+ * an OpenMP team may come out smaller). */
+int cpu_team_size(int share);
 
 /* The CPUs the plugin's own AVX2 loops serve, each kernel by what was
  * measured against oneDNN 2.6 (which has AVX-512 kernels, and AVX2 ones

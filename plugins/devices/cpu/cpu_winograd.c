@@ -192,6 +192,7 @@ typedef struct wino_job {
   int64_t th, tw, tiles; /* tiles per column and row of an image; all */
   int relu, pool;
   int wide; /* the products sixteen lanes to a vector (AVX-512) */
+  cpu_pieces pieces; /* the tiles, in blocks of WINO_T */
 } wino_job;
 
 #if WINO_X86
@@ -437,18 +438,22 @@ WINO_TARGET static void output_transform(const wino_job *j, int64_t t0,
 /* cpu_team part t of nt: its share of the tiles, in blocks of WINO_T
  * (the last one short). */
 static void wino_part(void *arg, int t, int nt) {
-  const wino_job *j = arg;
-  int64_t end = j->tiles * (t + 1) / nt;
+  wino_job *j = arg;
+  cpu_piece_walk w = cpu_pieces_walk(&j->pieces, t);
+  int64_t first, end;
   float V[16 * WINO_T * WINO_MAX_C] __attribute__((aligned(32)));
   float M[16 * WINO_T * WINO_MAX_K] __attribute__((aligned(32)));
 
-  for (int64_t b = j->tiles * t / nt; b < end; b += WINO_T) {
-    input_transform(j, b, end, V);
-    if (j->wide)
-      products16(j, V, M);
-    else
-      products(j, V, M);
-    output_transform(j, b, end, M);
+  (void)nt;
+  while (cpu_pieces_take(&w, &first, &end)) {
+    for (int64_t b = first; b < end; b += WINO_T) {
+      input_transform(j, b, end, V);
+      if (j->wide)
+        products16(j, V, M);
+      else
+        products(j, V, M);
+      output_transform(j, b, end, M);
+    }
   }
 }
 #endif /* WINO_X86 */
@@ -508,8 +513,13 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
     j.u = f->u;
     /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
      * multiply-adds one unit) on the direct algorithm's work */
-    cpu_team(wino_part, &j,
-             n * oh * ow * c * k * 9 / 8 >= WF_DNNL_SMALL_WORK);
+    int share = n * oh * ow * c * k * 9 / 8 >= WF_DNNL_SMALL_WORK;
+
+    /* pieces of eight blocks at least: an image of 14 x 14 outputs (49
+     * tiles) is its shares */
+    cpu_pieces_init(&j.pieces, j.tiles, WINO_T, 8 * WINO_T,
+                    cpu_team_size(share));
+    cpu_team(wino_part, &j, share);
     if (fu && !in_place)
       opc_fused_apply(WF_FLOAT32, y, bias, n * oh * ow, k, 1, fu);
   }

@@ -11,7 +11,9 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_device.h \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
-	plugins/devices/cpu/cpu_kernels.h
+	plugins/devices/cpu/cpu_kernels.h \
+	plugins/devices/cpu/cpu_pieces.c \
+	plugins/devices/cpu/cpu_pieces.h
 DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS) \
 	-I$(top_srcdir)/plugins/common
 DEVICE_CPU_HELPERS = plugins/numerics/libnumerics.la
