@@ -52,9 +52,12 @@ static wf_node *conv_relu_pool(wf_graph *g, wf_node *x, int cin, int cout,
  * a step of batch 64 takes half a millisecond, so twenty of them would
  * measure ten milliseconds of one-off effects (a library's worker threads
  * spinning for their first tenth of a second after it opens, the first
- * primitives of a shape) rather than the steady state. */
+ * primitives of a shape) rather than the steady state; and one slow
+ * moment of this shared machine moves a figure measured over half a second
+ * far more than one measured over two. bench/compare's peers measure for
+ * the same spans. */
 #define WARM_S 0.3
-#define MEASURE_S 0.5
+#define MEASURE_S 2.0
 
 static double run_batch(wf_callable *c, int batch, int steps, int warmup,
                         double *best, wf_status *st) {

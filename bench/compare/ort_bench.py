@@ -25,7 +25,7 @@ import onnxruntime as ort
 # cnn-infer: the least seconds of warm-up and of measured calls per batch
 # size (bench/cnn_infer.c's WARM_S and MEASURE_S)
 WARM_S = 0.3
-MEASURE_S = 0.5
+MEASURE_S = 2.0
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

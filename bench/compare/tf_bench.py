@@ -15,10 +15,11 @@ Threads: intra_op = --threads (2), inter_op 1. Training reads Fashion-MNIST
 into memory as uint8 once; every step takes a shuffled batch of --batch
 (64; the last partial batch is dropped so that XLA compiles one shape),
 scales it to [0, 1] inside the step and runs forward, loss, gradients and
-Adam (lr 1e-3, epsilon 1e-7 as Keras has it). After --warm steps one epoch
-is timed. Training lines carry the process's peak RSS (ru_maxrss); with
---eval the test accuracy after the timed epoch (--epochs timed epochs in
-all) is added. Dispatch runs with Grappler off (its constant folding would
+Adam (lr 1e-3, epsilon 1e-7 as Keras has it). After --warm steps whole
+epochs are timed until --min-seconds have passed (one at least; 0 by
+default). Training lines carry the process's peak RSS (ru_maxrss); with
+--eval the test accuracy after --epochs epochs in all (the timed ones
+counted) is added. Dispatch runs with Grappler off (its constant folding would
 remove the chain); gemm uses tf.linalg.matmul eagerly.
 """
 import argparse
@@ -38,7 +39,7 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 # cnn-infer: the least seconds of warm-up and of measured calls per batch
 # size (bench/cnn_infer.c's WARM_S and MEASURE_S)
 WARM_S = 0.3
-MEASURE_S = 0.5
+MEASURE_S = 2.0
 
 
 def read_idx(path):
@@ -142,16 +143,22 @@ def bench_train(a):
     for i in range(a.warm):
         idx = order[(i * a.batch) % (n - a.batch):][:a.batch]
         step(images[idx], labels[idx])
+    # Whole epochs until --min-seconds have passed (one at least).
     t0 = time.perf_counter()
-    last = epoch()
-    dt = time.perf_counter() - t0
-    for _ in range(a.epochs - 1):
+    timed = 0
+    while True:
+        last = epoch()
+        timed += 1
+        dt = time.perf_counter() - t0
+        if dt >= a.min_seconds:
+            break
+    for _ in range(a.epochs - timed):
         last = epoch()
     rec = {"bench": "train", "model": a.model, "batch": a.batch,
-           "threads": a.threads, "samples": steps * a.batch,
-           "seconds": round(dt, 3),
-           "samples_per_s": round(steps * a.batch / dt, 1),
-           "ms_per_step": round(dt / steps * 1e3, 4),
+           "threads": a.threads, "samples": timed * steps * a.batch,
+           "epochs_timed": timed, "seconds": round(dt, 3),
+           "samples_per_s": round(timed * steps * a.batch / dt, 1),
+           "ms_per_step": round(dt / (timed * steps) * 1e3, 4),
            "last_loss": round(last, 4),
            "data": f"in memory (uint8), after {a.warm} warm-up steps",
            "setting": f"tf.function, XLA {a.xla}",
@@ -269,7 +276,9 @@ def main():
                    help="train on every (60000/LIMIT)-th sample only")
     p.add_argument("--warm", type=int, default=20, help="warm-up steps")
     p.add_argument("--epochs", type=int, default=1,
-                   help="epochs in all (the first one timed)")
+                   help="epochs in all (the timed ones counted)")
+    p.add_argument("--min-seconds", type=float, default=0.0,
+                   help="time whole epochs until this many seconds passed")
     p.add_argument("--eval", action="store_true",
                    help="print the test accuracy after training")
     p.add_argument("--steps1", type=int, default=200)

@@ -10,15 +10,16 @@ each setting) and not ONNX Runtime (ort_bench.py).
   python3 torch_bench.py dispatch                # 10,000 x+1 ops on a scalar
 
 Needs PyTorch and NumPy; runs torch.set_num_threads(2) (--threads). Training
-reads Fashion-MNIST into memory as uint8 once, then times one epoch (whole
-batches only) after a few warm-up steps: each step slices a shuffled batch,
+reads Fashion-MNIST into memory as uint8 once, then times whole epochs
+(whole batches only) until --min-seconds have passed (one epoch at least;
+0 by default) after a few warm-up steps: each step slices a shuffled batch,
 scales it to [0, 1]
 and runs forward, loss, backward and the Adam update. With --compile on the
 model runs through torch.compile (the warm-up steps compile it; the
 optimizer step stays eager); compare.py runs both and keeps the better.
 The cnn and transformer training lines also carry the process's peak RSS
 (getrusage ru_maxrss), so run each in a process of its own; with --eval
-the test accuracy after --epochs epochs (the first timed) is added.
+the test accuracy after --epochs epochs (the timed ones counted) is added.
 """
 import argparse
 import gzip
@@ -36,7 +37,7 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 # cnn-infer: the least seconds of warm-up and of measured calls per batch
 # size (bench/cnn_infer.c's WARM_S and MEASURE_S)
 WARM_S = 0.3
-MEASURE_S = 0.5
+MEASURE_S = 2.0
 
 
 def mlp():
@@ -163,22 +164,28 @@ def bench_train(a):
     # Whole batches only: a last partial batch would make torch.compile
     # compile a second shape inside the timed epoch.
     steps = n // a.batch
-    order = torch.randperm(n, generator=gen)
+    # Whole epochs until --min-seconds have passed (one at least).
     t0 = time.perf_counter()
-    for i in range(steps):
-        loss = step(order[i * a.batch:(i + 1) * a.batch])
-    last = float(loss)
-    dt = time.perf_counter() - t0
+    timed = 0
+    while True:
+        order = torch.randperm(n, generator=gen)
+        for i in range(steps):
+            loss = step(order[i * a.batch:(i + 1) * a.batch])
+        last = float(loss)
+        timed += 1
+        dt = time.perf_counter() - t0
+        if dt >= a.min_seconds:
+            break
     rec = {"bench": "train", "model": a.model, "batch": a.batch,
-           "threads": a.threads, "samples": steps * a.batch,
-           "seconds": round(dt, 3),
-           "samples_per_s": round(steps * a.batch / dt, 1),
-           "ms_per_step": round(dt / steps * 1e3, 4),
+           "threads": a.threads, "samples": timed * steps * a.batch,
+           "epochs_timed": timed, "seconds": round(dt, 3),
+           "samples_per_s": round(timed * steps * a.batch / dt, 1),
+           "ms_per_step": round(dt / (timed * steps) * 1e3, 4),
            "last_loss": round(last, 4),
            "data": f"in memory (uint8), after {a.warm} warm-up steps",
            "setting": setting(), "runtime": f"torch {torch.__version__}"}
     if a.eval:
-        for _ in range(a.epochs - 1):
+        for _ in range(a.epochs - timed):
             order = torch.randperm(n, generator=gen)
             for i in range(steps):
                 step(order[i * a.batch:(i + 1) * a.batch])
@@ -290,7 +297,9 @@ def main():
     p.add_argument("--compile", choices=("on", "off"), default="off",
                    help="run the model through torch.compile (train, infer)")
     p.add_argument("--epochs", type=int, default=1,
-                   help="epochs in all with --eval (the first one timed)")
+                   help="epochs in all with --eval (the timed ones counted)")
+    p.add_argument("--min-seconds", type=float, default=0.0,
+                   help="time whole epochs until this many seconds passed")
     p.add_argument("--eval", action="store_true",
                    help="print the test accuracy after training")
     p.add_argument("--threads", type=int, default=2)
