@@ -435,8 +435,8 @@ WINO_TARGET static void output_transform(const wino_job *j, int64_t t0,
   }
 }
 
-/* cpu_team part t of nt: its share of the tiles, in blocks of WINO_T
- * (the last one short). */
+/* cpu_team part t of nt: its pieces of the tiles (its own share's first,
+ * cpu_pieces.h), each in blocks of WINO_T (a piece's last one short). */
 static void wino_part(void *arg, int t, int nt) {
   wino_job *j = arg;
   cpu_piece_walk w = cpu_pieces_walk(&j->pieces, t);
