@@ -31,6 +31,48 @@
 #define WF_VECTOR_CLONES
 #endif
 
+/* ---- subnormal arithmetic ----------------------------------------------- */
+
+/* The rules run with the floating-point unit treating subnormal inputs and
+ * results as zeros of their sign (x86: MXCSR's DAZ and FTZ; AArch64:
+ * FPCR.FZ), set for each range of elements and restored after it, as
+ * TensorFlow's CPU kernels run. Why: a product that lands in the subnormal
+ * range costs a microcode assist of ~100 cycles on Intel cores, and the
+ * rules make many: a confident model's gradients are ~1e-20, whose squares
+ * (Adam's and RMSProp's second moments, Adagrad's sum) are subnormal in
+ * float32, and alpha * m is subnormal for a decaying first moment under
+ * 1e-35. The mlp's Adam took 107 us of its 510 us step with the assists,
+ * 86 without. The stored slots are flushed besides (flush_f32 below), which
+ * is all that other machines get. */
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <xmmintrin.h>
+typedef unsigned int fp_mode;
+static inline fp_mode flush_enter(void) {
+  fp_mode old = _mm_getcsr();
+
+  _mm_setcsr(old | 0x8040u); /* FTZ (bit 15), DAZ (bit 6) */
+  return old;
+}
+static inline void flush_leave(fp_mode old) { _mm_setcsr(old); }
+#elif defined(__aarch64__) && defined(__GNUC__)
+typedef unsigned long fp_mode;
+static inline fp_mode flush_enter(void) {
+  fp_mode old, fz;
+
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(old));
+  fz = old | (1ul << 24); /* FZ */
+  __asm__ __volatile__("msr fpcr, %0" : : "r"(fz));
+  return old;
+}
+static inline void flush_leave(fp_mode old) {
+  __asm__ __volatile__("msr fpcr, %0" : : "r"(old));
+}
+#else
+typedef int fp_mode;
+static inline fp_mode flush_enter(void) { return 0; }
+static inline void flush_leave(fp_mode old) { (void)old; }
+#endif
+
 typedef struct params {
   double lr, beta1, beta2, epsilon, momentum, rho, weight_decay, step;
   double alpha; /* Adam: lr * sqrt(1 - beta2^step) / (1 - beta1^step) */
@@ -315,6 +357,7 @@ typedef struct dense_job {
 
 static void update_range(void *arg, int64_t begin, int64_t end) {
   const dense_job *j = arg;
+  fp_mode mode = flush_enter();
 
   for (int64_t off = begin; off < end; off += TRN_PIECE) {
     int64_t n = end - off < TRN_PIECE ? end - off : TRN_PIECE;
@@ -322,6 +365,7 @@ static void update_range(void *arg, int64_t begin, int64_t end) {
     j->rule(j->slots, off, (const char *)j->grad + (size_t)off * j->elem, n,
             j->p);
   }
+  flush_leave(mode);
 }
 
 static void update_dense(rule_fn *rule, void *const *slots, int32_t dtype,
@@ -365,6 +409,7 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
   row_ref *refs = NULL;
   double *acc = NULL;
   void *rowg = NULL; /* the summed row in the variable's type */
+  fp_mode mode;
   int rc = 0;
 
   for (int d = 1; d < vshape->rank; d++)
@@ -413,7 +458,9 @@ static int update_sparse(rule_fn *rule, void *const *slots, int32_t dtype,
         ((float *)rowg)[j] = (float)acc[j];
     else
       memcpy(rowg, acc, (size_t)width * sizeof *acc);
+    mode = flush_enter();
     rule(slots, row * width, rowg, width, p);
+    flush_leave(mode);
   }
 
 done:

@@ -15,19 +15,6 @@
 
 #include <math.h>
 
-/* One IEEE operation of each type, rounded to nearest. */
-__device__ static inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ static inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-__device__ static inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ static inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
-__device__ static inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
-__device__ static inline double sub_rn(double a, double b) { return __dsub_rn(a, b); }
-__device__ static inline float div_rn(float a, float b) { return __fdiv_rn(a, b); }
-__device__ static inline double div_rn(double a, double b) { return __ddiv_rn(a, b); }
-__device__ static inline float sqrt_rn(float a) { return __fsqrt_rn(a); }
-__device__ static inline double sqrt_rn(double a) { return __dsqrt_rn(a); }
-__device__ static inline float max_of(float a, float b) { return fmaxf(a, b); }
-__device__ static inline double max_of(double a, double b) { return fmax(a, b); }
 /* A slot value below the smallest normal number is stored as a zero of its
  * sign, as optim.c's rules store it (FLT_MIN and DBL_MIN). */
 __device__ static inline float flush(float x) {
@@ -35,6 +22,44 @@ __device__ static inline float flush(float x) {
 }
 __device__ static inline double flush(double x) {
   return fabs(x) < 2.2250738585072014e-308 ? copysign(0.0, x) : x;
+}
+
+/* One IEEE operation of each type, rounded to nearest, with subnormal
+ * operands and results read as zeros of their sign: the CPU runs its rules
+ * with the unit flushing them (optim.c: x86's DAZ and FTZ). */
+__device__ static inline float mul_rn(float a, float b) {
+  return flush(__fmul_rn(flush(a), flush(b)));
+}
+__device__ static inline double mul_rn(double a, double b) {
+  return flush(__dmul_rn(flush(a), flush(b)));
+}
+__device__ static inline float add_rn(float a, float b) {
+  return flush(__fadd_rn(flush(a), flush(b)));
+}
+__device__ static inline double add_rn(double a, double b) {
+  return flush(__dadd_rn(flush(a), flush(b)));
+}
+__device__ static inline float sub_rn(float a, float b) {
+  return flush(__fsub_rn(flush(a), flush(b)));
+}
+__device__ static inline double sub_rn(double a, double b) {
+  return flush(__dsub_rn(flush(a), flush(b)));
+}
+__device__ static inline float div_rn(float a, float b) {
+  return flush(__fdiv_rn(flush(a), flush(b)));
+}
+__device__ static inline double div_rn(double a, double b) {
+  return flush(__ddiv_rn(flush(a), flush(b)));
+}
+__device__ static inline float sqrt_rn(float a) { return __fsqrt_rn(flush(a)); }
+__device__ static inline double sqrt_rn(double a) {
+  return __dsqrt_rn(flush(a));
+}
+__device__ static inline float max_of(float a, float b) {
+  return fmaxf(flush(a), flush(b));
+}
+__device__ static inline double max_of(double a, double b) {
+  return fmax(flush(a), flush(b));
 }
 
 #define MUL mul_rn
@@ -129,7 +154,7 @@ __global__ void apply_sparse_k(int rule, int64_t urows, int64_t width,
     int64_t u = i / width, e = i % width;
     double g = 0;
     for (int64_t j = start[u]; j < start[u + 1]; j++)
-      g = ADD(g, (double)values[order[j] * width + e]);
+      g = __dadd_rn(g, (double)values[order[j] * width + e]); /* unflushed, as the CPU sums */
     rule_at<T>(rule, row[u] * width + e, s0, s1, s2, s3, (T)g, p);
   }
 }
