@@ -1691,9 +1691,11 @@ static void test_nhwc_pools_give_reference_bits(void **state) {
  * first of tied maxima takes a window's gradient (inputs drawn from a few
  * values tie often), the last NaN does, and where windows overlap an
  * element's gradients are summed as the reference sums them. Windows with
- * and without overlap, channel counts on both sides of the loops'
- * 8-channel blocks, negative zeros among the gradients, and the cnn's
- * first pooling at batch 64 (the team shares its images). Each case also
+ * and without overlap, windows that tile the input (dx is then written
+ * without being zeroed first) and ones that leave gaps, channel counts on
+ * both sides of the loops' 16- and 8-channel blocks, negative zeros among
+ * the gradients, and the cnn's two poolings at batch 64 (the team shares
+ * their images in pieces). Each case also
  * runs as _FusedMaxPoolGradReluGrad (the ReLU's gradient applied at the
  * picks), with the same bits as its reference. */
 static void test_nhwc_max_pool_grad_gives_reference_bits(void **state) {
@@ -1706,11 +1708,21 @@ static void test_nhwc_max_pool_grad_gives_reference_bits(void **state) {
 
     draw_window(&r, &w, 0);
     w.nchw = 0;
-    w.c = irand(&r, 1, 20);
-    if (i % 10 == 9)
+    w.c = irand(&r, 1, 40);
+    if (i % 20 == 19)
       w = (win){.padding = 1, .n = 64, .h = 28, .w = 28, .c = 16,
                 .kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
                 .oh = 14, .ow = 14};
+    else if (i % 20 == 9)
+      w = (win){.padding = 1, .n = 64, .h = 14, .w = 14, .c = 32,
+                .kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                .oh = 7, .ow = 7};
+    else if (i % 10 == 7) /* tiling windows: 2x2 or 3x1, stride = window */
+      w = (win){.padding = 1, .n = irand(&r, 1, 3), .h = 6, .w = 9,
+                .c = irand(&r, 1, 40), .kh = i % 20 == 7 ? 2 : 3,
+                .kw = i % 20 == 7 ? 2 : 1, .sh = i % 20 == 7 ? 2 : 3,
+                .sw = i % 20 == 7 ? 2 : 1, .dh = 1, .dw = 1,
+                .oh = 2 + (i % 20 == 7), .ow = i % 20 == 7 ? 4 : 9};
     else if (i % 10 == 8) /* overlapping 3x3 windows, stride 2, many images */
       w = (win){.padding = 1, .n = 24, .h = 15, .w = 13, .c = 12,
                 .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
