@@ -14,21 +14,16 @@ with intra_op_num_threads = --threads, one inter-op thread, sequential
 execution and all graph optimisations. Needs onnxruntime, PyTorch and NumPy.
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
-# cnn-infer: the least seconds of warm-up and of measured calls per batch
-# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
-WARM_S = 0.3
-MEASURE_S = 2.0
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import emit, timed_calls  # noqa: E402
 
 
 def export_cnn(path):
@@ -49,25 +44,8 @@ def export_cnn(path):
 def run(sess, batch, steps, warmup):
     """Mean and best seconds per call on a random batch."""
     x = np.random.default_rng(42).random((batch, 1, 28, 28), np.float32)
-    # Bounded below in time as well as in calls, as bench/cnn_infer is:
-    # warm up for WARM_S and measure for MEASURE_S at least, so that every
-    # side's figure covers the same span of the machine's load.
-    times, total, start = [], 0.0, time.perf_counter()
-    i = 0
-    while True:
-        warming = i < warmup or time.perf_counter() - start < WARM_S
-        if not warming and len(times) >= steps and total >= MEASURE_S:
-            break
-        t0 = time.perf_counter()
-        (y,) = sess.run(None, {"images": x})
-        dt = time.perf_counter() - t0
-        if y.shape != (batch, 10):
-            raise SystemExit(f"cnn-infer produced shape {y.shape}")
-        if not warming:
-            times.append(dt)
-            total += dt
-        i += 1
-    return total / len(times), min(times)
+    return timed_calls(lambda: sess.run(None, {"images": x})[0], batch, steps,
+                       warmup)
 
 
 def main():
@@ -91,14 +69,12 @@ def main():
     mean1, best1 = run(sess, 1, a.steps1, 10)
     mean64, _ = run(sess, 64, a.steps64, 2)
     tag = f"onnxruntime {ort.__version__}"
-    print(json.dumps({"bench": "cnn-infer", "batch": 1, "threads": a.threads,
-                      "latency_ms": round(mean1 * 1e3, 4),
-                      "latency_ms_best": round(best1 * 1e3, 4),
-                      "runtime": tag}))
-    print(json.dumps({"bench": "cnn-infer", "batch": 64, "threads": a.threads,
-                      "samples_per_s": round(64 / mean64, 1),
-                      "ms_per_batch": round(mean64 * 1e3, 3),
-                      "runtime": tag}), flush=True)
+    emit({"bench": "cnn-infer", "batch": 1, "threads": a.threads,
+          "latency_ms": round(mean1 * 1e3, 4),
+          "latency_ms_best": round(best1 * 1e3, 4), "runtime": tag})
+    emit({"bench": "cnn-infer", "batch": 64, "threads": a.threads,
+          "samples_per_s": round(64 / mean64, 1),
+          "ms_per_batch": round(mean64 * 1e3, 3), "runtime": tag})
 
 
 if __name__ == "__main__":

@@ -23,10 +23,7 @@ counted) is added. Dispatch runs with Grappler off (its constant folding would
 remove the chain); gemm uses tf.linalg.matmul eagerly.
 """
 import argparse
-import gzip
-import json
 import os
-import resource
 import sys
 import time
 
@@ -35,31 +32,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-# cnn-infer: the least seconds of warm-up and of measured calls per batch
-# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
-WARM_S = 0.3
-MEASURE_S = 2.0
-
-
-def read_idx(path):
-    """An idx file (gzipped) as a uint8 array shaped by its header."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    if data[2] != 0x08:
-        raise SystemExit(f"{path}: element type {data[2]:#x}, expected uint8")
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-            for i in range(rank)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(dims)
-
-
-def emit(record):
-    print(json.dumps(record), flush=True)
-
-
-def peak_rss_mib():
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import (FASHION, emit, peak_rss_mib,  # noqa: E402
+                         read_idx, timed_calls)
 
 
 class Positions(tf.keras.layers.Layer):
@@ -177,28 +153,6 @@ def bench_train(a):
           "setting": f"tf.function, XLA {a.xla}"})
 
 
-def timed_calls(run, x, steps, warmup):
-    # Bounded below in time as well as in calls, as bench/cnn_infer is:
-    # warm up for WARM_S and measure for MEASURE_S at least, so that every
-    # side's figure covers the same span of the machine's load.
-    times, total, start = [], 0.0, time.perf_counter()
-    i = 0
-    while True:
-        warming = i < warmup or time.perf_counter() - start < WARM_S
-        if not warming and len(times) >= steps and total >= MEASURE_S:
-            break
-        t0 = time.perf_counter()
-        y = run(x).numpy()
-        dt = time.perf_counter() - t0
-        if y.shape != (x.shape[0], 10):
-            raise SystemExit(f"cnn-infer produced shape {y.shape}")
-        if not warming:
-            times.append(dt)
-            total += dt
-        i += 1
-    return total / len(times), min(times)
-
-
 def bench_infer(a):
     tf.keras.utils.set_random_seed(42)
     model = model_of("cnn")
@@ -207,8 +161,8 @@ def bench_infer(a):
     rng = np.random.default_rng(42)
     x1 = tf.constant(rng.random((1, 28, 28, 1), np.float32))
     x64 = tf.constant(rng.random((64, 28, 28, 1), np.float32))
-    mean1, best1 = timed_calls(run, x1, a.steps1, 10)
-    mean64, _ = timed_calls(run, x64, a.steps64, 2)
+    mean1, best1 = timed_calls(lambda: run(x1).numpy(), 1, a.steps1, 10)
+    mean64, _ = timed_calls(lambda: run(x64).numpy(), 64, a.steps64, 2)
     tag = f"tf.function, XLA {a.xla}"
     emit({"bench": "cnn-infer", "batch": 1, "threads": a.threads,
           "latency_ms": round(mean1 * 1e3, 4),

@@ -22,10 +22,7 @@ The cnn and transformer training lines also carry the process's peak RSS
 the test accuracy after --epochs epochs (the timed ones counted) is added.
 """
 import argparse
-import gzip
-import json
 import os
-import resource
 import sys
 import time
 
@@ -33,11 +30,10 @@ import numpy as np
 import torch
 from torch import nn
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-# cnn-infer: the least seconds of warm-up and of measured calls per batch
-# size (bench/cnn_infer.c's WARM_S and MEASURE_S)
-WARM_S = 0.3
-MEASURE_S = 2.0
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import (FASHION, emit, peak_rss_mib,  # noqa: E402
+                         read_idx, timed_calls)
 
 
 def mlp():
@@ -103,22 +99,6 @@ def transformer():
 
 MODELS = {"mlp": (mlp, (-1, 784)), "cnn": (cnn, (-1, 1, 28, 28)),
           "transformer": (transformer, (-1, 28, 28))}
-
-
-def read_idx(path):
-    """An idx file (gzipped) as a uint8 array shaped by its header."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    if data[2] != 0x08:
-        raise SystemExit(f"{path}: element type {data[2]:#x}, expected uint8")
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-            for i in range(rank)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(dims)
-
-
-def emit(record):
-    print(json.dumps(record), flush=True)
 
 
 COMPILE = "off"
@@ -202,33 +182,14 @@ def bench_train(a):
     if a.model != "mlp":
         emit({"bench": "train-peak-rss", "model": a.model, "batch": a.batch,
               "threads": a.threads,
-              "peak_rss_mib": round(
-                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+              "peak_rss_mib": peak_rss_mib(),
               "setting": setting()})
 
 
 def run_infer(run, batch, steps, warmup):
     """Mean and best seconds per call of run(x) on a random batch."""
     x = torch.rand(batch, 1, 28, 28)
-    # Bounded below in time as well as in calls, as bench/cnn_infer is:
-    # warm up for WARM_S and measure for MEASURE_S at least, so that every
-    # side's figure covers the same span of the machine's load.
-    times, total, start = [], 0.0, time.perf_counter()
-    i = 0
-    while True:
-        warming = i < warmup or time.perf_counter() - start < WARM_S
-        if not warming and len(times) >= steps and total >= MEASURE_S:
-            break
-        t0 = time.perf_counter()
-        y = run(x)
-        dt = time.perf_counter() - t0
-        if tuple(y.shape) != (batch, 10):
-            raise SystemExit(f"cnn-infer produced shape {tuple(y.shape)}")
-        if not warming:
-            times.append(dt)
-            total += dt
-        i += 1
-    return total / len(times), min(times)
+    return timed_calls(lambda: run(x), batch, steps, warmup)
 
 
 def bench_infer(a):

@@ -29,12 +29,10 @@ import time
 import torch
 from torch import nn
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_bench import FASHION, cnn, read_idx  # noqa: E402
-
-
-def emit(record):
-    print(json.dumps(record), flush=True)
+from peer_common import FASHION, emit, read_idx  # noqa: E402
+from torch_bench import cnn  # noqa: E402
 
 
 def weft_line(path):
