@@ -6,7 +6,8 @@
  * Every update locks the variable and its slots in the host's variable
  * order, checks everything it will use, and only then writes in place; on
  * any error nothing has been written. Arithmetic is in the variable's
- * type (float32 or float64), one IEEE operation at a time. */
+ * type (float32 or float64), one IEEE operation at a time, subnormals
+ * read as zeros (below). */
 #include <config.h>
 
 #include "optim.h"

@@ -96,9 +96,11 @@ typedef void trn_parallel_fn(trn_body_fn *body, void *arg, int64_t n);
  * checks everything it will use, and only then writes in place (on any
  * error nothing has been written). Arithmetic is in the variable's type,
  * one IEEE operation at a time in a fixed order (a sparse gradient's
- * repeated rows are summed in double first); a slot value below the
- * type's smallest normal number is stored as a zero of its sign. par NULL: on the calling
- * thread; otherwise a dense update's element loop is split by par (each
+ * repeated rows are summed in double first), with subnormal operands and
+ * results read as zeros of their sign where the unit can flush them (x86,
+ * AArch64; optim.c); a slot value below the type's smallest normal number
+ * is stored as a zero of its sign. par NULL: on the calling thread;
+ * otherwise a dense update's element loop is split by par (each
  * element's arithmetic is the same wherever it is cut, so are the bits). */
 int trn_update_apply(wf_kernel_ctx *ctx, const trn_update *u,
                      trn_parallel_fn *par, wf_status *st);
