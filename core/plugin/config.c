@@ -12,7 +12,7 @@
  *   [plugins]  paths, load, deny, strict, use_env_path, use_default_dir
  *   [devices]  order (device types, most preferred first; a type that no
  *              loaded plugin provides is skipped with a note), cpu_devices
- *   [threads]  inter_op, intra_op, pin
+ *   [threads]  inter_op, intra_op, pin, adapt
  *   [passes]   prune, cse, constant_folding, constant_folding_max_bytes,
  *              dead_nodes, placement, memory_plan, and NAME for each
  *              pass a plugin registers (arithmetic, fusion, ...)
@@ -223,6 +223,7 @@ static const key_def keys[] = {
     {"threads", "inter_op", KEY_COUNT, MEMBER(inter_op), 0, 0},
     {"threads", "intra_op", KEY_COUNT, MEMBER(intra_op), 0, 0},
     {"threads", "pin", KEY_BOOL, MEMBER(pin), 0, 0},
+    {"threads", "adapt", KEY_BOOL, MEMBER(adapt), 0, 0},
     {"passes", "prune", KEY_BOOL, MEMBER(pass_prune), 0, 0},
     {"passes", "cse", KEY_BOOL, MEMBER(pass_cse), 0, 0},
     {"passes", "constant_folding", KEY_BOOL, MEMBER(pass_constant_folding), 0,

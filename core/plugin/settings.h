@@ -28,6 +28,9 @@ struct wf_config {
   int inter_op;             /* inter_op = N (0: automatic) */
   int intra_op;             /* intra_op = N (0: automatic) */
   int pin;                  /* pin = true */
+  int adapt;                /* adapt = true: intra-op teams of one thread
+                               while other work crowds the cores (off by
+                               default: see plugins/devices/cpu/README.md) */
   /* [passes] */
   int pass_prune, pass_cse, pass_constant_folding, pass_dead_nodes,
       pass_placement;

@@ -193,11 +193,18 @@ static void test_config_accepts_every_boolean_spelling(void **state) {
   wf_config *cfg = wf_config_new();
   wf_status *st = wf_status_new();
   (void)state;
+  /* Adapting the teams to crowded cores is asked for, never assumed. */
+  assert_int_equal(cfg->adapt, 0);
   for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
     assert_int_equal(wf_config_set(cfg, "threads", "pin", no[i], st), WF_OK);
     assert_int_equal(cfg->pin, 0);
     assert_int_equal(wf_config_set(cfg, "threads", "pin", yes[i], st), WF_OK);
     assert_int_equal(cfg->pin, 1);
+    assert_int_equal(wf_config_set(cfg, "threads", "adapt", yes[i], st),
+                     WF_OK);
+    assert_int_equal(cfg->adapt, 1);
+    assert_int_equal(wf_config_set(cfg, "threads", "adapt", no[i], st), WF_OK);
+    assert_int_equal(cfg->adapt, 0);
   }
   wf_status_free(st);
   wf_config_free(cfg);

@@ -34,6 +34,10 @@ int cpu_dnnl_ready(wf_status *st) {
 }
 void cpu_omp_threads(void) {}
 void cpu_omp_threads_n(int32_t n) { (void)n; }
+/* The team width the cache asks for; a test changes it as crowding of the
+ * cores would. */
+static int width = 2;
+int cpu_team_width(void) { return width; }
 
 static int setup(void **state) {
   wfx_host = wf__host();
@@ -84,6 +88,39 @@ static void test_cache_builds_one_plan_per_shape(void **state) {
   cpu_dnnl_cache_put(&c, q);
   assert_int_equal(b.calls, 2);
   assert_int_equal(c.n, 2);
+  cpu_dnnl_cache_deinit(&c);
+  wf_status_free(st);
+}
+
+/* A plan's primitives keep the team they were made for: while the cores
+ * are crowded (width 1) the cache builds plans for one thread, and gives
+ * the earlier ones back once the width is back. */
+static void test_cache_keeps_plans_per_team_width(void **state) {
+  wf_status *st = wf_status_new();
+  cpu_dnnl_cache c;
+  builder b = {0};
+  cpu_key k = key_of(5);
+  cpu_dnnl_plan *p, *q, *r;
+
+  cpu_dnnl_cache_init(&c);
+  width = 2;
+  assert_non_null(p = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
+  assert_int_equal(p->threads, 2);
+  cpu_dnnl_cache_put(&c, p);
+  width = 1;
+  assert_non_null(q = cpu_dnnl_cache_get(&c, &k, count_build, &b, st));
+  assert_ptr_not_equal(q, p);
+  assert_int_equal(q->threads, 1);
+  cpu_dnnl_cache_put(&c, q);
+  assert_int_equal(b.calls, 2);
+  width = 2;
+  assert_ptr_equal(r = cpu_dnnl_cache_get(&c, &k, count_build, &b, st), p);
+  cpu_dnnl_cache_put(&c, r);
+  width = 1;
+  assert_ptr_equal(r = cpu_dnnl_cache_get(&c, &k, count_build, &b, st), q);
+  cpu_dnnl_cache_put(&c, r);
+  assert_int_equal(b.calls, 2);
+  width = 2;
   cpu_dnnl_cache_deinit(&c);
   wf_status_free(st);
 }
@@ -324,6 +361,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_builds_one_plan_per_shape),
       cmocka_unit_test(test_cache_gives_a_shape_in_use_a_second_plan),
+      cmocka_unit_test(test_cache_keeps_plans_per_team_width),
       cmocka_unit_test(test_cache_is_bounded_least_recently_used_out),
       cmocka_unit_test(test_cache_keeps_a_refused_shape_as_a_fallback),
       cmocka_unit_test(test_cache_reports_other_build_failures),

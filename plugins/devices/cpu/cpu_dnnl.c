@@ -347,7 +347,8 @@ int cpu_dnnl_plan_step(cpu_dnnl_plan *p, const_dnnl_primitive_desc_t pd,
 }
 
 void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work) {
-  p->threads = work < WF_DNNL_SMALL_WORK ? 1 : 0;
+  if (work < WF_DNNL_SMALL_WORK)
+    p->threads = 1;
   cpu_omp_threads_n(p->threads);
 }
 
@@ -501,11 +502,15 @@ cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
   cpu_dnnl_plan *p;
   int victim = -1;
 
+  /* The team its primitives are made for: a plan made for another width
+   * (before or after other work crowded the cores) is not this one. */
+  int width = cpu_team_width();
+
   pthread_mutex_lock(&c->lock);
   c->tick++;
   for (int i = 0; i < c->n; i++) {
     cpu_dnnl_cache_entry *e = &c->e[i];
-    if (!e->busy && key_equal(&e->key, key)) {
+    if (!e->busy && e->width == width && key_equal(&e->key, key)) {
       e->busy = 1;
       e->used = c->tick;
       pthread_mutex_unlock(&c->lock);
@@ -518,7 +523,9 @@ cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
    * shapes of this node need not wait for it. */
   if (cpu_dnnl_plan_new(&p, st))
     return NULL;
-  /* The team the primitives are made for, unless build sizes it. */
+  /* The team the primitives are made for, unless build makes it one
+   * thread (cpu_dnnl_plan_threads). */
+  p->threads = width;
   cpu_omp_threads_n(p->threads);
   if (build(arg, p, st) || cpu_dnnl_plan_finish(p, st)) {
     cpu_dnnl_plan_free(p);
@@ -548,6 +555,7 @@ cpu_dnnl_plan *cpu_dnnl_cache_get(cpu_dnnl_cache *c, const cpu_key *key,
   }
   if (victim >= 0) {
     c->e[victim].key = *key;
+    c->e[victim].width = width;
     c->e[victim].plan = p;
     c->e[victim].busy = 1;
     c->e[victim].used = c->tick;

@@ -7,12 +7,15 @@
  * It runs no kernel itself (cpu_gemm.c, cpu_conv.c, cpu_pool.c,
  * cpu_eltwise.c, cpu_softmax.c, cpu_bnorm.c, cpu_bias.c, cpu_layernorm.c,
  * cpu_rnn.c, cpu_apply.c and cpu_arith.c do) but holds cpu_team, the
- * OpenMP region the last two share their loops through. It does not pin
+ * OpenMP region the last two share their loops through, and
+ * cpu_team_width, the team those regions and new oneDNN plans get (one
+ * thread while the cores are crowded: cpu_crowding.h). It does not pin
  * threads (the core's pool does; OpenMP's and OpenBLAS's own threads are
  * left where the system puts them). */
 #include <config.h>
 
 #include "cpu_kernels.h"
+#include "cpu_crowding.h"
 
 #include <assert.h>
 #include <stdatomic.h>
@@ -105,6 +108,9 @@ int cpu_kernels_init(wf_status *st) {
    * (cpu_lazy.c), or at once if it is open. */
   atomic_store(&inter_threads, inter);
   atomic_store(&intra_threads, intra);
+  /* [threads] adapt: off unless set true (-1: no config to say). */
+  cpu_crowd_enable(WF_HOST_HAS(wfx_host, config_int) &&
+                   wfx_host->config_int("threads", "adapt") == 1);
 #ifdef HAVE_OPENBLAS
   openblas_set_num_threads(intra);
 #endif
@@ -134,13 +140,36 @@ void cpu_threads(int32_t *inter_op, int32_t *intra_op) {
   *intra_op = atomic_load(&intra_threads);
 }
 
+/* The crowding last logged (the first thread to see a change logs it). */
+static atomic_int crowding_logged;
+
+int cpu_team_width(void) {
+  int32_t intra = atomic_load(&intra_threads);
+  int crowded;
+
+  if (intra <= 1)
+    return 1;
+  crowded = cpu_crowd_poll();
+  if (crowded != atomic_load_explicit(&crowding_logged, memory_order_relaxed) &&
+      atomic_exchange(&crowding_logged, crowded) != crowded)
+    wfx_host->log(WF_LOG_INFO, "device-cpu",
+                  crowded ? "other work crowds the cores: intra-op teams of "
+                            "one thread until a core is free"
+                          : "a core is free again: intra-op teams of %d "
+                            "threads",
+                  (int)intra);
+  return crowded ? 1 : (int)intra;
+}
+
 void cpu_omp_threads(void) { cpu_omp_threads_n(0); }
 
 void cpu_omp_threads_n(int32_t n) {
 #ifdef HAVE_DNNL
   int32_t intra = atomic_load(&intra_threads);
 
-  if (n <= 0 || n > intra)
+  if (n <= 0)
+    n = cpu_team_width();
+  if (n > intra)
     n = intra;
   if (omp_set_here != n) {
     omp_set_num_threads(n);
@@ -209,9 +238,9 @@ static char team_fork, team_join;
 CPU_TEAM_PLUMBING
 void cpu_team(cpu_team_fn *fn, void *arg, int share) {
 #ifdef HAVE_DNNL
-  int32_t intra = atomic_load(&intra_threads);
+  int32_t intra = share ? cpu_team_width() : 1;
 
-  if (!share || intra <= 1) {
+  if (intra <= 1) {
     fn(arg, 0, 1);
     return;
   }

@@ -133,26 +133,33 @@ void cpu_threads(int32_t *inter_op, int32_t *intra_op);
  * core type. At most size bytes, always terminated. */
 void cpu_kernels_describe(char *out, size_t size);
 
-/* Makes the calling thread's OpenMP team size the intra-op count (OpenMP
+/* The threads an intra-op team has now: the intra-op count, or 1 while
+ * other work crowds the cores when [threads] adapt = true
+ * (cpu_crowding.h). Samples the machine once a period. */
+int cpu_team_width(void);
+
+/* Makes the calling thread's OpenMP team size cpu_team_width() (OpenMP
  * keeps it per thread; executor threads start with the library default).
- * Cheap after the first call on a thread. */
+ * Cheap when it has not changed. */
 void cpu_omp_threads(void);
-/* The same with n threads (at most the intra-op count; n <= 0: the
- * intra-op count). */
+/* The same with n threads (at most the intra-op count; n <= 0:
+ * cpu_team_width()). */
 void cpu_omp_threads_n(int32_t n);
 
 /* Runs fn(arg, t, nt) for every t < nt: on the calling thread alone (nt =
- * 1) unless `share` is set and there are several intra-op threads, then on
- * an OpenMP team of the intra-op count (nt is the team's actual size).
- * Returns when every part has. Each part's writes happen before the
- * return, the caller's writes before the parts (also as ThreadSanitizer
- * sees it). Without oneDNN (no OpenMP), always on the calling thread. */
+ * 1) unless `share` is set and cpu_team_width() is more than 1, then on an
+ * OpenMP team of that width (nt is the team's actual size). Returns when
+ * every part has. Each part's writes happen before the return, the
+ * caller's writes before the parts (also as ThreadSanitizer sees it).
+ * Without oneDNN (no OpenMP), always on the calling thread. */
 typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
 
-/* The parts cpu_team(fn, arg, share) runs: 1 unless `share` is set and
- * there are several intra-op threads, then the intra-op count (at most:
- * an OpenMP team may come out smaller). */
+/* The most parts cpu_team(fn, arg, share) runs: 1 unless `share` is set
+ * and there are several intra-op threads, then the intra-op count. A team
+ * may come out smaller (one thread while the cores are crowded, or what
+ * OpenMP gives), never larger, so per-part buffers sized by it always
+ * suffice. */
 int cpu_team_size(int share);
 
 /* The CPUs the plugin's own AVX2 loops serve, each kernel by what was
@@ -332,8 +339,8 @@ typedef struct cpu_dnnl_plan {
    * back, without asking oneDNN again. */
   int fallback;
   /* The OpenMP team its primitives were made for and run with: 1 for
-   * work too small to share, 0 for the intra-op count (see
-   * cpu_dnnl_plan_threads). */
+   * work too small to share (see cpu_dnnl_plan_threads), else
+   * cpu_team_width() when the plan was made. */
   int threads;
 } cpu_dnnl_plan;
 
@@ -363,7 +370,7 @@ int cpu_dnnl_plan_step(cpu_dnnl_plan *p, const_dnnl_primitive_desc_t pd,
  * is made: oneDNN fixes a primitive's thread count when it is made. Below
  * WF_DNNL_SMALL_WORK the plan runs on the calling thread alone, where
  * waking the other threads and joining them costs more than they save;
- * plans whose build does not call it get the intra-op count. */
+ * plans whose build does not call it get cpu_team_width(). */
 void cpu_dnnl_plan_threads(cpu_dnnl_plan *p, int64_t work);
 
 /* Allocates the scratchpad for the steps added (call once, after the last
@@ -414,6 +421,7 @@ typedef int cpu_dnnl_build_fn(void *arg, cpu_dnnl_plan *p, wf_status *st);
 
 typedef struct cpu_dnnl_cache_entry {
   cpu_key key;
+  int width; /* cpu_team_width() when the plan was made */
   cpu_dnnl_plan *plan;
   uint64_t used; /* tick of the last get */
   int busy;

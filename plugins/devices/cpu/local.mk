@@ -12,6 +12,8 @@ DEVICE_CPU_SOURCES = \
 	plugins/devices/cpu/cpu_plugin.c \
 	plugins/devices/cpu/cpu_kernels.c \
 	plugins/devices/cpu/cpu_kernels.h \
+	plugins/devices/cpu/cpu_crowding.c \
+	plugins/devices/cpu/cpu_crowding.h \
 	plugins/devices/cpu/cpu_pieces.c \
 	plugins/devices/cpu/cpu_pieces.h
 DEVICE_CPU_CPPFLAGS = $(PLUGIN_CPPFLAGS) $(HWLOC_CFLAGS) $(NUMERICS_CPPFLAGS) \
