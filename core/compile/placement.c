@@ -155,11 +155,16 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
   p->device = wf__calloc((size_t)n + 1, sizeof *p->device);
   p->kernel = wf__calloc((size_t)n + 1, sizeof *p->kernel);
   int *parent = wf__calloc((size_t)n + 1, sizeof *parent);
+  /* The kept members of group r (r: its smallest id) in id order:
+   * member[start[r]] .. member[start[r + 1] - 1]. */
+  int *start = wf__calloc((size_t)n + 2, sizeof *start);
+  int *member = wf__calloc((size_t)n + 1, sizeof *member);
   /* fits[id * nd + d]: device d has a kernel for node id. */
   const wf__kernel **fits =
       wf__calloc((size_t)n * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *fits);
   unsigned char *ok = wf__calloc((size_t)(nd > 0 ? nd : 1), 1);
-  if (!p->device || !p->kernel || !parent || !fits || !ok ||
+  if (!p->device || !p->kernel || !parent || !start || !member || !fits ||
+      !ok ||
       wf__config_notes(rt, &p->config_notes, &p->num_config_notes)) {
     rc = wf_status_set(st, WF_RESOURCE_EXHAUSTED, "placement: out of memory");
     goto out;
@@ -193,6 +198,21 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
         unite(parent, id, in.node->id);
     }
   }
+  /* Each group's members, counted into place (a scan from each root would
+   * be quadratic in a graph of many small groups). */
+  for (int id = 0; id < n; id++)
+    if (keep[id])
+      start[find(parent, id) + 1]++;
+  for (int id = 0; id < n; id++)
+    start[id + 1] += start[id];
+  /* Filling moves start[r] on to the next group's first slot... */
+  for (int id = 0; id < n; id++)
+    if (keep[id])
+      member[start[find(parent, id)]++] = id;
+  /* ...so each start is its predecessor's now. */
+  for (int id = n; id > 0; id--)
+    start[id] = start[id - 1];
+  start[0] = 0;
   /* Place each group: a request of a member if it can be met, else the
    * first device in the runtime's order that every member can run on. */
   for (int root = 0; root < n; root++) {
@@ -202,9 +222,8 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
     int any = 0;
     for (int d = 0; d < nd; d++)
       ok[d] = rt->devices[d].desc.available;
-    for (int id = root; id < n; id++) {
-      if (!keep[id] || find(parent, id) != root)
-        continue;
+    for (int m = start[root]; m < start[root + 1]; m++) {
+      int id = member[m];
       const wf_node *node = g->nodes[id];
       if (node->op->def.flags & WF_OP_SOURCE_FED)
         continue;
@@ -242,10 +261,10 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
       /* Name every op of the group and where its kernels are. */
       char msg[2048];
       size_t used = 0;
-      for (int id = root; id < n && used < sizeof msg; id++) {
-        const wf_node *node = g->nodes[id];
-        if (!keep[id] || find(parent, id) != root ||
-            (node->op->def.flags & WF_OP_SOURCE_FED))
+      for (int m = start[root]; m < start[root + 1] && used < sizeof msg;
+           m++) {
+        const wf_node *node = g->nodes[member[m]];
+        if (node->op->def.flags & WF_OP_SOURCE_FED)
           continue;
         char have[1024];
         kernel_devices(rt, node, have, sizeof have);
@@ -274,10 +293,10 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
               "node '%s' asked for '%s' but runs on %s: %s", asker->name,
               asker->device, rt->devices[chosen].desc.name, why);
     }
-    for (int id = root; id < n; id++) {
+    for (int m = start[root]; m < start[root + 1]; m++) {
+      int id = member[m];
       const wf_node *node = g->nodes[id];
-      if (!keep[id] || find(parent, id) != root ||
-          (node->op->def.flags & WF_OP_SOURCE_FED))
+      if (node->op->def.flags & WF_OP_SOURCE_FED)
         continue;
       p->device[id] = chosen;
       p->kernel[id] = fits[(size_t)id * nd + chosen];
@@ -302,6 +321,8 @@ int wf__place(wf_runtime *rt, const wf_graph *g, const unsigned char *keep,
   }
 out:
   wf__free(parent);
+  wf__free(start);
+  wf__free(member);
   wf__free(fits);
   wf__free(ok);
   if (rc)

@@ -8,7 +8,9 @@
  * core/compile/optimize.c's. */
 #include <config.h>
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <weft/tensor.h>
@@ -85,23 +87,52 @@ wf_node *wf__pass_node(const wf_pass_ctx *ctx, int32_t i) {
   return i >= 0 && i < g->num_nodes ? g->nodes[i] : NULL;
 }
 
+/* The slots of c that read output o. */
+static int32_t slots_reading(const wf_node *c, wf_output o) {
+  int32_t count = 0;
+  for (int i = 0; i < c->num_inputs; i++)
+    if (c->inputs[i].node == o.node && c->inputs[i].index == o.index)
+      count++;
+  return count;
+}
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (wf_node *const *)a;
+  uintptr_t y = (uintptr_t) * (wf_node *const *)b;
+  return (x > y) - (x < y);
+}
+
+/* Consumer lists this long are sorted to find each consumer once (a
+ * node read by thousands would otherwise cost their square). */
+#define FEW_CONSUMERS 32
+
 int32_t wf__pass_num_consumers(const wf_pass_ctx *ctx, wf_output o) {
   (void)ctx;
   int32_t count = 0;
+  int n;
+  wf_node **sorted;
   if (!o.node)
     return 0;
+  n = o.node->num_data_consumers;
   /* A consumer appears once per slot it reads the node with; count the
-   * slots that read this output. */
-  for (int k = 0; k < o.node->num_data_consumers; k++) {
+   * slots that read this output, each consumer once. */
+  if (n > FEW_CONSUMERS &&
+      (sorted = wf__calloc((size_t)n, sizeof *sorted)) != NULL) {
+    memcpy(sorted, o.node->data_consumers, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_address);
+    for (int k = 0; k < n; k++)
+      if (k == 0 || sorted[k] != sorted[k - 1])
+        count += slots_reading(sorted[k], o);
+    wf__free(sorted);
+    return count;
+  }
+  for (int k = 0; k < n; k++) {
     const wf_node *c = o.node->data_consumers[k];
     int seen = 0;
     for (int j = 0; j < k && !seen; j++)
       seen = o.node->data_consumers[j] == c;
-    if (seen)
-      continue; /* its slots were counted the first time */
-    for (int i = 0; i < c->num_inputs; i++)
-      if (c->inputs[i].node == o.node && c->inputs[i].index == o.index)
-        count++;
+    if (!seen) /* else its slots were counted the first time */
+      count += slots_reading(c, o);
   }
   return count;
 }

@@ -29,8 +29,14 @@ static int topo_order(const wf_graph *g, const wf__signature *sig,
                       const unsigned char *keep, wf_node **order) {
   int n = g->num_nodes, head = 0, tail = 0;
   int *indeg = wf__calloc((size_t)n + 1, sizeof *indeg);
-  if (!indeg)
+  /* last[c]: 1 + the order position of the node whose consumers last
+   * reached c, so that a consumer listed once per slot is taken once. */
+  int *last = wf__calloc((size_t)n + 1, sizeof *last);
+  if (!indeg || !last) {
+    wf__free(indeg);
+    wf__free(last);
     return -1;
+  }
   for (int id = 0; id < n; id++) {
     if (!keep[id])
       continue;
@@ -48,19 +54,17 @@ static int topo_order(const wf_graph *g, const wf__signature *sig,
     const wf_node *nd = order[head++];
     for (int k = 0; k < nd->num_data_consumers; k++) {
       wf_node *c = nd->data_consumers[k];
-      if (!keep[c->id])
+      if (!keep[c->id] || last[c->id] == head)
         continue;
-      /* One consumer entry per consuming slot, each counted in indeg, but
-       * slots reading a fed output were not counted. */
+      last[c->id] = head;
+      /* c is listed once per slot reading nd, each slot counted in indeg
+       * unless it reads a fed output: all of them arrive now. */
       int counted = 0;
       for (int i = 0; i < c->num_inputs; i++)
         if (c->inputs[i].node == nd &&
             !wf__signature_fed(sig, nd, c->inputs[i].index, NULL))
           counted++;
-      int seen = 0;
-      for (int j = 0; j < k; j++)
-        seen += nd->data_consumers[j] == c;
-      if (seen < counted && --indeg[c->id] == 0)
+      if (counted > 0 && (indeg[c->id] -= counted) == 0)
         order[tail++] = c;
     }
     for (int k = 0; k < nd->num_control_consumers; k++) {
@@ -70,6 +74,7 @@ static int topo_order(const wf_graph *g, const wf__signature *sig,
     }
   }
   wf__free(indeg);
+  wf__free(last);
   return tail;
 }
 

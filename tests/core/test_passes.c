@@ -20,6 +20,7 @@
 
 #include "graph/graph_internal.h"
 #include "compile/optimize.h"
+#include "compile/plugin_passes.h"
 
 static wf_status *st;
 /* Runtimes whose configs switch the passes under test: none of them, each
@@ -968,8 +969,42 @@ static void test_cnn_trains_the_same_with_all_passes_on_and_off(void **state) {
   assert_true(nodes_on < nodes_off);
 }
 
+/* pass_num_consumers counts the slots reading one output, each consumer
+ * once however many slots it reads the node with, the same way whether the
+ * node has a few consumers (compared in turn) or many (sorted first). */
+static void test_pass_num_consumers_counts_slots_of_one_output(void **state) {
+  (void)state;
+  wf_graph *g = wf_graph_new(rt_none);
+  assert_non_null(g);
+  float four[4] = {1, 2, 3, 4};
+  int64_t d4[1] = {4};
+  wf_node_desc *d = wf_node_desc_new(g, "Split", NULL);
+  wf_node_desc_add_input(d, konst(g, WF_FLOAT32, d4, 1, four));
+  wf_node_desc_set_attr_int(d, "num_split", 2);
+  wf_node *split = finish(d);
+  wf_output s0 = {split, 0}, s1 = {split, 1}, one = scalar_f(g, 1);
+  for (int i = 0; i < 40; i++)
+    op2(g, "Add", s0, s0);
+  for (int i = 0; i < 5; i++)
+    op2(g, "Add", s0, s1);
+  for (int i = 0; i < 3; i++)
+    op2(g, "Mul", s1, one);
+  wf_output y = op2(g, "Mul", one, one);
+  for (int i = 0; i < 4; i++)
+    op2(g, "Add", y, y);
+  assert_true(split->num_data_consumers > 32); /* the sorted way */
+  assert_int_equal(wf__pass_num_consumers(NULL, s0), 40 * 2 + 5);
+  assert_int_equal(wf__pass_num_consumers(NULL, s1), 5 + 3);
+  assert_true(one.node->num_data_consumers <= 32); /* the way in turn */
+  assert_int_equal(wf__pass_num_consumers(NULL, one), 3 + 2);
+  assert_int_equal(wf__pass_num_consumers(NULL, y), 4 * 2);
+  assert_int_equal(wf__pass_num_consumers(NULL, (wf_output){NULL, 0}), 0);
+  wf_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pass_num_consumers_counts_slots_of_one_output),
       cmocka_unit_test(
           test_cse_merges_equal_nodes_and_swapped_commutative_inputs),
       cmocka_unit_test(test_cse_survivor_takes_over_control_consumers),
