@@ -64,6 +64,10 @@ include bench/data_parallel.mk
 include bench/allreduce.mk
 include bench/gemm_cuda.mk
 
+# crowded: bench/train alone, two side by side and beside a busy loop, with
+# the CPU plugin's [threads] adapt off and on (bench/crowded.sh).
+EXTRA_DIST += bench/crowded.sh
+
 # serve: `weft serve` under wrk on loopback against the cnn saved model
 # (bench/serve.sh), and serve_inproc, the same run in-process.
 noinst_PROGRAMS += bench/serve_inproc
