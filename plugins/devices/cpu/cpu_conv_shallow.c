@@ -13,7 +13,9 @@
  * zero-bordered buffer of the thread's, so that the loops never test a
  * border. Rows of output are shared by the intra-op threads. For
  * _FusedConv2DMaxPool (2x2, stride 2) two rows go to a buffer of the
- * thread's and only their pooling is stored.
+ * thread's and only their pooling is stored (sixteen lanes to a vector on
+ * AVX-512, a plain maximum after a ReLU: bench/cnn_infer at batch 64
+ * 4-10% faster than eight lanes and the NaN-aware maximum).
  *
  * Why: oneDNN 2.6's kernel for this shape (its "first layer" path) ran the
  * cnn's first convolution (1 -> 16 channels, 28x28, SAME, batch 64) at 81
@@ -231,17 +233,44 @@ static void shallow_any_row(const shallow_job *j, const float *buf,
 }
 
 /* Row pr of the 2x2 max pooling of rows a and b (ow positions of k
- * channels each). */
+ * channels each), channels from c0 (eight at a time). After a ReLU no
+ * value is NaN or -0, so the plain maximum gives cpu_max2x2's bits. */
 SHALLOW_TARGET static void pool_rows(const float *a, const float *b,
-                                     int64_t ow, int64_t k, float *pr) {
+                                     int64_t ow, int64_t k, int64_t c0,
+                                     int relu, float *pr) {
   for (int64_t px = 0; px < ow / 2; px++)
-    for (int64_t c = 0; c < k; c += 8) {
+    for (int64_t c = c0; c < k; c += 8) {
       const float *a0 = a + 2 * px * k + c, *b0 = b + 2 * px * k + c;
+      __m256 v00 = _mm256_loadu_ps(a0), v01 = _mm256_loadu_ps(a0 + k);
+      __m256 v10 = _mm256_loadu_ps(b0), v11 = _mm256_loadu_ps(b0 + k);
+
       _mm256_storeu_ps(pr + px * k + c,
-                       cpu_max2x2(_mm256_loadu_ps(a0), _mm256_loadu_ps(a0 + k),
-                                  _mm256_loadu_ps(b0),
-                                  _mm256_loadu_ps(b0 + k)));
+                       relu ? _mm256_max_ps(_mm256_max_ps(v00, v01),
+                                            _mm256_max_ps(v10, v11))
+                            : cpu_max2x2(v00, v01, v10, v11));
     }
+}
+
+/* The same sixteen channels to a vector (AVX-512), then pool_rows for
+ * the last eight. */
+SHALLOW_TARGET16 static void pool_rows16(const float *a, const float *b,
+                                         int64_t ow, int64_t k, int relu,
+                                         float *pr) {
+  const int64_t k16 = k / 16 * 16;
+
+  for (int64_t px = 0; px < ow / 2; px++)
+    for (int64_t c = 0; c < k16; c += 16) {
+      const float *a0 = a + 2 * px * k + c, *b0 = b + 2 * px * k + c;
+      __m512 v00 = _mm512_loadu_ps(a0), v01 = _mm512_loadu_ps(a0 + k);
+      __m512 v10 = _mm512_loadu_ps(b0), v11 = _mm512_loadu_ps(b0 + k);
+
+      _mm512_storeu_ps(pr + px * k + c,
+                       relu ? _mm512_max_ps(_mm512_max_ps(v00, v01),
+                                            _mm512_max_ps(v10, v11))
+                            : cpu_max2x2_16(v00, v01, v10, v11));
+    }
+  if (k16 < k)
+    pool_rows(a, b, ow, k, k16, relu, pr);
 }
 
 /* The rows of the forward's loop: the n x oh output rows, or pooled the
@@ -277,8 +306,11 @@ static void shallow_part(void *arg, int t, int nt) {
         float *two = buf + image;
         shallow_any_row(j, buf, 2 * (r % per), two);
         shallow_any_row(j, buf, 2 * (r % per) + 1, two + row);
-        pool_rows(two, two + row, j->ow, j->k,
-                  j->y + r * (j->ow / 2) * j->k);
+        float *pr = j->y + r * (j->ow / 2) * j->k;
+        if (j->wide)
+          pool_rows16(two, two + row, j->ow, j->k, j->relu, pr);
+        else
+          pool_rows(two, two + row, j->ow, j->k, 0, j->relu, pr);
       } else {
         shallow_any_row(j, buf, r % per, j->y + r * j->ow * j->k);
       }

@@ -64,6 +64,22 @@ cpu_max2x2(__m256 a, __m256 b, __m256 c, __m256 d) {
                                     _mm256_cmp_ps(d, d, _CMP_UNORD_Q)));
   return m;
 }
+
+/* The same sixteen lanes to a vector, on CPUs with AVX-512. */
+__attribute__((target("avx512f"))) static inline __m512
+cpu_max2x2_16(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 m = a;
+  m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, m, _CMP_GT_OQ) |
+                               _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q),
+                           m, b);
+  m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(c, m, _CMP_GT_OQ) |
+                               _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q),
+                           m, c);
+  m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(d, m, _CMP_GT_OQ) |
+                               _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q),
+                           m, d);
+  return m;
+}
 #endif
 
 /* ---- Winograd's F(2x2,3x3) in the plugin's own loops (cpu_winograd.c) -- */

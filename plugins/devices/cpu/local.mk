@@ -37,6 +37,7 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_gemm.c \
 	plugins/devices/cpu/cpu_conv.c \
 	plugins/devices/cpu/cpu_winograd.c \
+	plugins/devices/cpu/cpu_winograd_lanes.h \
 	plugins/devices/cpu/cpu_conv_shallow.c \
 	plugins/devices/cpu/cpu_pool.c \
 	plugins/devices/cpu/cpu_eltwise.c \
