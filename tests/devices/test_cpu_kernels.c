@@ -1416,7 +1416,13 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
       {1, 9, 11, 16, 32}, {8, 28, 28, 1, 16}, {4, 14, 14, 16, 32},
       /* the Winograd products' blocks of output channels: 32 and a last
        * 16 (AVX-512), 16 (AVX2) */
-      {2, 10, 10, 8, 48}, {1, 8, 12, 64, 64}, {2, 6, 6, 24, 16}};
+      {2, 10, 10, 8, 48}, {1, 8, 12, 64, 64}, {2, 6, 6, 24, 16},
+      /* the shallow loops pooling two rows in registers (AVX-512):
+       * blocks of 8, 4 and 2 positions, 32 and 48 channels; the
+       * Winograd loops' 4x4 tiles reaching past the output by one and
+       * by two and three rows and columns, and 2x2 tiles (10x6) */
+      {2, 17, 19, 3, 32}, {1, 12, 26, 2, 48}, {1, 13, 11, 16, 16},
+      {2, 12, 12, 32, 32}, {1, 10, 6, 8, 16}};
 
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     for (int fl = 0; fl < 2; fl++) {

@@ -82,7 +82,8 @@ cpu_max2x2_16(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 #endif
 
-/* ---- Winograd's F(2x2,3x3) in the plugin's own loops (cpu_winograd.c) -- */
+/* ---- Winograd's F(2x2,3x3) and F(4x4,3x3) in the plugin's own loops
+ * (cpu_winograd.c) ----------------------------------------------------- */
 
 typedef struct opc_fused opc_fused;
 
