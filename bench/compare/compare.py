@@ -393,7 +393,9 @@ def main():
     print(f"FMA peak (bench/fma_peak, 2 threads): "
           f"{fmt(peak)} GFLOP/s; workload GFLOP/s count the products and "
           f"convolutions only, training as 3x the forward pass less the "
-          f"first layer's input gradient.")
+          f"first layer's input gradient, by the direct algorithm: "
+          f"Winograd's convolutions do fewer multiply-adds, so a row "
+          f"using them may pass 100%.")
     vers = []
     for side, bname in (("torch", "train"), ("tf", "train"),
                         ("ort", "cnn-infer")):
