@@ -134,10 +134,25 @@ wf_graph *wf__graph_new(wf_runtime *rt, wf__op_lookup_fn *find_op,
   return g;
 }
 
+/* The tensor of attribute v when it is one tensor in a buffer of the
+ * core's own (OWNED), else NULL. */
+static wf_tensor *owned_attr_tensor(const wf_attr_value *v) {
+  wf_tensor *t;
+
+  if (v->type != WF_ATTR_TENSOR || !v->u.tensor)
+    return NULL;
+  t = (wf_tensor *)v->u.tensor;
+  return t->wrapped == WF__TENSOR_OWNED ? t : NULL;
+}
+
 static void node_free(wf_node *n) {
   if (!n)
     return;
   for (int i = 0; i < n->num_attrs; i++) {
+    /* its holder may write it once no node holds it (node_new) */
+    wf_tensor *t = owned_attr_tensor(&n->attrs[i].v);
+    if (t)
+      wf__tensor_attr_drop(t);
     wf__free(n->attrs[i].name);
     wf__attr_clear(&n->attrs[i].v);
   }
@@ -1169,6 +1184,21 @@ static wf_node *build_node(pending *p, wf_status *st) {
       goto oom;
     }
     n->num_attrs++;
+  }
+  /* A tensor attribute (a Const's value) is never written while the node
+   * holds it: with the node's reference nobody holds the only one
+   * (weft/tensor.h), and the core writes no attribute. So its bytes get a
+   * version (the host table's tensor_version), which kernels that keep
+   * something made from them (oneDNN's reordered weights, the Winograd
+   * loops' transformed filters) check instead of comparing the bytes on
+   * every call, the same while any node holds it (a compiled copy of the
+   * graph too); node_free takes it back after the last. Buffers that are
+   * not the core's (wrapped: the caller's, or shared with a parent) stay
+   * unversioned. */
+  for (int k = 0; k < n->num_attrs; k++) {
+    wf_tensor *t = owned_attr_tensor(&n->attrs[k].v);
+    if (t)
+      wf__tensor_attr_hold(t);
   }
   if (make_outputs(p, n, st) ||
       run_shape_fn(n, NULL, NULL, n->output_shapes, 1, st))

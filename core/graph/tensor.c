@@ -180,6 +180,7 @@ void wf__tensor_fill(wf_tensor *t, wf_dtype dtype, const int64_t *dims,
   t->epoch = 0;
   t->mem = NULL;
   atomic_init(&t->version, 0);
+  atomic_init(&t->attr_holds, 0);
 }
 
 /* ---- content versions ---------------------------------------------------- */
@@ -196,6 +197,16 @@ uint64_t wf__tensor_stamp(wf_tensor *t) {
 
 void wf__tensor_unstamp(wf_tensor *t) {
   atomic_store_explicit(&t->version, 0, memory_order_release);
+}
+
+void wf__tensor_attr_hold(wf_tensor *t) {
+  if (atomic_fetch_add_explicit(&t->attr_holds, 1, memory_order_acq_rel) == 0)
+    wf__tensor_stamp(t);
+}
+
+void wf__tensor_attr_drop(wf_tensor *t) {
+  if (atomic_fetch_sub_explicit(&t->attr_holds, 1, memory_order_acq_rel) == 1)
+    wf__tensor_unstamp(t);
 }
 
 uint64_t wf__tensor_version(const wf_tensor *t) {

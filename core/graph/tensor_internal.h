@@ -32,8 +32,11 @@ struct wf_tensor {
    * always WRAPPED, their dealloc giving them back to the device. */
   const struct wf__device *mem;
   /* 0, or the content's version while a variable holds the tensor as its
-   * value (wf__tensor_stamp): see the host table's tensor_version. */
+   * value or nodes hold it as an attribute (wf__tensor_stamp): see the
+   * host table's tensor_version. */
   atomic_uint_fast64_t version;
+  /* The nodes holding it as a tensor attribute (wf__tensor_attr_hold). */
+  atomic_int attr_holds;
 };
 
 /* wf_tensor.wrapped. Only OWNED and VIEW buffers may ever be written over
@@ -108,9 +111,16 @@ const char *wf__tensor_memory_name(const wf_tensor *t);
  * version stays the same its bytes do too (the only other holders may not
  * write it: weft/tensor.h). wf__tensor_unstamp makes it 0 ("not known")
  * when the variable lets go of t, after which its last holder may write
- * it unseen. */
+ * it unseen.
+ * wf__tensor_attr_hold counts a node taking t (OWNED) as a tensor
+ * attribute, which nobody writes while a node holds it: the first one
+ * stamps t; wf__tensor_attr_drop, when the node goes, unstamps it after
+ * the last. (A variable letting go of the same tensor meanwhile makes it
+ * 0 early: a lost shortcut, never a stale version.) */
 uint64_t wf__tensor_stamp(wf_tensor *t);
 void wf__tensor_unstamp(wf_tensor *t);
+void wf__tensor_attr_hold(wf_tensor *t);
+void wf__tensor_attr_drop(wf_tensor *t);
 uint64_t wf__tensor_version(const wf_tensor *t);
 
 /* Sets every member of t (storage the caller owns) for a tensor of dtype

@@ -791,6 +791,49 @@ static void test_graph_keeps_tensor_attribute_alive(void **state) {
   assert_int_equal(s.dims[0], 2);
 }
 
+/* A tensor attribute of the core's own (a Const's value) has a version
+ * while nodes hold it: nobody may write it then, so kernels keeping
+ * something made from it check the version instead of the bytes. It stays
+ * the same while any node holds the tensor (copies of a graph made while
+ * compiling come and go) and is taken back when the last goes, after
+ * which its last holder may write it again. A wrapped buffer (the
+ * caller's) never gets one. */
+static void test_node_versions_its_tensor_attributes(void **state) {
+  fixture *f = *state;
+  int64_t dims[] = {2};
+  float mine[2] = {1, 2};
+  wf_tensor *t = wf_tensor_new(WF_FLOAT32, dims, 1, f->st);
+  wf_tensor *w = wf_tensor_wrap(WF_FLOAT32, dims, 1, mine, sizeof mine, NULL,
+                                NULL, f->st);
+  wf_graph *g[2] = {wf_graph_new(rt), wf_graph_new(rt)};
+  uint64_t first;
+
+  assert_non_null(t);
+  assert_non_null(w);
+  assert_true(g[0] && g[1]);
+  assert_int_equal(wf__tensor_version(t), 0);
+  for (int i = 0; i < 3; i++) {
+    wf_node_desc *d = wf_node_desc_new(g[i / 2], "Const", NULL);
+    wf_node_desc_set_attr_tensor(d, "value", i == 1 ? w : t);
+    wf_node_desc_set_attr_dtype(d, "dtype", WF_FLOAT32);
+    assert_non_null(wf_node_desc_finish(d, f->st));
+    if (i == 0) {
+      first = wf__tensor_version(t);
+      assert_true(first != 0);
+    }
+  }
+  assert_int_equal(wf__tensor_version(w), 0);
+  /* another node (of another graph) taking it keeps the version */
+  assert_true(wf__tensor_version(t) == first);
+  wf_graph_free(g[0]);
+  assert_true(wf__tensor_version(t) == first);
+  /* the last node going takes it back */
+  wf_graph_free(g[1]);
+  assert_int_equal(wf__tensor_version(t), 0);
+  wf_tensor_release(t);
+  wf_tensor_release(w);
+}
+
 /* ---- names and scopes ---------------------------------------------------- */
 
 static void test_graph_makes_unique_names_from_the_op(void **state) {
@@ -1091,6 +1134,7 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_graph_refuses_unknown_op),
+      T(test_node_versions_its_tensor_attributes),
       T(test_graph_refuses_invalid_names),
       T(test_graph_refuses_taken_name),
       T(test_graph_refuses_wrong_number_of_inputs),

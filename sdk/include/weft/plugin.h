@@ -748,10 +748,12 @@ typedef struct wf_host {
   /* A version of t's bytes, or 0 when the core cannot vouch for them.
    * Non-zero while a variable holds t as its value: then every write goes
    * through var_lock, and each lock and unlock gives t a version no tensor
-   * had before, so while the number stays the same, t's bytes do too. A
-   * kernel that keeps something made from an input (oneDNN's reordered
-   * weights) keeps its address and version and checks both on the next
-   * call; on 0 it must compare the bytes themselves. */
+   * had before, so while the number stays the same, t's bytes do too.
+   * Non-zero too while a node holds t, a tensor of the core's own, as an
+   * attribute (a Const's value), which nobody writes. A kernel that keeps
+   * something made from an input (oneDNN's reordered weights) keeps its
+   * address and version and checks both on the next call; on 0 it must
+   * compare the bytes themselves. */
   uint64_t (*tensor_version)(const wf_tensor *t);
   /* Importers: adds the gradient of the sum of y's elements with respect
    * to each of xs (outputs of the model's nodes) as weft's autodiff does
