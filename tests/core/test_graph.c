@@ -806,7 +806,7 @@ static void test_node_versions_its_tensor_attributes(void **state) {
   wf_tensor *w = wf_tensor_wrap(WF_FLOAT32, dims, 1, mine, sizeof mine, NULL,
                                 NULL, f->st);
   wf_graph *g[2] = {wf_graph_new(rt), wf_graph_new(rt)};
-  uint64_t first;
+  uint64_t first = 0;
 
   assert_non_null(t);
   assert_non_null(w);
