@@ -542,9 +542,10 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   j.pool = pool;
   j.wide = __builtin_cpu_supports("avx512f");
   /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
-   * multiply-adds one unit); pieces of an image's rows at least, so that
-   * one image is its shares */
-  share = n * oh * ow * c * k * kh * kw / 8 >= WF_DNNL_SMALL_WORK;
+   * multiply-adds one unit, of the vectors the rows use); pieces of an
+   * image's rows at least, so that one image is its shares */
+  share = n * oh * ow * c * k * kh * kw / (j.wide ? 16 : 8) >=
+          WF_DNNL_SMALL_WORK;
   cpu_pieces_init(&j.pieces, n * shallow_rows_per_image(&j), 1,
                   shallow_rows_per_image(&j), cpu_team_size(share));
   cpu_team(shallow_part, &j, share);
