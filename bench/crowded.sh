@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench/crowded.sh — training on cores that other work shares, with the
 # CPU plugin's [threads] adapt off (the default) and on: bench/train alone,
-# two of it side by side, and one beside a busy loop pinned to one CPU.
+# two of it side by side, one beside a busy loop pinned to one CPU, and one
+# beside bursts on one CPU (bench/burst: busy 2 ms of every 10, the way a
+# host takes a virtual machine's core now and then).
 # One JSON line per run (samples/s of each process); nothing is judged.
 #
 #   bench/crowded.sh [MODEL ...]   (from the build directory; default: mlp
@@ -44,5 +46,12 @@ for model in "$@"; do
     wait "$hog" 2>/dev/null || true
     hog=
     echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"beside a busy loop on one CPU\",\"samples_per_s\":[${b:-null}]}"
+    "$top/bench/burst" --busy 2 --period 10 > /dev/null &
+    hog=$!
+    b=$(rate "$model" "$conf")
+    kill "$hog"
+    wait "$hog" 2>/dev/null || true
+    hog=
+    echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"beside bursts on one CPU (2 ms of 10)\",\"samples_per_s\":[${b:-null}]}"
   done
 done

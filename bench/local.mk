@@ -64,8 +64,9 @@ include bench/data_parallel.mk
 include bench/allreduce.mk
 include bench/gemm_cuda.mk
 
-# crowded: bench/train alone, two side by side and beside a busy loop, with
-# the CPU plugin's [threads] adapt off and on (bench/crowded.sh).
+# crowded: bench/train alone, two side by side, beside a busy loop and
+# beside bursts (bench/burst), with the CPU plugin's [threads] adapt off and
+# on (bench/crowded.sh).
 EXTRA_DIST += bench/crowded.sh
 
 # serve: `weft serve` under wrk on loopback against the cnn saved model
@@ -97,3 +98,9 @@ EXTRA_DIST += bench/onnx_vs_ort.py
 noinst_PROGRAMS += bench/fma_peak
 bench_fma_peak_SOURCES = bench/fma_peak.c
 bench_fma_peak_LDADD = $(PTHREAD_LIBS)
+
+# burst: a load busy a few milliseconds of every few on one CPU, until
+# killed; what bench/crowded.sh and bench/compare's --burst run beside a
+# benchmark. Needs nothing from weft.
+noinst_PROGRAMS += bench/burst
+bench_burst_SOURCES = bench/burst.c

@@ -13,9 +13,15 @@ nothing beyond printing whether a target holds in this run.
 Of a peer's modes (PyTorch eager / compiled, TensorFlow XLA off / on) the
 one with the better median is kept per workload, and the table names it.
 
+With --burst BUSY/PERIOD every timed run (each side's alike) has
+bench/burst beside it, busy BUSY ms of every PERIOD ms on the last CPU:
+a disturbance that can be repeated, where the host's own comes when it
+will; the spread and the fall from a run without it show how much of a
+core's short absences each side turns into lost speed.
+
   python3 compare.py --top BUILD [--python PY] [--rounds 3] [--limit N]
                      [--only mlp,transformer] [--modes eager,compile]
-                     [--accuracy] [--markdown]
+                     [--burst 2/10] [--accuracy] [--markdown]
 """
 import argparse
 import json
@@ -68,6 +74,48 @@ TRAIN_SECONDS = {"mlp": 3, "cnn": 6, "transformer": 10}
 
 def train_flops(model):
     return 3 * FWD_FLOPS[model] - FIRST_LAYER_FLOPS[model]
+
+
+class Burst:
+    """bench/burst running beside each timed run while the context lasts
+    (nothing when spec is empty)."""
+
+    def __init__(self, program, spec):
+        self.cmd = None
+        if spec:
+            busy, period = spec.split("/")
+            self.cmd = [program, "--busy", busy, "--period", period]
+        self.proc = None
+        self.shares = []  # the CPU share each burst process had
+
+    def __enter__(self):
+        if self.cmd:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE,
+                                         text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc:
+            self.proc.terminate()
+            out, _ = self.proc.communicate()
+            for line in out.splitlines():
+                if line.startswith("{"):
+                    self.shares.append(json.loads(line).get("cpu_share"))
+            self.proc = None
+        return False
+
+
+def burst_spec(text):
+    """'BUSY/PERIOD' in ms, 0 < BUSY <= PERIOD; argparse's type."""
+    try:
+        busy, period = (float(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not BUSY/PERIOD in milliseconds (e.g. 2/10)")
+    if not 0 < busy <= period:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': BUSY must be above 0 and at most PERIOD")
+    return text
 
 
 def describe(env):
@@ -172,6 +220,9 @@ def main():
     p.add_argument("--accuracy", action="store_true",
                    help="also train the transformer 3 epochs on each side "
                         "and print the test accuracies (slow)")
+    p.add_argument("--burst", type=burst_spec, default=None,
+                   help="BUSY/PERIOD: bench/burst beside every timed run, "
+                        "busy BUSY ms of every PERIOD ms on the last CPU")
     p.add_argument("--markdown", action="store_true",
                    help="print the table in Markdown")
     a = p.parse_args()
@@ -227,6 +278,7 @@ def main():
                          "tf": tf_cmds(["dispatch"], False)})
 
     sides = {n: Side(n) for n in ("weft", "torch", "tf", "ort")}
+    burst = Burst(bench("burst"), a.burst)
     loads = {}
     for name in WORKLOADS:
         if only and name not in only:
@@ -234,12 +286,14 @@ def main():
         wcmd, pcmds = plan[name]
         print(f"{name} ({load()}):", file=sys.stderr, flush=True)
         for r in range(a.rounds):
-            sides["weft"].add(name, "", run_json(wcmd))
+            with burst:
+                sides["weft"].add(name, "", run_json(wcmd))
             for peer in ("torch", "tf", "ort"):
                 if peer not in peers:
                     continue
                 for mode, cmd, env in pcmds.get(peer, []):
-                    sides[peer].add(name, mode, run_json(cmd, env))
+                    with burst:
+                        sides[peer].add(name, mode, run_json(cmd, env))
         loads[name] = load()
 
     accuracy = {}
@@ -412,6 +466,12 @@ def main():
               "threads")
     for side, text in accuracy.items():
         print(f"transformer accuracy, {side}: {text}")
+    if burst.shares:
+        shares = [x for x in burst.shares if x is not None]
+        print(f"beside every timed run: bench/burst, busy {a.burst} ms on "
+              f"the last CPU; the CPU share it had: "
+              f"{min(shares):.3f}-{max(shares):.3f}" if shares else
+              f"beside every timed run: bench/burst {a.burst}")
     for name, l in loads.items():
         print(f"  after {name}: {l}")
     print(f"machine: {os.cpu_count()} cpus; {start_load} at start, "

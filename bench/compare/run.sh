@@ -44,5 +44,5 @@ if [ ! -f "$top/Makefile" ]; then
   exit 1
 fi
 make -C "$top" -j2 bench/train bench/cnn_infer bench/gemm bench/dispatch \
-  bench/fma_peak examples/train_fashion >&2
+  bench/fma_peak bench/burst examples/train_fashion >&2
 exec "$PYTHON" "$here/compare.py" --top "$top" --python "$PYTHON" "$@"
