@@ -28,6 +28,20 @@ rate() {
     sed -n 's/.*"samples_per_s":\([0-9.]*\).*/\1/p' | tail -1
 }
 
+# One line for model $model under config $conf ($adapt) with the command
+# $2... running beside it (killed after), case named $1.
+beside() {
+  name=$1
+  shift
+  "$@" > /dev/null &
+  hog=$!
+  b=$(rate "$model" "$conf")
+  kill "$hog"
+  wait "$hog" 2>/dev/null || true
+  hog=
+  echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"$name\",\"samples_per_s\":[${b:-null}]}"
+}
+
 for model in "$@"; do
   for adapt in off on; do
     conf="$tmp/$adapt.conf"
@@ -38,20 +52,10 @@ for model in "$@"; do
     rate "$model" "$conf" > "$tmp/r2"
     wait "$p1"
     echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"side by side\",\"samples_per_s\":[$(cat "$tmp/r1"),$(cat "$tmp/r2")]}"
-    taskset -c "$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')" \
-      sh -c 'while :; do :; done' &
-    hog=$!
-    b=$(rate "$model" "$conf")
-    kill "$hog"
-    wait "$hog" 2>/dev/null || true
-    hog=
-    echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"beside a busy loop on one CPU\",\"samples_per_s\":[${b:-null}]}"
-    "$top/bench/burst" --busy 2 --period 10 > /dev/null &
-    hog=$!
-    b=$(rate "$model" "$conf")
-    kill "$hog"
-    wait "$hog" 2>/dev/null || true
-    hog=
-    echo "{\"bench\":\"crowded\",\"model\":\"$model\",\"adapt\":\"$adapt\",\"case\":\"beside bursts on one CPU (2 ms of 10)\",\"samples_per_s\":[${b:-null}]}"
+    beside "beside a busy loop on one CPU" \
+      taskset -c "$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')" \
+      sh -c 'while :; do :; done'
+    beside "beside bursts on one CPU (2 ms of 10)" \
+      "$top/bench/burst" --busy 2 --period 10
   done
 done

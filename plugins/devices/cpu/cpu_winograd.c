@@ -289,20 +289,6 @@ typedef struct wino_job {
 #define WL_MAX4(a, b, c, d) cpu_max2x2(a, b, c, d)
 #define WL_MAX(a, b) _mm256_max_ps(a, b)
 #include "cpu_winograd_lanes.h"
-#undef WL_NAME
-#undef WL_TARGET
-#undef WL_LANES
-#undef WL_VEC
-#undef WL_LOAD
-#undef WL_STORE
-#undef WL_ZERO
-#undef WL_ADD
-#undef WL_SUB
-#undef WL_FMA
-#undef WL_SET1
-#undef WL_RELU
-#undef WL_MAX4
-#undef WL_MAX
 
 #define WINO_TARGET512 __attribute__((target("avx512f,fma")))
 #define WL_NAME(f) f##16
@@ -320,20 +306,6 @@ typedef struct wino_job {
 #define WL_MAX4(a, b, c, d) cpu_max2x2_16(a, b, c, d)
 #define WL_MAX(a, b) _mm512_max_ps(a, b)
 #include "cpu_winograd_lanes.h"
-#undef WL_NAME
-#undef WL_TARGET
-#undef WL_LANES
-#undef WL_VEC
-#undef WL_LOAD
-#undef WL_STORE
-#undef WL_ZERO
-#undef WL_ADD
-#undef WL_SUB
-#undef WL_FMA
-#undef WL_SET1
-#undef WL_RELU
-#undef WL_MAX4
-#undef WL_MAX
 
 /* V[p][t][c] for the tiles t0 .. t0 + WINO_T - 1 (zeros from end on):
  * whole vectors of sixteen channels on AVX-512, the rest eight at a

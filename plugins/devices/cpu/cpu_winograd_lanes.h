@@ -1,6 +1,6 @@
 /* plugins/devices/cpu/cpu_winograd_lanes.h — the transforms of
  * cpu_winograd.c at one vector width, included there once per width with
- * these macros defined (and undefined after):
+ * these macros defined (this header undefines them at its end):
  *   WL_NAME(f)   the function's name at this width (f ## 8, f ## 16)
  *   WL_TARGET    its target attribute
  *   WL_LANES     floats to a vector
@@ -315,3 +315,17 @@ WL_TARGET static int64_t WL_NAME(output4_lanes)(const wino_job *j,
 
 #undef WL_BT6
 #undef WL_AT6
+#undef WL_NAME
+#undef WL_TARGET
+#undef WL_LANES
+#undef WL_VEC
+#undef WL_LOAD
+#undef WL_STORE
+#undef WL_ZERO
+#undef WL_ADD
+#undef WL_SUB
+#undef WL_FMA
+#undef WL_SET1
+#undef WL_RELU
+#undef WL_MAX4
+#undef WL_MAX
