@@ -541,11 +541,9 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   j.relu = in_place && fu->act == OPC_ACT_RELU;
   j.pool = pool;
   j.wide = __builtin_cpu_supports("avx512f");
-  /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
-   * multiply-adds one unit, of the vectors the rows use); pieces of an
-   * image's rows at least, so that one image is its shares */
-  share = n * oh * ow * c * k * kh * kw / (j.wide ? 16 : 8) >=
-          WF_DNNL_SMALL_WORK;
+  /* pieces of an image's rows at least, so that one image is its
+   * shares */
+  share = cpu_loops_share(n * oh * ow * c * k * kh * kw, j.wide);
   cpu_pieces_init(&j.pieces, n * shallow_rows_per_image(&j), 1,
                   shallow_rows_per_image(&j), cpu_team_size(share));
   cpu_team(shallow_part, &j, share);
@@ -577,7 +575,7 @@ int cpu_shallow_filter_grad(const float *x, const float *dy, float *dw,
   shallow_grad_job gj = {.part = NULL};
   shallow_job *j = &gj.g;
   int64_t sums = kh * kw * c * k;
-  int share = n * oh * ow * c * k * kh * kw / 8 >= WF_DNNL_SMALL_WORK;
+  int share = cpu_loops_share(n * oh * ow * c * k * kh * kw, 0);
 
   /* g.y is the output's gradient, read only */
   shallow_geometry(j, x, (float *)dy, n, h, wd, c, k, kh, kw, sh, sw, oh, ow,

@@ -82,6 +82,14 @@ cpu_max2x2_16(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 #endif
 
+/* Whether the own convolution loops hand a call of `macs` multiply-adds
+ * (the direct algorithm's) to the intra-op team: oneDNN's plans' rule
+ * (cpu_dnnl_plan_threads), one unit a vector of the width the loops run,
+ * sixteen lanes when `wide` (AVX-512), else eight. */
+static inline int cpu_loops_share(int64_t macs, int wide) {
+  return macs / (wide ? 16 : 8) >= WF_DNNL_SMALL_WORK;
+}
+
 /* ---- Winograd's F(2x2,3x3) and F(4x4,3x3) in the plugin's own loops
  * (cpu_winograd.c) ----------------------------------------------------- */
 

@@ -538,10 +538,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
   }
   if (!current)
     rc = filter_make(f, w, wversion, c, k, m, st);
-  /* the direct kernel's rule for sharing (cpu_conv.c: a vector of
-   * multiply-adds one unit, of the vectors the products use) on the direct
-   * algorithm's work */
-  int share = n * oh * ow * c * k * 9 / (j.wide ? 16 : 8) >= WF_DNNL_SMALL_WORK;
+  int share = cpu_loops_share(n * oh * ow * c * k * 9, j.wide);
   int parts = cpu_team_size(share);
   /* each part's V (np x WINO_T x c) and M (np x WINO_T x k) */
   j.part_floats = ((int64_t)j.np * WINO_T * (c + k) + 15) / 16 * 16;
