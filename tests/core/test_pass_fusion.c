@@ -8,6 +8,8 @@
  * would run on another device (test-memdev's Relu, first in the device
  * order) stays apart, so that no fused op pulls it onto the CPU; fused and unfused
  * graphs fetch the same values within float rounding, in NHWC and NCHW; a
+ * MaxPool after a fused convolution joins it, as _FusedConv2DMaxPool or,
+ * where something else reads the convolution too, _FusedConv2DAndMaxPool; a
  * ReLU's and a MaxPool's gradients join as _FusedMaxPoolGradReluGrad. Uses
  * the built-in plugins of the build tree. */
 #include <config.h>
@@ -92,8 +94,12 @@ typedef enum tempt {
                          input, BiasAdd another */
   SCOPED,             /* the chain inside a graph scope (as every layer of
                          weft/layers.h builds it) */
-  ACT_READ_TWICE      /* the activation's output also feeds a Neg (as a
+  ACT_READ_TWICE,     /* the activation's output also feeds a Neg (as a
                          training graph's gradient reads it) */
+  ACT_FETCHED,        /* the activation's output is fetched too */
+  POOL_GRADS          /* after the pooling, what a training graph's
+                         gradients add: ReluGrad(MaxPoolGrad(r, g), r) of
+                         the activation's output r, fetched too */
 } tempt;
 
 typedef struct spec {
@@ -247,6 +253,26 @@ static net build(wf_runtime *r, const spec *s) {
   n.fetches[n.nfetches++] = out;
   if (s->tempt == ACT_READ_TWICE)
     n.fetches[n.nfetches++] = op1(n.g, "Neg", activated, NULL);
+  if (s->tempt == ACT_FETCHED)
+    n.fetches[n.nfetches++] = activated;
+  if (s->tempt == POOL_GRADS) {
+    /* the pooling's shape: (2, 2, 2, 4) VALID, (2, 3, 3, 4) SAME, NHWC */
+    int64_t pd = strcmp(s->pool, "SAME") == 0 ? 3 : 2;
+    int64_t gd[4] = {2, pd, pd, 4}, two[4] = {1, 2, 2, 1};
+    wf_output g = konst(n.g, s->dt, gd, 4, 6);
+    d = wf_node_desc_new(n.g, "MaxPoolGrad", "pool_grad");
+    wf_node_desc_add_input(d, activated);
+    wf_node_desc_add_input(d, g);
+    wf_node_desc_set_attr_int_list(d, "ksize", two, 4);
+    wf_node_desc_set_attr_int_list(d, "strides", two, 4);
+    wf_node_desc_set_attr_string(d, "padding", s->pool);
+    wf_node_desc_set_attr_string(d, "data_format", "NHWC");
+    wf_output pool_grad = {finish(d), 0};
+    d = wf_node_desc_new(n.g, "ReluGrad", "relu_grad");
+    wf_node_desc_add_input(d, pool_grad);
+    wf_node_desc_add_input(d, activated);
+    n.fetches[n.nfetches++] = (wf_output){finish(d), 0};
+  }
   if (s->tempt == PRODUCT_READ_TWICE)
     n.fetches[n.nfetches++] = op1(n.g, "Neg", prod, NULL);
   if (s->tempt == BIAS_READ_TWICE)
@@ -537,24 +563,90 @@ static void test_fusion_takes_a_max_pool_after_a_convolution(void **state) {
           wf_tensor_release(plain[i]);
         }
       }
-  /* the activation read twice: the chain fuses, the pooling stays */
-  spec twice = {WF_FLOAT32, 1, 0, "Relu", ACT_READ_TWICE, "VALID"};
-  net n = build(rt_on, &twice);
+  /* NCHW: the chain fuses, the pooling stays */
+  spec nchw = {WF_FLOAT32, 1, 1, "Relu", PLAIN, "VALID"};
+  net n = build(rt_on, &nchw);
   wf__work w = net_work(&n);
   assert_int_equal(count_op(&w, "_FusedConv2D"), 1);
   assert_int_equal(count_op(&w, "MaxPool"), 1);
   assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 0);
+  assert_int_equal(count_op(&w, "_FusedConv2DAndMaxPool"), 0);
   wf__work_deinit(&w);
   net_free(&n);
-  /* NCHW: likewise */
-  spec nchw = {WF_FLOAT32, 1, 1, "Relu", PLAIN, "VALID"};
+  /* the activation read twice too: likewise */
+  nchw.tempt = ACT_READ_TWICE;
   n = build(rt_on, &nchw);
   w = net_work(&n);
   assert_int_equal(count_op(&w, "_FusedConv2D"), 1);
   assert_int_equal(count_op(&w, "MaxPool"), 1);
-  assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 0);
+  assert_int_equal(count_op(&w, "_FusedConv2DAndMaxPool"), 0);
   wf__work_deinit(&w);
   net_free(&n);
+}
+
+/* A MaxPool after a fused convolution whose output something else reads
+ * too (a Neg, a fetch, a training graph's gradients) joins it as one
+ * _FusedConv2DAndMaxPool: its output 0 takes the convolution's readers
+ * and fetches, its output 1 the pooling's; the gradients' MaxPoolGrad and
+ * ReluGrad still join, reading output 0. Fused and unfused give the same
+ * values, float32 (the CPU plugin's kernels) and float64 (the
+ * reference's). */
+static void test_fusion_keeps_a_pooled_convolution_read_twice(void **state) {
+  (void)state;
+  static const char *const pads[2] = {"VALID", "SAME"};
+  static const wf_dtype dts[2] = {WF_FLOAT32, WF_FLOAT64};
+  static const tempt tempts[3] = {ACT_READ_TWICE, ACT_FETCHED, POOL_GRADS};
+  for (int t = 0; t < 2; t++)
+    for (int p = 0; p < 2; p++)
+      for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 2; a++) {
+          spec s = {dts[t], 1, 0, a ? "" : "Relu", tempts[k], pads[p]};
+          if (tempts[k] == POOL_GRADS && a)
+            continue; /* (a ReLU's gradient needs the ReLU) */
+          net n = build(rt_on, &s);
+          wf__work w = net_work(&n);
+          assert_int_equal(count_op(&w, "_FusedConv2DAndMaxPool"), 1);
+          assert_int_equal(count_op(&w, "_FusedConv2D"), 0);
+          assert_int_equal(count_op(&w, "MaxPool"), 0);
+          assert_int_equal(count_op(&w, "_FusedConv2DMaxPool"), 0);
+          wf_node *f = first_op(&w, "_FusedConv2DAndMaxPool");
+          assert_ptr_equal(w.fetches[0].node, f);
+          assert_int_equal(w.fetches[0].index, 1);
+          char steps[64];
+          fused_steps(f, steps, sizeof steps);
+          assert_string_equal(steps, a ? "BiasAdd" : "BiasAdd,Relu");
+          assert_string_equal(wf__node_attr(f, "pool_padding")->u.s,
+                              pads[p]);
+          assert_int_equal(wf__node_attr(f, "pool_ksize")->u.ints[1], 2);
+          if (tempts[k] == ACT_FETCHED) {
+            assert_ptr_equal(w.fetches[1].node, f);
+            assert_int_equal(w.fetches[1].index, 0);
+          } else if (tempts[k] == ACT_READ_TWICE) {
+            wf_node *neg = first_op(&w, "Neg");
+            assert_ptr_equal(wf_node_input(neg, 0).node, f);
+            assert_int_equal(wf_node_input(neg, 0).index, 0);
+          } else {
+            wf_node *g = first_op(&w, "_FusedMaxPoolGradReluGrad");
+            assert_non_null(g);
+            assert_int_equal(count_op(&w, "MaxPoolGrad"), 0);
+            assert_ptr_equal(wf_node_input(g, 0).node, f);
+            assert_int_equal(wf_node_input(g, 0).index, 0);
+          }
+          wf__work_deinit(&w);
+          net_free(&n);
+
+          wf_tensor *fused[3], *plain[3];
+          int nf, np;
+          run(rt_on, &s, fused, &nf);
+          run(rt_off, &s, plain, &np);
+          assert_int_equal(nf, 2);
+          assert_int_equal(nf, np);
+          for (int i = 0; i < nf; i++) {
+            assert_close(plain[i], fused[i], &s);
+            wf_tensor_release(fused[i]);
+            wf_tensor_release(plain[i]);
+          }
+        }
 }
 
 /* ---- a ReLU's and a MaxPool's gradients ---------------------------------- */
@@ -740,6 +832,7 @@ int main(void) {
       cmocka_unit_test(test_fusion_gives_the_unfused_values),
       cmocka_unit_test(test_fusion_keeps_work_on_its_device),
       cmocka_unit_test(test_fusion_takes_a_max_pool_after_a_convolution),
+      cmocka_unit_test(test_fusion_keeps_a_pooled_convolution_read_twice),
       cmocka_unit_test(test_fusion_joins_a_pool_gradient_and_its_relu_gradient),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -1375,21 +1375,23 @@ static void test_shallow_filter_gradient_matches_reference(void **state) {
   }
 }
 
-/* _FusedConv2DMaxPool: device-cpu's kernel against the reference (the
- * convolution's reference, then MaxPool's): the cnn's two layers (the
- * shallow and the Winograd loops pooling in their epilogue on the CPUs
- * they serve), odd sizes whose last row and column the pooling drops,
- * then random NHWC windows, paddings, channel counts, epilogues and
- * poolings (2x2 or 3x3, strides 1 to 3, SAME or VALID), which mostly
- * convolve into a buffer and pool it. */
-static void fused_conv_pool_case(rng *r, const win *w, int fl,
-                                 const int64_t pk[2], const int64_t ps[2],
-                                 const char *ppad) {
+/* _FusedConv2DMaxPool and _FusedConv2DAndMaxPool (op): device-cpu's
+ * kernel against the reference (the convolution's reference, then
+ * MaxPool's), every output: the cnn's two layers (the shallow and the
+ * Winograd loops pooling in their epilogue on the CPUs they serve), odd
+ * sizes whose last row and column the pooling drops (and
+ * _FusedConv2DAndMaxPool stores), then random NHWC windows, paddings,
+ * channel counts, epilogues and poolings (2x2 or 3x3, strides 1 to 3, SAME
+ * or VALID), which mostly convolve into a buffer (or the first output) and
+ * pool it. */
+static void fused_conv_pool_case(rng *r, const char *op, const win *w,
+                                 int fl, const int64_t pk[2],
+                                 const int64_t ps[2], const char *ppad) {
   int64_t xd[4], fd[4] = {w->kh, w->kw, w->c, w->co}, v[4];
   kcase c;
 
   act_dims(w, w->h, w->w, w->c, xd);
-  case_init(&c, "_FusedConv2DMaxPool", WF_FLOAT32);
+  case_init(&c, op, WF_FLOAT32);
   add_input(&c, r, WF_FLOAT32, xd, 4, -1, 1);
   add_input(&c, r, WF_FLOAT32, fd, 4, -0.5, 0.5);
   add_input(&c, r, WF_FLOAT32, &fd[3], 1, -1, 1);
@@ -1406,7 +1408,7 @@ static void fused_conv_pool_case(rng *r, const win *w, int fl,
   case_free(&c);
 }
 
-static void test_fused_conv2d_max_pool_matches_reference(void **state) {
+static void fused_conv_pool_cases(const char *op) {
   rng r = {41};
   static const int64_t two[2] = {2, 2};
   /* the cnn's layers, and odd sizes, with ReLU and with the bias alone */
@@ -1429,7 +1431,7 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
       win w = {.padding = 0, .n = fixed[i][0], .h = fixed[i][1],
                .w = fixed[i][2], .c = fixed[i][3], .co = fixed[i][4],
                .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
-      fused_conv_pool_case(&r, &w, fl, two, two, "VALID");
+      fused_conv_pool_case(&r, op, &w, fl, two, two, "VALID");
     }
   /* every count of positions a row's last register block can hold (rows
    * of 9 to 16), through the buffer a 3x3 pooling reads whole */
@@ -1438,7 +1440,7 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
     win w = {.padding = 0, .n = 1, .h = 5, .w = width, .c = 1 + width % 4,
              .co = width % 2 ? 16 : 40, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
              .dh = 1, .dw = 1};
-    fused_conv_pool_case(&r, &w, 1, three, two, "SAME");
+    fused_conv_pool_case(&r, op, &w, 1, three, two, "SAME");
   }
   for (int i = 0; i < 24; i++) {
     static const char *const ppads[2] = {"SAME", "VALID"};
@@ -1459,16 +1461,26 @@ static void test_fused_conv2d_max_pool_matches_reference(void **state) {
     if (out_dim(w.padding, w.h, w.kh, w.sh, 1, 0, 0) < pk[0] ||
         out_dim(w.padding, w.w, w.kw, w.sw, 1, 0, 0) < pk[1])
       ppad = "SAME";
-    fused_conv_pool_case(&r, &w, (int)irand(&r, 0, NFUSED - 1), pk, ps,
+    fused_conv_pool_case(&r, op, &w, (int)irand(&r, 0, NFUSED - 1), pk, ps,
                          ppad);
   }
 }
 
-/* The label of the kernel the registry of r picks for a
- * _FusedConv2DMaxPool of the cnn's layer (c channels into co, 3x3, 2x2
- * pooling after ReLU); its result must match the reference. */
-static const char *fused_conv_pool_label(wf_runtime *r, int64_t c,
-                                         int64_t co) {
+static void test_fused_conv2d_max_pool_matches_reference(void **state) {
+  (void)state;
+  fused_conv_pool_cases("_FusedConv2DMaxPool");
+}
+
+static void test_fused_conv2d_and_max_pool_matches_reference(void **state) {
+  (void)state;
+  fused_conv_pool_cases("_FusedConv2DAndMaxPool");
+}
+
+/* The label of the kernel the registry of r picks for an op (as
+ * fused_conv_pool_case's) of the cnn's layer (c channels into co, 3x3,
+ * 2x2 pooling after ReLU); its result must match the reference. */
+static const char *fused_conv_pool_label(wf_runtime *r, const char *op,
+                                         int64_t c, int64_t co) {
   static const int64_t two[2] = {2, 2};
   wf_runtime *saved = rt;
   rng rr = {43};
@@ -1476,13 +1488,13 @@ static const char *fused_conv_pool_label(wf_runtime *r, int64_t c,
            .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
 
   rt = r;
-  fused_conv_pool_case(&rr, &w, 1, two, two, "VALID");
+  fused_conv_pool_case(&rr, op, &w, 1, two, two, "VALID");
   rt = saved;
   return picked_label;
 }
 
-/* `[kernels] deny = shallow` and `winograd` reach the fused convolution
- * and pooling as they reach Conv2D: its own loops are kernels of their
+/* `[kernels] deny = shallow` and `winograd` reach the fused convolutions
+ * and poolings (both ops) as they reach Conv2D: its own loops are kernels of their
  * own labels, which the config can deny, leaving the node to oneDNN's
  * direct kernel (and the pooling loops). Without the config, the cnn's
  * two layers go to the loops on CPUs with AVX2 and FMA (AVX-512 or not:
@@ -1494,15 +1506,21 @@ static void test_fused_conv2d_max_pool_kernels_obey_deny(void **state) {
   int own = avx2_fma();
 
   (void)state;
-  assert_string_equal(fused_conv_pool_label(rt, 1, 16),
-                      own ? "loops/shallow" : "onednn");
-  assert_string_equal(fused_conv_pool_label(rt, 16, 32),
-                      own ? "loops/winograd" : "onednn");
-  assert_string_equal(fused_conv_pool_label(denying, 1, 16), "onednn");
-  assert_string_equal(fused_conv_pool_label(denying, 16, 32), "onednn");
-  assert_string_equal(fused_conv_pool_label(no_shallow, 1, 16), "onednn");
-  assert_string_equal(fused_conv_pool_label(no_shallow, 16, 32),
-                      own ? "loops/winograd" : "onednn");
+  for (int keep = 0; keep < 2; keep++) {
+    const char *op = keep ? "_FusedConv2DAndMaxPool" : "_FusedConv2DMaxPool";
+
+    assert_string_equal(fused_conv_pool_label(rt, op, 1, 16),
+                        own ? "loops/shallow" : "onednn");
+    assert_string_equal(fused_conv_pool_label(rt, op, 16, 32),
+                        own ? "loops/winograd" : "onednn");
+    assert_string_equal(fused_conv_pool_label(denying, op, 1, 16), "onednn");
+    assert_string_equal(fused_conv_pool_label(denying, op, 16, 32),
+                        "onednn");
+    assert_string_equal(fused_conv_pool_label(no_shallow, op, 1, 16),
+                        "onednn");
+    assert_string_equal(fused_conv_pool_label(no_shallow, op, 16, 32),
+                        own ? "loops/winograd" : "onednn");
+  }
   wf_runtime_free(denying);
   wf_runtime_free(no_shallow);
 }
@@ -3110,6 +3128,7 @@ int main(void) {
           test_shallow_filter_gradient_matches_reference, three_threads,
           back_to_shared),
       cmocka_unit_test(test_fused_conv2d_max_pool_matches_reference),
+      cmocka_unit_test(test_fused_conv2d_and_max_pool_matches_reference),
       cmocka_unit_test(test_fused_conv2d_max_pool_kernels_obey_deny),
       cmocka_unit_test(test_few_channel_conv2d_matches_reference),
       cmocka_unit_test(test_cnn_inference_layers_match_reference),

@@ -447,12 +447,15 @@ static const char *conv_what(int kind, const opc_fused *fu) {
 /* Runs the convolution of j over the memories data (MEM_*; version: the
  * filter's, or 0) of activations xs and filter fs: the plugin's own loops
  * where the kernel has them and they take the call (forward only), else
- * oneDNN's plan for the shapes. pool: _FusedConv2DMaxPool's 2x2 pooling of
- * stride 2 in the own loops' epilogue (the caller has checked that one of
- * them takes the call). */
+ * oneDNN's plan for the shapes. pooled: where the 2x2 pooling of stride
+ * 2 of _FusedConv2DMaxPool and _FusedConv2DAndMaxPool goes, taken in the
+ * own loops' epilogue (the caller has checked that one of them takes the
+ * call), else NULL; with it, data[MEM_Y] may be NULL: the pooling alone
+ * is stored. */
 static int conv_run(conv_state *s, const conv_job *j, const wf_shape *xs,
                     const wf_shape *fs, void *const data[4],
-                    const uint64_t version[4], int pool, wf_status *st) {
+                    const uint64_t version[4], float *pooled,
+                    wf_status *st) {
   const opc_fused *fu = j->fused;
   cpu_key key = {0};
   cpu_dnnl_plan *p;
@@ -463,16 +466,16 @@ static int conv_run(conv_state *s, const conv_job *j, const wf_shape *xs,
                      j->g.dilates[0] + 1, j->g.dilates[1] + 1, j->c, j->co,
                      j->nchw))
     return cpu_wino_conv(s->wino, data[MEM_X], data[MEM_F], version[MEM_F],
-                         data[MEM_B], fu, pool, data[MEM_Y], j->n,
+                         data[MEM_B], fu, data[MEM_Y], pooled, j->n,
                          j->g.in[0], j->g.in[1], j->c, j->co, j->g.out[0],
                          j->g.out[1], j->g.pad_l[0], j->g.pad_l[1], st);
   if (s->shallow && j->kind == CONV_FWD &&
       cpu_shallow_shape(j->g.k[0], j->g.k[1], j->g.strides[0],
                         j->g.strides[1], j->g.dilates[0] + 1,
                         j->g.dilates[1] + 1, j->c, j->co, j->nchw))
-    return cpu_shallow_conv(data[MEM_X], data[MEM_F], data[MEM_B], fu, pool,
-                            data[MEM_Y], j->n, j->g.in[0], j->g.in[1], j->c,
-                            j->co, j->g.k[0], j->g.k[1], j->g.strides[0],
+    return cpu_shallow_conv(data[MEM_X], data[MEM_F], data[MEM_B], fu,
+                            data[MEM_Y], pooled, j->n, j->g.in[0], j->g.in[1],
+                            j->c, j->co, j->g.k[0], j->g.k[1], j->g.strides[0],
                             j->g.strides[1], j->g.out[0], j->g.out[1],
                             j->g.pad_l[0], j->g.pad_l[1], st);
   if (s->shallow && j->kind == CONV_BWD_WEIGHTS &&
@@ -484,7 +487,7 @@ static int conv_run(conv_state *s, const conv_job *j, const wf_shape *xs,
                                    j->g.k[0], j->g.k[1], j->g.strides[0],
                                    j->g.strides[1], j->g.out[0], j->g.out[1],
                                    j->g.pad_l[0], j->g.pad_l[1], st);
-  if (pool)
+  if (pooled)
     return wfx_fail(st, WF_INTERNAL,
                     "a pooled convolution reached oneDNN's kernels");
   cpu_key_shape(&key, xs);
@@ -575,7 +578,7 @@ static int conv_compute_fused(wf_kernel_ctx *ctx, conv_state *s, int kind,
     data[MEM_Y] = wfx_data(in[2]);
     break;
   }
-  return conv_run(s, &j, &xs, &fs, data, version, 0, st);
+  return conv_run(s, &j, &xs, &fs, data, version, NULL, st);
 }
 
 static int conv2d_compute(wf_kernel_ctx *ctx, void *state, wf_status *st) {
@@ -669,10 +672,13 @@ typedef int own_shape_fn(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
  *   second layer             0.378     0.442         0.312    (training)
  *   first layer, pooled      0.242     0.159         0.134    (inference)
  *   second layer, pooled     0.483     0.385         0.306
+ *   first layer, pooled
+ *     and stored             0.23                    0.126    (training)
  * oneDNN's pooled calls are its convolution and cpu_pool.c's pooling of
- * its output, which goes through memory; the loops pool in registers. So
- * the Winograd loops serve every such CPU, the shallow ones AVX-512 CPUs
- * only for _FusedConv2DMaxPool. */
+ * its output, which goes through memory; the loops pool in registers (or
+ * from the two rows just stored). So the Winograd loops serve every such
+ * CPU, the shallow ones AVX-512 CPUs only for _FusedConv2DMaxPool and
+ * _FusedConv2DAndMaxPool. */
 static int own_loops_support(const wf_node *node, own_shape_fn *shape,
                              int avx512) {
   nn_attrs a = {.node = node};
@@ -766,23 +772,23 @@ const wf_kernel_def cpu_k_conv2d_backprop_filter_shallow = WFX_KERNEL_FOR(
     WF_DTYPE_BIT(WF_FLOAT32), conv_bp_filter_compute,
     .priority = WF_CPU_FAST_PRIORITY + 3, .create = conv_create_shallow,
     .destroy = conv_destroy, .supports = conv_shallow_filter_supports);
-/* _FusedConv2DMaxPool over NHWC float32. With a 2x2 pooling of stride 2
- * and no padding after ReLU (or no activation), the convolutions the
- * plugin's own loops take pool in their epilogue and store only the
- * pooling; every other call convolves into a buffer (own loops or
- * oneDNN's) and pools it with cpu_pool.c's loops. */
-static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
-                                     wf_status *st) {
-  conv_state *s = state;
+/* _FusedConv2DMaxPool (keep 0) and _FusedConv2DAndMaxPool (keep 1) over
+ * NHWC float32. With a 2x2 pooling of stride 2 and no padding after ReLU
+ * (or no activation), the convolutions the plugin's own loops take pool
+ * in their epilogue, storing only the pooling (keep 0) or both; every
+ * other call convolves into a buffer (keep 0) or the first output (own
+ * loops or oneDNN's) and pools it with cpu_pool.c's loops. */
+static int conv_pool_run(wf_kernel_ctx *ctx, conv_state *s, int keep,
+                         wf_status *st) {
   const wf_tensor *x, *f, *bias;
   opc_fused fu;
   wf_shape xs, fs;
-  int64_t x4[4], ksz[2];
+  int64_t x4[4], ksz[2], count;
   void *data[4];
   uint64_t version[4] = {0};
   conv_job j;
   cpu_win pg;
-  wf_tensor *out;
+  wf_tensor *out, *conv_out = NULL;
   float *buf;
   int rc = 0;
 
@@ -790,7 +796,8 @@ static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
       wfx_kernel_input(ctx, 0, &x, &xs, st) ||
       wfx_kernel_input(ctx, 1, &f, &fs, st) ||
       wfx_kernel_input(ctx, 2, &bias, NULL, st) ||
-      !(out = cpu_output(ctx, 0, NULL, st)))
+      (keep && !(conv_out = cpu_output(ctx, 0, NULL, st))) ||
+      !(out = cpu_output(ctx, keep, NULL, st)))
     return wfx_code(st);
   memset(&j, 0, sizeof j);
   j.kind = CONV_FWD;
@@ -801,12 +808,14 @@ static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
   if (cpu_win_init(&s->win, x4 + 1, ksz, &j.g, st) ||
       cpu_win_init(&s->pool, j.g.out, s->pool.ksize, &pg, st))
     return wfx_code(st);
-  if (wfx_count(out) == 0)
+  count = j.n * j.g.out[0] * j.g.out[1] * j.co;
+  if (keep ? count == 0 : wfx_count(out) == 0)
     return 0;
   data[MEM_X] = wfx_data(x);
   data[MEM_F] = wfx_data(f);
   version[MEM_F] = cpu_version(f);
   data[MEM_B] = wfx_data(bias);
+  data[MEM_Y] = keep ? wfx_data(conv_out) : NULL;
   if (pg.k[0] == 2 && pg.k[1] == 2 && pg.strides[0] == 2 &&
       pg.strides[1] == 2 && pg.pad_l[0] == 0 && pg.pad_l[1] == 0 &&
       pg.pad_r[0] == 0 && pg.pad_r[1] == 0 &&
@@ -818,37 +827,48 @@ static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
        (s->shallow &&
         cpu_shallow_shape(j.g.k[0], j.g.k[1], j.g.strides[0], j.g.strides[1],
                           j.g.dilates[0] + 1, j.g.dilates[1] + 1, j.c, j.co,
-                          0)))) {
-    data[MEM_Y] = wfx_data(out);
-    return conv_run(s, &j, &xs, &fs, data, version, 1, st);
-  }
+                          0))))
+    /* (an empty pooling: the convolution alone) */
+    return conv_run(s, &j, &xs, &fs, data, version,
+                    wfx_count(out) ? wfx_data(out) : NULL, st);
   /* (a pooling of no padding may leave the convolution's last rows or
    * columns unread; they are computed all the same) */
-  if (!(buf = wfx_host->alloc(
-            (size_t)(j.n * j.g.out[0] * j.g.out[1] * j.co) * sizeof(float),
-            64)))
+  buf = keep ? wfx_data(conv_out)
+             : wfx_host->alloc((size_t)count * sizeof(float), 64);
+  if (!buf)
     return wfx_fail(st, WF_RESOURCE_EXHAUSTED,
                     "out of memory for the convolution's %lld elements "
                     "before pooling",
-                    (long long)(j.n * j.g.out[0] * j.g.out[1] * j.co));
+                    (long long)count);
   data[MEM_Y] = buf;
   if (j.n == 0 || j.c == 0 || j.co == 0 || j.g.in[0] == 0 ||
       j.g.in[1] == 0) {
     /* a sum over nothing: zero, then the bias and activation */
-    memset(buf, 0,
-           (size_t)(j.n * j.g.out[0] * j.g.out[1] * j.co) * sizeof(float));
+    memset(buf, 0, (size_t)count * sizeof(float));
     opc_fused_apply(WF_FLOAT32, buf, wfx_data(bias),
                     j.n * j.g.out[0] * j.g.out[1], j.co, 1, &fu);
   } else {
-    rc = conv_run(s, &j, &xs, &fs, data, version, 0, st);
+    rc = conv_run(s, &j, &xs, &fs, data, version, NULL, st);
   }
-  if (rc == 0)
+  if (rc == 0 && wfx_count(out) > 0)
     cpu_max_pool_nhwc(buf, wfx_data(out), j.n, j.co, &pg);
-  wfx_host->free(buf);
+  if (!keep)
+    wfx_host->free(buf);
   return rc;
 }
 
-/* _FusedConv2DMaxPool's kernels, one per convolution path, so that
+static int fused_conv2d_pool_compute(wf_kernel_ctx *ctx, void *state,
+                                     wf_status *st) {
+  return conv_pool_run(ctx, state, 0, st);
+}
+
+static int fused_conv2d_and_pool_compute(wf_kernel_ctx *ctx, void *state,
+                                         wf_status *st) {
+  return conv_pool_run(ctx, state, 1, st);
+}
+
+/* _FusedConv2DMaxPool's and _FusedConv2DAndMaxPool's kernels, one per
+ * convolution path, so that
  * `[kernels] deny = shallow` or `winograd` reaches the fused nodes as it
  * does Conv2D's: loops/shallow and loops/winograd take the NHWC nodes
  * whose convolution their loops take (as for Conv2D), onednn the other
@@ -899,6 +919,24 @@ const wf_kernel_def cpu_k_fused_conv2d_max_pool_own_winograd = WFX_KERNEL_FOR(
 const wf_kernel_def cpu_k_fused_conv2d_max_pool_shallow = WFX_KERNEL_FOR(
     "cpu", "loops/shallow", "_FusedConv2DMaxPool", "T",
     WF_DTYPE_BIT(WF_FLOAT32), fused_conv2d_pool_compute,
+    .priority = WF_CPU_FAST_PRIORITY + 3,
+    .create = conv_create_pool_shallow, .destroy = conv_destroy,
+    .supports = conv_pool_shallow_supports);
+const wf_kernel_def cpu_k_fused_conv2d_and_max_pool = WFX_KERNEL_FOR(
+    "cpu", "onednn", "_FusedConv2DAndMaxPool", "T", WF_DTYPE_BIT(WF_FLOAT32),
+    fused_conv2d_and_pool_compute, .priority = WF_CPU_FAST_PRIORITY,
+    .create = conv_create_pool, .destroy = conv_destroy,
+    .supports = conv_pool_supports);
+const wf_kernel_def cpu_k_fused_conv2d_and_max_pool_own_winograd =
+    WFX_KERNEL_FOR("cpu", "loops/winograd", "_FusedConv2DAndMaxPool", "T",
+                   WF_DTYPE_BIT(WF_FLOAT32), fused_conv2d_and_pool_compute,
+                   .priority = WF_CPU_FAST_PRIORITY + 2,
+                   .create = conv_create_pool_own_winograd,
+                   .destroy = conv_destroy,
+                   .supports = conv_pool_own_winograd_supports);
+const wf_kernel_def cpu_k_fused_conv2d_and_max_pool_shallow = WFX_KERNEL_FOR(
+    "cpu", "loops/shallow", "_FusedConv2DAndMaxPool", "T",
+    WF_DTYPE_BIT(WF_FLOAT32), fused_conv2d_and_pool_compute,
     .priority = WF_CPU_FAST_PRIORITY + 3,
     .create = conv_create_pool_shallow, .destroy = conv_destroy,
     .supports = conv_pool_shallow_supports);

@@ -13,7 +13,8 @@
  * zero-bordered buffer of the thread's, so that the loops never test a
  * border. Rows of output are shared by the intra-op threads. For
  * _FusedConv2DMaxPool (2x2, stride 2) two rows go to a buffer of the
- * thread's and only their pooling is stored (sixteen lanes to a vector on
+ * thread's and only their pooling is stored (for _FusedConv2DAndMaxPool,
+ * to the output, pooled from there) (sixteen lanes to a vector on
  * AVX-512, a plain maximum after a ReLU: bench/cnn_infer at batch 64
  * 4-10% faster than eight lanes and the NaN-aware maximum); on AVX-512
  * with output channels a multiple of sixteen, the two rows are computed
@@ -73,7 +74,8 @@ int cpu_shallow_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
 #if SHALLOW_X86
 typedef struct shallow_job {
   const float *x, *w, *bias; /* bias: only when added here */
-  float *y;
+  float *y;  /* the output, or NULL (pool: the pooling alone is stored) */
+  float *py; /* pool: the pooling's output */
   int64_t n, h, wd, c, k, kh, kw, sh, sw, oh, ow, pt, pl;
   int64_t ph, pw; /* the bordered image: the rows and columns windows read */
   int64_t taps;   /* kh x kw x c */
@@ -339,10 +341,11 @@ SHALLOW_TARGET16 static void shallow_pooled_row16(const shallow_job *j,
   }
 }
 
-/* The rows of the forward's loop: the n x oh output rows, or pooled the
- * n x oh / 2 rows of the pooling. */
+/* The rows of the forward's loop: the n x oh output rows; pooled alone,
+ * the n x oh / 2 rows of the pooling; pooled and stored, the n x (oh + 1)
+ * / 2 pairs of output rows (the last one short when oh is odd). */
 static int64_t shallow_rows_per_image(const shallow_job *j) {
-  return j->pool ? j->oh / 2 : j->oh;
+  return !j->pool ? j->oh : j->y ? (j->oh + 1) / 2 : j->oh / 2;
 }
 
 /* cpu_team part t of nt: its pieces of the rows (its own share's first),
@@ -368,14 +371,28 @@ static void shallow_part(void *arg, int t, int nt) {
         img = r / per;
         border_image(j, img, buf);
       }
-      if (j->pool && j->wide && j->k % 16 == 0) {
+      if (j->pool && j->y) {
+        /* both rows stored, then pooled while they are in the cache */
+        int64_t oy = 2 * (r % per);
+        float *a = j->y + (img * j->oh + oy) * (int64_t)row;
+        float *pr = j->py + (img * (j->oh / 2) + oy / 2) * (j->ow / 2) * j->k;
+
+        shallow_any_row(j, buf, oy, a);
+        if (oy + 1 < j->oh) {
+          shallow_any_row(j, buf, oy + 1, a + row);
+          if (j->wide)
+            pool_rows16(a, a + row, j->ow, j->k, j->relu, pr);
+          else
+            pool_rows(a, a + row, j->ow, j->k, 0, j->relu, pr);
+        }
+      } else if (j->pool && j->wide && j->k % 16 == 0) {
         shallow_pooled_row16(j, buf, r % per,
-                             j->y + r * (j->ow / 2) * j->k);
+                             j->py + r * (j->ow / 2) * j->k);
       } else if (j->pool) {
         float *two = buf + image;
         shallow_any_row(j, buf, 2 * (r % per), two);
         shallow_any_row(j, buf, 2 * (r % per) + 1, two + row);
-        float *pr = j->y + r * (j->ow / 2) * j->k;
+        float *pr = j->py + r * (j->ow / 2) * j->k;
         if (j->wide)
           pool_rows16(two, two + row, j->ow, j->k, j->relu, pr);
         else
@@ -521,7 +538,7 @@ static void shallow_geometry(shallow_job *j, const float *x, float *y,
 #endif
 
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
-                     const opc_fused *fu, int pool, float *y, int64_t n,
+                     const opc_fused *fu, float *y, float *py, int64_t n,
                      int64_t h, int64_t wd, int64_t c, int64_t k, int64_t kh,
                      int64_t kw, int64_t sh, int64_t sw, int64_t oh,
                      int64_t ow, int64_t pad_top, int64_t pad_left,
@@ -531,7 +548,7 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   shallow_job j;
   int share;
 
-  if (pool && fu && !in_place)
+  if (py && fu && !in_place)
     return wfx_fail(st, WF_INTERNAL,
                     "the shallow loops pool only after ReLU or no activation");
   shallow_geometry(&j, x, y, n, h, wd, c, k, kh, kw, sh, sw, oh, ow, pad_top,
@@ -539,7 +556,8 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
   j.w = w;
   j.bias = in_place ? bias : NULL;
   j.relu = in_place && fu->act == OPC_ACT_RELU;
-  j.pool = pool;
+  j.py = py;
+  j.pool = py != NULL;
   j.wide = __builtin_cpu_supports("avx512f");
   /* pieces of an image's rows at least, so that one image is its
    * shares */
@@ -556,7 +574,7 @@ int cpu_shallow_conv(const float *x, const float *w, const float *bias,
     opc_fused_apply(WF_FLOAT32, y, bias, n * oh * ow, k, 1, fu);
   return 0;
 #else
-  (void)x, (void)w, (void)bias, (void)fu, (void)pool, (void)y, (void)n;
+  (void)x, (void)w, (void)bias, (void)fu, (void)py, (void)y, (void)n;
   (void)h;
   (void)wd, (void)c, (void)k, (void)kh, (void)kw, (void)sh, (void)sw;
   (void)oh, (void)ow, (void)pad_top, (void)pad_left;

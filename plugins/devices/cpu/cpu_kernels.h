@@ -55,7 +55,9 @@ extern const wf_kernel_def cpu_k_conv2d, cpu_k_conv2d_backprop_input,
     cpu_k_conv2d_shallow, cpu_k_fused_conv2d_shallow,
     cpu_k_conv2d_backprop_filter_shallow, cpu_k_fused_conv2d_max_pool,
     cpu_k_fused_conv2d_max_pool_own_winograd,
-    cpu_k_fused_conv2d_max_pool_shallow, cpu_k_lstm, cpu_k_lstm_grad,
+    cpu_k_fused_conv2d_max_pool_shallow, cpu_k_fused_conv2d_and_max_pool,
+    cpu_k_fused_conv2d_and_max_pool_own_winograd,
+    cpu_k_fused_conv2d_and_max_pool_shallow, cpu_k_lstm, cpu_k_lstm_grad,
     cpu_k_gru, cpu_k_gru_grad;
 /* cpu_eltwise.c: activations and their backward ops. */
 extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,

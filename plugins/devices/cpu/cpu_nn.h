@@ -109,13 +109,13 @@ void cpu_wino_cache_free(cpu_wino_cache *c);
 /* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
  * filter w (3, 3, c, k) (version: the core's, or 0), padded by pad_top and
  * pad_left (the rest of the padding is where oh and ow reach past the
- * input); fu: _FusedConv2D's bias and activation, else NULL; pool: as
- * cpu_shallow_conv's. The shape must be one cpu_wino_shape takes, on a CPU
- * cpu_avx2_fma accepts. 0, or the code with st set
+ * input); fu: _FusedConv2D's bias and activation, else NULL; y and py:
+ * as cpu_shallow_conv's. The shape must be one cpu_wino_shape takes, on a
+ * CPU cpu_avx2_fma accepts. 0, or the code with st set
  * (RESOURCE_EXHAUSTED). */
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,
-                  int pool, float *y, int64_t n, int64_t h, int64_t wd,
+                  float *y, float *py, int64_t n, int64_t h, int64_t wd,
                   int64_t c, int64_t k, int64_t oh, int64_t ow,
                   int64_t pad_top, int64_t pad_left, wf_status *st);
 
@@ -132,14 +132,15 @@ int cpu_shallow_shape(int64_t kh, int64_t kw, int64_t sh, int64_t sw,
 /* y (n, oh, ow, k) = the convolution of x (n, h, wd, c) with the HWIO
  * filter w (kh, kw, c, k), strides sh and sw, padded by pad_top and
  * pad_left (the rest of the padding is where oh and ow reach past the
- * input); fu: _FusedConv2D's bias and activation, else NULL. pool: 1 for
- * _FusedConv2DMaxPool's 2x2 max pooling of stride 2 without padding after
- * them (fu's activation then no activation or ReLU): y is (n, oh / 2,
- * ow / 2, k), the pooling's values. The shape must be one
- * cpu_shallow_shape takes, on a CPU cpu_avx2_fma accepts. 0, or the
- * code with st set (RESOURCE_EXHAUSTED). */
+ * input); fu: _FusedConv2D's bias and activation, else NULL. py: NULL, or
+ * where the 2x2 max pooling of stride 2 without padding of y goes (n,
+ * oh / 2, ow / 2, k), for _FusedConv2DMaxPool and _FusedConv2DAndMaxPool
+ * (fu's activation then no activation or ReLU); y may then be NULL: the
+ * pooling alone is stored. The shape must be one cpu_shallow_shape takes,
+ * on a CPU cpu_avx2_fma accepts. 0, or the code with st set
+ * (RESOURCE_EXHAUSTED). */
 int cpu_shallow_conv(const float *x, const float *w, const float *bias,
-                     const opc_fused *fu, int pool, float *y, int64_t n,
+                     const opc_fused *fu, float *y, float *py, int64_t n,
                      int64_t h, int64_t wd, int64_t c, int64_t k, int64_t kh,
                      int64_t kw, int64_t sh, int64_t sw, int64_t oh,
                      int64_t ow, int64_t pad_top, int64_t pad_left,

@@ -20,7 +20,8 @@
  *     lies inside the output (the last tiles may reach past it); for
  *     _FusedConv2DMaxPool (2x2, stride 2) the tiles start on even rows
  *     and columns, so each pooling window lies in one tile: only the
- *     maxima of the windows wholly inside the output are stored.
+ *     maxima of the windows wholly inside the output are stored (for
+ *     _FusedConv2DAndMaxPool, the output too).
  * Blocks of six tiles are shared by the intra-op threads, each with its
  * own V and M blocks (held by the filter's cache entry).
  *
@@ -253,7 +254,8 @@ static int filter_make(wino_filter *f, const float *w, uint64_t version,
 
 typedef struct wino_job {
   const float *x, *u, *bias;
-  float *y;
+  float *y;  /* the output, or NULL (pool: the pooling alone is stored) */
+  float *py; /* pool: the pooling's output */
   int64_t n, h, w, c, k, oh, ow, pt, pl;
   int64_t th, tw, tiles; /* tiles per column and row of an image; all */
   int m, np; /* the tiles' side (2 or 4) and products (16 or 36) */
@@ -481,7 +483,7 @@ static void wino_part(void *arg, int t, int nt) {
 
 int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                   uint64_t wversion, const float *bias, const opc_fused *fu,
-                  int pool, float *y, int64_t n, int64_t h, int64_t wd,
+                  float *y, float *py, int64_t n, int64_t h, int64_t wd,
                   int64_t c, int64_t k, int64_t oh, int64_t ow,
                   int64_t pad_top, int64_t pad_left, wf_status *st) {
 #if WINO_X86
@@ -497,6 +499,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
   wino_job j = {.x = x,
                 .bias = in_place ? bias : NULL,
                 .y = y,
+                .py = py,
                 .n = n,
                 .h = h,
                 .w = wd,
@@ -511,11 +514,11 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
                 .m = m,
                 .np = (m + 2) * (m + 2),
                 .relu = in_place && fu->act == OPC_ACT_RELU,
-                .pool = pool,
+                .pool = py != NULL,
                 .wide = __builtin_cpu_supports("avx512f")};
   int rc = 0;
 
-  if (pool && fu && !in_place)
+  if (py && fu && !in_place)
     return wfx_fail(st, WF_INTERNAL,
                     "the Winograd loops pool only after ReLU or no "
                     "activation");
@@ -576,7 +579,7 @@ int cpu_wino_conv(cpu_wino_cache *cache, const float *x, const float *w,
   return rc;
 #else
   (void)cache, (void)x, (void)w, (void)wversion, (void)bias, (void)fu;
-  (void)pool;
+  (void)py;
   (void)y, (void)n, (void)h, (void)wd, (void)c, (void)k, (void)oh, (void)ow;
   (void)pad_top, (void)pad_left;
   return wfx_fail(st, WF_INTERNAL,

@@ -94,15 +94,16 @@ WL_TARGET static int64_t WL_NAME(output_lanes)(const wino_job *j, int64_t t0,
     int64_t oy = 2 * (r / j->tw), ox = 2 * (r % j->tw);
     int two_rows = oy + 1 < j->oh, two_cols = ox + 1 < j->ow;
     const float *mt = M + t * K;
-    float *y0 = j->y + ((img * j->oh + oy) * j->ow + ox) * K;
+    float *y0 = j->y ? j->y + ((img * j->oh + oy) * j->ow + ox) * K : NULL;
+    /* a half tile is no whole window: the pooling (no padding) drops it */
+    float *p0 = j->pool && two_rows && two_cols
+                    ? j->py + ((img * (j->oh / 2) + oy / 2) * (j->ow / 2) +
+                               ox / 2) *
+                                  K
+                    : NULL;
 
-    if (j->pool) {
-      /* a half tile is no whole window: the pooling (no padding) drops
-       * it */
-      if (!two_rows || !two_cols)
-        continue;
-      y0 = j->y + ((img * (j->oh / 2) + oy / 2) * (j->ow / 2) + ox / 2) * K;
-    }
+    if (!y0 && !p0)
+      continue;
 
     for (int64_t k = k0; k < kend; k += WL_LANES) {
       WL_VEC o[2][4], y00, y01, y10, y11, bias;
@@ -126,11 +127,11 @@ WL_TARGET static int64_t WL_NAME(output_lanes)(const wino_job *j, int64_t t0,
         y00 = WL_RELU(y00), y01 = WL_RELU(y01);
         y10 = WL_RELU(y10), y11 = WL_RELU(y11);
       }
-      if (j->pool) {
-        WL_STORE(y0 + k, j->relu ? WL_MAX(WL_MAX(y00, y01), WL_MAX(y10, y11))
+      if (p0)
+        WL_STORE(p0 + k, j->relu ? WL_MAX(WL_MAX(y00, y01), WL_MAX(y10, y11))
                                  : WL_MAX4(y00, y01, y10, y11));
+      if (!y0)
         continue;
-      }
       WL_STORE(y0 + k, y00);
       if (two_cols)
         WL_STORE(y0 + K + k, y01);
@@ -284,22 +285,21 @@ WL_TARGET static int64_t WL_NAME(output4_lanes)(const wino_job *j,
           if (j->relu)
             ya[b] = WL_RELU(ya[b]), yb[b] = WL_RELU(yb[b]);
         }
-        if (j->pool) {
+        if (j->pool && i + 1 < rows) {
           /* the windows wholly inside the output (no padding) */
-          float *py = j->y + ((img * (j->oh / 2) + oy / 2 + i / 2) *
-                                  (j->ow / 2) +
-                              ox / 2) *
-                                 K +
+          float *py = j->py + ((img * (j->oh / 2) + oy / 2 + i / 2) *
+                                   (j->ow / 2) +
+                               ox / 2) *
+                                  K +
                       k;
-          if (i + 1 >= rows)
-            break;
           WINO_UNROLL for (int b = 0; b < 4; b += 2) if (b + 1 < cols)
               WL_STORE(py + b / 2 * K,
                        j->relu ? WL_MAX(WL_MAX(ya[b], ya[b + 1]),
                                         WL_MAX(yb[b], yb[b + 1]))
                                : WL_MAX4(ya[b], ya[b + 1], yb[b], yb[b + 1]));
-          continue;
         }
+        if (!j->y)
+          continue;
         float *yr = j->y + ((img * j->oh + oy + i) * j->ow + ox) * K + k;
         if (i < rows)
           WINO_UNROLL for (int b = 0; b < 4; b++) if (b < cols)

@@ -1,6 +1,8 @@
 /* plugins/ops/nn/fused.c — _FusedConv2D: Conv2D, then BiasAdd, then at most
- * one activation in one op, and _FusedConv2DMaxPool: the same followed by
- * a MaxPool, which the graph's fusion pass makes from such chains after
+ * one activation in one op, _FusedConv2DMaxPool: the same followed by a
+ * MaxPool, and _FusedConv2DAndMaxPool: the same giving both the
+ * convolution's output and its pooling (where a gradient reads the
+ * former), which the graph's fusion pass makes from such chains after
  * autodiff (so they have no gradient). Op definitions, shape inference and
  * the reference CPU kernels (Conv2D's direct loop with the shared epilogue
  * of plugins/numerics/epilogue.c, then MaxPool's reference); the fast
@@ -40,11 +42,12 @@ static int fused_conv2d_shape(wf_shape_ctx *ctx, wf_status *st) {
   return nn_conv2d_op.shape_fn(ctx, st);
 }
 
-/* The convolution's output shape, then the pooling's. */
-static int fused_conv2d_max_pool_shape(wf_shape_ctx *ctx, wf_status *st) {
+/* The convolution's output shape cs, then the pooling's of it ps. */
+static int conv_pool_shapes(wf_shape_ctx *ctx, wf_shape *cs, wf_shape *ps,
+                            wf_status *st) {
   nn_attrs a = {.shape = ctx};
   nn_window cw, pw;
-  wf_shape xs, fs, bs, cs, os;
+  wf_shape xs, fs, bs;
   opc_fused f;
 
   if (opc_fused_shape_attrs(ctx, &f, st) ||
@@ -53,10 +56,28 @@ static int fused_conv2d_max_pool_shape(wf_shape_ctx *ctx, wf_status *st) {
       wfx_shape_input(ctx, 0, NULL, &xs, st) ||
       wfx_shape_input(ctx, 1, NULL, &fs, st) ||
       wfx_shape_input(ctx, 2, NULL, &bs, st) || bias_check(&fs, &bs, st) ||
-      nn_conv2d_out_shape(&xs, &fs, &cw, &cs, st) ||
-      nn_pool_out_shape(&cs, &pw, &os, st))
+      nn_conv2d_out_shape(&xs, &fs, &cw, cs, st) ||
+      nn_pool_out_shape(cs, &pw, ps, st))
     return wfx_code(st);
-  wfx_host->shape_set_output(ctx, 0, &os);
+  return 0;
+}
+
+static int fused_conv2d_max_pool_shape(wf_shape_ctx *ctx, wf_status *st) {
+  wf_shape cs, ps;
+
+  if (conv_pool_shapes(ctx, &cs, &ps, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &ps);
+  return 0;
+}
+
+static int fused_conv2d_and_max_pool_shape(wf_shape_ctx *ctx, wf_status *st) {
+  wf_shape cs, ps;
+
+  if (conv_pool_shapes(ctx, &cs, &ps, st))
+    return wfx_code(st);
+  wfx_host->shape_set_output(ctx, 0, &cs);
+  wfx_host->shape_set_output(ctx, 1, &ps);
   return 0;
 }
 
@@ -227,6 +248,32 @@ static int fused_conv2d_max_pool_compute(wf_kernel_ctx *ctx, void *state,
   return rc;
 }
 
+/* _FusedConv2DAndMaxPool: the convolution's output, then MaxPool's
+ * reference over it. */
+static int fused_conv2d_and_max_pool_compute(wf_kernel_ctx *ctx,
+                                             void *state, wf_status *st) {
+  nn_attrs a = {.kernel = ctx};
+  nn_window pw;
+  fconv_call c;
+  wf_shape os;
+  wf_tensor *y, *pooled;
+  int rc;
+
+  (void)state;
+  if (fconv_prepare(ctx, &c, st) || nn_pool_window_parse(&a, &pw, st) ||
+      nn_pool_out_shape(&c.ys, &pw, &os, st) ||
+      !(y = wfx_host->kernel_output_new(ctx, 0, &c.ys, st)) ||
+      !(pooled = wfx_host->kernel_output_new(ctx, 1, &os, st)))
+    return wfx_code(st);
+  if (wfx_count(y) == 0)
+    return 0;
+  rc = fconv_run(&c, wfx_data(y), st);
+  if (rc == 0 && wfx_count(pooled) > 0)
+    rc = nn_max_pool_values(wfx_dtype(c.x), wfx_data(pooled), wfx_data(y),
+                            &c.ys, &pw, st);
+  return rc;
+}
+
 static const int64_t ones4[4] = {1, 1, 1, 1};
 static const char *const bias_only[] = {"BiasAdd"};
 
@@ -311,3 +358,28 @@ const wf_op_def nn_fused_conv2d_max_pool_op = {
 const wf_kernel_def nn_fused_conv2d_max_pool_kernel =
     WFX_CPU_REFERENCE("_FusedConv2DMaxPool", "T", WFX_DTYPES_FLOAT,
                       fused_conv2d_max_pool_compute);
+
+static const wf_arg_def fused_conv2d_and_max_pool_outputs[] = {
+    WF_ARG_T("output", "T",
+             "(N, OH, OW, C_out) or (N, C_out, OH, OW) by data_format: "
+             "_FusedConv2D's"),
+    WF_ARG_T("pooled", "T",
+             "(N, PH, PW, C_out) or (N, C_out, PH, PW): output's MaxPool"),
+    WF_ARG_END};
+
+const wf_op_def nn_fused_conv2d_and_max_pool_op = {
+    WF_STRUCT_INIT(wf_op_def),
+    .name = "_FusedConv2DAndMaxPool",
+    .inputs = fused_conv2d_inputs,
+    .outputs = fused_conv2d_and_max_pool_outputs,
+    .attrs = fused_conv2d_max_pool_attrs,
+    .shape_fn = fused_conv2d_and_max_pool_shape,
+    .doc = "act(BiasAdd(Conv2D(input, filter), bias)) and its MaxPool in one "
+           "op, as two outputs: _FusedConv2DMaxPool's attributes. Made by "
+           "the graph's fusion pass on executed graphs where something "
+           "besides the pooling reads the convolution's output (in "
+           "training, the activation's gradient); not differentiable."};
+
+const wf_kernel_def nn_fused_conv2d_and_max_pool_kernel =
+    WFX_CPU_REFERENCE("_FusedConv2DAndMaxPool", "T", WFX_DTYPES_FLOAT,
+                      fused_conv2d_and_max_pool_compute);

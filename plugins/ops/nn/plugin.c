@@ -6,10 +6,12 @@
 
 #include "nn.h"
 
-/* fused.c: _FusedConv2D, made by the graph pass of fusion.c. */
-extern const wf_op_def nn_fused_conv2d_op, nn_fused_conv2d_max_pool_op;
+/* fused.c: _FusedConv2D, _FusedConv2DMaxPool and _FusedConv2DAndMaxPool,
+ * made by the graph pass of fusion.c. */
+extern const wf_op_def nn_fused_conv2d_op, nn_fused_conv2d_max_pool_op,
+    nn_fused_conv2d_and_max_pool_op;
 extern const wf_kernel_def nn_fused_conv2d_kernel,
-    nn_fused_conv2d_max_pool_kernel;
+    nn_fused_conv2d_max_pool_kernel, nn_fused_conv2d_and_max_pool_kernel;
 /* pool.c: _FusedMaxPoolGradReluGrad, made by the same pass. */
 extern const wf_op_def nn_fused_max_pool_grad_relu_op;
 extern const wf_kernel_def nn_fused_max_pool_grad_relu_kernel;
@@ -37,6 +39,7 @@ static const wf_op_def *const ops[] = {&nn_bias_add_op,
                                        &nn_batch_norm_grad_op,
                                        &nn_fused_conv2d_op,
                                        &nn_fused_conv2d_max_pool_op,
+                                       &nn_fused_conv2d_and_max_pool_op,
                                        &nn_fused_max_pool_grad_relu_op,
                                        &nn_layer_norm_op,
                                        &nn_layer_norm_grad_op,
@@ -63,6 +66,7 @@ static const wf_kernel_def *const kernels[] = {
     &nn_batch_norm_grad_kernel,
     &nn_fused_conv2d_kernel,
     &nn_fused_conv2d_max_pool_kernel,
+    &nn_fused_conv2d_and_max_pool_kernel,
     &nn_fused_max_pool_grad_relu_kernel,
     &nn_layer_norm_kernel,
     &nn_layer_norm_grad_kernel,
