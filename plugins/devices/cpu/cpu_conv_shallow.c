@@ -13,13 +13,13 @@
  * zero-bordered buffer of the thread's, so that the loops never test a
  * border. Rows of output are shared by the intra-op threads. For
  * _FusedConv2DMaxPool (2x2, stride 2) two rows go to a buffer of the
- * thread's and only their pooling is stored (for _FusedConv2DAndMaxPool,
- * to the output, pooled from there) (sixteen lanes to a vector on
+ * thread's and only their pooling is stored (sixteen lanes to a vector on
  * AVX-512, a plain maximum after a ReLU: bench/cnn_infer at batch 64
  * 4-10% faster than eight lanes and the NaN-aware maximum); on AVX-512
  * with output channels a multiple of sixteen, the two rows are computed
  * together and pooled in registers instead (pooled_block16: best batch of
- * 64 0.370 -> 0.338 ms).
+ * 64 0.370 -> 0.338 ms). For _FusedConv2DAndMaxPool the two rows go to
+ * the output and are pooled from there while they are in the cache.
  *
  * Why: oneDNN 2.6's kernel for this shape (its "first layer" path) ran the
  * cnn's first convolution (1 -> 16 channels, 28x28, SAME, batch 64) at 81
