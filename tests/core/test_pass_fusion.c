@@ -465,6 +465,7 @@ static void test_fusion_skips_tanh_gelu_and_split_requests(void **state) {
 static void assert_close(const wf_tensor *a, const wf_tensor *b,
                          const spec *s);
 static void run(wf_runtime *r, const spec *s, wf_tensor **out, int *nout);
+static int assert_fused_gives_unfused(const spec *s);
 
 /* With test-memdev first in the device order, a chain's Relu would run on
  * memdev:0 (it has a Relu kernel, no MatMul or BiasAdd): the chain is not
@@ -552,16 +553,7 @@ static void test_fusion_takes_a_max_pool_after_a_convolution(void **state) {
         wf__work_deinit(&w);
         net_free(&n);
 
-        wf_tensor *fused[3], *plain[3];
-        int nf, np;
-        run(rt_on, &s, fused, &nf);
-        run(rt_off, &s, plain, &np);
-        assert_int_equal(nf, np);
-        for (int i = 0; i < nf; i++) {
-          assert_close(plain[i], fused[i], &s);
-          wf_tensor_release(fused[i]);
-          wf_tensor_release(plain[i]);
-        }
+        assert_fused_gives_unfused(&s);
       }
   /* NCHW: the chain fuses, the pooling stays */
   spec nchw = {WF_FLOAT32, 1, 1, "Relu", PLAIN, "VALID"};
@@ -635,17 +627,7 @@ static void test_fusion_keeps_a_pooled_convolution_read_twice(void **state) {
           wf__work_deinit(&w);
           net_free(&n);
 
-          wf_tensor *fused[3], *plain[3];
-          int nf, np;
-          run(rt_on, &s, fused, &nf);
-          run(rt_off, &s, plain, &np);
-          assert_int_equal(nf, 2);
-          assert_int_equal(nf, np);
-          for (int i = 0; i < nf; i++) {
-            assert_close(plain[i], fused[i], &s);
-            wf_tensor_release(fused[i]);
-            wf_tensor_release(plain[i]);
-          }
+          assert_int_equal(assert_fused_gives_unfused(&s), 2);
         }
 }
 
@@ -799,6 +781,22 @@ static void assert_close(const wf_tensor *a, const wf_tensor *b,
   }
 }
 
+/* s's graph fetches the same values with fusion on and off; the number of
+ * fetches. */
+static int assert_fused_gives_unfused(const spec *s) {
+  wf_tensor *off[3], *on[3];
+  int noff, non;
+  run(rt_off, s, off, &noff);
+  run(rt_on, s, on, &non);
+  assert_int_equal(noff, non);
+  for (int i = 0; i < noff; i++) {
+    assert_close(off[i], on[i], s);
+    wf_tensor_release(off[i]);
+    wf_tensor_release(on[i]);
+  }
+  return noff;
+}
+
 static void test_fusion_gives_the_unfused_values(void **state) {
   (void)state;
   static const wf_dtype dts[2] = {WF_FLOAT32, WF_FLOAT64};
@@ -806,16 +804,7 @@ static void test_fusion_gives_the_unfused_values(void **state) {
     for (int shape = 0; shape < 3; shape++)
       for (int a = 0; a < NACTS; a++) {
         spec s = {dts[t], shape > 0, shape == 2, acts[a], PLAIN};
-        wf_tensor *off[3], *on[3];
-        int noff, non;
-        run(rt_off, &s, off, &noff);
-        run(rt_on, &s, on, &non);
-        assert_int_equal(noff, non);
-        for (int i = 0; i < noff; i++) {
-          assert_close(off[i], on[i], &s);
-          wf_tensor_release(off[i]);
-          wf_tensor_release(on[i]);
-        }
+        assert_fused_gives_unfused(&s);
       }
 }
 
