@@ -685,17 +685,23 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
   step *s = r->s;
   const wf__part *pt = r->pt;
   const wf__xnode *xn = &pt->nodes[i];
+  /* Read once: the releases below are calls the compiler cannot see
+   * through, which would otherwise reload these for every input. */
+  const int nin = xn->num_inputs, nout = xn->num_outputs;
+  const int32_t eb = xn->edge_begin, ee = xn->edge_end;
+  const uint32_t bound = xn->bound_inputs;
   wf_tensor **in = &r->slots[xn->input_base];
   wf_tensor **out = &r->outs[xn->output_base];
-  for (int k = 0; k < xn->num_inputs; k++) {
-    if (k < 32 && (xn->bound_inputs >> k) & 1)
+  for (int k = 0; k < nin; k++) {
+    if (k < 32 && (bound >> k) & 1)
       continue;
-    wf_tensor_release(in[k]);
+    wf_tensor *t = in[k];
     in[k] = NULL;
+    wf_tensor_release(t);
   }
   int ok = !skipped && (!ks || ks->code == WF_OK);
   if (ok) {
-    for (int k = 0; k < xn->num_outputs; k++) {
+    for (int k = 0; k < nout; k++) {
       if (!out[k]) {
         char what[96];
         snprintf(what, sizeof what, "the kernel did not produce output %d",
@@ -712,7 +718,7 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
     ok = 0;
   if (s->md && ok) {
     int64_t bytes = 0;
-    for (int k = 0; k < xn->num_outputs; k++)
+    for (int k = 0; k < nout; k++)
       bytes += (int64_t)out[k]->nbytes;
     s->md->nodes[r->md_base + i].output_bytes = bytes;
     s->md->nodes[r->md_base + i].end_ns = ns_since(&s->t0);
@@ -721,8 +727,11 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
     ok = 0;
   int32_t ready[INLINE_MAX];
   int nready = 0;
-  if (ok && !cancelled(s)) {
-    for (int e = xn->edge_begin; e < xn->edge_end; e++) {
+  /* A failed step passes nothing on. Only the flag is read here: a closed
+   * session or a passed deadline is noticed by cancelled() before the next
+   * node runs, which then completes skipped. */
+  if (ok && !atomic_load_explicit(&s->failed, memory_order_relaxed)) {
+    for (int e = eb; e < ee; e++) {
       const wf__edge *ed = &pt->edges[e];
       wf_tensor *t;
       if (ed->last_use) { /* the node's reference moves to its last reader */
@@ -738,13 +747,14 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
     }
     /* The node's own references go before any successor can start, so a
      * planned buffer is free as soon as its last reader is done. */
-    for (int k = 0; k < xn->num_outputs; k++) {
-      wf_tensor_release(out[k]);
+    for (int k = 0; k < nout; k++) {
+      wf_tensor *t = out[k];
       out[k] = NULL;
+      wf_tensor_release(t);
     }
     /* Decrement only after every slot is written, so a consumer never runs
      * on a half-filled input list. */
-    for (int e = xn->edge_begin; e < xn->edge_end; e++) {
+    for (int e = eb; e < ee; e++) {
       int32_t d = pt->edges[e].dst_node;
       if (d >= 0 && arrived(r, d))
         make_ready(r, d, ready, &nready);
@@ -754,10 +764,12 @@ static void node_done(prun *r, int32_t i, const wf_status *ks, int skipped,
       if (arrived(r, d))
         make_ready(r, d, ready, &nready);
     }
-  }
-  for (int k = 0; k < xn->num_outputs; k++) {
-    wf_tensor_release(out[k]);
-    out[k] = NULL;
+  } else {
+    for (int k = 0; k < nout; k++) {
+      wf_tensor *t = out[k];
+      out[k] = NULL;
+      wf_tensor_release(t);
+    }
   }
   /* This node's count passes to the first node it made ready: only the
    * others are added (before any of them can finish), and with none made
@@ -907,7 +919,8 @@ static void run_node(prun *r, int32_t i, inline_stack *stack, int32_t *next) {
     wf_status_set(&kst, WF_INTERNAL, "kernel returned %d without a status",
                   rc);
   node_done(r, i, &kst, 0, stack, next);
-  wf_status_reset(&kst);
+  if (kst.message) /* (a kernel may leave a message and still succeed) */
+    wf_status_reset(&kst);
 }
 
 /* Runs node i and then whatever it made ready inline, until nothing is left

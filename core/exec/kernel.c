@@ -194,8 +194,8 @@ const wf_tensor *wf__kernel_input(const wf_kernel_ctx *ctx, int32_t i) {
   return ctx->inputs[i];
 }
 
-/* Checks that output i can be set now. */
-static int check_output_slot(const wf_kernel_ctx *ctx, int32_t i,
+/* Why output i cannot be set now (check_output_slot's error). */
+static int output_slot_error(const wf_kernel_ctx *ctx, int32_t i,
                              wf_status *st) {
   if (!ctx->outputs)
     return wf_status_set(st, WF_FAILED_PRECONDITION,
@@ -208,6 +208,14 @@ static int check_output_slot(const wf_kernel_ctx *ctx, int32_t i,
                          "%d)",
                          ctx->node->name, (int)i, ctx->num_outputs);
   return WF_OK;
+}
+
+/* Checks that output i can be set now (the error, out of line). */
+static inline int check_output_slot(const wf_kernel_ctx *ctx, int32_t i,
+                                    wf_status *st) {
+  if (ctx->outputs && i >= 0 && i < ctx->num_outputs)
+    return WF_OK;
+  return output_slot_error(ctx, i, st);
 }
 
 /* Output i made over input j when the arena's rules allow it
@@ -223,7 +231,8 @@ static wf_tensor *take_over(wf_kernel_ctx *ctx, int32_t i, int32_t j,
                                ctx->node->output_dtypes[i], shape))
     return NULL;
   wf_tensor_retain(in);
-  wf_tensor_release(ctx->outputs[i]);
+  if (ctx->outputs[i])
+    wf_tensor_release(ctx->outputs[i]);
   ctx->outputs[i] = in;
   wf__memplan_count_in_place();
   return in;
@@ -244,8 +253,10 @@ wf_tensor *wf__kernel_output_new(wf_kernel_ctx *ctx, int32_t i,
   }
   /* An output made twice in one call lets go of the first one first, so
    * its planned buffer is free for the second. */
-  wf_tensor_release(ctx->outputs[i]);
-  ctx->outputs[i] = NULL;
+  if (ctx->outputs[i]) {
+    wf_tensor_release(ctx->outputs[i]);
+    ctx->outputs[i] = NULL;
+  }
   /* WF_KERNEL_IN_PLACE: output 0 over input 0 where the plan expects it
    * and nothing else reads the input. */
   if (i == 0 && ctx->arena && ctx->kernel &&

@@ -539,6 +539,7 @@ typedef struct wf_host {
   /* Kernel contexts (valid during create/compute). */
   int32_t (*kernel_num_inputs)(const wf_kernel_ctx *ctx);
   int32_t (*kernel_num_outputs)(const wf_kernel_ctx *ctx);
+  /* Input i, borrowed for the call; NULL when the node has no input i. */
   const wf_tensor *(*kernel_input)(const wf_kernel_ctx *ctx, int32_t i);
   /* Allocates output i with the node's declared dtype; NULL with st set on
    * failure. The context keeps the reference. For a WF_KERNEL_IN_PLACE

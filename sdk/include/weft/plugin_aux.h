@@ -871,18 +871,17 @@ static inline int wfx_shape_all_same(wf_shape_ctx *ctx, wf_status *st) {
 static inline int wfx_kernel_input(const wf_kernel_ctx *ctx, int32_t i,
                                    const wf_tensor **t, wf_shape *shape,
                                    wf_status *st) {
-  const wf_tensor *x = NULL;
+  /* kernel_input answers NULL for an index out of range. */
+  const wf_tensor *x = wfx_host->kernel_input(ctx, i);
 
-  *t = NULL;
-  if (shape)
-    wfx_shape_set_unknown(shape);
-  if (i >= 0 && i < wfx_host->kernel_num_inputs(ctx))
-    x = wfx_host->kernel_input(ctx, i);
-  if (!x)
+  *t = x;
+  if (!x) {
+    if (shape)
+      wfx_shape_set_unknown(shape);
     return wfx_fail(st, WF_INTERNAL,
                     "kernel input %d is missing (the node has %d)", (int)i,
                     (int)wfx_host->kernel_num_inputs(ctx));
-  *t = x;
+  }
   if (shape)
     wfx_host->tensor_shape(x, shape);
   return 0;
