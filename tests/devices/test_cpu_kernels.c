@@ -629,6 +629,39 @@ static void test_large_matmul_matches_reference(void **state) {
   expect_fast_path("MatMul 1024^3", before);
 }
 
+/* Products whose output is small beside their operands, which cpu_gemm.c
+ * splits along k over the intra-op threads (ksplit_parts) and sums after
+ * the join: the transformer's weight gradients (64 x 64 and 64 x 128 over
+ * 1,792 rows, A transposed) with every transpose pair, its embedding's
+ * (28 x 64), and an odd k (8,191: parts of unequal length). Run on the
+ * shared runtime (the machine's threads) and on three intra-op threads
+ * (three parts, on two cores more parts than cores). */
+static void test_matmul_split_along_k_matches_reference(void **state) {
+  static const int64_t shapes[][3] = {{64, 64, 1792}, {64, 128, 1792},
+                                      {128, 64, 1792}, {28, 64, 1792},
+                                      {8, 24, 8191},   {3, 5, 70001}};
+  rng r = {28};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 12; i++) {
+    int64_t m = shapes[i % 6][0], n = shapes[i % 6][1], k = shapes[i % 6][2];
+    int ta = i < 4 ? i & 1 : 1, tb = i < 4 ? (i >> 1) & 1 : i >= 9;
+    int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n};
+    kcase c;
+
+    case_init(&c, "MatMul", WF_FLOAT32);
+    case_note(&c, " m=%lld n=%lld k=%lld ta=%d tb=%d", (long long)m,
+              (long long)n, (long long)k, ta, tb);
+    add_input(&c, &r, WF_FLOAT32, ad, 2, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, bd, 2, -1, 1);
+    attr_bool(&c, "transpose_a", ta);
+    attr_bool(&c, "transpose_b", tb);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("MatMul split along k", before);
+}
+
 /* BatchMatMul with broadcast batch dims of different ranks, adjoint
  * flags, float32 and float64. */
 static void test_batch_matmul_matches_reference_with_broadcasting(
@@ -3111,6 +3144,10 @@ int main(void) {
       cmocka_unit_test(test_batch_matmul_matches_reference_with_broadcasting),
       cmocka_unit_test(test_small_batch_matmul_matches_reference),
       cmocka_unit_test(test_large_matmul_matches_reference),
+      cmocka_unit_test(test_matmul_split_along_k_matches_reference),
+      cmocka_unit_test_setup_teardown(
+          test_matmul_split_along_k_matches_reference, three_threads,
+          back_to_shared),
       cmocka_unit_test(test_large_fused_matmul_matches_reference),
       cmocka_unit_test(test_narrow_matmul_matches_reference),
       cmocka_unit_test(test_fused_matmul_matches_reference),

@@ -465,6 +465,30 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data,
   return 0;
 }
 
+dnnl_status_t cpu_dnnl_plan_exec(cpu_dnnl_plan *p, void *const *data) {
+  for (int i = 0; i < p->nmems; i++) {
+    cpu_dnnl_mem *m = &p->mems[i];
+    dnnl_status_t s;
+
+    assert(!m->reorder && !(m->flags & WF_DNNL_ZERO));
+    if (!m->user)
+      continue;
+    s = dnnl_memory_set_data_handle(m->user, data[i]);
+    if (s != dnnl_success)
+      return s;
+  }
+  for (int i = 0; i < p->nsteps; i++) {
+    cpu_dnnl_step *s = &p->steps[i];
+    dnnl_status_t r = dnnl_primitive_execute(s->prim, p->stream, s->nargs,
+                                             s->args);
+    if (r == dnnl_success)
+      r = dnnl_stream_wait(p->stream);
+    if (r != dnnl_success)
+      return r;
+  }
+  return dnnl_success;
+}
+
 /* ---- the per-node cache ------------------------------------------------------ */
 
 void cpu_key_word(cpu_key *k, int64_t v) {

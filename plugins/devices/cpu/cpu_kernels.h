@@ -387,6 +387,14 @@ int cpu_dnnl_plan_run(cpu_dnnl_plan *p, void *const *data,
                       const uint64_t *version, const char *what,
                       wf_status *st);
 
+/* Runs a plan none of whose memories is reordered (every primitive takes
+ * its user memories as they are) from any thread, one plan per thread at
+ * a time: binds data as cpu_dnnl_plan_run does and executes its steps on
+ * the plan's stream. For the parts of a cpu_team, which have no status of
+ * their own: returns oneDNN's status (dnnl_success, or the first
+ * failure's). */
+dnnl_status_t cpu_dnnl_plan_exec(cpu_dnnl_plan *p, void *const *data);
+
 /* The core's version of t's bytes (tensor_version, ABI 1.5), or 0 when the
  * core has none for it or is older. */
 static inline uint64_t cpu_version(const wf_tensor *t) {
