@@ -74,15 +74,15 @@
  *     training one matrix at a time than in the matmul primitive);
  *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
  *     OpenBLAS sgemm;
- *   - at least 2^27 multiply-adds on more than one intra-op thread, on a
- *     CPU with AVX2 and no AVX-512: OpenBLAS sgemm, per matrix;
- *   - at least 2^30 multiply-adds per matrix, or 2^27 without transposes
- *     on more than one intra-op thread: dnnl_sgemm, per matrix;
  *   - one matrix, not fused, whose output is small beside its operands
  *     (m n at most (m + n) k / 16, k of 512 and more, work enough to
  *     share as cpu_dnnl_plan_threads counts it), on more than one
  *     intra-op thread: one-thread matmul plans, each a contiguous part of
  *     k, summed after the join (gemm_ksplit below);
+ *   - at least 2^27 multiply-adds on more than one intra-op thread, on a
+ *     CPU with AVX2 and no AVX-512: OpenBLAS sgemm, per matrix;
+ *   - at least 2^30 multiply-adds per matrix, or 2^27 without transposes
+ *     on more than one intra-op thread: dnnl_sgemm, per matrix;
  *   - otherwise the matmul primitive, cached per shape, whole batches (with
  *     broadcasting) in one call.
  * float64 goes to OpenBLAS dgemm (oneDNN has none). A shape the matmul
