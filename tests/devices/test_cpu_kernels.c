@@ -633,9 +633,11 @@ static void test_large_matmul_matches_reference(void **state) {
  * splits along k over the intra-op threads (ksplit_parts) and sums after
  * the join: the transformer's weight gradients (64 x 64 and 64 x 128 over
  * 1,792 rows, A transposed) with every transpose pair, its embedding's
- * (28 x 64), and an odd k (8,191: parts of unequal length). Run on the
- * shared runtime (the machine's threads) and on three intra-op threads
- * (three parts, on two cores more parts than cores). */
+ * (28 x 64), and an odd k (8,191: parts of unequal length); MatMul and
+ * _FusedMatMul (the epilogue applied by the team after the sum) with each
+ * epilogue. Run on the shared runtime (the machine's threads) and on
+ * three intra-op threads (three parts, on two cores more parts than
+ * cores). */
 static void test_matmul_split_along_k_matches_reference(void **state) {
   static const int64_t shapes[][3] = {{64, 64, 1792}, {64, 128, 1792},
                                       {128, 64, 1792}, {28, 64, 1792},
@@ -643,19 +645,24 @@ static void test_matmul_split_along_k_matches_reference(void **state) {
   rng r = {28};
   int64_t before = bits_differ;
 
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < 12 + NFUSED; i++) {
     int64_t m = shapes[i % 6][0], n = shapes[i % 6][1], k = shapes[i % 6][2];
-    int ta = i < 4 ? i & 1 : 1, tb = i < 4 ? (i >> 1) & 1 : i >= 9;
+    int ta = i < 4 ? i & 1 : 1, tb = i < 4 ? (i >> 1) & 1 : i % 4 == 1;
+    int fused = i >= 12;
     int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n};
     kcase c;
 
-    case_init(&c, "MatMul", WF_FLOAT32);
+    case_init(&c, fused ? "_FusedMatMul" : "MatMul", WF_FLOAT32);
     case_note(&c, " m=%lld n=%lld k=%lld ta=%d tb=%d", (long long)m,
               (long long)n, (long long)k, ta, tb);
     add_input(&c, &r, WF_FLOAT32, ad, 2, -1, 1);
     add_input(&c, &r, WF_FLOAT32, bd, 2, -1, 1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &n, 1, -1, 1);
     attr_bool(&c, "transpose_a", ta);
     attr_bool(&c, "transpose_b", tb);
+    if (fused)
+      fused_attrs(&c, (i - 12) % NFUSED);
     check_case(&c);
     case_free(&c);
   }

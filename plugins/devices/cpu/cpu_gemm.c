@@ -74,11 +74,11 @@
  *     training one matrix at a time than in the matmul primitive);
  *   - at most 2^17 multiply-adds, and OpenBLAS runs AVX-512 kernels:
  *     OpenBLAS sgemm;
- *   - one matrix, not fused, whose output is small beside its operands
+ *   - one matrix, whose output is small beside its operands
  *     (m n at most (m + n) k / 16, k of 512 and more, work enough to
  *     share as cpu_dnnl_plan_threads counts it), on more than one
  *     intra-op thread: one-thread matmul plans, each a contiguous part of
- *     k, summed after the join (gemm_ksplit below);
+ *     k, summed by the team (gemm_ksplit below);
  *   - at least 2^27 multiply-adds on more than one intra-op thread, on a
  *     CPU with AVX2 and no AVX-512: OpenBLAS sgemm, per matrix;
  *   - at least 2^30 multiply-adds per matrix, or 2^27 without transposes
@@ -686,8 +686,9 @@ static int gemm_dnnl(cpu_dnnl_state *s, const gemm_job *j, wf_status *st) {
  * transformer's 64 x 64 and 64 x 128 ones over its 1,792 tokens) is split
  * along k: part t of the intra-op team multiplies the t-th contiguous run
  * of k on its own thread (a one-thread matmul plan of its own, with its
- * stream and scratchpad) into the output (part 0) or a buffer, and the
- * buffers are added to the output after the join.
+ * stream and scratchpad) into the output (part 0) or a buffer; then each
+ * thread adds the buffers into its share of the output's rows and applies
+ * _FusedMatMul's epilogue to them.
  *
  * Why: the operands were written just before by the team (X in the
  * forward pass, dY by the op before), each thread its own contiguous run
@@ -706,14 +707,18 @@ static int gemm_dnnl(cpu_dnnl_state *s, const gemm_job *j, wf_status *st) {
  * ratios 1.076, eight of ten faster). */
 #define KSPLIT_MAX 8         /* the most parts */
 #define KSPLIT_LEAST_K 256   /* the fewest rows of k a part takes */
+/* Split when m n * KSPLIT_RATIO <= (m + n) k. With 4, the mlp's first
+ * layer (64 x 256 x 784, fused) was split too and its node went from 0.12
+ * to 0.16 ms (three alternated profiles). */
+#define KSPLIT_RATIO 16
 
-/* The parts a float32 job of one matrix is split into along k (1: not
- * split), with `width` intra-op threads. */
+/* The parts a float32 job of one matrix (plain or fused) is split into
+ * along k (1: not split), with `width` intra-op threads. */
 static int ksplit_parts(const gemm_job *j, int width) {
   int64_t parts;
 
-  if (width < 2 || j->fused || wfx_shape_count(&j->os) != j->m * j->n ||
-      j->m * j->n * 16 > (j->m + j->n) * j->k ||
+  if (width < 2 || wfx_shape_count(&j->os) != j->m * j->n ||
+      j->m * j->n * KSPLIT_RATIO > (j->m + j->n) * j->k ||
       j->m * j->n * j->k / 16 < WF_DNNL_SMALL_WORK)
     return 1;
   parts = j->k / KSPLIT_LEAST_K;
@@ -769,6 +774,7 @@ static int build_ksplit(void *arg, cpu_dnnl_plan *p, wf_status *st) {
 }
 
 typedef struct ksplit_job {
+  const gemm_job *j;
   int parts;
   cpu_dnnl_plan *plan[KSPLIT_MAX];
   void *data[KSPLIT_MAX][3];
@@ -776,12 +782,31 @@ typedef struct ksplit_job {
 } ksplit_job;
 
 /* cpu_team part t of nt: the parts t, t + nt, ... (all of them when the
- * team is narrower than the split). */
+ * team is narrower than the split); then, once every part is done, its
+ * share of the output's rows: the other parts' sums added, the epilogue
+ * (_FusedMatMul) applied. */
 static void ksplit_part(void *arg, int t, int nt) {
   ksplit_job *kj = arg;
+  const gemm_job *j = kj->j;
+  int64_t r0 = j->m * t / nt, r1 = j->m * (t + 1) / nt, n = j->n;
+  int ok = 1;
 
   for (int p = t; p < kj->parts; p += nt)
     kj->rc[p] = cpu_dnnl_plan_exec(kj->plan[p], kj->data[p]);
+  cpu_team_barrier();
+  for (int p = 0; p < kj->parts; p++)
+    ok &= kj->rc[p] == dnnl_success;
+  if (!ok || r0 == r1)
+    return;
+  for (int p = 1; p < kj->parts; p++) {
+    float *out = (float *)j->out + r0 * n;
+    const float *b = (const float *)kj->data[p][2] + r0 * n;
+    for (int64_t i = 0; i < (r1 - r0) * n; i++)
+      out[i] += b[i];
+  }
+  if (j->fused)
+    opc_fused_apply(WF_FLOAT32, (float *)j->out + r0 * n, j->bias, r1 - r0,
+                    n, 1, j->fused);
 }
 
 /* The job split along k into `parts`. */
@@ -793,6 +818,7 @@ static int gemm_ksplit(cpu_dnnl_state *s, const gemm_job *j, int parts,
   int got = 0, rc = 0;
 
   memset(&kj, 0, sizeof kj);
+  kj.j = j;
   kj.parts = parts;
   for (; got < parts; got++) {
     int64_t k0 = j->k * got / parts, k1 = j->k * (got + 1) / parts;
@@ -835,14 +861,6 @@ static int gemm_ksplit(cpu_dnnl_state *s, const gemm_job *j, int parts,
     for (int p = 0; p < parts && rc == 0; p++)
       if (kj.rc[p] != dnnl_success)
         rc = cpu_dnnl_fail(kj.rc[p], "matmul (a part along k)", st);
-    if (rc == 0) {
-      float *out = j->out;
-      for (int p = 1; p < parts; p++) {
-        const float *b = buf + (p - 1) * mn;
-        for (int64_t i = 0; i < mn; i++)
-          out[i] += b[i];
-      }
-    }
   }
   wfx_host->free(buf);
   for (int p = 0; p < got; p++)
@@ -1069,6 +1087,11 @@ static int fused_matmul_compute(wf_kernel_ctx *ctx, void *state,
    * alone, but the epilogue after it runs on one thread (on the BERT-tiny
    * model of bench/onnx_vs_ort.py at batch 32: 12 products with bias,
    * two with GELU, 44.9 ms against 8.9 ms). */
+  if (j.dtype == WF_FLOAT32 && choose(&j) == BACKEND_KSPLIT) {
+    int parts = ksplit_parts(&j, cpu_team_width());
+    return parts > 1 ? gemm_ksplit(g->dnnl, &j, parts, st)
+                     : gemm_dnnl(g->dnnl, &j, st);
+  }
   if (j.dtype == WF_FLOAT32 && choose(&j) != BACKEND_OPENBLAS &&
       choose(&j) != BACKEND_NARROW)
     return gemm_dnnl(g->dnnl, &j, st);

@@ -226,7 +226,7 @@ int cpu_avx2_fma_only(void) {
  * would be) before its first statement runs. Concurrent regions thus look
  * ordered to ThreadSanitizer, which can only hide races, never invent
  * them. */
-static char team_fork, team_join;
+static char team_fork, team_join, team_barrier;
 #endif
 /* cpu_team's own accesses are the compiler's passing of the region's
  * shared variables (written by the caller before the fork, read by each
@@ -259,6 +259,14 @@ void cpu_team(cpu_team_fn *fn, void *arg, int share) {
 #else
   (void)share;
   fn(arg, 0, 1);
+#endif
+}
+
+void cpu_team_barrier(void) {
+#ifdef HAVE_DNNL
+  CPU_HAPPENS_BEFORE(&team_barrier);
+#pragma omp barrier
+  CPU_HAPPENS_AFTER(&team_barrier);
 #endif
 }
 

@@ -157,6 +157,12 @@ void cpu_omp_threads_n(int32_t n);
 typedef void cpu_team_fn(void *arg, int t, int nt);
 void cpu_team(cpu_team_fn *fn, void *arg, int share);
 
+/* Called by every part of a cpu_team (each part the same number of
+ * times), waits until all of them have called it: what each part wrote
+ * before, every part may read after (also as ThreadSanitizer sees it).
+ * Nothing on a team of one. */
+void cpu_team_barrier(void);
+
 /* The most parts cpu_team(fn, arg, share) runs: 1 unless `share` is set
  * and there are several intra-op threads, then the intra-op count. A team
  * may come out smaller (one thread while the cores are crowded, or what
