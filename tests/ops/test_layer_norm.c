@@ -207,7 +207,10 @@ static void check_shapes(wf_runtime *rt, const char *who) {
                 {2, {19, 40}, 1e-5},     {3, {33, 37, 64}, 1e-5},
                 {2, {3, 700}, 1e-5},
                 /* one vector, and an odd count of them */
-                {2, {4, 8}, 1e-5},       {2, {9, 24}, 1e-4}};
+                {2, {4, 8}, 1e-5},       {2, {9, 24}, 1e-4},
+                /* AVX-512's: one vector, three, blocks of rows (16)
+                 * split unevenly */
+                {2, {70, 16}, 1e-5},     {3, {3, 17, 48}, 1e-5}};
   static const wf_dtype dts[] = {WF_FLOAT32, WF_FLOAT64};
 
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
