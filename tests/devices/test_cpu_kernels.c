@@ -709,19 +709,22 @@ static void test_batch_matmul_matches_reference_with_broadcasting(
 }
 
 /* Batches of small matrices (cpu_gemm.c's loops for them on CPUs with
- * AVX2 and FMA; the matmul primitive elsewhere): the
- * transformer's attention shapes, odd sizes that leave partial row blocks
- * and vectors, two chunks of columns (n over 32), the largest n and
- * sizes just past the loops' limits, every adjoint pair, and broadcast
- * batch dims. */
+ * AVX2 and FMA, sixteen lanes to a vector with AVX-512; the matmul
+ * primitive elsewhere): the transformer's attention shapes, odd sizes
+ * that leave partial row blocks and vectors, two chunks of columns (n
+ * over 32), three vectors of 16 (n = 48), the largest n and sizes just
+ * past the loops' limits, an op(b) that fits the scratch in vectors of
+ * 8 but not of 16 (8 x 1024: the AVX2 loops then), every adjoint pair,
+ * and broadcast batch dims. */
 static void test_small_batch_matmul_matches_reference(void **state) {
-  static const int64_t mnk[][3] = {{28, 28, 16}, {28, 16, 28}, {1, 1, 1},
-                                   {5, 3, 7},    {13, 40, 9},  {9, 64, 17},
-                                   {7, 65, 3},   {64, 64, 17}, {33, 20, 50}};
+  static const int64_t mnk[][3] = {
+      {28, 28, 16}, {28, 16, 28}, {1, 1, 1},     {5, 3, 7},
+      {13, 40, 9},  {9, 64, 17},  {7, 65, 3},    {64, 64, 17},
+      {33, 20, 50}, {15, 48, 20}, {8, 8, 1024}};
   rng r = {27};
   int64_t before = bits_differ;
 
-  for (int i = 0; i < 9; i++)
+  for (int i = 0; i < 11; i++)
     for (int adj = 0; adj < 4; adj++) {
       int64_t m = mnk[i][0], n = mnk[i][1], k = mnk[i][2];
       int ax = adj & 1, ay = adj >> 1, bcast = (i + adj) % 3 == 0;
