@@ -633,22 +633,23 @@ static void test_large_matmul_matches_reference(void **state) {
  * splits along k over the intra-op threads (ksplit_parts) and sums after
  * the join: the transformer's weight gradients (64 x 64 and 64 x 128 over
  * 1,792 rows, A transposed) with every transpose pair, its embedding's
- * (28 x 64), and an odd k (8,191: parts of unequal length); MatMul and
+ * (28 x 64), the mlp's first layer at batch 64 (64 x 256 x 784), and an
+ * odd k (8,191: parts of unequal length); MatMul and
  * _FusedMatMul (the epilogue applied by the team after the sum) with each
  * epilogue. Run on the shared runtime (the machine's threads) and on
  * three intra-op threads (three parts, on two cores more parts than
  * cores). */
 static void test_matmul_split_along_k_matches_reference(void **state) {
-  static const int64_t shapes[][3] = {{64, 64, 1792}, {64, 128, 1792},
-                                      {128, 64, 1792}, {28, 64, 1792},
-                                      {8, 24, 8191},   {3, 5, 70001}};
+  static const int64_t shapes[][3] = {
+      {64, 64, 1792}, {64, 128, 1792}, {128, 64, 1792}, {28, 64, 1792},
+      {8, 24, 8191},  {3, 5, 70001},   {64, 256, 784}};
   rng r = {28};
   int64_t before = bits_differ;
 
-  for (int i = 0; i < 12 + NFUSED; i++) {
-    int64_t m = shapes[i % 6][0], n = shapes[i % 6][1], k = shapes[i % 6][2];
-    int ta = i < 4 ? i & 1 : 1, tb = i < 4 ? (i >> 1) & 1 : i % 4 == 1;
-    int fused = i >= 12;
+  for (int i = 0; i < 14 + NFUSED; i++) {
+    int64_t m = shapes[i % 7][0], n = shapes[i % 7][1], k = shapes[i % 7][2];
+    int ta = i < 4 ? i & 1 : i % 7 != 6, tb = i < 4 ? (i >> 1) & 1 : i % 4 == 1;
+    int fused = i >= 14;
     int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n};
     kcase c;
 
@@ -662,7 +663,7 @@ static void test_matmul_split_along_k_matches_reference(void **state) {
     attr_bool(&c, "transpose_a", ta);
     attr_bool(&c, "transpose_b", tb);
     if (fused)
-      fused_attrs(&c, (i - 12) % NFUSED);
+      fused_attrs(&c, (i - 14) % NFUSED);
     check_case(&c);
     case_free(&c);
   }
