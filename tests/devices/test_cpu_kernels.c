@@ -670,6 +670,41 @@ static void test_matmul_split_along_k_matches_reference(void **state) {
   expect_fast_path("MatMul split along k", before);
 }
 
+/* Weight gradients over a small batch (A transposed), which cpu_gemm.c
+ * splits along m over the intra-op threads (msplit_parts): the mlp's
+ * 784 x 256 and 256 x 128 over 64 samples, an odd row count (parts of
+ * unequal length), B transposed or not, MatMul and _FusedMatMul with each
+ * epilogue (applied by each part to its rows). Run on the shared runtime
+ * and on three intra-op threads. */
+static void test_matmul_split_along_m_matches_reference(void **state) {
+  static const int64_t shapes[][3] = {
+      {784, 256, 64}, {256, 128, 64}, {131, 96, 170}, {200, 33, 300}};
+  rng r = {29};
+  int64_t before = bits_differ;
+
+  for (int i = 0; i < 8 + NFUSED; i++) {
+    int64_t m = shapes[i % 4][0], n = shapes[i % 4][1], k = shapes[i % 4][2];
+    int tb = (i / 4) % 2, fused = i >= 8;
+    int64_t ad[2] = {k, m}, bd[2] = {tb ? n : k, tb ? k : n};
+    kcase c;
+
+    case_init(&c, fused ? "_FusedMatMul" : "MatMul", WF_FLOAT32);
+    case_note(&c, " m=%lld n=%lld k=%lld ta=1 tb=%d", (long long)m,
+              (long long)n, (long long)k, tb);
+    add_input(&c, &r, WF_FLOAT32, ad, 2, -1, 1);
+    add_input(&c, &r, WF_FLOAT32, bd, 2, -1, 1);
+    if (fused)
+      add_input(&c, &r, WF_FLOAT32, &n, 1, -1, 1);
+    attr_bool(&c, "transpose_a", 1);
+    attr_bool(&c, "transpose_b", tb);
+    if (fused)
+      fused_attrs(&c, (i - 8) % NFUSED);
+    check_case(&c);
+    case_free(&c);
+  }
+  expect_fast_path("MatMul split along m", before);
+}
+
 /* BatchMatMul with broadcast batch dims of different ranks, adjoint
  * flags, float32 and float64. */
 static void test_batch_matmul_matches_reference_with_broadcasting(
@@ -3158,6 +3193,10 @@ int main(void) {
       cmocka_unit_test(test_matmul_split_along_k_matches_reference),
       cmocka_unit_test_setup_teardown(
           test_matmul_split_along_k_matches_reference, three_threads,
+          back_to_shared),
+      cmocka_unit_test(test_matmul_split_along_m_matches_reference),
+      cmocka_unit_test_setup_teardown(
+          test_matmul_split_along_m_matches_reference, three_threads,
           back_to_shared),
       cmocka_unit_test(test_large_fused_matmul_matches_reference),
       cmocka_unit_test(test_narrow_matmul_matches_reference),
