@@ -364,14 +364,11 @@ static small_fn *const small_block[4] = {small_8x1, small_6x2, small_4x3,
 static small_fn *const small_one[4] = {small_1x1, small_1x2, small_1x3,
                                        small_1x4};
 
-/* One matrix: c (m, n) = op(a) op(b); bp: scratch of k x ldb floats. */
-static SMALL_TARGET void small_matrix(const small_job *j, const float *a,
-                                      const float *b, float *c, float *bp,
-                                      int64_t ldb) {
-  const int64_t m = j->m, n = j->n, k = j->k;
-  const int64_t rs = j->ta ? 1 : k, qs = j->ta ? m : 1;
+/* op(b) as k rows of ldb floats (bp), zeros past n. */
+static void small_pack_b(const small_job *j, const float *b, float *bp,
+                         int64_t ldb) {
+  const int64_t n = j->n, k = j->k;
 
-  /* op(b) as k rows of ldb floats, zeros past n */
   for (int64_t q = 0; q < k; q++) {
     float *row = bp + q * ldb;
     if (j->tb)
@@ -382,6 +379,16 @@ static SMALL_TARGET void small_matrix(const small_job *j, const float *a,
     for (int64_t col = n; col < ldb; col++)
       row[col] = 0.0f;
   }
+}
+
+/* One matrix: c (m, n) = op(a) op(b); bp: scratch of k x ldb floats. */
+static SMALL_TARGET void small_matrix(const small_job *j, const float *a,
+                                      const float *b, float *c, float *bp,
+                                      int64_t ldb) {
+  const int64_t m = j->m, n = j->n, k = j->k;
+  const int64_t rs = j->ta ? 1 : k, qs = j->ta ? m : 1;
+
+  small_pack_b(j, b, bp, ldb);
   for (int64_t c0 = 0; c0 < n; c0 += 32) {
     int64_t cols = n - c0 < 32 ? n - c0 : 32;
     int vecs = (int)((cols + 7) / 8), last = (int)(cols - 8 * (vecs - 1));
@@ -458,16 +465,7 @@ static SMALL16_TARGET void small_matrix16(const small_job *j, const float *a,
   const int64_t m = j->m, n = j->n, k = j->k;
   const int64_t rs = j->ta ? 1 : k, qs = j->ta ? m : 1;
 
-  for (int64_t q = 0; q < k; q++) {
-    float *row = bp + q * ldb;
-    if (j->tb)
-      for (int64_t col = 0; col < n; col++)
-        row[col] = b[col * k + q];
-    else
-      memcpy(row, b + q * n, (size_t)n * sizeof *row);
-    for (int64_t col = n; col < ldb; col++)
-      row[col] = 0.0f;
-  }
+  small_pack_b(j, b, bp, ldb);
   for (int64_t c0 = 0; c0 < n; c0 += 64) {
     int64_t cols = n - c0 < 64 ? n - c0 : 64;
     int vecs = (int)((cols + 15) / 16), last = (int)(cols - 16 * (vecs - 1));
@@ -944,6 +942,51 @@ static void ksplit_part(void *arg, int t, int nt) {
   split_epilogue(j, r0, r1);
 }
 
+/* Takes the one-thread plans of a job split into kj->parts along k
+ * (axis 'K') or m ('M') from the node's cache, and the operands' windows
+ * of each part (the output's too for m; for k the caller places the
+ * sums). Returns 0, -1 when oneDNN refuses a window (the job is to run
+ * unsplit), or the error with st set; *got: the plans taken, to be put
+ * back whatever the result. */
+static int split_plans(cpu_dnnl_state *s, ksplit_job *kj, int axis, int *got,
+                       wf_status *st) {
+  const gemm_job *j = kj->j;
+  int parts = kj->parts;
+
+  for (*got = 0; *got < parts;) {
+    int p = *got;
+    int64_t len = axis == 'K' ? j->k : j->m;
+    int64_t a0 = len * p / parts, a1 = len * (p + 1) / parts;
+    ksplit_arg a = {j, axis == 'M' ? a1 - a0 : j->m,
+                    axis == 'K' ? a1 - a0 : j->k};
+    cpu_key key = {0};
+
+    cpu_key_word(&key, axis);
+    cpu_key_word(&key, j->m);
+    cpu_key_word(&key, j->n);
+    cpu_key_word(&key, j->k);
+    cpu_key_word(&key, a1 - a0);
+    cpu_key_word(&key, j->ta);
+    cpu_key_word(&key, j->tb);
+    if (!(kj->plan[p] = cpu_dnnl_cache_get(&s->cache, &key, build_ksplit, &a,
+                                           st)))
+      return wfx_code(st);
+    ++*got;
+    if (kj->plan[p]->fallback)
+      return -1;
+    if (axis == 'K') {
+      kj->data[p][0] = (float *)j->x + (j->ta ? a0 * j->m : a0);
+      kj->data[p][1] = (float *)j->y + (j->tb ? a0 : a0 * j->n);
+      kj->data[p][2] = NULL;
+    } else {
+      kj->data[p][0] = (float *)j->x + (j->ta ? a0 : a0 * j->k);
+      kj->data[p][1] = (void *)j->y;
+      kj->data[p][2] = (float *)j->out + a0 * j->n;
+    }
+  }
+  return 0;
+}
+
 /* The job split along k into `parts`. */
 static int gemm_ksplit(cpu_dnnl_state *s, const gemm_job *j, int parts,
                        wf_status *st) {
@@ -955,32 +998,7 @@ static int gemm_ksplit(cpu_dnnl_state *s, const gemm_job *j, int parts,
   memset(&kj, 0, sizeof kj);
   kj.j = j;
   kj.parts = parts;
-  for (; got < parts; got++) {
-    int64_t k0 = j->k * got / parts, k1 = j->k * (got + 1) / parts;
-    ksplit_arg a = {j, j->m, k1 - k0};
-    cpu_key key = {0};
-
-    cpu_key_word(&key, 'K');
-    cpu_key_word(&key, j->m);
-    cpu_key_word(&key, j->n);
-    cpu_key_word(&key, j->k);
-    cpu_key_word(&key, a.kp);
-    cpu_key_word(&key, j->ta);
-    cpu_key_word(&key, j->tb);
-    if (!(kj.plan[got] = cpu_dnnl_cache_get(&s->cache, &key, build_ksplit,
-                                            &a, st))) {
-      rc = wfx_code(st);
-      break;
-    }
-    if (kj.plan[got]->fallback) { /* oneDNN refused the window: unsplit */
-      got++;
-      rc = -1;
-      break;
-    }
-    kj.data[got][0] = (float *)j->x + (j->ta ? k0 * j->m : k0);
-    kj.data[got][1] = (float *)j->y + (j->tb ? k0 : k0 * j->n);
-    kj.data[got][2] = NULL;
-  }
+  rc = split_plans(s, &kj, 'K', &got, st);
   if (rc == 0 && !(buf = wfx_host->alloc((size_t)((parts - 1) * mn) *
                                              sizeof(float),
                                          0)))
@@ -1057,32 +1075,7 @@ static int gemm_msplit(cpu_dnnl_state *s, const gemm_job *j, int parts,
   memset(&kj, 0, sizeof kj);
   kj.j = j;
   kj.parts = parts;
-  for (; got < parts; got++) {
-    int64_t m0 = j->m * got / parts, m1 = j->m * (got + 1) / parts;
-    ksplit_arg a = {j, m1 - m0, j->k};
-    cpu_key key = {0};
-
-    cpu_key_word(&key, 'M');
-    cpu_key_word(&key, j->m);
-    cpu_key_word(&key, j->n);
-    cpu_key_word(&key, j->k);
-    cpu_key_word(&key, a.mp);
-    cpu_key_word(&key, j->ta);
-    cpu_key_word(&key, j->tb);
-    if (!(kj.plan[got] = cpu_dnnl_cache_get(&s->cache, &key, build_ksplit,
-                                            &a, st))) {
-      rc = wfx_code(st);
-      break;
-    }
-    if (kj.plan[got]->fallback) { /* oneDNN refused the window: unsplit */
-      got++;
-      rc = -1;
-      break;
-    }
-    kj.data[got][0] = (float *)j->x + (j->ta ? m0 : m0 * j->k);
-    kj.data[got][1] = (void *)j->y;
-    kj.data[got][2] = (float *)j->out + m0 * j->n;
-  }
+  rc = split_plans(s, &kj, 'M', &got, st);
   if (rc == 0) {
     cpu_team(msplit_part, &kj, 1);
     for (int p = 0; p < parts && rc == 0; p++)
