@@ -1041,6 +1041,15 @@ static int avx2_fma(void) {
 #endif
 }
 
+/* The CPUs the plugin's GELU loops serve: AVX-512 (with AVX2 and FMA). */
+static int avx512f(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  return avx2_fma() && __builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
 /* The plugin's own Winograd loops (cpu_winograd.c) take NHWC 3x3
  * convolutions moved one element at a time (dilation 1) with input
  * channels a multiple of 8 up to 64 and output channels a multiple of 16
@@ -1950,6 +1959,58 @@ static void test_relu_grad_loops_give_reference_bits(void **state) {
       check_case(&c);
     case_free(&c);
   }
+}
+
+/* Gelu and GeluGrad in their exact form run the plugin's own loops (label
+ * loops, cpu_eltwise.c) on CPUs with AVX-512: the reference within the
+ * file's tolerance on sizes around the vector width and past the
+ * threads' split, x holding NaN, infinities, zeros of both signs and
+ * values far out on both sides (where the loops' erfc and exponential
+ * reach 0). The tanh form, and every node on other CPUs, stays with
+ * oneDNN's kernel. */
+static void test_gelu_loops_match_reference(void **state) {
+  static const int64_t sizes[] = {1, 15, 16, 17, 33, 40001, 65536 + 5};
+  static const float specials[] = {NAN,   INFINITY, -INFINITY, 0.0f, -0.0f,
+                                   1e-30f, -9.5f,   -14.0f,    30.0f, -30.0f};
+  const size_t nspecial = sizeof specials / sizeof *specials;
+  int takes = avx512f();
+  rng r = {96};
+
+  (void)state;
+  for (int grad = 0; grad < 2; grad++)
+    for (int approximate = 0; approximate < 2; approximate++)
+      for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const char *op = grad ? "GeluGrad" : "Gelu";
+        const char *want = takes && !approximate ? "loops" : "onednn";
+        wf_status *st = wf_status_new();
+        wf_graph *g = wf_graph_new(rt);
+        const wf__kernel *k = NULL;
+        wf_node *n;
+        kcase c;
+        int64_t d = sizes[s];
+
+        case_init(&c, op, WF_FLOAT32);
+        case_note(&c, " %lld elements approximate=%d", (long long)d,
+                  approximate);
+        if (grad)
+          add_input(&c, &r, WF_FLOAT32, &d, 1, -2, 2);
+        float *x = wf_tensor_data(add_input(&c, &r, WF_FLOAT32, &d, 1, -6, 6));
+        for (int64_t i = 0; i < d; i++)
+          if (i % 11 == 4)
+            x[i] = specials[(size_t)(i / 11) % nspecial];
+        attr_bool(&c, "approximate", approximate);
+        if (!(n = build(g, &c, st)) ||
+            !(k = wf__kernel_select(rt, n, "cpu", st)))
+          fail_msg("%s: %s", c.name, wf_status_message(st));
+        if (strcmp(k->def.label, want) != 0)
+          fail_msg("%s: the registry picks '%s', not %s", c.name,
+                   k->def.label, want);
+        wf_graph_free(g);
+        wf_status_free(st);
+        if (!approximate)
+          check_case(&c);
+        case_free(&c);
+      }
 }
 
 static void test_softmax_family_matches_reference(void **state) {
@@ -3228,6 +3289,7 @@ int main(void) {
           test_nhwc_max_pool_grad_gives_reference_bits, bits_exact,
           bits_within_tolerance),
       cmocka_unit_test(test_activations_match_reference),
+      cmocka_unit_test(test_gelu_loops_match_reference),
       cmocka_unit_test_setup_teardown(test_relu_grad_loops_give_reference_bits,
                                       bits_exact, bits_within_tolerance),
       cmocka_unit_test_setup_teardown(test_relu_grad_loops_give_reference_bits,

@@ -285,3 +285,178 @@ const wf_kernel_def cpu_k_relu_grad_loops = WFX_KERNEL_FOR(
     "cpu", "loops", "ReluGrad", "T", WF_DTYPE_BIT(WF_FLOAT32),
     relu_grad_loops, .priority = WF_CPU_FAST_PRIORITY + 1,
     .flags = WF_KERNEL_IN_PLACE, .supports = relu_grad_loops_supports);
+
+/* ---- Gelu and GeluGrad (exact form) in the plugin's own loops ------------- */
+
+/* y = x Phi(x) and dx = dy (Phi(x) + x phi(x)), Phi the normal
+ * distribution, phi its density, on CPUs with AVX-512, sixteen lanes at a
+ * time. With a = |x| / sqrt(2), erfc(a) is t P(t) exp(-a^2), t = 1 / (1 +
+ * p a), P of degree 4 (Abramowitz and Stegun 7.1.26: within 1.5e-7 of
+ * erf), and exp(-a^2) = exp(-x^2 / 2) is also phi's exponential, so the
+ * backward op computes one exponential an element, not two. Phi(x) is 1 -
+ * erfc(a) / 2 for x >= 0 and erfc(a) / 2 below, which keeps the small
+ * values of the negative side from cancellation. As in the reference, a
+ * NaN x gives NaN, Gelu(+inf) = +inf and Gelu(-inf) = 0, the derivative 1
+ * at +inf and 0 at -inf.
+ *
+ * Against oneDNN's eltwise primitive, on an Intel Xeon with AVX-512 (2
+ * cores), the transformer's training step (64 x 28 x 128 elements a node,
+ * bench/train --profile 100, three alternated pairs): GeluGrad 0.19-0.22
+ * -> 0.15 ms, Gelu 0.14-0.16 -> 0.12-0.13 ms, two nodes each. Elements
+ * are shared by the intra-op threads from WF_CPU_SPLIT. */
+typedef struct gelu_job {
+  float *out;
+  const float *x, *dy; /* dy: GeluGrad */
+  int64_t count;
+} gelu_job;
+
+#if RELU_GRAD_LOOPS
+#include "cpu_vexp.h"
+
+#define GELU16_INLINE                                                          \
+  static inline __attribute__((always_inline, target("avx512f")))
+
+/* Phi(x) into *phi_cdf and exp(-x^2 / 2) into *e for sixteen lanes. */
+GELU16_INLINE void gelu_parts16(__m512 x, __m512 *phi_cdf, __m512 *e) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __m512 a = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678f));
+  /* t from a at most 10 (erfc is 0 in float from 9.2; a NaN or infinite a
+   * would make the Newton step NaN): exp(-a^2) carries the NaN */
+  __m512 d = _mm512_fmadd_ps(_mm512_min_ps(a, _mm512_set1_ps(10.0f)),
+                             _mm512_set1_ps(0.3275911f), one);
+  /* 1 / d: the 14-bit estimate and a Newton step (1 <= d <= 4.3) */
+  __m512 t = _mm512_rcp14_ps(d);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  *e = cpu_exp16_nonpos(_mm512_mul_ps(_mm512_mul_ps(a, a), _mm512_set1_ps(-1.0f)));
+  /* half of erfc(a) */
+  __m512 h = _mm512_mul_ps(_mm512_mul_ps(p, t),
+                           _mm512_mul_ps(*e, _mm512_set1_ps(0.5f)));
+  __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+  *phi_cdf = _mm512_mask_sub_ps(h, pos, one, h);
+}
+
+/* x Phi(x), 0 where Phi(x) is (x = -inf: not NaN). */
+GELU16_INLINE __m512 gelu_y16(__m512 x, __m512 cdf) {
+  return _mm512_maskz_mul_ps(
+      _mm512_cmp_ps_mask(cdf, _mm512_setzero_ps(), _CMP_NEQ_UQ), x, cdf);
+}
+
+/* Phi(x) + x phi(x), the product 0 where exp(-x^2 / 2) is (x infinite:
+ * 1 or 0, not NaN). */
+GELU16_INLINE __m512 gelu_d16(__m512 x, __m512 cdf, __m512 e) {
+  __m512 xe = _mm512_maskz_mul_ps(
+      _mm512_cmp_ps_mask(e, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+      _mm512_mul_ps(x, _mm512_set1_ps(0.39894228f)), e);
+  return _mm512_add_ps(cdf, xe);
+}
+
+__attribute__((target("avx512f"))) static void gelu_part(void *arg, int t,
+                                                         int nt) {
+  const gelu_job *j = arg;
+  int64_t vecs = j->count / 16;
+  int64_t i = vecs * t / nt * 16;
+  int64_t end = t == nt - 1 ? j->count : vecs * (t + 1) / nt * 16;
+  __m512 cdf, e;
+
+  for (; i + 16 <= end; i += 16) {
+    __m512 x = _mm512_loadu_ps(j->x + i);
+    gelu_parts16(x, &cdf, &e);
+    _mm512_storeu_ps(j->out + i, gelu_y16(x, cdf));
+  }
+  if (i < end) {
+    __mmask16 m = (__mmask16)((1u << (end - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(m, j->x + i);
+    gelu_parts16(x, &cdf, &e);
+    _mm512_mask_storeu_ps(j->out + i, m, gelu_y16(x, cdf));
+  }
+}
+
+__attribute__((target("avx512f"))) static void gelu_grad_part(void *arg,
+                                                              int t, int nt) {
+  const gelu_job *j = arg;
+  int64_t vecs = j->count / 16;
+  int64_t i = vecs * t / nt * 16;
+  int64_t end = t == nt - 1 ? j->count : vecs * (t + 1) / nt * 16;
+  __m512 cdf, e;
+
+  for (; i + 16 <= end; i += 16) {
+    __m512 x = _mm512_loadu_ps(j->x + i);
+    gelu_parts16(x, &cdf, &e);
+    __m512 g = gelu_d16(x, cdf, e);
+    _mm512_storeu_ps(j->out + i, _mm512_mul_ps(_mm512_loadu_ps(j->dy + i), g));
+  }
+  if (i < end) {
+    __mmask16 m = (__mmask16)((1u << (end - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(m, j->x + i);
+    gelu_parts16(x, &cdf, &e);
+    __m512 g = gelu_d16(x, cdf, e);
+    _mm512_mask_storeu_ps(j->out + i, m,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, j->dy + i), g));
+  }
+}
+#endif
+
+/* Gelu (grad 0: x -> y) or GeluGrad (grad 1: dy, x -> dx). */
+static int gelu_loops(wf_kernel_ctx *ctx, int grad, wf_status *st) {
+  const wf_tensor *x, *dy = NULL;
+  wf_shape xs;
+  wf_tensor *out;
+  gelu_job j;
+
+  if ((grad && wfx_kernel_input(ctx, 0, &dy, NULL, st)) ||
+      wfx_kernel_input(ctx, grad, &x, &xs, st))
+    return wfx_code(st);
+  out = grad ? cpu_output(ctx, 0, NULL, st)
+             : wfx_host->kernel_output_new(ctx, 0, &xs, st);
+  if (!out)
+    return wfx_code(st);
+  j.count = wfx_count(x);
+  if (j.count == 0)
+    return 0;
+  j.out = wfx_data(out);
+  j.x = wfx_data(x);
+  j.dy = dy ? wfx_data(dy) : NULL;
+#if RELU_GRAD_LOOPS
+  cpu_team(grad ? gelu_grad_part : gelu_part, &j, j.count >= WF_CPU_SPLIT);
+  return 0;
+#else
+  return wfx_fail(st, WF_INTERNAL, "the GELU loops are built for x86 only");
+#endif
+}
+
+static int gelu_fwd_loops(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  (void)state;
+  return gelu_loops(ctx, 0, st);
+}
+
+static int gelu_grad_loops(wf_kernel_ctx *ctx, void *state, wf_status *st) {
+  (void)state;
+  return gelu_loops(ctx, 1, st);
+}
+
+/* Taken for the exact form on CPUs with AVX-512 (approximate = true, and
+ * every node elsewhere, stays with oneDNN's kernel); `[kernels] deny =
+ * Gelu:loops` leaves a node to it. */
+static int gelu_loops_supports(const wf_node *node) {
+  wf_attr_value v;
+
+  if (!RELU_GRAD_LOOPS || !cpu_avx2_fma() || !__builtin_cpu_supports("avx512f"))
+    return 0;
+  return !(wfx_host->node_attr(node, "approximate", &v) == 0 &&
+           v.type == WF_ATTR_BOOL && v.u.b);
+}
+
+const wf_kernel_def cpu_k_gelu_loops = WFX_KERNEL_FOR(
+    "cpu", "loops", "Gelu", "T", WF_DTYPE_BIT(WF_FLOAT32), gelu_fwd_loops,
+    .priority = WF_CPU_FAST_PRIORITY + 1, .flags = WF_KERNEL_IN_PLACE,
+    .supports = gelu_loops_supports);
+
+const wf_kernel_def cpu_k_gelu_grad_loops = WFX_KERNEL_FOR(
+    "cpu", "loops", "GeluGrad", "T", WF_DTYPE_BIT(WF_FLOAT32), gelu_grad_loops,
+    .priority = WF_CPU_FAST_PRIORITY + 1, .flags = WF_KERNEL_IN_PLACE,
+    .supports = gelu_loops_supports);

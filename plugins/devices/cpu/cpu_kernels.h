@@ -66,7 +66,8 @@ extern const wf_kernel_def cpu_k_relu, cpu_k_leaky_relu,
     cpu_k_relu_grad, cpu_k_relu_grad_loops, cpu_k_leaky_relu_grad,
     cpu_k_elu_grad,
     cpu_k_sigmoid_grad, cpu_k_tanh_grad, cpu_k_gelu_grad,
-    cpu_k_softplus_grad, cpu_k_sqrt_grad;
+    cpu_k_softplus_grad, cpu_k_sqrt_grad, cpu_k_gelu_loops,
+    cpu_k_gelu_grad_loops;
 /* cpu_arith.c: arithmetic, sums and Transpose on the intra-op threads. */
 extern const wf_kernel_def cpu_k_add, cpu_k_sub, cpu_k_mul, cpu_k_div,
     cpu_k_add_n, cpu_k_sum, cpu_k_mean, cpu_k_sum_to_like, cpu_k_sum_grad,
@@ -91,7 +92,8 @@ extern const wf_kernel_def cpu_k_apply_gradient_descent,
       &cpu_k_relu_grad_loops,                                      \
       &cpu_k_leaky_relu_grad, &cpu_k_elu_grad,                         \
       &cpu_k_sigmoid_grad, &cpu_k_tanh_grad, &cpu_k_gelu_grad,     \
-      &cpu_k_softplus_grad, &cpu_k_sqrt_grad
+      &cpu_k_softplus_grad, &cpu_k_sqrt_grad, &cpu_k_gelu_loops,          \
+      &cpu_k_gelu_grad_loops
 #endif
 
 /* Output i, made with the shape the op's shape function gives for this

@@ -37,7 +37,7 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define SOFTMAX_X86 1
-#include <immintrin.h>
+#include "cpu_vexp.h"
 #else
 #define SOFTMAX_X86 0
 #endif
@@ -268,33 +268,6 @@ typedef struct xent_loops_job {
 #define SOFTMAX_INLINE                                                         \
   static inline __attribute__((always_inline, target("avx2,fma")))
 
-/* exp(x) for x <= 0 (a row's logits less its maximum) and NaN: x = n ln2 +
- * r with |r| <= ln2 / 2, exp(r) by Cephes's minimax polynomial, times 2^n
- * built in the exponent bits. Below ln(FLT_MIN) the result is 0 (the
- * reference's float result there is a subnormal under 1.2e-38); NaN stays
- * NaN (the polynomial carries it). */
-SOFTMAX_INLINE __m256 exp8_nonpos(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
-  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
-  /* n >= -126 wherever x >= lo: a normal power of two */
-  __m256i k = _mm256_cvtps_epi32(n);
-  __m256 two_n = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-  __m256 e = _mm256_mul_ps(p, two_n);
-  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), e);
-}
-
 SOFTMAX_INLINE float hsum8(__m256 v) {
   __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   a = _mm_add_ps(a, _mm_movehl_ps(a, a));
@@ -333,13 +306,13 @@ SOFTMAX_INLINE float row_exp(float *y, const float *x, float mx,
   __m256 vs = _mm256_setzero_ps();
 
   for (int64_t j = 0; j < body; j += 8) {
-    __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
+    __m256 e = cpu_exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
     _mm256_storeu_ps(y + j, e);
     vs = _mm256_add_ps(vs, e);
   }
   if (tail) {
     __m256 e =
-        exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(x + body, tmask), m));
+        cpu_exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(x + body, tmask), m));
     e = _mm256_and_ps(e, _mm256_castsi256_ps(tmask));
     _mm256_maskstore_ps(y + body, tmask, e);
     vs = _mm256_add_ps(vs, e);
@@ -399,30 +372,6 @@ static SOFTMAX_TARGET void softmax_rows(float *y, const float *x,
 #define SOFTMAX16_INLINE                                                       \
   static inline __attribute__((always_inline, target("avx512f")))
 
-/* As exp8_nonpos. */
-SOFTMAX16_INLINE __m512 exp16_nonpos(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3365478515625f);
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
-  __m512i k = _mm512_cvtps_epi32(n);
-  __m512 two_n = _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23));
-  __m512 e = _mm512_mul_ps(p, two_n);
-  /* 0 below lo; NaN (unordered: not below) stays */
-  return _mm512_maskz_mov_ps(
-      (__mmask16)~_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), e);
-}
-
 /* As row_max: body c rounded down to 16, the tail's lanes in tm. maxps
  * passes over NaN as above. */
 SOFTMAX16_INLINE float row_max16(const float *x, int64_t body, __mmask16 tm) {
@@ -443,12 +392,12 @@ SOFTMAX16_INLINE float row_exp16(float *y, const float *x, float mx,
   __m512 vs = _mm512_setzero_ps();
 
   for (int64_t j = 0; j < body; j += 16) {
-    __m512 e = exp16_nonpos(_mm512_sub_ps(_mm512_loadu_ps(x + j), m));
+    __m512 e = cpu_exp16_nonpos(_mm512_sub_ps(_mm512_loadu_ps(x + j), m));
     _mm512_storeu_ps(y + j, e);
     vs = _mm512_add_ps(vs, e);
   }
   if (tm) {
-    __m512 e = exp16_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(tm, x + body), m));
+    __m512 e = cpu_exp16_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(tm, x + body), m));
     e = _mm512_maskz_mov_ps(tm, e);
     _mm512_mask_storeu_ps(y + body, tm, e);
     vs = _mm512_add_ps(vs, e);

@@ -42,6 +42,7 @@ DEVICE_CPU_SOURCES += \
 	plugins/devices/cpu/cpu_pool.c \
 	plugins/devices/cpu/cpu_eltwise.c \
 	plugins/devices/cpu/cpu_softmax.c \
+	plugins/devices/cpu/cpu_vexp.h \
 	plugins/devices/cpu/cpu_bnorm.c \
 	plugins/devices/cpu/cpu_bias.c \
 	plugins/devices/cpu/cpu_layernorm.c \
