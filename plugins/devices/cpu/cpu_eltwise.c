@@ -437,12 +437,17 @@ static int gelu_grad_loops(wf_kernel_ctx *ctx, void *state, wf_status *st) {
  * every node elsewhere, stays with oneDNN's kernel); `[kernels] deny =
  * Gelu:loops` leaves a node to it. */
 static int gelu_loops_supports(const wf_node *node) {
+#if RELU_GRAD_LOOPS
   wf_attr_value v;
 
-  if (!RELU_GRAD_LOOPS || !cpu_avx2_fma() || !__builtin_cpu_supports("avx512f"))
+  if (!cpu_avx2_fma() || !__builtin_cpu_supports("avx512f"))
     return 0;
   return !(wfx_host->node_attr(node, "approximate", &v) == 0 &&
            v.type == WF_ATTR_BOOL && v.u.b);
+#else
+  (void)node;
+  return 0;
+#endif
 }
 
 const wf_kernel_def cpu_k_gelu_loops = WFX_KERNEL_FOR(
